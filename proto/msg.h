@@ -1,0 +1,213 @@
+/*
+ * msg.h -- baton's wire protocol: frames and messages. No I/O.
+ *
+ * Frame (all integers little-endian):
+ *
+ *     u32 len      bytes that follow this field; PROTO_FRAME_MIN <= len <= BATON_MAX_FRAME
+ *     u16 type     enum msg_type
+ *     u64 req_id   chosen by the client, echoed by every reply; 0 on pushes
+ *     ...          body, by type (below)
+ *
+ * Strings are a u16 byte count then the bytes (no NUL). Lists are a u32
+ * count then the items. A lock name is 1..BATON_MAX_NAME bytes and contains
+ * no NUL byte. The decoder rejects trailing bytes, over-long strings, counts
+ * that do not fit the frame and unknown types.
+ *
+ * A connection starts with HELLO / HELLO_OK. Requests that change lock state
+ * carry (session, seq): seq is a per-session sequence number chosen by the
+ * client, unique within the session, and a retried request reuses it so that
+ * the cluster applies it at most once. `ack_below` tells the cluster that the
+ * client has received the results of every request of this session with a
+ * seq below it, so their cached results may be dropped.
+ *
+ * Followers answer every request except HELLO and STATUS with REDIRECT (or
+ * NO_LEADER during an election).
+ */
+#ifndef BATON_PROTO_MSG_H
+#define BATON_PROTO_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/buf.h"
+
+#define BATON_PROTO_VERSION 1
+#define BATON_MAX_FRAME (1u << 20)  /* largest frame, header included */
+#define BATON_MAX_NAME 256          /* lock name bytes */
+#define BATON_MAX_CLIENT_NAME 64    /* client name bytes */
+#define BATON_MAX_ADDR 64           /* "a.b.c.d:port" and then some */
+#define BATON_MAX_MEMBERS 16        /* cluster members in STATUS_R */
+#define BATON_MAX_ERRMSG 256        /* ERROR message bytes */
+#define BATON_MAX_LIST 1000         /* items in LIST_LOCKS_R / waiters in LOCK_INFO_R */
+
+#define PROTO_HDR_LEN 14            /* u32 len + u16 type + u64 req_id */
+#define PROTO_FRAME_MIN 10          /* smallest legal `len` field */
+
+/* ACQUIRE wait_ms values other than positive durations. */
+#define BATON_WAIT_TRY 0
+#define BATON_WAIT_FOREVER (-1)
+
+enum msg_type {
+    MSG_HELLO = 1,      /* c->s {u32 version, str client_name} */
+    MSG_HELLO_OK,       /* s->c {u32 version, u32 node_id} */
+    MSG_OPEN_SESSION,   /* c->s {u32 ttl_ms, str client_name} */
+    MSG_SESSION,        /* s->c {u64 session, u32 ttl_ms} */
+    MSG_ACQUIRE,        /* c->s {u64 session, u64 seq, u64 ack_below, i64 wait_ms, str lock} */
+    MSG_RELEASE,        /* c->s {u64 session, u64 seq, u64 ack_below, u64 fence, str lock} */
+    MSG_CANCEL,         /* c->s {u64 session, u64 seq, u64 ack_below, u64 waiter, str lock} */
+    MSG_CLOSE_SESSION,  /* c->s {u64 session, u64 seq, u64 ack_below} */
+    MSG_KEEPALIVE,      /* c->s {u64 session} */
+    MSG_RESULT,         /* s->c {i32 status, u8 kind, u64 value} reply to the five above */
+    MSG_GRANTED,        /* s->c push {u64 session, u64 waiter, u64 fence, str lock} */
+    MSG_WAIT_FAILED,    /* s->c push {u64 session, u64 waiter, i32 status, str lock} */
+    MSG_STATUS,         /* c->s {} answered by every node, leader or not */
+    MSG_STATUS_R,       /* s->c see struct msg_status_r */
+    MSG_LOCK_INFO,      /* c->s {str lock} */
+    MSG_LOCK_INFO_R,    /* s->c see struct msg_lock_info_r */
+    MSG_LIST_LOCKS,     /* c->s {str prefix, u32 limit} */
+    MSG_LIST_LOCKS_R,   /* s->c {u32 n, n x {str name, u64 holder_session, u64 fence, u32 n_waiters}, u8 more} */
+    MSG_REDIRECT,       /* s->c {u32 leader_id, str client_addr} */
+    MSG_NO_LEADER,      /* s->c {} */
+    MSG_ERROR,          /* s->c {i32 code, str message} */
+    MSG_TYPE_MAX_
+};
+
+/* MSG_RESULT kinds: what `value` means. */
+enum result_kind {
+    RESULT_OK = 0,      /* value unused (RELEASE, CLOSE_SESSION, KEEPALIVE) */
+    RESULT_GRANTED,     /* value = fence; the caller now holds the lock */
+    RESULT_QUEUED,      /* value = 1-based position in the queue; a GRANTED
+                           or WAIT_FAILED push follows later */
+    RESULT_CANCELLED,   /* the wait was removed (CANCEL) */
+};
+
+/* A string borrowed from the frame being decoded (not NUL-terminated). */
+struct pstr {
+    const char *p;
+    uint16_t n;
+};
+
+struct msg_member {
+    uint32_t id;
+    struct pstr raft_addr;
+    struct pstr client_addr;
+};
+
+/* Node roles in STATUS_R. */
+enum node_role { ROLE_UNAVAILABLE = 0, ROLE_FOLLOWER, ROLE_CANDIDATE, ROLE_LEADER };
+
+struct msg_status_r {
+    uint32_t node_id;
+    uint8_t role;           /* enum node_role */
+    uint32_t leader_id;     /* 0 if unknown */
+    uint64_t term;
+    uint64_t last_index;
+    uint64_t commit_index;
+    uint64_t applied_index;
+    uint32_t n_members;     /* <= BATON_MAX_MEMBERS */
+    struct msg_member *members;
+};
+
+struct msg_waiter {
+    uint64_t session;
+    uint64_t waiter;        /* the waiting ACQUIRE's seq */
+    int64_t wait_ms;
+};
+
+/* Wire: {u8 held, u64 holder_session, u64 holder_waiter, u64 fence,
+ *        u64 granted_index, u32 total_waiters, u32 n, n x {u64,u64,i64}, str lock} */
+struct msg_lock_info_r {
+    uint8_t held;           /* 0: free (and then no waiters) */
+    uint64_t holder_session;
+    uint64_t holder_waiter;
+    uint64_t fence;
+    uint64_t granted_index; /* raft index of the grant */
+    uint32_t total_waiters; /* queue length; n_waiters may be fewer */
+    uint32_t n_waiters;     /* <= BATON_MAX_LIST, queue order, head first */
+    struct msg_waiter *waiters;
+    struct pstr lock;
+};
+
+struct msg_lock_summary {
+    struct pstr name;
+    uint64_t holder_session; /* 0 if free */
+    uint64_t fence;
+    uint32_t n_waiters;
+};
+
+struct msg_list_locks_r {
+    uint32_t n;             /* <= BATON_MAX_LIST */
+    struct msg_lock_summary *items;
+    uint8_t more;           /* 1 if more locks match than were returned */
+};
+
+/*
+ * A decoded (or to-be-encoded) message. Only the member that matches `type`
+ * is meaningful. After proto_decode, every pstr points into the frame's
+ * memory and the arrays (members, waiters, items) are malloc'd and owned by
+ * the message: release them with msg_free. For proto_encode the caller owns
+ * everything and msg_free must not be called.
+ */
+struct msg {
+    uint16_t type;
+    uint64_t req_id;
+    union {
+        struct { uint32_t version; struct pstr client_name; } hello;
+        struct { uint32_t version; uint32_t node_id; } hello_ok;
+        struct { uint32_t ttl_ms; struct pstr client_name; } open_session;
+        struct { uint64_t session; uint32_t ttl_ms; } session;
+        struct { uint64_t session, seq, ack_below; int64_t wait_ms; struct pstr lock; } acquire;
+        struct { uint64_t session, seq, ack_below, fence; struct pstr lock; } release;
+        struct { uint64_t session, seq, ack_below, waiter; struct pstr lock; } cancel;
+        struct { uint64_t session, seq, ack_below; } close_session;
+        struct { uint64_t session; } keepalive;
+        struct { int32_t status; uint8_t kind; uint64_t value; } result;
+        struct { uint64_t session, waiter, fence; struct pstr lock; } granted;
+        struct { uint64_t session, waiter; int32_t status; struct pstr lock; } wait_failed;
+        struct msg_status_r status_r;
+        struct { struct pstr lock; } lock_info;
+        struct msg_lock_info_r lock_info_r;
+        struct { struct pstr prefix; uint32_t limit; } list_locks;
+        struct msg_list_locks_r list_locks_r;
+        struct { uint32_t leader_id; struct pstr client_addr; } redirect;
+        struct { int32_t code; struct pstr message; } error;
+    } u;
+};
+
+/*
+ * Look for one whole frame at the start of data[0..len).
+ * Returns 1 and sets *frame_len (header included) when a whole frame is
+ * there; 0 when more bytes are needed; BATON_ETOOBIG when the length field
+ * exceeds BATON_MAX_FRAME; BATON_EMALFORMED when it is below
+ * PROTO_FRAME_MIN. A negative return means the stream cannot be resynced:
+ * close the connection.
+ */
+int proto_frame_check(const uint8_t *data, size_t len, size_t *frame_len);
+
+/*
+ * Decode one whole frame (as found by proto_frame_check) into *m.
+ * Returns 0, BATON_EMALFORMED (bad body, unknown type, trailing bytes,
+ * bad string) or BATON_ENOMEM. On success the message borrows from `frame`,
+ * which must outlive it, and must be released with msg_free. On error *m
+ * needs no msg_free. m->type and m->req_id are set whenever the header
+ * could be read, even on error, so the caller can answer with an ERROR.
+ */
+int proto_decode(const uint8_t *frame, size_t frame_len, struct msg *m);
+
+/* Free the arrays a decoded message owns. NULL-safe; idempotent. */
+void msg_free(struct msg *m);
+
+/*
+ * Append m as one frame to out. Returns 0, BATON_ETOOBIG (frame would exceed
+ * BATON_MAX_FRAME, or a string exceeds its limit), BATON_EINVAL (unknown
+ * type) or BATON_ENOMEM. On error out is unchanged.
+ */
+int proto_encode(struct buf *out, const struct msg *m);
+
+/* Name of a message type for logs, e.g. "ACQUIRE"; "?" if unknown. */
+const char *msg_type_name(int type);
+
+/* Is name a legal lock name (1..BATON_MAX_NAME bytes, no NUL)? */
+int proto_lock_name_ok(const char *name, size_t n);
+
+#endif /* BATON_PROTO_MSG_H */

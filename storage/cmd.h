@@ -1,0 +1,112 @@
+/*
+ * cmd.h -- the commands of the lock state machine, their binary encoding (the
+ * payload of one Raft entry is a batch of them), and what applying them
+ * yields: one result per command plus a list of effects for the leader to
+ * deliver. No I/O, no clock.
+ *
+ * Batch encoding (little-endian):
+ *     u8 format (CMD_FORMAT), u32 count, then count commands:
+ *     u8 type, u64 session, u64 seq, u64 ack_below, u32 ttl_ms, i64 wait_ms,
+ *     u64 fence, u64 waiter, str name (u16 length + bytes)
+ * Every command carries every field (unused ones are zero) so that the
+ * format is trivial to validate.
+ */
+#ifndef BATON_STORAGE_CMD_H
+#define BATON_STORAGE_CMD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/buf.h"
+#include "proto/msg.h"
+
+#define CMD_FORMAT 1
+#define CMD_MAX_BATCH 4096          /* commands per entry */
+
+enum cmd_type {
+    CMD_OPEN_SESSION = 1, /* ttl_ms, name = client name        -> RESULT_OK, value = session id */
+    CMD_ACQUIRE,          /* session, seq, wait_ms, name        -> GRANTED(fence) | QUEUED(pos) | EWOULDBLOCK */
+    CMD_RELEASE,          /* session, seq, fence, name          -> OK | ENOTHELD */
+    CMD_CANCEL,           /* session, seq, waiter, name         -> CANCELLED | GRANTED(fence) | ENOTFOUND */
+    CMD_CLOSE_SESSION,    /* session, seq                       -> OK; releases and drops everything */
+    CMD_EXPIRE_SESSION,   /* session (leader-proposed)          -> OK | ESESSION */
+    CMD_WAIT_TIMEOUT,     /* session, waiter, name (leader)     -> OK; no-op if no longer waiting */
+    CMD_FORCE_RELEASE,    /* name (admin)                       -> OK | ENOTHELD */
+    CMD_TYPE_MAX_
+};
+
+struct cmd {
+    uint8_t type;
+    uint64_t session;
+    uint64_t seq;         /* 0 for leader/admin commands: never deduplicated */
+    uint64_t ack_below;   /* results of seq < ack_below may be forgotten */
+    uint32_t ttl_ms;
+    int64_t wait_ms;      /* BATON_WAIT_TRY, BATON_WAIT_FOREVER or > 0 */
+    uint64_t fence;
+    uint64_t waiter;
+    uint16_t name_len;
+    const char *name;     /* borrowed; not NUL-terminated */
+};
+
+/* Encoding a batch: cmd_batch_begin, then cmd_batch_add per command, then
+ * cmd_batch_end to patch the count in. All return 0 or BATON_ENOMEM /
+ * BATON_ETOOBIG. `start` is the offset of the batch inside b. */
+int cmd_batch_begin(struct buf *b, size_t *start);
+int cmd_batch_add(struct buf *b, const struct cmd *c);
+void cmd_batch_end(struct buf *b, size_t start, uint32_t count);
+
+/* Decoding: cmd_reader_init validates the header and yields the count;
+ * cmd_reader_next returns 1 with *c filled (c->name borrows from data), 0 at
+ * the end, BATON_EMALFORMED on a malformed command (bad type, name too long
+ * for its type, trailing bytes at the end). */
+struct cmd_reader {
+    struct rd rd;
+    uint32_t left;
+};
+int cmd_reader_init(struct cmd_reader *r, const void *data, size_t len, uint32_t *count);
+int cmd_reader_next(struct cmd_reader *r, struct cmd *c);
+
+/* The outcome of one command, in batch order. */
+struct cmd_result {
+    int32_t status;       /* 0 or BATON_E* */
+    uint8_t kind;         /* enum result_kind (proto/msg.h) */
+    uint64_t value;       /* fence, queue position or session id */
+};
+
+enum fx_type {
+    FX_GRANT = 1,   /* a waiter reached the head: (session, waiter) now holds name with fence */
+    FX_WAIT_FAILED, /* a waiter left the queue without a grant: status says why (ETIMEDOUT) */
+    FX_LOST,        /* a holder lost name (fence) without releasing it: status says why
+                       (ESESSION for expiry, ELOST for a forced release) */
+    FX_SESSION_GONE /* the session no longer exists (status: ESESSION expired, 0 closed) */
+};
+
+struct effect {
+    uint8_t type;   /* enum fx_type */
+    int32_t status;
+    uint64_t session;
+    uint64_t waiter;
+    uint64_t fence;
+    uint16_t name_len;
+    char name[BATON_MAX_NAME];
+};
+
+/* What store_apply yields. Arrays are owned by the struct and grow as
+ * needed; effects_reset empties them and keeps the memory. */
+struct effects {
+    uint64_t index;               /* the raft index applied */
+    struct cmd_result *results;   /* one per command of the batch */
+    size_t n_results, cap_results;
+    struct effect *fx;            /* in the order they happened */
+    size_t n_fx, cap_fx;
+};
+
+void effects_init(struct effects *e);
+void effects_reset(struct effects *e);
+void effects_free(struct effects *e);   /* NULL-safe */
+int effects_add_result(struct effects *e, const struct cmd_result *r);
+int effects_add_fx(struct effects *e, const struct effect *fx);
+
+const char *cmd_type_name(int type);
+
+#endif /* BATON_STORAGE_CMD_H */

@@ -1,0 +1,132 @@
+/*
+ * store.h -- the lock state machine over LMDB (DESIGN.md section 3).
+ *
+ * Deterministic: given the same entries it yields the same state and the same
+ * effects on every node. It reads no clock, no randomness, and knows nothing
+ * of raft, sockets or libuv. Everything runs on the caller's thread (batond's
+ * loop thread); a store must not be used from two threads at once.
+ *
+ * One LMDB environment in `dir` (opened MDB_NOSYNC: the raft log is the
+ * durable source, see notes/raft-0.15.md section 4) with named databases:
+ *
+ *   meta      "applied", "next_session", "next_fence", "next_enq", "format",
+ *             "boot_id", "clean"
+ *   sessions  be64 session                      -> ttl_ms, created index, n_owned, client name
+ *   locks     name                              -> holder session, holder waiter, fence,
+ *                                                  granted index, n_waiters
+ *   waiters   name \0 be64 enq                  -> session, waiter, wait_ms
+ *   owned     be64 session, be64 waiter         -> kind (hold|wait), enq, name
+ *   dedup     be64 session, be64 seq            -> cached struct cmd_result
+ *
+ * Lock state is keyed by (session, waiter): one session may hold or wait for
+ * many locks, and several of its waiters may queue for the same lock (several
+ * threads sharing one client), so a lock is held by a (session, waiter) pair
+ * identified by its fence.
+ */
+#ifndef BATON_STORAGE_STORE_H
+#define BATON_STORAGE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/buf.h"
+#include "storage/cmd.h"
+
+/* Limits enforced in apply (results carry BATON_ELIMIT). */
+#define STORE_MAX_OWNED_PER_SESSION 10000   /* holds + waits of one session */
+#define STORE_MAX_SESSIONS 200000
+
+typedef struct store store;
+
+/*
+ * Open (creating if needed) the store in directory `dir`, which must exist.
+ * If the previous run of this data directory did not shut down cleanly and
+ * the machine rebooted since (boot id changed), the LMDB files cannot be
+ * trusted after MDB_NOSYNC and are deleted and recreated empty: raft's
+ * snapshot and log replay rebuild them. Returns 0, BATON_EIO or BATON_ENOMEM;
+ * on error *out is NULL and errmsg (if not NULL, 256 bytes) says why.
+ */
+int store_open(const char *dir, store **out, char *errmsg);
+
+/* Sync, mark the shutdown clean, close. NULL-safe. */
+void store_close(store *s);
+
+/* Index of the last entry applied (0 for a new store). */
+uint64_t store_applied_index(store *s);
+
+/* Force the LMDB files to disk (mdb_env_sync(force)). 0 or BATON_EIO. */
+int store_sync(store *s);
+
+/*
+ * Apply the batch encoded in data[0..len) as raft entry `index`, in one
+ * write transaction that also records index as applied. effects_reset(out)
+ * is called first; on return out->results has one result per command and
+ * out->fx the effects, in order.
+ *
+ * If index <= store_applied_index(s) the entry was applied before (raft
+ * replays the log on restart): nothing changes, out is left empty and 0 is
+ * returned. A malformed batch applies nothing but still advances the applied
+ * index (every node rejects it the same way) and returns 0 with out empty.
+ * Returns BATON_EIO/BATON_ENOMEM only on a local failure (disk, memory), in
+ * which case nothing was changed.
+ */
+int store_apply(store *s, uint64_t index, const void *data, size_t len, struct effects *out);
+
+/*
+ * Serialise the whole state (applied index included) into out (appended).
+ * Format: u32 magic "BTN1", u32 format, u64 applied_index, then for each
+ * database in a fixed order: u32 count and count x {u32 klen, key, u32 vlen,
+ * val} in key order. Two stores with equal state produce equal bytes.
+ * Returns 0, BATON_EIO or BATON_ENOMEM.
+ */
+int store_snapshot(store *s, struct buf *out);
+
+/*
+ * Replace the state with a snapshot if the snapshot's applied index is
+ * greater than the store's; otherwise do nothing and return 0. Returns 0,
+ * BATON_EMALFORMED (nothing changed) or BATON_EIO.
+ */
+int store_restore(store *s, const void *data, size_t len);
+
+/* ---- reads for the admin requests (short read transactions) ---------- */
+
+/*
+ * Fill *info for lock `name`. info->waiters is malloc'd (at most max_waiters
+ * entries, queue order) and owned by the caller: free(info->waiters).
+ * info->lock is left unset. A lock that is free and has no waiters gives
+ * held = 0 and no waiters (not an error). Returns 0, BATON_EIO, BATON_ENOMEM.
+ */
+int store_lock_info(store *s, const char *name, size_t name_len, uint32_t max_waiters,
+                    struct msg_lock_info_r *info);
+
+/*
+ * Locks whose name starts with prefix, in name order, at most `limit`:
+ * calls cb(data, name, name_len, holder_session, fence, n_waiters) for each
+ * (name borrowed for the call only) and sets *more to 1 if more matched.
+ * Returns 0, BATON_EIO, or cb's non-zero return.
+ */
+typedef int store_lock_cb(void *data, const char *name, size_t name_len,
+                          uint64_t holder_session, uint64_t fence, uint32_t n_waiters);
+int store_list_locks(store *s, const char *prefix, size_t prefix_len, uint32_t limit,
+                     store_lock_cb *cb, void *data, int *more);
+
+/*
+ * Every waiter with a positive wait_ms, in no particular order:
+ * cb(data, session, waiter, wait_ms, name, name_len). Used by a new leader to
+ * re-arm wait deadlines. Returns 0, BATON_EIO or cb's non-zero return.
+ */
+typedef int store_waiter_cb(void *data, uint64_t session, uint64_t waiter, int64_t wait_ms,
+                            const char *name, size_t name_len);
+int store_foreach_timed_waiter(store *s, store_waiter_cb *cb, void *data);
+
+/*
+ * Every session: cb(data, session, ttl_ms). Used by a new leader to give
+ * every session a fresh lease. Returns 0, BATON_EIO or cb's non-zero return.
+ */
+typedef int store_session_cb(void *data, uint64_t session, uint32_t ttl_ms);
+int store_foreach_session(store *s, store_session_cb *cb, void *data);
+
+/* Does this session exist? 1, 0, or BATON_EIO. */
+int store_session_exists(store *s, uint64_t session);
+
+#endif /* BATON_STORAGE_STORE_H */
