@@ -15,7 +15,7 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wwrite-strings \
             -Wno-missing-field-initializers
 CFLAGS   ?= -O2 -g
 SAN      ?=
-B        := build/$(if $(SAN),$(SAN),default)
+B        ?= build/$(if $(SAN),$(SAN),default)
 
 ifeq ($(SAN),address)
   SANFLAGS := -fsanitize=address,undefined

@@ -20,8 +20,29 @@
  * client has received the results of every request of this session with a
  * seq below it, so their cached results may be dropped.
  *
- * Followers answer every request except HELLO and STATUS with REDIRECT (or
- * NO_LEADER during an election).
+ * How batond answers:
+ *  - The first frame must be HELLO; a different version gets
+ *    ERROR(BATON_EVERSION) and any other first frame ERROR(BATON_EPROTO), and
+ *    the connection is closed. HELLO_OK carries the node's id.
+ *  - Followers answer every request except HELLO and STATUS with
+ *    REDIRECT(leader id, leader's client address), or NO_LEADER while no
+ *    leader is known (or the leader has not yet committed its barrier).
+ *    The client retries there with the same req_id/seq.
+ *  - OPEN_SESSION -> SESSION. ttl_ms 0 means the server default (10 s);
+ *    others are clamped to the server's bounds (1 s .. 300 s).
+ *  - ACQUIRE, RELEASE, CANCEL, CLOSE_SESSION, KEEPALIVE -> RESULT, sent only
+ *    once the command is committed and applied. A request naming a session
+ *    attaches that session to this connection: pushes for the session
+ *    (GRANTED, WAIT_FAILED) go to the connection it was last attached to.
+ *  - A queued ACQUIRE (RESULT_QUEUED) later gets exactly one push: GRANTED
+ *    (the session holds the lock with that fence) or WAIT_FAILED (status
+ *    BATON_ETIMEDOUT for a wait_ms that ran out). Pushes have req_id 0 and
+ *    name the waiter by its ACQUIRE's seq.
+ *  - STATUS -> STATUS_R from any node; LOCK_INFO, LIST_LOCKS -> their
+ *    replies from the leader's applied state.
+ *  - A frame that cannot be parsed gets ERROR(BATON_EMALFORMED or
+ *    BATON_ETOOBIG) and the connection is closed; a well-formed request the
+ *    server refuses gets ERROR(code, message) and the connection stays.
  */
 #ifndef BATON_PROTO_MSG_H
 #define BATON_PROTO_MSG_H
