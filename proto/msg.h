@@ -37,7 +37,15 @@
  *  - A queued ACQUIRE (RESULT_QUEUED) later gets exactly one push: GRANTED
  *    (the session holds the lock with that fence) or WAIT_FAILED (status
  *    BATON_ETIMEDOUT for a wait_ms that ran out). Pushes have req_id 0 and
- *    name the waiter by its ACQUIRE's seq.
+ *    name the waiter by its ACQUIRE's seq. The QUEUED reply always reaches
+ *    the client before the push for that waiter.
+ *  - The cached result of a queued ACQUIRE is updated when its wait ends
+ *    (to RESULT_GRANTED with the fence, or to the failure status). A client
+ *    therefore counts a queued ACQUIRE as unanswered for ack_below until its
+ *    push arrives, and after a reconnect re-sends it with the same seq: the
+ *    answer is QUEUED (still waiting; pushes now come to the new connection)
+ *    or the final outcome it missed.
+ *  - A node that stops being the leader closes its client connections.
  *  - STATUS -> STATUS_R from any node; LOCK_INFO, LIST_LOCKS -> their
  *    replies from the leader's applied state.
  *  - A frame that cannot be parsed gets ERROR(BATON_EMALFORMED or

@@ -1,0 +1,113 @@
+/*
+ * fsm.c -- the raft_fsm callbacks (apply, snapshot, restore) over the store.
+ *
+ * libraft 0.15 does not pass the entry index to apply; while apply runs, the
+ * entry being applied is raft_last_applied() + 1 (notes/raft-0.15.md, section
+ * 1). The store skips entries at or below its own applied index, which makes
+ * the log replay that raft does on every restart harmless.
+ */
+#include "raft/fsm.h"
+
+#include <string.h>
+
+#include "proto/baton_errno.h"
+
+/*
+ * Apply one committed RAFT_COMMAND entry. The effects buffer is reused for
+ * every entry: libraft calls the proposer's apply callback right after this
+ * function returns, in the same call stack, and that callback reads the
+ * results through *result before the next entry is applied.
+ *
+ * A local failure (disk, memory) is returned to raft as non-zero, which makes
+ * raft retry the same entry later; application-level failures travel inside
+ * the results and never stop the log.
+ */
+static int fsm_apply(struct raft_fsm *rf, const struct raft_buffer *buf, void **result)
+{
+    struct fsm *f = rf->data;
+    uint64_t index = raft_last_applied(f->raft) + 1;
+    uint64_t before = store_applied_index(f->store);
+    int rv;
+
+    rv = store_apply(f->store, index, buf->base, buf->len, &f->fx);
+    if (rv != 0) return RAFT_IOERR;
+    if (index <= before) f->n_skipped++;
+    f->fx.index = index;
+    if (f->applied != NULL) f->applied(f->data, &f->fx);
+    *result = &f->fx;
+    return 0;
+}
+
+/*
+ * Take a snapshot, synchronously on the loop (fsm version 1): first force the
+ * LMDB files to disk, because raft deletes log entries older than the
+ * snapshot once it is persisted and LMDB runs with MDB_NOSYNC; then dump the
+ * whole state into one raft_malloc'd buffer, which raft frees.
+ */
+static int fsm_snapshot(struct raft_fsm *rf, struct raft_buffer *bufs[], unsigned *n_bufs)
+{
+    struct fsm *f = rf->data;
+    struct buf b = {0};
+    int rv;
+
+    if (store_sync(f->store) != 0) return RAFT_IOERR;
+    rv = store_snapshot(f->store, &b);
+    if (rv != 0) {
+        buf_free(&b);
+        return rv == BATON_ENOMEM ? RAFT_NOMEM : RAFT_IOERR;
+    }
+    *bufs = raft_malloc(sizeof **bufs);
+    if (*bufs == NULL) goto err;
+    (*bufs)[0].base = raft_malloc(b.len);
+    if ((*bufs)[0].base == NULL) goto err_after_bufs;
+    memcpy((*bufs)[0].base, b.data, b.len);
+    (*bufs)[0].len = b.len;
+    *n_bufs = 1;
+    buf_free(&b);
+    f->n_snapshots++;
+    return 0;
+
+err_after_bufs:
+    raft_free(*bufs);
+    *bufs = NULL;
+err:
+    buf_free(&b);
+    return RAFT_NOMEM;
+}
+
+/*
+ * Install a snapshot: at every start (raft loads its latest snapshot) and on
+ * a follower that received one. The store ignores a snapshot that is not
+ * newer than its state. On success we own buf->base; on error raft frees it.
+ */
+static int fsm_restore(struct raft_fsm *rf, struct raft_buffer *buf)
+{
+    struct fsm *f = rf->data;
+    uint64_t before = store_applied_index(f->store);
+    int rv = store_restore(f->store, buf->base, buf->len);
+
+    if (rv == BATON_EMALFORMED) return RAFT_MALFORMED;
+    if (rv != 0) return RAFT_IOERR;
+    if (store_applied_index(f->store) != before) f->n_restores++;
+    raft_free(buf->base);
+    return 0;
+}
+
+void fsm_init(struct fsm *f, store *s, fsm_applied_cb *applied, void *data)
+{
+    memset(f, 0, sizeof *f);
+    f->base.version = 1;
+    f->base.data = f;
+    f->base.apply = fsm_apply;
+    f->base.snapshot = fsm_snapshot;
+    f->base.restore = fsm_restore;
+    f->store = s;
+    f->applied = applied;
+    f->data = data;
+    effects_init(&f->fx);
+}
+
+void fsm_close(struct fsm *f)
+{
+    effects_free(&f->fx);
+}

@@ -1,0 +1,36 @@
+/*
+ * fsm.h -- adapts libraft's struct raft_fsm onto the lock store.
+ *
+ * Used by raft/node.c with the real raft_uv I/O, and by the cluster tests
+ * with raft_fixture. Every callback runs on the thread that runs the raft
+ * loop.
+ */
+#ifndef BATON_RAFT_FSM_H
+#define BATON_RAFT_FSM_H
+
+#include <raft.h>
+
+#include "storage/cmd.h"
+#include "storage/store.h"
+
+/* Called after every applied entry, on every node, with the entry's results
+ * and effects. fx is valid only during the call. */
+typedef void fsm_applied_cb(void *data, const struct effects *fx);
+
+struct fsm {
+    struct raft_fsm base;   /* handed to raft_init; base.data points here */
+    struct raft *raft;      /* set once raft_init ran: gives the entry index */
+    store *store;           /* borrowed */
+    struct effects fx;      /* reused for every entry; see fsm_apply */
+    fsm_applied_cb *applied;
+    void *data;
+    uint64_t n_skipped;     /* entries at or below the store's applied index */
+    uint64_t n_snapshots;
+    uint64_t n_restores;
+};
+
+/* Set up f over store s. applied may be NULL. */
+void fsm_init(struct fsm *f, store *s, fsm_applied_cb *applied, void *data);
+void fsm_close(struct fsm *f);
+
+#endif /* BATON_RAFT_FSM_H */

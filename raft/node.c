@@ -1,0 +1,356 @@
+/*
+ * node.c -- libraft 0.15 set up over raft_uv, the TCP transport and the lock
+ * store; proposals; leadership polling and the barrier on election. See
+ * node.h and notes/raft-0.15.md.
+ */
+#include "raft/node.h"
+
+#include <raft.h>
+#include <raft/uv.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/baton_errno.h"
+#include "raft/fsm.h"
+
+#define NODE_POLL_MS 20
+
+struct node {
+    uv_loop_t *loop;
+    struct node_config cfg;
+    struct node_hooks hooks;
+    struct raft raft;
+    struct raft_io io;
+    struct raft_uv_transport transport;
+    struct fsm fsm;
+    uv_timer_t poll;
+    struct raft_barrier barrier;
+    bool barrier_pending;
+    bool ready;
+    uint64_t ready_term;     /* term whose barrier made us ready */
+    bool closing;
+    void (*close_cb)(void *data);
+    void *close_data;
+};
+
+/* One proposal in flight: raft's request plus our completion. */
+struct proposal {
+    struct raft_apply req;
+    struct node *node;
+    node_propose_cb *cb;
+    void *data;
+};
+
+static void node_poll(struct node *n);
+static void raft_closed(struct raft *r);
+
+static int status_from_raft(int rv)
+{
+    switch (rv) {
+    case 0:
+        return 0;
+    case RAFT_NOTLEADER:
+    case RAFT_LEADERSHIPLOST:
+    case RAFT_SHUTDOWN:
+        return BATON_ENOTLEADER;
+    case RAFT_NOMEM:
+        return BATON_ENOMEM;
+    default:
+        return BATON_EIO;
+    }
+}
+
+/* Tell the server whenever our readiness to serve as leader flips. */
+static void set_ready(struct node *n, bool ready)
+{
+    if (n->ready == ready) return;
+    n->ready = ready;
+    if (n->hooks.ready != NULL) n->hooks.ready(n->hooks.data, ready);
+}
+
+/*
+ * The barrier proposed on becoming leader has been applied: every entry of
+ * earlier terms is now committed and applied here, so the store is current
+ * and this node may serve. If leadership was lost meanwhile, the next poll
+ * notices.
+ */
+static void barrier_cb(struct raft_barrier *req, int status)
+{
+    struct node *n = req->data;
+
+    n->barrier_pending = false;
+    if (n->closing) return;
+    if (status == 0 && raft_state(&n->raft) == RAFT_LEADER &&
+        n->raft.current_term == n->ready_term) {
+        set_ready(n, true);
+        return;
+    }
+    node_poll(n);
+}
+
+/*
+ * Compare raft's role with what we last saw. Runs every NODE_POLL_MS and
+ * whenever a proposal reports lost leadership.
+ */
+static void node_poll(struct node *n)
+{
+    int state;
+    int rv;
+
+    if (n->closing) return;
+    state = raft_state(&n->raft);
+    if (state != RAFT_LEADER) {
+        set_ready(n, false);
+        return;
+    }
+    if (n->ready && n->ready_term == n->raft.current_term) return;
+    if (n->ready) set_ready(n, false); /* leader again in a newer term */
+    if (n->barrier_pending) return;
+    n->ready_term = n->raft.current_term;
+    n->barrier.data = n;
+    rv = raft_barrier(&n->raft, &n->barrier, barrier_cb);
+    if (rv == 0) n->barrier_pending = true;
+}
+
+static void poll_timer_cb(uv_timer_t *t)
+{
+    node_poll(t->data);
+}
+
+static void fsm_applied(void *data, const struct effects *fx)
+{
+    struct node *n = data;
+    if (n->hooks.applied != NULL) n->hooks.applied(n->hooks.data, fx);
+}
+
+static void apply_cb(struct raft_apply *req, int status, void *result)
+{
+    struct proposal *p = req->data;
+    struct node *n = p->node;
+    int st = status_from_raft(status);
+
+    p->cb(p->data, st, st == 0 ? result : NULL);
+    free(p);
+    if (st == BATON_ENOTLEADER) node_poll(n);
+}
+
+int node_propose(struct node *n, const void *data, size_t len, node_propose_cb *cb, void *cb_data)
+{
+    struct proposal *p;
+    struct raft_buffer buf;
+    int rv;
+
+    if (!n->ready || n->closing) return BATON_ENOTLEADER;
+    p = malloc(sizeof *p);
+    if (p == NULL) return BATON_ENOMEM;
+    buf.len = len;
+    buf.base = raft_malloc(len);
+    if (buf.base == NULL) {
+        free(p);
+        return BATON_ENOMEM;
+    }
+    memcpy(buf.base, data, len);
+    p->req.data = p;
+    p->node = n;
+    p->cb = cb;
+    p->data = cb_data;
+    rv = raft_apply(&n->raft, &p->req, &buf, 1, apply_cb);
+    if (rv != 0) {
+        /* On failure the buffer is still ours (notes, section 1). */
+        raft_free(buf.base);
+        free(p);
+        rv = status_from_raft(rv);
+        if (rv == BATON_ENOTLEADER) node_poll(n);
+        return rv;
+    }
+    return 0;
+}
+
+void node_get_status(struct node *n, struct node_status *st)
+{
+    raft_id id = 0;
+    const char *addr = NULL;
+
+    memset(st, 0, sizeof *st);
+    switch (raft_state(&n->raft)) {
+    case RAFT_FOLLOWER:
+        st->role = ROLE_FOLLOWER;
+        break;
+    case RAFT_CANDIDATE:
+        st->role = ROLE_CANDIDATE;
+        break;
+    case RAFT_LEADER:
+        st->role = ROLE_LEADER;
+        break;
+    default:
+        st->role = ROLE_UNAVAILABLE;
+    }
+    st->ready = n->ready;
+    raft_leader(&n->raft, &id, &addr);
+    st->leader_id = (uint32_t)id;
+    st->term = n->raft.current_term;
+    st->last_index = raft_last_index(&n->raft);
+    st->commit_index = n->raft.commit_index;
+    st->applied_index = raft_last_applied(&n->raft);
+}
+
+bool node_is_ready(const struct node *n)
+{
+    return n->ready && !n->closing;
+}
+
+const struct node_member *node_member_find(const struct node_config *c, uint32_t id)
+{
+    for (uint32_t i = 0; i < c->n_members; i++)
+        if (c->members[i].id == id) return &c->members[i];
+    return NULL;
+}
+
+const struct node_member *node_member_by_id(const struct node *n, uint32_t id)
+{
+    return node_member_find(&n->cfg, id);
+}
+
+const struct node_config *node_config(const struct node *n)
+{
+    return &n->cfg;
+}
+
+static unsigned or_default(unsigned v, unsigned d)
+{
+    return v ? v : d;
+}
+
+/* Bootstrap the static configuration. Every node does it on every start:
+ * 0 means this was the first start, RAFT_CANTBOOTSTRAP that state exists. */
+static int node_bootstrap(struct node *n, char *errmsg)
+{
+    struct raft_configuration conf;
+    int rv = 0;
+
+    raft_configuration_init(&conf);
+    for (uint32_t i = 0; i < n->cfg.n_members && rv == 0; i++)
+        rv = raft_configuration_add(&conf, n->cfg.members[i].id, n->cfg.members[i].raft_addr,
+                                    RAFT_VOTER);
+    if (rv == 0) rv = raft_bootstrap(&n->raft, &conf);
+    raft_configuration_close(&conf);
+    if (rv != 0 && rv != RAFT_CANTBOOTSTRAP) {
+        snprintf(errmsg, 256, "raft bootstrap: %s", raft_errmsg(&n->raft));
+        return BATON_EIO;
+    }
+    return 0;
+}
+
+int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
+              const struct node_hooks *hooks, struct node **out, char *errmsg)
+{
+    const struct node_member *self;
+    struct node *n;
+    int rv;
+
+    *out = NULL;
+    n = calloc(1, sizeof *n);
+    if (n == NULL) return BATON_ENOMEM;
+    n->loop = loop;
+    n->cfg = *cfg;
+    n->hooks = *hooks;
+    self = node_member_by_id(n, cfg->id);
+    if (self == NULL) {
+        snprintf(errmsg, 256, "node id %u is not in the cluster configuration", cfg->id);
+        free(n);
+        return BATON_EINVAL;
+    }
+    fsm_init(&n->fsm, s, fsm_applied, n);
+
+    rv = raft_uv_tcp_init(&n->transport, loop);
+    if (rv != 0) {
+        snprintf(errmsg, 256, "raft transport init failed (%d)", rv);
+        goto err;
+    }
+    rv = raft_uv_init(&n->io, loop, cfg->raft_dir, &n->transport);
+    if (rv != 0) {
+        snprintf(errmsg, 256, "raft io init: %.200s", n->io.errmsg);
+        goto err_after_transport;
+    }
+    raft_uv_set_connect_retry_delay(&n->io, or_default(cfg->connect_retry_ms, 250));
+    rv = raft_init(&n->raft, &n->io, &n->fsm.base, cfg->id, self->raft_addr);
+    if (rv != 0) {
+        snprintf(errmsg, 256, "raft init: %s", raft_errmsg(&n->raft));
+        goto err_after_io;
+    }
+    n->raft.data = n;
+    n->fsm.raft = &n->raft;
+    raft_set_election_timeout(&n->raft, or_default(cfg->election_timeout_ms, 400));
+    raft_set_heartbeat_timeout(&n->raft, or_default(cfg->heartbeat_timeout_ms, 50));
+    raft_set_install_snapshot_timeout(&n->raft, or_default(cfg->install_snapshot_timeout_ms, 2000));
+    raft_set_snapshot_threshold(&n->raft, or_default(cfg->snapshot_threshold, 8192));
+    raft_set_snapshot_trailing(&n->raft, or_default(cfg->snapshot_trailing, 2048));
+    raft_set_pre_vote(&n->raft, true);
+
+    if (node_bootstrap(n, errmsg) != 0) goto err_after_raft;
+    rv = raft_start(&n->raft);
+    if (rv != 0) {
+        snprintf(errmsg, 256, "raft start: %s", raft_errmsg(&n->raft));
+        goto err_after_raft;
+    }
+    uv_timer_init(loop, &n->poll);
+    n->poll.data = n;
+    uv_timer_start(&n->poll, poll_timer_cb, NODE_POLL_MS, NODE_POLL_MS);
+    *out = n;
+    return 0;
+
+    /* raft_init succeeded: the instance must go through raft_close, whose
+     * callback closes the I/O and the transport. */
+err_after_raft:
+    n->closing = true;
+    raft_close(&n->raft, raft_closed);
+    uv_run(loop, UV_RUN_DEFAULT);
+    fsm_close(&n->fsm);
+    free(n);
+    return BATON_EIO;
+
+err_after_io:
+    raft_uv_close(&n->io);
+err_after_transport:
+    raft_uv_tcp_close(&n->transport);
+err:
+    uv_run(loop, UV_RUN_DEFAULT);
+    fsm_close(&n->fsm);
+    free(n);
+    return BATON_EIO;
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+    (void)h;
+}
+
+/* raft has closed: close its I/O and transport, then tell the caller. */
+static void raft_closed(struct raft *r)
+{
+    struct node *n = r->data;
+
+    raft_uv_close(&n->io);
+    raft_uv_tcp_close(&n->transport);
+    if (n->close_cb != NULL) n->close_cb(n->close_data);
+}
+
+void node_close(struct node *n, void (*cb)(void *data), void *data)
+{
+    if (n->closing) return;
+    set_ready(n, false);
+    n->closing = true;
+    n->close_cb = cb;
+    n->close_data = data;
+    uv_timer_stop(&n->poll);
+    uv_close((uv_handle_t *)&n->poll, timer_closed);
+    raft_close(&n->raft, raft_closed);
+}
+
+void node_free(struct node *n)
+{
+    if (n == NULL) return;
+    fsm_close(&n->fsm);
+    free(n);
+}

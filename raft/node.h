@@ -1,0 +1,113 @@
+/*
+ * node.h -- one batond's raft node: libraft 0.15 over raft_uv and its TCP
+ * transport, the FSM over the store, proposals, and leadership tracking.
+ *
+ * This module and raft/fsm.c are the only code that includes <raft.h>; no
+ * RAFT_* value leaves it (errors become BATON_E* codes). Everything here runs
+ * on the loop thread; no function may be called from another thread.
+ *
+ * Leadership: 0.15 has no state callback, so the node polls raft_state()
+ * every 20 ms (and at once when a proposal learns that leadership was lost).
+ * On becoming leader it commits a raft_barrier first -- in 0.15 a new leader
+ * appends no entry of its own, and the barrier commits every entry of earlier
+ * terms -- and only then reports itself "ready". Only a ready leader serves
+ * writes, pushes grants and decides leases.
+ */
+#ifndef BATON_RAFT_NODE_H
+#define BATON_RAFT_NODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "proto/msg.h"
+#include "storage/cmd.h"
+#include "storage/store.h"
+
+struct node_member {
+    uint32_t id;
+    char raft_addr[BATON_MAX_ADDR + 1];   /* "a.b.c.d:port" */
+    char client_addr[BATON_MAX_ADDR + 1];
+};
+
+struct node_config {
+    uint32_t id;
+    const char *raft_dir;           /* must exist */
+    uint32_t n_members;
+    struct node_member members[BATON_MAX_MEMBERS];
+    unsigned election_timeout_ms;   /* 0: 400 */
+    unsigned heartbeat_timeout_ms;  /* 0: 50 */
+    unsigned install_snapshot_timeout_ms; /* 0: 2000 */
+    unsigned snapshot_threshold;    /* 0: 8192 */
+    unsigned snapshot_trailing;     /* 0: 2048 */
+    unsigned connect_retry_ms;      /* 0: 250 */
+};
+
+struct node_status {
+    int role;                       /* enum node_role (proto/msg.h) */
+    bool ready;                     /* leader whose barrier has committed */
+    uint32_t leader_id;             /* 0 if unknown */
+    uint64_t term;
+    uint64_t last_index;
+    uint64_t commit_index;
+    uint64_t applied_index;
+};
+
+/* Called on every node after every applied entry; fx valid during the call. */
+typedef void node_applied_cb(void *data, const struct effects *fx);
+/* Called when this node becomes a ready leader (ready = true) or stops being
+ * one (ready = false). */
+typedef void node_ready_cb(void *data, bool ready);
+
+struct node_hooks {
+    void *data;
+    node_applied_cb *applied;
+    node_ready_cb *ready;
+};
+
+struct node;
+
+/*
+ * Initialise raft in cfg->raft_dir over `s`, bootstrap the configuration
+ * given in cfg (identical on every node; a no-op when the node already has
+ * state), and start it. `s`, `loop` and the hooks must outlive the node.
+ * Returns 0 or BATON_EIO / BATON_ENOMEM / BATON_EINVAL with errmsg (256
+ * bytes) filled; on error *out is NULL. On error it runs the loop until
+ * raft's handles are closed, so call it before starting other handles.
+ */
+int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
+              const struct node_hooks *hooks, struct node **out, char *errmsg);
+
+/*
+ * Completion of a proposal: status 0 with the entry's results and effects
+ * (valid only during the call), or BATON_ENOTLEADER when leadership was lost
+ * before the entry was applied here -- the outcome is then unknown: the entry
+ * may still commit under the next leader -- or BATON_EIO on a disk failure.
+ */
+typedef void node_propose_cb(void *data, int status, const struct effects *fx);
+
+/*
+ * Propose one entry whose payload is data[0..len) (copied). Returns 0, and
+ * then cb runs exactly once, later (never from inside this call); or
+ * BATON_ENOTLEADER (not a ready leader) / BATON_ENOMEM, and then cb never
+ * runs.
+ */
+int node_propose(struct node *n, const void *data, size_t len, node_propose_cb *cb, void *cb_data);
+
+void node_get_status(struct node *n, struct node_status *st);
+bool node_is_ready(const struct node *n);
+
+/* The member with this id, or NULL. */
+const struct node_member *node_member_find(const struct node_config *c, uint32_t id);
+const struct node_member *node_member_by_id(const struct node *n, uint32_t id);
+const struct node_config *node_config(const struct node *n);
+
+/*
+ * Start closing: pending proposals complete with BATON_ENOTLEADER (from
+ * inside this call), then raft's I/O closes; cb(data) runs when raft has
+ * closed. Keep running the loop until it returns, then node_free.
+ */
+void node_close(struct node *n, void (*cb)(void *data), void *data);
+void node_free(struct node *n); /* NULL-safe; only after the loop ran dry */
+
+#endif /* BATON_RAFT_NODE_H */

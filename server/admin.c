@@ -1,0 +1,110 @@
+/*
+ * admin.c -- the read-only requests: STATUS (any node) and LOCK_INFO /
+ * LIST_LOCKS (the leader, from its applied state).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/baton_errno.h"
+#include "server/log.h"
+#include "server/server.h"
+
+void admin_status(struct conn *c, const struct msg *m)
+{
+    const struct node_config *cfg = &c->srv->cfg.node;
+    struct msg_member members[BATON_MAX_MEMBERS];
+    struct msg r = {.type = MSG_STATUS_R, .req_id = m->req_id};
+    struct node_status st;
+
+    node_get_status(c->srv->node, &st);
+    r.u.status_r.node_id = cfg->id;
+    r.u.status_r.role = (uint8_t)st.role;
+    r.u.status_r.leader_id = st.leader_id;
+    r.u.status_r.term = st.term;
+    r.u.status_r.last_index = st.last_index;
+    r.u.status_r.commit_index = st.commit_index;
+    r.u.status_r.applied_index = st.applied_index;
+    r.u.status_r.n_members = cfg->n_members;
+    r.u.status_r.members = members;
+    for (uint32_t i = 0; i < cfg->n_members; i++) {
+        members[i].id = cfg->members[i].id;
+        members[i].raft_addr.p = cfg->members[i].raft_addr;
+        members[i].raft_addr.n = (uint16_t)strlen(cfg->members[i].raft_addr);
+        members[i].client_addr.p = cfg->members[i].client_addr;
+        members[i].client_addr.n = (uint16_t)strlen(cfg->members[i].client_addr);
+    }
+    conn_send(c, &r);
+}
+
+void admin_lock_info(struct conn *c, const struct msg *m)
+{
+    struct msg r = {.type = MSG_LOCK_INFO_R, .req_id = m->req_id};
+    int rv;
+
+    rv = store_lock_info(c->srv->store, m->u.lock_info.lock.p, m->u.lock_info.lock.n,
+                         BATON_MAX_LIST, &r.u.lock_info_r);
+    if (rv != 0) {
+        conn_send_error(c, m->req_id, rv, "lock-info: %s", baton_strerror(rv));
+        return;
+    }
+    r.u.lock_info_r.lock = m->u.lock_info.lock;
+    conn_send(c, &r);
+    free(r.u.lock_info_r.waiters);
+}
+
+/* Collects LIST_LOCKS items; names are copied because the store lends them
+ * only for the duration of the callback. */
+struct lister {
+    struct msg_lock_summary *items;
+    char *names;
+    uint32_t n;
+};
+
+static int list_one(void *data, const char *name, size_t name_len, uint64_t holder_session,
+                    uint64_t fence, uint32_t n_waiters)
+{
+    struct lister *l = data;
+    struct msg_lock_summary *it = &l->items[l->n];
+    char *copy = l->names + (size_t)l->n * BATON_MAX_NAME;
+
+    memcpy(copy, name, name_len);
+    it->name.p = copy;
+    it->name.n = (uint16_t)name_len;
+    it->holder_session = holder_session;
+    it->fence = fence;
+    it->n_waiters = n_waiters;
+    l->n++;
+    return 0;
+}
+
+void admin_list_locks(struct conn *c, const struct msg *m)
+{
+    struct msg r = {.type = MSG_LIST_LOCKS_R, .req_id = m->req_id};
+    uint32_t limit = m->u.list_locks.limit;
+    struct lister l = {0};
+    int more = 0, rv;
+
+    /* Names can be long: keep the reply within one frame. */
+    const uint32_t frame_cap = (BATON_MAX_FRAME - 64) / (BATON_MAX_NAME + 32);
+    if (limit == 0 || limit > BATON_MAX_LIST) limit = BATON_MAX_LIST;
+    if (limit > frame_cap) limit = frame_cap;
+    l.items = malloc(sizeof *l.items * limit);
+    l.names = malloc((size_t)BATON_MAX_NAME * limit);
+    if (l.items == NULL || l.names == NULL) {
+        conn_send_error(c, m->req_id, BATON_ENOMEM, "list-locks: out of memory");
+        goto out;
+    }
+    rv = store_list_locks(c->srv->store, m->u.list_locks.prefix.p, m->u.list_locks.prefix.n, limit,
+                          list_one, &l, &more);
+    if (rv != 0) {
+        conn_send_error(c, m->req_id, rv, "list-locks: %s", baton_strerror(rv));
+        goto out;
+    }
+    r.u.list_locks_r.n = l.n;
+    r.u.list_locks_r.items = l.items;
+    r.u.list_locks_r.more = (uint8_t)(more != 0);
+    conn_send(c, &r);
+out:
+    free(l.items);
+    free(l.names);
+}

@@ -1,0 +1,218 @@
+/*
+ * config.c -- batond's flags. Every flag is documented in usage().
+ */
+#include "server/config.h"
+
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/log.h"
+
+static void usage(FILE *f)
+{
+    fputs("usage: batond --id N --data DIR --cluster 1=RAFT/CLIENT,2=RAFT/CLIENT,3=RAFT/CLIENT [options]\n"
+          "\n"
+          "Runs one node of a baton lock cluster.\n"
+          "\n"
+          "  --id N                 this node's id (1..2^31), one of the ids in --cluster\n"
+          "  --data DIR             data directory (created if missing): DIR/raft holds the\n"
+          "                         raft log and snapshots, DIR/fsm the LMDB lock state\n"
+          "  --cluster LIST         every member as ID=RAFTADDR/CLIENTADDR, comma-separated,\n"
+          "                         e.g. 1=127.0.0.1:7101/127.0.0.1:7001,2=...; addresses are\n"
+          "                         IPv4 a.b.c.d:port; identical on every node\n"
+          "  --log-level LEVEL      debug, info (default), warn or error; logs go to stderr\n"
+          "  --election-timeout MS  raft election timeout (default 400)\n"
+          "  --heartbeat MS         raft heartbeat interval (default 50)\n"
+          "  --snapshot-threshold N entries between snapshots (default 8192)\n"
+          "  --snapshot-trailing N  entries kept after a snapshot (default 2048)\n"
+          "  --default-ttl MS       session lease when the client asks for 0 (default 10000)\n"
+          "  --min-ttl MS, --max-ttl MS  bounds on session leases (default 1000, 300000)\n"
+          "  -h, --help             this text\n"
+          "\n"
+          "SIGINT or SIGTERM shuts the node down cleanly.\n",
+          f);
+}
+
+static int parse_uint(const char *s, unsigned long max, unsigned *out)
+{
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || v > max) return -1;
+    *out = (unsigned)v;
+    return 0;
+}
+
+/* Is s an IPv4 "a.b.c.d:port"? libraft parses raft addresses this way only. */
+static int addr_ok(const char *s)
+{
+    unsigned a, b, c, d, port;
+    char tail;
+    return sscanf(s, "%u.%u.%u.%u:%u%c", &a, &b, &c, &d, &port, &tail) == 5 && a < 256 &&
+           b < 256 && c < 256 && d < 256 && port > 0 && port < 65536;
+}
+
+int config_parse_cluster(const char *s, struct node_config *nc, char *errmsg)
+{
+    char *copy = strdup(s), *save = NULL, *item;
+    int rv = -1;
+
+    nc->n_members = 0;
+    if (copy == NULL) {
+        snprintf(errmsg, 256, "out of memory");
+        return -1;
+    }
+    for (item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(item, '='), *slash;
+        struct node_member *m;
+        unsigned id;
+
+        if (nc->n_members == BATON_MAX_MEMBERS) {
+            snprintf(errmsg, 256, "more than %d members", BATON_MAX_MEMBERS);
+            goto out;
+        }
+        slash = eq ? strchr(eq, '/') : NULL;
+        if (eq == NULL || slash == NULL) {
+            snprintf(errmsg, 256, "member '%.64s' is not ID=RAFTADDR/CLIENTADDR", item);
+            goto out;
+        }
+        *eq = '\0';
+        *slash = '\0';
+        if (parse_uint(item, INT_MAX, &id) != 0 || id == 0) {
+            snprintf(errmsg, 256, "bad member id '%.32s'", item);
+            goto out;
+        }
+        if (!addr_ok(eq + 1) || !addr_ok(slash + 1) || strlen(eq + 1) > BATON_MAX_ADDR ||
+            strlen(slash + 1) > BATON_MAX_ADDR) {
+            snprintf(errmsg, 256, "member %u: addresses must be IPv4 a.b.c.d:port", id);
+            goto out;
+        }
+        for (uint32_t i = 0; i < nc->n_members; i++)
+            if (nc->members[i].id == id) {
+                snprintf(errmsg, 256, "member id %u appears twice", id);
+                goto out;
+            }
+        m = &nc->members[nc->n_members++];
+        m->id = id;
+        snprintf(m->raft_addr, sizeof m->raft_addr, "%s", eq + 1);
+        snprintf(m->client_addr, sizeof m->client_addr, "%s", slash + 1);
+    }
+    if (nc->n_members == 0) {
+        snprintf(errmsg, 256, "no members");
+        goto out;
+    }
+    rv = 0;
+out:
+    free(copy);
+    return rv;
+}
+
+int config_parse(struct srv_config *c, int argc, char **argv)
+{
+    enum { O_ID = 256, O_DATA, O_CLUSTER, O_LOG, O_ELECTION, O_HEARTBEAT, O_SNAP, O_TRAIL,
+           O_TTL, O_MINTTL, O_MAXTTL };
+    static const struct option opts[] = {
+        {"id", required_argument, NULL, O_ID},
+        {"data", required_argument, NULL, O_DATA},
+        {"cluster", required_argument, NULL, O_CLUSTER},
+        {"log-level", required_argument, NULL, O_LOG},
+        {"election-timeout", required_argument, NULL, O_ELECTION},
+        {"heartbeat", required_argument, NULL, O_HEARTBEAT},
+        {"snapshot-threshold", required_argument, NULL, O_SNAP},
+        {"snapshot-trailing", required_argument, NULL, O_TRAIL},
+        {"default-ttl", required_argument, NULL, O_TTL},
+        {"min-ttl", required_argument, NULL, O_MINTTL},
+        {"max-ttl", required_argument, NULL, O_MAXTTL},
+        {"help", no_argument, NULL, 'h'},
+        {0},
+    };
+    char errmsg[256];
+    const char *cluster = NULL;
+    unsigned *target;
+    int o;
+
+    memset(c, 0, sizeof *c);
+    c->log_level = LOG_INFO;
+    c->default_ttl_ms = 10000;
+    c->min_ttl_ms = 1000;
+    c->max_ttl_ms = 300000;
+    opterr = 0;
+    optind = 1;
+    while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        target = NULL;
+        switch (o) {
+        case 'h':
+            usage(stdout);
+            return 1;
+        case O_ID:
+            if (parse_uint(optarg, INT_MAX, &c->node.id) != 0 || c->node.id == 0) {
+                fprintf(stderr, "batond: --id must be a positive integer\n");
+                return -1;
+            }
+            break;
+        case O_DATA:
+            if (strlen(optarg) >= sizeof c->data_dir - 16) {
+                fprintf(stderr, "batond: --data path too long\n");
+                return -1;
+            }
+            snprintf(c->data_dir, sizeof c->data_dir, "%s", optarg);
+            break;
+        case O_CLUSTER:
+            cluster = optarg;
+            break;
+        case O_LOG:
+            c->log_level = log_level_parse(optarg);
+            if (c->log_level < 0) {
+                fprintf(stderr, "batond: --log-level must be debug, info, warn or error\n");
+                return -1;
+            }
+            break;
+        case O_ELECTION: target = &c->node.election_timeout_ms; break;
+        case O_HEARTBEAT: target = &c->node.heartbeat_timeout_ms; break;
+        case O_SNAP: target = &c->node.snapshot_threshold; break;
+        case O_TRAIL: target = &c->node.snapshot_trailing; break;
+        case O_TTL: target = &c->default_ttl_ms; break;
+        case O_MINTTL: target = &c->min_ttl_ms; break;
+        case O_MAXTTL: target = &c->max_ttl_ms; break;
+        default:
+            fprintf(stderr, "batond: unknown or incomplete option '%s'\n", argv[optind - 1]);
+            usage(stderr);
+            return -1;
+        }
+        if (target != NULL && (parse_uint(optarg, 100000000, target) != 0 || *target == 0)) {
+            fprintf(stderr, "batond: '%s' is not a positive number\n", optarg);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "batond: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return -1;
+    }
+    if (c->node.id == 0 || c->data_dir[0] == '\0' || cluster == NULL) {
+        fprintf(stderr, "batond: --id, --data and --cluster are required\n");
+        usage(stderr);
+        return -1;
+    }
+    if (config_parse_cluster(cluster, &c->node, errmsg) != 0) {
+        fprintf(stderr, "batond: --cluster: %s\n", errmsg);
+        return -1;
+    }
+    if (node_member_find(&c->node, c->node.id) == NULL) {
+        fprintf(stderr, "batond: --id %u is not a member of --cluster\n", c->node.id);
+        return -1;
+    }
+    if (c->node.heartbeat_timeout_ms && c->node.election_timeout_ms &&
+        c->node.heartbeat_timeout_ms >= c->node.election_timeout_ms) {
+        fprintf(stderr, "batond: --heartbeat must be below --election-timeout\n");
+        return -1;
+    }
+    if (c->min_ttl_ms > c->max_ttl_ms || c->default_ttl_ms < c->min_ttl_ms ||
+        c->default_ttl_ms > c->max_ttl_ms) {
+        fprintf(stderr, "batond: need --min-ttl <= --default-ttl <= --max-ttl\n");
+        return -1;
+    }
+    return 0;
+}

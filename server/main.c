@@ -1,0 +1,64 @@
+/*
+ * main.c -- batond: one node of a baton lock cluster. See --help.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "proto/baton_errno.h"
+#include "server/log.h"
+#include "server/server.h"
+
+static int mkdir_p(const char *dir)
+{
+    if (mkdir(dir, 0755) == 0 || errno == EEXIST) return 0;
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    char raft_dir[4200], fsm_dir[4200], errmsg[256] = "";
+    struct srv_config cfg;
+    struct server srv;
+    uv_loop_t loop;
+    store *st = NULL;
+    int rv;
+
+    rv = config_parse(&cfg, argc, argv);
+    if (rv != 0) return rv > 0 ? 0 : 2;
+    log_set_level(cfg.log_level);
+    log_set_node(cfg.node.id);
+    signal(SIGPIPE, SIG_IGN);
+
+    snprintf(raft_dir, sizeof raft_dir, "%s/raft", cfg.data_dir);
+    snprintf(fsm_dir, sizeof fsm_dir, "%s/fsm", cfg.data_dir);
+    if (mkdir_p(cfg.data_dir) || mkdir_p(raft_dir) || mkdir_p(fsm_dir)) {
+        log_error("cannot create data directory %s: %s", cfg.data_dir, strerror(errno));
+        return 1;
+    }
+    cfg.node.raft_dir = raft_dir;
+    rv = store_open(fsm_dir, &st, errmsg);
+    if (rv != 0) {
+        log_error("cannot open the lock store in %s: %s", fsm_dir, errmsg);
+        return 1;
+    }
+    log_info("lock store open, applied index %llu", (unsigned long long)store_applied_index(st));
+
+    uv_loop_init(&loop);
+    rv = server_init(&srv, &loop, st, &cfg);
+    if (rv != 0) {
+        server_free(&srv);
+        store_close(st);
+        uv_loop_close(&loop);
+        return 1;
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    server_free(&srv);
+    store_close(st);
+    rv = uv_loop_close(&loop);
+    if (rv != 0) log_warn("loop closed with handles still open: %s", uv_strerror(rv));
+    log_info("stopped");
+    return 0;
+}

@@ -1,0 +1,151 @@
+/*
+ * server.h -- batond's internals, shared by the files of server/. Not a
+ * public API. Everything runs on the one loop thread.
+ *
+ *   conn.c      client connections: read, frame, write once per loop turn
+ *   dispatch.c  one decoded request -> reply, redirect or a batched command
+ *   batch.c     commands of one loop turn -> one raft entry -> replies
+ *   push.c      applied effects -> GRANTED / WAIT_FAILED pushes; sessions
+ *               attached to connections; wait deadlines (leader only)
+ *   admin.c     STATUS, LOCK_INFO, LIST_LOCKS
+ *   server.c    start-up, the per-turn check handler, shutdown
+ */
+#ifndef BATON_SERVER_SERVER_H
+#define BATON_SERVER_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "proto/buf.h"
+#include "proto/msg.h"
+#include "raft/node.h"
+#include "server/config.h"
+#include "server/u64map.h"
+#include "storage/cmd.h"
+#include "storage/store.h"
+
+#define CONN_MAX_OUT (64u << 20) /* a client that reads nothing is cut off here */
+
+struct server;
+
+struct conn {
+    uv_tcp_t tcp;
+    struct server *srv;
+    uint64_t id;
+    struct buf in;          /* bytes read, not yet framed */
+    struct buf out;         /* replies of this loop turn, not yet written */
+    struct buf writing;     /* bytes handed to uv_write */
+    uv_write_t wreq;
+    bool write_pending;
+    bool dirty;             /* on srv->dirty list */
+    bool hello;             /* HELLO received */
+    bool closing;           /* close once `out` and `writing` are written */
+    bool closed;            /* uv_close called */
+    struct conn *next_dirty;
+    char peer[64];
+};
+
+/* A request waiting for its command to be applied. */
+struct pending {
+    uint64_t conn_id;       /* 0: proposed by the leader itself, no reply */
+    uint64_t req_id;
+    uint8_t cmd_type;
+    uint64_t session;
+    uint64_t seq;
+    int64_t wait_ms;
+    uint32_t ttl_ms;
+    uint16_t name_len;
+    char name[BATON_MAX_NAME];
+};
+
+/* The commands collected during one loop turn. */
+struct batch {
+    struct buf payload;
+    size_t start;
+    uint32_t count;
+    struct pending *p;
+    size_t cap;
+};
+
+/* What the leader knows of a session beyond the store: where to push. */
+struct srv_session {
+    uint64_t id;
+    uint64_t conn_id;       /* connection last attached, 0 if none */
+    struct wait_timer *waits;
+};
+
+struct wait_timer {
+    uv_timer_t t;
+    struct server *srv;
+    struct wait_timer *next;
+    uint64_t session, waiter;
+    bool fired;
+    uint16_t name_len;
+    char name[BATON_MAX_NAME];
+};
+
+struct server {
+    uv_loop_t *loop;
+    struct srv_config cfg;
+    store *store;
+    struct node *node;
+    uv_tcp_t listener;
+    uv_check_t check;
+    uv_signal_t sigint, sigterm;
+    struct u64map conns;    /* id -> struct conn */
+    uint64_t next_conn_id;
+    struct conn *dirty;     /* connections with output this turn */
+    struct u64map sessions; /* id -> struct srv_session (ready leader only) */
+    struct batch batch;
+    struct effect *pushq;   /* effects applied this turn, delivered in check */
+    size_t n_pushq, cap_pushq;
+    bool ready;             /* mirror of node_is_ready */
+    bool stopping;
+    int exit_code;
+};
+
+/* server.c */
+/* Open the raft node over st and start serving. On error the node is
+ * already closed; nothing else was started. */
+int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv_config *cfg);
+void server_stop(struct server *srv);
+void server_free(struct server *srv);
+
+/* conn.c */
+int conn_listen(struct server *srv, const char *addr);
+void conn_send(struct conn *c, const struct msg *m);
+void conn_send_error(struct conn *c, uint64_t req_id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void conn_close(struct conn *c);           /* after pending output is written */
+void conn_close_all(struct server *srv);
+void conn_flush_all(struct server *srv);
+struct conn *conn_get(struct server *srv, uint64_t id);
+
+/* dispatch.c */
+void dispatch(struct conn *c, const struct msg *m);
+void dispatch_not_leader(struct conn *c, uint64_t req_id);
+
+/* batch.c */
+void batch_init(struct batch *b);
+void batch_free(struct batch *b);
+/* Add a command; its reply goes to p->conn_id (0: none). */
+void batch_add(struct server *srv, const struct cmd *cmd, const struct pending *p);
+/* Propose what was collected (called once per loop turn). */
+void batch_flush(struct server *srv);
+
+/* push.c */
+void push_applied(void *data, const struct effects *fx);   /* node hook */
+void push_ready(void *data, bool ready);                   /* node hook */
+void push_deliver(struct server *srv);                     /* once per turn */
+void push_attach(struct server *srv, uint64_t session, uint64_t conn_id);
+void push_wait_arm(struct server *srv, uint64_t session, uint64_t waiter, int64_t wait_ms,
+                   const char *name, size_t name_len);
+void push_clear(struct server *srv);                       /* drop all sessions and timers */
+
+/* admin.c */
+void admin_status(struct conn *c, const struct msg *m);
+void admin_lock_info(struct conn *c, const struct msg *m);
+void admin_list_locks(struct conn *c, const struct msg *m);
+
+#endif
