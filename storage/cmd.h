@@ -50,7 +50,10 @@ struct cmd {
 
 /* Encoding a batch: cmd_batch_begin, then cmd_batch_add per command, then
  * cmd_batch_end to patch the count in. All return 0 or BATON_ENOMEM /
- * BATON_ETOOBIG. `start` is the offset of the batch inside b. */
+ * BATON_ETOOBIG (a name too long for the command's type); cmd_batch_add
+ * also BATON_EINVAL (unknown type, or a NULL name with a non-zero length).
+ * A refused command leaves b unchanged. `start` is the offset of the batch
+ * inside b. */
 int cmd_batch_begin(struct buf *b, size_t *start);
 int cmd_batch_add(struct buf *b, const struct cmd *c);
 void cmd_batch_end(struct buf *b, size_t start, uint32_t count);

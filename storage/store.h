@@ -11,7 +11,8 @@
  *
  *   meta      "applied", "next_session", "next_fence", "next_enq", "format",
  *             "boot_id", "clean"
- *   sessions  be64 session                      -> ttl_ms, created index, n_owned, client name
+ *   sessions  be64 session                      -> ttl_ms, created index, n_owned,
+ *                                                  ack floor (highest ack_below seen), client name
  *   locks     name                              -> holder session, holder waiter, fence,
  *                                                  granted index, n_waiters
  *   waiters   name \0 be64 enq                  -> session, waiter, wait_ms

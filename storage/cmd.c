@@ -1,0 +1,219 @@
+/*
+ * cmd.c -- the command batch codec (the payload of one raft entry) and the
+ * growable arrays of results and effects that applying a batch yields.
+ * See cmd.h for the encoding.
+ *
+ * The decoder checks only the shape of each command: its type, and that its
+ * name fits the type (a client name for OPEN_SESSION, a lock name for the
+ * lock commands, nothing for CLOSE_SESSION and EXPIRE_SESSION). Whether a
+ * lock name is legal (non-empty, no NUL) is decided when the command is
+ * applied, so that one bad name fails one command with BATON_EINVAL rather
+ * than the whole batch it travels in.
+ */
+#include "storage/cmd.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/baton_errno.h"
+
+/* Bytes of a command with an empty name. */
+#define CMD_FIXED_LEN (1 + 8 + 8 + 8 + 4 + 8 + 8 + 8 + 2)
+
+/* The longest name a command of this type may carry, or -1 for an unknown
+ * type. */
+static int name_max(int type)
+{
+    switch (type) {
+    case CMD_OPEN_SESSION:
+        return BATON_MAX_CLIENT_NAME;
+    case CMD_ACQUIRE:
+    case CMD_RELEASE:
+    case CMD_CANCEL:
+    case CMD_WAIT_TIMEOUT:
+    case CMD_FORCE_RELEASE:
+        return BATON_MAX_NAME;
+    case CMD_CLOSE_SESSION:
+    case CMD_EXPIRE_SESSION:
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+int cmd_batch_begin(struct buf *b, size_t *start)
+{
+    int rv = buf_reserve(b, 5);
+
+    if (rv != 0) return rv;
+    *start = b->len;
+    buf_put_u8(b, CMD_FORMAT);
+    buf_put_u32(b, 0); /* patched by cmd_batch_end */
+    return 0;
+}
+
+/*
+ * Append one command. Everything is checked and the room reserved before
+ * the first byte is written, so that a refused command leaves the batch as
+ * it was and the caller can go on adding others.
+ */
+int cmd_batch_add(struct buf *b, const struct cmd *c)
+{
+    int max = name_max(c->type);
+    int rv;
+
+    if (max < 0) return BATON_EINVAL;
+    if (c->name_len > max) return BATON_ETOOBIG;
+    if (c->name_len > 0 && c->name == NULL) return BATON_EINVAL;
+    rv = buf_reserve(b, CMD_FIXED_LEN + c->name_len);
+    if (rv != 0) return rv;
+    buf_put_u8(b, c->type);
+    buf_put_u64(b, c->session);
+    buf_put_u64(b, c->seq);
+    buf_put_u64(b, c->ack_below);
+    buf_put_u32(b, c->ttl_ms);
+    buf_put_i64(b, c->wait_ms);
+    buf_put_u64(b, c->fence);
+    buf_put_u64(b, c->waiter);
+    buf_put_str(b, c->name, c->name_len);
+    return 0;
+}
+
+void cmd_batch_end(struct buf *b, size_t start, uint32_t count)
+{
+    le_put_u32(b->data + start + 1, count);
+}
+
+int cmd_reader_init(struct cmd_reader *r, const void *data, size_t len, uint32_t *count)
+{
+    uint8_t format;
+    uint32_t n;
+
+    r->left = 0;
+    rd_init(&r->rd, data, len);
+    if (rd_u8(&r->rd, &format) != 0 || rd_u32(&r->rd, &n) != 0) return BATON_EMALFORMED;
+    /* Each command takes at least CMD_FIXED_LEN bytes: reject a count the
+     * data cannot hold before anyone loops over it. */
+    if (format != CMD_FORMAT || n > CMD_MAX_BATCH || rd_left(&r->rd) / CMD_FIXED_LEN < n) {
+        r->rd.err = BATON_EMALFORMED;
+        return BATON_EMALFORMED;
+    }
+    r->left = n;
+    if (count != NULL) *count = n;
+    return 0;
+}
+
+int cmd_reader_next(struct cmd_reader *r, struct cmd *c)
+{
+    struct rd *rd = &r->rd;
+    int max;
+
+    if (rd->err) return BATON_EMALFORMED;
+    if (r->left == 0) {
+        if (rd_left(rd) == 0) return 0;
+        rd->err = BATON_EMALFORMED; /* trailing bytes */
+        return BATON_EMALFORMED;
+    }
+    memset(c, 0, sizeof *c);
+    rd_u8(rd, &c->type);
+    rd_u64(rd, &c->session);
+    rd_u64(rd, &c->seq);
+    rd_u64(rd, &c->ack_below);
+    rd_u32(rd, &c->ttl_ms);
+    rd_i64(rd, &c->wait_ms);
+    rd_u64(rd, &c->fence);
+    rd_u64(rd, &c->waiter);
+    max = name_max(c->type);
+    if (rd->err == 0 && max < 0) rd->err = BATON_EMALFORMED;
+    if (rd->err == 0) rd_str(rd, (size_t)max, &c->name, &c->name_len);
+    if (rd->err) {
+        r->left = 0;
+        memset(c, 0, sizeof *c);
+        return BATON_EMALFORMED;
+    }
+    if (c->name_len == 0) c->name = NULL;
+    r->left--;
+    return 1;
+}
+
+void effects_init(struct effects *e)
+{
+    memset(e, 0, sizeof *e);
+}
+
+void effects_reset(struct effects *e)
+{
+    e->n_results = 0;
+    e->n_fx = 0;
+}
+
+void effects_free(struct effects *e)
+{
+    if (e == NULL) return;
+    free(e->results);
+    free(e->fx);
+    effects_init(e);
+}
+
+/* Make room for one more element of size `size` in *arr (n used, *cap
+ * allocated). 0 or BATON_ENOMEM, with the array unchanged on failure. */
+static int grow(void **arr, size_t n, size_t *cap, size_t size)
+{
+    size_t ncap;
+    void *p;
+
+    if (n < *cap) return 0;
+    ncap = *cap ? *cap * 2 : 16;
+    if (ncap > SIZE_MAX / size) return BATON_ENOMEM;
+    p = realloc(*arr, ncap * size);
+    if (p == NULL) return BATON_ENOMEM;
+    *arr = p;
+    *cap = ncap;
+    return 0;
+}
+
+int effects_add_result(struct effects *e, const struct cmd_result *r)
+{
+    void *arr = e->results;
+    int rv = grow(&arr, e->n_results, &e->cap_results, sizeof *e->results);
+
+    e->results = arr;
+    if (rv != 0) return rv;
+    e->results[e->n_results++] = *r;
+    return 0;
+}
+
+int effects_add_fx(struct effects *e, const struct effect *fx)
+{
+    void *arr = e->fx;
+    int rv = grow(&arr, e->n_fx, &e->cap_fx, sizeof *e->fx);
+
+    e->fx = arr;
+    if (rv != 0) return rv;
+    e->fx[e->n_fx++] = *fx;
+    return 0;
+}
+
+const char *cmd_type_name(int type)
+{
+    switch (type) {
+    case CMD_OPEN_SESSION:
+        return "OPEN_SESSION";
+    case CMD_ACQUIRE:
+        return "ACQUIRE";
+    case CMD_RELEASE:
+        return "RELEASE";
+    case CMD_CANCEL:
+        return "CANCEL";
+    case CMD_CLOSE_SESSION:
+        return "CLOSE_SESSION";
+    case CMD_EXPIRE_SESSION:
+        return "EXPIRE_SESSION";
+    case CMD_WAIT_TIMEOUT:
+        return "WAIT_TIMEOUT";
+    case CMD_FORCE_RELEASE:
+        return "FORCE_RELEASE";
+    default:
+        return "?";
+    }
+}

@@ -1,0 +1,407 @@
+/*
+ * locks.c -- the lock commands (ACQUIRE, RELEASE, CANCEL, WAIT_TIMEOUT,
+ * FORCE_RELEASE) and the FIFO queue beneath them.
+ *
+ * Three tables describe a lock (store.h):
+ *   locks    name -> holder (session, waiter), fence, granted index, n_waiters
+ *   waiters  name \0 be64 enq -> (session, waiter, wait_ms), the queue
+ *   owned    (session, waiter) -> hold or wait, enq, name: the back-index
+ *            that lets CANCEL, WAIT_TIMEOUT and session expiry find an entry
+ * A lock record exists only while the lock is held or has waiters, and a
+ * lock with waiters is always held: whoever lets go of a lock hands it to
+ * the queue head in the same apply (lock_handoff), so the queue never
+ * stalls and no waiter has to ask again.
+ *
+ * Queue order is commit order: enq comes from the replicated counter
+ * next_enq, never from a clock. Fences come from next_fence, one counter
+ * for all locks, so every grant's fence is greater than every earlier one.
+ * A waiter is named by its ACQUIRE's seq, which is unique in its session.
+ */
+#include <string.h>
+
+#include "proto/baton_errno.h"
+#include "storage/store_int.h"
+
+static int lock_get(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r,
+                    int *found)
+{
+    MDB_val v;
+    int rc = db_get(c->txn, c->s->dbi[DB_LOCKS], name, len, &v, found);
+
+    if (rc != 0 || !*found) return rc;
+    return lock_decode(&v, r);
+}
+
+static int lock_put(struct apply_ctx *c, const char *name, size_t len, const struct lock_rec *r)
+{
+    uint8_t v[LOCK_VAL_LEN];
+
+    return db_put(c->txn, c->s->dbi[DB_LOCKS], name, len, v, lock_encode(v, r));
+}
+
+static int owned_get(struct apply_ctx *c, uint64_t session, uint64_t waiter, struct owned_rec *o,
+                     int *found)
+{
+    uint8_t k[16];
+    MDB_val v;
+    int rc;
+
+    key_pair(k, session, waiter);
+    rc = db_get(c->txn, c->s->dbi[DB_OWNED], k, sizeof k, &v, found);
+    if (rc != 0 || !*found) return rc;
+    return owned_decode(&v, o);
+}
+
+static int owned_put(struct apply_ctx *c, uint64_t session, uint64_t waiter, uint8_t kind,
+                     uint64_t enq, const char *name, size_t len)
+{
+    struct owned_rec o;
+    uint8_t k[16], v[VAL_MAX];
+
+    o.kind = kind;
+    o.enq = enq;
+    o.name_len = (uint16_t)len;
+    memcpy(o.name, name, len);
+    key_pair(k, session, waiter);
+    return db_put(c->txn, c->s->dbi[DB_OWNED], k, sizeof k, v, owned_encode(v, &o));
+}
+
+static int owned_del(struct apply_ctx *c, uint64_t session, uint64_t waiter)
+{
+    uint8_t k[16];
+
+    key_pair(k, session, waiter);
+    return db_del(c->txn, c->s->dbi[DB_OWNED], k, sizeof k, NULL);
+}
+
+/* Store the lock record, or delete it once nobody holds or waits. */
+static int lock_save(struct apply_ctx *c, const char *name, size_t len, const struct lock_rec *r)
+{
+    if (r->holder_session == 0 && r->n_waiters == 0)
+        return db_del(c->txn, c->s->dbi[DB_LOCKS], name, len, NULL);
+    return lock_put(c, name, len, r);
+}
+
+/* Make (session, waiter) the holder of the lock described by *r with a new
+ * fence, and record the hold in owned. The caller saves *r. */
+static int grant(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r,
+                 uint64_t session, uint64_t waiter)
+{
+    r->holder_session = session;
+    r->holder_waiter = waiter;
+    r->fence = c->next_fence++;
+    r->granted = c->index;
+    return owned_put(c, session, waiter, OWNED_HOLD, 0, name, len);
+}
+
+/*
+ * The holder of `name` let go (release, expiry, close, forced release): its
+ * owned entry is already gone. Grant the lock to the head of the queue in
+ * this same apply and tell the leader (FX_GRANT); a retry of the waiter's
+ * ACQUIRE will now report the grant. With nobody queued the lock record is
+ * deleted.
+ */
+static int lock_handoff(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r)
+{
+    uint8_t k[WAITER_KEY_MAX];
+    struct waiter_rec w;
+    struct cmd_result res;
+    MDB_cursor *cur;
+    MDB_val key, val;
+    size_t klen = key_waiter(k, name, len, 0);
+    int rc;
+
+    r->holder_session = 0;
+    r->holder_waiter = 0;
+    r->fence = 0;
+    r->granted = 0;
+    rc = mdb_cursor_open(c->txn, c->s->dbi[DB_WAITERS], &cur);
+    if (rc != 0) return rc;
+    key.mv_size = klen;
+    key.mv_data = k;
+    rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE);
+    /* The first key at or after "name \0 0" is the head, if it has the
+     * prefix "name \0"; anything else belongs to another lock. */
+    if (rc == 0 && (key.mv_size != klen || memcmp(key.mv_data, k, len + 1) != 0))
+        rc = MDB_NOTFOUND;
+    if (rc == MDB_NOTFOUND) {
+        /* Nobody waits. */
+        mdb_cursor_close(cur);
+        if (r->n_waiters != 0) return MDB_CORRUPTED;
+        return lock_save(c, name, len, r);
+    }
+    if (rc == 0) rc = waiter_decode(&val, &w);
+    if (rc == 0) rc = mdb_cursor_del(cur, 0);
+    mdb_cursor_close(cur);
+    if (rc != 0) return rc;
+    if (r->n_waiters == 0) return MDB_CORRUPTED;
+    r->n_waiters--;
+
+    rc = grant(c, name, len, r, w.session, w.waiter);
+    if (rc == 0) rc = lock_save(c, name, len, r);
+    if (rc != 0) return rc;
+    res.status = 0;
+    res.kind = RESULT_GRANTED;
+    res.value = r->fence;
+    rc = dedup_update(c, w.session, w.waiter, &res);
+    if (rc != 0) return rc;
+    return fx_emit(c, FX_GRANT, 0, w.session, w.waiter, r->fence, name, len);
+}
+
+/* Take the waiter enqueued as `enq` out of the queue of `name`, anywhere in
+ * it, and save the lock record. */
+static int queue_remove(struct apply_ctx *c, const char *name, size_t len, uint64_t enq,
+                        struct lock_rec *r)
+{
+    uint8_t k[WAITER_KEY_MAX];
+    size_t klen = key_waiter(k, name, len, enq);
+    int found, rc;
+
+    rc = db_del(c->txn, c->s->dbi[DB_WAITERS], k, klen, &found);
+    if (rc != 0) return rc;
+    if (!found || r->n_waiters == 0) return MDB_CORRUPTED;
+    r->n_waiters--;
+    return lock_save(c, name, len, r);
+}
+
+/* Drop the wait (session, waiter) on name, described by its owned entry o,
+ * and every trace of it (queue entry, owned entry, n_owned). */
+static int wait_drop(struct apply_ctx *c, uint64_t session, uint64_t waiter,
+                     const struct owned_rec *o)
+{
+    struct lock_rec r;
+    int found, rc;
+
+    rc = lock_get(c, o->name, o->name_len, &r, &found);
+    if (rc != 0) return rc;
+    if (!found) return MDB_CORRUPTED;
+    rc = queue_remove(c, o->name, o->name_len, o->enq, &r);
+    if (rc == 0) rc = owned_del(c, session, waiter);
+    if (rc == 0) rc = sess_owned_add(c, session, -1);
+    return rc;
+}
+
+/*
+ * ACQUIRE(session, seq, wait_ms, name). The waiter id is seq. Grants a lock
+ * that is free with an empty queue; otherwise fails a try (wait_ms 0) with
+ * BATON_EWOULDBLOCK, queueing nothing, or queues the waiter at the tail and
+ * answers with its 1-based position. A lock is not re-entrant: a second
+ * ACQUIRE of a lock the session holds queues behind the holder like any
+ * other (several threads of one client may share the session).
+ */
+int op_acquire(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
+{
+    struct sess_rec sess;
+    struct owned_rec o;
+    struct lock_rec r;
+    uint8_t k[WAITER_KEY_MAX], v[WAITER_VAL_LEN];
+    struct waiter_rec w;
+    size_t klen;
+    uint64_t enq;
+    int found, rc;
+
+    if (!proto_lock_name_ok(cmd->name, cmd->name_len) || cmd->wait_ms < BATON_WAIT_FOREVER ||
+        cmd->seq == 0) {
+        res->status = BATON_EINVAL;
+        return 0;
+    }
+    rc = sess_get(c, cmd->session, &sess, &found);
+    if (rc != 0) return rc;
+    if (!found) {
+        res->status = BATON_ESESSION;
+        return 0;
+    }
+    /* Deduplication makes a second ACQUIRE with this seq impossible; refuse
+     * one anyway rather than corrupt the owned table. */
+    rc = owned_get(c, cmd->session, cmd->seq, &o, &found);
+    if (rc != 0) return rc;
+    if (found) {
+        res->status = BATON_EINVAL;
+        return 0;
+    }
+    if (sess.n_owned >= STORE_MAX_OWNED_PER_SESSION) {
+        res->status = BATON_ELIMIT;
+        return 0;
+    }
+    rc = lock_get(c, cmd->name, cmd->name_len, &r, &found);
+    if (rc != 0) return rc;
+    if (!found) memset(&r, 0, sizeof r);
+
+    if (r.holder_session == 0 && r.n_waiters == 0) {
+        rc = grant(c, cmd->name, cmd->name_len, &r, cmd->session, cmd->seq);
+        if (rc == 0) rc = lock_put(c, cmd->name, cmd->name_len, &r);
+        if (rc != 0) return rc;
+        res->kind = RESULT_GRANTED;
+        res->value = r.fence;
+    } else if (cmd->wait_ms == BATON_WAIT_TRY) {
+        res->status = BATON_EWOULDBLOCK;
+        return 0;
+    } else {
+        enq = c->next_enq++;
+        w.session = cmd->session;
+        w.waiter = cmd->seq;
+        w.wait_ms = cmd->wait_ms;
+        klen = key_waiter(k, cmd->name, cmd->name_len, enq);
+        rc = db_put(c->txn, c->s->dbi[DB_WAITERS], k, klen, v, waiter_encode(v, &w));
+        if (rc != 0) return rc;
+        r.n_waiters++;
+        rc = lock_put(c, cmd->name, cmd->name_len, &r);
+        if (rc == 0)
+            rc = owned_put(c, cmd->session, cmd->seq, OWNED_WAIT, enq, cmd->name, cmd->name_len);
+        if (rc != 0) return rc;
+        res->kind = RESULT_QUEUED;
+        res->value = r.n_waiters;
+    }
+    sess.n_owned++;
+    return sess_put(c, cmd->session, &sess);
+}
+
+/*
+ * RELEASE(session, seq, fence, name): succeeds only for the current holder,
+ * identified by its session and the fence of its grant, so that a client
+ * that lost the lock cannot release its successor's hold. The lock goes to
+ * the queue head in the same apply.
+ */
+int op_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
+{
+    struct lock_rec r;
+    int found, rc;
+
+    if (!proto_lock_name_ok(cmd->name, cmd->name_len)) {
+        res->status = BATON_EINVAL;
+        return 0;
+    }
+    rc = lock_get(c, cmd->name, cmd->name_len, &r, &found);
+    if (rc != 0) return rc;
+    if (!found || r.holder_session == 0 || r.holder_session != cmd->session ||
+        r.fence != cmd->fence) {
+        res->status = BATON_ENOTHELD;
+        return 0;
+    }
+    rc = owned_del(c, r.holder_session, r.holder_waiter);
+    if (rc == 0) rc = sess_owned_add(c, r.holder_session, -1);
+    if (rc == 0) rc = lock_handoff(c, cmd->name, cmd->name_len, &r);
+    if (rc != 0) return rc;
+    res->kind = RESULT_OK;
+    return 0;
+}
+
+/*
+ * CANCEL(session, seq, waiter, name): the client gave up waiting (its call
+ * timed out or was abandoned). If the waiter still waits it leaves the queue
+ * (RESULT_CANCELLED) and the waiter's own ACQUIRE ends with FX_WAIT_FAILED
+ * (BATON_ECANCELED): a queued ACQUIRE always ends with exactly one push, and
+ * the leader disarms its wait deadline on it. If the grant won the race the
+ * caller is told it holds the lock (RESULT_GRANTED with the fence) and must
+ * release it. Anything else is BATON_ENOTFOUND.
+ */
+int op_cancel(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
+{
+    struct cmd_result ended = {.status = BATON_ECANCELED, .kind = RESULT_OK};
+    struct owned_rec o;
+    struct lock_rec r;
+    int found, rc;
+
+    if (!proto_lock_name_ok(cmd->name, cmd->name_len)) {
+        res->status = BATON_EINVAL;
+        return 0;
+    }
+    rc = owned_get(c, cmd->session, cmd->waiter, &o, &found);
+    if (rc != 0) return rc;
+    if (!found || cmd->waiter == 0 || o.name_len != cmd->name_len ||
+        memcmp(o.name, cmd->name, cmd->name_len) != 0) {
+        res->status = BATON_ENOTFOUND;
+        return 0;
+    }
+    if (o.kind == OWNED_HOLD) {
+        rc = lock_get(c, o.name, o.name_len, &r, &found);
+        if (rc != 0) return rc;
+        if (!found || r.holder_session != cmd->session || r.holder_waiter != cmd->waiter)
+            return MDB_CORRUPTED;
+        res->kind = RESULT_GRANTED;
+        res->value = r.fence;
+        return 0;
+    }
+    rc = wait_drop(c, cmd->session, cmd->waiter, &o);
+    if (rc == 0) rc = dedup_update(c, cmd->session, cmd->waiter, &ended);
+    if (rc == 0)
+        rc = fx_emit(c, FX_WAIT_FAILED, BATON_ECANCELED, cmd->session, cmd->waiter, 0, o.name,
+                     o.name_len);
+    if (rc != 0) return rc;
+    res->kind = RESULT_CANCELLED;
+    return 0;
+}
+
+/*
+ * WAIT_TIMEOUT(session, waiter, name), proposed by the leader when a wait
+ * deadline passed. If the waiter still waits it leaves the queue with
+ * FX_WAIT_FAILED (BATON_ETIMEDOUT); if it was granted (or is gone) in the
+ * meantime this is a no-op. RESULT_OK either way.
+ */
+int op_wait_timeout(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
+{
+    struct cmd_result ended = {.status = BATON_ETIMEDOUT, .kind = RESULT_OK};
+    struct owned_rec o;
+    int found, rc;
+
+    res->kind = RESULT_OK;
+    if (!proto_lock_name_ok(cmd->name, cmd->name_len)) return 0;
+    rc = owned_get(c, cmd->session, cmd->waiter, &o, &found);
+    if (rc != 0) return rc;
+    if (!found || o.kind != OWNED_WAIT || o.name_len != cmd->name_len ||
+        memcmp(o.name, cmd->name, cmd->name_len) != 0)
+        return 0;
+    rc = wait_drop(c, cmd->session, cmd->waiter, &o);
+    if (rc == 0) rc = dedup_update(c, cmd->session, cmd->waiter, &ended);
+    if (rc != 0) return rc;
+    return fx_emit(c, FX_WAIT_FAILED, BATON_ETIMEDOUT, cmd->session, cmd->waiter, 0, o.name,
+                   o.name_len);
+}
+
+/*
+ * FORCE_RELEASE(name), an administrator's command: take the lock from its
+ * holder (FX_LOST with BATON_ELOST, so the leader can log it) and hand it to
+ * the next waiter. BATON_ENOTHELD if nobody holds it.
+ */
+int op_force_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
+{
+    struct lock_rec r;
+    int found, rc;
+
+    if (!proto_lock_name_ok(cmd->name, cmd->name_len)) {
+        res->status = BATON_EINVAL;
+        return 0;
+    }
+    rc = lock_get(c, cmd->name, cmd->name_len, &r, &found);
+    if (rc != 0) return rc;
+    if (!found || r.holder_session == 0) {
+        res->status = BATON_ENOTHELD;
+        return 0;
+    }
+    rc = fx_emit(c, FX_LOST, BATON_ELOST, r.holder_session, r.holder_waiter, r.fence, cmd->name,
+                 cmd->name_len);
+    if (rc == 0) rc = owned_del(c, r.holder_session, r.holder_waiter);
+    if (rc == 0) rc = sess_owned_add(c, r.holder_session, -1);
+    if (rc == 0) rc = lock_handoff(c, cmd->name, cmd->name_len, &r);
+    if (rc != 0) return rc;
+    res->kind = RESULT_OK;
+    return 0;
+}
+
+int locks_drop_owned(struct apply_ctx *c, uint64_t session, uint64_t waiter,
+                     const struct owned_rec *o, int32_t lost_status)
+{
+    struct lock_rec r;
+    int found, rc;
+
+    rc = lock_get(c, o->name, o->name_len, &r, &found);
+    if (rc != 0) return rc;
+    if (!found) return MDB_CORRUPTED;
+    if (o->kind == OWNED_WAIT) return queue_remove(c, o->name, o->name_len, o->enq, &r);
+    if (r.holder_session != session || r.holder_waiter != waiter) return MDB_CORRUPTED;
+    if (lost_status != 0) {
+        rc = fx_emit(c, FX_LOST, lost_status, session, waiter, r.fence, o->name, o->name_len);
+        if (rc != 0) return rc;
+    }
+    return lock_handoff(c, o->name, o->name_len, &r);
+}

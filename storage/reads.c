@@ -1,0 +1,228 @@
+/*
+ * reads.c -- the read side of the store: lock info and lock listings for the
+ * admin requests, and the walks a new leader makes over sessions and timed
+ * waiters. Each call runs in its own short read transaction, opened and
+ * closed within the call, so that no reader stays open across loop turns
+ * (an open reader pins old pages and would block growing the map).
+ *
+ * Callbacks run inside the read transaction: the names they get point into
+ * LMDB's map and are valid only for the duration of the call.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/baton_errno.h"
+#include "storage/store_int.h"
+
+static int read_begin(store *s, MDB_txn **txn)
+{
+    return mdb_txn_begin(s->env, NULL, MDB_RDONLY, txn);
+}
+
+/*
+ * Collect up to max waiters of `name`, head first, into a malloc'd array.
+ * The queue is the range of waiters keys that start with "name \0".
+ */
+static int collect_waiters(store *s, MDB_txn *txn, const char *name, size_t name_len,
+                           uint32_t max, struct msg_waiter **out, uint32_t *n)
+{
+    uint8_t k[WAITER_KEY_MAX];
+    struct waiter_rec w;
+    MDB_cursor *cur;
+    MDB_val key, val;
+    size_t klen = key_waiter(k, name, name_len, 0);
+    int rc;
+
+    *out = NULL;
+    *n = 0;
+    if (max == 0) return 0;
+    *out = malloc(sizeof **out * max);
+    if (*out == NULL) return BATON_ENOMEM;
+    rc = mdb_cursor_open(txn, s->dbi[DB_WAITERS], &cur);
+    if (rc != 0) return rc;
+    key.mv_size = klen;
+    key.mv_data = k;
+    for (rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE); rc == 0 && *n < max;
+         rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
+        if (key.mv_size != klen || memcmp(key.mv_data, k, name_len + 1) != 0) break;
+        rc = waiter_decode(&val, &w);
+        if (rc != 0) break;
+        (*out)[*n].session = w.session;
+        (*out)[*n].waiter = w.waiter;
+        (*out)[*n].wait_ms = w.wait_ms;
+        (*n)++;
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+int store_lock_info(store *s, const char *name, size_t name_len, uint32_t max_waiters,
+                    struct msg_lock_info_r *info)
+{
+    struct lock_rec r;
+    struct pstr lock = info->lock;
+    MDB_txn *txn;
+    MDB_val v;
+    int found, rc;
+
+    memset(info, 0, sizeof *info);
+    info->lock = lock; /* documented as left unset */
+    /* A name that cannot be a lock (empty, with a NUL, too long) names a
+     * lock that is free and has no waiters. */
+    if (!proto_lock_name_ok(name, name_len)) return 0;
+    rc = read_begin(s, &txn);
+    if (rc != 0) return store__err(rc);
+    rc = db_get(txn, s->dbi[DB_LOCKS], name, name_len, &v, &found);
+    if (rc == 0 && found) rc = lock_decode(&v, &r);
+    if (rc == 0 && found) {
+        info->held = r.holder_session != 0;
+        info->holder_session = r.holder_session;
+        info->holder_waiter = r.holder_waiter;
+        info->fence = r.fence;
+        info->granted_index = r.granted;
+        info->total_waiters = r.n_waiters;
+        if (max_waiters > r.n_waiters) max_waiters = r.n_waiters;
+        rc = collect_waiters(s, txn, name, name_len, max_waiters, &info->waiters,
+                             &info->n_waiters);
+    }
+    mdb_txn_abort(txn);
+    if (rc != 0) {
+        free(info->waiters);
+        info->waiters = NULL;
+        info->n_waiters = 0;
+        return store__err(rc);
+    }
+    return 0;
+}
+
+int store_list_locks(store *s, const char *prefix, size_t prefix_len, uint32_t limit,
+                     store_lock_cb *cb, void *data, int *more)
+{
+    struct lock_rec r;
+    MDB_cursor *cur;
+    MDB_txn *txn;
+    MDB_val k, v;
+    uint32_t n = 0;
+    int rc;
+
+    *more = 0;
+    /* No lock name is longer than BATON_MAX_NAME, so neither is a prefix
+     * that matches anything (and LMDB refuses over-long keys). */
+    if (prefix_len > BATON_MAX_NAME) return 0;
+    rc = read_begin(s, &txn);
+    if (rc != 0) return store__err(rc);
+    rc = mdb_cursor_open(txn, s->dbi[DB_LOCKS], &cur);
+    if (rc != 0) {
+        mdb_txn_abort(txn);
+        return store__err(rc);
+    }
+    k.mv_size = prefix_len;
+    k.mv_data = (void *)prefix;
+    rc = mdb_cursor_get(cur, &k, &v, prefix_len > 0 ? MDB_SET_RANGE : MDB_FIRST);
+    for (; rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (k.mv_size < prefix_len || memcmp(k.mv_data, prefix, prefix_len) != 0) break;
+        if (n == limit) {
+            *more = 1;
+            break;
+        }
+        rc = lock_decode(&v, &r);
+        if (rc != 0) break;
+        rc = cb(data, k.mv_data, k.mv_size, r.holder_session, r.fence, r.n_waiters);
+        if (rc != 0) {
+            mdb_cursor_close(cur);
+            mdb_txn_abort(txn);
+            return rc; /* the callback's own code */
+        }
+        n++;
+    }
+    mdb_cursor_close(cur);
+    mdb_txn_abort(txn);
+    return rc == MDB_NOTFOUND ? 0 : store__err(rc);
+}
+
+int store_foreach_timed_waiter(store *s, store_waiter_cb *cb, void *data)
+{
+    struct waiter_rec w;
+    const char *name;
+    size_t name_len;
+    uint64_t enq;
+    MDB_cursor *cur;
+    MDB_txn *txn;
+    MDB_val k, v;
+    int rc;
+
+    rc = read_begin(s, &txn);
+    if (rc != 0) return store__err(rc);
+    rc = mdb_cursor_open(txn, s->dbi[DB_WAITERS], &cur);
+    if (rc != 0) {
+        mdb_txn_abort(txn);
+        return store__err(rc);
+    }
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        rc = key_waiter_split(&k, &name, &name_len, &enq);
+        if (rc == 0) rc = waiter_decode(&v, &w);
+        if (rc != 0) break;
+        if (w.wait_ms <= 0) continue;
+        rc = cb(data, w.session, w.waiter, w.wait_ms, name, name_len);
+        if (rc != 0) {
+            mdb_cursor_close(cur);
+            mdb_txn_abort(txn);
+            return rc;
+        }
+    }
+    mdb_cursor_close(cur);
+    mdb_txn_abort(txn);
+    return rc == MDB_NOTFOUND ? 0 : store__err(rc);
+}
+
+int store_foreach_session(store *s, store_session_cb *cb, void *data)
+{
+    struct sess_rec r;
+    MDB_cursor *cur;
+    MDB_txn *txn;
+    MDB_val k, v;
+    int rc;
+
+    rc = read_begin(s, &txn);
+    if (rc != 0) return store__err(rc);
+    rc = mdb_cursor_open(txn, s->dbi[DB_SESSIONS], &cur);
+    if (rc != 0) {
+        mdb_txn_abort(txn);
+        return store__err(rc);
+    }
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != 8) {
+            rc = MDB_CORRUPTED;
+            break;
+        }
+        rc = sess_decode(&v, &r);
+        if (rc != 0) break;
+        rc = cb(data, be_get_u64(k.mv_data), r.ttl_ms);
+        if (rc != 0) {
+            mdb_cursor_close(cur);
+            mdb_txn_abort(txn);
+            return rc;
+        }
+    }
+    mdb_cursor_close(cur);
+    mdb_txn_abort(txn);
+    return rc == MDB_NOTFOUND ? 0 : store__err(rc);
+}
+
+int store_session_exists(store *s, uint64_t session)
+{
+    uint8_t k[8];
+    MDB_txn *txn;
+    MDB_val v;
+    int found, rc;
+
+    rc = read_begin(s, &txn);
+    if (rc != 0) return store__err(rc);
+    key_u64(k, session);
+    rc = db_get(txn, s->dbi[DB_SESSIONS], k, sizeof k, &v, &found);
+    mdb_txn_abort(txn);
+    if (rc != 0) return store__err(rc);
+    return found;
+}

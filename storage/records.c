@@ -1,0 +1,210 @@
+/*
+ * records.c -- the byte layout of the store's keys and values, and small
+ * helpers over single LMDB databases.
+ *
+ * Keys use big-endian integers so that LMDB's byte order is numeric order
+ * (a session's owned entries and dedup entries are then contiguous and
+ * sorted by waiter or seq, and a lock's queue is sorted by enqueue counter).
+ * Values use little-endian, like the rest of baton's formats. Every decoder
+ * checks the length and reports MDB_CORRUPTED on a mismatch, which the
+ * callers turn into BATON_EIO.
+ */
+#include <string.h>
+
+#include "proto/buf.h"
+#include "storage/store_int.h"
+
+void key_u64(uint8_t k[8], uint64_t a)
+{
+    be_put_u64(k, a);
+}
+
+void key_pair(uint8_t k[16], uint64_t a, uint64_t b)
+{
+    be_put_u64(k, a);
+    be_put_u64(k + 8, b);
+}
+
+/* A lock name never contains a NUL (names are validated before they get
+ * here), so "name \0" is a prefix that no other lock's keys share. */
+size_t key_waiter(uint8_t k[WAITER_KEY_MAX], const char *name, size_t name_len, uint64_t enq)
+{
+    memcpy(k, name, name_len);
+    k[name_len] = 0;
+    be_put_u64(k + name_len + 1, enq);
+    return name_len + 9;
+}
+
+int key_waiter_split(const MDB_val *k, const char **name, size_t *name_len, uint64_t *enq)
+{
+    const uint8_t *p = k->mv_data;
+
+    if (k->mv_size < 10 || k->mv_size > WAITER_KEY_MAX || p[k->mv_size - 9] != 0)
+        return MDB_CORRUPTED;
+    *name = (const char *)p;
+    *name_len = k->mv_size - 9;
+    *enq = be_get_u64(p + k->mv_size - 8);
+    return 0;
+}
+
+size_t sess_encode(uint8_t *p, const struct sess_rec *r)
+{
+    le_put_u32(p, r->ttl_ms);
+    le_put_u64(p + 4, r->created);
+    le_put_u32(p + 12, r->n_owned);
+    le_put_u64(p + 16, r->ack_floor);
+    memcpy(p + SESS_VAL_FIXED, r->name, r->name_len);
+    return SESS_VAL_FIXED + r->name_len;
+}
+
+int sess_decode(const MDB_val *v, struct sess_rec *r)
+{
+    const uint8_t *p = v->mv_data;
+
+    if (v->mv_size < SESS_VAL_FIXED || v->mv_size > SESS_VAL_FIXED + BATON_MAX_CLIENT_NAME)
+        return MDB_CORRUPTED;
+    r->ttl_ms = le_get_u32(p);
+    r->created = le_get_u64(p + 4);
+    r->n_owned = le_get_u32(p + 12);
+    r->ack_floor = le_get_u64(p + 16);
+    r->name_len = (uint16_t)(v->mv_size - SESS_VAL_FIXED);
+    memcpy(r->name, p + SESS_VAL_FIXED, r->name_len);
+    return 0;
+}
+
+size_t lock_encode(uint8_t *p, const struct lock_rec *r)
+{
+    le_put_u64(p, r->holder_session);
+    le_put_u64(p + 8, r->holder_waiter);
+    le_put_u64(p + 16, r->fence);
+    le_put_u64(p + 24, r->granted);
+    le_put_u32(p + 32, r->n_waiters);
+    return LOCK_VAL_LEN;
+}
+
+int lock_decode(const MDB_val *v, struct lock_rec *r)
+{
+    const uint8_t *p = v->mv_data;
+
+    if (v->mv_size != LOCK_VAL_LEN) return MDB_CORRUPTED;
+    r->holder_session = le_get_u64(p);
+    r->holder_waiter = le_get_u64(p + 8);
+    r->fence = le_get_u64(p + 16);
+    r->granted = le_get_u64(p + 24);
+    r->n_waiters = le_get_u32(p + 32);
+    return 0;
+}
+
+size_t waiter_encode(uint8_t *p, const struct waiter_rec *r)
+{
+    le_put_u64(p, r->session);
+    le_put_u64(p + 8, r->waiter);
+    le_put_u64(p + 16, (uint64_t)r->wait_ms);
+    return WAITER_VAL_LEN;
+}
+
+int waiter_decode(const MDB_val *v, struct waiter_rec *r)
+{
+    const uint8_t *p = v->mv_data;
+
+    if (v->mv_size != WAITER_VAL_LEN) return MDB_CORRUPTED;
+    r->session = le_get_u64(p);
+    r->waiter = le_get_u64(p + 8);
+    r->wait_ms = (int64_t)le_get_u64(p + 16);
+    return 0;
+}
+
+size_t owned_encode(uint8_t *p, const struct owned_rec *r)
+{
+    p[0] = r->kind;
+    le_put_u64(p + 1, r->enq);
+    memcpy(p + OWNED_VAL_FIXED, r->name, r->name_len);
+    return OWNED_VAL_FIXED + r->name_len;
+}
+
+int owned_decode(const MDB_val *v, struct owned_rec *r)
+{
+    const uint8_t *p = v->mv_data;
+
+    if (v->mv_size <= OWNED_VAL_FIXED || v->mv_size > OWNED_VAL_FIXED + BATON_MAX_NAME)
+        return MDB_CORRUPTED;
+    if (p[0] != OWNED_HOLD && p[0] != OWNED_WAIT) return MDB_CORRUPTED;
+    r->kind = p[0];
+    r->enq = le_get_u64(p + 1);
+    r->name_len = (uint16_t)(v->mv_size - OWNED_VAL_FIXED);
+    memcpy(r->name, p + OWNED_VAL_FIXED, r->name_len);
+    return 0;
+}
+
+size_t dedup_encode(uint8_t *p, const struct cmd_result *r)
+{
+    le_put_u32(p, (uint32_t)r->status);
+    p[4] = r->kind;
+    le_put_u64(p + 5, r->value);
+    return DEDUP_VAL_LEN;
+}
+
+int dedup_decode(const MDB_val *v, struct cmd_result *r)
+{
+    const uint8_t *p = v->mv_data;
+
+    if (v->mv_size != DEDUP_VAL_LEN) return MDB_CORRUPTED;
+    r->status = (int32_t)le_get_u32(p);
+    r->kind = p[4];
+    r->value = le_get_u64(p + 5);
+    return 0;
+}
+
+int db_get(MDB_txn *txn, MDB_dbi dbi, const void *k, size_t klen, MDB_val *v, int *found)
+{
+    MDB_val key = {klen, (void *)k};
+    int rc = mdb_get(txn, dbi, &key, v);
+
+    if (found != NULL) *found = rc == 0;
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+int db_put(MDB_txn *txn, MDB_dbi dbi, const void *k, size_t klen, const void *v, size_t vlen)
+{
+    MDB_val key = {klen, (void *)k};
+    MDB_val val = {vlen, (void *)v};
+
+    return mdb_put(txn, dbi, &key, &val, 0);
+}
+
+int db_del(MDB_txn *txn, MDB_dbi dbi, const void *k, size_t klen, int *found)
+{
+    MDB_val key = {klen, (void *)k};
+    int rc = mdb_del(txn, dbi, &key, NULL);
+
+    if (found != NULL) *found = rc == 0;
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/*
+ * Delete the keys in [lo, hi). Used to drop a session's dedup entries below
+ * its ack_below, or all of them when it ends. After each delete the cursor
+ * seeks again from lo rather than stepping: that does not depend on where
+ * LMDB leaves a cursor after mdb_cursor_del (for instance once the tree has
+ * become empty), and costs one O(log n) seek per deleted key.
+ */
+int db_del_range(MDB_txn *txn, MDB_dbi dbi, const void *lo, const void *hi, size_t klen)
+{
+    MDB_cursor *cur;
+    MDB_val k, v;
+    int rc;
+
+    rc = mdb_cursor_open(txn, dbi, &cur);
+    if (rc != 0) return rc;
+    for (;;) {
+        k.mv_size = klen;
+        k.mv_data = (void *)lo;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+        if (rc != 0) break;
+        if (k.mv_size != klen || memcmp(k.mv_data, hi, klen) >= 0) break;
+        rc = mdb_cursor_del(cur, 0);
+        if (rc != 0) break;
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}

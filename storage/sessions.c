@@ -1,0 +1,184 @@
+/*
+ * sessions.c -- OPEN_SESSION, CLOSE_SESSION and EXPIRE_SESSION, and the
+ * session record helpers the other commands use.
+ *
+ * A session's id comes from the replicated counter next_session (the first
+ * is 1; 0 never names a session). Its lease lives only in the leader's
+ * memory (DESIGN.md section 4): the store keeps ttl_ms so that a new leader
+ * can re-arm every lease, but never reads a clock.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/baton_errno.h"
+#include "storage/store_int.h"
+
+int sess_get(struct apply_ctx *c, uint64_t id, struct sess_rec *r, int *found)
+{
+    uint8_t k[8];
+    MDB_val v;
+    int rc;
+
+    key_u64(k, id);
+    rc = db_get(c->txn, c->s->dbi[DB_SESSIONS], k, sizeof k, &v, found);
+    if (rc != 0 || !*found) return rc;
+    return sess_decode(&v, r);
+}
+
+int sess_put(struct apply_ctx *c, uint64_t id, const struct sess_rec *r)
+{
+    uint8_t k[8], v[VAL_MAX];
+
+    key_u64(k, id);
+    return db_put(c->txn, c->s->dbi[DB_SESSIONS], k, sizeof k, v, sess_encode(v, r));
+}
+
+int sess_owned_add(struct apply_ctx *c, uint64_t id, int delta)
+{
+    struct sess_rec r;
+    int found, rc = sess_get(c, id, &r, &found);
+
+    if (rc != 0) return rc;
+    if (!found) return MDB_CORRUPTED; /* an owned entry without its session */
+    if (delta < 0 && r.n_owned < (uint32_t)-delta) return MDB_CORRUPTED;
+    r.n_owned = (uint32_t)((int64_t)r.n_owned + delta);
+    return sess_put(c, id, &r);
+}
+
+/*
+ * OPEN_SESSION(ttl_ms, client name). The ttl was already clamped by the
+ * leader that proposed it; the store records it as given.
+ */
+int op_open_session(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
+{
+    struct sess_rec r;
+    MDB_stat st;
+    uint64_t id;
+    int rc;
+
+    rc = mdb_stat(c->txn, c->s->dbi[DB_SESSIONS], &st);
+    if (rc != 0) return rc;
+    if (st.ms_entries >= STORE_MAX_SESSIONS) {
+        res->status = BATON_ELIMIT;
+        return 0;
+    }
+    memset(&r, 0, sizeof r);
+    r.ttl_ms = cmd->ttl_ms;
+    r.created = c->index;
+    r.name_len = cmd->name_len; /* <= BATON_MAX_CLIENT_NAME: checked by the decoder */
+    if (r.name_len > 0) memcpy(r.name, cmd->name, r.name_len);
+    id = c->next_session++;
+    rc = sess_put(c, id, &r);
+    if (rc != 0) return rc;
+    res->status = 0;
+    res->kind = RESULT_OK;
+    res->value = id;
+    return 0;
+}
+
+/* One entry of the owned table, copied out so that the table can change
+ * while the list is worked through. */
+struct owned_item {
+    uint64_t waiter;
+    struct owned_rec o;
+};
+
+/* Copy the session's owned entries, in waiter order, into a malloc'd array. */
+static int collect_owned(struct apply_ctx *c, uint64_t session, uint32_t hint,
+                         struct owned_item **items, size_t *n)
+{
+    struct owned_item *arr = NULL;
+    size_t cap = hint ? hint : 4, len = 0;
+    MDB_cursor *cur;
+    MDB_val k, v;
+    uint8_t lo[16];
+    int rc;
+
+    *items = NULL;
+    *n = 0;
+    arr = malloc(cap * sizeof *arr);
+    if (arr == NULL) return BATON_ENOMEM;
+    rc = mdb_cursor_open(c->txn, c->s->dbi[DB_OWNED], &cur);
+    if (rc != 0) goto out;
+    key_pair(lo, session, 0);
+    k.mv_size = sizeof lo;
+    k.mv_data = lo;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != 16 || be_get_u64(k.mv_data) != session) break;
+        if (len == cap) {
+            struct owned_item *p = realloc(arr, cap * 2 * sizeof *arr);
+            if (p == NULL) {
+                rc = BATON_ENOMEM;
+                break;
+            }
+            arr = p;
+            cap *= 2;
+        }
+        arr[len].waiter = be_get_u64((const uint8_t *)k.mv_data + 8);
+        rc = owned_decode(&v, &arr[len].o);
+        if (rc != 0) break;
+        len++;
+    }
+    mdb_cursor_close(cur);
+    if (rc == MDB_NOTFOUND) rc = 0;
+out:
+    if (rc != 0) {
+        free(arr);
+        return rc;
+    }
+    *items = arr;
+    *n = len;
+    return 0;
+}
+
+/*
+ * CLOSE_SESSION (why = 0) and EXPIRE_SESSION (why = BATON_ESESSION): the
+ * session lets go of everything and disappears.
+ *
+ * Its waits are dropped first and its holds released after, so that a hold
+ * is never handed to another waiter of the same dying session (several of
+ * its threads may queue for one lock). Each released hold goes to that
+ * lock's next waiter (FX_GRANT); on expiry the holder is also told it lost
+ * the lock (FX_LOST with BATON_ESESSION) before the grant. The dropped waits
+ * produce no FX_WAIT_FAILED: FX_SESSION_GONE, emitted last, covers them.
+ */
+int op_end_session(struct apply_ctx *c, const struct cmd *cmd, int32_t why, struct cmd_result *res)
+{
+    struct owned_item *items;
+    struct sess_rec sess;
+    uint8_t k[16];
+    size_t n;
+    int found, rc;
+
+    rc = sess_get(c, cmd->session, &sess, &found);
+    if (rc != 0) return rc;
+    if (!found) {
+        res->status = BATON_ESESSION;
+        return 0;
+    }
+    rc = collect_owned(c, cmd->session, sess.n_owned, &items, &n);
+    if (rc != 0) return rc;
+    for (int pass = 0; pass < 2 && rc == 0; pass++) {
+        uint8_t kind = pass == 0 ? OWNED_WAIT : OWNED_HOLD;
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            if (items[i].o.kind != kind) continue;
+            rc = locks_drop_owned(c, cmd->session, items[i].waiter, &items[i].o, why);
+            if (rc != 0) break;
+            key_pair(k, cmd->session, items[i].waiter);
+            rc = db_del(c->txn, c->s->dbi[DB_OWNED], k, sizeof k, NULL);
+        }
+    }
+    free(items);
+    if (rc != 0) return rc;
+    rc = dedup_drop_session(c, cmd->session);
+    if (rc != 0) return rc;
+    key_u64(k, cmd->session);
+    rc = db_del(c->txn, c->s->dbi[DB_SESSIONS], k, 8, NULL);
+    if (rc != 0) return rc;
+    rc = fx_emit(c, FX_SESSION_GONE, why, cmd->session, 0, 0, NULL, 0);
+    if (rc != 0) return rc;
+    res->status = 0;
+    res->kind = RESULT_OK;
+    return 0;
+}

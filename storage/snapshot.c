@@ -1,0 +1,244 @@
+/*
+ * snapshot.c -- store_snapshot and store_restore (store.h gives the format).
+ *
+ * A snapshot holds the replicated state only. From meta that is the three
+ * counters (next_enq, next_fence, next_session); the applied index and the
+ * format travel in the header, and boot_id and clean describe this node's
+ * files, not the state. Every database is dumped in key order from one read
+ * transaction, so two stores with the same state give the same bytes.
+ *
+ * Restore checks the whole snapshot before it touches anything (a malformed
+ * one changes nothing), then replaces every database in one write
+ * transaction and forces the files to disk: raft may delete the log entries
+ * the snapshot covers once restore returns.
+ */
+#include <string.h>
+
+#include "proto/baton_errno.h"
+#include "proto/buf.h"
+#include "storage/store_int.h"
+
+/* The meta keys that are state, in key order. */
+static const char *const meta_state_keys[] = {META_NEXT_ENQ, META_NEXT_FENCE, META_NEXT_SESSION};
+#define N_META_STATE (sizeof meta_state_keys / sizeof *meta_state_keys)
+
+/* Index of a meta state key in meta_state_keys, or -1. */
+static int meta_state_index(const void *k, size_t klen)
+{
+    for (size_t i = 0; i < N_META_STATE; i++)
+        if (strlen(meta_state_keys[i]) == klen && memcmp(meta_state_keys[i], k, klen) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* Append one database's entries: u32 count, then {u32 klen, key, u32 vlen,
+ * val} in key order. */
+static int dump_db(store *s, MDB_txn *txn, int db, struct buf *out)
+{
+    MDB_cursor *cur;
+    MDB_val k, v;
+    size_t at = out->len;
+    uint32_t count = 0;
+    int rc, rv;
+
+    rv = buf_put_u32(out, 0);
+    if (rv != 0) return rv;
+    rc = mdb_cursor_open(txn, s->dbi[db], &cur);
+    if (rc != 0) return rc;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (db == DB_META && meta_state_index(k.mv_data, k.mv_size) < 0) continue;
+        rv = buf_reserve(out, 8 + k.mv_size + v.mv_size);
+        if (rv != 0) {
+            rc = rv;
+            break;
+        }
+        buf_put_u32(out, (uint32_t)k.mv_size);
+        buf_put(out, k.mv_data, k.mv_size);
+        buf_put_u32(out, (uint32_t)v.mv_size);
+        buf_put(out, v.mv_data, v.mv_size);
+        count++;
+    }
+    mdb_cursor_close(cur);
+    if (rc != MDB_NOTFOUND) return rc;
+    le_put_u32(out->data + at, count);
+    return 0;
+}
+
+int store_snapshot(store *s, struct buf *out)
+{
+    size_t start = out->len;
+    MDB_txn *txn;
+    uint64_t applied;
+    int rc;
+
+    rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
+    if (rc != 0) return store__err(rc);
+    rc = meta_get_u64(s, txn, META_APPLIED, &applied, NULL);
+    if (rc == 0) rc = buf_put_u32(out, STORE_SNAP_MAGIC);
+    if (rc == 0) rc = buf_put_u32(out, STORE_FORMAT);
+    if (rc == 0) rc = buf_put_u64(out, applied);
+    for (int db = 0; db < DB_COUNT_ && rc == 0; db++) rc = dump_db(s, txn, db, out);
+    mdb_txn_abort(txn);
+    if (rc != 0) {
+        out->len = start;
+        return store__err(rc);
+    }
+    return 0;
+}
+
+/* LMDB's default key order: bytes, then length. */
+static int key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+    int d = memcmp(a, b, alen < blen ? alen : blen);
+
+    if (d != 0) return d;
+    return alen < blen ? -1 : alen > blen;
+}
+
+/* Is (k, v) a well-formed entry of database db? Checks sizes and the parts
+ * whose misreading would break the store's own invariants (names, kinds). */
+static int entry_ok(int db, const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen)
+{
+    MDB_val key = {klen, (void *)k};
+    const char *name;
+    size_t name_len;
+    uint64_t enq;
+
+    switch (db) {
+    case DB_META:
+        return meta_state_index(k, klen) >= 0 && vlen == 8;
+    case DB_SESSIONS:
+        return klen == 8 && vlen >= SESS_VAL_FIXED &&
+               vlen <= SESS_VAL_FIXED + BATON_MAX_CLIENT_NAME;
+    case DB_LOCKS:
+        return proto_lock_name_ok((const char *)k, klen) && vlen == LOCK_VAL_LEN;
+    case DB_WAITERS:
+        return key_waiter_split(&key, &name, &name_len, &enq) == 0 &&
+               proto_lock_name_ok(name, name_len) && vlen == WAITER_VAL_LEN;
+    case DB_OWNED:
+        return klen == 16 && vlen > OWNED_VAL_FIXED && vlen <= OWNED_VAL_FIXED + BATON_MAX_NAME &&
+               (v[0] == OWNED_HOLD || v[0] == OWNED_WAIT) &&
+               proto_lock_name_ok((const char *)v + OWNED_VAL_FIXED, vlen - OWNED_VAL_FIXED);
+    case DB_DEDUP:
+        return klen == 16 && vlen == DEDUP_VAL_LEN;
+    default:
+        return 0;
+    }
+}
+
+/*
+ * Read one entry of the snapshot. With check set, also validate it against
+ * database db and against the previous key (*prev, updated), which must be
+ * smaller. Returns 0 or BATON_EMALFORMED.
+ */
+static int read_entry(struct rd *r, int db, int check, MDB_val *k, MDB_val *v, MDB_val *prev)
+{
+    const uint8_t *kp, *vp;
+    uint32_t klen, vlen;
+
+    if (rd_u32(r, &klen) != 0 || rd_bytes(r, klen, &kp) != 0 || rd_u32(r, &vlen) != 0 ||
+        rd_bytes(r, vlen, &vp) != 0)
+        return BATON_EMALFORMED;
+    k->mv_size = klen;
+    k->mv_data = (void *)kp;
+    v->mv_size = vlen;
+    v->mv_data = (void *)vp;
+    if (!check) return 0;
+    if (!entry_ok(db, kp, klen, vp, vlen)) return BATON_EMALFORMED;
+    if (prev->mv_data != NULL && key_cmp(prev->mv_data, prev->mv_size, kp, klen) >= 0)
+        return BATON_EMALFORMED;
+    *prev = *k;
+    return 0;
+}
+
+/* Read the header; 0 or BATON_EMALFORMED. */
+static int read_header(struct rd *r, uint64_t *applied)
+{
+    uint32_t magic, format;
+
+    if (rd_u32(r, &magic) != 0 || rd_u32(r, &format) != 0 || rd_u64(r, applied) != 0)
+        return BATON_EMALFORMED;
+    if (magic != STORE_SNAP_MAGIC || format != STORE_FORMAT) return BATON_EMALFORMED;
+    return 0;
+}
+
+/* Check the whole snapshot: header, every entry, the meta counters all
+ * present, no trailing bytes. */
+static int snapshot_valid(const void *data, size_t len, uint64_t *applied)
+{
+    struct rd r;
+    MDB_val k, v, prev;
+    uint32_t count;
+    unsigned meta_seen = 0;
+
+    rd_init(&r, data, len);
+    if (read_header(&r, applied) != 0) return 0;
+    for (int db = 0; db < DB_COUNT_; db++) {
+        if (rd_u32(&r, &count) != 0 || count > rd_left(&r) / 8) return 0;
+        prev.mv_data = NULL;
+        prev.mv_size = 0;
+        for (uint32_t i = 0; i < count; i++) {
+            if (read_entry(&r, db, 1, &k, &v, &prev) != 0) return 0;
+            if (db == DB_META) meta_seen |= 1u << meta_state_index(k.mv_data, k.mv_size);
+        }
+    }
+    return rd_left(&r) == 0 && r.err == 0 && meta_seen == (1u << N_META_STATE) - 1;
+}
+
+struct restore_arg {
+    const void *data;
+    size_t len;
+};
+
+/* The write transaction of a restore (restartable: store__write may run it
+ * again after growing the map). The snapshot was validated already. */
+static int restore_txn(store *s, MDB_txn *txn, void *arg)
+{
+    struct restore_arg *a = arg;
+    struct rd r;
+    MDB_val k, v;
+    uint64_t applied;
+    uint32_t count;
+    int rc;
+
+    for (int db = 0; db < DB_COUNT_; db++) {
+        rc = mdb_drop(txn, s->dbi[db], 0);
+        if (rc != 0) return rc;
+    }
+    rd_init(&r, a->data, a->len);
+    read_header(&r, &applied);
+    for (int db = 0; db < DB_COUNT_; db++) {
+        rd_u32(&r, &count);
+        for (uint32_t i = 0; i < count; i++) {
+            read_entry(&r, db, 0, &k, &v, NULL);
+            rc = mdb_put(txn, s->dbi[db], &k, &v, db == DB_META ? 0 : MDB_APPEND);
+            if (rc != 0) return rc;
+        }
+    }
+    rc = meta_put_u64(s, txn, META_APPLIED, applied);
+    if (rc == 0) rc = meta_put_u64(s, txn, META_FORMAT, STORE_FORMAT);
+    if (rc == 0)
+        rc = db_put(txn, s->dbi[DB_META], META_BOOT_ID, strlen(META_BOOT_ID), s->boot_id,
+                    s->boot_id_len);
+    /* The clean flag stays absent: the store is open. */
+    return rc;
+}
+
+/*
+ * Called at every raft start (with raft's latest snapshot, usually older
+ * than the store: a no-op) and on a follower that was sent a snapshot.
+ */
+int store_restore(store *s, const void *data, size_t len)
+{
+    struct restore_arg a = {.data = data, .len = len};
+    uint64_t applied;
+    int rv;
+
+    if (data == NULL || !snapshot_valid(data, len, &applied)) return BATON_EMALFORMED;
+    if (applied <= s->applied) return 0;
+    rv = store__write(s, restore_txn, &a);
+    if (rv != 0) return rv;
+    s->applied = applied;
+    return mdb_env_sync(s->env, 1) == 0 ? 0 : BATON_EIO;
+}

@@ -1,0 +1,356 @@
+/*
+ * store.c -- the LMDB environment under the lock store: opening (with the
+ * crash-after-reboot check), closing, the meta keys, the write-transaction
+ * loop that grows the map, and the translation of LMDB codes into BATON_E*.
+ *
+ * Durability model (notes/raft-0.15.md section 4): the environment runs with
+ * MDB_NOSYNC because the raft log is the durable source of every entry. A
+ * process crash loses nothing (the pages sit in the page cache), but an OS
+ * crash may leave the files torn. So the meta db keeps a "clean" flag, set
+ * only by a clean store_close, and the boot id of the machine that last
+ * opened the files. If at open the flag is absent and the boot id changed,
+ * the files are deleted and the store starts empty; raft then installs its
+ * snapshot and replays its log into it. The two commits that change the
+ * flag are made with syncing switched on, so the flag never reaches the
+ * disk ahead of the data it vouches for.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proto/baton_errno.h"
+#include "proto/buf.h"
+#include "storage/store_int.h"
+#include "storage/store_test.h"
+
+const char *store__boot_id_path = "/proc/sys/kernel/random/boot_id";
+
+static const char *const db_names[DB_COUNT_] = {
+    "meta", "sessions", "locks", "waiters", "owned", "dedup",
+};
+
+int store__err(int rc)
+{
+    if (rc == 0) return 0;
+    if (rc <= BATON_EINVAL && rc >= BATON_EMALFORMED) return rc;
+    if (rc == ENOMEM) return BATON_ENOMEM;
+    return BATON_EIO;
+}
+
+static void set_errmsg(char *errmsg, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (errmsg == NULL) return;
+    va_start(ap, fmt);
+    vsnprintf(errmsg, 256, fmt, ap);
+    va_end(ap);
+}
+
+/*
+ * Read this machine's boot id. An unreadable file leaves it empty, which
+ * open_check treats as "maybe rebooted": after an unclean shutdown the files
+ * are then rebuilt, which is always safe, only slower.
+ */
+static void read_boot_id(store *s)
+{
+    int fd = open(store__boot_id_path, O_RDONLY | O_CLOEXEC);
+    ssize_t n;
+
+    s->boot_id_len = 0;
+    if (fd < 0) return;
+    n = read(fd, s->boot_id, sizeof s->boot_id);
+    close(fd);
+    if (n <= 0) return;
+    while (n > 0 && (s->boot_id[n - 1] == '\n' || s->boot_id[n - 1] == ' ')) n--;
+    s->boot_id_len = (size_t)n;
+}
+
+int meta_get_u64(store *s, MDB_txn *txn, const char *key, uint64_t *v, int *found)
+{
+    MDB_val val;
+    int f, rc = db_get(txn, s->dbi[DB_META], key, strlen(key), &val, &f);
+
+    if (found != NULL) *found = f;
+    *v = 0;
+    if (rc != 0 || !f) return rc;
+    if (val.mv_size != 8) return MDB_CORRUPTED;
+    *v = le_get_u64(val.mv_data);
+    return 0;
+}
+
+int meta_put_u64(store *s, MDB_txn *txn, const char *key, uint64_t v)
+{
+    uint8_t b[8];
+
+    le_put_u64(b, v);
+    return db_put(txn, s->dbi[DB_META], key, strlen(key), b, sizeof b);
+}
+
+/* Create the environment and open (creating) every named database. */
+static int env_open(store *s, char *errmsg)
+{
+    MDB_txn *txn;
+    int rc;
+
+    rc = mdb_env_create(&s->env);
+    if (rc != 0) goto err;
+    s->map_size = STORE_MAP_SIZE;
+    rc = mdb_env_set_mapsize(s->env, s->map_size);
+    if (rc == 0) rc = mdb_env_set_maxdbs(s->env, 8);
+    if (rc == 0) rc = mdb_env_open(s->env, s->dir, MDB_NOSYNC | MDB_NOTLS, 0600);
+    if (rc != 0) goto err_after_create;
+    rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+    if (rc != 0) goto err_after_create;
+    for (int i = 0; i < DB_COUNT_ && rc == 0; i++)
+        rc = mdb_dbi_open(txn, db_names[i], MDB_CREATE, &s->dbi[i]);
+    if (rc != 0) {
+        mdb_txn_abort(txn);
+        goto err_after_create;
+    }
+    rc = mdb_txn_commit(txn);
+    if (rc != 0) goto err_after_create;
+    return 0;
+
+err_after_create:
+    mdb_env_close(s->env);
+    s->env = NULL;
+err:
+    set_errmsg(errmsg, "lmdb in %s: %s", s->dir, mdb_strerror(rc));
+    return rc;
+}
+
+/* Delete the environment's files (the store is rebuilt by raft). */
+static int env_wipe(store *s, char *errmsg)
+{
+    static const char *const files[] = {"data.mdb", "lock.mdb"};
+    char path[4096];
+
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(path, sizeof path, "%s/%s", s->dir, files[i]);
+        if (unlink(path) != 0 && errno != ENOENT) {
+            set_errmsg(errmsg, "cannot delete %s: %s", path, strerror(errno));
+            return EIO;
+        }
+    }
+    return 0;
+}
+
+/*
+ * Decide whether the files survived the last shutdown. Sets *wipe when the
+ * flag is absent and the machine rebooted since (or we cannot tell), and
+ * *fresh when the store has never been initialised.
+ */
+static int open_check(store *s, int *wipe, int *fresh)
+{
+    MDB_txn *txn;
+    MDB_val v;
+    int clean, has_boot, has_format, rc;
+
+    *wipe = 0;
+    *fresh = 0;
+    rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
+    if (rc != 0) return rc;
+    rc = db_get(txn, s->dbi[DB_META], META_FORMAT, strlen(META_FORMAT), &v, &has_format);
+    if (rc == 0) rc = db_get(txn, s->dbi[DB_META], META_CLEAN, strlen(META_CLEAN), &v, &clean);
+    if (rc == 0)
+        rc = db_get(txn, s->dbi[DB_META], META_BOOT_ID, strlen(META_BOOT_ID), &v, &has_boot);
+    if (rc == 0 && has_format && !clean) {
+        int same = has_boot && s->boot_id_len > 0 && v.mv_size == s->boot_id_len &&
+                   memcmp(v.mv_data, s->boot_id, s->boot_id_len) == 0;
+        *wipe = !same;
+    }
+    *fresh = !has_format;
+    mdb_txn_abort(txn);
+    return rc;
+}
+
+/* Runs in store__write at open: initialise a fresh store, record this
+ * boot, and remove the clean flag for as long as the store is open. */
+static int open_mark(store *s, MDB_txn *txn, void *arg)
+{
+    int fresh = *(int *)arg;
+    uint64_t format;
+    int found, rc;
+
+    if (fresh) {
+        rc = meta_put_u64(s, txn, META_FORMAT, STORE_FORMAT);
+        if (rc == 0) rc = meta_put_u64(s, txn, META_APPLIED, 0);
+        if (rc == 0) rc = meta_put_u64(s, txn, META_NEXT_SESSION, 1);
+        if (rc == 0) rc = meta_put_u64(s, txn, META_NEXT_FENCE, 1);
+        if (rc == 0) rc = meta_put_u64(s, txn, META_NEXT_ENQ, 1);
+        if (rc != 0) return rc;
+    }
+    rc = meta_get_u64(s, txn, META_FORMAT, &format, &found);
+    if (rc != 0) return rc;
+    if (format != STORE_FORMAT) return MDB_VERSION_MISMATCH;
+    rc = meta_get_u64(s, txn, META_APPLIED, &s->applied, NULL);
+    if (rc != 0) return rc;
+    rc = db_put(txn, s->dbi[DB_META], META_BOOT_ID, strlen(META_BOOT_ID), s->boot_id,
+                s->boot_id_len);
+    if (rc != 0) return rc;
+    return db_del(txn, s->dbi[DB_META], META_CLEAN, strlen(META_CLEAN), NULL);
+}
+
+/* Runs in store__write at close: the files are now complete. */
+static int close_mark(store *s, MDB_txn *txn, void *arg)
+{
+    static const uint8_t one = 1;
+    (void)arg;
+    return db_put(txn, s->dbi[DB_META], META_CLEAN, strlen(META_CLEAN), &one, 1);
+}
+
+/*
+ * Commit fn's writes durably: with MDB_NOSYNC off, the commit flushes every
+ * earlier page before it writes the meta page. Used for the clean flag.
+ */
+static int write_synced(store *s, store_txn_fn *fn, void *arg)
+{
+    int rc = mdb_env_set_flags(s->env, MDB_NOSYNC, 0);
+
+    if (rc != 0) return store__err(rc);
+    rc = store__write(s, fn, arg);
+    mdb_env_set_flags(s->env, MDB_NOSYNC, 1);
+    return rc;
+}
+
+int store_open(const char *dir, store **out, char *errmsg)
+{
+    store *s;
+    int wipe, fresh, rc;
+
+    *out = NULL;
+    s = calloc(1, sizeof *s);
+    if (s == NULL) goto err_nomem;
+    s->dir = strdup(dir);
+    if (s->dir == NULL) goto err_nomem_after_alloc;
+    read_boot_id(s);
+
+    rc = env_open(s, errmsg);
+    if (rc != 0) goto err_after_dir;
+    rc = open_check(s, &wipe, &fresh);
+    if (rc != 0) {
+        set_errmsg(errmsg, "lmdb in %s: reading meta: %s", dir, mdb_strerror(rc));
+        goto err_after_env;
+    }
+    if (wipe) {
+        /* Unclean shutdown and a reboot since: the files may be torn. */
+        mdb_env_close(s->env);
+        s->env = NULL;
+        rc = env_wipe(s, errmsg);
+        if (rc != 0) goto err_after_dir;
+        rc = env_open(s, errmsg);
+        if (rc != 0) goto err_after_dir;
+        fresh = 1;
+    }
+    rc = write_synced(s, open_mark, &fresh);
+    if (rc != 0) {
+        set_errmsg(errmsg, "lmdb in %s: cannot initialise meta (%s)", dir, baton_strerror(rc));
+        goto err_after_env;
+    }
+    *out = s;
+    return 0;
+
+err_after_env:
+    mdb_env_close(s->env);
+err_after_dir:
+    free(s->dir);
+    free(s);
+    return rc == ENOMEM || rc == BATON_ENOMEM ? BATON_ENOMEM : BATON_EIO;
+err_nomem_after_alloc:
+    free(s);
+err_nomem:
+    set_errmsg(errmsg, "out of memory");
+    return BATON_ENOMEM;
+}
+
+void store_close(store *s)
+{
+    if (s == NULL) return;
+    mdb_env_sync(s->env, 1);
+    write_synced(s, close_mark, NULL);
+    mdb_env_close(s->env);
+    free(s->dir);
+    free(s);
+}
+
+uint64_t store_applied_index(store *s)
+{
+    return s->applied;
+}
+
+int store_sync(store *s)
+{
+    return mdb_env_sync(s->env, 1) == 0 ? 0 : BATON_EIO;
+}
+
+/*
+ * Double the map after MDB_MAP_FULL. LMDB allows this only while the
+ * process has no transaction open; the store never keeps one open across
+ * calls, so that holds here.
+ */
+static int grow_map(store *s)
+{
+    size_t bigger = s->map_size * 2;
+    int rc;
+
+    if (bigger < s->map_size) return MDB_MAP_FULL;
+    rc = mdb_env_set_mapsize(s->env, bigger);
+    if (rc != 0) return rc;
+    s->map_size = bigger;
+    return 0;
+}
+
+int store__write(store *s, store_txn_fn *fn, void *arg)
+{
+    MDB_txn *txn;
+    int rc;
+
+    for (;;) {
+        rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+        if (rc != 0) return store__err(rc);
+        rc = fn(s, txn, arg);
+        if (rc == 0)
+            rc = mdb_txn_commit(txn); /* frees txn, even on failure */
+        else
+            mdb_txn_abort(txn);
+        if (rc != MDB_MAP_FULL) return store__err(rc);
+        rc = grow_map(s);
+        if (rc != 0) return store__err(rc);
+    }
+}
+
+/* ---- test hooks (store_test.h) ----------------------------------------- */
+
+int store__set_map_size(store *s, size_t bytes)
+{
+    int rc = mdb_env_set_mapsize(s->env, bytes);
+    MDB_envinfo info;
+
+    if (rc != 0) return store__err(rc);
+    mdb_env_info(s->env, &info);
+    s->map_size = info.me_mapsize;
+    return 0;
+}
+
+size_t store__map_size(store *s)
+{
+    return s->map_size;
+}
+
+void store__abandon(store *s)
+{
+    if (s == NULL) return;
+    mdb_env_close(s->env);
+    free(s->dir);
+    free(s);
+}
+
+void store__set_boot_id_path(const char *path)
+{
+    store__boot_id_path = path;
+}

@@ -1,0 +1,217 @@
+/*
+ * store_int.h -- declarations shared by the files of the lock store. Not part
+ * of the store's API: only the .c files of storage/ include it, and it is the only header
+ * that includes <lmdb.h>.
+ *
+ * The files and their jobs:
+ *   store.c     environment, meta keys, boot id, the write-transaction loop
+ *               that grows the map on MDB_MAP_FULL, error translation
+ *   records.c   the byte layout of every key and value
+ *   apply.c     store_apply: batch validation, dispatch, deduplication
+ *   locks.c     acquire, release, cancel, wait timeout, forced release and
+ *               the FIFO queue under them
+ *   sessions.c  opening, closing and expiring sessions
+ *   snapshot.c  store_snapshot and store_restore
+ *   reads.c     the short read transactions behind the admin requests
+ *
+ * Error convention inside storage/: functions return 0, a raw LMDB code
+ * (MDB_* or an errno value), or BATON_ENOMEM. Only store__err() turns these
+ * into BATON_E* codes, at the boundary of each public function, so that no
+ * MDB_* value escapes. MDB_NOTFOUND is never returned as an error: lookups
+ * report "absent" through a separate out-parameter.
+ */
+#ifndef BATON_STORAGE_STORE_INT_H
+#define BATON_STORAGE_STORE_INT_H
+
+#include <lmdb.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/msg.h"
+#include "storage/cmd.h"
+#include "storage/store.h"
+
+/* Version of the on-disk layout and of the snapshot format. */
+#define STORE_FORMAT 1
+/* The snapshot's leading u32: the bytes "BTN1" read as little-endian. */
+#define STORE_SNAP_MAGIC 0x314E5442u
+/* Initial map size: only address space, the file grows as needed. */
+#define STORE_MAP_SIZE ((size_t)4 << 30)
+
+/* Meta keys. The first group is replicated state (in snapshots); boot_id
+ * and clean describe this node's copy of the files and are never
+ * snapshotted. */
+#define META_APPLIED "applied"
+#define META_NEXT_SESSION "next_session"
+#define META_NEXT_FENCE "next_fence"
+#define META_NEXT_ENQ "next_enq"
+#define META_FORMAT "format"
+#define META_BOOT_ID "boot_id"
+#define META_CLEAN "clean"
+
+#define STORE_BOOT_ID_MAX 64
+
+/* The named databases, in snapshot order. */
+enum store_db { DB_META, DB_SESSIONS, DB_LOCKS, DB_WAITERS, DB_OWNED, DB_DEDUP, DB_COUNT_ };
+
+struct store {
+    MDB_env *env;
+    MDB_dbi dbi[DB_COUNT_];
+    uint64_t applied;       /* cached meta "applied" */
+    size_t map_size;        /* current map size, doubled on MDB_MAP_FULL */
+    char *dir;
+    char boot_id[STORE_BOOT_ID_MAX];
+    size_t boot_id_len;
+};
+
+/* ---- store.c ------------------------------------------------------------ */
+
+/* Translate an internal code (see the convention above) into BATON_E*. */
+int store__err(int rc);
+
+/*
+ * Run fn(s, txn, arg) inside one write transaction and commit it. If fn or
+ * the commit hits MDB_MAP_FULL, the transaction is aborted, the map doubled
+ * and fn run again from scratch, so fn must be restartable: it may not keep
+ * anything from an earlier attempt. Returns 0 or a BATON_E* code; on error
+ * nothing was written.
+ */
+typedef int store_txn_fn(store *s, MDB_txn *txn, void *arg);
+int store__write(store *s, store_txn_fn *fn, void *arg);
+
+/* Read or write one u64 meta value (little-endian). *found says whether
+ * the key exists; a missing key reads as 0. */
+int meta_get_u64(store *s, MDB_txn *txn, const char *key, uint64_t *v, int *found);
+int meta_put_u64(store *s, MDB_txn *txn, const char *key, uint64_t v);
+
+/* The path of the boot id file, replaced by the tests (store_test.h). */
+extern const char *store__boot_id_path;
+
+/* ---- records.c: keys and values ---------------------------------------- */
+
+/* Largest key we build: a waiters key, name \0 be64 enq. */
+#define WAITER_KEY_MAX (BATON_MAX_NAME + 1 + 8)
+
+enum owned_kind { OWNED_HOLD = 1, OWNED_WAIT = 2 };
+
+/* sessions: be64 session -> this. */
+struct sess_rec {
+    uint32_t ttl_ms;
+    uint64_t created;       /* raft index of OPEN_SESSION */
+    uint32_t n_owned;       /* holds + waits, for STORE_MAX_OWNED_PER_SESSION */
+    uint64_t ack_floor;     /* highest ack_below seen: seqs below it are stale */
+    uint16_t name_len;
+    char name[BATON_MAX_CLIENT_NAME];
+};
+#define SESS_VAL_FIXED 24
+
+/* locks: name -> this. A record exists only while the lock is held or has
+ * waiters; holder_session 0 means free. */
+struct lock_rec {
+    uint64_t holder_session;
+    uint64_t holder_waiter;
+    uint64_t fence;
+    uint64_t granted;       /* raft index of the grant */
+    uint32_t n_waiters;
+};
+#define LOCK_VAL_LEN 36
+
+/* waiters: name \0 be64 enq -> this. */
+struct waiter_rec {
+    uint64_t session;
+    uint64_t waiter;
+    int64_t wait_ms;
+};
+#define WAITER_VAL_LEN 24
+
+/* owned: be64 session, be64 waiter -> this. enq is 0 for a hold. */
+struct owned_rec {
+    uint8_t kind;           /* enum owned_kind */
+    uint64_t enq;
+    uint16_t name_len;
+    char name[BATON_MAX_NAME];
+};
+#define OWNED_VAL_FIXED 9
+
+/* dedup: be64 session, be64 seq -> struct cmd_result. */
+#define DEDUP_VAL_LEN 13
+
+/* Keys. The returned length is the number of bytes written. */
+void key_u64(uint8_t k[8], uint64_t a);
+void key_pair(uint8_t k[16], uint64_t a, uint64_t b);
+size_t key_waiter(uint8_t k[WAITER_KEY_MAX], const char *name, size_t name_len, uint64_t enq);
+/* Split a waiters key; 0 or MDB_CORRUPTED. */
+int key_waiter_split(const MDB_val *k, const char **name, size_t *name_len, uint64_t *enq);
+
+/* Values: encode into a caller buffer big enough for the largest value
+ * (VAL_MAX), decode with length checks (MDB_CORRUPTED on a bad length). */
+#define VAL_MAX (OWNED_VAL_FIXED + BATON_MAX_NAME)
+size_t sess_encode(uint8_t *p, const struct sess_rec *r);
+int sess_decode(const MDB_val *v, struct sess_rec *r);
+size_t lock_encode(uint8_t *p, const struct lock_rec *r);
+int lock_decode(const MDB_val *v, struct lock_rec *r);
+size_t waiter_encode(uint8_t *p, const struct waiter_rec *r);
+int waiter_decode(const MDB_val *v, struct waiter_rec *r);
+size_t owned_encode(uint8_t *p, const struct owned_rec *r);
+int owned_decode(const MDB_val *v, struct owned_rec *r);
+size_t dedup_encode(uint8_t *p, const struct cmd_result *r);
+int dedup_decode(const MDB_val *v, struct cmd_result *r);
+
+/* Generic helpers over one database: *found (when not NULL) tells whether
+ * the key was there; a missing key is not an error. */
+int db_get(MDB_txn *txn, MDB_dbi dbi, const void *k, size_t klen, MDB_val *v, int *found);
+int db_put(MDB_txn *txn, MDB_dbi dbi, const void *k, size_t klen, const void *v, size_t vlen);
+int db_del(MDB_txn *txn, MDB_dbi dbi, const void *k, size_t klen, int *found);
+/* Delete every key in [lo, hi) (memcmp order, equal lengths). */
+int db_del_range(MDB_txn *txn, MDB_dbi dbi, const void *lo, const void *hi, size_t klen);
+
+/* ---- apply.c ------------------------------------------------------------ */
+
+/* Everything one store_apply call works with. */
+struct apply_ctx {
+    store *s;
+    MDB_txn *txn;
+    uint64_t index;             /* the raft index being applied */
+    struct effects *out;
+    uint64_t next_session, next_fence, next_enq;
+};
+
+/* A queued ACQUIRE's wait ended: replace its cached result, if the dedup
+ * table still has one, so that a retry of that ACQUIRE learns the outcome. */
+int dedup_update(struct apply_ctx *c, uint64_t session, uint64_t seq, const struct cmd_result *r);
+/* Forget every cached result of a session (it is going away). */
+int dedup_drop_session(struct apply_ctx *c, uint64_t session);
+
+/* Append an effect to c->out. */
+int fx_emit(struct apply_ctx *c, uint8_t type, int32_t status, uint64_t session, uint64_t waiter,
+            uint64_t fence, const char *name, size_t name_len);
+
+/* ---- sessions.c --------------------------------------------------------- */
+
+int sess_get(struct apply_ctx *c, uint64_t id, struct sess_rec *r, int *found);
+int sess_put(struct apply_ctx *c, uint64_t id, const struct sess_rec *r);
+/* Add delta to a session's n_owned (the session must exist). */
+int sess_owned_add(struct apply_ctx *c, uint64_t id, int delta);
+
+int op_open_session(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
+/* CLOSE_SESSION (status 0) and EXPIRE_SESSION (status BATON_ESESSION). */
+int op_end_session(struct apply_ctx *c, const struct cmd *cmd, int32_t why, struct cmd_result *res);
+
+/* ---- locks.c ------------------------------------------------------------ */
+
+int op_acquire(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
+int op_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
+int op_cancel(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
+int op_wait_timeout(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
+int op_force_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
+
+/*
+ * A session is going away: drop one thing it owns without touching the
+ * session record. A wait leaves its queue silently; a hold is released and
+ * handed to the next waiter, preceded by FX_LOST(lost_status) when
+ * lost_status is non-zero (expiry).
+ */
+int locks_drop_owned(struct apply_ctx *c, uint64_t session, uint64_t waiter,
+                     const struct owned_rec *o, int32_t lost_status);
+
+#endif /* BATON_STORAGE_STORE_INT_H */

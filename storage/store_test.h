@@ -1,0 +1,29 @@
+/*
+ * store_test.h -- hooks for tests/unit/test_fsm.c. Not for batond: they let
+ * a test shrink the map (to exercise MDB_MAP_FULL handling), simulate a crash
+ * and a reboot. Declared apart from store.h so that the store's API stays as
+ * the header describes it, and free of <lmdb.h>.
+ */
+#ifndef BATON_STORAGE_STORE_TEST_H
+#define BATON_STORAGE_STORE_TEST_H
+
+#include <stddef.h>
+
+#include "storage/store.h"
+
+/* Set the map size (LMDB rounds it up to what the data already uses).
+ * Must be called with no transaction open. 0 or BATON_EIO. */
+int store__set_map_size(store *s, size_t bytes);
+
+/* The current map size in bytes. */
+size_t store__map_size(store *s);
+
+/* Close the environment and free s without syncing or setting the clean
+ * flag, as if the process had been killed. NULL-safe. */
+void store__abandon(store *s);
+
+/* Read the boot id from `path` instead of /proc/sys/kernel/random/boot_id
+ * at the next store_open calls. The string must stay valid. */
+void store__set_boot_id_path(const char *path);
+
+#endif /* BATON_STORAGE_STORE_TEST_H */

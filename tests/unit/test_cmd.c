@@ -1,0 +1,402 @@
+/*
+ * test_cmd.c -- the command batch codec and the effects arrays
+ * (storage/cmd.h): round trips, and refusal of garbage, truncation and
+ * trailing bytes without crashing.
+ */
+#include "tests/lib/runner.h"
+
+#include "proto/baton_errno.h"
+#include "storage/cmd.h"
+
+/* A deterministic pseudo-random generator for the garbage tests. */
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint64_t rng(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static struct cmd make_cmd(uint8_t type, const char *name)
+{
+    struct cmd c;
+
+    memset(&c, 0, sizeof c);
+    c.type = type;
+    c.name = name;
+    c.name_len = (uint16_t)(name ? strlen(name) : 0);
+    return c;
+}
+
+static void encode(struct buf *b, const struct cmd *cmds, size_t n)
+{
+    size_t start;
+
+    ASSERT_EQ(cmd_batch_begin(b, &start), 0);
+    for (size_t i = 0; i < n; i++) ASSERT_EQ(cmd_batch_add(b, &cmds[i]), 0);
+    cmd_batch_end(b, start, (uint32_t)n);
+}
+
+/* Decode everything; returns the number of commands read, or the error. */
+static int decode_all(const void *data, size_t len, struct cmd *out, size_t max)
+{
+    struct cmd_reader r;
+    uint32_t count;
+    int n = 0, rv;
+    struct cmd c;
+
+    rv = cmd_reader_init(&r, data, len, &count);
+    if (rv != 0) return rv;
+    while ((rv = cmd_reader_next(&r, &c)) == 1) {
+        if ((size_t)n < max) out[n] = c;
+        n++;
+    }
+    if (rv != 0) return rv;
+    if ((uint32_t)n != count) return -1;
+    return n;
+}
+
+static void assert_cmd_eq(const struct cmd *a, const struct cmd *b)
+{
+    ASSERT_EQ(a->type, b->type);
+    ASSERT_UEQ(a->session, b->session);
+    ASSERT_UEQ(a->seq, b->seq);
+    ASSERT_UEQ(a->ack_below, b->ack_below);
+    ASSERT_UEQ(a->ttl_ms, b->ttl_ms);
+    ASSERT_EQ(a->wait_ms, b->wait_ms);
+    ASSERT_UEQ(a->fence, b->fence);
+    ASSERT_UEQ(a->waiter, b->waiter);
+    ASSERT_EQ(a->name_len, b->name_len);
+    if (a->name_len) ASSERT(memcmp(a->name, b->name, a->name_len) == 0);
+}
+
+TEST(roundtrip_every_type)
+{
+    char longname[BATON_MAX_NAME + 1];
+    char client[BATON_MAX_CLIENT_NAME + 1];
+    struct cmd in[9], out[9];
+    struct buf b = {0};
+
+    memset(longname, 'x', BATON_MAX_NAME);
+    longname[BATON_MAX_NAME] = 0;
+    memset(client, 'c', BATON_MAX_CLIENT_NAME);
+    client[BATON_MAX_CLIENT_NAME] = 0;
+
+    in[0] = make_cmd(CMD_OPEN_SESSION, client);
+    in[0].ttl_ms = 10000;
+    in[1] = make_cmd(CMD_ACQUIRE, "db/primary");
+    in[1].session = 7;
+    in[1].seq = 3;
+    in[1].ack_below = 2;
+    in[1].wait_ms = BATON_WAIT_FOREVER;
+    in[2] = make_cmd(CMD_RELEASE, longname);
+    in[2].session = UINT64_MAX;
+    in[2].seq = UINT64_MAX - 1;
+    in[2].fence = 0x0102030405060708ull;
+    in[3] = make_cmd(CMD_CANCEL, "q");
+    in[3].session = 1;
+    in[3].seq = 9;
+    in[3].waiter = 8;
+    in[4] = make_cmd(CMD_CLOSE_SESSION, NULL);
+    in[4].session = 2;
+    in[4].seq = 4;
+    in[5] = make_cmd(CMD_EXPIRE_SESSION, NULL);
+    in[5].session = 3;
+    in[6] = make_cmd(CMD_WAIT_TIMEOUT, "w");
+    in[6].session = 5;
+    in[6].waiter = 6;
+    in[7] = make_cmd(CMD_FORCE_RELEASE, "f");
+    in[8] = make_cmd(CMD_ACQUIRE, "timed");
+    in[8].wait_ms = INT64_MAX;
+    in[8].session = 1;
+    in[8].seq = 1;
+
+    encode(&b, in, 9);
+    ASSERT_EQ(decode_all(b.data, b.len, out, 9), 9);
+    for (int i = 0; i < 9; i++) assert_cmd_eq(&in[i], &out[i]);
+    /* Decoded names borrow from the batch. */
+    ASSERT(out[1].name >= (const char *)b.data && out[1].name < (const char *)b.data + b.len);
+    buf_free(&b);
+}
+
+TEST(empty_batch)
+{
+    struct buf b = {0};
+    struct cmd_reader r;
+    struct cmd c;
+    uint32_t count = 99;
+
+    encode(&b, NULL, 0);
+    ASSERT_EQ(b.len, 5);
+    ASSERT_EQ(cmd_reader_init(&r, b.data, b.len, &count), 0);
+    ASSERT_EQ(count, 0);
+    ASSERT_EQ(cmd_reader_next(&r, &c), 0);
+    buf_free(&b);
+}
+
+TEST(batch_inside_a_buffer)
+{
+    /* cmd_batch_begin may start anywhere in a buffer; `start` locates it. */
+    struct buf b = {0};
+    struct cmd in = make_cmd(CMD_FORCE_RELEASE, "x"), out;
+    size_t start;
+
+    ASSERT_EQ(buf_put(&b, "prefix", 6), 0);
+    ASSERT_EQ(cmd_batch_begin(&b, &start), 0);
+    ASSERT_EQ(start, 6);
+    ASSERT_EQ(cmd_batch_add(&b, &in), 0);
+    cmd_batch_end(&b, start, 1);
+    ASSERT_EQ(decode_all(b.data + start, b.len - start, &out, 1), 1);
+    assert_cmd_eq(&in, &out);
+    buf_free(&b);
+}
+
+TEST(encoder_refuses_bad_commands)
+{
+    char big[BATON_MAX_NAME + 2];
+    struct buf b = {0};
+    struct cmd c;
+    size_t start, len;
+
+    memset(big, 'n', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    ASSERT_EQ(cmd_batch_begin(&b, &start), 0);
+    len = b.len;
+
+    c = make_cmd(0, "x");
+    ASSERT_EQ(cmd_batch_add(&b, &c), BATON_EINVAL);
+    c = make_cmd(CMD_TYPE_MAX_, "x");
+    ASSERT_EQ(cmd_batch_add(&b, &c), BATON_EINVAL);
+    c = make_cmd(CMD_ACQUIRE, big); /* 257 bytes */
+    ASSERT_EQ(cmd_batch_add(&b, &c), BATON_ETOOBIG);
+    c = make_cmd(CMD_CLOSE_SESSION, "x"); /* CLOSE carries no name */
+    ASSERT_EQ(cmd_batch_add(&b, &c), BATON_ETOOBIG);
+    big[BATON_MAX_CLIENT_NAME + 1] = 0;
+    c = make_cmd(CMD_OPEN_SESSION, big); /* 65 bytes */
+    ASSERT_EQ(cmd_batch_add(&b, &c), BATON_ETOOBIG);
+    c = make_cmd(CMD_ACQUIRE, NULL);
+    c.name_len = 3;
+    ASSERT_EQ(cmd_batch_add(&b, &c), BATON_EINVAL);
+    /* Refused commands leave the batch untouched. */
+    ASSERT_EQ(b.len, len);
+    cmd_batch_end(&b, start, 0);
+    ASSERT_EQ(decode_all(b.data, b.len, NULL, 0), 0);
+    buf_free(&b);
+}
+
+TEST(decoder_rejects_header_garbage)
+{
+    struct cmd_reader r;
+    uint8_t h[5] = {CMD_FORMAT, 0, 0, 0, 0};
+    uint32_t count;
+
+    ASSERT_EQ(cmd_reader_init(&r, h, 0, &count), BATON_EMALFORMED);
+    ASSERT_EQ(cmd_reader_init(&r, h, 4, &count), BATON_EMALFORMED);
+    ASSERT_EQ(cmd_reader_init(&r, h, 5, &count), 0);
+    h[0] = CMD_FORMAT + 1;
+    ASSERT_EQ(cmd_reader_init(&r, h, 5, &count), BATON_EMALFORMED);
+    h[0] = CMD_FORMAT;
+    /* A count the bytes cannot hold. */
+    le_put_u32(h + 1, 1);
+    ASSERT_EQ(cmd_reader_init(&r, h, 5, &count), BATON_EMALFORMED);
+    le_put_u32(h + 1, UINT32_MAX);
+    ASSERT_EQ(cmd_reader_init(&r, h, 5, &count), BATON_EMALFORMED);
+}
+
+TEST(decoder_rejects_count_above_max)
+{
+    struct buf b = {0};
+    struct cmd c = make_cmd(CMD_EXPIRE_SESSION, NULL);
+    struct cmd_reader r;
+    size_t start;
+
+    ASSERT_EQ(cmd_batch_begin(&b, &start), 0);
+    for (int i = 0; i <= CMD_MAX_BATCH; i++) ASSERT_EQ(cmd_batch_add(&b, &c), 0);
+    cmd_batch_end(&b, start, CMD_MAX_BATCH + 1);
+    ASSERT_EQ(cmd_reader_init(&r, b.data, b.len, NULL), BATON_EMALFORMED);
+    /* Exactly CMD_MAX_BATCH is fine (the last command is then trailing). */
+    cmd_batch_end(&b, start, CMD_MAX_BATCH);
+    ASSERT_EQ(decode_all(b.data, b.len, NULL, 0), BATON_EMALFORMED);
+    b.len -= (b.len - 5) / (CMD_MAX_BATCH + 1); /* drop the last command */
+    ASSERT_EQ(decode_all(b.data, b.len, NULL, 0), CMD_MAX_BATCH);
+    buf_free(&b);
+}
+
+TEST(decoder_rejects_truncation_at_every_length)
+{
+    struct cmd in[3];
+    struct buf b = {0};
+
+    in[0] = make_cmd(CMD_ACQUIRE, "alpha");
+    in[1] = make_cmd(CMD_OPEN_SESSION, "client");
+    in[2] = make_cmd(CMD_RELEASE, "beta");
+    encode(&b, in, 3);
+    for (size_t len = 0; len < b.len; len++) {
+        /* Copy so that ASan sees any read past the shorter length. */
+        uint8_t *copy = malloc(len ? len : 1);
+        ASSERT(copy != NULL);
+        memcpy(copy, b.data, len);
+        ASSERT_LT(decode_all(copy, len, NULL, 0), 0);
+        free(copy);
+    }
+    ASSERT_EQ(decode_all(b.data, b.len, NULL, 0), 3);
+    buf_free(&b);
+}
+
+TEST(decoder_rejects_trailing_bytes)
+{
+    struct cmd in = make_cmd(CMD_FORCE_RELEASE, "x");
+    struct buf b = {0};
+
+    encode(&b, &in, 1);
+    ASSERT_EQ(buf_put_u8(&b, 0), 0);
+    ASSERT_EQ(decode_all(b.data, b.len, NULL, 0), BATON_EMALFORMED);
+    buf_free(&b);
+}
+
+/* Patch the type byte of the first command and check the decoder's verdict. */
+static int decode_with_type(uint8_t type, const char *name)
+{
+    struct cmd in = make_cmd(CMD_ACQUIRE, name);
+    struct buf b = {0};
+    int rv;
+
+    encode(&b, &in, 1);
+    b.data[5] = type;
+    rv = decode_all(b.data, b.len, NULL, 0);
+    buf_free(&b);
+    return rv;
+}
+
+TEST(decoder_rejects_bad_type_and_name_for_type)
+{
+    char client_plus[BATON_MAX_CLIENT_NAME + 2];
+
+    memset(client_plus, 'c', sizeof client_plus - 1);
+    client_plus[sizeof client_plus - 1] = 0;
+    ASSERT_EQ(decode_with_type(0, "x"), BATON_EMALFORMED);
+    ASSERT_EQ(decode_with_type(CMD_TYPE_MAX_, "x"), BATON_EMALFORMED);
+    ASSERT_EQ(decode_with_type(255, "x"), BATON_EMALFORMED);
+    ASSERT_EQ(decode_with_type(CMD_CLOSE_SESSION, "x"), BATON_EMALFORMED);
+    ASSERT_EQ(decode_with_type(CMD_EXPIRE_SESSION, "x"), BATON_EMALFORMED);
+    ASSERT_EQ(decode_with_type(CMD_CLOSE_SESSION, ""), 1);
+    ASSERT_EQ(decode_with_type(CMD_OPEN_SESSION, client_plus), BATON_EMALFORMED);
+    client_plus[BATON_MAX_CLIENT_NAME] = 0;
+    ASSERT_EQ(decode_with_type(CMD_OPEN_SESSION, client_plus), 1);
+    /* Name legality is the store's business: the codec passes these. */
+    ASSERT_EQ(decode_with_type(CMD_ACQUIRE, ""), 1);
+}
+
+TEST(decoder_reader_stays_failed)
+{
+    struct cmd in[2];
+    struct buf b = {0};
+    struct cmd_reader r;
+    struct cmd c;
+
+    in[0] = make_cmd(CMD_FORCE_RELEASE, "a");
+    in[1] = make_cmd(CMD_FORCE_RELEASE, "b");
+    encode(&b, in, 2);
+    ASSERT_EQ(cmd_reader_init(&r, b.data, b.len - 1, NULL), 0);
+    ASSERT_EQ(cmd_reader_next(&r, &c), 1);
+    ASSERT_EQ(cmd_reader_next(&r, &c), BATON_EMALFORMED);
+    ASSERT_EQ(cmd_reader_next(&r, &c), BATON_EMALFORMED);
+    buf_free(&b);
+}
+
+TEST(decoder_survives_random_garbage)
+{
+    uint8_t data[600];
+    struct buf b = {0};
+    struct cmd in[4];
+
+    in[0] = make_cmd(CMD_ACQUIRE, "lock-a");
+    in[1] = make_cmd(CMD_CANCEL, "lock-b");
+    in[2] = make_cmd(CMD_OPEN_SESSION, "c");
+    in[3] = make_cmd(CMD_CLOSE_SESSION, NULL);
+    encode(&b, in, 4);
+    for (int i = 0; i < 20000; i++) {
+        size_t len = (size_t)(rng() % sizeof data);
+        for (size_t j = 0; j < len; j++) data[j] = (uint8_t)rng();
+        if (i % 2 == 0) {
+            data[0] = CMD_FORMAT;
+            if (len >= 5) le_put_u32(data + 1, (uint32_t)(rng() % 8));
+        }
+        (void)decode_all(data, len, NULL, 0);
+        /* Flip bytes of a valid batch as well. */
+        if (b.len <= sizeof data) {
+            memcpy(data, b.data, b.len);
+            data[rng() % b.len] ^= (uint8_t)(1u << (rng() % 8));
+            (void)decode_all(data, b.len, NULL, 0);
+        }
+    }
+    buf_free(&b);
+}
+
+TEST(effects_arrays)
+{
+    struct effects e;
+    struct cmd_result r = {.status = 0, .kind = RESULT_GRANTED};
+    struct effect fx;
+    size_t cap_r, cap_f;
+
+    effects_init(&e);
+    memset(&fx, 0, sizeof fx);
+    for (int i = 0; i < 1000; i++) {
+        r.value = (uint64_t)i;
+        fx.fence = (uint64_t)i;
+        ASSERT_EQ(effects_add_result(&e, &r), 0);
+        ASSERT_EQ(effects_add_fx(&e, &fx), 0);
+    }
+    ASSERT_EQ(e.n_results, 1000);
+    ASSERT_EQ(e.n_fx, 1000);
+    for (int i = 0; i < 1000; i++) {
+        ASSERT_UEQ(e.results[i].value, i);
+        ASSERT_UEQ(e.fx[i].fence, i);
+    }
+    cap_r = e.cap_results;
+    cap_f = e.cap_fx;
+    effects_reset(&e);
+    ASSERT_EQ(e.n_results, 0);
+    ASSERT_EQ(e.n_fx, 0);
+    ASSERT_EQ(e.cap_results, cap_r);
+    ASSERT_EQ(e.cap_fx, cap_f);
+    effects_free(&e);
+    ASSERT(e.results == NULL && e.fx == NULL);
+    effects_free(&e);
+    effects_free(NULL);
+}
+
+TEST(type_names)
+{
+    ASSERT_STREQ(cmd_type_name(CMD_OPEN_SESSION), "OPEN_SESSION");
+    ASSERT_STREQ(cmd_type_name(CMD_ACQUIRE), "ACQUIRE");
+    ASSERT_STREQ(cmd_type_name(CMD_RELEASE), "RELEASE");
+    ASSERT_STREQ(cmd_type_name(CMD_CANCEL), "CANCEL");
+    ASSERT_STREQ(cmd_type_name(CMD_CLOSE_SESSION), "CLOSE_SESSION");
+    ASSERT_STREQ(cmd_type_name(CMD_EXPIRE_SESSION), "EXPIRE_SESSION");
+    ASSERT_STREQ(cmd_type_name(CMD_WAIT_TIMEOUT), "WAIT_TIMEOUT");
+    ASSERT_STREQ(cmd_type_name(CMD_FORCE_RELEASE), "FORCE_RELEASE");
+    ASSERT_STREQ(cmd_type_name(0), "?");
+    ASSERT_STREQ(cmd_type_name(CMD_TYPE_MAX_), "?");
+}
+
+int main(int argc, char **argv)
+{
+    runner_init(argc, argv);
+    RUN(roundtrip_every_type);
+    RUN(empty_batch);
+    RUN(batch_inside_a_buffer);
+    RUN(encoder_refuses_bad_commands);
+    RUN(decoder_rejects_header_garbage);
+    RUN(decoder_rejects_count_above_max);
+    RUN(decoder_rejects_truncation_at_every_length);
+    RUN(decoder_rejects_trailing_bytes);
+    RUN(decoder_rejects_bad_type_and_name_for_type);
+    RUN(decoder_reader_stays_failed);
+    RUN(decoder_survives_random_garbage);
+    RUN(effects_arrays);
+    RUN(type_names);
+    return runner_done();
+}
