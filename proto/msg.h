@@ -61,7 +61,7 @@
 #include "proto/buf.h"
 
 #define BATON_PROTO_VERSION 1
-#define BATON_MAX_FRAME (1u << 20)  /* largest frame, header included */
+#define BATON_MAX_FRAME (1u << 20)  /* largest `len` field (a frame is <= 4 + this) */
 #define BATON_MAX_NAME 256          /* lock name bytes */
 #define BATON_MAX_CLIENT_NAME 64    /* client name bytes */
 #define BATON_MAX_ADDR 64           /* "a.b.c.d:port" and then some */
@@ -125,6 +125,9 @@ struct msg_member {
 /* Node roles in STATUS_R. */
 enum node_role { ROLE_UNAVAILABLE = 0, ROLE_FOLLOWER, ROLE_CANDIDATE, ROLE_LEADER };
 
+/* Wire: {u32 node_id, u8 role, u32 leader_id, u64 term, u64 last_index,
+ *        u64 commit_index, u64 applied_index, u32 n,
+ *        n x {u32 id, str raft_addr, str client_addr}} */
 struct msg_status_r {
     uint32_t node_id;
     uint8_t role;           /* enum node_role */
@@ -228,8 +231,11 @@ void msg_free(struct msg *m);
 
 /*
  * Append m as one frame to out. Returns 0, BATON_ETOOBIG (frame would exceed
- * BATON_MAX_FRAME, or a string exceeds its limit), BATON_EINVAL (unknown
- * type) or BATON_ENOMEM. On error out is unchanged.
+ * BATON_MAX_FRAME, or a string or list count exceeds its limit),
+ * BATON_EINVAL (unknown type, an empty lock name or one containing a NUL,
+ * or a NULL pointer with a non-zero length or count) or BATON_ENOMEM. It
+ * never produces a frame that proto_decode would refuse. On error out is
+ * unchanged.
  */
 int proto_encode(struct buf *out, const struct msg *m);
 
