@@ -76,11 +76,11 @@ run-inner: $(PROGS)
 
 test-inner: $(PROGS) build-tests
 	@tests/run-tests.sh $(B) $(UNIT_BIN) $(CLUSTER_BIN) $(INTEG_BIN)
-unit-inner: build-tests
+unit-inner: $(UNIT_BIN)
 	@tests/run-tests.sh $(B) $(UNIT_BIN)
-cluster-inner: build-tests
+cluster-inner: $(CLUSTER_BIN)
 	@tests/run-tests.sh $(B) $(CLUSTER_BIN)
-integration-inner: $(PROGS) build-tests
+integration-inner: $(PROGS) $(INTEG_BIN)
 	@tests/run-tests.sh $(B) $(INTEG_BIN)
 
 # ---- objects and archives ------------------------------------------------
@@ -106,6 +106,10 @@ $(B)/batonctl: $(CTL_OBJ) $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
 
 # ---- tests -------------------------------------------------------------------
+# The client's unit test runs libbaton against an in-test fake server.
+$(B)/tests/unit/test_client: $(B)/tests/unit/test_client.o $(B)/libbaton.a $(B)/libtest.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
+
 $(B)/tests/unit/%: $(B)/tests/unit/%.o $(B)/libstore.a $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_LMDB) $(LIBS_SYS)
 
