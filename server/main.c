@@ -26,6 +26,15 @@ int main(int argc, char **argv)
     store *st = NULL;
     int rv;
 
+    sigset_t stop_signals;
+
+    /* Hold SIGINT/SIGTERM until the loop's handlers are installed, so that a
+     * stop request that comes during start-up is not fatal but handled. */
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    sigprocmask(SIG_BLOCK, &stop_signals, NULL);
+
     rv = config_parse(&cfg, argc, argv);
     if (rv != 0) return rv > 0 ? 0 : 2;
     log_set_level(cfg.log_level);
@@ -54,6 +63,7 @@ int main(int argc, char **argv)
         uv_loop_close(&loop);
         return 1;
     }
+    sigprocmask(SIG_UNBLOCK, &stop_signals, NULL);
     uv_run(&loop, UV_RUN_DEFAULT);
     server_free(&srv);
     store_close(st);

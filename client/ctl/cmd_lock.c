@@ -1,0 +1,417 @@
+/*
+ * cmd_lock.c -- `batonctl lock NAME [--timeout MS] -- CMD [ARGS...]`: take
+ * a lock with the blocking client API, run CMD while holding it, release it,
+ * and exit with CMD's status.
+ *
+ * Signals. SIGINT, SIGTERM and SIGHUP are blocked in every thread (libbaton's
+ * I/O thread inherits the mask) and taken by one thread with sigwaitinfo(),
+ * which acts according to the phase:
+ *   connecting  exit at once with 128+N (no lock can be held yet);
+ *   waiting     close the session, which withdraws the queued request and
+ *               makes the blocked baton_lock() return; exit 128+N;
+ *   running     pass the signal on to CMD, unless it came from the terminal
+ *               (si_code SI_KERNEL) and CMD is in our process group, which
+ *               means CMD got it already;
+ *   releasing   ignore it; the release is bounded by the op timeout.
+ * CMD is started with posix_spawnp(), which is fork+exec done safely for a
+ * multi-threaded process, with the signal mask batonctl started with.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "client/baton.h"
+#include "client/ctl/ctl.h"
+#include "proto/baton_errno.h"
+
+extern char **environ;
+
+const char cmd_lock_help[] =
+    "usage: batonctl lock NAME [--timeout MS] [--ttl MS] [-v] [-e ENDPOINTS] -- CMD [ARGS...]\n"
+    "\n"
+    "Acquires lock NAME (waiting in the lock's FIFO queue), runs CMD while holding it,\n"
+    "releases it when CMD exits, and exits with CMD's exit status. The '--' may be\n"
+    "left out when CMD does not start with '-'.\n"
+    "\n"
+    "Options:\n"
+    "  --timeout MS   wait at most MS milliseconds for the lock; 0 takes it only if it\n"
+    "                 is free and nobody is queued. Default: wait as long as it takes.\n"
+    "                 (Given before `lock`, --timeout bounds connecting and every\n"
+    "                 request to the cluster instead.)\n"
+    "  --ttl MS       session lease to ask for (default: the server's, 10 s)\n"
+    "  -v, --verbose  report on stderr when the lock is acquired and released\n"
+    "\n"
+    "CMD's environment gets BATON_LOCK=NAME, BATON_FENCE=<fencing token> and\n"
+    "BATON_SESSION=<session id>. Pass BATON_FENCE to the resource the lock protects.\n"
+    "\n"
+    "Signals: SIGINT, SIGTERM and SIGHUP sent to batonctl while CMD runs are passed\n"
+    "on to CMD (a Ctrl-C typed at the terminal reaches CMD directly and is not sent\n"
+    "twice). While batonctl still waits for the lock, they end the wait (the queued\n"
+    "request is withdrawn) and batonctl exits with 128+N.\n"
+    "\n"
+    "Exit status:\n"
+    "  CMD's status   CMD ran; 128+N if it was killed by signal N\n"
+    "  64             usage error\n"
+    "  69             cluster unavailable (no leader reachable within the timeouts)\n"
+    "  70             the cluster refused the request, or another error\n"
+    "  75             lock not acquired: busy (--timeout 0) or timed out\n"
+    "  126, 127       CMD could not be executed / was not found\n"
+    "  128+N          interrupted by signal N while waiting for the lock\n";
+
+enum { OPT_WAIT = CTL_OPT_CMD_BASE, OPT_TTL, OPT_VERBOSE };
+
+static const struct ctl_optspec lock_opts[] = {
+    {"timeout", 0, 1, OPT_WAIT},
+    {"ttl", 0, 1, OPT_TTL},
+    {"verbose", 'v', 0, OPT_VERBOSE},
+    {NULL, 0, 0, 0},
+};
+
+enum phase { PH_CONNECTING, PH_WAITING, PH_RUNNING, PH_RELEASING };
+
+/* Shared between the main thread and the signal thread; guarded by mu. */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t closed_cv; /* signalled when the signal thread's close is done */
+    int closed;         /* the signal thread has finished baton_close */
+    enum phase phase;
+    baton_t *b;         /* the session; NULL once closed */
+    pid_t child;        /* CMD while running */
+    int interrupted;    /* the signal that ended the wait, or 0 */
+    sigset_t handled;   /* SIGINT, SIGTERM, SIGHUP */
+    sigset_t orig_mask; /* the mask batonctl started with; CMD gets it */
+    int sigpipe_ignored; /* SIGPIPE was ignored when batonctl started */
+} g = {.mu = PTHREAD_MUTEX_INITIALIZER, .closed_cv = PTHREAD_COND_INITIALIZER};
+
+/* The signal thread: see the top of the file. */
+static void *signal_thread(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        siginfo_t si;
+        baton_t *b = NULL;
+        int sig = sigwaitinfo(&g.handled, &si);
+
+        if (sig < 0) continue;
+        pthread_mutex_lock(&g.mu);
+        switch (g.phase) {
+        case PH_CONNECTING:
+            _exit(128 + sig);
+        case PH_WAITING:
+            if (g.interrupted == 0) {
+                g.interrupted = sig;
+                b = g.b;
+                g.b = NULL;
+            }
+            break;
+        case PH_RUNNING:
+            if (g.child > 0 && (si.si_code != SI_KERNEL || getpgid(g.child) != getpgrp()))
+                kill(g.child, sig);
+            break;
+        case PH_RELEASING:
+            break;
+        }
+        pthread_mutex_unlock(&g.mu);
+        /* Closing the session makes the main thread's baton_lock() return
+         * BATON_ECLOSED; the cluster drops the queued request with it. */
+        if (b != NULL) {
+            baton_close(b);
+            pthread_mutex_lock(&g.mu);
+            g.closed = 1;
+            pthread_cond_broadcast(&g.closed_cv);
+            pthread_mutex_unlock(&g.mu);
+        }
+    }
+    return NULL;
+}
+
+/* Build CMD's environment: ours without any BATON_LOCK/FENCE/SESSION, plus
+ * the three for this lock. NULL if out of memory. Free with free_env. */
+static char **build_env(const char *name, uint64_t fence, uint64_t session)
+{
+    static const char *const ours[] = {"BATON_LOCK=", "BATON_FENCE=", "BATON_SESSION="};
+    size_t n = 0, k = 0;
+    char **env;
+
+    while (environ[n] != NULL) n++;
+    env = calloc(n + 4, sizeof *env);
+    if (env == NULL) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        int skip = 0;
+        for (size_t j = 0; j < 3; j++)
+            if (strncmp(environ[i], ours[j], strlen(ours[j])) == 0) skip = 1;
+        if (!skip) env[k++] = environ[i];
+    }
+    /* Our three strings come last, so free_env can find them. */
+    if (asprintf(&env[k], "BATON_LOCK=%s", name) < 0) env[k] = NULL;
+    if (env[k] != NULL && asprintf(&env[k + 1], "BATON_FENCE=%llu", (unsigned long long)fence) < 0)
+        env[k + 1] = NULL;
+    if (env[k + 1] != NULL &&
+        asprintf(&env[k + 2], "BATON_SESSION=%llu", (unsigned long long)session) < 0)
+        env[k + 2] = NULL;
+    if (env[k] == NULL || env[k + 1] == NULL || env[k + 2] == NULL) {
+        free(env[k]);
+        free(env[k + 1]);
+        free(env);
+        return NULL;
+    }
+    return env;
+}
+
+static void free_env(char **env)
+{
+    size_t n = 0;
+
+    if (env == NULL) return;
+    while (env[n] != NULL) n++;
+    /* The last three entries are the ones build_env allocated. */
+    for (size_t i = n - 3; i < n; i++) free(env[i]);
+    free(env);
+}
+
+/*
+ * Start CMD with the lock's environment. Returns 0 with *pid set, or the
+ * exit code to use (126 or 127, or 70) after printing why.
+ */
+static int spawn_cmd(char **cmd, char **env, pid_t *pid)
+{
+    posix_spawnattr_t attr;
+    sigset_t dfl;
+    struct sigaction sa;
+    int rv;
+
+    /* CMD starts with batonctl's original signal mask, and with SIGPIPE at
+     * its default unless batonctl itself was started with it ignored
+     * (the client library may ignore it for its sockets). */
+    sigemptyset(&dfl);
+    if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN && !g.sigpipe_ignored)
+        sigaddset(&dfl, SIGPIPE);
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setsigmask(&attr, &g.orig_mask);
+    posix_spawnattr_setsigdefault(&attr, &dfl);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    rv = posix_spawnp(pid, cmd[0], NULL, &attr, cmd, env);
+    posix_spawnattr_destroy(&attr);
+    if (rv == 0) return 0;
+    ctl_error("%s: %s", cmd[0], strerror(rv));
+    if (rv == ENOENT) return CTL_EXIT_NOT_FOUND;
+    if (rv == ENOMEM || rv == EAGAIN) return CTL_EXIT_SOFTWARE;
+    return CTL_EXIT_CANNOT_EXEC;
+}
+
+/* The exit code and message for a failed acquisition. */
+static int acquire_failed(baton_t *b, const char *name, int64_t wait_ms, int rv)
+{
+    switch (rv) {
+    case BATON_EWOULDBLOCK:
+        ctl_error("lock %s is held by another client", name);
+        return CTL_EXIT_TEMPFAIL;
+    case BATON_ETIMEDOUT:
+        ctl_error("lock %s was not granted within %lld ms", name, (long long)wait_ms);
+        return CTL_EXIT_TEMPFAIL;
+    case BATON_EINVAL:
+    case BATON_ETOOBIG:
+        ctl_error("lock %s: %s", name, baton_errmsg(b)[0] ? baton_errmsg(b) : baton_strerror(rv));
+        return CTL_EXIT_USAGE;
+    case BATON_EUNAVAIL:
+    case BATON_ESESSION:
+    case BATON_ECLOSED:
+        ctl_error("lock %s: %s", name, baton_errmsg(b)[0] ? baton_errmsg(b) : baton_strerror(rv));
+        return CTL_EXIT_UNAVAIL;
+    default:
+        ctl_error("lock %s: %s", name, baton_errmsg(b)[0] ? baton_errmsg(b) : baton_strerror(rv));
+        return CTL_EXIT_SOFTWARE;
+    }
+}
+
+/*
+ * Wait for CMD and turn its end into batonctl's exit status.
+ *
+ * This is where lost-lock handling will go: when libbaton reports the lock
+ * lost (baton_on_lost, on its I/O thread), batonctl is to stop CMD (SIGTERM,
+ * then SIGKILL after a grace period) and still exit with CMD's status.
+ */
+static int wait_cmd(pid_t pid)
+{
+    siginfo_t si;
+    int status;
+
+    /* Wait for the end without reaping, so that the pid cannot be reused
+     * while the signal thread may still send to it; then forget it, then
+     * reap. */
+    while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+    }
+    pthread_mutex_lock(&g.mu);
+    g.phase = PH_RELEASING;
+    g.child = 0;
+    pthread_mutex_unlock(&g.mu);
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            ctl_error("waitpid: %s", strerror(errno));
+            return CTL_EXIT_SOFTWARE;
+        }
+    }
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return CTL_EXIT_SOFTWARE;
+}
+
+/* Close the session unless the signal thread already did. */
+static void close_session(void)
+{
+    baton_t *b;
+
+    pthread_mutex_lock(&g.mu);
+    g.phase = PH_RELEASING;
+    b = g.b;
+    g.b = NULL;
+    pthread_mutex_unlock(&g.mu);
+    baton_close(b);
+}
+
+int cmd_lock(struct ctl_opts *o, int argc, char **argv)
+{
+    struct ctl_optiter it;
+    const char *arg, *name = NULL, *eps[CTL_MAX_ENDPOINTS];
+    char err[512], *storage, **cmd = NULL, **env;
+    int64_t wait_ms = -1, ttl_ms = 0;
+    int id, rv, verbose = 0, sig;
+    baton_opts bo;
+    baton_t *b = NULL;
+    baton_lock_t *l = NULL;
+    pthread_t th;
+    struct sigaction sa;
+    pid_t pid;
+
+    ctl_opt_init(&it, argc, argv, 1);
+    while (cmd == NULL &&
+           (id = ctl_opt_next(&it, lock_opts, ctl_global_opts, &arg, err, sizeof err)) !=
+               CTL_OPT_END) {
+        if (id == CTL_OPT_POSITIONAL && name == NULL) {
+            name = arg;
+        } else if (id == CTL_OPT_POSITIONAL) {
+            cmd = argv + it.i - 1;  /* CMD starts at its first word */
+        } else if (id == CTL_OPT_DASHDASH) {
+            cmd = argv + it.i;
+        } else if (id == OPT_WAIT) {
+            if (ctl_parse_ms(arg, &wait_ms) != 0)
+                return ctl_usage_error("lock", "bad --timeout '%s' (milliseconds)", arg);
+        } else if (id == OPT_TTL) {
+            if (ctl_parse_ms(arg, &ttl_ms) != 0 || ttl_ms == 0)
+                return ctl_usage_error("lock", "bad --ttl '%s' (positive milliseconds)", arg);
+        } else if (id == OPT_VERBOSE) {
+            verbose = 1;
+        } else {
+            rv = ctl_common_opt(o, "lock", cmd_lock_help, id, arg, err);
+            if (rv != CTL_CONTINUE) return rv;
+        }
+    }
+    if (name == NULL) return ctl_usage_error("lock", "missing lock NAME");
+    if (!ctl_lock_name_ok(name))
+        return ctl_usage_error("lock", "a lock name is 1 to %d bytes", BATON_MAX_NAME);
+    if (cmd == NULL || cmd[0] == NULL) return ctl_usage_error("lock", "missing CMD to run");
+    storage = malloc(strlen(o->endpoints) + 1);
+    if (storage == NULL) return CTL_EXIT_SOFTWARE;
+    rv = ctl_split_endpoints(o->endpoints, storage, eps, CTL_MAX_ENDPOINTS, err, sizeof err);
+    free(storage);
+    if (rv < 0) return ctl_usage_error("lock", "%s", err);
+
+    /* Signals go to the signal thread from here on, in every thread. */
+    g.sigpipe_ignored = sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
+    sigemptyset(&g.handled);
+    sigaddset(&g.handled, SIGINT);
+    sigaddset(&g.handled, SIGTERM);
+    sigaddset(&g.handled, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &g.handled, &g.orig_mask);
+    g.phase = PH_CONNECTING;
+    if (pthread_create(&th, NULL, signal_thread, NULL) != 0) {
+        ctl_error("cannot start a thread");
+        return CTL_EXIT_SOFTWARE;
+    }
+    pthread_detach(th);
+
+    memset(&bo, 0, sizeof bo);
+    bo.endpoints = o->endpoints;
+    bo.client_name = "batonctl lock";
+    if (o->timeout_set) {
+        bo.connect_timeout_ms = (unsigned)o->timeout_ms;
+        bo.op_timeout_ms = (unsigned)o->timeout_ms;
+    }
+    bo.session_ttl_ms = (unsigned)ttl_ms;
+    rv = baton_connect(&bo, &b);
+    if (rv != 0) {
+        ctl_error("cannot connect: %s", baton_connect_errmsg());
+        if (rv == BATON_EINVAL) return CTL_EXIT_USAGE;
+        return rv == BATON_EUNAVAIL ? CTL_EXIT_UNAVAIL : CTL_EXIT_SOFTWARE;
+    }
+
+    pthread_mutex_lock(&g.mu);
+    g.b = b;
+    g.phase = PH_WAITING;
+    pthread_mutex_unlock(&g.mu);
+
+    if (wait_ms >= 0)
+        rv = baton_lock_timeout(b, name, wait_ms, &l);
+    else
+        rv = baton_lock(b, name, &l);
+
+    pthread_mutex_lock(&g.mu);
+    sig = g.interrupted;
+    if (sig == 0) g.phase = rv == 0 ? PH_RUNNING : PH_RELEASING;
+    /* If the signal thread is closing the session, let it finish before
+     * this thread goes on to exit the process. */
+    while (sig != 0 && !g.closed) pthread_cond_wait(&g.closed_cv, &g.mu);
+    pthread_mutex_unlock(&g.mu);
+    if (sig != 0) {
+        /* The signal thread closed the session; b is gone. */
+        baton_unlock(l);
+        ctl_error("interrupted by signal %d while waiting for lock %s", sig, name);
+        return 128 + sig;
+    }
+    if (rv != 0) {
+        rv = acquire_failed(b, name, wait_ms, rv);
+        close_session();
+        return rv;
+    }
+    if (verbose)
+        ctl_error("acquired lock %s (fence %llu, session %llu)", name,
+                  (unsigned long long)baton_lock_fence(l), (unsigned long long)baton_session_id(b));
+
+    env = build_env(name, baton_lock_fence(l), baton_session_id(b));
+    if (env == NULL) {
+        ctl_error("out of memory");
+        rv = CTL_EXIT_SOFTWARE;
+    } else {
+        /* The mutex makes the child's pid visible to the signal thread
+         * before it can forward anything. */
+        pthread_mutex_lock(&g.mu);
+        rv = spawn_cmd(cmd, env, &pid);
+        if (rv == 0) g.child = pid;
+        pthread_mutex_unlock(&g.mu);
+        free_env(env);
+        if (rv == 0) rv = wait_cmd(pid);
+    }
+
+    pthread_mutex_lock(&g.mu);
+    g.phase = PH_RELEASING;
+    pthread_mutex_unlock(&g.mu);
+    {
+        int urv = baton_unlock(l);
+        if (urv == BATON_ENOTHELD)
+            ctl_error("warning: lock %s was lost while %s ran (%s)", name, cmd[0],
+                      baton_errmsg(b));
+        else if (urv != 0)
+            ctl_error("warning: releasing lock %s: %s", name, baton_errmsg(b));
+        else if (verbose)
+            ctl_error("released lock %s", name);
+    }
+    close_session();
+    return rv;
+}

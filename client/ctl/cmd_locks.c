@@ -1,0 +1,138 @@
+/*
+ * cmd_locks.c -- `batonctl locks [PREFIX]`: LIST_LOCKS from the leader's
+ * applied state: each lock's name, holder session, fence and queue length.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "client/ctl/ctl.h"
+#include "proto/baton_errno.h"
+
+const char cmd_locks_help[] =
+    "usage: batonctl locks [PREFIX] [--limit N] [-e ENDPOINTS] [-o table|json] [--timeout MS]\n"
+    "\n"
+    "Lists the locks whose name starts with PREFIX (all locks if omitted), in name\n"
+    "order, as the leader sees them: name, holder session, fence, number of waiters.\n"
+    "At most N locks are listed (default and maximum: as many as the server sends\n"
+    "in one reply, up to 1000); a note says when more match.\n"
+    "\n"
+    "Exit status: 0; 69 if no leader answered within --timeout; 64 on a usage error;\n"
+    "70 if the cluster refused the request.\n"
+    "\n"
+    "JSON (-o json), one object:\n"
+    "  {\"prefix\": S, \"locks\": [{\"name\": S, \"held\": B, \"holder_session\": N,\n"
+    "   \"fence\": N, \"waiters\": N}, ...], \"more\": B}\n"
+    "  holder_session and fence are 0 for a lock that is not held. Names that are\n"
+    "  not valid UTF-8 have the offending bytes replaced by U+FFFD.\n";
+
+enum { OPT_LIMIT = CTL_OPT_CMD_BASE };
+
+static const struct ctl_optspec locks_opts[] = {
+    {"limit", 0, 1, OPT_LIMIT},
+    {NULL, 0, 0, 0},
+};
+
+static void print_table(const struct msg_list_locks_r *l)
+{
+    struct table t;
+
+    if (l->n == 0) {
+        printf("(no locks)\n");
+        return;
+    }
+    table_init(&t, 4);
+    table_cell(&t, "NAME");
+    table_cell(&t, "HOLDER");
+    table_cell(&t, "FENCE");
+    table_cell(&t, "WAITERS");
+    for (uint32_t i = 0; i < l->n; i++) {
+        const struct msg_lock_summary *s = &l->items[i];
+        table_cell_bytes(&t, s->name.p, s->name.n);
+        if (s->holder_session != 0) {
+            table_cell(&t, "%llu", (unsigned long long)s->holder_session);
+            table_cell(&t, "%llu", (unsigned long long)s->fence);
+        } else {
+            table_cell(&t, "-");
+            table_cell(&t, "-");
+        }
+        table_cell(&t, "%u", s->n_waiters);
+    }
+    table_print(&t, stdout);
+    table_free(&t);
+    if (l->more)
+        printf("(more locks match; showing the first %u: use a longer prefix)\n", l->n);
+}
+
+static void print_json(const char *prefix, const struct msg_list_locks_r *l)
+{
+    struct jw w;
+
+    jw_init(&w, stdout);
+    jw_begin_object(&w, NULL);
+    jw_cstring(&w, "prefix", prefix);
+    jw_begin_array(&w, "locks");
+    for (uint32_t i = 0; i < l->n; i++) {
+        const struct msg_lock_summary *s = &l->items[i];
+        jw_begin_object(&w, NULL);
+        jw_string(&w, "name", s->name.p, s->name.n);
+        jw_bool(&w, "held", s->holder_session != 0);
+        jw_u64(&w, "holder_session", s->holder_session);
+        jw_u64(&w, "fence", s->fence);
+        jw_u64(&w, "waiters", s->n_waiters);
+        jw_end_object(&w);
+    }
+    jw_end_array(&w);
+    jw_bool(&w, "more", l->more);
+    jw_end_object(&w);
+    jw_finish(&w);
+}
+
+int cmd_locks(struct ctl_opts *o, int argc, char **argv)
+{
+    struct ctl_optiter it;
+    struct admin_reply rep;
+    struct msg req;
+    const char *arg, *prefix = NULL;
+    uint64_t limit = 0;
+    char err[512];
+    int id, rv;
+
+    ctl_opt_init(&it, argc, argv, 1);
+    while ((id = ctl_opt_next(&it, locks_opts, ctl_global_opts, &arg, err, sizeof err)) !=
+           CTL_OPT_END) {
+        if (id == CTL_OPT_POSITIONAL && prefix == NULL) {
+            prefix = arg;
+        } else if (id == OPT_LIMIT) {
+            if (ctl_parse_uint(arg, BATON_MAX_LIST, &limit) != 0 || limit == 0)
+                return ctl_usage_error("locks", "bad --limit '%s' (1..%d)", arg, BATON_MAX_LIST);
+        } else {
+            rv = ctl_common_opt(o, "locks", cmd_locks_help, id, arg, err);
+            if (rv != CTL_CONTINUE) return rv;
+        }
+    }
+    if (prefix == NULL) prefix = "";
+    if (strlen(prefix) > BATON_MAX_NAME)
+        return ctl_usage_error("locks", "prefix longer than %d bytes", BATON_MAX_NAME);
+
+    memset(&req, 0, sizeof req);
+    req.type = MSG_LIST_LOCKS;
+    req.u.list_locks.prefix.p = prefix;
+    req.u.list_locks.prefix.n = (uint16_t)strlen(prefix);
+    req.u.list_locks.limit = (uint32_t)limit;
+    rv = admin_leader_request(o, &req, &rep, err, sizeof err);
+    if (rv != 0) {
+        ctl_error("locks: %s", err);
+        return ctl_exit_for(rv);
+    }
+    if (rep.m.type != MSG_LIST_LOCKS_R) {
+        ctl_error("locks: unexpected reply %s", msg_type_name(rep.m.type));
+        admin_reply_free(&rep);
+        return CTL_EXIT_SOFTWARE;
+    }
+    if (o->format == CTL_JSON)
+        print_json(prefix, &rep.m.u.list_locks_r);
+    else
+        print_table(&rep.m.u.list_locks_r);
+    admin_reply_free(&rep);
+    return CTL_EXIT_OK;
+}

@@ -1,0 +1,276 @@
+/*
+ * cmd_status.c -- `batonctl status`: ask the first endpoint that answers
+ * for the member list, then ask every member for its own STATUS (in
+ * parallel, one thread per member, so a stopped node costs one timeout, not
+ * one per node), and print one row per node. A node that does not answer
+ * is a row with reachable = no, not a failure of the command.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/ctl/ctl.h"
+#include "proto/baton_errno.h"
+
+const char cmd_status_help[] =
+    "usage: batonctl status [-e ENDPOINTS] [-o table|json] [--timeout MS]\n"
+    "\n"
+    "Asks the first reachable endpoint for the cluster's members, then asks every\n"
+    "member for its state, and prints one row per node: id, raft address, client\n"
+    "address, role, term, commit index, applied index, last log index, and whether\n"
+    "it answered. Nodes that do not answer within --timeout are shown as\n"
+    "unreachable (and why, on stderr).\n"
+    "\n"
+    "Exit status: 0 if a node reports itself leader; 69 if none does (the rows are\n"
+    "still printed), or no endpoint answered at all; 64 on a usage error.\n"
+    "\n"
+    "JSON (-o json), one object:\n"
+    "  {\"leader_id\": N|null, \"term\": N|null,\n"
+    "   \"nodes\": [{\"id\": N|null, \"raft_addr\": S|null, \"client_addr\": S,\n"
+    "              \"reachable\": B, \"role\": \"leader\"|\"follower\"|\"candidate\"|\n"
+    "              \"unavailable\"|null, \"leader_id\": N|null, \"term\": N|null,\n"
+    "              \"commit_index\": N|null, \"applied_index\": N|null,\n"
+    "              \"last_index\": N|null, \"error\": S|null}, ...]}\n"
+    "  id and raft_addr are null only when no endpoint answered (the rows are\n"
+    "  then the endpoints given). leader_id 0 is reported as null.\n";
+
+/* One node's row, filled by its query thread. */
+struct row {
+    uint32_t id;                          /* 0: unknown */
+    int has_raft;
+    char raft[BATON_MAX_ADDR + 1];
+    char client[BATON_MAX_ADDR + 1];
+    int reachable;
+    struct msg_status_r st;               /* scalars only; members unused */
+    char err[256];                        /* why not reachable, or a remark */
+    int64_t deadline;
+    pthread_t th;
+    int started;
+};
+
+/* Copy the scalar fields of a STATUS_R into a row. */
+static void fill_row(struct row *r, const struct msg_status_r *st)
+{
+    r->reachable = 1;
+    r->st = *st;
+    r->st.members = NULL;
+    r->st.n_members = 0;
+    if (r->id != 0 && st->node_id != r->id)
+        snprintf(r->err, sizeof r->err, "answers as node %u", st->node_id);
+}
+
+static void *query_thread(void *arg)
+{
+    struct row *r = arg;
+    struct admin_reply rep;
+
+    if (admin_status(r->client, r->deadline, &rep, r->err, sizeof r->err) == 0) {
+        fill_row(r, &rep.m.u.status_r);
+        admin_reply_free(&rep);
+    }
+    return NULL;
+}
+
+/* A copy of a wire string into a fixed buffer. */
+static void pstr_copy(char *dst, size_t cap, struct pstr s)
+{
+    snprintf(dst, cap, "%.*s", (int)s.n, s.p);
+}
+
+static void print_table(const struct row *rows, int n)
+{
+    struct table t;
+
+    table_init(&t, 9);
+    table_cell(&t, "ID");
+    table_cell(&t, "RAFT");
+    table_cell(&t, "CLIENT");
+    table_cell(&t, "ROLE");
+    table_cell(&t, "TERM");
+    table_cell(&t, "COMMIT");
+    table_cell(&t, "APPLIED");
+    table_cell(&t, "LAST");
+    table_cell(&t, "REACHABLE");
+    for (int i = 0; i < n; i++) {
+        const struct row *r = &rows[i];
+        if (r->id != 0)
+            table_cell(&t, "%u", r->id);
+        else
+            table_cell(&t, "-");
+        table_cell_bytes(&t, r->has_raft ? r->raft : "-", strlen(r->has_raft ? r->raft : "-"));
+        table_cell_bytes(&t, r->client, strlen(r->client));
+        if (r->reachable) {
+            table_cell(&t, "%s", ctl_role_name(r->st.role));
+            table_cell(&t, "%llu", (unsigned long long)r->st.term);
+            table_cell(&t, "%llu", (unsigned long long)r->st.commit_index);
+            table_cell(&t, "%llu", (unsigned long long)r->st.applied_index);
+            table_cell(&t, "%llu", (unsigned long long)r->st.last_index);
+            table_cell(&t, "yes");
+        } else {
+            for (int k = 0; k < 5; k++) table_cell(&t, "-");
+            table_cell(&t, "no");
+        }
+    }
+    table_print(&t, stdout);
+    table_free(&t);
+}
+
+static void print_json(const struct row *rows, int n, const struct row *leader)
+{
+    struct jw w;
+
+    jw_init(&w, stdout);
+    jw_begin_object(&w, NULL);
+    if (leader) {
+        jw_u64(&w, "leader_id", leader->st.node_id);
+        jw_u64(&w, "term", leader->st.term);
+    } else {
+        jw_null(&w, "leader_id");
+        jw_null(&w, "term");
+    }
+    jw_begin_array(&w, "nodes");
+    for (int i = 0; i < n; i++) {
+        const struct row *r = &rows[i];
+        jw_begin_object(&w, NULL);
+        if (r->id != 0)
+            jw_u64(&w, "id", r->id);
+        else
+            jw_null(&w, "id");
+        jw_cstring(&w, "raft_addr", r->has_raft ? r->raft : NULL);
+        jw_cstring(&w, "client_addr", r->client);
+        jw_bool(&w, "reachable", r->reachable);
+        if (r->reachable) {
+            jw_cstring(&w, "role", ctl_role_name(r->st.role));
+            if (r->st.leader_id != 0)
+                jw_u64(&w, "leader_id", r->st.leader_id);
+            else
+                jw_null(&w, "leader_id");
+            jw_u64(&w, "term", r->st.term);
+            jw_u64(&w, "commit_index", r->st.commit_index);
+            jw_u64(&w, "applied_index", r->st.applied_index);
+            jw_u64(&w, "last_index", r->st.last_index);
+        } else {
+            jw_null(&w, "role");
+            jw_null(&w, "leader_id");
+            jw_null(&w, "term");
+            jw_null(&w, "commit_index");
+            jw_null(&w, "applied_index");
+            jw_null(&w, "last_index");
+        }
+        jw_cstring(&w, "error", r->err[0] ? r->err : NULL);
+        jw_end_object(&w);
+    }
+    jw_end_array(&w);
+    jw_end_object(&w);
+    jw_finish(&w);
+}
+
+int cmd_status(struct ctl_opts *o, int argc, char **argv)
+{
+    struct ctl_optiter it;
+    const char *arg, *eps[CTL_MAX_ENDPOINTS];
+    char err[256], *storage;
+    static char ep_err[CTL_MAX_ENDPOINTS][256];
+    struct row *rows = NULL;
+    const struct row *leader = NULL;
+    struct admin_reply first = {0};
+    int n_eps, n = 0, id, rv, first_ok = -1;
+
+    ctl_opt_init(&it, argc, argv, 1);
+    while ((id = ctl_opt_next(&it, NULL, ctl_global_opts, &arg, err, sizeof err)) != CTL_OPT_END) {
+        rv = ctl_common_opt(o, "status", cmd_status_help, id, arg, err);
+        if (rv != CTL_CONTINUE) return rv;
+    }
+
+    storage = malloc(strlen(o->endpoints) + 1);
+    if (storage == NULL) {
+        ctl_error("out of memory");
+        return CTL_EXIT_SOFTWARE;
+    }
+    n_eps = ctl_split_endpoints(o->endpoints, storage, eps, CTL_MAX_ENDPOINTS, err, sizeof err);
+    if (n_eps < 0) {
+        free(storage);
+        return ctl_usage_error("status", "%s", err);
+    }
+
+    /* Step 1: the member list from the first endpoint that answers. Each
+     * endpoint gets the full timeout: a refused connection costs nothing. */
+    for (int i = 0; i < n_eps && first_ok < 0; i++) {
+        if (admin_status(eps[i], ctl_now_ms() + o->timeout_ms, &first, ep_err[i],
+                         sizeof ep_err[i]) == 0)
+            first_ok = i;
+    }
+
+    if (first_ok >= 0 && first.m.u.status_r.n_members > 0) {
+        /* Step 2: every member's own STATUS, in parallel. The node that
+         * answered step 1 is not asked again. */
+        const struct msg_status_r *st = &first.m.u.status_r;
+        int64_t deadline = ctl_now_ms() + o->timeout_ms;
+
+        n = (int)st->n_members;
+        rows = calloc((size_t)n, sizeof *rows);
+        for (int i = 0; rows != NULL && i < n; i++) {
+            struct row *r = &rows[i];
+            r->id = st->members[i].id;
+            r->has_raft = 1;
+            pstr_copy(r->raft, sizeof r->raft, st->members[i].raft_addr);
+            pstr_copy(r->client, sizeof r->client, st->members[i].client_addr);
+            r->deadline = deadline;
+            if (r->id == st->node_id) {
+                fill_row(r, st);
+                continue;
+            }
+            if (pthread_create(&r->th, NULL, query_thread, r) == 0)
+                r->started = 1;
+            else
+                query_thread(r);
+        }
+        for (int i = 0; rows != NULL && i < n; i++)
+            if (rows[i].started) pthread_join(rows[i].th, NULL);
+    } else {
+        /* Nobody answered (or the answer listed no members): show the
+         * endpoints we were given, as far as we can tell. */
+        n = n_eps;
+        rows = calloc((size_t)n, sizeof *rows);
+        for (int i = 0; rows != NULL && i < n; i++) {
+            snprintf(rows[i].client, sizeof rows[i].client, "%s", eps[i]);
+            if (i == first_ok)
+                fill_row(&rows[i], &first.m.u.status_r);
+            else
+                snprintf(rows[i].err, sizeof rows[i].err, "%s",
+                         i < first_ok || first_ok < 0 ? ep_err[i] : "not asked");
+        }
+    }
+    admin_reply_free(&first);
+    free(storage);
+    if (rows == NULL) {
+        ctl_error("out of memory");
+        return CTL_EXIT_SOFTWARE;
+    }
+
+    /* The leader: a node that says so; if two do (an old leader that has
+     * not noticed yet), the one with the higher term. */
+    for (int i = 0; i < n; i++) {
+        const struct row *r = &rows[i];
+        if (r->reachable && r->st.role == ROLE_LEADER &&
+            (leader == NULL || r->st.term > leader->st.term))
+            leader = r;
+    }
+
+    if (o->format == CTL_JSON) {
+        print_json(rows, n, leader);
+    } else {
+        print_table(rows, n);
+        for (int i = 0; i < n; i++) {
+            if (rows[i].err[0] == '\0') continue;
+            if (rows[i].id != 0)
+                fprintf(stderr, "node %u: %s\n", rows[i].id, rows[i].err);
+            else
+                fprintf(stderr, "%s\n", rows[i].err);
+        }
+    }
+    if (leader == NULL) ctl_error("no leader found");
+    free(rows);
+    return leader ? CTL_EXIT_OK : CTL_EXIT_UNAVAIL;
+}

@@ -1,0 +1,288 @@
+/*
+ * ctl.h -- batonctl's internal interfaces: options, exit codes, argument
+ * parsing, output (tables and JSON), the blocking admin connection, and the
+ * commands. Nothing here is public; batonctl is one program.
+ *
+ * Files:
+ *   main.c          global options, the command table, usage, exit codes
+ *   args.c          option iterator, number/duration/endpoint parsing
+ *   output.c        column-aligned tables and a small JSON writer
+ *   admin_conn.c    blocking TCP connection speaking the wire protocol,
+ *                   and "send this to the leader, following redirects"
+ *   cmd_status.c    batonctl status
+ *   cmd_locks.c     batonctl locks [PREFIX]
+ *   cmd_lock_info.c batonctl lock-info NAME
+ *   cmd_lock.c      batonctl lock NAME -- CMD...
+ */
+#ifndef BATON_CTL_H
+#define BATON_CTL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stddef.h>
+
+#include "proto/buf.h"
+#include "proto/msg.h"
+
+/* ---- exit codes (documented in `batonctl --help`) ---------------------- */
+
+#define CTL_EXIT_OK 0
+#define CTL_EXIT_USAGE 64      /* EX_USAGE: bad flags or arguments */
+#define CTL_EXIT_UNAVAIL 69    /* EX_UNAVAILABLE: no node reachable, or no leader */
+#define CTL_EXIT_SOFTWARE 70   /* EX_SOFTWARE: the server refused, protocol or internal error */
+#define CTL_EXIT_TEMPFAIL 75   /* EX_TEMPFAIL: lock not acquired (busy / timed out) */
+#define CTL_EXIT_CANNOT_EXEC 126 /* lock: CMD exists but could not be executed */
+#define CTL_EXIT_NOT_FOUND 127 /* lock: CMD not found */
+/* 128+N: lock: CMD was killed by signal N, or batonctl was interrupted by
+ * signal N while it waited for the lock. */
+
+#define CTL_DEFAULT_ENDPOINTS "127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003"
+#define CTL_DEFAULT_TIMEOUT_MS 5000
+#define CTL_MAX_ENDPOINTS 32
+
+/* ---- global options -------------------------------------------------------- */
+
+enum ctl_format { CTL_TABLE = 0, CTL_JSON };
+
+struct ctl_opts {
+    const char *endpoints;   /* -e, else $BATON_ENDPOINTS, else the default */
+    enum ctl_format format;  /* -o */
+    int64_t timeout_ms;      /* --timeout: bound on each admin request */
+    int timeout_set;         /* --timeout was given explicitly */
+};
+
+/* ---- args.c: option iteration and value parsing ------------------------ */
+
+/* One option a command accepts. `id` is returned by ctl_opt_next; ids of
+ * the global options are below CTL_OPT_CMD_BASE. */
+struct ctl_optspec {
+    const char *lng;  /* "timeout" for --timeout; NULL ends the table */
+    char shrt;        /* 't' for -t, or 0 */
+    int has_arg;
+    int id;
+};
+
+enum {
+    CTL_OPT_HELP = 1,
+    CTL_OPT_ENDPOINTS,
+    CTL_OPT_OUTPUT,
+    CTL_OPT_TIMEOUT,
+    CTL_OPT_CMD_BASE = 16
+};
+
+/* ctl_opt_next's non-option results. */
+#define CTL_OPT_END 0          /* no more arguments */
+#define CTL_OPT_POSITIONAL (-1) /* *arg is a positional argument */
+#define CTL_OPT_DASHDASH (-2)  /* "--" seen; the rest starts at it->i */
+#define CTL_OPT_ERROR (-3)     /* unknown option or missing value; err filled */
+
+struct ctl_optiter {
+    int argc;
+    char **argv;
+    int i;          /* next argument to look at */
+};
+
+/* The options every command accepts (-h, -e, -o, --timeout). */
+extern const struct ctl_optspec ctl_global_opts[];
+
+/* Start iterating argv[first..argc). */
+void ctl_opt_init(struct ctl_optiter *it, int argc, char **argv, int first);
+
+/*
+ * Return the next option's id, with *arg set to its value (or NULL), or one
+ * of CTL_OPT_END / POSITIONAL / DASHDASH / ERROR. `specs` is searched first,
+ * then `specs2` (either may be NULL). Accepted forms: --name VALUE,
+ * --name=VALUE, -x VALUE, -xVALUE. A lone "-" is a positional argument.
+ */
+int ctl_opt_next(struct ctl_optiter *it, const struct ctl_optspec *specs,
+                 const struct ctl_optspec *specs2, const char **arg, char *err, size_t errlen);
+
+/*
+ * Apply a global option (id < CTL_OPT_CMD_BASE, except CTL_OPT_HELP) to o.
+ * Returns 0, or -1 with err filled for a bad value.
+ */
+int ctl_apply_global(struct ctl_opts *o, int id, const char *arg, char *err, size_t errlen);
+
+/*
+ * Parse a duration: a non-negative integer of milliseconds, optionally with
+ * a unit suffix "ms", "s" or "m". At most 2^31-1 ms. 0 or -1.
+ */
+int ctl_parse_ms(const char *s, int64_t *out);
+
+/* Parse a decimal unsigned integer <= max. 0 or -1. */
+int ctl_parse_uint(const char *s, uint64_t max, uint64_t *out);
+
+/*
+ * Split a comma-separated endpoint list into `out` (copies of each item with
+ * surrounding blanks removed, in `storage`, which must be at least
+ * strlen(list)+1 bytes). Each item must look like HOST:PORT (IPv6 hosts in
+ * brackets). Returns the number of endpoints (>= 1), or -1 with err filled.
+ */
+int ctl_split_endpoints(const char *list, char *storage, const char **out, int max, char *err,
+                        size_t errlen);
+
+/* Split "host:port" / "[v6]:port" into host (brackets removed) and port
+ * strings. 0 or -1. */
+int ctl_split_hostport(const char *addr, char *host, size_t hostlen, char *port, size_t portlen);
+
+/* Is this a lock name the protocol accepts (1..BATON_MAX_NAME bytes)? */
+int ctl_lock_name_ok(const char *name);
+
+/* ---- output.c: tables and JSON -------------------------------------------- */
+
+/* A table of strings printed with aligned columns; row 0 is the header. */
+struct table {
+    int ncols;
+    char **cells;   /* row-major, malloc'd strings */
+    size_t n;       /* cells filled */
+    size_t cap;
+};
+
+void table_init(struct table *t, int ncols);
+/* Append one cell (printf-style) to the current row. */
+void table_cell(struct table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Append raw bytes as one cell, made safe for a terminal (see ctl_sanitize). */
+void table_cell_bytes(struct table *t, const char *s, size_t n);
+/* Print with columns separated by two spaces; no trailing blanks. */
+void table_print(const struct table *t, FILE *f);
+void table_free(struct table *t);
+
+/*
+ * Write s[0..n) to f for a human: valid UTF-8 and printable ASCII as is,
+ * every other byte (control characters, DEL, bytes of invalid UTF-8) as
+ * \xNN. Returns the number of terminal columns used (one per character).
+ */
+size_t ctl_sanitize(FILE *f, const char *s, size_t n);
+
+/*
+ * Write s[0..n) to f as a quoted JSON string. '"' and '\\' are escaped,
+ * control characters become \n, \t, \r, \b, \f or \u00XX, DEL becomes
+ * \u007f, and every byte that is not part of a valid UTF-8 sequence
+ * (overlong forms, surrogates and code points above U+10FFFF included)
+ * becomes U+FFFD, so the output is always valid UTF-8 JSON.
+ */
+void json_write_string(FILE *f, const char *s, size_t n);
+
+/* A streaming JSON writer that inserts the commas. Keys are NULL inside
+ * arrays and for the outermost value. Output is compact, on one line. */
+#define JW_MAX_DEPTH 16
+struct jw {
+    FILE *f;
+    int depth;
+    unsigned char has_items[JW_MAX_DEPTH];
+};
+
+void jw_init(struct jw *w, FILE *f);
+void jw_begin_object(struct jw *w, const char *key);
+void jw_end_object(struct jw *w);
+void jw_begin_array(struct jw *w, const char *key);
+void jw_end_array(struct jw *w);
+void jw_string(struct jw *w, const char *key, const char *s, size_t n);
+void jw_cstring(struct jw *w, const char *key, const char *s); /* NULL -> null */
+void jw_u64(struct jw *w, const char *key, uint64_t v);
+void jw_i64(struct jw *w, const char *key, int64_t v);
+void jw_bool(struct jw *w, const char *key, int v);
+void jw_null(struct jw *w, const char *key);
+/* End the document with a newline. */
+void jw_finish(struct jw *w);
+
+/* ---- admin_conn.c: blocking protocol connection ----------------------- */
+
+/* Milliseconds on the monotonic clock. */
+int64_t ctl_now_ms(void);
+/* Sleep ms milliseconds, but not past deadline (a ctl_now_ms value). */
+void ctl_sleep_until(int64_t ms, int64_t deadline);
+
+struct admin_conn {
+    int fd;                 /* -1 when closed */
+    uint32_t node_id;       /* from HELLO_OK */
+    uint64_t next_req_id;
+    struct buf in;          /* bytes read and not yet decoded */
+    char addr[BATON_MAX_ADDR + 1];
+};
+
+/* A decoded reply together with the frame its strings point into. */
+struct admin_reply {
+    struct msg m;
+    uint8_t *frame;
+};
+
+/*
+ * Connect to addr ("host:port") and exchange HELLO / HELLO_OK, giving up at
+ * `deadline` (ctl_now_ms). Returns 0, or BATON_ECONNREFUSED, BATON_ETIMEDOUT,
+ * BATON_EINVAL (bad address), BATON_EVERSION, BATON_ECLOSED, BATON_EIO,
+ * BATON_EPROTO with err filled ("addr: what happened"); c is then closed.
+ */
+int admin_connect(struct admin_conn *c, const char *addr, int64_t deadline, char *err,
+                  size_t errlen);
+
+/*
+ * Send req (req_id is assigned here) and read its reply into *rep, which
+ * the caller releases with admin_reply_free. An ERROR reply is returned as
+ * its code with the server's message in err (and *rep is then empty).
+ * Returns 0 or a BATON_E* code; after a transport error the connection is
+ * closed.
+ */
+int admin_roundtrip(struct admin_conn *c, struct msg *req, struct admin_reply *rep,
+                    int64_t deadline, char *err, size_t errlen);
+
+void admin_close(struct admin_conn *c);       /* NULL-safe, idempotent */
+void admin_reply_free(struct admin_reply *r); /* NULL-safe, idempotent */
+
+/*
+ * Connect to addr and ask STATUS, all before deadline. 0 or as above.
+ */
+int admin_status(const char *addr, int64_t deadline, struct admin_reply *rep, char *err,
+                 size_t errlen);
+
+/*
+ * Send req to the cluster's leader: try o->endpoints in turn, follow
+ * REDIRECT, wait and retry on NO_LEADER or a broken connection, for at most
+ * o->timeout_ms. Returns 0 with the reply, the code of an ERROR reply, or
+ * BATON_EUNAVAIL when no leader answered in time (err says what was seen
+ * last), or BATON_EINVAL for a bad endpoint list.
+ */
+int admin_leader_request(const struct ctl_opts *o, struct msg *req, struct admin_reply *rep,
+                         char *err, size_t errlen);
+
+/* ---- main.c: shared helpers for the commands ---------------------------- */
+
+/* Print "batonctl: MESSAGE" to stderr. */
+void ctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Print a usage error for command `cmd` (NULL: global) and return 64. */
+int ctl_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * Handle an ctl_opt_next result that every command treats alike: -h (print
+ * help_text, exit 0), a parse error or stray argument (usage error, 64), a
+ * global option (applied; returns CTL_CONTINUE). Returns CTL_CONTINUE or
+ * the exit code to return at once. Call it for whatever the command does
+ * not handle itself (CTL_OPT_END excluded).
+ */
+#define CTL_CONTINUE (-1)
+int ctl_common_opt(struct ctl_opts *o, const char *cmd, const char *help_text, int id,
+                   const char *arg, const char *err);
+
+/* The exit code for a BATON_E* error of an admin request. */
+int ctl_exit_for(int err);
+
+/* Name of a node role for output: "leader", "follower", ... */
+const char *ctl_role_name(int role);
+
+/* ---- the commands ----------------------------------------------------------
+ * Each gets the global options (already applied) and its own arguments
+ * (argv[0] is the command's name); it parses its options, which may also
+ * be global ones, and returns the exit code. */
+
+int cmd_status(struct ctl_opts *o, int argc, char **argv);
+int cmd_locks(struct ctl_opts *o, int argc, char **argv);
+int cmd_lock_info(struct ctl_opts *o, int argc, char **argv);
+int cmd_lock(struct ctl_opts *o, int argc, char **argv);
+
+extern const char cmd_status_help[];
+extern const char cmd_locks_help[];
+extern const char cmd_lock_info_help[];
+extern const char cmd_lock_help[];
+
+#endif /* BATON_CTL_H */

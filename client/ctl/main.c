@@ -1,0 +1,206 @@
+/*
+ * main.c -- batonctl: the global options, the command table, the overall
+ * usage text with the exit codes, and small helpers every command uses.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/ctl/ctl.h"
+#include "proto/baton_errno.h"
+
+static const char usage_text[] =
+    "usage: batonctl [OPTIONS] COMMAND [ARGS...]\n"
+    "\n"
+    "Inspect a baton lock cluster, and run commands while holding its locks.\n"
+    "\n"
+    "Commands:\n"
+    "  status                    every node: addresses, role, term, indexes, reachable\n"
+    "  locks [PREFIX]            locks whose name starts with PREFIX: holder, fence, waiters\n"
+    "  lock-info NAME            one lock: holder, fence, grant index, its queue in order\n"
+    "  lock NAME [--timeout MS] -- CMD [ARGS...]\n"
+    "                            run CMD while holding lock NAME; exit with CMD's status\n"
+    "  help [COMMAND]            this text, or one command's\n"
+    "\n"
+    "Options (before or after COMMAND):\n"
+    "  -e, --endpoints LIST  comma-separated HOST:PORT client addresses of cluster nodes;\n"
+    "                        one reachable node is enough. Default: $BATON_ENDPOINTS,\n"
+    "                        else " CTL_DEFAULT_ENDPOINTS "\n"
+    "  -o, --output FORMAT   table (default) or json (status, locks, lock-info: one\n"
+    "                        JSON object on one line; `batonctl COMMAND --help` lists\n"
+    "                        its fields)\n"
+    "  --timeout MS          give up on the cluster after MS milliseconds (default 5000;\n"
+    "                        500ms, 5s and 1m are accepted too). After `lock NAME`,\n"
+    "                        --timeout is instead how long to wait for the lock.\n"
+    "  -h, --help            this text; `batonctl COMMAND --help` for one command\n"
+    "\n"
+    "Exit status:\n"
+    "  0      success\n"
+    "  64     usage error: unknown option, missing or bad argument\n"
+    "  69     cluster unavailable: no node reachable, or no leader within --timeout;\n"
+    "         for status: no reachable node reports itself leader\n"
+    "  70     the cluster refused the request, or a protocol or internal error\n"
+    "  75     lock: the lock was not acquired (busy with --timeout 0, or timed out)\n"
+    "  126    lock: CMD could not be executed\n"
+    "  127    lock: CMD was not found\n"
+    "  128+N  lock: CMD was killed by signal N, or batonctl got signal N while it\n"
+    "         waited for the lock\n"
+    "  other  lock: CMD's own exit status\n";
+
+struct command {
+    const char *name;
+    int (*run)(struct ctl_opts *o, int argc, char **argv);
+    const char *help;
+};
+
+static const struct command commands[] = {
+    {"status", cmd_status, cmd_status_help},
+    {"locks", cmd_locks, cmd_locks_help},
+    {"lock-info", cmd_lock_info, cmd_lock_info_help},
+    {"lock", cmd_lock, cmd_lock_help},
+    {NULL, NULL, NULL},
+};
+
+static const struct command *find_command(const char *name)
+{
+    for (const struct command *c = commands; c->name != NULL; c++)
+        if (strcmp(c->name, name) == 0) return c;
+    return NULL;
+}
+
+void ctl_error(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs("batonctl: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int ctl_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "batonctl%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nRun 'batonctl %s%s--help' for usage.\n", cmd ? cmd : "", cmd ? " " : "");
+    return CTL_EXIT_USAGE;
+}
+
+int ctl_exit_for(int err)
+{
+    switch (err) {
+    case 0:
+        return CTL_EXIT_OK;
+    case BATON_EINVAL:
+    case BATON_ETOOBIG:
+        return CTL_EXIT_USAGE;
+    case BATON_EUNAVAIL:
+    case BATON_ECONNREFUSED:
+    case BATON_ETIMEDOUT:
+    case BATON_ENOLEADER:
+    case BATON_ENOTLEADER:
+    case BATON_ECLOSED:
+    case BATON_EIO:
+        return CTL_EXIT_UNAVAIL;
+    case BATON_EWOULDBLOCK:
+        return CTL_EXIT_TEMPFAIL;
+    default:
+        return CTL_EXIT_SOFTWARE;
+    }
+}
+
+const char *ctl_role_name(int role)
+{
+    switch (role) {
+    case ROLE_LEADER: return "leader";
+    case ROLE_FOLLOWER: return "follower";
+    case ROLE_CANDIDATE: return "candidate";
+    case ROLE_UNAVAILABLE: return "unavailable";
+    default: return "unknown";
+    }
+}
+
+int ctl_common_opt(struct ctl_opts *o, const char *cmd, const char *help_text, int id,
+                   const char *arg, const char *err)
+{
+    char msg[256];
+
+    if (id == CTL_OPT_HELP) {
+        fputs(help_text, stdout);
+        return CTL_EXIT_OK;
+    }
+    if (id == CTL_OPT_ERROR) return ctl_usage_error(cmd, "%s", err);
+    if (id == CTL_OPT_POSITIONAL) return ctl_usage_error(cmd, "unexpected argument '%s'", arg);
+    if (id == CTL_OPT_DASHDASH) return ctl_usage_error(cmd, "unexpected '--'");
+    if (id > 0 && id < CTL_OPT_CMD_BASE) {
+        if (ctl_apply_global(o, id, arg, msg, sizeof msg) != 0)
+            return ctl_usage_error(cmd, "%s", msg);
+        return CTL_CONTINUE;
+    }
+    return ctl_usage_error(cmd, "option not handled");
+}
+
+/* `batonctl help [COMMAND]`. */
+static int help(int argc, char **argv)
+{
+    const struct command *c;
+
+    if (argc < 2) {
+        fputs(usage_text, stdout);
+        return CTL_EXIT_OK;
+    }
+    c = find_command(argv[1]);
+    if (c == NULL) return ctl_usage_error(NULL, "unknown command '%s'", argv[1]);
+    fputs(c->help, stdout);
+    return CTL_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    struct ctl_opts o;
+    struct ctl_optiter it;
+    const struct command *c;
+    const char *arg, *env = getenv("BATON_ENDPOINTS");
+    char err[256];
+    int id, rv;
+
+    memset(&o, 0, sizeof o);
+    o.endpoints = env != NULL && env[0] != '\0' ? env : CTL_DEFAULT_ENDPOINTS;
+    o.format = CTL_TABLE;
+    o.timeout_ms = CTL_DEFAULT_TIMEOUT_MS;
+
+    /* Global options up to the command name. */
+    ctl_opt_init(&it, argc, argv, 1);
+    for (;;) {
+        id = ctl_opt_next(&it, ctl_global_opts, NULL, &arg, err, sizeof err);
+        if (id == CTL_OPT_POSITIONAL) break;
+        if (id == CTL_OPT_HELP) {
+            fputs(usage_text, stdout);
+            return CTL_EXIT_OK;
+        }
+        if (id == CTL_OPT_END || id == CTL_OPT_DASHDASH)
+            return ctl_usage_error(NULL, "no command given");
+        if (id == CTL_OPT_ERROR) return ctl_usage_error(NULL, "%s", err);
+        if (ctl_apply_global(&o, id, arg, err, sizeof err) != 0)
+            return ctl_usage_error(NULL, "%s", err);
+    }
+
+    /* The command gets argv from its own name on. */
+    argc -= it.i - 1;
+    argv += it.i - 1;
+    if (strcmp(arg, "help") == 0) return help(argc, argv);
+    c = find_command(arg);
+    if (c == NULL) return ctl_usage_error(NULL, "unknown command '%s'", arg);
+    rv = c->run(&o, argc, argv);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        ctl_error("cannot write the output");
+        if (rv == CTL_EXIT_OK) rv = CTL_EXIT_SOFTWARE;
+    }
+    return rv;
+}

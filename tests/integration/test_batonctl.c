@@ -1,0 +1,270 @@
+/*
+ * test_batonctl.c -- batonctl against a real three-node cluster: status,
+ * locks, lock-info, lock (environment, exit codes, busy/timeout, signals),
+ * usage errors and JSON output.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tests/lib/cluster.h"
+#include "tests/lib/runner.h"
+
+/* Count occurrences of needle in hay. */
+static int count(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+    return n;
+}
+
+static void start3(struct cluster *c)
+{
+    ASSERT_EQ(cluster_start(c, 3), 0);
+    ASSERT_GE(cluster_wait_leader(c, 15000), 0);
+}
+
+/* Poll lock-info until its JSON contains `want` (or 10 s pass). */
+static void wait_info(struct cluster *c, const char *name, const char *want)
+{
+    for (int i = 0; i < 200; i++) {
+        struct ctl_result r;
+        int found;
+        cluster_ctl(c, &r, "lock-info", name, "-o", "json", NULL);
+        found = r.status == 0 && strstr(r.out, want) != NULL;
+        ctl_result_free(&r);
+        if (found) return;
+        usleep(50000);
+    }
+    FAIL("lock-info %s never showed %s", name, want);
+}
+
+TEST(status_all_up)
+{
+    struct cluster c;
+    struct ctl_result r;
+
+    start3(&c);
+    ASSERT_EQ(cluster_ctl(&c, &r, "status", "-o", "json", NULL), 0);
+    ASSERT_EQ(count(r.out, "\"reachable\":true"), 3);
+    ASSERT_EQ(count(r.out, "\"role\":\"leader\""), 1);
+    ASSERT(strncmp(r.out, "{\"leader_id\":", 13) == 0);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(&c, &r, "status", NULL), 0);
+    ASSERT(strstr(r.out, "REACHABLE") != NULL);
+    ASSERT_EQ(count(r.out, "yes"), 3);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_stop(&c), 0);
+}
+
+TEST(status_with_nodes_down)
+{
+    struct cluster c;
+    struct ctl_result r;
+    int leader, other;
+
+    start3(&c);
+    leader = cluster_wait_leader(&c, 5000);
+    other = (leader + 1) % 3;
+    ASSERT_EQ(cluster_kill(&c, other, SIGKILL), 128 + SIGKILL);
+    ASSERT_EQ(cluster_ctl(&c, &r, "status", "-o", "json", NULL), 0);
+    ASSERT_EQ(count(r.out, "\"reachable\":true"), 2);
+    ASSERT_EQ(count(r.out, "\"reachable\":false"), 1);
+    ctl_result_free(&r);
+
+    /* Two of three down: no leader, exit 69, still one row per node. */
+    ASSERT_EQ(cluster_kill(&c, leader, SIGKILL), 128 + SIGKILL);
+    ASSERT_EQ(cluster_ctl(&c, &r, "--timeout", "500", "status", NULL), 69);
+    ASSERT(strstr(r.out, "REACHABLE") != NULL);
+    ASSERT_EQ(count(r.out, " no\n"), 2);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_stop(&c), 0);
+}
+
+TEST(nothing_reachable)
+{
+    struct ctl_result r;
+    const char *args[] = {"-e", "127.0.0.1:1", "--timeout", "300", "status", "-o", "json", NULL};
+    const char *args2[] = {"-e", "127.0.0.1:1", "--timeout", "300", "locks", NULL};
+
+    ASSERT_EQ(cluster_ctlv(NULL, 10000, &r, args), 69);
+    ASSERT(strstr(r.out, "\"reachable\":false") != NULL);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctlv(NULL, 10000, &r, args2), 69);
+    ctl_result_free(&r);
+}
+
+TEST(usage_errors)
+{
+    struct ctl_result r;
+    const char *bad[][4] = {
+        {"--bogus", "status", NULL},
+        {"frobnicate", NULL},
+        {"status", "extra", NULL},
+        {"-o", "yaml", "status", NULL},
+        {"lock-info", NULL},
+        {"lock", "x", NULL},
+        {"lock", "x", "--timeout", NULL},
+        {NULL},
+    };
+    const char *help[] = {"--help", NULL};
+    const char *help2[] = {"lock", "--help", NULL};
+
+    for (int i = 0; bad[i][0] != NULL; i++) {
+        ASSERT_EQ(cluster_ctlv(NULL, 10000, &r, bad[i]), 64);
+        ASSERT(strstr(r.err, "--help") != NULL);
+        ctl_result_free(&r);
+    }
+    ASSERT_EQ(cluster_ctlv(NULL, 10000, &r, help), 0);
+    ASSERT(strstr(r.out, "Exit status") != NULL);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctlv(NULL, 10000, &r, help2), 0);
+    ASSERT(strstr(r.out, "BATON_FENCE") != NULL);
+    ctl_result_free(&r);
+}
+
+TEST(lock_runs_command)
+{
+    struct cluster c;
+    struct ctl_result r;
+    unsigned long long f1 = 0, f2 = 0;
+
+    start3(&c);
+    ASSERT_EQ(cluster_ctl(&c, &r, "lock", "job", "--",
+                          "sh", "-c", "echo \"$BATON_LOCK $BATON_FENCE\"; exit 3", NULL), 3);
+    ASSERT_EQ(sscanf(r.out, "job %llu", &f1), 1);
+    ctl_result_free(&r);
+    /* Without "--", and the fence grows. */
+    ASSERT_EQ(cluster_ctl(&c, &r, "lock", "job", "sh", "-c", "echo $BATON_FENCE", NULL), 0);
+    ASSERT_EQ(sscanf(r.out, "%llu", &f2), 1);
+    ASSERT(f2 > f1);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(&c, &r, "lock", "job", "--", "sh", "-c", "kill -TERM $$", NULL),
+              128 + SIGTERM);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(&c, &r, "lock", "job", "--", "/nonexistent/cmd", NULL), 127);
+    ctl_result_free(&r);
+    /* The lock is free again after all that. */
+    ASSERT_EQ(cluster_ctl(&c, &r, "lock-info", "job", "-o", "json", NULL), 0);
+    ASSERT(strstr(r.out, "\"held\":false") != NULL);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_stop(&c), 0);
+}
+
+TEST(lock_busy_and_queue)
+{
+    struct cluster c;
+    struct ctl_result r;
+    const char *hold[] = {"lock", "busy", "--", "sleep", "3", NULL};
+    const char *wait[] = {"lock", "busy", "--", "true", NULL};
+    pid_t holder, waiter;
+
+    start3(&c);
+    holder = cluster_ctl_spawn(&c, hold, NULL);
+    ASSERT_GT(holder, 0);
+    wait_info(&c, "busy", "\"held\":true");
+
+    ASSERT_EQ(cluster_ctl(&c, &r, "lock", "busy", "--timeout", "0", "--", "true", NULL), 75);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(&c, &r, "lock", "busy", "--timeout", "200", "--", "true", NULL), 75);
+    ctl_result_free(&r);
+
+    waiter = cluster_ctl_spawn(&c, wait, NULL);
+    ASSERT_GT(waiter, 0);
+    wait_info(&c, "busy", "\"total_waiters\":1");
+    ASSERT_EQ(cluster_ctl(&c, &r, "locks", "bu", "-o", "json", NULL), 0);
+    ASSERT(strstr(r.out, "\"name\":\"busy\",\"held\":true") != NULL);
+    ASSERT(strstr(r.out, "\"waiters\":1") != NULL);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(&c, &r, "lock-info", "busy", NULL), 0);
+    ASSERT(strstr(r.out, "forever") != NULL);
+    ctl_result_free(&r);
+
+    ASSERT_EQ(cluster_wait_pid(holder, 10000), 0);
+    ASSERT_EQ(cluster_wait_pid(waiter, 10000), 0);
+    wait_info(&c, "busy", "\"held\":false");
+    ASSERT_EQ(cluster_stop(&c), 0);
+}
+
+TEST(lock_signals)
+{
+    struct cluster c;
+    const char *trap[] = {"lock", "sig", "--", "sh", "-c",
+                          "trap 'exit 7' TERM; sleep 10 & wait", NULL};
+    const char *wait[] = {"lock", "sig", "--", "true", NULL};
+    pid_t holder, waiter;
+
+    start3(&c);
+    /* SIGTERM to batonctl reaches CMD; batonctl exits with CMD's status. */
+    holder = cluster_ctl_spawn(&c, trap, NULL);
+    wait_info(&c, "sig", "\"held\":true");
+    /* SIGINT ends a wait for the lock: exit 130, and the waiter leaves the queue. */
+    waiter = cluster_ctl_spawn(&c, wait, NULL);
+    wait_info(&c, "sig", "\"total_waiters\":1");
+    kill(waiter, SIGINT);
+    ASSERT_EQ(cluster_wait_pid(waiter, 10000), 130);
+    wait_info(&c, "sig", "\"total_waiters\":0");
+
+    kill(holder, SIGTERM);
+    ASSERT_EQ(cluster_wait_pid(holder, 10000), 7);
+    wait_info(&c, "sig", "\"held\":false");
+    ASSERT_EQ(cluster_stop(&c), 0);
+}
+
+TEST(json_escaping_of_names)
+{
+    struct cluster c;
+    struct ctl_result r;
+    const char *hold[] = {"lock", "q\"uo\\te\tname\xff", "--", "sleep", "2", NULL};
+    pid_t holder;
+
+    start3(&c);
+    holder = cluster_ctl_spawn(&c, hold, NULL);
+    for (int i = 0; i < 200; i++) {
+        cluster_ctl(&c, &r, "locks", "q", "-o", "json", NULL);
+        if (strstr(r.out, "\"held\":true") != NULL) break;
+        ctl_result_free(&r);
+        usleep(50000);
+    }
+    ASSERT(strstr(r.out, "\"name\":\"q\\\"uo\\\\te\\tname\\ufffd\"") != NULL);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(&c, &r, "locks", NULL), 0);
+    ASSERT(strstr(r.out, "q\"uo\\te\\x09name\\xff") != NULL);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_wait_pid(holder, 10000), 0);
+    ASSERT_EQ(cluster_stop(&c), 0);
+}
+
+TEST(lock_survives_leader_kill)
+{
+    struct cluster c;
+    struct ctl_result r;
+    int leader;
+
+    start3(&c);
+    leader = cluster_wait_leader(&c, 5000);
+    ASSERT_EQ(cluster_kill(&c, leader, SIGKILL), 128 + SIGKILL);
+    ASSERT_EQ(cluster_ctl(&c, &r, "lock", "after", "--", "true", NULL), 0);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(&c, &r, "locks", NULL), 0);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_restart(&c, leader), 0);
+    ASSERT_GE(cluster_wait_leader(&c, 10000), 0);
+    ASSERT_EQ(cluster_stop(&c), 0);
+}
+
+int main(int argc, char **argv)
+{
+    runner_init(argc, argv);
+    runner_set_timeout(120);
+    RUN(status_all_up);
+    RUN(status_with_nodes_down);
+    RUN(nothing_reachable);
+    RUN(usage_errors);
+    RUN(lock_runs_command);
+    RUN(lock_busy_and_queue);
+    RUN(lock_signals);
+    RUN(json_escaping_of_names);
+    RUN(lock_survives_leader_kill);
+    return runner_done();
+}

@@ -1,0 +1,926 @@
+/*
+ * cluster.c -- the real-process cluster harness. See cluster.h.
+ *
+ * Process state (pids, the data directory, the guardian) is mirrored in a
+ * static table of slots, not only in the caller's struct cluster: the
+ * atexit() handler runs after the test function has returned, when a
+ * struct cluster on its stack is gone.
+ */
+#include "tests/lib/cluster.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto/baton_errno.h"
+#include "proto/buf.h"
+#include "proto/msg.h"
+
+#define MAX_SLOTS 8
+#define STOP_TIMEOUT_MS 10000
+#define CTL_TIMEOUT_MS 30000
+#define MAX_EXTRA_ARGS 32
+
+/* What the atexit handler and the guardian need to know of one cluster. */
+struct slot {
+    int used;
+    pid_t owner;
+    int n;
+    char root[PATH_MAX - 64];
+    pid_t pids[CLUSTER_MAX_NODES];
+    int stopped[CLUSTER_MAX_NODES];
+    pid_t guardian;
+    int guardian_fd;
+};
+
+static struct slot slots[MAX_SLOTS];
+static int atexit_registered;
+
+/* ---- small helpers ----------------------------------------------------- */
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* Turn a wait status into 0..255 or 128+signal. */
+static int status_code(int wstatus)
+{
+    if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
+    if (WIFSIGNALED(wstatus)) return 128 + WTERMSIG(wstatus);
+    return -1;
+}
+
+/* Wait at most timeout_ms for child pid to exit; its status code, or -1. */
+static int wait_exit(pid_t pid, int timeout_ms)
+{
+    int64_t deadline = now_ms() + timeout_ms;
+
+    for (;;) {
+        int st;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) return status_code(st);
+        if (r < 0 && errno != EINTR) return -1;
+        if (now_ms() >= deadline) return -1;
+        sleep_ms(5);
+    }
+}
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static void rm_rf(const char *path)
+{
+    nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void write_pid_file(const char *root, int i, pid_t pid)
+{
+    char path[PATH_MAX + 32];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/node%d.pid", root, i + 1);
+    f = fopen(path, "w");
+    if (f == NULL) return;
+    fprintf(f, "%d\n", (int)pid);
+    fclose(f);
+}
+
+/* Write the last `lines` lines of a file to f, each prefixed "# ". */
+static void tail_file(FILE *f, const char *path, int lines)
+{
+    enum { WINDOW = 16384 };
+    char *buf = malloc(WINDOW + 1), *p;
+    FILE *in = fopen(path, "r");
+    long size;
+    size_t n;
+    int seen = 0;
+
+    if (buf == NULL || in == NULL) {
+        fprintf(f, "# (cannot read %s)\n", path);
+        free(buf);
+        if (in) fclose(in);
+        return;
+    }
+    fseek(in, 0, SEEK_END);
+    size = ftell(in);
+    fseek(in, size > WINDOW ? size - WINDOW : 0, SEEK_SET);
+    n = fread(buf, 1, WINDOW, in);
+    fclose(in);
+    buf[n] = '\0';
+    if (n > 0 && buf[n - 1] == '\n') buf[--n] = '\0';
+    /* Walk back over `lines` newlines. */
+    for (p = buf + n; p > buf; p--) {
+        if (p[-1] == '\n' && ++seen == lines) break;
+    }
+    while (*p) {
+        char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        fprintf(f, "#   %.*s\n", (int)len, p);
+        p += len + (nl ? 1 : 0);
+    }
+    free(buf);
+}
+
+/* Print the tail of node i's log to stderr in one write, so that it is
+ * not interleaved with other output. */
+static void report_tail(const char *root, int i, int lines, const char *headline)
+{
+    char path[PATH_MAX + 32], *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+
+    if (f == NULL) return;
+    snprintf(path, sizeof path, "%s/node%d.log", root, i + 1);
+    fprintf(f, "# %s; last lines of %s:\n", headline, path);
+    tail_file(f, path, lines);
+    if (fclose(f) == 0 && write(2, text, len) < 0) {
+    }
+    free(text);
+}
+
+/* ---- stopping: shared by cluster_stop, atexit and the guardian --------- */
+
+/*
+ * Stop a slot's nodes with SIGTERM (SIGKILL after STOP_TIMEOUT_MS), stop
+ * the guardian, remove the data unless BATON_KEEP_DATA. Returns 0 if every
+ * running node exited 0.
+ */
+static int slot_stop(struct slot *s)
+{
+    int64_t deadline;
+    int rv = 0, left;
+
+    if (!s->used) return 0;
+    for (int i = 0; i < s->n; i++) {
+        if (s->pids[i] <= 0) continue;
+        kill(s->pids[i], SIGTERM);
+        if (s->stopped[i]) kill(s->pids[i], SIGCONT);
+    }
+    deadline = now_ms() + STOP_TIMEOUT_MS;
+    do {
+        left = 0;
+        for (int i = 0; i < s->n; i++) {
+            int st;
+            if (s->pids[i] <= 0) continue;
+            pid_t r = waitpid(s->pids[i], &st, WNOHANG);
+            if (r == s->pids[i] || (r < 0 && errno == ECHILD)) {
+                int code = r == s->pids[i] ? status_code(st) : -1;
+                if (code != 0) {
+                    fprintf(stderr, "# cluster: node %d (pid %d) exited with status %d on SIGTERM\n",
+                            i + 1, (int)s->pids[i], code);
+                    rv = -1;
+                }
+                s->pids[i] = 0;
+                write_pid_file(s->root, i, 0);
+            } else {
+                left++;
+            }
+        }
+        if (left > 0) sleep_ms(10);
+    } while (left > 0 && now_ms() < deadline);
+    for (int i = 0; i < s->n; i++) {
+        if (s->pids[i] <= 0) continue;
+        fprintf(stderr, "# cluster: node %d (pid %d) did not stop within %d ms; SIGKILL\n", i + 1,
+                (int)s->pids[i], STOP_TIMEOUT_MS);
+        kill(s->pids[i], SIGKILL);
+        wait_exit(s->pids[i], 5000);
+        s->pids[i] = 0;
+        rv = -1;
+    }
+
+    /* Tell the guardian all is well, and reap it. */
+    if (s->guardian_fd >= 0) {
+        if (write(s->guardian_fd, "q", 1) < 0) {
+        }
+        close(s->guardian_fd);
+        s->guardian_fd = -1;
+    }
+    if (s->guardian > 0) wait_exit(s->guardian, 5000);
+    s->guardian = 0;
+
+    if (getenv("BATON_KEEP_DATA") != NULL)
+        fprintf(stderr, "# cluster: data kept in %s\n", s->root);
+    else
+        rm_rf(s->root);
+    s->used = 0;
+    return rv;
+}
+
+static void stop_all_at_exit(void)
+{
+    for (int k = 0; k < MAX_SLOTS; k++)
+        if (slots[k].used && slots[k].owner == getpid()) slot_stop(&slots[k]);
+}
+
+/* ---- the guardian --------------------------------------------------------- */
+
+/* Does /proc/pid/cmdline mention root (i.e. is it still our batond)? */
+static int proc_is_ours(pid_t pid, const char *root)
+{
+    char path[64], buf[8192];
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    for (ssize_t k = 0; k < n; k++)
+        if (buf[k] == '\0') buf[k] = ' ';
+    buf[n] = '\0';
+    return strstr(buf, root) != NULL;
+}
+
+/*
+ * The guardian: a child of the test process that blocks reading a pipe.
+ * A byte means cluster_stop ran: exit. End of file means the test process
+ * died without stopping the cluster (failed assertion, timeout, crash):
+ * make sure the nodes are dead, show their logs, remove the data.
+ */
+static void guardian_main(struct slot *s, int rfd)
+{
+    char b;
+    ssize_t r;
+    int64_t deadline;
+
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGALRM, SIG_IGN);
+    alarm(0);
+    for (int fd = 3; fd < 1024; fd++)
+        if (fd != rfd) close(fd);
+    do {
+        r = read(rfd, &b, 1);
+    } while (r < 0 && errno == EINTR);
+    if (r == 1) _exit(0);
+
+    for (int i = 0; i < s->n; i++) {
+        char path[PATH_MAX + 32];
+        FILE *f;
+        int pid = 0;
+
+        snprintf(path, sizeof path, "%s/node%d.pid", s->root, i + 1);
+        f = fopen(path, "r");
+        if (f == NULL) continue;
+        if (fscanf(f, "%d", &pid) != 1) pid = 0;
+        fclose(f);
+        if (pid > 0 && proc_is_ours(pid, s->root)) kill(pid, SIGKILL);
+        /* Nodes die with the test (PR_SET_PDEATHSIG); wait until init has
+         * reaped them before removing their files. */
+        deadline = now_ms() + 5000;
+        while (pid > 0 && proc_is_ours(pid, s->root) && now_ms() < deadline) sleep_ms(10);
+    }
+    for (int i = 0; i < s->n; i++)
+        report_tail(s->root, i, 15, "cluster: the test process died without cluster_stop");
+    if (getenv("BATON_KEEP_DATA") != NULL) {
+        char msg[PATH_MAX + 64];
+        int len = snprintf(msg, sizeof msg, "# cluster: data kept in %s\n", s->root);
+        if (write(2, msg, (size_t)len) < 0) {
+        }
+    } else {
+        rm_rf(s->root);
+    }
+    _exit(0);
+}
+
+static int start_guardian(struct slot *s)
+{
+    int p[2];
+    pid_t pid;
+
+    if (pipe2(p, O_CLOEXEC) != 0) return -1;
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    if (pid < 0) {
+        close(p[0]);
+        close(p[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(p[1]);
+        guardian_main(s, p[0]);
+    }
+    close(p[0]);
+    s->guardian = pid;
+    s->guardian_fd = p[1];
+    return 0;
+}
+
+/* ---- starting nodes ------------------------------------------------------- */
+
+/* Pick `n` distinct free TCP ports on 127.0.0.1: bind them all to port 0
+ * at once (so none repeats), read the ports, close. */
+static int pick_ports(int *ports, int n)
+{
+    int fds[2 * CLUSTER_MAX_NODES], rv = 0, k;
+
+    for (k = 0; k < n; k++) {
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t len = sizeof a;
+
+        fds[k] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fds[k] < 0 || bind(fds[k], (struct sockaddr *)&a, sizeof a) != 0 ||
+            getsockname(fds[k], (struct sockaddr *)&a, &len) != 0) {
+            rv = -1;
+            k++;
+            break;
+        }
+        ports[k] = ntohs(a.sin_port);
+    }
+    while (k-- > 0)
+        if (fds[k] >= 0) close(fds[k]);
+    return rv;
+}
+
+/* Start node i (its pid is recorded in c, its slot and its pid file). */
+static int spawn_node(struct cluster *c, int i)
+{
+    struct cluster_node *nd = &c->nodes[i];
+    struct slot *s = &slots[c->slot];
+    char path[PATH_MAX + 16], idbuf[16];
+    const char *argv[12 + MAX_EXTRA_ARGS];
+    int argc = 0, logfd, nullfd;
+    pid_t parent = getpid(), pid;
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/batond", c->build);
+    snprintf(idbuf, sizeof idbuf, "%u", nd->id);
+    argv[argc++] = path;
+    argv[argc++] = "--id";
+    argv[argc++] = idbuf;
+    argv[argc++] = "--data";
+    argv[argc++] = nd->dir;
+    argv[argc++] = "--cluster";
+    argv[argc++] = c->members;
+    argv[argc++] = "--log-level";
+    argv[argc++] = c->log_level;
+    for (int k = 0; c->extra_args && c->extra_args[k] && k < MAX_EXTRA_ARGS; k++)
+        argv[argc++] = c->extra_args[k];
+    argv[argc] = NULL;
+
+    f = fopen(nd->log, "a");
+    if (f != NULL) {
+        fprintf(f, "=== cluster harness: starting node %u ===\n", nd->id);
+        fclose(f);
+    }
+    logfd = open(nd->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (logfd < 0 || nullfd < 0) {
+        fprintf(stderr, "# cluster: cannot open %s: %s\n", nd->log, strerror(errno));
+        if (logfd >= 0) close(logfd);
+        if (nullfd >= 0) close(nullfd);
+        return -1;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    if (pid == 0) {
+        /* Only async-signal-safe calls from here to exec. */
+        sigset_t none;
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(126);
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        dup2(nullfd, 0);
+        dup2(nullfd, 1);
+        dup2(logfd, 2);
+        execv(path, (char *const *)argv);
+        _exit(127);
+    }
+    close(logfd);
+    close(nullfd);
+    if (pid < 0) {
+        fprintf(stderr, "# cluster: fork: %s\n", strerror(errno));
+        return -1;
+    }
+    nd->pid = pid;
+    nd->stopped = 0;
+    s->pids[i] = pid;
+    s->stopped[i] = 0;
+    write_pid_file(c->root, i, pid);
+    return 0;
+}
+
+int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
+{
+    const char *build = getenv("BATON_BUILD"), *tmp = getenv("TMPDIR");
+    const char *level = o && o->log_level ? o->log_level : getenv("BATON_TEST_LOG_LEVEL");
+    char path[PATH_MAX + 16];
+    int ports[2 * CLUSTER_MAX_NODES], k;
+    struct slot *s = NULL;
+    size_t off;
+
+    memset(c, 0, sizeof *c);
+    c->guardian_fd = -1;
+    if (n < 1 || n > CLUSTER_MAX_NODES) {
+        fprintf(stderr, "# cluster: %d nodes is out of range 1..%d\n", n, CLUSTER_MAX_NODES);
+        return -1;
+    }
+    for (k = 0; k < MAX_SLOTS; k++) {
+        if (!slots[k].used) {
+            s = &slots[k];
+            break;
+        }
+    }
+    if (s == NULL) {
+        fprintf(stderr, "# cluster: more than %d clusters at once\n", MAX_SLOTS);
+        return -1;
+    }
+    c->slot = k;
+    snprintf(c->build, sizeof c->build, "%s", build && *build ? build : "build/default");
+    snprintf(c->log_level, sizeof c->log_level, "%s", level && *level ? level : "info");
+    c->extra_args = o ? o->extra_args : NULL;
+    snprintf(path, sizeof path, "%s/batond", c->build);
+    if (access(path, X_OK) != 0) {
+        fprintf(stderr, "# cluster: %s: %s (build it first, or set BATON_BUILD)\n", path,
+                strerror(errno));
+        return -1;
+    }
+    if (pick_ports(ports, 2 * n) != 0) {
+        fprintf(stderr, "# cluster: cannot find free ports: %s\n", strerror(errno));
+        return -1;
+    }
+    snprintf(c->root, sizeof c->root, "%s/baton-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (mkdtemp(c->root) == NULL) {
+        fprintf(stderr, "# cluster: mkdtemp %s: %s\n", c->root, strerror(errno));
+        return -1;
+    }
+
+    c->n = n;
+    c->owner = getpid();
+    off = 0;
+    for (int i = 0; i < n; i++) {
+        struct cluster_node *nd = &c->nodes[i];
+        nd->id = (uint32_t)(i + 1);
+        nd->raft_port = ports[2 * i];
+        nd->client_port = ports[2 * i + 1];
+        snprintf(nd->endpoint, sizeof nd->endpoint, "127.0.0.1:%d", nd->client_port);
+        snprintf(nd->dir, sizeof nd->dir, "%s/node%d", c->root, i + 1);
+        snprintf(nd->log, sizeof nd->log, "%s/node%d.log", c->root, i + 1);
+        mkdir(nd->dir, 0755);
+        off += (size_t)snprintf(c->members + off, sizeof c->members - off,
+                                "%s%u=127.0.0.1:%d/127.0.0.1:%d", i ? "," : "", nd->id,
+                                nd->raft_port, nd->client_port);
+        snprintf(c->endpoints + strlen(c->endpoints), sizeof c->endpoints - strlen(c->endpoints),
+                 "%s%s", i ? "," : "", nd->endpoint);
+    }
+
+    memset(s, 0, sizeof *s);
+    s->used = 1;
+    s->owner = c->owner;
+    s->n = n;
+    s->guardian_fd = -1;
+    snprintf(s->root, sizeof s->root, "%s", c->root);
+    if (!atexit_registered) {
+        atexit(stop_all_at_exit);
+        atexit_registered = 1;
+    }
+    if (start_guardian(s) != 0) {
+        fprintf(stderr, "# cluster: cannot start the guardian: %s\n", strerror(errno));
+        slot_stop(s);
+        c->n = 0;
+        return -1;
+    }
+    c->guardian = s->guardian;
+    c->guardian_fd = s->guardian_fd;
+    for (int i = 0; i < n; i++) {
+        if (spawn_node(c, i) != 0) {
+            slot_stop(s);
+            c->n = 0;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int cluster_start(struct cluster *c, int n)
+{
+    return cluster_start_opts(c, n, NULL);
+}
+
+/* ---- STATUS --------------------------------------------------------------- */
+
+/* A minimal blocking STATUS client: HELLO and STATUS sent together, then
+ * read until the STATUS_R. Socket timeouts bound every call. */
+static int query_status(int port, int timeout_ms, struct cluster_status *st)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    struct msg hello = {.type = MSG_HELLO, .req_id = 1}, req = {.type = MSG_STATUS, .req_id = 2};
+    struct buf out = {0}, in = {0};
+    int64_t deadline = now_ms() + timeout_ms;
+    int fd, rv = -1;
+
+    a.sin_port = htons((uint16_t)port);
+    hello.u.hello.version = BATON_PROTO_VERSION;
+    hello.u.hello.client_name.p = "cluster-harness";
+    hello.u.hello.client_name.n = (uint16_t)strlen("cluster-harness");
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) goto out;
+    if (proto_encode(&out, &hello) != 0 || proto_encode(&out, &req) != 0) goto out;
+    if (send(fd, out.data, out.len, MSG_NOSIGNAL) != (ssize_t)out.len) goto out;
+    while (now_ms() < deadline) {
+        size_t flen;
+        int k = proto_frame_check(in.data, in.len, &flen);
+        if (k < 0) break;
+        if (k == 1) {
+            struct msg m;
+            int done = 0;
+            if (proto_decode(in.data, flen, &m) != 0) break;
+            if (m.type == MSG_STATUS_R && m.req_id == 2) {
+                st->node_id = m.u.status_r.node_id;
+                st->role = m.u.status_r.role;
+                st->leader_id = m.u.status_r.leader_id;
+                st->term = m.u.status_r.term;
+                st->last_index = m.u.status_r.last_index;
+                st->commit_index = m.u.status_r.commit_index;
+                st->applied_index = m.u.status_r.applied_index;
+                rv = 0;
+                done = 1;
+            } else if (m.type != MSG_HELLO_OK) {
+                done = 1;
+            }
+            msg_free(&m);
+            buf_consume(&in, flen);
+            if (done) break;
+            continue;
+        }
+        if (buf_reserve(&in, 4096) != 0) break;
+        ssize_t r = recv(fd, in.data + in.len, in.cap - in.len, 0);
+        if (r <= 0) break;
+        in.len += (size_t)r;
+    }
+out:
+    close(fd);
+    buf_free(&out);
+    buf_free(&in);
+    return rv;
+}
+
+int cluster_node_status(struct cluster *c, int i, struct cluster_status *st, int timeout_ms)
+{
+    if (i < 0 || i >= c->n) return -1;
+    memset(st, 0, sizeof *st);
+    return query_status(c->nodes[i].client_port, timeout_ms, st);
+}
+
+/* Reap node i if it has exited on its own; report it. */
+static void check_exited(struct cluster *c, int i)
+{
+    struct cluster_node *nd = &c->nodes[i];
+    char head[128];
+    int st;
+
+    if (nd->pid <= 0 || waitpid(nd->pid, &st, WNOHANG) != nd->pid) return;
+    snprintf(head, sizeof head, "cluster: node %u (pid %d) exited unexpectedly with status %d",
+             nd->id, (int)nd->pid, status_code(st));
+    report_tail(c->root, i, 20, head);
+    nd->pid = 0;
+    slots[c->slot].pids[i] = 0;
+    write_pid_file(c->root, i, 0);
+}
+
+int cluster_wait_leader(struct cluster *c, int timeout_ms)
+{
+    int64_t deadline = now_ms() + timeout_ms;
+
+    for (;;) {
+        int best = -1;
+        uint64_t best_term = 0;
+
+        for (int i = 0; i < c->n; i++) {
+            struct cluster_status st;
+            check_exited(c, i);
+            if (c->nodes[i].pid <= 0 || c->nodes[i].stopped) continue;
+            if (cluster_node_status(c, i, &st, 500) != 0) continue;
+            if (st.role == ROLE_LEADER && (best < 0 || st.term > best_term)) {
+                best = i;
+                best_term = st.term;
+            }
+        }
+        if (best >= 0) return best;
+        if (now_ms() >= deadline) break;
+        sleep_ms(50);
+    }
+    fprintf(stderr, "# cluster: no leader within %d ms:\n", timeout_ms);
+    for (int i = 0; i < c->n; i++) {
+        struct cluster_status st;
+        if (c->nodes[i].pid <= 0)
+            fprintf(stderr, "#   node %u: not running\n", c->nodes[i].id);
+        else if (c->nodes[i].stopped)
+            fprintf(stderr, "#   node %u: stopped (SIGSTOP)\n", c->nodes[i].id);
+        else if (cluster_node_status(c, i, &st, 500) != 0)
+            fprintf(stderr, "#   node %u: no answer on %s\n", c->nodes[i].id, c->nodes[i].endpoint);
+        else
+            fprintf(stderr, "#   node %u: role %d, leader %u, term %llu, commit %llu\n",
+                    c->nodes[i].id, st.role, st.leader_id, (unsigned long long)st.term,
+                    (unsigned long long)st.commit_index);
+    }
+    return -1;
+}
+
+/* ---- killing, restarting, stopping ------------------------------------ */
+
+int cluster_kill(struct cluster *c, int i, int sig)
+{
+    struct cluster_node *nd;
+    struct slot *s;
+    int code;
+
+    if (i < 0 || i >= c->n || c->nodes[i].pid <= 0) return -1;
+    nd = &c->nodes[i];
+    s = &slots[c->slot];
+    if (sig == SIGSTOP || sig == SIGCONT) {
+        if (kill(nd->pid, sig) != 0) return -1;
+        nd->stopped = s->stopped[i] = sig == SIGSTOP;
+        return 0;
+    }
+    kill(nd->pid, sig);
+    if (nd->stopped && sig != SIGKILL) kill(nd->pid, SIGCONT);
+    code = wait_exit(nd->pid, STOP_TIMEOUT_MS);
+    if (code < 0) {
+        fprintf(stderr, "# cluster: node %u did not exit within %d ms of signal %d; SIGKILL\n",
+                nd->id, STOP_TIMEOUT_MS, sig);
+        kill(nd->pid, SIGKILL);
+        code = wait_exit(nd->pid, 5000);
+    }
+    nd->pid = 0;
+    nd->stopped = 0;
+    s->pids[i] = 0;
+    s->stopped[i] = 0;
+    write_pid_file(c->root, i, 0);
+    return code;
+}
+
+int cluster_wait_node(struct cluster *c, int i, int timeout_ms)
+{
+    int64_t deadline = now_ms() + timeout_ms;
+
+    if (i < 0 || i >= c->n) return -1;
+    for (;;) {
+        struct cluster_status st;
+        check_exited(c, i);
+        if (c->nodes[i].pid <= 0) return -1;
+        if (cluster_node_status(c, i, &st, 500) == 0) return 0;
+        if (now_ms() >= deadline) break;
+        sleep_ms(20);
+    }
+    fprintf(stderr, "# cluster: node %u did not answer STATUS within %d ms\n", c->nodes[i].id,
+            timeout_ms);
+    return -1;
+}
+
+int cluster_restart(struct cluster *c, int i)
+{
+    if (i < 0 || i >= c->n) return -1;
+    if (c->nodes[i].pid > 0) cluster_kill(c, i, SIGTERM);
+    if (spawn_node(c, i) != 0) return -1;
+    return cluster_wait_node(c, i, 10000);
+}
+
+int cluster_stop(struct cluster *c)
+{
+    int rv;
+
+    if (c->n == 0) return 0;
+    if (c->owner != getpid()) return -1;
+    rv = slot_stop(&slots[c->slot]);
+    for (int i = 0; i < c->n; i++) c->nodes[i].pid = 0;
+    c->n = 0;
+    c->guardian = 0;
+    c->guardian_fd = -1;
+    return rv;
+}
+
+const char *cluster_endpoints(const struct cluster *c)
+{
+    return c->endpoints;
+}
+
+const char *cluster_endpoint(const struct cluster *c, int i)
+{
+    return i >= 0 && i < c->n ? c->nodes[i].endpoint : "";
+}
+
+void cluster_dump_logs(const struct cluster *c, int lines)
+{
+    for (int i = 0; i < c->n; i++) report_tail(c->root, i, lines, "cluster");
+}
+
+/* ---- batonctl ------------------------------------------------------------- */
+
+/* argv for batonctl: path, -e ENDPOINTS (if c), args. Caller frees. */
+static const char **ctl_argv(struct cluster *c, const char *const *args, char *path, size_t cap)
+{
+    size_t n = 0, k = 0;
+    const char **argv;
+    const char *build = c ? c->build : getenv("BATON_BUILD");
+
+    snprintf(path, cap, "%s/batonctl", build && *build ? build : "build/default");
+    while (args[n]) n++;
+    argv = calloc(n + 4, sizeof *argv);
+    if (argv == NULL) return NULL;
+    argv[k++] = path;
+    if (c != NULL) {
+        argv[k++] = "-e";
+        argv[k++] = c->endpoints;
+    }
+    for (size_t j = 0; j < n; j++) argv[k++] = args[j];
+    return argv;
+}
+
+/* fork + exec batonctl with the given fds for stdout and stderr (-1:
+ * /dev/null); it dies with the test process. */
+static pid_t ctl_fork(const char *path, const char **argv, int outfd, int errfd)
+{
+    int nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    pid_t parent = getpid(), pid;
+
+    if (nullfd < 0) return -1;
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    if (pid == 0) {
+        sigset_t none;
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(126);
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL);
+        dup2(nullfd, 0);
+        dup2(outfd >= 0 ? outfd : nullfd, 1);
+        dup2(errfd >= 0 ? errfd : 2, 2);
+        execv(path, (char *const *)argv);
+        _exit(127);
+    }
+    close(nullfd);
+    return pid;
+}
+
+int cluster_ctlv(struct cluster *c, int timeout_ms, struct ctl_result *r,
+                 const char *const *args)
+{
+    char path[PATH_MAX + 16];
+    const char **argv = ctl_argv(c, args, path, sizeof path);
+    struct buf acc[2] = {{0}, {0}};
+    int po[2] = {-1, -1}, pe[2] = {-1, -1}, open_fds = 2, killed = 0;
+    int64_t deadline = now_ms() + timeout_ms;
+    pid_t pid = -1;
+
+    r->status = -1;
+    r->out = r->err = NULL;
+    if (argv == NULL || pipe2(po, O_CLOEXEC) != 0 || pipe2(pe, O_CLOEXEC) != 0) goto fail;
+    pid = ctl_fork(path, argv, po[1], pe[1]);
+    close(po[1]);
+    close(pe[1]);
+    if (pid < 0) {
+        close(po[0]);
+        close(pe[0]);
+        goto fail;
+    }
+    /* Collect stdout and stderr until both close or the time is up. */
+    while (open_fds > 0) {
+        struct pollfd p[2] = {{.fd = po[0], .events = POLLIN}, {.fd = pe[0], .events = POLLIN}};
+        int64_t left = deadline - now_ms();
+        if (left <= 0) {
+            kill(pid, SIGKILL);
+            killed = 1;
+            break;
+        }
+        if (poll(p, 2, (int)left) < 0 && errno != EINTR) break;
+        for (int k = 0; k < 2; k++) {
+            if (p[k].fd < 0 || !(p[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            if (buf_reserve(&acc[k], 4096) != 0) continue;
+            ssize_t n = read(p[k].fd, acc[k].data + acc[k].len, 4096);
+            if (n > 0) {
+                acc[k].len += (size_t)n;
+            } else if (n == 0 || errno != EINTR) {
+                close(p[k].fd);
+                if (k == 0) po[0] = -1;
+                else pe[0] = -1;
+                open_fds--;
+            }
+        }
+    }
+    if (po[0] >= 0) close(po[0]);
+    if (pe[0] >= 0) close(pe[0]);
+    if (killed) {
+        fprintf(stderr, "# cluster: batonctl %s did not finish within %d ms; killed\n",
+                args[0] ? args[0] : "", timeout_ms);
+        wait_exit(pid, 5000);
+        r->status = -1;
+    } else {
+        int64_t left = deadline - now_ms();
+        int code = wait_exit(pid, left > 0 ? (int)left : 0);
+        if (code < 0) {
+            /* It closed its output but did not exit in time. */
+            fprintf(stderr, "# cluster: batonctl %s did not exit within %d ms; killed\n",
+                    args[0] ? args[0] : "", timeout_ms);
+            kill(pid, SIGKILL);
+            wait_exit(pid, 5000);
+        }
+        r->status = code;
+    }
+fail:
+    for (int k = 0; k < 2; k++) {
+        buf_put_u8(&acc[k], 0);
+    }
+    r->out = (char *)acc[0].data;
+    r->err = (char *)acc[1].data;
+    if (r->out == NULL) r->out = strdup("");
+    if (r->err == NULL) r->err = strdup("");
+    free(argv);
+    return r->status;
+}
+
+int cluster_ctl(struct cluster *c, struct ctl_result *r, ...)
+{
+    const char *args[64];
+    va_list ap;
+    int n = 0;
+
+    va_start(ap, r);
+    while (n < 63 && (args[n] = va_arg(ap, const char *)) != NULL) n++;
+    va_end(ap);
+    args[n] = NULL;
+    return cluster_ctlv(c, CTL_TIMEOUT_MS, r, args);
+}
+
+void ctl_result_free(struct ctl_result *r)
+{
+    if (r == NULL) return;
+    free(r->out);
+    free(r->err);
+    r->out = r->err = NULL;
+}
+
+pid_t cluster_ctl_spawn(struct cluster *c, const char *const *args, int *out_fd)
+{
+    char path[PATH_MAX + 16];
+    const char **argv = ctl_argv(c, args, path, sizeof path);
+    int p[2] = {-1, -1};
+    pid_t pid;
+
+    if (argv == NULL) return -1;
+    if (out_fd != NULL && pipe2(p, O_CLOEXEC) != 0) {
+        free(argv);
+        return -1;
+    }
+    pid = ctl_fork(path, argv, p[1], -1);
+    free(argv);
+    if (p[1] >= 0) close(p[1]);
+    if (pid < 0) {
+        if (p[0] >= 0) close(p[0]);
+        return -1;
+    }
+    if (out_fd != NULL) *out_fd = p[0];
+    return pid;
+}
+
+int cluster_wait_pid(pid_t pid, int timeout_ms)
+{
+    return wait_exit(pid, timeout_ms);
+}

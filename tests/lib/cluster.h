@@ -1,0 +1,195 @@
+/*
+ * cluster.h -- a harness for tests that run REAL batond processes on
+ * 127.0.0.1: start a cluster on free ports with a fresh data directory,
+ * wait for a leader, kill / stop / restart nodes, and run batonctl.
+ *
+ *     struct cluster c;
+ *     ASSERT_EQ(cluster_start(&c, 3), 0);
+ *     int leader = cluster_wait_leader(&c, 10000);
+ *     ASSERT_GE(leader, 0);
+ *     baton_opts o = {.endpoints = cluster_endpoints(&c)};
+ *     ...
+ *     cluster_kill(&c, leader, SIGKILL);
+ *     ASSERT_GE(cluster_wait_leader(&c, 10000), 0);
+ *     ASSERT_EQ(cluster_restart(&c, leader), 0);
+ *     ASSERT_EQ(cluster_stop(&c), 0);
+ *
+ * Nodes are indexed 0..n-1 and have raft ids 1..n. Binaries come from
+ * $BATON_BUILD (tests/run-tests.sh sets it; default "build/default").
+ *
+ * Layout of the data directory (mkdtemp, $TMPDIR or /tmp):
+ *     ROOT/nodeN/       batond --data (raft/ and fsm/ inside)
+ *     ROOT/nodeN.log    the node's stderr, appended across restarts
+ *     ROOT/nodeN.pid    the node's current pid
+ *
+ * Cleanup, however the test ends:
+ *  - cluster_stop() stops the nodes (SIGTERM, then SIGKILL after 10 s) and
+ *    removes ROOT unless $BATON_KEEP_DATA is set (it then prints ROOT).
+ *  - An atexit() handler calls cluster_stop() for clusters still running
+ *    when the test process exits normally.
+ *  - A failed assertion _exit()s and skips atexit, and a timeout kills the
+ *    test with SIGALRM. For those, every node is started with
+ *    PR_SET_PDEATHSIG = SIGKILL, so it dies with the test process; and a
+ *    small guardian process, which waits on a pipe from the test process,
+ *    sees the test die, SIGKILLs any node still listed in a pid file,
+ *    prints the last lines of every node's log to stderr, and removes ROOT
+ *    (unless $BATON_KEEP_DATA).
+ *
+ * $BATON_TEST_LOG_LEVEL sets the nodes' --log-level (default "info").
+ * Everything here is for one thread. SIGCHLD must not be ignored in the
+ * test process: the harness reaps its children with waitpid.
+ */
+#ifndef BATON_TESTS_CLUSTER_H
+#define BATON_TESTS_CLUSTER_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define CLUSTER_MAX_NODES 7
+
+struct cluster_node {
+    uint32_t id;                /* raft id: index + 1 */
+    pid_t pid;                  /* 0 when not running */
+    int stopped;                /* SIGSTOPped by cluster_kill */
+    int raft_port;
+    int client_port;
+    char endpoint[32];          /* "127.0.0.1:CLIENTPORT" */
+    char dir[PATH_MAX];         /* ROOT/nodeN */
+    char log[PATH_MAX];         /* ROOT/nodeN.log */
+};
+
+struct cluster {
+    int n;                      /* number of nodes; 0 once stopped */
+    pid_t owner;                /* the process that started the cluster */
+    int slot;                   /* internal: index of its process table */
+    char root[PATH_MAX - 64];   /* data directory */
+    char build[PATH_MAX];       /* where batond and batonctl are */
+    char members[1024];         /* the --cluster argument */
+    char endpoints[512];        /* "127.0.0.1:P1,127.0.0.1:P2,..." */
+    char log_level[16];
+    const char *const *extra_args; /* more batond flags (cluster_opts) */
+    pid_t guardian;
+    int guardian_fd;            /* write end of the guardian's pipe */
+    struct cluster_node nodes[CLUSTER_MAX_NODES];
+};
+
+struct cluster_opts {
+    /* More batond flags for every node, NULL-terminated, e.g.
+     * (const char *[]){"--election-timeout", "200", NULL}. The array must
+     * outlive the cluster (restarts use it again). NULL for none. */
+    const char *const *extra_args;
+    /* --log-level for the nodes; NULL: $BATON_TEST_LOG_LEVEL, else "info". */
+    const char *log_level;
+};
+
+/* One node's answer to STATUS. */
+struct cluster_status {
+    uint32_t node_id;
+    int role;                   /* enum node_role (proto/msg.h) */
+    uint32_t leader_id;         /* 0 if unknown */
+    uint64_t term;
+    uint64_t last_index;
+    uint64_t commit_index;
+    uint64_t applied_index;
+};
+
+/*
+ * Start n (1..CLUSTER_MAX_NODES) nodes on free 127.0.0.1 ports with a
+ * fresh data directory. Does not wait for a leader. *c is initialised here.
+ * Returns 0, or -1 after printing why to stderr (nothing is left running).
+ */
+int cluster_start(struct cluster *c, int n);
+int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o);
+
+/*
+ * Poll STATUS on every running node until one reports itself leader (the
+ * one with the highest term if several do), and return its index; -1 after
+ * timeout_ms, with every node's state printed to stderr. A node that exits
+ * unexpectedly is reported (with its log tail) and marked not running.
+ * Note: a fresh leader answers NO_LEADER until its first barrier commits
+ * (a few ms); clients retry, so this rarely matters.
+ */
+int cluster_wait_leader(struct cluster *c, int timeout_ms);
+
+/*
+ * Ask node i for STATUS, waiting at most timeout_ms. 0, or -1 if it did not
+ * answer.
+ */
+int cluster_node_status(struct cluster *c, int i, struct cluster_status *st, int timeout_ms);
+
+/*
+ * Wait until node i answers STATUS (it has opened its store and its client
+ * port), at most timeout_ms. 0, or -1 (also if the node exited; that is
+ * reported with its log tail).
+ */
+int cluster_wait_node(struct cluster *c, int i, int timeout_ms);
+
+/*
+ * Send sig to node i by pid. SIGSTOP and SIGCONT just send (the node stays
+ * "running"). Any other signal: send it (plus SIGCONT if the node was
+ * stopped, so it can act on it), then wait for the process to exit (at most
+ * 10 s, then SIGKILL). Returns the node's exit status: 0..255 if it exited,
+ * 128+N if signal N killed it; 0 for SIGSTOP/SIGCONT; -1 if the node was
+ * not running.
+ */
+int cluster_kill(struct cluster *c, int i, int sig);
+
+/*
+ * Start node i again on its data (stopping it first with SIGTERM if it is
+ * still running), and wait (at most 10 s) until it answers STATUS. 0, or
+ * -1 if it could not be started or did not answer.
+ */
+int cluster_restart(struct cluster *c, int i);
+
+/*
+ * Stop every running node (SIGTERM, SIGCONT; after 10 s SIGKILL), stop the
+ * guardian, and remove the data directory unless $BATON_KEEP_DATA is set.
+ * Returns 0 if every node that was running exited with status 0 after
+ * SIGTERM, else -1 (each bad exit is printed). Idempotent.
+ */
+int cluster_stop(struct cluster *c);
+
+/* "127.0.0.1:P1,127.0.0.1:P2,..." -- the client endpoints. */
+const char *cluster_endpoints(const struct cluster *c);
+/* "127.0.0.1:Pi" -- node i's client endpoint. */
+const char *cluster_endpoint(const struct cluster *c, int i);
+
+/* Print the last `lines` lines of every node's log to stderr. */
+void cluster_dump_logs(const struct cluster *c, int lines);
+
+/* What a batonctl run printed and how it ended. */
+struct ctl_result {
+    int status;     /* exit status 0..255, 128+N if killed by signal N, -1 */
+    char *out;      /* stdout, NUL-terminated, malloc'd */
+    char *err;      /* stderr, NUL-terminated, malloc'd */
+};
+
+/*
+ * Run `$BATON_BUILD/batonctl -e ENDPOINTS ARGS...` (the argument list ends
+ * with NULL), for at most 30 s (then SIGKILL). With c == NULL no -e is
+ * added. Returns r->status; free r with ctl_result_free.
+ */
+int cluster_ctl(struct cluster *c, struct ctl_result *r, ...) __attribute__((sentinel));
+
+/* The same with an argument vector (NULL-terminated) and a timeout. */
+int cluster_ctlv(struct cluster *c, int timeout_ms, struct ctl_result *r,
+                 const char *const *args);
+
+void ctl_result_free(struct ctl_result *r);
+
+/*
+ * Start `$BATON_BUILD/batonctl -e ENDPOINTS ARGS...` in the background (it
+ * dies with the test process). Its stdout goes to *out_fd (a pipe; pass
+ * NULL to discard it), stderr to the test's stderr. Returns the pid or -1.
+ * Reap it with cluster_wait_pid.
+ */
+pid_t cluster_ctl_spawn(struct cluster *c, const char *const *args, int *out_fd);
+
+/*
+ * Wait at most timeout_ms for child pid to exit. Returns its status as
+ * cluster_kill does, or -1 on timeout (the child is left running).
+ */
+int cluster_wait_pid(pid_t pid, int timeout_ms);
+
+#endif /* BATON_TESTS_CLUSTER_H */
