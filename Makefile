@@ -4,6 +4,8 @@
 #   make run        install missing packages, build, start a local 3-node cluster
 #   make test       install missing packages, build, run every test
 #   make SAN=address test     the same under AddressSanitizer + UBSan
+#   make bench      build lockbench, run the WORKLOAD.md sweep on a fresh local
+#                   cluster (make bench SECONDS=3 for a quick look)
 #
 # Targets that need the libraries (run, test, all, ...) first run `deps`,
 # which apt-get installs whatever pkg-config cannot find, and then re-invoke
@@ -44,19 +46,24 @@ TESTLIB_OBJ := $(patsubst %.c,$(B)/%.o,$(wildcard tests/lib/*.c))
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/test_*.c))
 CLUSTER_BIN := $(patsubst tests/cluster/%.c,$(B)/tests/cluster/%,$(wildcard tests/cluster/test_*.c))
 INTEG_BIN  := $(patsubst tests/integration/%.c,$(B)/tests/integration/%,$(wildcard tests/integration/test_*.c))
+BENCH_OBJ  := $(patsubst %.c,$(B)/%.o,$(wildcard tests/bench/*.c))
+SECONDS    ?= 10
 
 PROGS := $(B)/batond $(B)/batonctl $(B)/libbaton.a $(B)/libbaton.so
 ALL_OBJ := $(PROTO_OBJ) $(STORE_OBJ) $(RAFT_OBJ) $(SERVER_OBJ) $(B)/server/main.o \
            $(CLIENT_OBJ) $(CTL_OBJ) $(TESTLIB_OBJ)
 
 .PHONY: default all build deps run test unit cluster integration clean \
-        build-tests test-run
+        build-tests test-run bench bench-inner
 
 default: all
 
 # ---- entry points: install what is missing, then build in a sub-make -----
 all run test unit cluster integration: deps
 	@$(MAKE) --no-print-directory SAN=$(SAN) $@-inner
+
+bench: deps
+	@$(MAKE) --no-print-directory SAN=$(SAN) bench-inner
 
 deps:
 	@missing=""; \
@@ -82,11 +89,14 @@ cluster-inner: $(CLUSTER_BIN)
 	@tests/run-tests.sh $(B) $(CLUSTER_BIN)
 integration-inner: $(PROGS) $(INTEG_BIN)
 	@tests/run-tests.sh $(B) $(INTEG_BIN)
+bench-inner: $(PROGS) $(B)/lockbench
+	@tests/bench/run-bench.sh $(B) $(SECONDS)
 
 # ---- objects and archives ------------------------------------------------
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(B)/libproto.a: $(PROTO_OBJ)
 	$(AR) rcs $@ $^
@@ -103,6 +113,10 @@ $(B)/batond: $(B)/server/main.o $(SERVER_OBJ) $(RAFT_OBJ) $(B)/libstore.a $(B)/l
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_SYS)
 
 $(B)/batonctl: $(CTL_OBJ) $(B)/libbaton.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
+
+# lockbench: the benchmark driver (tests/bench/, WORKLOAD.md).
+$(B)/lockbench: $(BENCH_OBJ) $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
 
 # ---- tests -------------------------------------------------------------------

@@ -27,9 +27,15 @@ static int fsm_apply(struct raft_fsm *rf, const struct raft_buffer *buf, void **
     struct fsm *f = rf->data;
     uint64_t index = raft_last_applied(f->raft) + 1;
     uint64_t before = store_applied_index(f->store);
+    const uint8_t *payload = buf->base;
+    uint64_t len = 0;
     int rv;
 
-    rv = store_apply(f->store, index, buf->base, buf->len, &f->fx);
+    /* An entry that is not in our framing is applied as an empty (malformed)
+     * batch: every node rejects it the same way and the log moves on. */
+    if (buf->len >= 8) len = le_get_u64(payload);
+    if (buf->len < 8 || len > buf->len - 8) len = 0;
+    rv = store_apply(f->store, index, payload + (buf->len >= 8 ? 8 : 0), (size_t)len, &f->fx);
     if (rv != 0) return RAFT_IOERR;
     if (index <= before) f->n_skipped++;
     f->fx.index = index;
@@ -91,6 +97,21 @@ static int fsm_restore(struct raft_fsm *rf, struct raft_buffer *buf)
     if (store_applied_index(f->store) != before) f->n_restores++;
     raft_free(buf->base);
     return 0;
+}
+
+size_t fsm_entry_size(size_t len)
+{
+    return 8 + ((len + 7) & ~(size_t)7);
+}
+
+void fsm_entry_encode(void *entry, const void *payload, size_t len)
+{
+    uint8_t *p = entry;
+    size_t size = fsm_entry_size(len);
+
+    le_put_u64(p, len);
+    memcpy(p + 8, payload, len);
+    memset(p + 8 + len, 0, size - 8 - len);
 }
 
 void fsm_init(struct fsm *f, store *s, fsm_applied_cb *applied, void *data)

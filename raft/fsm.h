@@ -29,6 +29,18 @@ struct fsm {
     uint64_t n_restores;
 };
 
+/*
+ * The payload of a raft entry: u64 little-endian payload length, the
+ * payload, then zero bytes up to a multiple of 8. libraft 0.15's TCP
+ * transport sends several entries back to back in one AppendEntries message
+ * and its receiver assumes every entry is padded to 8 bytes, so an entry of
+ * any other length would be read at the wrong offset on followers.
+ * fsm_entry_size gives the padded size for a payload of len bytes;
+ * fsm_entry_encode fills such a buffer.
+ */
+size_t fsm_entry_size(size_t len);
+void fsm_entry_encode(void *entry, const void *payload, size_t len);
+
 /* Set up f over store s. applied may be NULL. */
 void fsm_init(struct fsm *f, store *s, fsm_applied_cb *applied, void *data);
 void fsm_close(struct fsm *f);

@@ -43,6 +43,7 @@ struct proposal {
 };
 
 static void node_poll(struct node *n);
+static void node_poll_soon(struct node *n);
 static void raft_closed(struct raft *r);
 
 static int status_from_raft(int rv)
@@ -86,7 +87,7 @@ static void barrier_cb(struct raft_barrier *req, int status)
         set_ready(n, true);
         return;
     }
-    node_poll(n);
+    node_poll_soon(n);
 }
 
 /*
@@ -118,6 +119,18 @@ static void poll_timer_cb(uv_timer_t *t)
     node_poll(t->data);
 }
 
+/*
+ * Poll on the next loop iteration rather than now. Used from inside raft's
+ * callbacks: when leadership is lost, raft fails pending requests while it
+ * is still tearing down its leader state, and calling raft_barrier (or any
+ * other raft function that changes state) from there is not safe.
+ */
+static void node_poll_soon(struct node *n)
+{
+    if (n->closing) return;
+    uv_timer_start(&n->poll, poll_timer_cb, 0, NODE_POLL_MS);
+}
+
 static void fsm_applied(void *data, const struct effects *fx)
 {
     struct node *n = data;
@@ -132,7 +145,7 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
 
     p->cb(p->data, st, st == 0 ? result : NULL);
     free(p);
-    if (st == BATON_ENOTLEADER) node_poll(n);
+    if (st == BATON_ENOTLEADER) node_poll_soon(n);
 }
 
 int node_propose(struct node *n, const void *data, size_t len, node_propose_cb *cb, void *cb_data)
@@ -144,13 +157,13 @@ int node_propose(struct node *n, const void *data, size_t len, node_propose_cb *
     if (!n->ready || n->closing) return BATON_ENOTLEADER;
     p = malloc(sizeof *p);
     if (p == NULL) return BATON_ENOMEM;
-    buf.len = len;
-    buf.base = raft_malloc(len);
+    buf.len = fsm_entry_size(len);
+    buf.base = raft_malloc(buf.len);
     if (buf.base == NULL) {
         free(p);
         return BATON_ENOMEM;
     }
-    memcpy(buf.base, data, len);
+    fsm_entry_encode(buf.base, data, len);
     p->req.data = p;
     p->node = n;
     p->cb = cb;
@@ -161,7 +174,7 @@ int node_propose(struct node *n, const void *data, size_t len, node_propose_cb *
         raft_free(buf.base);
         free(p);
         rv = status_from_raft(rv);
-        if (rv == BATON_ENOTLEADER) node_poll(n);
+        if (rv == BATON_ENOTLEADER) node_poll_soon(n);
         return rv;
     }
     return 0;

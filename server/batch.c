@@ -50,8 +50,10 @@ static void reply(struct server *srv, const struct pending *p, const struct cmd_
 
     if (p->cmd_type == CMD_ACQUIRE && r->status == 0 && r->kind == RESULT_QUEUED && p->wait_ms > 0)
         push_wait_arm(srv, p->session, p->seq, p->wait_ms, p->name, p->name_len);
-    if (p->cmd_type == CMD_OPEN_SESSION && r->status == 0 && p->conn_id)
-        push_attach(srv, r->value, p->conn_id);
+    if (p->cmd_type == CMD_OPEN_SESSION && r->status == 0) {
+        liveness_opened(srv, r->value, p->ttl_ms);
+        if (p->conn_id) push_attach(srv, r->value, p->conn_id);
+    }
     if (c == NULL) return;
     if (p->cmd_type == CMD_OPEN_SESSION && r->status == 0) {
         m.type = MSG_SESSION;

@@ -132,19 +132,25 @@ static void command(struct conn *c, const struct msg *m)
                         msg_type_name(m->type));
         return;
     }
+    if (cmd.session && !liveness_touch(c->srv, cmd.session)) {
+        struct msg r = {.type = MSG_RESULT, .req_id = m->req_id};
+        r.u.result.status = BATON_ESESSION;
+        conn_send(c, &r);
+        return;
+    }
     if (cmd.session) push_attach(c->srv, cmd.session, c->id);
     pending_for(&p, c, m, &cmd);
     batch_add(c->srv, &cmd, &p);
 }
 
-/* A keepalive is not a log entry: the leader answers from its own state. */
+/* A keepalive is not a log entry: the leader renews the lease in memory. */
 static void keepalive(struct conn *c, const struct msg *m)
 {
     struct msg r = {.type = MSG_RESULT, .req_id = m->req_id};
-    int rv = store_session_exists(c->srv->store, m->u.keepalive.session);
+    bool alive = liveness_touch(c->srv, m->u.keepalive.session);
 
-    if (rv == 1) push_attach(c->srv, m->u.keepalive.session, c->id);
-    r.u.result.status = rv == 1 ? 0 : rv == 0 ? BATON_ESESSION : rv;
+    if (alive) push_attach(c->srv, m->u.keepalive.session, c->id);
+    r.u.result.status = alive ? 0 : BATON_ESESSION;
     r.u.result.kind = RESULT_OK;
     conn_send(c, &r);
 }

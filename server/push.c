@@ -176,6 +176,7 @@ static void push_one(struct server *srv, const struct effect *e)
                  (unsigned long long)e->fence, baton_strerror(e->status));
         return;
     case FX_SESSION_GONE:
+        liveness_gone(srv, e->session);
         if (s != NULL) {
             u64map_del(&srv->sessions, e->session);
             session_free(s);
@@ -218,9 +219,11 @@ void push_ready(void *data, bool ready)
     srv->ready = ready;
     if (ready) {
         log_info("leader: serving");
+        liveness_start(srv);
         store_foreach_timed_waiter(srv->store, rearm_waiter, srv);
     } else {
         log_info("no longer the leader");
+        liveness_stop(srv);
         push_clear(srv);
         if (!srv->stopping) conn_close_all(srv);
     }

@@ -66,6 +66,7 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
         uv_run(loop, UV_RUN_DEFAULT);
         return BATON_EIO;
     }
+    liveness_init(srv);
     uv_check_init(loop, &srv->check);
     srv->check.data = srv;
     uv_check_start(&srv->check, check_cb);
@@ -99,6 +100,7 @@ void server_stop(struct server *srv)
     uv_close((uv_handle_t *)&srv->sigint, noop_close);
     uv_close((uv_handle_t *)&srv->sigterm, noop_close);
     push_clear(srv);
+    liveness_close(srv);
     node_close(srv->node, node_closed, srv);
     /* raft_close failed pending proposals synchronously; drop their replies. */
     srv->dirty = NULL;

@@ -7,6 +7,7 @@
  *   batch.c     commands of one loop turn -> one raft entry -> replies
  *   push.c      applied effects -> GRANTED / WAIT_FAILED pushes; sessions
  *               attached to connections; wait deadlines (leader only)
+ *   liveness.c  session leases on the leader; EXPIRE_SESSION proposals
  *   admin.c     STATUS, LOCK_INFO, LIST_LOCKS
  *   server.c    start-up, the per-turn check handler, shutdown
  */
@@ -21,6 +22,7 @@
 #include "proto/msg.h"
 #include "raft/node.h"
 #include "server/config.h"
+#include "server/lease.h"
 #include "server/u64map.h"
 #include "storage/cmd.h"
 #include "storage/store.h"
@@ -100,6 +102,8 @@ struct server {
     struct batch batch;
     struct effect *pushq;   /* effects applied this turn, delivered in check */
     size_t n_pushq, cap_pushq;
+    struct lease_table leases; /* ready leader only */
+    uv_timer_t lease_timer;
     bool ready;             /* mirror of node_is_ready */
     bool stopping;
     int exit_code;
@@ -142,6 +146,16 @@ void push_attach(struct server *srv, uint64_t session, uint64_t conn_id);
 void push_wait_arm(struct server *srv, uint64_t session, uint64_t waiter, int64_t wait_ms,
                    const char *name, size_t name_len);
 void push_clear(struct server *srv);                       /* drop all sessions and timers */
+
+/* liveness.c */
+void liveness_init(struct server *srv);
+void liveness_start(struct server *srv);                   /* became ready leader */
+void liveness_stop(struct server *srv);                    /* stopped leading */
+void liveness_close(struct server *srv);
+/* Renew the session's lease; false if it has none (unknown or expiring). */
+bool liveness_touch(struct server *srv, uint64_t session);
+void liveness_opened(struct server *srv, uint64_t session, uint32_t ttl_ms);
+void liveness_gone(struct server *srv, uint64_t session);
 
 /* admin.c */
 void admin_status(struct conn *c, const struct msg *m);

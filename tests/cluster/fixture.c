@@ -278,10 +278,10 @@ int cl_propose(struct cl *c, unsigned i, const struct cmd *cmds, size_t n, struc
     ASSERT(n <= CL_MAX_RESULTS);
     memset(p, 0, sizeof *p);
     cl_encode(cmds, n, &b);
-    rb.len = b.len;
-    rb.base = raft_malloc(b.len);
+    rb.len = fsm_entry_size(b.len);
+    rb.base = raft_malloc(rb.len);
     ASSERT(rb.base != NULL);
-    memcpy(rb.base, b.data, b.len);
+    fsm_entry_encode(rb.base, b.data, b.len);
     buf_free(&b);
     p->req.data = p;
     rv = raft_apply(cl_raft(c, i), &p->req, &rb, 1, prop_cb);

@@ -454,10 +454,10 @@ static struct raft_entry replay_raft_entry(int k, raft_term term)
     memset(&e, 0, sizeof e);
     e.term = term;
     e.type = RAFT_COMMAND;
-    e.buf.len = b.len;
-    e.buf.base = raft_malloc(b.len);
+    e.buf.len = fsm_entry_size(b.len);
+    e.buf.base = raft_malloc(e.buf.len);
     ASSERT(e.buf.base != NULL);
-    memcpy(e.buf.base, b.data, b.len);
+    fsm_entry_encode(e.buf.base, b.data, b.len);
     buf_free(&b);
     return e;
 }

@@ -1,0 +1,99 @@
+/*
+ * liveness.c -- the leader decides which sessions are alive.
+ *
+ * Every request that names a session renews its lease on the leader's
+ * monotonic clock (libuv's uv_now); keepalives are answered here and never
+ * become log entries. A tick proposes EXPIRE_SESSION for every lease that
+ * ran out; the store then releases the session's locks (each to its next
+ * waiter) and drops its waits.
+ *
+ * A new leader first commits its barrier (raft/node.c), then gives every
+ * session in the store a full fresh lease -- it cannot know how long each
+ * was silent before -- and only then starts expiring. A node that stops
+ * leading forgets all leases at once.
+ */
+#include "proto/baton_errno.h"
+#include "server/log.h"
+#include "server/server.h"
+
+#define LIVENESS_TICK_MS 50
+#define LIVENESS_BATCH 256
+
+static void propose_expiry(struct server *srv, uint64_t session)
+{
+    struct cmd cmd = {0};
+    struct pending p = {0};
+
+    cmd.type = CMD_EXPIRE_SESSION;
+    cmd.session = session;
+    p.cmd_type = CMD_EXPIRE_SESSION;
+    p.session = session;
+    log_info("session %llu: lease expired", (unsigned long long)session);
+    batch_add(srv, &cmd, &p);
+}
+
+static void tick(uv_timer_t *t)
+{
+    struct server *srv = t->data;
+    uint64_t expired[LIVENESS_BATCH];
+    size_t n;
+
+    if (!srv->ready) return;
+    do {
+        n = lease_collect_expired(&srv->leases, uv_now(srv->loop), expired, LIVENESS_BATCH);
+        for (size_t i = 0; i < n; i++) propose_expiry(srv, expired[i]);
+    } while (n == LIVENESS_BATCH);
+}
+
+void liveness_init(struct server *srv)
+{
+    lease_init(&srv->leases);
+    uv_timer_init(srv->loop, &srv->lease_timer);
+    srv->lease_timer.data = srv;
+}
+
+static int grant_fresh(void *data, uint64_t session, uint32_t ttl_ms)
+{
+    struct server *srv = data;
+    return lease_grant(&srv->leases, session, ttl_ms, uv_now(srv->loop));
+}
+
+void liveness_start(struct server *srv)
+{
+    int rv;
+
+    lease_free(&srv->leases);
+    uv_update_time(srv->loop);
+    rv = store_foreach_session(srv->store, grant_fresh, srv);
+    if (rv != 0) log_error("cannot load sessions: %s", baton_strerror(rv));
+    log_info("%zu sessions get a fresh lease", lease_count(&srv->leases));
+    uv_timer_start(&srv->lease_timer, tick, LIVENESS_TICK_MS, LIVENESS_TICK_MS);
+}
+
+void liveness_stop(struct server *srv)
+{
+    uv_timer_stop(&srv->lease_timer);
+    lease_free(&srv->leases);
+}
+
+bool liveness_touch(struct server *srv, uint64_t session)
+{
+    return srv->ready && lease_renew(&srv->leases, session, uv_now(srv->loop));
+}
+
+void liveness_opened(struct server *srv, uint64_t session, uint32_t ttl_ms)
+{
+    if (srv->ready) lease_grant(&srv->leases, session, ttl_ms, uv_now(srv->loop));
+}
+
+void liveness_gone(struct server *srv, uint64_t session)
+{
+    lease_remove(&srv->leases, session);
+}
+
+void liveness_close(struct server *srv)
+{
+    uv_timer_stop(&srv->lease_timer);
+    uv_close((uv_handle_t *)&srv->lease_timer, NULL);
+    lease_free(&srv->leases);
+}

@@ -1,0 +1,323 @@
+#!/usr/bin/env bash
+# run-bench.sh -- run the WORKLOAD.md sweep against fresh local 3-node
+# clusters. This is what `make bench` executes.
+#
+#   tests/bench/run-bench.sh BUILD_DIR [SECONDS]     (SECONDS defaults to 10)
+#
+# Every workload gets a FRESH cluster (W1 sweep, W2 sweep, W3, W4): three
+# batond on 127.0.0.1, client ports BASE+1..BASE+3 and raft ports
+# BASE+101..BASE+103 (BASE = $BENCH_PORT_BASE, default 27000), data under one
+# mktemp -d on disk (not tmpfs), fsync on as always. The script waits for a
+# leader, runs lockbench, stops the nodes and deletes their data.
+#
+#   W1  clients 1, 16, 64
+#   W2  clients 2, 16, 64, 256, hold 0 ms
+#   W3  16 clients (W1 loop); after SECONDS/2 the leader (found with
+#       `batonctl status -o json`) gets kill -9; the killed node is restarted
+#       after the run to check that it comes back, then the cluster is stopped
+#   W4  one lockbench process, $BENCH_W4_CLIENTS threads, opens K sessions and
+#       acquires L locks; lockbench reads each server's VmRSS (--pids) while
+#       the locks are held. Its time limit is $BENCH_W4_TIMEOUT seconds.
+#
+# Output: the JSON lines on stdout, also written to BUILD_DIR/bench.jsonl;
+# progress on stderr; the nodes' logs are copied to BUILD_DIR/bench-logs/.
+# Everything started here is stopped by pid on exit (trap EXIT), and the
+# temporary directory is removed.
+#
+# Environment:
+#   BENCH_WORKLOADS     which to run (default "W1 W2 W3 W4")
+#   BENCH_W1_CLIENTS    default "1 16 64"
+#   BENCH_W2_CLIENTS    default "2 16 64 256"
+#   BENCH_W2_HOLD_MS    default 0
+#   BENCH_W3_CLIENTS    default 16
+#   BENCH_W4_SESSIONS   default 1000 (K)
+#   BENCH_W4_LOCKS      default 100000 (L)
+#   BENCH_W4_CLIENTS    default 32 (threads of the one W4 client process)
+#   BENCH_W4_TIMEOUT    default 300 (seconds)
+#   BENCH_PORT_BASE     default 27000
+#   BENCH_TMPDIR        parent of the temp dir (default /var/tmp, else BUILD_DIR)
+#   BATON_LOG_LEVEL     the nodes' --log-level (default warn)
+#
+# Exit status: 0 if every run printed its JSON line, 1 otherwise.
+set -u
+
+build=${1:?usage: run-bench.sh BUILD_DIR [SECONDS]}
+secs=${2:-10}
+batond=$build/batond
+batonctl=$build/batonctl
+lockbench=$build/lockbench
+workloads=${BENCH_WORKLOADS:-W1 W2 W3 W4}
+w1_clients=${BENCH_W1_CLIENTS:-1 16 64}
+w2_clients=${BENCH_W2_CLIENTS:-2 16 64 256}
+w2_hold=${BENCH_W2_HOLD_MS:-0}
+w3_clients=${BENCH_W3_CLIENTS:-16}
+w4_sessions=${BENCH_W4_SESSIONS:-1000}
+w4_locks=${BENCH_W4_LOCKS:-100000}
+w4_clients=${BENCH_W4_CLIENTS:-32}
+w4_timeout=${BENCH_W4_TIMEOUT:-300}
+base=${BENCH_PORT_BASE:-27000}
+level=${BATON_LOG_LEVEL:-warn}
+stop_timeout=10
+
+say() { echo "run-bench: $*" >&2; }
+die() { echo "run-bench: $*" >&2; exit 1; }
+
+for f in "$batond" "$batonctl" "$lockbench"; do
+    [ -x "$f" ] || die "$f not found; build it first (make bench)"
+done
+case $secs in
+    '' | *[!0-9.]* | *.*.*) die "SECONDS must be a positive number, not '$secs'" ;;
+esac
+awk -v s="$secs" 'BEGIN { exit !(s > 0) }' || die "SECONDS must be > 0"
+
+ports=()
+for i in 1 2 3; do ports+=($((base + i)) $((base + 100 + i))); done
+members="1=127.0.0.1:$((base + 101))/127.0.0.1:$((base + 1))"
+members+=",2=127.0.0.1:$((base + 102))/127.0.0.1:$((base + 2))"
+members+=",3=127.0.0.1:$((base + 103))/127.0.0.1:$((base + 3))"
+endpoints="127.0.0.1:$((base + 1)),127.0.0.1:$((base + 2)),127.0.0.1:$((base + 3))"
+
+# 1000 sessions are 1000 client sockets plus each session's loop descriptors
+# in lockbench, and 1000 connections on a server: raise the soft limit (the
+# nodes, started below, inherit it).
+want_nofile=$((w4_sessions * 8 + 4096))
+cur=$(ulimit -n)
+if [ "$cur" != unlimited ] && [ "$cur" -lt "$want_nofile" ]; then
+    hard=$(ulimit -Hn)
+    if [ "$hard" = unlimited ] || [ "$hard" -ge "$want_nofile" ]; then
+        ulimit -n "$want_nofile"
+    else
+        ulimit -n "$hard"
+        say "warning: open files limited to $hard (W4 wants $want_nofile)"
+    fi
+fi
+
+# The data directory: on disk, never tmpfs.
+parent=${BENCH_TMPDIR:-/var/tmp}
+if [ ! -d "$parent" ] || [ "$(stat -f -c %T "$parent" 2>/dev/null)" = tmpfs ]; then
+    parent=$build
+fi
+[ "$(stat -f -c %T "$parent" 2>/dev/null)" = tmpfs ] && die "$parent is tmpfs; set BENCH_TMPDIR"
+root=$(mktemp -d "$parent/baton-bench.XXXXXX") || die "cannot create a temp dir in $parent"
+say "data under $root ($(stat -f -c %T "$root"))"
+
+out_file=$build/bench.jsonl
+logs_dir=$build/bench-logs
+: >"$out_file" || die "cannot write $out_file"
+rm -rf "$logs_dir"
+mkdir -p "$logs_dir"
+
+pids=(0 0 0 0) # indexed by node id; 0 when not running
+data=""
+tag=""
+lb_pid=0
+failed=0
+
+alive() {
+    local pid=$1
+    [ -n "$pid" ] && [ "$pid" -gt 0 ] 2>/dev/null || return 1
+    kill -0 "$pid" 2>/dev/null || return 1
+    ! grep -q '^[0-9]* (.*) Z' "/proc/$pid/stat" 2>/dev/null
+}
+
+start_node() {
+    local i=$1
+    setsid "$batond" --id "$i" --data "$data/node$i" --cluster "$members" \
+        --log-level "$level" </dev/null >/dev/null 2>>"$data/node$i.log" &
+    pids[$i]=$!
+}
+
+# Stop every node still running: SIGTERM, then SIGKILL after stop_timeout.
+stop_nodes() {
+    local i n left
+    for i in 1 2 3; do
+        [ "${pids[$i]}" != 0 ] && alive "${pids[$i]}" && kill -TERM "${pids[$i]}" 2>/dev/null
+    done
+    for ((n = 0; n < stop_timeout * 10; n++)); do
+        left=0
+        for i in 1 2 3; do
+            [ "${pids[$i]}" != 0 ] && alive "${pids[$i]}" && left=1
+        done
+        [ "$left" = 0 ] && break
+        sleep 0.1
+    done
+    for i in 1 2 3; do
+        [ "${pids[$i]}" = 0 ] && continue
+        if alive "${pids[$i]}"; then
+            say "node $i (pid ${pids[$i]}) did not stop within ${stop_timeout}s; killing it"
+            kill -KILL "${pids[$i]}" 2>/dev/null
+        fi
+        wait "${pids[$i]}" 2>/dev/null
+        pids[$i]=0
+    done
+}
+
+# Stop the cluster, keep its logs, delete its data.
+stop_cluster() {
+    [ -n "$data" ] || return 0
+    stop_nodes
+    for i in 1 2 3; do
+        [ -f "$data/node$i.log" ] && cp "$data/node$i.log" "$logs_dir/$tag-node$i.log"
+    done
+    rm -rf "$data"
+    data=""
+}
+
+on_exit() {
+    local rc=$?
+    trap '' INT TERM HUP
+    if [ "$lb_pid" != 0 ] && alive "$lb_pid"; then
+        kill -TERM "$lb_pid" 2>/dev/null
+        wait "$lb_pid" 2>/dev/null
+    fi
+    stop_cluster
+    rm -rf "$root"
+    [ "$failed" = 1 ] && [ "$rc" = 0 ] && rc=1
+    exit "$rc"
+}
+trap on_exit EXIT
+trap 'say interrupted; exit 130' INT TERM HUP
+
+# The id of the node whose status row says "role":"leader" (empty if none).
+leader_id() {
+    local out
+    out=$("$batonctl" -e "$endpoints" --timeout 1000 status -o json 2>/dev/null) || return 0
+    printf '%s\n' "$out" | grep -o '{"id":[0-9]*,[^{}]*"role":"leader"' |
+        sed -n 's/^{"id":\([0-9]*\),.*/\1/p' | head -n 1
+}
+
+# Wait (at most 20 s) for a leader; print its id.
+wait_leader() {
+    local n id
+    for ((n = 0; n < 100; n++)); do
+        id=$(leader_id)
+        if [ -n "$id" ]; then
+            echo "$id"
+            return 0
+        fi
+        sleep 0.2
+    done
+    return 1
+}
+
+# Start a fresh cluster for workload group $1 and wait for its leader.
+start_cluster() {
+    local i port leader
+    tag=$1
+    for port in "${ports[@]}"; do
+        if (: <"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+            die "port $port on 127.0.0.1 is already in use (set BENCH_PORT_BASE)"
+        fi
+    done
+    data=$root/$tag
+    mkdir -p "$data" || die "cannot create $data"
+    for i in 1 2 3; do start_node "$i"; done
+    leader=$(wait_leader) || {
+        say "$tag: no leader within 20 s; end of the logs:"
+        for i in 1 2 3; do tail -n 5 "$data/node$i.log" | sed "s/^/  node $i: /" >&2; done
+        return 1
+    }
+    say "$tag: cluster up, leader node $leader (pids ${pids[1]} ${pids[2]} ${pids[3]})"
+}
+
+# Run lockbench with the given arguments in the background; its pid in lb_pid
+# and its stdout in $data/lb.out.
+lb_start() {
+    "$lockbench" --endpoints "$endpoints" "$@" >"$data/lb.out" &
+    lb_pid=$!
+}
+
+# Wait for lockbench, then print and save its JSON line.
+lb_finish() {
+    local what=$1 st line
+    wait "$lb_pid"
+    st=$?
+    lb_pid=0
+    line=$(head -n 1 "$data/lb.out")
+    if [ -n "$line" ]; then
+        printf '%s\n' "$line"
+        printf '%s\n' "$line" >>"$out_file"
+    fi
+    if [ "$st" != 0 ] || [ -z "$line" ]; then
+        say "$what: lockbench exited with status $st"
+        failed=1
+    fi
+}
+
+run_w1() {
+    local n
+    start_cluster W1 || { failed=1; stop_cluster; return; }
+    for n in $w1_clients; do
+        say "W1 clients=$n seconds=$secs"
+        lb_start --workload W1 --clients "$n" --seconds "$secs"
+        lb_finish "W1/$n"
+    done
+    stop_cluster
+}
+
+run_w2() {
+    local n
+    start_cluster W2 || { failed=1; stop_cluster; return; }
+    for n in $w2_clients; do
+        say "W2 clients=$n seconds=$secs hold_ms=$w2_hold"
+        lb_start --workload W2 --clients "$n" --seconds "$secs" --hold-ms "$w2_hold"
+        lb_finish "W2/$n"
+    done
+    stop_cluster
+}
+
+run_w3() {
+    local leader half n
+    start_cluster W3 || { failed=1; stop_cluster; return; }
+    half=$(awk -v s="$secs" 'BEGIN { printf "%.3f", s / 2 }')
+    say "W3 clients=$w3_clients seconds=$secs; kill -9 of the leader after ${half}s"
+    lb_start --workload W3 --clients "$w3_clients" --seconds "$secs"
+    sleep "$half"
+    leader=$(leader_id)
+    if [ -n "$leader" ] && [ "${pids[$leader]}" != 0 ] && alive "${pids[$leader]}"; then
+        kill -KILL "${pids[$leader]}"
+        wait "${pids[$leader]}" 2>/dev/null
+        say "W3: killed the leader, node $leader (pid ${pids[$leader]})"
+        pids[$leader]=0
+    else
+        say "W3: no leader found at ${half}s; nothing killed"
+        failed=1
+    fi
+    lb_finish W3
+    if [ -n "$leader" ] && [ "${pids[$leader]}" = 0 ]; then
+        # Restart the killed node and check that it comes back.
+        start_node "$leader"
+        for ((n = 0; n < 50; n++)); do
+            "$batonctl" -e "127.0.0.1:$((base + leader))" --timeout 500 status -o json \
+                >/dev/null 2>&1 && break
+            sleep 0.2
+        done
+        if [ "$n" -lt 50 ]; then
+            say "W3: node $leader restarted and answers; new leader node $(leader_id)"
+        else
+            say "W3: node $leader did not answer within 10 s after its restart"
+            failed=1
+        fi
+    fi
+    stop_cluster
+}
+
+run_w4() {
+    start_cluster W4 || { failed=1; stop_cluster; return; }
+    say "W4 sessions=$w4_sessions locks=$w4_locks threads=$w4_clients limit=${w4_timeout}s"
+    lb_start --workload W4 --clients "$w4_clients" --seconds "$w4_timeout" \
+        --sessions "$w4_sessions" --locks "$w4_locks" --pids "${pids[1]},${pids[2]},${pids[3]}"
+    lb_finish W4
+    stop_cluster
+}
+
+for w in $workloads; do
+    case $w in
+        W1) run_w1 ;;
+        W2) run_w2 ;;
+        W3) run_w3 ;;
+        W4) run_w4 ;;
+        *) die "unknown workload '$w' in BENCH_WORKLOADS" ;;
+    esac
+done
+say "results in $out_file, node logs in $logs_dir/"
