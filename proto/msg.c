@@ -31,7 +31,7 @@
 #define SUMMARY_MIN_WIRE (2 + 1 + 8 + 8 + 4) /* a lock name has at least one byte */
 
 /* Bytes that follow a list in its body, at the least. */
-#define LOCK_INFO_R_TAIL (2 + 1) /* the lock name */
+#define LOCK_INFO_R_TAIL (1 + 2 + 1) /* u8 delayed and the lock name */
 #define LIST_LOCKS_R_TAIL 1      /* u8 more */
 
 static const char *const type_names[MSG_TYPE_MAX_] = {
@@ -56,6 +56,8 @@ static const char *const type_names[MSG_TYPE_MAX_] = {
     [MSG_REDIRECT] = "REDIRECT",
     [MSG_NO_LEADER] = "NO_LEADER",
     [MSG_ERROR] = "ERROR",
+    [MSG_LOST] = "LOST",
+    [MSG_SESSION_EXPIRED] = "SESSION_EXPIRED",
 };
 
 const char *msg_type_name(int type)
@@ -184,6 +186,7 @@ static int decode_lock_info_r(struct rd *r, struct msg_lock_info_r *li)
         rd_u64(r, &w->waiter);
         rd_i64(r, &w->wait_ms);
     }
+    rd_u8(r, &li->delayed);
     get_lock(r, &li->lock);
     return r->err;
 }
@@ -237,6 +240,8 @@ static int decode_body(struct rd *r, struct msg *m)
         rd_u64(r, &m->u.acquire.ack_below);
         rd_i64(r, &m->u.acquire.wait_ms);
         get_lock(r, &m->u.acquire.lock);
+        rd_i32(r, &m->u.acquire.lock_delay_ms);
+        if (r->err == 0 && m->u.acquire.lock_delay_ms < BATON_LOCK_DELAY_NONE) rd_fail(r);
         break;
     case MSG_RELEASE:
         rd_u64(r, &m->u.release.session);
@@ -300,6 +305,16 @@ static int decode_body(struct rd *r, struct msg *m)
     case MSG_ERROR:
         rd_i32(r, &m->u.error.code);
         get_str(r, BATON_MAX_ERRMSG, &m->u.error.message);
+        break;
+    case MSG_LOST:
+        rd_u64(r, &m->u.lost.session);
+        rd_u64(r, &m->u.lost.waiter);
+        rd_u64(r, &m->u.lost.fence);
+        rd_i32(r, &m->u.lost.status);
+        get_lock(r, &m->u.lost.lock);
+        break;
+    case MSG_SESSION_EXPIRED:
+        rd_u64(r, &m->u.session_expired.session);
         break;
     default:
         rd_fail(r);
@@ -468,6 +483,7 @@ static void encode_lock_info_r(struct wr *w, const struct msg_lock_info_r *li)
         put_u64(w, li->waiters[i].waiter);
         put_i64(w, li->waiters[i].wait_ms);
     }
+    put_u8(w, li->delayed);
     put_lock(w, &li->lock);
 }
 
@@ -509,6 +525,11 @@ static void encode_body(struct wr *w, const struct msg *m)
         put_u64(w, m->u.acquire.ack_below);
         put_i64(w, m->u.acquire.wait_ms);
         put_lock(w, &m->u.acquire.lock);
+        /* The same values the decoder accepts, so that the encoder never
+         * writes a frame the peer would refuse. */
+        if (w->err == 0 && m->u.acquire.lock_delay_ms < BATON_LOCK_DELAY_NONE)
+            w->err = BATON_EINVAL;
+        put_i32(w, m->u.acquire.lock_delay_ms);
         break;
     case MSG_RELEASE:
         put_u64(w, m->u.release.session);
@@ -575,6 +596,16 @@ static void encode_body(struct wr *w, const struct msg *m)
     case MSG_ERROR:
         put_i32(w, m->u.error.code);
         put_str(w, &m->u.error.message, BATON_MAX_ERRMSG);
+        break;
+    case MSG_LOST:
+        put_u64(w, m->u.lost.session);
+        put_u64(w, m->u.lost.waiter);
+        put_u64(w, m->u.lost.fence);
+        put_i32(w, m->u.lost.status);
+        put_lock(w, &m->u.lost.lock);
+        break;
+    case MSG_SESSION_EXPIRED:
+        put_u64(w, m->u.session_expired.session);
         break;
     default:
         if (w->err == 0) w->err = BATON_EINVAL;

@@ -33,7 +33,25 @@
  *  - ACQUIRE, RELEASE, CANCEL, CLOSE_SESSION, KEEPALIVE -> RESULT, sent only
  *    once the command is committed and applied. A request naming a session
  *    attaches that session to this connection: pushes for the session
- *    (GRANTED, WAIT_FAILED) go to the connection it was last attached to.
+ *    (GRANTED, WAIT_FAILED, LOST, SESSION_EXPIRED) go to the connection it
+ *    was last attached to.
+ *  - ACQUIRE's lock_delay_ms chooses the lock-delay of the hold it may win
+ *    (Chubby's and Consul's protection against a holder that does not yet
+ *    know it lost its lock): if the session's lease EXPIRES while it holds
+ *    the lock, nobody is granted the lock for that many milliseconds after
+ *    the expiry; waiters stay queued and are served when the delay ends.
+ *    0 asks for the server's default lock-delay, BATON_LOCK_DELAY_NONE (-1)
+ *    for none, and a positive value for that many ms, which the server
+ *    bounds. Anything below -1 is malformed. A RELEASE, a CLOSE_SESSION or
+ *    an operator's forced release frees the lock at once, without a delay.
+ *  - LOST tells a session that a lock it held (the hold won by the ACQUIRE
+ *    whose seq is `waiter`, with that fence) was taken away without a
+ *    RELEASE: status BATON_ESESSION when the session expired, BATON_ELOST
+ *    when an operator forced the release. SESSION_EXPIRED follows the LOST
+ *    pushes of an expiry: the session no longer exists, every lock it held
+ *    is lost and every wait it had is over (no WAIT_FAILED is sent for
+ *    them). Both are best effort: the connection may be gone, and the
+ *    client library counts its lease itself (DESIGN.md section 4).
  *  - A queued ACQUIRE (RESULT_QUEUED) later gets exactly one push: GRANTED
  *    (the session holds the lock with that fence) or WAIT_FAILED (status
  *    BATON_ETIMEDOUT for a wait_ms that ran out). Pushes have req_id 0 and
@@ -76,12 +94,17 @@
 #define BATON_WAIT_TRY 0
 #define BATON_WAIT_FOREVER (-1)
 
+/* ACQUIRE lock_delay_ms values other than positive durations. */
+#define BATON_LOCK_DELAY_DEFAULT 0
+#define BATON_LOCK_DELAY_NONE (-1)
+
 enum msg_type {
     MSG_HELLO = 1,      /* c->s {u32 version, str client_name} */
     MSG_HELLO_OK,       /* s->c {u32 version, u32 node_id} */
     MSG_OPEN_SESSION,   /* c->s {u32 ttl_ms, str client_name} */
     MSG_SESSION,        /* s->c {u64 session, u32 ttl_ms} */
-    MSG_ACQUIRE,        /* c->s {u64 session, u64 seq, u64 ack_below, i64 wait_ms, str lock} */
+    MSG_ACQUIRE,        /* c->s {u64 session, u64 seq, u64 ack_below, i64 wait_ms, str lock,
+                                 i32 lock_delay_ms} */
     MSG_RELEASE,        /* c->s {u64 session, u64 seq, u64 ack_below, u64 fence, str lock} */
     MSG_CANCEL,         /* c->s {u64 session, u64 seq, u64 ack_below, u64 waiter, str lock} */
     MSG_CLOSE_SESSION,  /* c->s {u64 session, u64 seq, u64 ack_below} */
@@ -98,6 +121,8 @@ enum msg_type {
     MSG_REDIRECT,       /* s->c {u32 leader_id, str client_addr} */
     MSG_NO_LEADER,      /* s->c {} */
     MSG_ERROR,          /* s->c {i32 code, str message} */
+    MSG_LOST,           /* s->c push {u64 session, u64 waiter, u64 fence, i32 status, str lock} */
+    MSG_SESSION_EXPIRED, /* s->c push {u64 session} */
     MSG_TYPE_MAX_
 };
 
@@ -147,9 +172,10 @@ struct msg_waiter {
 };
 
 /* Wire: {u8 held, u64 holder_session, u64 holder_waiter, u64 fence,
- *        u64 granted_index, u32 total_waiters, u32 n, n x {u64,u64,i64}, str lock} */
+ *        u64 granted_index, u32 total_waiters, u32 n, n x {u64,u64,i64},
+ *        u8 delayed, str lock} */
 struct msg_lock_info_r {
-    uint8_t held;           /* 0: free (and then no waiters) */
+    uint8_t held;           /* 0: free (and then no waiters, unless delayed) */
     uint64_t holder_session;
     uint64_t holder_waiter;
     uint64_t fence;
@@ -157,6 +183,10 @@ struct msg_lock_info_r {
     uint32_t total_waiters; /* queue length; n_waiters may be fewer */
     uint32_t n_waiters;     /* <= BATON_MAX_LIST, queue order, head first */
     struct msg_waiter *waiters;
+    uint8_t delayed;        /* 1: free but in its lock-delay after its holder's
+                               session expired; nobody is granted it (the
+                               waiters keep waiting) until the delay ends.
+                               held is then 0 and the holder fields are 0. */
     struct pstr lock;
 };
 
@@ -188,7 +218,12 @@ struct msg {
         struct { uint32_t version; uint32_t node_id; } hello_ok;
         struct { uint32_t ttl_ms; struct pstr client_name; } open_session;
         struct { uint64_t session; uint32_t ttl_ms; } session;
-        struct { uint64_t session, seq, ack_below; int64_t wait_ms; struct pstr lock; } acquire;
+        struct {
+            uint64_t session, seq, ack_below;
+            int64_t wait_ms;
+            struct pstr lock;
+            int32_t lock_delay_ms; /* BATON_LOCK_DELAY_DEFAULT, _NONE or > 0 */
+        } acquire;
         struct { uint64_t session, seq, ack_below, fence; struct pstr lock; } release;
         struct { uint64_t session, seq, ack_below, waiter; struct pstr lock; } cancel;
         struct { uint64_t session, seq, ack_below; } close_session;
@@ -203,6 +238,8 @@ struct msg {
         struct msg_list_locks_r list_locks_r;
         struct { uint32_t leader_id; struct pstr client_addr; } redirect;
         struct { int32_t code; struct pstr message; } error;
+        struct { uint64_t session, waiter, fence; int32_t status; struct pstr lock; } lost;
+        struct { uint64_t session; } session_expired;
     } u;
 };
 
@@ -219,10 +256,11 @@ int proto_frame_check(const uint8_t *data, size_t len, size_t *frame_len);
 /*
  * Decode one whole frame (as found by proto_frame_check) into *m.
  * Returns 0, BATON_EMALFORMED (bad body, unknown type, trailing bytes,
- * bad string) or BATON_ENOMEM. On success the message borrows from `frame`,
- * which must outlive it, and must be released with msg_free. On error *m
- * needs no msg_free. m->type and m->req_id are set whenever the header
- * could be read, even on error, so the caller can answer with an ERROR.
+ * bad string, an ACQUIRE lock_delay_ms below -1) or BATON_ENOMEM. On
+ * success the message borrows from `frame`, which must outlive it, and
+ * must be released with msg_free. On error *m needs no msg_free. m->type
+ * and m->req_id are set whenever the header could be read, even on error,
+ * so the caller can answer with an ERROR.
  */
 int proto_decode(const uint8_t *frame, size_t frame_len, struct msg *m);
 
@@ -233,7 +271,8 @@ void msg_free(struct msg *m);
  * Append m as one frame to out. Returns 0, BATON_ETOOBIG (frame would exceed
  * BATON_MAX_FRAME, or a string or list count exceeds its limit),
  * BATON_EINVAL (unknown type, an empty lock name or one containing a NUL,
- * or a NULL pointer with a non-zero length or count) or BATON_ENOMEM. It
+ * an ACQUIRE lock_delay_ms below -1, or a NULL pointer with a non-zero
+ * length or count) or BATON_ENOMEM. It
  * never produces a frame that proto_decode would refuse. On error out is
  * unchanged.
  */

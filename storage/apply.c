@@ -25,9 +25,9 @@
  *      client takes as "already closed" (as etcd answers a repeated lease
  *      revoke with "lease not found").
  * OPEN_SESSION has no session yet and is not deduplicated. The leader's and
- * the administrator's commands (EXPIRE_SESSION, WAIT_TIMEOUT, FORCE_RELEASE)
- * are never deduplicated: their seq is ignored, and each is harmless to
- * repeat.
+ * the administrator's commands (EXPIRE_SESSION, WAIT_TIMEOUT, FORCE_RELEASE,
+ * DELAY_END) are never deduplicated: their seq is ignored, and each is
+ * harmless to repeat.
  */
 #include <string.h>
 
@@ -48,6 +48,15 @@ int fx_emit(struct apply_ctx *c, uint8_t type, int32_t status, uint64_t session,
     e.name_len = (uint16_t)name_len;
     if (name_len > 0) memcpy(e.name, name, name_len);
     return effects_add_fx(c->out, &e);
+}
+
+int fx_emit_lock_delay(struct apply_ctx *c, uint64_t session, uint64_t waiter, uint64_t fence,
+                       int32_t delay_ms, const char *name, size_t name_len)
+{
+    int rc = fx_emit(c, FX_LOCK_DELAY, 0, session, waiter, fence, name, name_len);
+
+    if (rc == 0) c->out->fx[c->out->n_fx - 1].lock_delay_ms = delay_ms;
+    return rc;
 }
 
 int dedup_update(struct apply_ctx *c, uint64_t session, uint64_t seq, const struct cmd_result *r)
@@ -105,6 +114,8 @@ static int run_op(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result 
         return op_wait_timeout(c, cmd, res);
     case CMD_FORCE_RELEASE:
         return op_force_release(c, cmd, res);
+    case CMD_DELAY_END:
+        return op_delay_end(c, cmd, res);
     default:
         /* The batch was validated: unreachable, but deterministic anyway. */
         res->status = BATON_EINVAL;

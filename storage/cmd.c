@@ -18,7 +18,7 @@
 #include "proto/baton_errno.h"
 
 /* Bytes of a command with an empty name. */
-#define CMD_FIXED_LEN (1 + 8 + 8 + 8 + 4 + 8 + 8 + 8 + 2)
+#define CMD_FIXED_LEN (1 + 8 + 8 + 8 + 4 + 8 + 8 + 8 + 4 + 2)
 
 /* The longest name a command of this type may carry, or -1 for an unknown
  * type. */
@@ -32,6 +32,7 @@ static int name_max(int type)
     case CMD_CANCEL:
     case CMD_WAIT_TIMEOUT:
     case CMD_FORCE_RELEASE:
+    case CMD_DELAY_END:
         return BATON_MAX_NAME;
     case CMD_CLOSE_SESSION:
     case CMD_EXPIRE_SESSION:
@@ -75,6 +76,7 @@ int cmd_batch_add(struct buf *b, const struct cmd *c)
     buf_put_i64(b, c->wait_ms);
     buf_put_u64(b, c->fence);
     buf_put_u64(b, c->waiter);
+    buf_put_i32(b, c->lock_delay_ms);
     buf_put_str(b, c->name, c->name_len);
     return 0;
 }
@@ -123,6 +125,7 @@ int cmd_reader_next(struct cmd_reader *r, struct cmd *c)
     rd_i64(rd, &c->wait_ms);
     rd_u64(rd, &c->fence);
     rd_u64(rd, &c->waiter);
+    rd_i32(rd, &c->lock_delay_ms);
     max = name_max(c->type);
     if (rd->err == 0 && max < 0) rd->err = BATON_EMALFORMED;
     if (rd->err == 0) rd_str(rd, (size_t)max, &c->name, &c->name_len);
@@ -213,6 +216,8 @@ const char *cmd_type_name(int type)
         return "WAIT_TIMEOUT";
     case CMD_FORCE_RELEASE:
         return "FORCE_RELEASE";
+    case CMD_DELAY_END:
+        return "DELAY_END";
     default:
         return "?";
     }

@@ -7,9 +7,10 @@
  * Batch encoding (little-endian):
  *     u8 format (CMD_FORMAT), u32 count, then count commands:
  *     u8 type, u64 session, u64 seq, u64 ack_below, u32 ttl_ms, i64 wait_ms,
- *     u64 fence, u64 waiter, str name (u16 length + bytes)
+ *     u64 fence, u64 waiter, i32 lock_delay_ms, str name (u16 length + bytes)
  * Every command carries every field (unused ones are zero) so that the
- * format is trivial to validate.
+ * format is trivial to validate. Format 1 lacked lock_delay_ms; a batch in
+ * any other format than CMD_FORMAT is malformed.
  */
 #ifndef BATON_STORAGE_CMD_H
 #define BATON_STORAGE_CMD_H
@@ -20,20 +21,42 @@
 #include "proto/buf.h"
 #include "proto/msg.h"
 
-#define CMD_FORMAT 1
+#define CMD_FORMAT 2
 #define CMD_MAX_BATCH 4096          /* commands per entry */
 
 enum cmd_type {
     CMD_OPEN_SESSION = 1, /* ttl_ms, name = client name        -> RESULT_OK, value = session id */
-    CMD_ACQUIRE,          /* session, seq, wait_ms, name        -> GRANTED(fence) | QUEUED(pos) | EWOULDBLOCK */
+    CMD_ACQUIRE,          /* session, seq, wait_ms, lock_delay_ms, name
+                                                                -> GRANTED(fence) | QUEUED(pos) | EWOULDBLOCK */
     CMD_RELEASE,          /* session, seq, fence, name          -> OK | ENOTHELD */
     CMD_CANCEL,           /* session, seq, waiter, name         -> CANCELLED | GRANTED(fence) | ENOTFOUND */
     CMD_CLOSE_SESSION,    /* session, seq                       -> OK; releases and drops everything */
     CMD_EXPIRE_SESSION,   /* session (leader-proposed)          -> OK | ESESSION */
     CMD_WAIT_TIMEOUT,     /* session, waiter, name (leader)     -> OK; no-op if no longer waiting */
     CMD_FORCE_RELEASE,    /* name (admin)                       -> OK | ENOTHELD */
+    CMD_DELAY_END,        /* name (leader-proposed)             -> OK; ends a lock-delay */
     CMD_TYPE_MAX_
 };
+
+/*
+ * Lock-delay (Chubby, Consul). Every hold carries the lock_delay_ms of the
+ * ACQUIRE that won it: the value in the command is the effective delay the
+ * leader decided for this hold (0 = none, > 0 = that many ms; the client's
+ * "server default" and "none" are resolved, and the value bounded, before
+ * the command is proposed; a negative value fails the ACQUIRE with
+ * BATON_EINVAL). A queued ACQUIRE keeps its value in its waiter record until
+ * it is granted.
+ *
+ * Only EXPIRE_SESSION applies it: a hold with a non-zero delay does not go
+ * to the next waiter; the lock becomes free but delayed (no holder, queue
+ * kept, nothing granted, FX_LOCK_DELAY emitted after FX_LOST). While it is
+ * delayed a try ACQUIRE fails with BATON_EWOULDBLOCK and a waiting ACQUIRE
+ * joins the queue; CANCEL and WAIT_TIMEOUT work on its waiters as usual.
+ * The leader arms a timer for the delay and then proposes DELAY_END(name),
+ * which grants the queue head (FX_GRANT, with a fresh fence) or deletes the
+ * lock when nobody waits. RELEASE, CLOSE_SESSION and FORCE_RELEASE never
+ * delay: the holder knows (or the operator decided) that it let go.
+ */
 
 struct cmd {
     uint8_t type;
@@ -44,6 +67,7 @@ struct cmd {
     int64_t wait_ms;      /* BATON_WAIT_TRY, BATON_WAIT_FOREVER or > 0 */
     uint64_t fence;
     uint64_t waiter;
+    int32_t lock_delay_ms; /* ACQUIRE only: this hold's lock-delay, 0 = none (above) */
     uint16_t name_len;
     const char *name;     /* borrowed; not NUL-terminated */
 };
@@ -81,7 +105,10 @@ enum fx_type {
     FX_WAIT_FAILED, /* a waiter left the queue without a grant: status says why (ETIMEDOUT) */
     FX_LOST,        /* a holder lost name (fence) without releasing it: status says why
                        (ESESSION for expiry, ELOST for a forced release) */
-    FX_SESSION_GONE /* the session no longer exists (status: ESESSION expired, 0 closed) */
+    FX_SESSION_GONE, /* the session no longer exists (status: ESESSION expired, 0 closed) */
+    FX_LOCK_DELAY   /* name is free but delayed for lock_delay_ms (> 0) because the hold
+                       (session, waiter, fence) expired; the leader proposes DELAY_END(name)
+                       once the delay has passed. Follows that hold's FX_LOST. Status 0. */
 };
 
 struct effect {
@@ -90,6 +117,7 @@ struct effect {
     uint64_t session;
     uint64_t waiter;
     uint64_t fence;
+    int32_t lock_delay_ms; /* FX_LOCK_DELAY only: the delay in ms; 0 otherwise */
     uint16_t name_len;
     char name[BATON_MAX_NAME];
 };

@@ -1,16 +1,20 @@
 /*
  * locks.c -- the lock commands (ACQUIRE, RELEASE, CANCEL, WAIT_TIMEOUT,
- * FORCE_RELEASE) and the FIFO queue beneath them.
+ * FORCE_RELEASE, DELAY_END) and the FIFO queue beneath them.
  *
  * Three tables describe a lock (store.h):
- *   locks    name -> holder (session, waiter), fence, granted index, n_waiters
- *   waiters  name \0 be64 enq -> (session, waiter, wait_ms), the queue
+ *   locks    name -> holder (session, waiter), fence, granted index, n_waiters,
+ *            lock_delay_ms, delayed
+ *   waiters  name \0 be64 enq -> (session, waiter, wait_ms, lock_delay_ms), the queue
  *   owned    (session, waiter) -> hold or wait, enq, name: the back-index
  *            that lets CANCEL, WAIT_TIMEOUT and session expiry find an entry
- * A lock record exists only while the lock is held or has waiters, and a
- * lock with waiters is always held: whoever lets go of a lock hands it to
- * the queue head in the same apply (lock_handoff), so the queue never
- * stalls and no waiter has to ask again.
+ * A lock record exists only while the lock is held, has waiters or is
+ * delayed, and a lock with waiters is always held or delayed: whoever lets
+ * go of a lock hands it to the queue head in the same apply (lock_handoff),
+ * so the queue never stalls and no waiter has to ask again. The one
+ * exception is an expired hold with a lock-delay (cmd.h): the lock then
+ * stays free but delayed, with its queue, until the leader's DELAY_END
+ * hands it on.
  *
  * Queue order is commit order: enq comes from the replicated counter
  * next_enq, never from a clock. Fences come from next_fence, one counter
@@ -74,32 +78,36 @@ static int owned_del(struct apply_ctx *c, uint64_t session, uint64_t waiter)
     return db_del(c->txn, c->s->dbi[DB_OWNED], k, sizeof k, NULL);
 }
 
-/* Store the lock record, or delete it once nobody holds or waits. */
+/* Store the lock record, or delete it once nobody holds or waits and no
+ * delay runs. */
 static int lock_save(struct apply_ctx *c, const char *name, size_t len, const struct lock_rec *r)
 {
-    if (r->holder_session == 0 && r->n_waiters == 0)
+    if (r->holder_session == 0 && r->n_waiters == 0 && !r->delayed)
         return db_del(c->txn, c->s->dbi[DB_LOCKS], name, len, NULL);
     return lock_put(c, name, len, r);
 }
 
 /* Make (session, waiter) the holder of the lock described by *r with a new
- * fence, and record the hold in owned. The caller saves *r. */
+ * fence and the lock-delay its ACQUIRE asked for, and record the hold in
+ * owned. The caller saves *r. */
 static int grant(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r,
-                 uint64_t session, uint64_t waiter)
+                 uint64_t session, uint64_t waiter, int32_t lock_delay_ms)
 {
     r->holder_session = session;
     r->holder_waiter = waiter;
     r->fence = c->next_fence++;
     r->granted = c->index;
+    r->lock_delay_ms = lock_delay_ms;
+    r->delayed = 0;
     return owned_put(c, session, waiter, OWNED_HOLD, 0, name, len);
 }
 
 /*
- * The holder of `name` let go (release, expiry, close, forced release): its
- * owned entry is already gone. Grant the lock to the head of the queue in
- * this same apply and tell the leader (FX_GRANT); a retry of the waiter's
- * ACQUIRE will now report the grant. With nobody queued the lock record is
- * deleted.
+ * The holder of `name` let go (release, expiry, close, forced release), or
+ * its lock-delay ended: the holder's owned entry is already gone and the
+ * delayed flag clear. Grant the lock to the head of the queue in this same
+ * apply and tell the leader (FX_GRANT); a retry of the waiter's ACQUIRE will
+ * now report the grant. With nobody queued the lock record is deleted.
  */
 static int lock_handoff(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r)
 {
@@ -115,6 +123,7 @@ static int lock_handoff(struct apply_ctx *c, const char *name, size_t len, struc
     r->holder_waiter = 0;
     r->fence = 0;
     r->granted = 0;
+    r->lock_delay_ms = 0;
     rc = mdb_cursor_open(c->txn, c->s->dbi[DB_WAITERS], &cur);
     if (rc != 0) return rc;
     key.mv_size = klen;
@@ -137,7 +146,7 @@ static int lock_handoff(struct apply_ctx *c, const char *name, size_t len, struc
     if (r->n_waiters == 0) return MDB_CORRUPTED;
     r->n_waiters--;
 
-    rc = grant(c, name, len, r, w.session, w.waiter);
+    rc = grant(c, name, len, r, w.session, w.waiter, w.lock_delay_ms);
     if (rc == 0) rc = lock_save(c, name, len, r);
     if (rc != 0) return rc;
     res.status = 0;
@@ -182,12 +191,14 @@ static int wait_drop(struct apply_ctx *c, uint64_t session, uint64_t waiter,
 }
 
 /*
- * ACQUIRE(session, seq, wait_ms, name). The waiter id is seq. Grants a lock
- * that is free with an empty queue; otherwise fails a try (wait_ms 0) with
- * BATON_EWOULDBLOCK, queueing nothing, or queues the waiter at the tail and
- * answers with its 1-based position. A lock is not re-entrant: a second
- * ACQUIRE of a lock the session holds queues behind the holder like any
- * other (several threads of one client may share the session).
+ * ACQUIRE(session, seq, wait_ms, lock_delay_ms, name). The waiter id is seq.
+ * Grants a lock that is free, not delayed and with an empty queue;
+ * otherwise fails a try (wait_ms 0) with BATON_EWOULDBLOCK, queueing
+ * nothing, or queues the waiter at the tail and answers with its 1-based
+ * position. The hold, whenever it is granted, carries lock_delay_ms. A lock
+ * is not re-entrant: a second ACQUIRE of a lock the session holds queues
+ * behind the holder like any other (several threads of one client may share
+ * the session).
  */
 int op_acquire(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
 {
@@ -201,7 +212,7 @@ int op_acquire(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
     int found, rc;
 
     if (!proto_lock_name_ok(cmd->name, cmd->name_len) || cmd->wait_ms < BATON_WAIT_FOREVER ||
-        cmd->seq == 0) {
+        cmd->lock_delay_ms < 0 || cmd->seq == 0) {
         res->status = BATON_EINVAL;
         return 0;
     }
@@ -227,8 +238,8 @@ int op_acquire(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
     if (rc != 0) return rc;
     if (!found) memset(&r, 0, sizeof r);
 
-    if (r.holder_session == 0 && r.n_waiters == 0) {
-        rc = grant(c, cmd->name, cmd->name_len, &r, cmd->session, cmd->seq);
+    if (r.holder_session == 0 && r.n_waiters == 0 && !r.delayed) {
+        rc = grant(c, cmd->name, cmd->name_len, &r, cmd->session, cmd->seq, cmd->lock_delay_ms);
         if (rc == 0) rc = lock_put(c, cmd->name, cmd->name_len, &r);
         if (rc != 0) return rc;
         res->kind = RESULT_GRANTED;
@@ -241,6 +252,7 @@ int op_acquire(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
         w.session = cmd->session;
         w.waiter = cmd->seq;
         w.wait_ms = cmd->wait_ms;
+        w.lock_delay_ms = cmd->lock_delay_ms;
         klen = key_waiter(k, cmd->name, cmd->name_len, enq);
         rc = db_put(c->txn, c->s->dbi[DB_WAITERS], k, klen, v, waiter_encode(v, &w));
         if (rc != 0) return rc;
@@ -361,7 +373,9 @@ int op_wait_timeout(struct apply_ctx *c, const struct cmd *cmd, struct cmd_resul
 /*
  * FORCE_RELEASE(name), an administrator's command: take the lock from its
  * holder (FX_LOST with BATON_ELOST, so the leader can log it) and hand it to
- * the next waiter. BATON_ENOTHELD if nobody holds it.
+ * the next waiter at once, whatever the hold's lock-delay. BATON_ENOTHELD if
+ * nobody holds it, which includes a delayed lock: its delay is not cut
+ * short.
  */
 int op_force_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
 {
@@ -388,8 +402,47 @@ int op_force_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_resu
     return 0;
 }
 
+/*
+ * DELAY_END(name), proposed by the leader once a lock-delay has run its
+ * course: a delayed lock goes to the head of its queue (FX_GRANT, with a
+ * fence above the expired holder's), or is deleted if nobody waits. On any
+ * other lock, or a name that is no lock, it is a no-op, so a late or
+ * repeated DELAY_END is harmless. RESULT_OK either way.
+ */
+int op_delay_end(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
+{
+    struct lock_rec r;
+    int found, rc;
+
+    res->kind = RESULT_OK;
+    if (!proto_lock_name_ok(cmd->name, cmd->name_len)) return 0;
+    rc = lock_get(c, cmd->name, cmd->name_len, &r, &found);
+    if (rc != 0 || !found || !r.delayed) return rc;
+    r.delayed = 0;
+    return lock_handoff(c, cmd->name, cmd->name_len, &r);
+}
+
+/*
+ * An expired hold with a lock-delay: the lock keeps its queue but nobody
+ * holds it and nobody is granted it until DELAY_END. The record keeps the
+ * delay so that a new leader can re-arm its timer (store_foreach_delayed_lock).
+ */
+static int lock_delay_start(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r)
+{
+    int rc = fx_emit_lock_delay(c, r->holder_session, r->holder_waiter, r->fence,
+                                r->lock_delay_ms, name, len);
+
+    if (rc != 0) return rc;
+    r->holder_session = 0;
+    r->holder_waiter = 0;
+    r->fence = 0;
+    r->granted = 0;
+    r->delayed = 1;
+    return lock_put(c, name, len, r);
+}
+
 int locks_drop_owned(struct apply_ctx *c, uint64_t session, uint64_t waiter,
-                     const struct owned_rec *o, int32_t lost_status)
+                     const struct owned_rec *o, int32_t lost_status, int expiry)
 {
     struct lock_rec r;
     int found, rc;
@@ -403,5 +456,6 @@ int locks_drop_owned(struct apply_ctx *c, uint64_t session, uint64_t waiter,
         rc = fx_emit(c, FX_LOST, lost_status, session, waiter, r.fence, o->name, o->name_len);
         if (rc != 0) return rc;
     }
+    if (expiry && r.lock_delay_ms > 0) return lock_delay_start(c, o->name, o->name_len, &r);
     return lock_handoff(c, o->name, o->name_len, &r);
 }

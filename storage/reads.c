@@ -1,9 +1,10 @@
 /*
  * reads.c -- the read side of the store: lock info and lock listings for the
- * admin requests, and the walks a new leader makes over sessions and timed
- * waiters. Each call runs in its own short read transaction, opened and
- * closed within the call, so that no reader stays open across loop turns
- * (an open reader pins old pages and would block growing the map).
+ * admin requests, and the walks a new leader makes over sessions, timed
+ * waiters and delayed locks. Each call runs in its own short read
+ * transaction, opened and closed within the call, so that no reader stays
+ * open across loop turns (an open reader pins old pages and would block
+ * growing the map).
  *
  * Callbacks run inside the read transaction: the names they get point into
  * LMDB's map and are valid only for the duration of the call.
@@ -81,6 +82,7 @@ int store_lock_info(store *s, const char *name, size_t name_len, uint32_t max_wa
         info->fence = r.fence;
         info->granted_index = r.granted;
         info->total_waiters = r.n_waiters;
+        info->delayed = r.delayed;
         if (max_waiters > r.n_waiters) max_waiters = r.n_waiters;
         rc = collect_waiters(s, txn, name, name_len, max_waiters, &info->waiters,
                              &info->n_waiters);
@@ -165,6 +167,40 @@ int store_foreach_timed_waiter(store *s, store_waiter_cb *cb, void *data)
         if (rc != 0) break;
         if (w.wait_ms <= 0) continue;
         rc = cb(data, w.session, w.waiter, w.wait_ms, name, name_len);
+        if (rc != 0) {
+            mdb_cursor_close(cur);
+            mdb_txn_abort(txn);
+            return rc;
+        }
+    }
+    mdb_cursor_close(cur);
+    mdb_txn_abort(txn);
+    return rc == MDB_NOTFOUND ? 0 : store__err(rc);
+}
+
+/* A walk over the whole locks table: a new leader makes it once, and the
+ * table holds only locks that are held, wanted or delayed. */
+int store_foreach_delayed_lock(store *s, store_delayed_cb *cb, void *data)
+{
+    struct lock_rec r;
+    MDB_cursor *cur;
+    MDB_txn *txn;
+    MDB_val k, v;
+    int rc;
+
+    rc = read_begin(s, &txn);
+    if (rc != 0) return store__err(rc);
+    rc = mdb_cursor_open(txn, s->dbi[DB_LOCKS], &cur);
+    if (rc != 0) {
+        mdb_txn_abort(txn);
+        return store__err(rc);
+    }
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        rc = lock_decode(&v, &r);
+        if (rc != 0) break;
+        if (!r.delayed) continue;
+        rc = cb(data, k.mv_data, k.mv_size, r.lock_delay_ms);
         if (rc != 0) {
             mdb_cursor_close(cur);
             mdb_txn_abort(txn);

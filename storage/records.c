@@ -79,6 +79,8 @@ size_t lock_encode(uint8_t *p, const struct lock_rec *r)
     le_put_u64(p + 16, r->fence);
     le_put_u64(p + 24, r->granted);
     le_put_u32(p + 32, r->n_waiters);
+    le_put_u32(p + 36, (uint32_t)r->lock_delay_ms);
+    p[40] = r->delayed;
     return LOCK_VAL_LEN;
 }
 
@@ -92,6 +94,10 @@ int lock_decode(const MDB_val *v, struct lock_rec *r)
     r->fence = le_get_u64(p + 16);
     r->granted = le_get_u64(p + 24);
     r->n_waiters = le_get_u32(p + 32);
+    r->lock_delay_ms = (int32_t)le_get_u32(p + 36);
+    r->delayed = p[40];
+    if (r->lock_delay_ms < 0 || r->delayed > 1 || (r->delayed && r->holder_session != 0))
+        return MDB_CORRUPTED;
     return 0;
 }
 
@@ -100,6 +106,7 @@ size_t waiter_encode(uint8_t *p, const struct waiter_rec *r)
     le_put_u64(p, r->session);
     le_put_u64(p + 8, r->waiter);
     le_put_u64(p + 16, (uint64_t)r->wait_ms);
+    le_put_u32(p + 24, (uint32_t)r->lock_delay_ms);
     return WAITER_VAL_LEN;
 }
 
@@ -111,6 +118,8 @@ int waiter_decode(const MDB_val *v, struct waiter_rec *r)
     r->session = le_get_u64(p);
     r->waiter = le_get_u64(p + 8);
     r->wait_ms = (int64_t)le_get_u64(p + 16);
+    r->lock_delay_ms = (int32_t)le_get_u32(p + 24);
+    if (r->lock_delay_ms < 0) return MDB_CORRUPTED;
     return 0;
 }
 

@@ -140,8 +140,11 @@ out:
  * is never handed to another waiter of the same dying session (several of
  * its threads may queue for one lock). Each released hold goes to that
  * lock's next waiter (FX_GRANT); on expiry the holder is also told it lost
- * the lock (FX_LOST with BATON_ESESSION) before the grant. The dropped waits
- * produce no FX_WAIT_FAILED: FX_SESSION_GONE, emitted last, covers them.
+ * the lock (FX_LOST with BATON_ESESSION) before the grant, and a hold with
+ * a lock-delay is not handed on at all: its lock becomes delayed
+ * (FX_LOCK_DELAY) until the leader's DELAY_END. A close never delays. The
+ * dropped waits produce no FX_WAIT_FAILED: FX_SESSION_GONE, emitted last,
+ * covers them.
  */
 int op_end_session(struct apply_ctx *c, const struct cmd *cmd, int32_t why, struct cmd_result *res)
 {
@@ -163,7 +166,8 @@ int op_end_session(struct apply_ctx *c, const struct cmd *cmd, int32_t why, stru
         uint8_t kind = pass == 0 ? OWNED_WAIT : OWNED_HOLD;
         for (size_t i = 0; i < n && rc == 0; i++) {
             if (items[i].o.kind != kind) continue;
-            rc = locks_drop_owned(c, cmd->session, items[i].waiter, &items[i].o, why);
+            rc = locks_drop_owned(c, cmd->session, items[i].waiter, &items[i].o, why,
+                                  why == BATON_ESESSION);
             if (rc != 0) break;
             key_pair(k, cmd->session, items[i].waiter);
             rc = db_del(c->txn, c->s->dbi[DB_OWNED], k, sizeof k, NULL);

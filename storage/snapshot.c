@@ -97,10 +97,13 @@ static int key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 }
 
 /* Is (k, v) a well-formed entry of database db? Checks sizes and the parts
- * whose misreading would break the store's own invariants (names, kinds). */
+ * whose misreading would break the store's own invariants (names, kinds,
+ * the lock-delay fields, through the records' own decoders). */
 static int entry_ok(int db, const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen)
 {
-    MDB_val key = {klen, (void *)k};
+    MDB_val key = {klen, (void *)k}, val = {vlen, (void *)v};
+    struct lock_rec lr;
+    struct waiter_rec wr;
     const char *name;
     size_t name_len;
     uint64_t enq;
@@ -112,10 +115,10 @@ static int entry_ok(int db, const uint8_t *k, size_t klen, const uint8_t *v, siz
         return klen == 8 && vlen >= SESS_VAL_FIXED &&
                vlen <= SESS_VAL_FIXED + BATON_MAX_CLIENT_NAME;
     case DB_LOCKS:
-        return proto_lock_name_ok((const char *)k, klen) && vlen == LOCK_VAL_LEN;
+        return proto_lock_name_ok((const char *)k, klen) && lock_decode(&val, &lr) == 0;
     case DB_WAITERS:
         return key_waiter_split(&key, &name, &name_len, &enq) == 0 &&
-               proto_lock_name_ok(name, name_len) && vlen == WAITER_VAL_LEN;
+               proto_lock_name_ok(name, name_len) && waiter_decode(&val, &wr) == 0;
     case DB_OWNED:
         return klen == 16 && vlen > OWNED_VAL_FIXED && vlen <= OWNED_VAL_FIXED + BATON_MAX_NAME &&
                (v[0] == OWNED_HOLD || v[0] == OWNED_WAIT) &&

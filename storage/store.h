@@ -14,8 +14,9 @@
  *   sessions  be64 session                      -> ttl_ms, created index, n_owned,
  *                                                  ack floor (highest ack_below seen), client name
  *   locks     name                              -> holder session, holder waiter, fence,
- *                                                  granted index, n_waiters
- *   waiters   name \0 be64 enq                  -> session, waiter, wait_ms
+ *                                                  granted index, n_waiters, lock_delay_ms,
+ *                                                  delayed
+ *   waiters   name \0 be64 enq                  -> session, waiter, wait_ms, lock_delay_ms
  *   owned     be64 session, be64 waiter         -> kind (hold|wait), enq, name
  *   dedup     be64 session, be64 seq            -> cached struct cmd_result
  *
@@ -23,6 +24,11 @@
  * many locks, and several of its waiters may queue for the same lock (several
  * threads sharing one client), so a lock is held by a (session, waiter) pair
  * identified by its fence.
+ *
+ * Lock-delay (cmd.h): when a session expires, each of its holds that
+ * carries a lock-delay leaves its lock free but delayed, granted to nobody
+ * until the leader's DELAY_END; the leader learns of it from FX_LOCK_DELAY
+ * and, after an election, from store_foreach_delayed_lock.
  */
 #ifndef BATON_STORAGE_STORE_H
 #define BATON_STORAGE_STORE_H
@@ -95,7 +101,9 @@ int store_restore(store *s, const void *data, size_t len);
  * Fill *info for lock `name`. info->waiters is malloc'd (at most max_waiters
  * entries, queue order) and owned by the caller: free(info->waiters).
  * info->lock is left unset. A lock that is free and has no waiters gives
- * held = 0 and no waiters (not an error). Returns 0, BATON_EIO, BATON_ENOMEM.
+ * held = 0 and no waiters (not an error). A delayed lock gives held = 0,
+ * delayed = 1, zero holder fields, and its queue (which may be empty).
+ * Returns 0, BATON_EIO, BATON_ENOMEM.
  */
 int store_lock_info(store *s, const char *name, size_t name_len, uint32_t max_waiters,
                     struct msg_lock_info_r *info);
@@ -104,6 +112,7 @@ int store_lock_info(store *s, const char *name, size_t name_len, uint32_t max_wa
  * Locks whose name starts with prefix, in name order, at most `limit`:
  * calls cb(data, name, name_len, holder_session, fence, n_waiters) for each
  * (name borrowed for the call only) and sets *more to 1 if more matched.
+ * A delayed lock is listed with holder_session 0 and fence 0.
  * Returns 0, BATON_EIO, or cb's non-zero return.
  */
 typedef int store_lock_cb(void *data, const char *name, size_t name_len,
@@ -119,6 +128,18 @@ int store_list_locks(store *s, const char *prefix, size_t prefix_len, uint32_t l
 typedef int store_waiter_cb(void *data, uint64_t session, uint64_t waiter, int64_t wait_ms,
                             const char *name, size_t name_len);
 int store_foreach_timed_waiter(store *s, store_waiter_cb *cb, void *data);
+
+/*
+ * Every delayed lock, in name order: cb(data, name, name_len, lock_delay_ms)
+ * with the full delay (> 0) of the expired hold that started it; name is
+ * borrowed for the call only. Used by a new leader to re-arm the delay
+ * timers, which then run for the full delay again (the store keeps no
+ * time). Walks the whole locks table. Returns 0, BATON_EIO or cb's non-zero
+ * return.
+ */
+typedef int store_delayed_cb(void *data, const char *name, size_t name_len,
+                             int32_t lock_delay_ms);
+int store_foreach_delayed_lock(store *s, store_delayed_cb *cb, void *data);
 
 /*
  * Every session: cb(data, session, ttl_ms). Used by a new leader to give

@@ -31,8 +31,10 @@
 #include "storage/cmd.h"
 #include "storage/store.h"
 
-/* Version of the on-disk layout and of the snapshot format. */
-#define STORE_FORMAT 1
+/* Version of the on-disk layout and of the snapshot format. Format 2 added
+ * the lock-delay fields to the lock and waiter records; a store or a
+ * snapshot of another format is refused. */
+#define STORE_FORMAT 2
 /* The snapshot's leading u32: the bytes "BTN1" read as little-endian. */
 #define STORE_SNAP_MAGIC 0x314E5442u
 /* Initial map size: only address space, the file grows as needed. */
@@ -105,24 +107,30 @@ struct sess_rec {
 };
 #define SESS_VAL_FIXED 24
 
-/* locks: name -> this. A record exists only while the lock is held or has
- * waiters; holder_session 0 means free. */
+/* locks: name -> this. A record exists only while the lock is held, has
+ * waiters or is delayed; holder_session 0 means free. A delayed lock has no
+ * holder (the holder fields are 0) and lock_delay_ms is the delay that is
+ * running; a held lock's lock_delay_ms is its holder's (0 = none). */
 struct lock_rec {
     uint64_t holder_session;
     uint64_t holder_waiter;
     uint64_t fence;
     uint64_t granted;       /* raft index of the grant */
     uint32_t n_waiters;
+    int32_t lock_delay_ms;  /* >= 0 */
+    uint8_t delayed;        /* 0 or 1 */
 };
-#define LOCK_VAL_LEN 36
+#define LOCK_VAL_LEN 41
 
-/* waiters: name \0 be64 enq -> this. */
+/* waiters: name \0 be64 enq -> this. lock_delay_ms is the delay of the
+ * hold this waiter will have once granted (>= 0). */
 struct waiter_rec {
     uint64_t session;
     uint64_t waiter;
     int64_t wait_ms;
+    int32_t lock_delay_ms;
 };
-#define WAITER_VAL_LEN 24
+#define WAITER_VAL_LEN 28
 
 /* owned: be64 session, be64 waiter -> this. enq is 0 for a hold. */
 struct owned_rec {
@@ -144,7 +152,9 @@ size_t key_waiter(uint8_t k[WAITER_KEY_MAX], const char *name, size_t name_len, 
 int key_waiter_split(const MDB_val *k, const char **name, size_t *name_len, uint64_t *enq);
 
 /* Values: encode into a caller buffer big enough for the largest value
- * (VAL_MAX), decode with length checks (MDB_CORRUPTED on a bad length). */
+ * (VAL_MAX), decode with checks (MDB_CORRUPTED on a bad length, and for
+ * lock and waiter records on a negative lock_delay_ms, a delayed flag other
+ * than 0 or 1, or a delayed lock that has a holder). */
 #define VAL_MAX (OWNED_VAL_FIXED + BATON_MAX_NAME)
 size_t sess_encode(uint8_t *p, const struct sess_rec *r);
 int sess_decode(const MDB_val *v, struct sess_rec *r);
@@ -182,9 +192,13 @@ int dedup_update(struct apply_ctx *c, uint64_t session, uint64_t seq, const stru
 /* Forget every cached result of a session (it is going away). */
 int dedup_drop_session(struct apply_ctx *c, uint64_t session);
 
-/* Append an effect to c->out. */
+/* Append an effect to c->out (its lock_delay_ms is 0). */
 int fx_emit(struct apply_ctx *c, uint8_t type, int32_t status, uint64_t session, uint64_t waiter,
             uint64_t fence, const char *name, size_t name_len);
+/* Append FX_LOCK_DELAY: name is delayed for delay_ms after the expiry of
+ * the hold (session, waiter, fence). */
+int fx_emit_lock_delay(struct apply_ctx *c, uint64_t session, uint64_t waiter, uint64_t fence,
+                       int32_t delay_ms, const char *name, size_t name_len);
 
 /* ---- sessions.c --------------------------------------------------------- */
 
@@ -204,14 +218,17 @@ int op_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
 int op_cancel(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
 int op_wait_timeout(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
 int op_force_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
+int op_delay_end(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
 
 /*
  * A session is going away: drop one thing it owns without touching the
- * session record. A wait leaves its queue silently; a hold is released and
- * handed to the next waiter, preceded by FX_LOST(lost_status) when
- * lost_status is non-zero (expiry).
+ * session record. A wait leaves its queue silently; a hold is released,
+ * preceded by FX_LOST(lost_status) when lost_status is non-zero (expiry).
+ * The released lock goes to the next waiter, unless `expiry` is set and the
+ * hold has a lock-delay: then the lock becomes delayed (FX_LOCK_DELAY) and
+ * nobody gets it until DELAY_END.
  */
 int locks_drop_owned(struct apply_ctx *c, uint64_t session, uint64_t waiter,
-                     const struct owned_rec *o, int32_t lost_status);
+                     const struct owned_rec *o, int32_t lost_status, int expiry);
 
 #endif /* BATON_STORAGE_STORE_INT_H */

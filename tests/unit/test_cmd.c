@@ -67,6 +67,7 @@ static void assert_cmd_eq(const struct cmd *a, const struct cmd *b)
     ASSERT_EQ(a->wait_ms, b->wait_ms);
     ASSERT_UEQ(a->fence, b->fence);
     ASSERT_UEQ(a->waiter, b->waiter);
+    ASSERT_EQ(a->lock_delay_ms, b->lock_delay_ms);
     ASSERT_EQ(a->name_len, b->name_len);
     if (a->name_len) ASSERT(memcmp(a->name, b->name, a->name_len) == 0);
 }
@@ -75,7 +76,7 @@ TEST(roundtrip_every_type)
 {
     char longname[BATON_MAX_NAME + 1];
     char client[BATON_MAX_CLIENT_NAME + 1];
-    struct cmd in[9], out[9];
+    struct cmd in[12], out[12];
     struct buf b = {0};
 
     memset(longname, 'x', BATON_MAX_NAME);
@@ -111,13 +112,59 @@ TEST(roundtrip_every_type)
     in[8].wait_ms = INT64_MAX;
     in[8].session = 1;
     in[8].seq = 1;
+    in[8].lock_delay_ms = INT32_MAX;
+    in[9] = make_cmd(CMD_ACQUIRE, "delayed");
+    in[9].session = 4;
+    in[9].seq = 2;
+    in[9].wait_ms = BATON_WAIT_TRY;
+    in[9].lock_delay_ms = 0x01020304; /* every byte differs: catches a wrong order */
+    in[10] = make_cmd(CMD_DELAY_END, longname);
+    /* The codec carries any value; the store refuses a negative delay. */
+    in[11] = make_cmd(CMD_ACQUIRE, "neg");
+    in[11].lock_delay_ms = INT32_MIN;
 
-    encode(&b, in, 9);
-    ASSERT_EQ(decode_all(b.data, b.len, out, 9), 9);
-    for (int i = 0; i < 9; i++) assert_cmd_eq(&in[i], &out[i]);
+    encode(&b, in, 12);
+    ASSERT_EQ(decode_all(b.data, b.len, out, 12), 12);
+    for (int i = 0; i < 12; i++) assert_cmd_eq(&in[i], &out[i]);
     /* Decoded names borrow from the batch. */
     ASSERT(out[1].name >= (const char *)b.data && out[1].name < (const char *)b.data + b.len);
     buf_free(&b);
+}
+
+/* One command written by hand from the layout in cmd.h, so that a field
+ * order the encoder and decoder share by mistake cannot pass. */
+TEST(layout_matches_header)
+{
+    struct cmd in = make_cmd(CMD_ACQUIRE, "L"), out;
+    struct buf want = {0}, got = {0};
+
+    in.session = 0x1111111111111111ull;
+    in.seq = 0x2222222222222222ull;
+    in.ack_below = 0x3333333333333333ull;
+    in.ttl_ms = 0x44444444u;
+    in.wait_ms = 0x5555555555555555ll;
+    in.fence = 0x6666666666666666ull;
+    in.waiter = 0x7777777777777777ull;
+    in.lock_delay_ms = 0x08090A0B;
+    ASSERT_EQ(buf_put_u8(&want, CMD_FORMAT), 0);
+    ASSERT_EQ(buf_put_u32(&want, 1), 0);
+    ASSERT_EQ(buf_put_u8(&want, CMD_ACQUIRE), 0);
+    ASSERT_EQ(buf_put_u64(&want, in.session), 0);
+    ASSERT_EQ(buf_put_u64(&want, in.seq), 0);
+    ASSERT_EQ(buf_put_u64(&want, in.ack_below), 0);
+    ASSERT_EQ(buf_put_u32(&want, in.ttl_ms), 0);
+    ASSERT_EQ(buf_put_i64(&want, in.wait_ms), 0);
+    ASSERT_EQ(buf_put_u64(&want, in.fence), 0);
+    ASSERT_EQ(buf_put_u64(&want, in.waiter), 0);
+    ASSERT_EQ(buf_put_i32(&want, in.lock_delay_ms), 0);
+    ASSERT_EQ(buf_put_str(&want, "L", 1), 0);
+    encode(&got, &in, 1);
+    ASSERT_UEQ(got.len, want.len);
+    ASSERT(memcmp(got.data, want.data, want.len) == 0);
+    ASSERT_EQ(decode_all(want.data, want.len, &out, 1), 1);
+    assert_cmd_eq(&in, &out);
+    buf_free(&want);
+    buf_free(&got);
 }
 
 TEST(empty_batch)
@@ -195,6 +242,10 @@ TEST(decoder_rejects_header_garbage)
     ASSERT_EQ(cmd_reader_init(&r, h, 4, &count), BATON_EMALFORMED);
     ASSERT_EQ(cmd_reader_init(&r, h, 5, &count), 0);
     h[0] = CMD_FORMAT + 1;
+    ASSERT_EQ(cmd_reader_init(&r, h, 5, &count), BATON_EMALFORMED);
+    /* Format 1 had no lock_delay_ms: its commands cannot be read as 2. */
+    ASSERT_EQ(CMD_FORMAT, 2);
+    h[0] = 1;
     ASSERT_EQ(cmd_reader_init(&r, h, 5, &count), BATON_EMALFORMED);
     h[0] = CMD_FORMAT;
     /* A count the bytes cannot hold. */
@@ -281,6 +332,7 @@ TEST(decoder_rejects_bad_type_and_name_for_type)
     ASSERT_EQ(decode_with_type(CMD_CLOSE_SESSION, "x"), BATON_EMALFORMED);
     ASSERT_EQ(decode_with_type(CMD_EXPIRE_SESSION, "x"), BATON_EMALFORMED);
     ASSERT_EQ(decode_with_type(CMD_CLOSE_SESSION, ""), 1);
+    ASSERT_EQ(decode_with_type(CMD_DELAY_END, "x"), 1);
     ASSERT_EQ(decode_with_type(CMD_OPEN_SESSION, client_plus), BATON_EMALFORMED);
     client_plus[BATON_MAX_CLIENT_NAME] = 0;
     ASSERT_EQ(decode_with_type(CMD_OPEN_SESSION, client_plus), 1);
@@ -378,6 +430,7 @@ TEST(type_names)
     ASSERT_STREQ(cmd_type_name(CMD_EXPIRE_SESSION), "EXPIRE_SESSION");
     ASSERT_STREQ(cmd_type_name(CMD_WAIT_TIMEOUT), "WAIT_TIMEOUT");
     ASSERT_STREQ(cmd_type_name(CMD_FORCE_RELEASE), "FORCE_RELEASE");
+    ASSERT_STREQ(cmd_type_name(CMD_DELAY_END), "DELAY_END");
     ASSERT_STREQ(cmd_type_name(0), "?");
     ASSERT_STREQ(cmd_type_name(CMD_TYPE_MAX_), "?");
 }
@@ -386,6 +439,7 @@ int main(int argc, char **argv)
 {
     runner_init(argc, argv);
     RUN(roundtrip_every_type);
+    RUN(layout_matches_header);
     RUN(empty_batch);
     RUN(batch_inside_a_buffer);
     RUN(encoder_refuses_bad_commands);

@@ -115,6 +115,16 @@ static struct cmd c_timeout(uint64_t s, uint64_t waiter, const char *name)
     return c;
 }
 
+/* An ACQUIRE whose hold carries a lock-delay of delay_ms. */
+static struct cmd c_acq_d(uint64_t s, uint64_t seq, int64_t wait_ms, const char *name,
+                          int32_t delay_ms)
+{
+    struct cmd c = c_acq(s, seq, wait_ms, name);
+    c.lock_delay_ms = delay_ms;
+    return c;
+}
+
+#define c_delay_end(name) cmd_of(CMD_DELAY_END, 0, 0, (name))
 #define c_close(s, seq) cmd_of(CMD_CLOSE_SESSION, (s), (seq), NULL)
 #define c_expire(s) cmd_of(CMD_EXPIRE_SESSION, (s), 0, NULL)
 #define c_force(name) cmd_of(CMD_FORCE_RELEASE, 0, 0, (name))
@@ -209,6 +219,7 @@ static void assert_same_effects(const struct effects *a, const struct effects *b
         ASSERT_UEQ(x->session, y->session);
         ASSERT_UEQ(x->waiter, y->waiter);
         ASSERT_UEQ(x->fence, y->fence);
+        ASSERT_EQ(x->lock_delay_ms, y->lock_delay_ms);
         ASSERT_EQ(x->name_len, y->name_len);
         ASSERT(memcmp(x->name, y->name, x->name_len) == 0);
     }
@@ -1141,6 +1152,528 @@ TEST(list_locks_and_lock_info)
     teardown(&f);
 }
 
+/* ---- lock-delay ------------------------------------------------------------ */
+
+/* Acquire with a lock-delay and expect a grant; returns the fence. */
+static uint64_t grant_d(struct fixture *f, uint64_t s, uint64_t seq, const char *name,
+                        int32_t delay_ms)
+{
+    struct cmd_result r = run(f, c_acq_d(s, seq, BATON_WAIT_FOREVER, name, delay_ms));
+
+    ASSERT_EQ(r.status, 0);
+    ASSERT_EQ(r.kind, RESULT_GRANTED);
+    return r.value;
+}
+
+/* Acquire with a lock-delay and expect to be queued at `pos`. */
+static void queue_d(struct fixture *f, uint64_t s, uint64_t seq, const char *name, uint64_t pos,
+                    int32_t delay_ms)
+{
+    struct cmd_result r = run(f, c_acq_d(s, seq, BATON_WAIT_FOREVER, name, delay_ms));
+
+    ASSERT_EQ(r.status, 0);
+    ASSERT_EQ(r.kind, RESULT_QUEUED);
+    ASSERT_UEQ(r.value, pos);
+}
+
+/* The lock is free, delayed, and has `waiters` waiters. */
+static void assert_delayed(struct fixture *f, const char *name, uint32_t waiters)
+{
+    struct msg_lock_info_r i = info(f, name);
+
+    ASSERT_EQ(i.held, 0);
+    ASSERT_EQ(i.delayed, 1);
+    ASSERT_UEQ(i.holder_session, 0);
+    ASSERT_UEQ(i.holder_waiter, 0);
+    ASSERT_UEQ(i.fence, 0);
+    ASSERT_EQ(i.total_waiters, waiters);
+    ASSERT_EQ(i.n_waiters, waiters);
+    free(i.waiters);
+}
+
+/* store_lock_info's delayed flag for name. */
+static int is_delayed(struct fixture *f, const char *name)
+{
+    struct msg_lock_info_r i = info(f, name);
+
+    free(i.waiters);
+    return i.delayed;
+}
+
+static int count_fx(const struct effects *e, uint8_t type)
+{
+    int n = 0;
+
+    for (size_t i = 0; i < e->n_fx; i++) n += e->fx[i].type == type;
+    return n;
+}
+
+struct delayed_seen {
+    int n;
+    char names[8][16];
+    int32_t delay[8];
+};
+
+static int collect_delayed(void *data, const char *name, size_t name_len, int32_t delay_ms)
+{
+    struct delayed_seen *d = data;
+
+    ASSERT_LT(d->n, 8);
+    ASSERT_LT(name_len, 16);
+    memcpy(d->names[d->n], name, name_len);
+    d->names[d->n][name_len] = 0;
+    d->delay[d->n] = delay_ms;
+    d->n++;
+    return 0;
+}
+
+static int stop_delayed(void *data, const char *name, size_t name_len, int32_t delay_ms)
+{
+    (void)data;
+    (void)name;
+    (void)name_len;
+    (void)delay_ms;
+    return 7;
+}
+
+/*
+ * The whole life of a delay: an expired hold with a delay leaves its lock
+ * ungranted (FX_LOST, FX_LOCK_DELAY, no FX_GRANT), newcomers queue behind
+ * the delay, DELAY_END grants the head with a higher fence, and each grant
+ * carries the delay of the ACQUIRE that won it.
+ */
+TEST(expire_with_lock_delay_keeps_lock_ungranted)
+{
+    struct fixture f;
+    struct cmd_result r;
+    uint64_t a, b, c, fa, fb;
+
+    setup(&f);
+    a = open_session(&f);
+    b = open_session(&f);
+    c = open_session(&f);
+    fa = grant_d(&f, a, 1, "L", 5000);
+    queue_d(&f, b, 1, "L", 1, 0);   /* b's hold will have no delay */
+    r = run(&f, c_expire(a));
+    ASSERT_EQ(r.status, 0);
+    ASSERT_EQ(f.fx.n_fx, 3);
+    assert_fx(&f.fx.fx[0], FX_LOST, BATON_ESESSION, a, 1, "L");
+    ASSERT_UEQ(f.fx.fx[0].fence, fa);
+    assert_fx(&f.fx.fx[1], FX_LOCK_DELAY, 0, a, 1, "L");
+    ASSERT_UEQ(f.fx.fx[1].fence, fa);
+    ASSERT_EQ(f.fx.fx[1].lock_delay_ms, 5000);
+    assert_fx(&f.fx.fx[2], FX_SESSION_GONE, BATON_ESESSION, a, 0, NULL);
+    ASSERT_EQ(f.fx.fx[0].lock_delay_ms, 0); /* only FX_LOCK_DELAY carries it */
+    assert_delayed(&f, "L", 1);
+    /* b's ACQUIRE, retried, still waits. */
+    r = run(&f, c_acq(b, 1, BATON_WAIT_FOREVER, "L"));
+    ASSERT_EQ(r.kind, RESULT_QUEUED);
+
+    /* While delayed: a try fails, a wait queues behind b. */
+    r = run(&f, c_acq(c, 1, BATON_WAIT_TRY, "L"));
+    ASSERT_EQ(r.status, BATON_EWOULDBLOCK);
+    ASSERT_EQ(f.fx.n_fx, 0);
+    queue_d(&f, c, 2, "L", 2, 700); /* c's hold will have a 700 ms delay */
+    assert_delayed(&f, "L", 2);
+    /* Nobody holds it: a release and a forced release find no holder. */
+    ASSERT_EQ(run(&f, c_rel(a, 9, fa, "L")).status, BATON_ESESSION);
+    ASSERT_EQ(run(&f, c_rel(b, 2, 0, "L")).status, BATON_ENOTHELD);
+    ASSERT_EQ(run(&f, c_force("L")).status, BATON_ENOTHELD);
+    assert_delayed(&f, "L", 2);
+
+    /* The delay ends: the head gets it with a fence above the lost one. */
+    r = run(&f, c_delay_end("L"));
+    ASSERT_EQ(r.status, 0);
+    ASSERT_EQ(r.kind, RESULT_OK);
+    ASSERT_EQ(f.fx.n_fx, 1);
+    assert_fx(&f.fx.fx[0], FX_GRANT, 0, b, 1, "L");
+    fb = f.fx.fx[0].fence;
+    ASSERT_ULT(fa, fb);
+    assert_holder(&f, "L", b, fb, 1);
+    ASSERT_EQ(is_delayed(&f, "L"), 0);
+    r = run(&f, c_acq(b, 1, BATON_WAIT_FOREVER, "L"));
+    ASSERT_EQ(r.kind, RESULT_GRANTED);
+    ASSERT_UEQ(r.value, fb);
+    /* A second DELAY_END (late timer, new leader) changes nothing. */
+    {
+        struct buf before = {0}, after = {0};
+        snap(&f, &before);
+        r = run(&f, c_delay_end("L"));
+        ASSERT_EQ(r.status, 0);
+        ASSERT_EQ(f.fx.n_fx, 0);
+        snap(&f, &after);
+        ASSERT(same_state(&before, &after));
+        buf_free(&before);
+        buf_free(&after);
+    }
+
+    /* b's hold has no delay: its expiry hands the lock on at once... */
+    r = run(&f, c_expire(b));
+    ASSERT_EQ(f.fx.n_fx, 3);
+    assert_fx(&f.fx.fx[0], FX_LOST, BATON_ESESSION, b, 1, "L");
+    assert_fx(&f.fx.fx[1], FX_GRANT, 0, c, 2, "L");
+    assert_fx(&f.fx.fx[2], FX_SESSION_GONE, BATON_ESESSION, b, 0, NULL);
+    assert_holder(&f, "L", c, f.fx.fx[1].fence, 0);
+    /* ...and c's hold carries the 700 ms it asked for while queued. */
+    r = run(&f, c_expire(c));
+    ASSERT_EQ(f.fx.n_fx, 3);
+    assert_fx(&f.fx.fx[1], FX_LOCK_DELAY, 0, c, 2, "L");
+    ASSERT_EQ(f.fx.fx[1].lock_delay_ms, 700);
+    assert_delayed(&f, "L", 0);
+    teardown(&f);
+}
+
+/* A delay of 0 means none: expiry grants at once, as before lock-delay. */
+TEST(expire_without_delay_grants_at_once)
+{
+    struct fixture f;
+    uint64_t a, b;
+
+    setup(&f);
+    a = open_session(&f);
+    b = open_session(&f);
+    grant_d(&f, a, 1, "L", 0);
+    queue_d(&f, b, 1, "L", 1, 300);
+    run(&f, c_expire(a));
+    ASSERT_EQ(count_fx(&f.fx, FX_LOCK_DELAY), 0);
+    ASSERT_EQ(count_fx(&f.fx, FX_GRANT), 1);
+    assert_holder(&f, "L", b, 0, 0);
+    ASSERT_EQ(is_delayed(&f, "L"), 0);
+    teardown(&f);
+}
+
+/* CLOSE_SESSION, RELEASE and FORCE_RELEASE never delay, whatever the hold's
+ * lock-delay: the lock goes to the next waiter in the same apply. */
+TEST(close_release_and_force_never_delay)
+{
+    struct fixture f;
+    struct cmd_result r;
+    uint64_t a, b, c, fa;
+
+    setup(&f);
+    a = open_session(&f);
+    b = open_session(&f);
+    c = open_session(&f);
+    grant_d(&f, a, 1, "L", 5000);
+    queue_d(&f, b, 1, "L", 1, 5000);
+    queue_d(&f, c, 1, "L", 2, 5000);
+    grant_d(&f, a, 2, "M", 5000);
+
+    r = run(&f, c_close(a, 3));
+    ASSERT_EQ(r.status, 0);
+    ASSERT_EQ(count_fx(&f.fx, FX_LOCK_DELAY), 0);
+    ASSERT_EQ(count_fx(&f.fx, FX_LOST), 0);
+    ASSERT_EQ(f.fx.n_fx, 2);
+    assert_fx(&f.fx.fx[0], FX_GRANT, 0, b, 1, "L");
+    assert_fx(&f.fx.fx[1], FX_SESSION_GONE, 0, a, 0, NULL);
+    ASSERT_EQ(count_in(&f, DB_LOCKS), 1); /* M was deleted, not delayed */
+
+    r = run(&f, c_force("L"));
+    ASSERT_EQ(f.fx.n_fx, 2);
+    assert_fx(&f.fx.fx[0], FX_LOST, BATON_ELOST, b, 1, "L");
+    assert_fx(&f.fx.fx[1], FX_GRANT, 0, c, 1, "L");
+    fa = f.fx.fx[1].fence;
+
+    r = run(&f, c_rel(c, 2, fa, "L"));
+    ASSERT_EQ(r.status, 0);
+    ASSERT_EQ(f.fx.n_fx, 0);
+    ASSERT_EQ(count_in(&f, DB_LOCKS), 0);
+    teardown(&f);
+}
+
+/* A delayed lock nobody waits for keeps its record until DELAY_END, which
+ * then deletes it. DELAY_END on anything but a delayed lock is a no-op. */
+TEST(delayed_lock_with_empty_queue)
+{
+    struct fixture f;
+    struct buf before = {0}, after = {0};
+    struct cmd_result r;
+    uint64_t a, b;
+
+    setup(&f);
+    a = open_session(&f);
+    b = open_session(&f);
+    grant_d(&f, a, 1, "L", 250);
+    grant_d(&f, b, 1, "held", 250);
+
+    snap(&f, &before);
+    ASSERT_EQ(run(&f, c_delay_end("L")).status, 0);       /* held: no-op */
+    ASSERT_EQ(run(&f, c_delay_end("nothing")).status, 0); /* no such lock */
+    ASSERT_EQ(run(&f, c_delay_end("")).status, 0);        /* not a lock name */
+    ASSERT_EQ(f.fx.n_fx, 0);
+    snap(&f, &after);
+    ASSERT(same_state(&before, &after));
+
+    run(&f, c_expire(a));
+    ASSERT_EQ(count_fx(&f.fx, FX_LOCK_DELAY), 1);
+    ASSERT_EQ(count_fx(&f.fx, FX_GRANT), 0);
+    assert_delayed(&f, "L", 0);
+    ASSERT_EQ(count_in(&f, DB_LOCKS), 2);
+    ASSERT_EQ(count_in(&f, DB_OWNED), 1); /* b's hold only */
+
+    r = run(&f, c_delay_end("L"));
+    ASSERT_EQ(r.status, 0);
+    ASSERT_EQ(r.kind, RESULT_OK);
+    ASSERT_EQ(f.fx.n_fx, 0);
+    ASSERT_EQ(count_in(&f, DB_LOCKS), 1);
+    assert_holder(&f, "L", 0, 0, 0);
+    ASSERT_EQ(is_delayed(&f, "L"), 0);
+    /* Free again: the next ACQUIRE is granted at once. */
+    grant(&f, b, 2, "L");
+    buf_free(&before);
+    buf_free(&after);
+    teardown(&f);
+}
+
+/* The waiters of a delayed lock can be cancelled, time out, or vanish with
+ * their session; the lock stays delayed until DELAY_END even once its
+ * queue is empty. */
+TEST(waiters_of_delayed_lock_leave_as_usual)
+{
+    struct fixture f;
+    struct timed t = {0};
+    struct cmd_result r;
+    uint64_t a, b, c, d;
+
+    setup(&f);
+    a = open_session(&f);
+    b = open_session(&f);
+    c = open_session(&f);
+    d = open_session(&f);
+    grant_d(&f, a, 1, "L", 1000);
+    queue_d(&f, b, 1, "L", 1, 0);
+    run(&f, c_expire(a));
+    assert_delayed(&f, "L", 1);
+    ASSERT_EQ(run(&f, c_acq(c, 1, 400, "L")).kind, RESULT_QUEUED);
+    queue_d(&f, d, 1, "L", 3, 0);
+    /* The timed waiter is still found for its deadline. */
+    ASSERT_EQ(store_foreach_timed_waiter(f.s, collect_timed, &t), 0);
+    ASSERT_EQ(t.n, 1);
+    ASSERT_UEQ(t.session, c);
+
+    r = run(&f, c_cancel(b, 2, 1, "L"));
+    ASSERT_EQ(r.kind, RESULT_CANCELLED);
+    assert_fx(&f.fx.fx[0], FX_WAIT_FAILED, BATON_ECANCELED, b, 1, "L");
+    assert_delayed(&f, "L", 2);
+    r = run(&f, c_timeout(c, 1, "L"));
+    ASSERT_EQ(r.status, 0);
+    assert_fx(&f.fx.fx[0], FX_WAIT_FAILED, BATON_ETIMEDOUT, c, 1, "L");
+    assert_delayed(&f, "L", 1);
+    run(&f, c_expire(d));
+    ASSERT_EQ(f.fx.n_fx, 1); /* only FX_SESSION_GONE */
+    assert_delayed(&f, "L", 0);
+    ASSERT_EQ(count_in(&f, DB_WAITERS), 0);
+    ASSERT_EQ(count_in(&f, DB_OWNED), 0);
+    ASSERT_EQ(count_in(&f, DB_LOCKS), 1);
+    run(&f, c_delay_end("L"));
+    ASSERT_EQ(f.fx.n_fx, 0);
+    ASSERT_EQ(count_in(&f, DB_LOCKS), 0);
+    teardown(&f);
+}
+
+/* A session that holds a delayed lock and also waits for it (another
+ * thread), plus a second delayed lock: its own wait leaves first, both
+ * locks become delayed, and the undelayed one goes to the next waiter. */
+TEST(expire_with_several_delayed_holds)
+{
+    struct fixture f;
+    struct delayed_seen d = {0};
+    uint64_t a, b;
+
+    setup(&f);
+    a = open_session(&f);
+    b = open_session(&f);
+    grant_d(&f, a, 1, "x", 100);
+    queue_d(&f, a, 2, "x", 1, 100);
+    grant_d(&f, a, 3, "y", 200);
+    grant_d(&f, a, 4, "z", 0);
+    queue_d(&f, b, 1, "z", 1, 0);
+    queue_d(&f, b, 2, "y", 1, 0);
+    run(&f, c_expire(a));
+    ASSERT_EQ(count_fx(&f.fx, FX_LOST), 3);
+    ASSERT_EQ(count_fx(&f.fx, FX_LOCK_DELAY), 2);
+    ASSERT_EQ(count_fx(&f.fx, FX_GRANT), 1);
+    ASSERT_EQ(count_fx(&f.fx, FX_SESSION_GONE), 1);
+    /* Each FX_LOCK_DELAY follows its FX_LOST. */
+    for (size_t i = 0; i < f.fx.n_fx; i++) {
+        if (f.fx.fx[i].type != FX_LOCK_DELAY) continue;
+        ASSERT_GT(i, 0);
+        ASSERT_EQ(f.fx.fx[i - 1].type, FX_LOST);
+        ASSERT_UEQ(f.fx.fx[i - 1].fence, f.fx.fx[i].fence);
+    }
+    assert_delayed(&f, "x", 0);
+    assert_delayed(&f, "y", 1);
+    assert_holder(&f, "z", b, 0, 0);
+    ASSERT_EQ(store_foreach_delayed_lock(f.s, collect_delayed, &d), 0);
+    ASSERT_EQ(d.n, 2);
+    ASSERT_STREQ(d.names[0], "x");
+    ASSERT_EQ(d.delay[0], 100);
+    ASSERT_STREQ(d.names[1], "y");
+    ASSERT_EQ(d.delay[1], 200);
+    teardown(&f);
+}
+
+/* store_foreach_delayed_lock reports every delayed lock with its full
+ * delay, skips held and queued ones, and stops at a callback's non-zero
+ * return. */
+TEST(foreach_delayed_lock)
+{
+    struct fixture f;
+    struct delayed_seen d = {0};
+    uint64_t a, b, c;
+
+    setup(&f);
+    ASSERT_EQ(store_foreach_delayed_lock(f.s, collect_delayed, &d), 0);
+    ASSERT_EQ(d.n, 0);
+    a = open_session(&f);
+    b = open_session(&f);
+    c = open_session(&f);
+    grant_d(&f, a, 1, "d1", 1500);
+    grant_d(&f, b, 1, "d2", 30000);
+    queue_d(&f, c, 1, "d2", 1, 0);
+    grant_d(&f, c, 2, "held", 999);
+    queue_d(&f, a, 2, "held", 1, 0);
+    run(&f, c_expire(a));
+    run(&f, c_expire(b));
+    ASSERT_EQ(store_foreach_delayed_lock(f.s, collect_delayed, &d), 0);
+    ASSERT_EQ(d.n, 2);
+    ASSERT_STREQ(d.names[0], "d1");
+    ASSERT_EQ(d.delay[0], 1500);
+    ASSERT_STREQ(d.names[1], "d2");
+    ASSERT_EQ(d.delay[1], 30000);
+    ASSERT_EQ(store_foreach_delayed_lock(f.s, stop_delayed, NULL), 7);
+    /* Listing shows them free, with their queues. */
+    {
+        struct listed l;
+        int more;
+        memset(&l, 0, sizeof l);
+        ASSERT_EQ(store_list_locks(f.s, "d", 1, 10, collect_lock, &l, &more), 0);
+        ASSERT_EQ(l.n, 2);
+        ASSERT_UEQ(l.holder[0], 0);
+        ASSERT_UEQ(l.holder[1], 0);
+        ASSERT_EQ(l.waiters[1], 1);
+    }
+    run(&f, c_delay_end("d2"));
+    ASSERT_EQ(count_fx(&f.fx, FX_GRANT), 1);
+    memset(&d, 0, sizeof d);
+    ASSERT_EQ(store_foreach_delayed_lock(f.s, collect_delayed, &d), 0);
+    ASSERT_EQ(d.n, 1);
+    ASSERT_STREQ(d.names[0], "d1");
+    teardown(&f);
+}
+
+/* A negative lock-delay in the command is the leader's bug: refused. */
+TEST(negative_lock_delay_is_einval)
+{
+    struct fixture f;
+    uint64_t a;
+
+    setup(&f);
+    a = open_session(&f);
+    ASSERT_EQ(run(&f, c_acq_d(a, 1, BATON_WAIT_FOREVER, "L", -1)).status, BATON_EINVAL);
+    ASSERT_EQ(run(&f, c_acq_d(a, 2, BATON_WAIT_TRY, "L", INT32_MIN)).status, BATON_EINVAL);
+    ASSERT_EQ(count_in(&f, DB_LOCKS), 0);
+    ASSERT_EQ(count_in(&f, DB_OWNED), 0);
+    teardown(&f);
+}
+
+/* A snapshot carries the delayed flag, the running delay and the waiters'
+ * delays: the restored store reports the same, and both go on identically
+ * through DELAY_END and the next expiry. */
+TEST(snapshot_restore_keeps_delay)
+{
+    struct fixture f, g;
+    struct buf s1 = {0}, s2 = {0};
+    struct delayed_seen d = {0};
+    uint64_t a, b;
+
+    setup(&f);
+    setup(&g);
+    a = open_session(&f);
+    b = open_session(&f);
+    grant_d(&f, a, 1, "L", 4000);
+    queue_d(&f, b, 1, "L", 1, 600);
+    grant_d(&f, a, 2, "E", 50);
+    run(&f, c_expire(a));
+    snap(&f, &s1);
+    ASSERT_EQ(store_restore(g.s, s1.data, s1.len), 0);
+    g.index = f.index;
+    snap(&g, &s2);
+    ASSERT(s1.len == s2.len && memcmp(s1.data, s2.data, s1.len) == 0);
+    assert_delayed(&g, "L", 1);
+    assert_delayed(&g, "E", 0);
+    ASSERT_EQ(store_foreach_delayed_lock(g.s, collect_delayed, &d), 0);
+    ASSERT_EQ(d.n, 2);
+    ASSERT_STREQ(d.names[0], "E");
+    ASSERT_EQ(d.delay[0], 50);
+    ASSERT_EQ(d.delay[1], 4000);
+
+    /* Reopening keeps it too. */
+    {
+        char err[256];
+        store_close(g.s);
+        ASSERT_EQ(store_open(g.dir, &g.s, err), 0);
+        assert_delayed(&g, "L", 1);
+    }
+
+    run(&f, c_delay_end("L"));
+    run(&g, c_delay_end("L"));
+    assert_same_effects(&f.fx, &g.fx);
+    ASSERT_EQ(count_fx(&g.fx, FX_GRANT), 1);
+    run(&f, c_expire(b));
+    run(&g, c_expire(b));
+    assert_same_effects(&f.fx, &g.fx);
+    ASSERT_EQ(count_fx(&g.fx, FX_LOCK_DELAY), 1); /* b's 600 ms came along */
+    ASSERT_EQ(f.fx.fx[1].lock_delay_ms, 600);
+    snap(&f, &s1);
+    snap(&g, &s2);
+    ASSERT(s1.len == s2.len && memcmp(s1.data, s2.data, s1.len) == 0);
+    buf_free(&s1);
+    buf_free(&s2);
+    teardown(&f);
+    teardown(&g);
+}
+
+/* A snapshot whose lock record claims a delayed lock with a holder, or a
+ * delayed flag other than 0 or 1, is refused without change. */
+TEST(restore_rejects_bad_delay_fields)
+{
+    struct fixture f, g;
+    struct buf s = {0}, before = {0}, after = {0};
+    uint64_t a;
+    size_t off;
+    uint8_t *rec;
+
+    setup(&f);
+    setup(&g);
+    a = open_session(&f);
+    grant_d(&f, a, 1, "Q", 10);
+    snap(&f, &s);
+    snap(&g, &before);
+    /* The one lock record: key "Q", 41-byte value; its last byte is the
+     * delayed flag and the four before it the delay. */
+    rec = memmem(s.data, s.len, "\x01\x00\x00\x00Q\x29\x00\x00\x00", 9);
+    ASSERT(rec != NULL);
+    off = (size_t)(rec - s.data) + 9;
+    ASSERT_EQ(le_get_u32(s.data + off + 36), 10);
+    s.data[off + 40] = 1; /* delayed, yet held */
+    ASSERT_EQ(store_restore(g.s, s.data, s.len), BATON_EMALFORMED);
+    s.data[off + 40] = 2;
+    ASSERT_EQ(store_restore(g.s, s.data, s.len), BATON_EMALFORMED);
+    s.data[off + 40] = 0;
+    le_put_u32(s.data + off + 36, (uint32_t)-5);
+    ASSERT_EQ(store_restore(g.s, s.data, s.len), BATON_EMALFORMED);
+    snap(&g, &after);
+    ASSERT(same_state(&before, &after));
+    le_put_u32(s.data + off + 36, 10);
+    ASSERT_EQ(store_restore(g.s, s.data, s.len), 0);
+    buf_free(&s);
+    buf_free(&before);
+    buf_free(&after);
+    teardown(&f);
+    teardown(&g);
+}
+
 /* ---- snapshots ------------------------------------------------------------- */
 
 /* Build a state that touches every table. */
@@ -1538,14 +2071,29 @@ static uint64_t rng(void)
  * Feed the same random commands (all types, valid and not, some repeated)
  * to two stores, one of which is restored from a snapshot of the other
  * halfway through. Every result and effect, and the final state, must be
- * identical; and the store's own invariants must hold.
+ * identical; and the store's own invariants must hold. Most holds carry a
+ * lock-delay, so that expiries leave delayed locks that DELAY_END (or
+ * nothing, for a while) later hands on.
  */
+static int32_t random_delay(void)
+{
+    switch (rng() % 8) {
+    case 0:
+    case 1:
+        return 0;
+    case 2:
+        return rng() % 16 == 0 ? -1 : 250; /* now and then an invalid one */
+    default:
+        return (int32_t)(1 + rng() % 5000);
+    }
+}
 TEST(random_workload_is_deterministic)
 {
     static const char *names[] = {"a", "b", "c", "d"};
     struct fixture f, g;
     struct buf s1 = {0}, s2 = {0};
     uint64_t seq[64] = {0}, top = 0, last_fence = 0;
+    int n_delays = 0, n_delay_grants = 0;
 
     setup(&f);
     setup(&g);
@@ -1556,7 +2104,7 @@ TEST(random_workload_is_deterministic)
         struct msg_lock_info_r i;
         struct cmd c;
 
-        switch (rng() % 10) {
+        switch (rng() % 11) {
         case 0:
             c = c_open(1000, "r");
             break;
@@ -1564,7 +2112,7 @@ TEST(random_workload_is_deterministic)
         case 2:
         case 3:
             ++*sq;
-            c = c_acq(s, *sq, (int64_t)(rng() % 3) - 1, name);
+            c = c_acq_d(s, *sq, (int64_t)(rng() % 3) - 1, name, random_delay());
             break;
         case 4:
         case 5:
@@ -1591,6 +2139,9 @@ TEST(random_workload_is_deterministic)
                 c = c_close(s, *sq);
             }
             break;
+        case 10:
+            c = c_delay_end(name);
+            break;
         default:
             if (rng() % 2)
                 c = c_force(name);
@@ -1612,24 +2163,47 @@ TEST(random_workload_is_deterministic)
         }
         /* Every grant's fence is above every earlier one. */
         for (size_t k = 0; k < f.fx.n_fx; k++) {
+            if (f.fx.fx[k].type == FX_LOCK_DELAY) {
+                ASSERT_GT(f.fx.fx[k].lock_delay_ms, 0);
+                n_delays++;
+            }
             if (f.fx.fx[k].type != FX_GRANT) continue;
             ASSERT_ULT(last_fence, f.fx.fx[k].fence);
             last_fence = f.fx.fx[k].fence;
+            n_delay_grants += c.type == CMD_DELAY_END;
         }
-        /* A lock with waiters is always held. */
+        /* A lock with waiters is always held or delayed, never both. */
         for (int l = 0; l < 4; l++) {
             i = info(&f, names[l]);
-            if (i.total_waiters > 0) ASSERT(i.held);
+            if (i.total_waiters > 0) ASSERT(i.held || i.delayed);
+            ASSERT(!(i.held && i.delayed));
             free(i.waiters);
         }
     }
     ASSERT_GT(top, 20);
+    ASSERT_GT(n_delays, 10);
+    ASSERT_GT(n_delay_grants, 5);
     snap(&f, &s1);
     snap(&g, &s2);
     ASSERT_EQ(s1.len, s2.len);
     ASSERT(memcmp(s1.data, s2.data, s1.len) == 0);
-    /* Expiring every session leaves nothing behind. */
+    {
+        struct delayed_seen d1 = {0}, d2 = {0};
+        ASSERT_EQ(store_foreach_delayed_lock(f.s, collect_delayed, &d1), 0);
+        ASSERT_EQ(store_foreach_delayed_lock(g.s, collect_delayed, &d2), 0);
+        ASSERT_EQ(d1.n, d2.n);
+        for (int k = 0; k < d1.n; k++) {
+            ASSERT_STREQ(d1.names[k], d2.names[k]);
+            ASSERT_EQ(d1.delay[k], d2.delay[k]);
+        }
+    }
+    /* Expiring every session, then ending every delay, leaves nothing
+     * behind. */
     for (uint64_t s = 1; s <= top; s++) run(&f, c_expire(s));
+    for (int l = 0; l < 4; l++) {
+        run(&f, c_delay_end(names[l]));
+        ASSERT_EQ(f.fx.n_fx, 0); /* nobody is left to grant it to */
+    }
     ASSERT_EQ(count_in(&f, DB_SESSIONS), 0);
     ASSERT_EQ(count_in(&f, DB_LOCKS), 0);
     ASSERT_EQ(count_in(&f, DB_WAITERS), 0);
@@ -1698,6 +2272,16 @@ int main(int argc, char **argv)
     RUN(crash_and_reboot_detection);
     RUN(open_fails_cleanly_on_missing_dir);
     RUN(map_full_grows_the_map);
+    RUN(expire_with_lock_delay_keeps_lock_ungranted);
+    RUN(expire_without_delay_grants_at_once);
+    RUN(close_release_and_force_never_delay);
+    RUN(delayed_lock_with_empty_queue);
+    RUN(waiters_of_delayed_lock_leave_as_usual);
+    RUN(expire_with_several_delayed_holds);
+    RUN(foreach_delayed_lock);
+    RUN(negative_lock_delay_is_einval);
+    RUN(snapshot_restore_keeps_delay);
+    RUN(restore_rejects_bad_delay_fields);
     RUN(random_workload_is_deterministic);
     rv = runner_done();
     nftw(run_dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);

@@ -135,6 +135,10 @@ static void sample(int type, int v, struct msg *m)
         m->u.acquire.ack_below = U64(v, 0xC1C2C3C4C5C6C7C8ull);
         m->u.acquire.wait_ms = I64(v, -0x0102030405060708ll);
         m->u.acquire.lock = LOCK(v, "jobs/nightly");
+        /* Every legal extreme: the largest delay, and -1 (none), the
+         * smallest value the decoder accepts. */
+        m->u.acquire.lock_delay_ms =
+            v == V_TYPICAL ? 0x01020304 : v == V_EXTREME ? INT32_MAX : BATON_LOCK_DELAY_NONE;
         break;
     case MSG_RELEASE:
         m->u.release.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
@@ -215,6 +219,7 @@ static void sample(int type, int v, struct msg *m)
             waiters[i].waiter = 0x8182838485868788ull + i;
             waiters[i].wait_ms = i % 2 ? BATON_WAIT_FOREVER : -(int64_t)i * 1000003;
         }
+        li->delayed = U8(v, 0x5A);
         li->lock = LOCK(v, "jobs/nightly");
         break;
     }
@@ -250,6 +255,16 @@ static void sample(int type, int v, struct msg *m)
     case MSG_ERROR:
         m->u.error.code = I32(v, BATON_EPROTO);
         m->u.error.message = STR(v, "expected HELLO", big_err, BATON_MAX_ERRMSG);
+        break;
+    case MSG_LOST:
+        m->u.lost.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
+        m->u.lost.waiter = U64(v, 0xE1E2E3E4E5E6E7E8ull);
+        m->u.lost.fence = U64(v, 0xD1D2D3D4D5D6D7D8ull);
+        m->u.lost.status = I32(v, BATON_ESESSION);
+        m->u.lost.lock = LOCK(v, "jobs/nightly");
+        break;
+    case MSG_SESSION_EXPIRED:
+        m->u.session_expired.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
         break;
     default:
         FAIL("no sample for type %d", type);
@@ -293,6 +308,7 @@ static void assert_msg_eq(const struct msg *a, const struct msg *b)
         ASSERT_UEQ(a->u.acquire.ack_below, b->u.acquire.ack_below);
         ASSERT_EQ(a->u.acquire.wait_ms, b->u.acquire.wait_ms);
         ASSERT_PSTR_EQ(a->u.acquire.lock, b->u.acquire.lock);
+        ASSERT_EQ(a->u.acquire.lock_delay_ms, b->u.acquire.lock_delay_ms);
         break;
     case MSG_RELEASE:
         ASSERT_UEQ(a->u.release.session, b->u.release.session);
@@ -372,6 +388,7 @@ static void assert_msg_eq(const struct msg *a, const struct msg *b)
             ASSERT_UEQ(x->waiters[i].waiter, y->waiters[i].waiter);
             ASSERT_EQ(x->waiters[i].wait_ms, y->waiters[i].wait_ms);
         }
+        ASSERT_EQ(x->delayed, y->delayed);
         ASSERT_PSTR_EQ(x->lock, y->lock);
         break;
     }
@@ -399,6 +416,16 @@ static void assert_msg_eq(const struct msg *a, const struct msg *b)
     case MSG_ERROR:
         ASSERT_EQ(a->u.error.code, b->u.error.code);
         ASSERT_PSTR_EQ(a->u.error.message, b->u.error.message);
+        break;
+    case MSG_LOST:
+        ASSERT_UEQ(a->u.lost.session, b->u.lost.session);
+        ASSERT_UEQ(a->u.lost.waiter, b->u.lost.waiter);
+        ASSERT_UEQ(a->u.lost.fence, b->u.lost.fence);
+        ASSERT_EQ(a->u.lost.status, b->u.lost.status);
+        ASSERT_PSTR_EQ(a->u.lost.lock, b->u.lost.lock);
+        break;
+    case MSG_SESSION_EXPIRED:
+        ASSERT_UEQ(a->u.session_expired.session, b->u.session_expired.session);
         break;
     default:
         FAIL("unexpected type %d", a->type);
@@ -521,7 +548,8 @@ TEST(decoded_strings_borrow_from_frame)
     encode_ok(&m, &b);
     ASSERT_EQ(proto_decode(b.data, b.len, &d), 0);
     ASSERT((const uint8_t *)d.u.acquire.lock.p > b.data);
-    ASSERT((const uint8_t *)d.u.acquire.lock.p + d.u.acquire.lock.n == b.data + b.len);
+    /* The lock name is followed only by the i32 lock_delay_ms. */
+    ASSERT((const uint8_t *)d.u.acquire.lock.p + d.u.acquire.lock.n == b.data + b.len - 4);
     msg_free(&d);
     buf_free(&b);
 }
@@ -554,6 +582,8 @@ TEST(golden_bytes)
     ASSERT_EQ(MSG_RESULT, 10);
     ASSERT_EQ(MSG_STATUS, 13);
     ASSERT_EQ(MSG_ERROR, 21);
+    ASSERT_EQ(MSG_LOST, 22);
+    ASSERT_EQ(MSG_SESSION_EXPIRED, 23);
 
     m.type = MSG_HELLO;
     m.req_id = 0x0102030405060708ull;
@@ -583,6 +613,152 @@ TEST(golden_bytes)
     ASSERT_EQ(proto_decode(status, sizeof status, &m), 0);
     ASSERT_EQ(m.type, MSG_STATUS);
     buf_free(&b);
+}
+
+/* The lock-delay additions spelled out byte by byte: ACQUIRE's trailing
+ * lock_delay_ms, the LOST and SESSION_EXPIRED pushes, and LOCK_INFO_R's
+ * delayed flag just before the lock name. */
+TEST(golden_bytes_lock_delay)
+{
+    static const uint8_t acquire[] = {
+        0x31, 0x00, 0x00, 0x00,                         /* len 49 */
+        0x05, 0x00,                                     /* ACQUIRE */
+        0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* req_id */
+        0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* session */
+        0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* seq */
+        0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* ack_below */
+        0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, /* wait_ms -1 */
+        0x01, 0x00, 'L',                                /* lock */
+        0xDC, 0x05, 0x00, 0x00,                         /* lock_delay_ms 1500 */
+    };
+    static const uint8_t lost[] = {
+        0x29, 0x00, 0x00, 0x00,                         /* len 41 */
+        0x16, 0x00,                                     /* LOST */
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* req_id 0: a push */
+        0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* session */
+        0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* waiter */
+        0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* fence */
+        0x57, 0xF0, 0xFF, 0xFF,                         /* -4009 BATON_ESESSION */
+        0x01, 0x00, 'L',                                /* lock */
+    };
+    static const uint8_t expired[] = {
+        0x12, 0x00, 0x00, 0x00,                         /* len 18 */
+        0x17, 0x00,                                     /* SESSION_EXPIRED */
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* req_id */
+        0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* session */
+    };
+    static const uint8_t info[] = {
+        0x37, 0x00, 0x00, 0x00,                         /* len 55 */
+        0x10, 0x00,                                     /* LOCK_INFO_R */
+        0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* req_id */
+        0x00,                                           /* held */
+        0, 0, 0, 0, 0, 0, 0, 0,                         /* holder_session */
+        0, 0, 0, 0, 0, 0, 0, 0,                         /* holder_waiter */
+        0, 0, 0, 0, 0, 0, 0, 0,                         /* fence */
+        0, 0, 0, 0, 0, 0, 0, 0,                         /* granted_index */
+        0x00, 0x00, 0x00, 0x00,                         /* total_waiters */
+        0x00, 0x00, 0x00, 0x00,                         /* n */
+        0x01,                                           /* delayed */
+        0x01, 0x00, 'L',                                /* lock */
+    };
+    struct msg m, d;
+    struct buf b = {0};
+
+    memset(&m, 0, sizeof m);
+    m.type = MSG_ACQUIRE;
+    m.req_id = 2;
+    m.u.acquire.session = 7;
+    m.u.acquire.seq = 3;
+    m.u.acquire.ack_below = 1;
+    m.u.acquire.wait_ms = BATON_WAIT_FOREVER;
+    m.u.acquire.lock = ps("L");
+    m.u.acquire.lock_delay_ms = 1500;
+    ASSERT_EQ(proto_encode(&b, &m), 0);
+    ASSERT_UEQ(b.len, sizeof acquire);
+    ASSERT(memcmp(b.data, acquire, sizeof acquire) == 0);
+    ASSERT_EQ(proto_decode(acquire, sizeof acquire, &d), 0);
+    assert_msg_eq(&m, &d);
+
+    buf_reset(&b);
+    memset(&m, 0, sizeof m);
+    m.type = MSG_LOST;
+    m.u.lost.session = 7;
+    m.u.lost.waiter = 3;
+    m.u.lost.fence = 9;
+    m.u.lost.status = BATON_ESESSION;
+    m.u.lost.lock = ps("L");
+    ASSERT_EQ(proto_encode(&b, &m), 0);
+    ASSERT_UEQ(b.len, sizeof lost);
+    ASSERT(memcmp(b.data, lost, sizeof lost) == 0);
+    ASSERT_EQ(proto_decode(lost, sizeof lost, &d), 0);
+    assert_msg_eq(&m, &d);
+
+    buf_reset(&b);
+    memset(&m, 0, sizeof m);
+    m.type = MSG_SESSION_EXPIRED;
+    m.u.session_expired.session = 7;
+    ASSERT_EQ(proto_encode(&b, &m), 0);
+    ASSERT_UEQ(b.len, sizeof expired);
+    ASSERT(memcmp(b.data, expired, sizeof expired) == 0);
+    ASSERT_EQ(proto_decode(expired, sizeof expired, &d), 0);
+    assert_msg_eq(&m, &d);
+
+    buf_reset(&b);
+    memset(&m, 0, sizeof m);
+    m.type = MSG_LOCK_INFO_R;
+    m.req_id = 4;
+    m.u.lock_info_r.delayed = 1;
+    m.u.lock_info_r.lock = ps("L");
+    ASSERT_EQ(proto_encode(&b, &m), 0);
+    ASSERT_UEQ(b.len, sizeof info);
+    ASSERT(memcmp(b.data, info, sizeof info) == 0);
+    ASSERT_EQ(proto_decode(info, sizeof info, &d), 0);
+    assert_msg_eq(&m, &d);
+    msg_free(&d);
+    buf_free(&b);
+}
+
+/* ACQUIRE's lock_delay_ms: -1 (none), 0 (the server's default) and any
+ * positive value decode; anything below -1 is malformed. */
+TEST(acquire_lock_delay_values)
+{
+    static const int32_t good[] = {BATON_LOCK_DELAY_NONE, BATON_LOCK_DELAY_DEFAULT, 1, 30000,
+                                   INT32_MAX};
+    static const int32_t bad[] = {-2, -1000, INT32_MIN};
+    struct msg m, d;
+    struct buf b;
+
+    ASSERT_EQ(BATON_LOCK_DELAY_DEFAULT, 0);
+    ASSERT_EQ(BATON_LOCK_DELAY_NONE, -1);
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        sample(MSG_ACQUIRE, V_TYPICAL, &m);
+        m.u.acquire.lock_delay_ms = good[i];
+        encode_ok(&m, &b);
+        ASSERT_EQ(proto_decode(b.data, b.len, &d), 0);
+        ASSERT_EQ(d.u.acquire.lock_delay_ms, good[i]);
+        buf_free(&b);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        uint8_t *p;
+
+        /* The encoder refuses it, so write a legal frame and patch its
+         * last four bytes (the field is last in the body). */
+        sample(MSG_ACQUIRE, V_TYPICAL, &m);
+        m.u.acquire.lock_delay_ms = bad[i];
+        buf_init(&b);
+        ASSERT_EQ(proto_encode(&b, &m), BATON_EINVAL);
+        ASSERT_UEQ(b.len, 0);
+        buf_free(&b);
+        m.u.acquire.lock_delay_ms = 0;
+        encode_ok(&m, &b);
+        le_put_u32(b.data + b.len - 4, (uint32_t)bad[i]);
+        p = dup_exact(b.data, b.len);
+        ASSERT_EQ(proto_decode(p, b.len, &d), BATON_EMALFORMED);
+        ASSERT_EQ(d.type, MSG_ACQUIRE);
+        ASSERT_UEQ(d.req_id, m.req_id);
+        free(p);
+        buf_free(&b);
+    }
 }
 
 /* Start a frame the way the header describes it; end_frame patches len. */
@@ -630,12 +806,14 @@ static void spec_frame(const struct msg *m, struct buf *w)
         buf_put_u64(w, m->u.session.session);
         buf_put_u32(w, m->u.session.ttl_ms);
         break;
-    case MSG_ACQUIRE: /* {u64 session, u64 seq, u64 ack_below, i64 wait_ms, str lock} */
+    case MSG_ACQUIRE: /* {u64 session, u64 seq, u64 ack_below, i64 wait_ms, str lock,
+                         i32 lock_delay_ms} */
         buf_put_u64(w, m->u.acquire.session);
         buf_put_u64(w, m->u.acquire.seq);
         buf_put_u64(w, m->u.acquire.ack_below);
         buf_put_i64(w, m->u.acquire.wait_ms);
         spec_str(w, m->u.acquire.lock);
+        buf_put_i32(w, m->u.acquire.lock_delay_ms);
         break;
     case MSG_RELEASE: /* {u64 session, u64 seq, u64 ack_below, u64 fence, str lock} */
         buf_put_u64(w, m->u.release.session);
@@ -713,6 +891,7 @@ static void spec_frame(const struct msg *m, struct buf *w)
             buf_put_u64(w, x->waiters[i].waiter);
             buf_put_i64(w, x->waiters[i].wait_ms);
         }
+        buf_put_u8(w, x->delayed);
         spec_str(w, x->lock);
         break;
     }
@@ -739,6 +918,16 @@ static void spec_frame(const struct msg *m, struct buf *w)
     case MSG_ERROR: /* {i32 code, str message} */
         buf_put_i32(w, m->u.error.code);
         spec_str(w, m->u.error.message);
+        break;
+    case MSG_LOST: /* {u64 session, u64 waiter, u64 fence, i32 status, str lock} */
+        buf_put_u64(w, m->u.lost.session);
+        buf_put_u64(w, m->u.lost.waiter);
+        buf_put_u64(w, m->u.lost.fence);
+        buf_put_i32(w, m->u.lost.status);
+        spec_str(w, m->u.lost.lock);
+        break;
+    case MSG_SESSION_EXPIRED: /* {u64 session} */
+        buf_put_u64(w, m->u.session_expired.session);
         break;
     default:
         FAIL("no layout for type %d", m->type);
@@ -1208,6 +1397,7 @@ static struct pstr *f_prefix(struct msg *m) { return &m->u.list_locks.prefix; }
 static struct pstr *f_item_name(struct msg *m) { return &m->u.list_locks_r.items[1].name; }
 static struct pstr *f_redirect(struct msg *m) { return &m->u.redirect.client_addr; }
 static struct pstr *f_error(struct msg *m) { return &m->u.error.message; }
+static struct pstr *f_lost(struct msg *m) { return &m->u.lost.lock; }
 
 static const struct strfield {
     const char *what;
@@ -1231,6 +1421,7 @@ static const struct strfield {
     {"list_locks_r.name", MSG_LIST_LOCKS_R, f_item_name, BATON_MAX_NAME, 1},
     {"redirect.client_addr", MSG_REDIRECT, f_redirect, BATON_MAX_ADDR, 0},
     {"error.message", MSG_ERROR, f_error, BATON_MAX_ERRMSG, 0},
+    {"lost.lock", MSG_LOST, f_lost, BATON_MAX_NAME, 1},
 };
 #define N_STRFIELDS (sizeof strfields / sizeof strfields[0])
 
@@ -1420,6 +1611,7 @@ static void forge_lock_info_r(struct buf *b, uint32_t count, uint32_t present)
         buf_put_u64(b, i);
         buf_put_i64(b, -1);
     }
+    buf_put_u8(b, 0); /* delayed */
     buf_put_str(b, "L", 1);
     end_frame(b);
 }
@@ -1588,6 +1780,13 @@ TEST(encoder_rollback)
     m.u.lock_info_r.lock = psn("", 0);
     EXPECT_REFUSED(BATON_EINVAL);
 
+    /* A lock_delay_ms the decoder would refuse, found after the name. */
+    sample(MSG_ACQUIRE, V_TYPICAL, &m);
+    m.u.acquire.lock_delay_ms = -2;
+    EXPECT_REFUSED(BATON_EINVAL);
+    m.u.acquire.lock_delay_ms = INT32_MIN;
+    EXPECT_REFUSED(BATON_EINVAL);
+
     memset(&m, 0, sizeof m);
     m.type = MSG_TYPE_MAX_;
     EXPECT_REFUSED(BATON_EINVAL);
@@ -1647,6 +1846,8 @@ int main(int argc, char **argv)
     RUN(roundtrip_every_type);
     RUN(decoded_strings_borrow_from_frame);
     RUN(golden_bytes);
+    RUN(golden_bytes_lock_delay);
+    RUN(acquire_lock_delay_values);
     RUN(layout_matches_header);
     RUN(frame_byte_by_byte);
     RUN(frames_concatenated_and_chunked);
