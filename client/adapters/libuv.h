@@ -1,0 +1,236 @@
+/*
+ * adapters/libuv.h -- run a baton_async_t on a libuv loop. Header-only.
+ *
+ *     uv_loop_t *loop = uv_default_loop();
+ *     baton_async_t *ac;
+ *     baton_async_new(&opts, &ac);
+ *     baton_uv_attach(ac, loop);          // before baton_async_open
+ *     baton_async_open(ac, on_open, NULL);
+ *     uv_run(loop, UV_RUN_DEFAULT);
+ *
+ * The adapter holds one uv_timer_t and, while the core has a socket, one
+ * uv_poll_t on it. The core opens a new socket on every reconnect, so a
+ * poll handle lives only as long as its socket: the adapter closes it when
+ * the core announces close_fd and makes a new one for the next socket.
+ * After baton_async_free the adapter closes its handles and frees itself in
+ * the last close callback, so run the loop until it has no more handles
+ * (uv_run returns) before uv_loop_close.
+ *
+ * Everything runs on the loop's thread: call the baton_async_* functions
+ * only from that thread (for example from baton callbacks or other handles'
+ * callbacks of the same loop).
+ */
+#ifndef BATON_ADAPTERS_LIBUV_H
+#define BATON_ADAPTERS_LIBUV_H
+
+#include <stdlib.h>
+#include <uv.h>
+
+#include "client/baton_async.h"
+
+struct baton_uv;
+
+/* A poll handle for one socket of the core. */
+struct baton_uv_poll {
+    uv_poll_t h;
+    struct baton_uv *a;
+    int fd;
+    int events; /* UV_READABLE | UV_WRITABLE being watched */
+};
+
+/* The adapter; freed by itself once cleaned up and every handle closed. */
+struct baton_uv {
+    uv_loop_t *loop;
+    baton_async_t *ac;          /* NULL once the core called cleanup */
+    uv_timer_t timer;
+    struct baton_uv_poll *poll; /* the current socket's, or NULL */
+    int handles;                /* handles not yet through their close callback */
+    int cleaned;
+};
+
+static inline void baton_uv__maybe_free(struct baton_uv *a)
+{
+    if (a->cleaned && a->handles == 0) free(a);
+}
+
+static inline void baton_uv__poll_closed(uv_handle_t *h)
+{
+    struct baton_uv_poll *p = (struct baton_uv_poll *)h->data;
+    struct baton_uv *a = p->a;
+
+    free(p);
+    a->handles--;
+    baton_uv__maybe_free(a);
+}
+
+static inline void baton_uv__timer_closed(uv_handle_t *h)
+{
+    struct baton_uv *a = (struct baton_uv *)h->data;
+
+    a->handles--;
+    baton_uv__maybe_free(a);
+}
+
+/*
+ * The socket is ready. On a poll error (libuv reports POLLERR, e.g. a
+ * refused connect or a reset, as UV_EBADF and stops the handle) both
+ * handlers run, so that the core finds the error itself through read() or
+ * SO_ERROR; if the core keeps the socket, watching resumes. The read
+ * handler may free the context or replace the socket; then nothing more
+ * may be done for this (old) poll handle.
+ */
+static inline void baton_uv__poll_cb(uv_poll_t *h, int status, int events)
+{
+    struct baton_uv_poll *p = (struct baton_uv_poll *)h->data;
+    struct baton_uv *a = p->a;
+
+    if (status < 0) events = UV_READABLE | UV_WRITABLE;
+    if ((events & UV_READABLE) && a->ac && a->poll == p) baton_async_handle_read(a->ac);
+    if ((events & UV_WRITABLE) && a->ac && a->poll == p) baton_async_handle_write(a->ac);
+    if (status < 0 && a->ac && a->poll == p && p->events)
+        uv_poll_start(&p->h, p->events, baton_uv__poll_cb);
+}
+
+static inline void baton_uv__timer_cb(uv_timer_t *t)
+{
+    struct baton_uv *a = (struct baton_uv *)t->data;
+
+    if (a->ac) baton_async_handle_timeout(a->ac);
+}
+
+/* Stop watching the current socket for good and close its poll handle. */
+static inline void baton_uv__poll_close(struct baton_uv *a)
+{
+    struct baton_uv_poll *p = a->poll;
+
+    if (p == NULL) return;
+    a->poll = NULL;
+    uv_poll_stop(&p->h);
+    uv_close((uv_handle_t *)&p->h, baton_uv__poll_closed);
+}
+
+/* The poll handle for fd, made on first use. NULL if libuv refuses the fd;
+ * the core then times the connection attempt out and tries again. */
+static inline struct baton_uv_poll *baton_uv__poll_get(struct baton_uv *a, int fd)
+{
+    struct baton_uv_poll *p = a->poll;
+
+    if (p && p->fd == fd) return p;
+    baton_uv__poll_close(a);
+    p = (struct baton_uv_poll *)calloc(1, sizeof *p);
+    if (p == NULL) return NULL;
+    if (uv_poll_init(a->loop, &p->h, fd) != 0) {
+        free(p);
+        return NULL;
+    }
+    p->h.data = p;
+    p->a = a;
+    p->fd = fd;
+    a->handles++;
+    a->poll = p;
+    return p;
+}
+
+static inline void baton_uv__watch(void *data, int fd, int ev, int on)
+{
+    struct baton_uv_poll *p = baton_uv__poll_get((struct baton_uv *)data, fd);
+    int events;
+
+    if (p == NULL) return;
+    events = on ? (p->events | ev) : (p->events & ~ev);
+    if (events == p->events) return;
+    p->events = events;
+    if (events)
+        uv_poll_start(&p->h, events, baton_uv__poll_cb);
+    else
+        uv_poll_stop(&p->h);
+}
+
+static inline void baton_uv__add_read(void *data, int fd)
+{
+    baton_uv__watch(data, fd, UV_READABLE, 1);
+}
+
+static inline void baton_uv__del_read(void *data, int fd)
+{
+    baton_uv__watch(data, fd, UV_READABLE, 0);
+}
+
+static inline void baton_uv__add_write(void *data, int fd)
+{
+    baton_uv__watch(data, fd, UV_WRITABLE, 1);
+}
+
+static inline void baton_uv__del_write(void *data, int fd)
+{
+    baton_uv__watch(data, fd, UV_WRITABLE, 0);
+}
+
+static inline void baton_uv__close_fd(void *data, int fd)
+{
+    struct baton_uv *a = (struct baton_uv *)data;
+
+    if (a->poll && a->poll->fd == fd) baton_uv__poll_close(a);
+}
+
+static inline void baton_uv__timer_start(void *data, uint64_t ms)
+{
+    struct baton_uv *a = (struct baton_uv *)data;
+
+    uv_timer_start(&a->timer, baton_uv__timer_cb, ms, 0);
+}
+
+static inline void baton_uv__timer_stop(void *data)
+{
+    struct baton_uv *a = (struct baton_uv *)data;
+
+    uv_timer_stop(&a->timer);
+}
+
+/* The context is being freed: close every handle; the last close callback
+ * frees the adapter. */
+static inline void baton_uv__cleanup(void *data)
+{
+    struct baton_uv *a = (struct baton_uv *)data;
+
+    a->ac = NULL;
+    a->cleaned = 1;
+    baton_uv__poll_close(a);
+    uv_close((uv_handle_t *)&a->timer, baton_uv__timer_closed);
+}
+
+/*
+ * Attach ac to loop (once, before baton_async_open).
+ * @return 0, BATON_ENOMEM, or baton_async_attach's errors (BATON_EBUSY if
+ *         ac already has an adapter). On error nothing stays behind (the
+ *         timer handle is closed; run the loop to finish closing it).
+ */
+static inline int baton_uv_attach(baton_async_t *ac, uv_loop_t *loop)
+{
+    struct baton_uv *a;
+    baton_async_hooks h;
+    int rv;
+
+    if (ac == NULL || loop == NULL) return BATON_EINVAL;
+    a = (struct baton_uv *)calloc(1, sizeof *a);
+    if (a == NULL) return BATON_ENOMEM;
+    a->loop = loop;
+    a->ac = ac;
+    uv_timer_init(loop, &a->timer);
+    a->timer.data = a;
+    a->handles = 1;
+    h.data = a;
+    h.add_read = baton_uv__add_read;
+    h.del_read = baton_uv__del_read;
+    h.add_write = baton_uv__add_write;
+    h.del_write = baton_uv__del_write;
+    h.close_fd = baton_uv__close_fd;
+    h.timer_start = baton_uv__timer_start;
+    h.timer_stop = baton_uv__timer_stop;
+    h.cleanup = baton_uv__cleanup;
+    rv = baton_async_attach(ac, &h);
+    if (rv != 0) baton_uv__cleanup(a);
+    return rv;
+}
+
+#endif /* BATON_ADAPTERS_LIBUV_H */

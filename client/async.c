@@ -1,0 +1,521 @@
+/*
+ * async.c -- the async core's context: creation and free, the adapter
+ * hooks, the table of requests, the queue of completed requests whose
+ * callbacks are due, the single timer, and the deferred free.
+ *
+ * Every entry point that can run callbacks (the three handlers and
+ * baton_async_free) brackets its work with baton__enter / baton__leave.
+ * Work inside the bracket only queues completions; baton__leave runs them,
+ * re-arms the timer, and performs a free that a callback asked for.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/async_int.h"
+
+/* ---- small helpers ---------------------------------------------------------- */
+
+/* Milliseconds of a monotonic clock. The core keeps its own time rather
+ * than the loop's, so that it does not depend on the adapter. */
+uint64_t baton__now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* A uniformly distributed integer in [lo, hi] (xorshift64; only used for
+ * back-off jitter, so quality hardly matters). */
+uint32_t baton__rand(baton_async_t *ac, uint32_t lo, uint32_t hi)
+{
+    uint64_t x = ac->rng;
+
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    ac->rng = x;
+    return lo + (uint32_t)(x % ((uint64_t)hi - lo + 1));
+}
+
+void baton__seterr(baton_async_t *ac, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(ac->errmsg, sizeof ac->errmsg, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- the id -> request map ---------------------------------------------------- */
+
+/* The home slot of key: ids are sequential, so mix them (murmur3's
+ * finaliser) before masking. */
+static size_t map_slot(uint64_t key, size_t cap)
+{
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdULL;
+    key ^= key >> 33;
+    return (size_t)key & (cap - 1);
+}
+
+/* Double the table (or create it) and re-insert every entry. */
+static int map_grow(struct baton__map *m)
+{
+    size_t cap = m->cap ? m->cap * 2 : 64;
+    uint64_t *keys = calloc(cap, sizeof *keys);
+    struct baton__req **vals = calloc(cap, sizeof *vals);
+
+    if (keys == NULL || vals == NULL) {
+        free(keys);
+        free(vals);
+        return BATON_ENOMEM;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        size_t j;
+        if (m->keys[i] == 0) continue;
+        for (j = map_slot(m->keys[i], cap); keys[j] != 0; j = (j + 1) & (cap - 1)) {
+        }
+        keys[j] = m->keys[i];
+        vals[j] = m->vals[i];
+    }
+    free(m->keys);
+    free(m->vals);
+    m->keys = keys;
+    m->vals = vals;
+    m->cap = cap;
+    return 0;
+}
+
+/* Insert key (not present yet), growing the table at 3/4 load. */
+static int map_put(struct baton__map *m, uint64_t key, struct baton__req *r)
+{
+    size_t i;
+
+    if ((m->n + 1) * 4 > m->cap * 3) {
+        int rv = map_grow(m);
+        if (rv != 0) return rv;
+    }
+    for (i = map_slot(key, m->cap); m->keys[i] != 0; i = (i + 1) & (m->cap - 1)) {
+    }
+    m->keys[i] = key;
+    m->vals[i] = r;
+    m->n++;
+    return 0;
+}
+
+static struct baton__req *map_get(const struct baton__map *m, uint64_t key)
+{
+    if (m->cap == 0 || key == 0) return NULL;
+    for (size_t i = map_slot(key, m->cap); m->keys[i] != 0; i = (i + 1) & (m->cap - 1))
+        if (m->keys[i] == key) return m->vals[i];
+    return NULL;
+}
+
+/*
+ * Remove key by backward-shift deletion: the entries after the hole that
+ * would no longer be reachable from their home slot are moved into it, so
+ * no tombstones are needed.
+ */
+static void map_del(struct baton__map *m, uint64_t key)
+{
+    size_t mask = m->cap - 1, i, j;
+
+    if (m->cap == 0) return;
+    for (i = map_slot(key, m->cap); m->keys[i] != key; i = (i + 1) & mask)
+        if (m->keys[i] == 0) return;
+    for (j = (i + 1) & mask; m->keys[j] != 0; j = (j + 1) & mask) {
+        size_t home = map_slot(m->keys[j], m->cap);
+        /* Move j into the hole i unless home lies cyclically in (i, j]. */
+        bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+        if (stays) continue;
+        m->keys[i] = m->keys[j];
+        m->vals[i] = m->vals[j];
+        i = j;
+    }
+    m->keys[i] = 0;
+    m->vals[i] = NULL;
+    m->n--;
+}
+
+/* ---- requests ------------------------------------------------------------------- */
+
+/*
+ * Create a request of `kind` for lock `name` (may be NULL), give it the next
+ * id, and link it into the table. The caller sets the rest. Returns NULL
+ * when out of memory.
+ */
+struct baton__req *baton__req_new(baton_async_t *ac, int kind, const char *name, size_t name_len)
+{
+    struct baton__req *r = calloc(1, sizeof *r + name_len + 1);
+
+    if (r == NULL) return NULL;
+    r->id = ac->next_id++;
+    r->kind = (uint8_t)kind;
+    r->name_len = (uint16_t)name_len;
+    if (name_len) memcpy(r->name, name, name_len);
+    r->name[name_len] = '\0';
+    if (map_put(&ac->map, r->id, r) != 0) {
+        free(r);
+        return NULL;
+    }
+    r->prev = ac->tail;
+    if (ac->tail)
+        ac->tail->next = r;
+    else
+        ac->head = r;
+    ac->tail = r;
+    r->in_table = true;
+    return r;
+}
+
+struct baton__req *baton__req_find(baton_async_t *ac, uint64_t id)
+{
+    return map_get(&ac->map, id);
+}
+
+static void req_free(struct baton__req *r)
+{
+    free(r->errmsg);
+    free(r);
+}
+
+/*
+ * The caller's callback for r is due with `status` (and, for a lock, the
+ * fence). It is queued and runs when the current handler ends; r itself
+ * may stay in the table (an abandoned lock call). No-op if the callback
+ * was already queued. With status < 0 the context's current error message
+ * is kept with r and shown to the callback.
+ */
+void baton__req_complete(baton_async_t *ac, struct baton__req *r, int status, uint64_t fence)
+{
+    if (!r->user) return;
+    r->user = false;
+    ac->n_user--;
+    r->status = status;
+    if (r->kind == BATON__K_ACQUIRE) r->fence = status == 0 ? fence : 0;
+    if (status < 0) {
+        if (ac->errmsg[0] == '\0') baton__seterr(ac, "%s", baton_strerror(status));
+        r->errmsg = strdup(ac->errmsg);
+    }
+    r->dnext = NULL;
+    if (ac->done_tail)
+        ac->done_tail->dnext = r;
+    else
+        ac->done_head = r;
+    ac->done_tail = r;
+    r->in_done = true;
+    /* Outside a handler (a public call), get the callbacks run soon. */
+    if (ac->depth == 0) baton__sched(ac, baton__now());
+}
+
+/* Take r out of the table; free it unless its callback is still queued. */
+void baton__req_remove(baton_async_t *ac, struct baton__req *r)
+{
+    if (!r->in_table) return;
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        ac->head = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    else
+        ac->tail = r->prev;
+    r->prev = r->next = NULL;
+    map_del(&ac->map, r->id);
+    r->in_table = false;
+    if (!r->in_done) req_free(r);
+}
+
+/* Complete r for its caller (if still owed) and take it out of the table. */
+void baton__finish(baton_async_t *ac, struct baton__req *r, int status, uint64_t fence)
+{
+    baton__req_complete(ac, r, status, fence);
+    baton__req_remove(ac, r);
+}
+
+/* The lowest seq whose outcome the client has not yet received: requests
+ * are in id order, and every request but OPEN_SESSION carries a seq. */
+uint64_t baton__ack_below(const baton_async_t *ac)
+{
+    for (const struct baton__req *r = ac->head; r; r = r->next)
+        if (r->kind != BATON__K_OPEN) return r->id;
+    return ac->next_id;
+}
+
+/* Complete every owed callback with status and empty the table, except
+ * for `keep`. */
+void baton__fail_all(baton_async_t *ac, int status, const struct baton__req *keep)
+{
+    struct baton__req *r = ac->head, *next;
+
+    for (; r; r = next) {
+        next = r->next;
+        if (r == keep) continue;
+        baton__finish(ac, r, status, 0);
+    }
+}
+
+/* Run the queued callbacks, oldest first, until the queue is empty or a
+ * callback asked for the context to be freed. */
+static void run_completions(baton_async_t *ac)
+{
+    while (ac->done_head && !ac->free_req) {
+        struct baton__req *r = ac->done_head;
+
+        ac->done_head = r->dnext;
+        if (ac->done_head == NULL) ac->done_tail = NULL;
+        r->in_done = false;
+        if (r->status < 0 && r->errmsg) snprintf(ac->errmsg, sizeof ac->errmsg, "%s", r->errmsg);
+        switch (r->kind) {
+        case BATON__K_OPEN:
+            if (r->cb.open) r->cb.open(ac, r->status, r->status == 0 ? ac->session : 0, r->data);
+            break;
+        case BATON__K_ACQUIRE:
+            if (r->cb.lock) r->cb.lock(ac, r->status, r->name, r->fence, r->data);
+            break;
+        default:
+            if (r->cb.done) r->cb.done(ac, r->status, r->data);
+            break;
+        }
+        if (!r->in_table) req_free(r);
+    }
+}
+
+/* ---- the timer -------------------------------------------------------------- */
+
+/* Make sure the timer fires no later than `at` (absolute ms). */
+void baton__sched(baton_async_t *ac, uint64_t at)
+{
+    uint64_t now;
+
+    if (!ac->attached || ac->freeing) return;
+    if (ac->timer_armed && ac->timer_at <= at) return;
+    now = baton__now();
+    ac->timer_armed = true;
+    ac->timer_at = at;
+    ac->ev.timer_start(ac->ev.data, at > now ? at - now : 0);
+}
+
+void baton__set_deadline(baton_async_t *ac, struct baton__req *r, uint64_t at)
+{
+    r->deadline = at;
+    if (at) baton__sched(ac, at);
+}
+
+/*
+ * After the timer fired, find the next deadline and arm for it. Deadlines
+ * that are set later arm the timer themselves (baton__sched), and ones
+ * that disappear just cause a harmless early wake-up, so a full scan is
+ * needed only here.
+ */
+static void rearm(baton_async_t *ac)
+{
+    uint64_t next = baton__conn_next_timer(ac), t = baton__ops_next_timer(ac);
+
+    if (t && (next == 0 || t < next)) next = t;
+    if (ac->done_head) next = baton__now();
+    if (next) baton__sched(ac, next);
+}
+
+/* ---- enter / leave and the deferred free ---------------------------------------- */
+
+static void destroy(baton_async_t *ac);
+
+void baton__enter(baton_async_t *ac)
+{
+    ac->depth++;
+}
+
+void baton__leave(baton_async_t *ac)
+{
+    if (ac->depth == 1 && !ac->freeing) {
+        run_completions(ac);
+        if (!ac->free_req && !ac->timer_armed) rearm(ac);
+    }
+    ac->depth--;
+    if (ac->depth == 0 && ac->free_req) destroy(ac);
+}
+
+/*
+ * Free the context now: owed callbacks run with BATON_ECANCELED (and those
+ * already queued with their own status), the socket is closed, the adapter
+ * cleaned up. Callbacks that call back in find `freeing` set: new requests
+ * are refused and a second free is ignored.
+ */
+static void destroy(baton_async_t *ac)
+{
+    ac->freeing = true;
+    ac->free_req = false;
+    ac->depth++;
+    baton__seterr(ac, "the context was freed");
+    baton__fail_all(ac, BATON_ECANCELED, NULL);
+    run_completions(ac);
+    baton__conn_drop(ac);
+    if (ac->attached) {
+        ac->ev.timer_stop(ac->ev.data);
+        ac->ev.cleanup(ac->ev.data);
+    }
+    /* Nothing is left in the table or on the queue: fail_all emptied the
+     * one and run_completions the other. */
+    free(ac->map.keys);
+    free(ac->map.vals);
+    buf_free(&ac->in);
+    buf_free(&ac->out);
+    free(ac->client_name);
+    free(ac);
+}
+
+/* ---- public: life cycle ------------------------------------------------------- */
+
+/* Split the comma-separated endpoint list into parsed addresses. */
+static int parse_endpoints(baton_async_t *ac, const char *s)
+{
+    const char *p = s;
+
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+
+        while (n && (*p == ' ' || *p == '\t')) p++, n--;
+        while (n && (p[n - 1] == ' ' || p[n - 1] == '\t')) n--;
+        if (n) {
+            if (ac->n_eps == BATON__MAX_ENDPOINTS) {
+                baton__seterr(ac, "more than %d endpoints", BATON__MAX_ENDPOINTS);
+                return BATON_EINVAL;
+            }
+            if (baton__parse_addr(p, n, &ac->eps[ac->n_eps]) != 0) {
+                baton__seterr(ac, "bad endpoint '%.*s' (want ip:port)", (int)n, p);
+                return BATON_EINVAL;
+            }
+            ac->n_eps++;
+        }
+        if (end == NULL) break;
+        p = end + 1;
+    }
+    if (ac->n_eps == 0) {
+        baton__seterr(ac, "no endpoints given");
+        return BATON_EINVAL;
+    }
+    return 0;
+}
+
+/* Validate and copy the options. No I/O and no hooks are needed yet. */
+int baton_async_new(const baton_opts *o, baton_async_t **out)
+{
+    baton_async_t *ac;
+    const char *name;
+    int rv;
+
+    if (out == NULL) return BATON_EINVAL;
+    *out = NULL;
+    if (o == NULL || o->endpoints == NULL) return BATON_EINVAL;
+    name = o->client_name ? o->client_name : "baton";
+    if (strlen(name) > BATON_MAX_CLIENT_NAME) return BATON_EINVAL;
+    ac = calloc(1, sizeof *ac);
+    if (ac == NULL) return BATON_ENOMEM;
+    ac->fd = -1;
+    ac->next_id = 1;
+    ac->connect_timeout_ms = o->connect_timeout_ms ? o->connect_timeout_ms : BATON__DEFAULT_CONNECT_MS;
+    ac->op_timeout_ms = o->op_timeout_ms ? o->op_timeout_ms : BATON__DEFAULT_OP_MS;
+    ac->session_ttl_ms = o->session_ttl_ms ? o->session_ttl_ms : BATON__DEFAULT_TTL_MS;
+    ac->rng = (baton__now() * 0x9e3779b97f4a7c15ULL) ^ (uint64_t)(uintptr_t)ac ^ (uint64_t)getpid();
+    if (ac->rng == 0) ac->rng = 1;
+    buf_init(&ac->in);
+    buf_init(&ac->out);
+    rv = parse_endpoints(ac, o->endpoints);
+    if (rv != 0) {
+        free(ac);
+        return rv;
+    }
+    ac->client_name = strdup(name);
+    if (ac->client_name == NULL) {
+        free(ac);
+        return BATON_ENOMEM;
+    }
+    *out = ac;
+    return 0;
+}
+
+int baton_async_attach(baton_async_t *ac, const baton_async_hooks *h)
+{
+    if (ac == NULL || h == NULL) return BATON_EINVAL;
+    if (ac->attached) return BATON_EBUSY;
+    if (!h->add_read || !h->del_read || !h->add_write || !h->del_write || !h->close_fd ||
+        !h->timer_start || !h->timer_stop || !h->cleanup)
+        return BATON_EINVAL;
+    ac->ev = *h;
+    ac->attached = true;
+    return 0;
+}
+
+void baton_async_free(baton_async_t *ac)
+{
+    if (ac == NULL || ac->freeing) return;
+    if (ac->depth > 0) {
+        ac->free_req = true;
+        return;
+    }
+    destroy(ac);
+}
+
+/* ---- public: adapter entry points ----------------------------------------------- */
+
+void baton_async_handle_read(baton_async_t *ac)
+{
+    if (ac == NULL || ac->freeing) return;
+    baton__enter(ac);
+    baton__read(ac);
+    baton__leave(ac);
+}
+
+void baton_async_handle_write(baton_async_t *ac)
+{
+    if (ac == NULL || ac->freeing) return;
+    baton__enter(ac);
+    baton__write(ac);
+    baton__leave(ac);
+}
+
+void baton_async_handle_timeout(baton_async_t *ac)
+{
+    uint64_t now;
+
+    if (ac == NULL || ac->freeing) return;
+    baton__enter(ac);
+    ac->timer_armed = false;
+    now = baton__now();
+    baton__conn_check_timers(ac, now);
+    baton__ops_check_timers(ac, now);
+    /* A deadline armed during the checks may lie beyond one that was
+     * waiting for this very expiry: look at them all. */
+    if (!ac->freeing) rearm(ac);
+    baton__leave(ac);
+}
+
+/* ---- public: accessors -------------------------------------------------------------- */
+
+uint64_t baton_async_session_id(const baton_async_t *ac)
+{
+    return ac && ac->sstate >= BATON__S_OPEN ? ac->session : 0;
+}
+
+const char *baton_async_errmsg(const baton_async_t *ac)
+{
+    return ac ? ac->errmsg : "";
+}
+
+unsigned baton_async_pending(const baton_async_t *ac)
+{
+    unsigned n = 0;
+
+    if (ac == NULL) return 0;
+    n = ac->n_user;
+    for (const struct baton__req *r = ac->done_head; r; r = r->dnext) n++;
+    return n;
+}

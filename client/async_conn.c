@@ -1,0 +1,454 @@
+/*
+ * async_conn.c -- the async core's connection to the cluster.
+ *
+ * One non-blocking TCP socket at a time. Its life:
+ *
+ *   IDLE/BACKOFF --connect()--> CONNECTING --writable, SO_ERROR 0--> HELLO
+ *   --HELLO_OK--> READY --EOF, error, REDIRECT, NO_LEADER--> IDLE/BACKOFF
+ *
+ * Choosing where to connect: a REDIRECT names the leader, and the next
+ * attempt goes there at once (after BATON__MAX_REDIRECTS redirects in a row
+ * without reaching a leader, only after a back-off). Otherwise the
+ * endpoints are tried in turn: a failed attempt moves on to the next one
+ * immediately, until every endpoint has failed in a row; then, and after a
+ * NO_LEADER answer, the core backs off for 50-100 ms (random, so that many
+ * clients do not retry in step).
+ *
+ * An attempt (connect plus HELLO) must finish within BATON__ATTEMPT_MS, so
+ * that a node that swallows packets does not stall the client.
+ *
+ * The connection is "confirmed" once a reply that only the leader gives
+ * (SESSION, RESULT, GRANTED, WAIT_FAILED) arrives on it; async_ops.c uses
+ * that to tell BATON_ETIMEDOUT (the leader did not answer in time) from
+ * BATON_EUNAVAIL (no leader was reachable).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "client/async_int.h"
+
+#define READ_CHUNK 16384
+#define READS_PER_EVENT 16
+
+/*
+ * Parse "a.b.c.d:port", "[v6]:port" or "localhost:port" (s need not be
+ * NUL-terminated). Names other than localhost are refused: resolving them
+ * would block the caller's loop.
+ */
+int baton__parse_addr(const char *s, size_t n, struct baton__addr *a)
+{
+    char tmp[BATON_MAX_ADDR + 8], *colon, *end;
+    const char *host;
+    unsigned long port;
+
+    if (n == 0 || n >= sizeof tmp) return BATON_EINVAL;
+    memcpy(tmp, s, n);
+    tmp[n] = '\0';
+    memset(a, 0, sizeof *a);
+    snprintf(a->text, sizeof a->text, "%s", tmp);
+    if (tmp[0] == '[') {
+        host = tmp + 1;
+        end = strchr(tmp + 1, ']');
+        if (end == NULL || end[1] != ':') return BATON_EINVAL;
+        *end = '\0';
+        colon = end + 1;
+    } else {
+        host = tmp;
+        colon = strrchr(tmp, ':');
+        if (colon == NULL) return BATON_EINVAL;
+        *colon = '\0';
+    }
+    errno = 0;
+    port = strtoul(colon + 1, &end, 10);
+    if (errno || end == colon + 1 || *end != '\0' || port == 0 || port > 65535) return BATON_EINVAL;
+    if (strcmp(host, "localhost") == 0) host = "127.0.0.1";
+    if (tmp[0] != '[') {
+        struct sockaddr_in *in = (struct sockaddr_in *)&a->sa;
+        if (inet_pton(AF_INET, host, &in->sin_addr) != 1) return BATON_EINVAL;
+        in->sin_family = AF_INET;
+        in->sin_port = htons((uint16_t)port);
+        a->len = sizeof *in;
+    } else {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&a->sa;
+        if (inet_pton(AF_INET6, host, &in6->sin6_addr) != 1) return BATON_EINVAL;
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons((uint16_t)port);
+        a->len = sizeof *in6;
+    }
+    return 0;
+}
+
+/* Remember a connection-level error for messages (both the current error
+ * and the last connection error, which EUNAVAIL messages quote). */
+static void conn_err(baton_async_t *ac, const char *what, const char *why)
+{
+    int n = snprintf(ac->connerr, sizeof ac->connerr, "%s: %s: ", ac->cur_text, what);
+
+    if (n > 0 && (size_t)n < sizeof ac->connerr)
+        snprintf(ac->connerr + n, sizeof ac->connerr - (size_t)n, "%s", why);
+    memcpy(ac->errmsg, ac->connerr, sizeof ac->errmsg);
+}
+
+/* Does the session still need a connection? */
+static bool want_conn(const baton_async_t *ac)
+{
+    return !ac->freeing && (ac->sstate == BATON__S_OPENING || ac->sstate == BATON__S_OPEN ||
+                            ac->sstate == BATON__S_CLOSING);
+}
+
+/* Wait 50..100 ms (random) before the next attempt; the timer check
+ * starts it (baton__conn_check_timers). A back-off ends a round. */
+static void backoff(baton_async_t *ac)
+{
+    ac->cstate = BATON__C_BACKOFF;
+    ac->round_fails = 0;
+    ac->reconnect_at = baton__now() + baton__rand(ac, BATON__BACKOFF_MIN_MS, BATON__BACKOFF_MAX_MS);
+    baton__sched(ac, ac->reconnect_at);
+}
+
+/* An attempt failed: move to the next endpoint. Returns true if the next
+ * one should be tried at once, false if a back-off was scheduled. */
+static bool attempt_failed(baton_async_t *ac)
+{
+    if (!ac->cur_is_redirect) ac->ep_next = (ac->ep_next + 1) % ac->n_eps;
+    ac->round_fails++;
+    if (ac->round_fails >= ac->n_eps) {
+        backoff(ac);
+        return false;
+    }
+    return true;
+}
+
+/*
+ * Start a connection attempt to the redirect target, if there is one, or
+ * to the next endpoint. A connect() that fails at once moves on to the next
+ * endpoint; when a whole round failed, a back-off is scheduled instead.
+ */
+void baton__conn_start(baton_async_t *ac)
+{
+    if (ac->fd >= 0 || !want_conn(ac)) return;
+    for (;;) {
+        const struct baton__addr *a;
+        int fd, one = 1;
+
+        if (ac->have_redirect) {
+            a = &ac->redirect;
+            ac->have_redirect = false;
+            ac->cur_is_redirect = true;
+        } else {
+            a = &ac->eps[ac->ep_next];
+            ac->cur_is_redirect = false;
+        }
+        snprintf(ac->cur_text, sizeof ac->cur_text, "%s", a->text);
+        fd = socket(a->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            conn_err(ac, "socket", strerror(errno));
+            if (!attempt_failed(ac)) return;
+            continue;
+        }
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (connect(fd, (const struct sockaddr *)&a->sa, a->len) == 0 || errno == EINPROGRESS) {
+            /* Completion (even an immediate one) is reported as writability. */
+            ac->fd = fd;
+            ac->cstate = BATON__C_CONNECTING;
+            ac->ev.add_write(ac->ev.data, fd);
+            ac->ev_write = true;
+            ac->attempt_deadline = baton__now() + BATON__ATTEMPT_MS;
+            baton__sched(ac, ac->attempt_deadline);
+            return;
+        }
+        conn_err(ac, "connect", strerror(errno));
+        close(fd);
+        if (!attempt_failed(ac)) return;
+    }
+}
+
+/* Close the socket (if any) and forget the connection's buffers. The
+ * requests are not touched: see baton__on_conn_lost. */
+void baton__conn_drop(baton_async_t *ac)
+{
+    if (ac->fd >= 0) {
+        if (ac->attached) {
+            if (ac->ev_read) ac->ev.del_read(ac->ev.data, ac->fd);
+            if (ac->ev_write) ac->ev.del_write(ac->ev.data, ac->fd);
+            ac->ev.close_fd(ac->ev.data, ac->fd);
+        }
+        close(ac->fd);
+    }
+    ac->fd = -1;
+    ac->ev_read = ac->ev_write = false;
+    buf_reset(&ac->in);
+    buf_reset(&ac->out);
+    ac->gen++;
+    ac->confirmed = false;
+    ac->cstate = BATON__C_IDLE;
+    ac->attempt_deadline = 0;
+    ac->hello_id = 0;
+}
+
+/*
+ * The current connection (or attempt) failed. Everything unanswered goes
+ * back to be re-sent, and the next attempt starts now or after a back-off
+ * (always after one when `force_backoff`, as for NO_LEADER).
+ */
+void baton__conn_fail(baton_async_t *ac, bool force_backoff)
+{
+    bool was_confirmed = ac->confirmed;
+
+    baton__conn_drop(ac);
+    baton__on_conn_lost(ac, was_confirmed);
+    if (!want_conn(ac)) return;
+    if (!attempt_failed(ac)) return;
+    if (force_backoff)
+        backoff(ac);
+    else
+        baton__conn_start(ac);
+}
+
+/* The node says the leader is at addr: go there. */
+void baton__conn_redirect(baton_async_t *ac, const char *addr, size_t n)
+{
+    struct baton__addr a;
+    bool was_confirmed = ac->confirmed;
+
+    if (baton__parse_addr(addr, n, &a) != 0) {
+        conn_err(ac, "REDIRECT to a bad address", "ignored");
+        baton__conn_fail(ac, true);
+        return;
+    }
+    baton__conn_drop(ac);
+    baton__on_conn_lost(ac, was_confirmed);
+    ac->redirect = a;
+    ac->have_redirect = true;
+    ac->redirects_in_row++;
+    if (!want_conn(ac)) return;
+    if (ac->redirects_in_row > BATON__MAX_REDIRECTS)
+        backoff(ac);
+    else
+        baton__conn_start(ac);
+}
+
+/* Timer fired: start the attempt a back-off was waiting for, or give up on
+ * an attempt that did not reach HELLO_OK in time. */
+void baton__conn_check_timers(baton_async_t *ac, uint64_t now)
+{
+    if (ac->cstate == BATON__C_BACKOFF && now >= ac->reconnect_at) {
+        ac->cstate = BATON__C_IDLE;
+        baton__conn_start(ac);
+    } else if ((ac->cstate == BATON__C_CONNECTING || ac->cstate == BATON__C_HELLO) &&
+               ac->attempt_deadline && now >= ac->attempt_deadline) {
+        char why[64];
+        snprintf(why, sizeof why, "no answer within %d ms", BATON__ATTEMPT_MS);
+        conn_err(ac, ac->cstate == BATON__C_CONNECTING ? "connect" : "HELLO", why);
+        baton__conn_fail(ac, false);
+    }
+}
+
+uint64_t baton__conn_next_timer(const baton_async_t *ac)
+{
+    if (ac->cstate == BATON__C_BACKOFF) return ac->reconnect_at;
+    if (ac->cstate == BATON__C_CONNECTING || ac->cstate == BATON__C_HELLO)
+        return ac->attempt_deadline;
+    return 0;
+}
+
+/* ---- output ----------------------------------------------------------------------- */
+
+void baton__want_write(baton_async_t *ac)
+{
+    if (ac->fd < 0 || ac->ev_write || ac->cstate < BATON__C_HELLO) return;
+    ac->ev.add_write(ac->ev.data, ac->fd);
+    ac->ev_write = true;
+}
+
+/* Queue one message; it is written when the socket is next writable (so
+ * that the requests of one loop turn leave in one write). */
+int baton__send_msg(baton_async_t *ac, const struct msg *m)
+{
+    int rv = proto_encode(&ac->out, m);
+
+    if (rv == 0) baton__want_write(ac);
+    return rv;
+}
+
+/* Write what is queued; stop watching writability once it is all out. */
+static void flush(baton_async_t *ac)
+{
+    while (ac->out.len) {
+        ssize_t n = send(ac->fd, ac->out.data, ac->out.len, MSG_NOSIGNAL);
+        if (n > 0) {
+            buf_consume(&ac->out, (size_t)n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+        conn_err(ac, "write", n < 0 ? strerror(errno) : "short write");
+        baton__conn_fail(ac, false);
+        return;
+    }
+    if (ac->ev_write) {
+        ac->ev.del_write(ac->ev.data, ac->fd);
+        ac->ev_write = false;
+    }
+}
+
+/* The non-blocking connect finished: check how, then say HELLO. */
+static void connected(baton_async_t *ac)
+{
+    struct msg m = {.type = MSG_HELLO};
+    int err = 0;
+    socklen_t len = sizeof err;
+
+    if (getsockopt(ac->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    if (err != 0) {
+        conn_err(ac, "connect", strerror(err));
+        baton__conn_fail(ac, false);
+        return;
+    }
+    ac->cstate = BATON__C_HELLO;
+    ac->ev.add_read(ac->ev.data, ac->fd);
+    ac->ev_read = true;
+    ac->hello_id = ac->next_id++;
+    m.req_id = ac->hello_id;
+    m.u.hello.version = BATON_PROTO_VERSION;
+    m.u.hello.client_name.p = ac->client_name;
+    m.u.hello.client_name.n = (uint16_t)strlen(ac->client_name);
+    if (baton__send_msg(ac, &m) != 0) {
+        conn_err(ac, "HELLO", "out of memory");
+        baton__conn_fail(ac, true);
+        return;
+    }
+    flush(ac);
+}
+
+void baton__write(baton_async_t *ac)
+{
+    if (ac->fd < 0) return;
+    if (ac->cstate == BATON__C_CONNECTING)
+        connected(ac);
+    else
+        flush(ac);
+}
+
+/* ---- input ------------------------------------------------------------------------ */
+
+/* The messages that concern the connection itself; the rest goes to
+ * async_ops.c. */
+static void on_msg(baton_async_t *ac, const struct msg *m)
+{
+    switch (m->type) {
+    case MSG_HELLO_OK:
+        if (ac->cstate != BATON__C_HELLO || m->req_id != ac->hello_id) return;
+        if (m->u.hello_ok.version != BATON_PROTO_VERSION) {
+            baton__seterr(ac, "%s speaks protocol version %u, this client %u", ac->cur_text,
+                          m->u.hello_ok.version, BATON_PROTO_VERSION);
+            baton__session_fail(ac, BATON_EVERSION);
+            return;
+        }
+        ac->cstate = BATON__C_READY;
+        ac->attempt_deadline = 0;
+        baton__flush_unsent(ac);
+        return;
+    case MSG_ERROR:
+        if (m->req_id == 0 || (m->req_id == ac->hello_id && ac->cstate == BATON__C_HELLO)) {
+            char why[BATON_MAX_ERRMSG + 64];
+            snprintf(why, sizeof why, "%s: %.*s", baton_err_name(m->u.error.code),
+                     (int)m->u.error.message.n, m->u.error.message.p ? m->u.error.message.p : "");
+            conn_err(ac, "server error", why);
+            if (m->u.error.code == BATON_EVERSION)
+                baton__session_fail(ac, BATON_EVERSION);
+            else
+                baton__conn_fail(ac, true);
+            return;
+        }
+        break;
+    case MSG_REDIRECT:
+        baton__conn_redirect(ac, m->u.redirect.client_addr.p, m->u.redirect.client_addr.n);
+        return;
+    case MSG_NO_LEADER:
+        conn_err(ac, "request", "no leader");
+        baton__conn_fail(ac, true);
+        return;
+    default:
+        break;
+    }
+    if (ac->cstate != BATON__C_READY) {
+        conn_err(ac, "protocol", "reply before HELLO_OK");
+        baton__conn_fail(ac, true);
+        return;
+    }
+    baton__on_msg(ac, m);
+}
+
+/*
+ * Decode and handle the whole frames in the input buffer. Handling a frame
+ * may drop the connection (a redirect, a failure): the generation changes
+ * and the rest of the buffer, which belonged to that connection, is gone.
+ */
+static void process(baton_async_t *ac)
+{
+    uint64_t gen = ac->gen;
+    size_t off = 0;
+
+    for (;;) {
+        struct msg m;
+        size_t flen;
+        int rv = proto_frame_check(ac->in.data + off, ac->in.len - off, &flen);
+
+        if (rv == 0) break;
+        if (rv < 0) {
+            conn_err(ac, "bad frame", baton_strerror(rv));
+            baton__conn_fail(ac, true);
+            return;
+        }
+        rv = proto_decode(ac->in.data + off, flen, &m);
+        if (rv != 0) {
+            conn_err(ac, "bad message", baton_strerror(rv));
+            baton__conn_fail(ac, true);
+            return;
+        }
+        on_msg(ac, &m);
+        msg_free(&m);
+        if (ac->gen != gen) return;
+        off += flen;
+    }
+    buf_consume(&ac->in, off);
+}
+
+/* The socket is readable: read what is there (a bounded number of times,
+ * so that one busy connection cannot starve the caller's loop) and handle
+ * each whole frame. EOF or an error fails the connection. */
+void baton__read(baton_async_t *ac)
+{
+    uint64_t gen = ac->gen;
+
+    if (ac->fd < 0 || ac->cstate < BATON__C_HELLO) return;
+    for (int i = 0; i < READS_PER_EVENT; i++) {
+        ssize_t n;
+
+        if (buf_reserve(&ac->in, READ_CHUNK) != 0) {
+            conn_err(ac, "read", "out of memory");
+            baton__conn_fail(ac, true);
+            return;
+        }
+        n = read(ac->fd, ac->in.data + ac->in.len, ac->in.cap - ac->in.len);
+        if (n > 0) {
+            ac->in.len += (size_t)n;
+            process(ac);
+            if (ac->gen != gen) return;
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+        conn_err(ac, "read", n == 0 ? "connection closed by the server" : strerror(errno));
+        baton__conn_fail(ac, false);
+        return;
+    }
+}

@@ -1,0 +1,642 @@
+/*
+ * async_ops.c -- the session and its lock operations: the public calls,
+ * the requests they become, and what the cluster's replies and pushes do
+ * to them.
+ *
+ * Timeouts. Each request that owes its caller a callback has an op
+ * deadline. It starts when the request is created and restarts whenever
+ * the request is sent on a connection known to reach the leader, when that
+ * connection is confirmed (for what was sent on it before), and when such a
+ * connection is lost (for everything unanswered, which will be re-sent):
+ * so a failover restarts the clock, while a search for a leader that keeps
+ * getting NO_LEADER or REDIRECT does not. An ACQUIRE answered QUEUED has no
+ * op deadline while it waits; a bounded wait (wait_ms > 0) instead has a
+ * safety deadline at call time + wait_ms + op_timeout_ms, when the client
+ * sends a CANCEL in case the cluster's own WAIT_FAILED got lost.
+ *
+ * When an op deadline passes the callback gets BATON_ETIMEDOUT if the
+ * request was sent on a confirmed connection, BATON_EUNAVAIL otherwise.
+ *
+ * Abandoned lock calls. A lock call whose callback has run with an error
+ * (timeout, cancel) but which the cluster may have queued or granted stays
+ * in the table without a caller. A CANCEL is sent for it; if the answer (or
+ * a GRANTED push that crossed it) says the session holds the lock, an
+ * internal RELEASE gives it back. A RELEASE that timed out likewise stays
+ * and is re-sent until the cluster answers it.
+ *
+ * Next step (keepalives, leases, lost locks, re-attach): a keepalive
+ * deadline joins the timers here (baton__ops_check_timers / _next_timer);
+ * session_gone() and baton__session_fail() are where a lost session is to
+ * be reported (and a new one opened); and held locks will have to be
+ * remembered after their callback ran (today the core forgets a grant once
+ * it is reported) so that lost-lock callbacks can name them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/async_int.h"
+
+/* The session requests may be sent (once the session id is known). */
+static bool session_known(const baton_async_t *ac)
+{
+    return ac->session != 0 &&
+           (ac->sstate == BATON__S_OPEN || ac->sstate == BATON__S_CLOSING);
+}
+
+/* Encode r and queue it on the current connection. */
+void baton__req_send(baton_async_t *ac, struct baton__req *r)
+{
+    struct msg m = {.req_id = r->id};
+    struct pstr lock = {r->name, r->name_len};
+    int rv;
+
+    switch (r->kind) {
+    case BATON__K_OPEN:
+        m.type = MSG_OPEN_SESSION;
+        m.u.open_session.ttl_ms = ac->session_ttl_ms;
+        m.u.open_session.client_name.p = ac->client_name;
+        m.u.open_session.client_name.n = (uint16_t)strlen(ac->client_name);
+        break;
+    case BATON__K_ACQUIRE:
+        m.type = MSG_ACQUIRE;
+        m.u.acquire.session = ac->session;
+        m.u.acquire.seq = r->id;
+        m.u.acquire.ack_below = baton__ack_below(ac);
+        m.u.acquire.wait_ms = r->wait_ms;
+        m.u.acquire.lock = lock;
+        break;
+    case BATON__K_RELEASE:
+        m.type = MSG_RELEASE;
+        m.u.release.session = ac->session;
+        m.u.release.seq = r->id;
+        m.u.release.ack_below = baton__ack_below(ac);
+        m.u.release.fence = r->fence;
+        m.u.release.lock = lock;
+        break;
+    case BATON__K_CANCEL:
+        m.type = MSG_CANCEL;
+        m.u.cancel.session = ac->session;
+        m.u.cancel.seq = r->id;
+        m.u.cancel.ack_below = baton__ack_below(ac);
+        m.u.cancel.waiter = r->target;
+        m.u.cancel.lock = lock;
+        break;
+    case BATON__K_CLOSE:
+        m.type = MSG_CLOSE_SESSION;
+        m.u.close_session.session = ac->session;
+        m.u.close_session.seq = r->id;
+        m.u.close_session.ack_below = baton__ack_below(ac);
+        break;
+    default:
+        return;
+    }
+    rv = baton__send_msg(ac, &m);
+    if (rv != 0) {
+        /* Only ENOMEM is possible here: names were checked on entry. */
+        baton__seterr(ac, "could not encode %s: %s", msg_type_name(m.type), baton_strerror(rv));
+        baton__finish(ac, r, rv, 0);
+        return;
+    }
+    r->state = BATON__R_SENT;
+    r->sent_gen = ac->gen;
+    r->ever_sent = true;
+    if (ac->confirmed && r->deadline && r->kind != BATON__K_OPEN)
+        baton__set_deadline(ac, r, baton__now() + ac->op_timeout_ms);
+}
+
+/* Send r now if the connection and the session allow it; otherwise it
+ * stays UNSENT and baton__flush_unsent sends it later. */
+static void try_send(baton_async_t *ac, struct baton__req *r)
+{
+    if (ac->cstate != BATON__C_READY) return;
+    if (r->kind == BATON__K_OPEN) {
+        /* Still wanted after a close_session made while opening: the
+         * CLOSE_SESSION needs the session id. */
+        if (ac->session != 0 ||
+            (ac->sstate != BATON__S_OPENING && ac->sstate != BATON__S_CLOSING))
+            return;
+    } else if (!session_known(ac)) {
+        return;
+    }
+    baton__req_send(ac, r);
+}
+
+/* The connection became ready, or the session opened: send, in id order,
+ * everything that waits for that. An abandoned lock call with a CANCEL in
+ * flight is not re-sent: the CANCEL alone settles it. */
+void baton__flush_unsent(baton_async_t *ac)
+{
+    struct baton__req *r, *next;
+
+    for (r = ac->head; r; r = next) {
+        next = r->next;
+        if (r->state != BATON__R_UNSENT) continue;
+        if (r->kind == BATON__K_ACQUIRE && !r->user && r->cancel_id) continue;
+        try_send(ac, r);
+        if (ac->cstate != BATON__C_READY) return; /* the send failed the connection */
+    }
+}
+
+/* The connection is gone: what was sent must be sent again; see the
+ * comment at the top for the deadlines. */
+void baton__on_conn_lost(baton_async_t *ac, bool was_confirmed)
+{
+    uint64_t now = baton__now();
+
+    for (struct baton__req *r = ac->head; r; r = r->next) {
+        if (r->state == BATON__R_WAITING && r->user) baton__set_deadline(ac, r, now + ac->op_timeout_ms);
+        r->state = BATON__R_UNSENT;
+        if (was_confirmed && r->deadline && r->kind != BATON__K_OPEN)
+            baton__set_deadline(ac, r, now + ac->op_timeout_ms);
+    }
+}
+
+/* A reply only the leader gives arrived: this connection reaches it. */
+static void confirm(baton_async_t *ac)
+{
+    uint64_t now;
+
+    if (ac->confirmed) return;
+    ac->confirmed = true;
+    ac->redirects_in_row = 0;
+    ac->round_fails = 0;
+    now = baton__now();
+    for (struct baton__req *r = ac->head; r; r = r->next)
+        if (r->state == BATON__R_SENT && r->sent_gen == ac->gen && r->deadline &&
+            r->kind != BATON__K_OPEN)
+            baton__set_deadline(ac, r, now + ac->op_timeout_ms);
+}
+
+/* ---- the session ---------------------------------------------------------------- */
+
+/*
+ * The session could not be opened or the cluster no longer knows it:
+ * every pending call fails with status and the connection is closed for
+ * good. (The next step re-opens or re-attaches here and reports lost
+ * locks.) The caller has set the error message.
+ */
+void baton__session_fail(baton_async_t *ac, int status)
+{
+    ac->sstate = BATON__S_FAILED;
+    baton__fail_all(ac, status, NULL);
+    baton__conn_drop(ac);
+}
+
+/* CLOSE_SESSION was answered (or given up on, close->status says how):
+ * every other call ends with BATON_ECANCELED, then the close itself. */
+static void session_closed(baton_async_t *ac, struct baton__req *close, int status)
+{
+    ac->sstate = BATON__S_CLOSED;
+    baton__seterr(ac, "the session was closed");
+    baton__fail_all(ac, BATON_ECANCELED, close);
+    if (status < 0) baton__seterr(ac, "close_session: %s", baton_strerror(status));
+    baton__finish(ac, close, status, 0);
+    baton__conn_drop(ac);
+}
+
+static void on_session(baton_async_t *ac, struct baton__req *r, uint64_t session, uint32_t ttl)
+{
+    if (session == 0) {
+        baton__seterr(ac, "the cluster opened session 0");
+        baton__session_fail(ac, BATON_EPROTO);
+        return;
+    }
+    ac->session = session;
+    ac->ttl_ms = ttl;
+    if (ac->sstate == BATON__S_OPENING) ac->sstate = BATON__S_OPEN;
+    baton__finish(ac, r, 0, 0);
+    baton__flush_unsent(ac);
+}
+
+/* ---- helpers for the lock calls ----------------------------------------------------- */
+
+/* Give back a lock that was granted to an abandoned lock call. */
+static void issue_release(baton_async_t *ac, const char *name, size_t n, uint64_t fence)
+{
+    struct baton__req *r = baton__req_new(ac, BATON__K_RELEASE, name, n);
+
+    if (r == NULL) return; /* the lock stays held until the session ends */
+    r->fence = fence;
+    try_send(ac, r);
+}
+
+/*
+ * Ask the cluster to withdraw lock call t. If the CANCEL wins, t ends with
+ * `status`; if the grant wins, with the lock. While t's caller waits, the
+ * CANCEL has an op deadline of its own (expiring it fails t).
+ */
+static int issue_cancel(baton_async_t *ac, struct baton__req *t, int status)
+{
+    struct baton__req *c = baton__req_new(ac, BATON__K_CANCEL, t->name, t->name_len);
+
+    if (c == NULL) return BATON_ENOMEM;
+    c->target = t->id;
+    t->cancel_id = c->id;
+    t->cancel_status = status;
+    if (t->user) baton__set_deadline(ac, c, baton__now() + ac->op_timeout_ms);
+    try_send(ac, c);
+    return 0;
+}
+
+/* Lock call t has been granted with fence. */
+static void granted(baton_async_t *ac, struct baton__req *t, uint64_t fence)
+{
+    if (t->user)
+        baton__finish(ac, t, 0, fence);
+    else {
+        issue_release(ac, t->name, t->name_len, fence);
+        baton__req_remove(ac, t);
+    }
+}
+
+/* Lock call t has ended without the lock. */
+static void not_granted(baton_async_t *ac, struct baton__req *t, int status)
+{
+    if (t->user) baton__seterr(ac, "lock '%s': %s", t->name, baton_strerror(status));
+    baton__finish(ac, t, status, 0);
+}
+
+/* A reply says the cluster does not know the session. */
+static void session_gone(baton_async_t *ac)
+{
+    baton__seterr(ac, "session %llu: %s", (unsigned long long)ac->session,
+                  baton_strerror(BATON_ESESSION));
+    baton__session_fail(ac, BATON_ESESSION);
+}
+
+/* ---- replies and pushes ------------------------------------------------------------- */
+
+/*
+ * The answer to an ACQUIRE (first send or re-send). GRANTED and errors end
+ * the call; QUEUED makes it wait for its push, re-arming the safety timer
+ * of a bounded wait. An abandoned call that turns out queued is withdrawn
+ * at once, and one that turns out granted is released.
+ */
+static void on_acquire_result(baton_async_t *ac, struct baton__req *r, int status, int kind,
+                              uint64_t value)
+{
+    if (status == BATON_ESESSION) {
+        session_gone(ac);
+        return;
+    }
+    if (status < 0) {
+        not_granted(ac, r, status);
+        return;
+    }
+    switch (kind) {
+    case RESULT_GRANTED:
+        granted(ac, r, value);
+        return;
+    case RESULT_QUEUED:
+        r->state = BATON__R_WAITING;
+        r->deadline = 0;
+        if (!r->user && !r->cancel_id)
+            (void)issue_cancel(ac, r, BATON_ECANCELED);
+        else if (r->user && r->safety_at && !r->cancel_id)
+            baton__sched(ac, r->safety_at);
+        return;
+    default:
+        not_granted(ac, r, BATON_EPROTO);
+        return;
+    }
+}
+
+/*
+ * The answer to a CANCEL for lock call c->target. CANCELLED (or ENOTFOUND:
+ * the wait had already ended without a grant) ends the call with the
+ * status the cancel was made for; GRANTED means the grant won the race, so
+ * the call ends with the lock (or, abandoned, the lock is released).
+ */
+static void on_cancel_result(baton_async_t *ac, struct baton__req *c, int status, int kind,
+                             uint64_t value)
+{
+    struct baton__req *t = baton__req_find(ac, c->target);
+    uint64_t cid = c->id;
+
+    baton__req_remove(ac, c); /* c is gone from here on */
+    if (status == BATON_ESESSION) {
+        session_gone(ac);
+        return;
+    }
+    /* No target: it ended meanwhile (a push or its own reply came first). */
+    if (t == NULL || t->kind != BATON__K_ACQUIRE) return;
+    if (t->cancel_id == cid) t->cancel_id = 0;
+    if (status == 0 && kind == RESULT_GRANTED)
+        granted(ac, t, value);
+    else if ((status == 0 && kind == RESULT_CANCELLED) || status == BATON_ENOTFOUND)
+        not_granted(ac, t, t->cancel_status ? t->cancel_status : BATON_ECANCELED);
+    else
+        not_granted(ac, t, status < 0 ? status : BATON_EPROTO);
+}
+
+/* The outcome of request r: a RESULT, or an ERROR the server sent instead
+ * (status = its code). */
+static void on_result(baton_async_t *ac, struct baton__req *r, int status, int kind, uint64_t value)
+{
+    switch (r->kind) {
+    case BATON__K_OPEN:
+        if (status == 0) {
+            on_session(ac, r, value, 0);
+        } else {
+            baton__seterr(ac, "open session: %s", baton_strerror(status));
+            baton__session_fail(ac, status);
+        }
+        return;
+    case BATON__K_ACQUIRE:
+        on_acquire_result(ac, r, status, kind, value);
+        return;
+    case BATON__K_RELEASE:
+        if (status == BATON_ESESSION) {
+            session_gone(ac);
+            return;
+        }
+        if (status < 0) baton__seterr(ac, "unlock '%s': %s", r->name, baton_strerror(status));
+        baton__finish(ac, r, status, 0);
+        return;
+    case BATON__K_CANCEL:
+        on_cancel_result(ac, r, status, kind, value);
+        return;
+    case BATON__K_CLOSE:
+        /* ESESSION: the cluster had already forgotten it; closed either way. */
+        session_closed(ac, r, status == BATON_ESESSION ? 0 : status);
+        return;
+    default:
+        return;
+    }
+}
+
+/* A GRANTED or WAIT_FAILED push for waiter `waiter` of the session. Pushes
+ * for waiters the client no longer tracks are ignored: they are answered
+ * already (for instance a CANCEL reply reported the grant first). */
+static void on_push(baton_async_t *ac, uint64_t session, uint64_t waiter, bool grant, int status,
+                    uint64_t fence)
+{
+    struct baton__req *r;
+
+    if (session != ac->session) return;
+    r = baton__req_find(ac, waiter);
+    if (r == NULL || r->kind != BATON__K_ACQUIRE) return;
+    if (grant)
+        granted(ac, r, fence);
+    else
+        not_granted(ac, r, status < 0 ? status : BATON_EPROTO);
+}
+
+/* Every message past HELLO except REDIRECT and NO_LEADER
+ * (async_conn.c handles those). */
+void baton__on_msg(baton_async_t *ac, const struct msg *m)
+{
+    struct baton__req *r;
+
+    switch (m->type) {
+    case MSG_SESSION:
+        confirm(ac);
+        r = baton__req_find(ac, m->req_id);
+        if (r && r->kind == BATON__K_OPEN) on_session(ac, r, m->u.session.session, m->u.session.ttl_ms);
+        return;
+    case MSG_RESULT:
+        confirm(ac);
+        r = baton__req_find(ac, m->req_id);
+        if (r) on_result(ac, r, m->u.result.status, m->u.result.kind, m->u.result.value);
+        return;
+    case MSG_GRANTED:
+        confirm(ac);
+        on_push(ac, m->u.granted.session, m->u.granted.waiter, true, 0, m->u.granted.fence);
+        return;
+    case MSG_WAIT_FAILED:
+        confirm(ac);
+        on_push(ac, m->u.wait_failed.session, m->u.wait_failed.waiter, false,
+                m->u.wait_failed.status, 0);
+        return;
+    case MSG_ERROR:
+        r = baton__req_find(ac, m->req_id);
+        if (r == NULL) return; /* a late answer to something already settled */
+        baton__seterr(ac, "%s: %.*s", baton_err_name(m->u.error.code), (int)m->u.error.message.n,
+                      m->u.error.message.p ? m->u.error.message.p : "");
+        if (m->u.error.code == BATON_ENOTLEADER || m->u.error.code == BATON_ENOLEADER) {
+            baton__conn_fail(ac, true);
+            return;
+        }
+        on_result(ac, r, m->u.error.code < 0 ? m->u.error.code : BATON_EPROTO, 0, 0);
+        return;
+    default:
+        return; /* replies to requests this client does not make */
+    }
+}
+
+/* ---- timers ----------------------------------------------------------------------- */
+
+/* r's op deadline passed. Returns false if the whole table was reset (the
+ * session failed or closed), so the caller must stop iterating. */
+static bool expire(baton_async_t *ac, struct baton__req *r)
+{
+    bool timedout = r->state == BATON__R_SENT && r->sent_gen == ac->gen && ac->confirmed;
+    int status = timedout ? BATON_ETIMEDOUT : BATON_EUNAVAIL;
+    struct baton__req *t;
+
+    r->deadline = 0;
+    if (timedout)
+        baton__seterr(ac, "no answer from the leader within %u ms", ac->op_timeout_ms);
+    else
+        baton__seterr(ac, "no leader reachable for %u ms (last error: %s)", ac->op_timeout_ms,
+                      ac->connerr[0] ? ac->connerr : "none");
+    switch (r->kind) {
+    case BATON__K_OPEN:
+        baton__seterr(ac, "no leader reachable within %u ms (last error: %s)",
+                      ac->connect_timeout_ms, ac->connerr[0] ? ac->connerr : "none");
+        baton__session_fail(ac, BATON_EUNAVAIL);
+        return false;
+    case BATON__K_ACQUIRE:
+        baton__req_complete(ac, r, status, 0);
+        if (!r->ever_sent)
+            baton__req_remove(ac, r);
+        else if (!r->cancel_id)
+            (void)issue_cancel(ac, r, BATON_ECANCELED);
+        return true;
+    case BATON__K_RELEASE:
+        baton__req_complete(ac, r, status, 0); /* and keep trying */
+        return true;
+    case BATON__K_CANCEL:
+        t = baton__req_find(ac, r->target);
+        if (t && t->user) baton__req_complete(ac, t, status, 0);
+        return true;
+    case BATON__K_CLOSE:
+        session_closed(ac, r, status);
+        return false;
+    default:
+        return true;
+    }
+}
+
+/* Timer fired: expire the requests whose op deadline passed, and CANCEL
+ * the bounded waits whose safety deadline passed. */
+void baton__ops_check_timers(baton_async_t *ac, uint64_t now)
+{
+    struct baton__req *r, *next;
+
+    for (r = ac->head; r; r = next) {
+        next = r->next;
+        if (r->deadline && now >= r->deadline) {
+            if (!expire(ac, r)) return;
+        } else if (r->kind == BATON__K_ACQUIRE && r->user && r->state == BATON__R_WAITING &&
+                   r->safety_at && !r->cancel_id && now >= r->safety_at) {
+            baton__seterr(ac, "lock '%s': no answer %lld ms after the wait should have ended", r->name,
+                          (long long)ac->op_timeout_ms);
+            if (issue_cancel(ac, r, BATON_ETIMEDOUT) != 0) r->safety_at = now + 100;
+        }
+    }
+}
+
+/* The earliest deadline of any request (0: none). A linear scan; it runs
+ * only after the timer fired or when no timer is armed (async.c). */
+uint64_t baton__ops_next_timer(const baton_async_t *ac)
+{
+    uint64_t next = 0;
+
+    for (const struct baton__req *r = ac->head; r; r = r->next) {
+        uint64_t t = r->deadline;
+        if (r->kind == BATON__K_ACQUIRE && r->user && r->state == BATON__R_WAITING && r->safety_at &&
+            !r->cancel_id && (t == 0 || r->safety_at < t))
+            t = r->safety_at;
+        if (t && (next == 0 || t < next)) next = t;
+    }
+    return next;
+}
+
+/* ---- public calls ----------------------------------------------------------------- */
+
+/* Refuse new session calls when there is no session to make them in. */
+static int check_session(const baton_async_t *ac)
+{
+    if (ac->freeing) return BATON_ECLOSED;
+    switch (ac->sstate) {
+    case BATON__S_OPENING:
+    case BATON__S_OPEN:
+        return 0;
+    case BATON__S_CLOSING:
+    case BATON__S_CLOSED:
+        return BATON_ECLOSED;
+    default:
+        return BATON_ESESSION;
+    }
+}
+
+static int check_name(const char *name, size_t *n)
+{
+    if (name == NULL) return BATON_EINVAL;
+    *n = strnlen(name, BATON_MAX_NAME + 1);
+    return proto_lock_name_ok(name, *n) ? 0 : BATON_EINVAL;
+}
+
+int baton_async_open(baton_async_t *ac, baton_async_open_cb *cb, void *data)
+{
+    struct baton__req *r;
+
+    if (ac == NULL || !ac->attached) return BATON_EINVAL;
+    if (ac->freeing) return BATON_ECLOSED;
+    if (ac->opened) return BATON_EBUSY;
+    r = baton__req_new(ac, BATON__K_OPEN, NULL, 0);
+    if (r == NULL) return BATON_ENOMEM;
+    r->user = true;
+    ac->n_user++;
+    r->cb.open = cb;
+    r->data = data;
+    ac->opened = true;
+    ac->sstate = BATON__S_OPENING;
+    baton__set_deadline(ac, r, baton__now() + ac->connect_timeout_ms);
+    baton__conn_start(ac);
+    return 0;
+}
+
+int baton_async_lock(baton_async_t *ac, const char *name, int64_t wait_ms, baton_async_lock_cb *cb,
+                     void *data)
+{
+    struct baton__req *r;
+    uint64_t now;
+    size_t n;
+    int rv;
+
+    if (ac == NULL || check_name(name, &n) != 0 || wait_ms < BATON_WAIT_FOREVER) return BATON_EINVAL;
+    rv = check_session(ac);
+    if (rv != 0) return rv;
+    r = baton__req_new(ac, BATON__K_ACQUIRE, name, n);
+    if (r == NULL) return BATON_ENOMEM;
+    r->user = true;
+    ac->n_user++;
+    r->cb.lock = cb;
+    r->data = data;
+    r->wait_ms = wait_ms;
+    now = baton__now();
+    if (wait_ms > 0) r->safety_at = now + (uint64_t)wait_ms + ac->op_timeout_ms;
+    baton__set_deadline(ac, r, now + ac->op_timeout_ms);
+    try_send(ac, r);
+    return 0;
+}
+
+int baton_async_cancel(baton_async_t *ac, const char *name, void *data)
+{
+    struct baton__req *r, *next;
+    int found = 0, rv = 0;
+    size_t n;
+
+    if (ac == NULL || check_name(name, &n) != 0) return BATON_EINVAL;
+    if (ac->freeing) return BATON_ECLOSED;
+    for (r = ac->head; r; r = next) {
+        next = r->next;
+        if (r->kind != BATON__K_ACQUIRE || !r->user || r->data != data || r->name_len != n ||
+            memcmp(r->name, name, n) != 0)
+            continue;
+        found++;
+        if (!r->ever_sent) {
+            baton__seterr(ac, "lock '%s': canceled", r->name);
+            baton__finish(ac, r, BATON_ECANCELED, 0);
+        } else if (!r->cancel_id) {
+            if (issue_cancel(ac, r, BATON_ECANCELED) != 0) rv = BATON_ENOMEM;
+        }
+    }
+    if (rv != 0) return rv;
+    return found ? 0 : BATON_ENOTFOUND;
+}
+
+int baton_async_unlock(baton_async_t *ac, const char *name, uint64_t fence, baton_async_done_cb *cb,
+                       void *data)
+{
+    struct baton__req *r;
+    size_t n;
+    int rv;
+
+    if (ac == NULL || check_name(name, &n) != 0) return BATON_EINVAL;
+    rv = check_session(ac);
+    if (rv != 0) return rv;
+    r = baton__req_new(ac, BATON__K_RELEASE, name, n);
+    if (r == NULL) return BATON_ENOMEM;
+    r->user = true;
+    ac->n_user++;
+    r->cb.done = cb;
+    r->data = data;
+    r->fence = fence;
+    baton__set_deadline(ac, r, baton__now() + ac->op_timeout_ms);
+    try_send(ac, r);
+    return 0;
+}
+
+int baton_async_close_session(baton_async_t *ac, baton_async_done_cb *cb, void *data)
+{
+    struct baton__req *r;
+    int rv;
+
+    if (ac == NULL) return BATON_EINVAL;
+    rv = check_session(ac);
+    if (rv != 0) return rv;
+    r = baton__req_new(ac, BATON__K_CLOSE, NULL, 0);
+    if (r == NULL) return BATON_ENOMEM;
+    r->user = true;
+    ac->n_user++;
+    r->cb.done = cb;
+    r->data = data;
+    ac->sstate = BATON__S_CLOSING;
+    baton__set_deadline(ac, r, baton__now() + ac->op_timeout_ms);
+    try_send(ac, r);
+    return 0;
+}

@@ -1,0 +1,531 @@
+/*
+ * baton.c -- the blocking API (client/baton.h) on top of the async core.
+ *
+ * Each baton_t owns one I/O thread that runs a private libuv loop with the
+ * async context, a uv_async_t ("wake") through which other threads hand in
+ * requests, and a timer that bounds baton_close. A blocking call fills in a
+ * struct bop on its own stack, appends it to the submission queue under
+ * b->mu, wakes the I/O thread and waits on the bop's condition variable;
+ * the I/O thread turns it into an async call whose callback stores the
+ * outcome and signals. Only the I/O thread touches the async context.
+ *
+ * Lifetime: b is reference-counted. baton_connect's caller holds one
+ * reference (dropped by baton_close), every call in progress holds one,
+ * and so does every baton_lock_t, so that a baton_unlock after baton_close,
+ * or a call that baton_close woke up, never touches freed memory.
+ *
+ * Locking: b->mu protects the queue, `closed` and the bops' results. It is
+ * never held while calling into the async core.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "client/adapters/libuv.h"
+#include "client/baton.h"
+#include "client/baton_async.h"
+#include "proto/msg.h"
+
+#define ERRMSG_LEN 256
+#define ERR_SLOTS 4              /* batons per thread whose messages are kept */
+#define CLOSE_BOUND_MS 5000      /* baton_close waits at most this for CLOSE_SESSION */
+
+enum bop_type { BOP_OPEN, BOP_LOCK, BOP_UNLOCK, BOP_CLOSE };
+
+/* One blocking call in progress. Lives on the caller's stack. */
+struct bop {
+    struct bop *next;
+    baton_t *b;
+    int type;
+    const char *name;
+    int64_t wait_ms;
+    uint64_t fence;
+    pthread_cond_t cv;
+    /* Results, written by the I/O thread under b->mu. */
+    bool done;
+    int status;
+    uint64_t value; /* fence, or session id for BOP_OPEN */
+    char errmsg[ERRMSG_LEN];
+};
+
+struct baton {
+    uint64_t uid; /* never reused; keys the per-thread error messages */
+    pthread_mutex_t mu;
+    unsigned refs;
+    bool closed;  /* baton_close has begun: new calls fail with ECLOSED */
+    struct bop *q_head, *q_tail;
+    pthread_t thread;
+    uv_loop_t loop;
+    uv_async_t wake;
+    uv_timer_t close_timer;
+    unsigned close_ms;
+    uint64_t session;
+    /* I/O thread only. */
+    baton_async_t *ac;
+    struct bop *close_op;
+    bool io_down;
+};
+
+struct baton_lock {
+    baton_t *b;
+    uint64_t fence;
+    char name[];
+};
+
+/* The result of the last uv_loop_close of an I/O thread's loop; 0 unless a
+ * handle was leaked. Tests read it. */
+int baton__last_loop_close_rv;
+
+static atomic_uint_fast64_t next_uid;
+
+/* ---- error messages ---------------------------------------------------------------- */
+
+static _Thread_local char connect_err[ERRMSG_LEN];
+static _Thread_local struct {
+    uint64_t uid;
+    char msg[ERRMSG_LEN];
+} tls_err[ERR_SLOTS];
+static _Thread_local unsigned tls_err_next;
+
+/* Record the calling thread's last error on b. A thread keeps messages for
+ * its ERR_SLOTS most recently failing batons. */
+static void set_err(const baton_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_err(const baton_t *b, const char *fmt, ...)
+{
+    unsigned i;
+    va_list ap;
+
+    for (i = 0; i < ERR_SLOTS; i++)
+        if (tls_err[i].uid == b->uid) break;
+    if (i == ERR_SLOTS) i = tls_err_next++ % ERR_SLOTS;
+    tls_err[i].uid = b->uid;
+    va_start(ap, fmt);
+    vsnprintf(tls_err[i].msg, sizeof tls_err[i].msg, fmt, ap);
+    va_end(ap);
+}
+
+const char *baton_errmsg(const baton_t *b)
+{
+    if (b == NULL) return "";
+    for (unsigned i = 0; i < ERR_SLOTS; i++)
+        if (tls_err[i].uid == b->uid) return tls_err[i].msg;
+    return "";
+}
+
+const char *baton_connect_errmsg(void)
+{
+    return connect_err;
+}
+
+/* ---- references -------------------------------------------------------------------- */
+
+static void ref_drop(baton_t *b)
+{
+    bool last;
+
+    pthread_mutex_lock(&b->mu);
+    last = --b->refs == 0;
+    pthread_mutex_unlock(&b->mu);
+    if (!last) return;
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+}
+
+/* ---- the I/O thread ---------------------------------------------------------------- */
+
+/* Store a call's outcome and wake its thread. After this the I/O thread
+ * must not touch op: its owner may return at once. */
+static void bop_finish(struct bop *op, int status, uint64_t value, const char *msg)
+{
+    baton_t *b = op->b;
+
+    pthread_mutex_lock(&b->mu);
+    if (status == BATON_ECANCELED && b->closed) status = BATON_ECLOSED;
+    op->status = status;
+    op->value = value;
+    if (status < 0) snprintf(op->errmsg, sizeof op->errmsg, "%s", msg ? msg : baton_strerror(status));
+    op->done = true;
+    pthread_cond_signal(&op->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
+/*
+ * Stop everything on the I/O side: free the context (pending calls end with
+ * BATON_ECANCELED, reported as BATON_ECLOSED), close our handles. The loop
+ * then runs out of handles and the thread ends. Runs once; a second call
+ * (from a callback that the free itself runs) returns at once.
+ */
+static void io_shutdown(baton_t *b)
+{
+    struct bop *q, *next;
+    baton_async_t *ac = b->ac;
+
+    if (b->io_down) return;
+    b->io_down = true;
+    b->ac = NULL;
+    baton_async_free(ac);
+    uv_close((uv_handle_t *)&b->wake, NULL);
+    uv_close((uv_handle_t *)&b->close_timer, NULL);
+    /* Nothing can be queued after the close began, but be safe. */
+    pthread_mutex_lock(&b->mu);
+    q = b->q_head;
+    b->q_head = b->q_tail = NULL;
+    pthread_mutex_unlock(&b->mu);
+    for (; q; q = next) {
+        next = q->next;
+        bop_finish(q, BATON_ECLOSED, 0, "the baton_t is closed");
+    }
+}
+
+static void open_cb(baton_async_t *ac, int status, uint64_t session, void *data)
+{
+    struct bop *op = data;
+    char msg[ERRMSG_LEN];
+
+    snprintf(msg, sizeof msg, "%s", status < 0 ? baton_async_errmsg(ac) : "");
+    if (status < 0) io_shutdown(op->b);
+    bop_finish(op, status, session, msg);
+}
+
+static void lock_cb(baton_async_t *ac, int status, const char *name, uint64_t fence, void *data)
+{
+    (void)name;
+    bop_finish(data, status, fence, status < 0 ? baton_async_errmsg(ac) : NULL);
+}
+
+static void unlock_cb(baton_async_t *ac, int status, void *data)
+{
+    bop_finish(data, status, 0, status < 0 ? baton_async_errmsg(ac) : NULL);
+}
+
+/* CLOSE_SESSION was answered, failed, or took too long: shut down. Runs
+ * once; later triggers (the timer, the close callback run by the free)
+ * find close_op gone. */
+static void close_finish(baton_t *b)
+{
+    struct bop *op = b->close_op;
+
+    if (op == NULL) return;
+    b->close_op = NULL;
+    uv_timer_stop(&b->close_timer);
+    io_shutdown(b);
+    bop_finish(op, 0, 0, NULL);
+}
+
+static void close_cb(baton_async_t *ac, int status, void *data)
+{
+    (void)ac;
+    (void)status;
+    close_finish(data);
+}
+
+static void close_timer_cb(uv_timer_t *t)
+{
+    close_finish(t->data);
+}
+
+/* Hand one queued call to the async core. */
+static void io_start(baton_t *b, struct bop *op)
+{
+    int rv = 0;
+
+    switch (op->type) {
+    case BOP_LOCK:
+        rv = baton_async_lock(b->ac, op->name, op->wait_ms, lock_cb, op);
+        break;
+    case BOP_UNLOCK:
+        rv = baton_async_unlock(b->ac, op->name, op->fence, unlock_cb, op);
+        break;
+    case BOP_CLOSE:
+        b->close_op = op;
+        if (baton_async_close_session(b->ac, close_cb, b) != 0) {
+            close_finish(b);
+        } else {
+            uv_timer_start(&b->close_timer, close_timer_cb, b->close_ms, 0);
+        }
+        return;
+    default:
+        rv = BATON_EINVAL;
+        break;
+    }
+    if (rv < 0) bop_finish(op, rv, 0, NULL);
+}
+
+/* Another thread queued calls: start them, in order. */
+static void wake_cb(uv_async_t *h)
+{
+    baton_t *b = h->data;
+    struct bop *q, *next;
+
+    pthread_mutex_lock(&b->mu);
+    q = b->q_head;
+    b->q_head = b->q_tail = NULL;
+    pthread_mutex_unlock(&b->mu);
+    for (; q; q = next) {
+        next = q->next; /* q may be gone once started */
+        if (b->ac == NULL)
+            bop_finish(q, BATON_ECLOSED, 0, "the baton_t is closed");
+        else
+            io_start(b, q);
+    }
+}
+
+static void *io_main(void *arg)
+{
+    baton_t *b = arg;
+
+    uv_run(&b->loop, UV_RUN_DEFAULT);
+    return NULL;
+}
+
+/* ---- calls from user threads ---------------------------------------------------------- */
+
+static void bop_init(struct bop *op, int type)
+{
+    memset(op, 0, sizeof *op);
+    op->type = type;
+    pthread_cond_init(&op->cv, NULL);
+}
+
+/*
+ * Queue op for the I/O thread and wait for its outcome. The call holds a
+ * reference on b while it waits; on success of a lock call that reference
+ * passes to the baton_lock_t (see lock_common), otherwise the caller drops
+ * it with ref_drop. Returns BATON_ECLOSED without queueing if baton_close
+ * has begun (and then no reference is taken).
+ */
+static int submit(baton_t *b, struct bop *op)
+{
+    op->b = b;
+    pthread_mutex_lock(&b->mu);
+    if (b->closed && op->type != BOP_CLOSE) {
+        pthread_mutex_unlock(&b->mu);
+        snprintf(op->errmsg, sizeof op->errmsg, "baton_close was called");
+        return BATON_ECLOSED;
+    }
+    if (op->type == BOP_CLOSE) b->closed = true;
+    b->refs++;
+    if (b->q_tail)
+        b->q_tail->next = op;
+    else
+        b->q_head = op;
+    b->q_tail = op;
+    /* Sent under the mutex: once `closed` is set nobody sends again, so
+     * the I/O thread may close the handle safely after draining. */
+    uv_async_send(&b->wake);
+    while (!op->done) pthread_cond_wait(&op->cv, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+    return op->status;
+}
+
+static int lock_common(baton_t *b, const char *name, int64_t wait_ms, baton_lock_t **out,
+                       const char *fn)
+{
+    struct bop op;
+    baton_lock_t *l;
+    size_t n;
+    int rv;
+
+    if (out == NULL) return BATON_EINVAL;
+    *out = NULL;
+    if (b == NULL) return BATON_EINVAL;
+    n = name ? strnlen(name, BATON_MAX_NAME + 1) : 0;
+    if (!proto_lock_name_ok(name, n)) {
+        set_err(b, "%s: the lock name must be 1..%d bytes", fn, BATON_MAX_NAME);
+        return BATON_EINVAL;
+    }
+    /* Allocate first: once granted, the lock must reach the caller. */
+    l = malloc(sizeof *l + n + 1);
+    if (l == NULL) {
+        set_err(b, "%s: out of memory", fn);
+        return BATON_ENOMEM;
+    }
+    bop_init(&op, BOP_LOCK);
+    op.name = name;
+    op.wait_ms = wait_ms;
+    rv = submit(b, &op);
+    pthread_cond_destroy(&op.cv);
+    /* For a try or an unbounded wait, a timeout can only mean that the
+     * cluster did not answer: baton.h calls that BATON_EUNAVAIL. */
+    if (rv == BATON_ETIMEDOUT && wait_ms <= 0) rv = BATON_EUNAVAIL;
+    if (rv != 0) {
+        set_err(b, "%s '%s': %s", fn, name, op.errmsg);
+        free(l);
+        if (op.done) ref_drop(b); /* the call's reference, if it took one */
+        return rv;
+    }
+    l->b = b; /* takes over the call's reference */
+    l->fence = op.value;
+    memcpy(l->name, name, n + 1);
+    *out = l;
+    return 0;
+}
+
+int baton_lock(baton_t *b, const char *name, baton_lock_t **out)
+{
+    return lock_common(b, name, BATON_WAIT_FOREVER, out, "baton_lock");
+}
+
+int baton_trylock(baton_t *b, const char *name, baton_lock_t **out)
+{
+    return lock_common(b, name, BATON_WAIT_TRY, out, "baton_trylock");
+}
+
+int baton_lock_timeout(baton_t *b, const char *name, int64_t ms, baton_lock_t **out)
+{
+    return lock_common(b, name, ms < 0 ? BATON_WAIT_FOREVER : ms, out, "baton_lock_timeout");
+}
+
+uint64_t baton_lock_fence(const baton_lock_t *l)
+{
+    return l ? l->fence : 0;
+}
+
+const char *baton_lock_name(const baton_lock_t *l)
+{
+    return l ? l->name : "";
+}
+
+int baton_unlock(baton_lock_t *l)
+{
+    struct bop op;
+    baton_t *b;
+    int rv;
+
+    if (l == NULL) return 0;
+    b = l->b;
+    bop_init(&op, BOP_UNLOCK);
+    op.name = l->name;
+    op.fence = l->fence;
+    rv = submit(b, &op);
+    pthread_cond_destroy(&op.cv);
+    /* In baton.h's terms: no answer is BATON_EUNAVAIL (the core keeps
+     * trying to release), and a session that ended holds nothing. */
+    if (rv == BATON_ETIMEDOUT) rv = BATON_EUNAVAIL;
+    if (rv == BATON_ESESSION) rv = BATON_ENOTHELD;
+    if (rv != 0) set_err(b, "baton_unlock '%s': %s", l->name, op.errmsg);
+    if (op.done) ref_drop(b); /* the call's own reference */
+    free(l);
+    ref_drop(b); /* the lock's */
+    return rv;
+}
+
+uint64_t baton_session_id(const baton_t *b)
+{
+    return b ? b->session : 0;
+}
+
+/* ---- connect and close ---------------------------------------------------------------- */
+
+/* Undo a partly built b on the calling thread (no I/O thread running). */
+static void abandon(baton_t *b)
+{
+    io_shutdown(b);
+    uv_run(&b->loop, UV_RUN_DEFAULT);
+    baton__last_loop_close_rv = uv_loop_close(&b->loop);
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+}
+
+int baton_connect(const baton_opts *o, baton_t **out)
+{
+    sigset_t all, old;
+    struct bop op;
+    baton_t *b;
+    int rv;
+
+    connect_err[0] = '\0';
+    if (out == NULL) return BATON_EINVAL;
+    *out = NULL;
+    if (o == NULL || o->endpoints == NULL) {
+        snprintf(connect_err, sizeof connect_err, "no endpoints given");
+        return BATON_EINVAL;
+    }
+    b = calloc(1, sizeof *b);
+    if (b == NULL) goto err_nomem;
+    b->uid = atomic_fetch_add(&next_uid, 1) + 1;
+    b->refs = 1;
+    b->close_ms = o->op_timeout_ms && o->op_timeout_ms < CLOSE_BOUND_MS ? o->op_timeout_ms
+                                                                      : CLOSE_BOUND_MS;
+    if (pthread_mutex_init(&b->mu, NULL) != 0) goto err_free;
+    if (uv_loop_init(&b->loop) != 0) goto err_mutex;
+    uv_async_init(&b->loop, &b->wake, wake_cb);
+    b->wake.data = b;
+    uv_timer_init(&b->loop, &b->close_timer);
+    b->close_timer.data = b;
+
+    rv = baton_async_new(o, &b->ac);
+    if (rv != 0) {
+        snprintf(connect_err, sizeof connect_err, "%s",
+                 rv == BATON_EINVAL ? "bad options: endpoints must be ip:port[,ip:port...] "
+                                      "and client_name at most 64 bytes"
+                                    : baton_strerror(rv));
+        abandon(b);
+        return rv;
+    }
+    rv = baton_uv_attach(b->ac, &b->loop);
+    bop_init(&op, BOP_OPEN);
+    op.b = b;
+    if (rv == 0) rv = baton_async_open(b->ac, open_cb, &op);
+    if (rv != 0) {
+        snprintf(connect_err, sizeof connect_err, "%s", baton_strerror(rv));
+        abandon(b); /* may run the open callback with ECANCELED: op is still ours */
+        pthread_cond_destroy(&op.cv);
+        return rv;
+    }
+    /* The I/O thread takes no signals: they belong to the application. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rv = pthread_create(&b->thread, NULL, io_main, b);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rv != 0) {
+        abandon(b); /* runs the open callback with ECANCELED: op is still ours */
+        pthread_cond_destroy(&op.cv);
+        snprintf(connect_err, sizeof connect_err, "cannot start the I/O thread");
+        return BATON_ENOMEM;
+    }
+    pthread_mutex_lock(&b->mu);
+    while (!op.done) pthread_cond_wait(&op.cv, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+    pthread_cond_destroy(&op.cv);
+    if (op.status != 0) {
+        /* open_cb already shut the I/O side down; the thread is ending. */
+        snprintf(connect_err, sizeof connect_err, "%s", op.errmsg);
+        pthread_join(b->thread, NULL);
+        baton__last_loop_close_rv = uv_loop_close(&b->loop);
+        pthread_mutex_destroy(&b->mu);
+        free(b);
+        return op.status;
+    }
+    b->session = op.value;
+    *out = b;
+    return 0;
+
+err_mutex:
+    pthread_mutex_destroy(&b->mu);
+err_free:
+    free(b);
+err_nomem:
+    snprintf(connect_err, sizeof connect_err, "out of memory");
+    return BATON_ENOMEM;
+}
+
+void baton_close(baton_t *b)
+{
+    struct bop op;
+
+    if (b == NULL) return;
+    bop_init(&op, BOP_CLOSE);
+    (void)submit(b, &op); /* a close is always queued */
+    pthread_cond_destroy(&op.cv);
+    pthread_join(b->thread, NULL);
+    baton__last_loop_close_rv = uv_loop_close(&b->loop);
+    ref_drop(b); /* the close call's */
+    ref_drop(b); /* the caller's */
+}

@@ -1,0 +1,247 @@
+/*
+ * baton_async.h -- libbaton's asynchronous API.
+ *
+ * A baton_async_t is one client session with a baton cluster, driven by the
+ * caller's event loop. The core owns one non-blocking TCP socket at a time
+ * and never touches an event loop itself: it asks an adapter, through the
+ * hooks of baton_async_hooks, to watch the socket and to arm one timer, and
+ * the adapter calls baton_async_handle_read / _write / _timeout back when
+ * they fire (the hiredis model). client/adapters/libuv.h is a header-only
+ * adapter for libuv; another loop needs only these eight hooks.
+ *
+ * What the core does for you:
+ *  - connects to one of the comma-separated endpoints (trying the next one
+ *    when a connection fails, and backing off 50-100 ms once every endpoint
+ *    has failed in a row), says HELLO, and opens the session;
+ *  - follows REDIRECT to the leader and, on NO_LEADER or a lost
+ *    connection, retries after 50-100 ms; every request that has not been
+ *    answered is re-sent on the new connection with the same request id and
+ *    the same per-session seq, so the cluster applies it exactly once and a
+ *    leader change costs only latency;
+ *  - numbers the session's requests, tells the cluster which results it no
+ *    longer needs (ack_below), and matches replies and GRANTED / WAIT_FAILED
+ *    pushes to the calls that are waiting for them;
+ *  - withdraws what nobody waits for any more: a lock call that timed out
+ *    (or was cancelled) while the cluster may still have queued it is
+ *    CANCELled, and a lock granted to such a call is released again.
+ *
+ * Not yet (next step): keepalives, lease accounting, lost-lock callbacks,
+ * and re-attaching the same session after it expired.
+ *
+ * Threads. The core has no threads and no locks. One context must be used
+ * from one thread at a time: the thread that runs its loop. Every callback
+ * runs on that thread, from inside baton_async_handle_read, _write or
+ * _timeout (that is, from the caller's loop) or, with BATON_ECANCELED, from
+ * inside baton_async_free. No other call ever runs a callback before it
+ * returns. The blocking API (client/baton.h) runs a context on its own
+ * internal thread.
+ *
+ * Contracts of every call that takes a callback:
+ *  - If the call returns a negative BATON_E* code, its callback never runs.
+ *  - Otherwise the callback runs exactly once: with the outcome, with
+ *    BATON_ETIMEDOUT when op_timeout_ms passed without a reply (counted from
+ *    when the request was sent, and counted again from the start when it is
+ *    re-sent after a lost connection to the leader; time spent queued for a
+ *    lock does not count), with BATON_EUNAVAIL when no leader could be
+ *    reached for that long, or with BATON_ECANCELED when the context is
+ *    freed or the session closed first.
+ *  - Pointers passed to a callback (a lock name) are valid only during the
+ *    callback. Inside a callback whose status is negative,
+ *    baton_async_errmsg() describes that failure.
+ *  - A callback may call any function of this API, including
+ *    baton_async_free on its own context: the free is then deferred until
+ *    the callback returns (and no further callback runs except the
+ *    BATON_ECANCELED ones of the free itself).
+ *
+ * Errors are the negative codes of proto/baton_errno.h.
+ */
+#ifndef BATON_ASYNC_H
+#define BATON_ASYNC_H
+
+#include <stdint.h>
+
+#include "client/baton.h"
+#include "proto/baton_errno.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct baton_async baton_async_t; /* opaque */
+
+/*
+ * The session is open (status 0 and the session id) or could not be opened:
+ * BATON_EUNAVAIL (no leader answered within connect_timeout_ms), BATON_EVERSION
+ * (the cluster speaks another protocol version), BATON_ELIMIT (the cluster
+ * refused more sessions), BATON_ECANCELED (freed first). After a failure the
+ * context can only be freed.
+ */
+typedef void baton_async_open_cb(baton_async_t *ac, int status, uint64_t session, void *data);
+
+/*
+ * A lock call ended. status 0: the session holds `name` with fencing token
+ * `fence` until it is unlocked. Otherwise fence is 0 and status is
+ * BATON_EWOULDBLOCK (try-lock of a held or contended lock), BATON_ETIMEDOUT
+ * (a bounded wait ran out, or no reply within op_timeout_ms), BATON_EUNAVAIL,
+ * BATON_ECANCELED, BATON_ESESSION (the session ended), BATON_ELIMIT or
+ * another code from the cluster. `name` is valid only during the callback.
+ */
+typedef void baton_async_lock_cb(baton_async_t *ac, int status, const char *name,
+                                 uint64_t fence, void *data);
+
+/* An unlock or close_session ended with status (0 or a BATON_E* code). */
+typedef void baton_async_done_cb(baton_async_t *ac, int status, void *data);
+
+/*
+ * The event-loop hooks an adapter provides (see client/adapters/libuv.h).
+ * The core calls them synchronously; none of them may call back into the
+ * core. `data` is passed to every hook.
+ *
+ * The socket changes over the context's life (every reconnect opens a new
+ * one), so the read/write hooks name the fd. close_fd(fd) is called before
+ * the core closes fd: the adapter must stop watching it for good (a later
+ * socket may get the same number). The core watches at most one fd at a
+ * time and always calls close_fd for it before watching another.
+ *
+ * timer_start(ms) arms the context's only timer: after ms milliseconds
+ * call baton_async_handle_timeout once. Arming again replaces the previous
+ * deadline; timer_stop disarms it. ms may be 0 (as soon as possible, from
+ * the loop, never from inside timer_start).
+ *
+ * cleanup is the last hook call: the context is being freed; the adapter
+ * releases what it holds (it may do so later, e.g. in close callbacks) and
+ * must not call the core again.
+ */
+typedef struct baton_async_hooks {
+    void *data;
+    void (*add_read)(void *data, int fd);
+    void (*del_read)(void *data, int fd);
+    void (*add_write)(void *data, int fd);
+    void (*del_write)(void *data, int fd);
+    void (*close_fd)(void *data, int fd);
+    void (*timer_start)(void *data, uint64_t ms);
+    void (*timer_stop)(void *data);
+    void (*cleanup)(void *data);
+} baton_async_hooks;
+
+/*
+ * Create a context. No I/O happens yet: attach an adapter, then call
+ * baton_async_open.
+ * @param[in]  o    options (client/baton.h); the strings are copied. The
+ *                  timeouts mean the same as for the blocking API:
+ *                  connect_timeout_ms bounds the open, op_timeout_ms each
+ *                  request, session_ttl_ms is the lease asked for.
+ * @param[out] out  the new context, owned by the caller (baton_async_free);
+ *                  set to NULL on error.
+ * @return 0, BATON_EINVAL (no or malformed endpoints: each must be
+ *         "a.b.c.d:port", "[v6addr]:port" or "localhost:port", at most 16;
+ *         a client name longer than 64 bytes), BATON_ENOMEM.
+ */
+int baton_async_new(const baton_opts *o, baton_async_t **out);
+
+/*
+ * Install the event-loop hooks (done by an adapter, once, before
+ * baton_async_open). The struct is copied.
+ * @return 0, BATON_EINVAL (a NULL hook), BATON_EBUSY (already attached).
+ */
+int baton_async_attach(baton_async_t *ac, const baton_async_hooks *hooks);
+
+/*
+ * Start connecting and open the session. cb runs once the session is open
+ * or when opening failed (see baton_async_open_cb). Lock calls made before
+ * the session is open are queued and sent once it is.
+ * @return 0, BATON_EINVAL (no adapter attached), BATON_EBUSY (already
+ *         opened), BATON_ENOMEM.
+ */
+int baton_async_open(baton_async_t *ac, baton_async_open_cb *cb, void *data);
+
+/*
+ * Acquire lock `name`.
+ * @param[in] name     1..256 bytes, NUL-terminated, no NUL inside; copied.
+ * @param[in] wait_ms  0: try (BATON_EWOULDBLOCK if held or if anyone is
+ *                     queued; nothing stays queued); -1: wait as long as it
+ *                     takes; > 0: wait at most that long (BATON_ETIMEDOUT,
+ *                     and the wait is withdrawn). The cluster enforces the
+ *                     bound; as a safety net the core also sends a CANCEL
+ *                     once wait_ms + op_timeout_ms have passed.
+ * @param[in] cb       may be NULL (but then a granted lock can only be
+ *                     released by closing the session).
+ * Several calls for the same name on one context queue like separate
+ * clients: each is its own waiter and they exclude each other.
+ * @return 0, BATON_EINVAL (bad name or wait_ms < -1), BATON_ENOMEM,
+ *         BATON_ESESSION (baton_async_open not called yet, or the session
+ *         failed or ended),
+ *         BATON_ECLOSED (baton_async_close_session was called).
+ */
+int baton_async_lock(baton_async_t *ac, const char *name, int64_t wait_ms,
+                     baton_async_lock_cb *cb, void *data);
+
+/*
+ * Withdraw the pending baton_async_lock calls on `name` that were made with
+ * this `data`. Each such call's callback still runs exactly once: with
+ * BATON_ECANCELED, or with 0 and a fence if the grant won the race (then the
+ * session holds the lock and must unlock it). Never runs a callback before
+ * returning.
+ * @return 0 (at least one call found), BATON_ENOTFOUND, BATON_EINVAL,
+ *         BATON_ENOMEM.
+ */
+int baton_async_cancel(baton_async_t *ac, const char *name, void *data);
+
+/*
+ * Release lock `name` held with `fence` (from the lock callback). cb (may
+ * be NULL) gets 0, BATON_ENOTHELD (the cluster does not count this session
+ * as the holder of that grant: the lock was lost or already released),
+ * BATON_ETIMEDOUT / BATON_EUNAVAIL (no answer in time; the core keeps
+ * trying to deliver the release until the session ends), BATON_ESESSION,
+ * BATON_ECANCELED.
+ * @return 0, BATON_EINVAL, BATON_ENOMEM, BATON_ESESSION, BATON_ECLOSED.
+ */
+int baton_async_unlock(baton_async_t *ac, const char *name, uint64_t fence,
+                       baton_async_done_cb *cb, void *data);
+
+/*
+ * End the session: the cluster releases its locks (granting them to the
+ * next waiters) and drops its waits. Requests made before are still sent
+ * first; when the cluster has answered, every call still pending completes
+ * with BATON_ECANCELED, then cb (may be NULL) runs with 0 (or
+ * BATON_ETIMEDOUT / BATON_EUNAVAIL after op_timeout_ms, in which case the
+ * session lives on in the cluster until its lease runs out). The connection
+ * is then closed; only baton_async_free remains to be called. New calls
+ * return BATON_ECLOSED from the moment this is called.
+ * @return 0, BATON_ESESSION (never opened, or already failed), BATON_ECLOSED
+ *         (called twice), BATON_ENOMEM.
+ */
+int baton_async_close_session(baton_async_t *ac, baton_async_done_cb *cb, void *data);
+
+/*
+ * Free the context. NULL-safe. Every pending callback runs first, from
+ * inside this call, with BATON_ECANCELED (the open callback too, if it has
+ * not run). The session is not closed in the cluster (call
+ * baton_async_close_session first for that; otherwise its lease runs out).
+ * The adapter's cleanup hook is called last. Called from inside a callback
+ * of ac, the free is deferred until that callback returns.
+ */
+void baton_async_free(baton_async_t *ac);
+
+/* For adapters: the socket is readable / writable, or the timer fired.
+ * They may run callbacks (and so free the context). */
+void baton_async_handle_read(baton_async_t *ac);
+void baton_async_handle_write(baton_async_t *ac);
+void baton_async_handle_timeout(baton_async_t *ac);
+
+/* The session id, 0 until the session is open. */
+uint64_t baton_async_session_id(const baton_async_t *ac);
+
+/* The detailed message of the context's last error ("" if none). Valid
+ * until the next call into ac; inside a callback with a negative status it
+ * describes that failure. */
+const char *baton_async_errmsg(const baton_async_t *ac);
+
+/* The number of calls whose callback has not yet run (for tests and
+ * shutdown logic). */
+unsigned baton_async_pending(const baton_async_t *ac);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BATON_ASYNC_H */
