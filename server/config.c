@@ -30,6 +30,9 @@ static void usage(FILE *f)
           "  --snapshot-trailing N  entries kept after a snapshot (default 2048)\n"
           "  --default-ttl MS       session lease when the client asks for 0 (default 10000)\n"
           "  --min-ttl MS, --max-ttl MS  bounds on session leases (default 1000, 300000)\n"
+          "  --lock-delay MS        after a session expires, its locks are granted to no one\n"
+          "                         for MS (default 0: none); an ACQUIRE may ask for its own\n"
+          "  --max-lock-delay MS    bound on a per-acquire lock-delay (default 60000)\n"
           "  -h, --help             this text\n"
           "\n"
           "SIGINT or SIGTERM shuts the node down cleanly.\n",
@@ -112,7 +115,7 @@ out:
 int config_parse(struct srv_config *c, int argc, char **argv)
 {
     enum { O_ID = 256, O_DATA, O_CLUSTER, O_LOG, O_ELECTION, O_HEARTBEAT, O_SNAP, O_TRAIL,
-           O_TTL, O_MINTTL, O_MAXTTL };
+           O_TTL, O_MINTTL, O_MAXTTL, O_DELAY, O_MAXDELAY };
     static const struct option opts[] = {
         {"id", required_argument, NULL, O_ID},
         {"data", required_argument, NULL, O_DATA},
@@ -125,6 +128,8 @@ int config_parse(struct srv_config *c, int argc, char **argv)
         {"default-ttl", required_argument, NULL, O_TTL},
         {"min-ttl", required_argument, NULL, O_MINTTL},
         {"max-ttl", required_argument, NULL, O_MAXTTL},
+        {"lock-delay", required_argument, NULL, O_DELAY},
+        {"max-lock-delay", required_argument, NULL, O_MAXDELAY},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -138,6 +143,7 @@ int config_parse(struct srv_config *c, int argc, char **argv)
     c->default_ttl_ms = 10000;
     c->min_ttl_ms = 1000;
     c->max_ttl_ms = 300000;
+    c->max_lock_delay_ms = 60000;
     opterr = 0;
     optind = 1;
     while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -176,6 +182,13 @@ int config_parse(struct srv_config *c, int argc, char **argv)
         case O_TTL: target = &c->default_ttl_ms; break;
         case O_MINTTL: target = &c->min_ttl_ms; break;
         case O_MAXTTL: target = &c->max_ttl_ms; break;
+        case O_DELAY:
+            if (parse_uint(optarg, 100000000, &c->lock_delay_ms) != 0) {
+                fprintf(stderr, "batond: --lock-delay needs a number of ms\n");
+                return -1;
+            }
+            break;
+        case O_MAXDELAY: target = &c->max_lock_delay_ms; break;
         default:
             fprintf(stderr, "batond: unknown or incomplete option '%s'\n", argv[optind - 1]);
             usage(stderr);
@@ -207,6 +220,10 @@ int config_parse(struct srv_config *c, int argc, char **argv)
     if (c->node.heartbeat_timeout_ms && c->node.election_timeout_ms &&
         c->node.heartbeat_timeout_ms >= c->node.election_timeout_ms) {
         fprintf(stderr, "batond: --heartbeat must be below --election-timeout\n");
+        return -1;
+    }
+    if (c->lock_delay_ms > c->max_lock_delay_ms) {
+        fprintf(stderr, "batond: --lock-delay exceeds --max-lock-delay\n");
         return -1;
     }
     if (c->min_ttl_ms > c->max_ttl_ms || c->default_ttl_ms < c->min_ttl_ms ||

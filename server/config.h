@@ -13,6 +13,8 @@ struct srv_config {
     unsigned default_ttl_ms;
     unsigned min_ttl_ms;
     unsigned max_ttl_ms;
+    unsigned lock_delay_ms;         /* default lock-delay after an expiry; 0 = none */
+    unsigned max_lock_delay_ms;     /* bound on a per-acquire lock-delay */
 };
 
 /*

@@ -74,6 +74,16 @@ static uint32_t clamp_ttl(const struct srv_config *cfg, uint32_t ttl)
     return ttl;
 }
 
+/* The lock-delay a hold gets: the client's choice within the server's
+ * bound, or the server's default. In the command, 0 means none. */
+static int32_t effective_lock_delay(const struct srv_config *cfg, int32_t asked)
+{
+    if (asked == BATON_LOCK_DELAY_DEFAULT) return (int32_t)cfg->lock_delay_ms;
+    if (asked < 0) return 0;
+    if ((uint32_t)asked > cfg->max_lock_delay_ms) return (int32_t)cfg->max_lock_delay_ms;
+    return asked;
+}
+
 /* Turn a state-changing request into a command for this turn's batch. */
 static void command(struct conn *c, const struct msg *m)
 {
@@ -97,6 +107,7 @@ static void command(struct conn *c, const struct msg *m)
         cmd.seq = m->u.acquire.seq;
         cmd.ack_below = m->u.acquire.ack_below;
         cmd.wait_ms = m->u.acquire.wait_ms;
+        cmd.lock_delay_ms = effective_lock_delay(&c->srv->cfg, m->u.acquire.lock_delay_ms);
         cmd.name = m->u.acquire.lock.p;
         cmd.name_len = m->u.acquire.lock.n;
         break;

@@ -9,9 +9,12 @@
  * after the replies of that turn: so a waiter's QUEUED reply always reaches
  * the client before the push that ends its wait.
  *
+ * A lock freed by an expiry with a lock-delay gets a timer here, after which
+ * the leader proposes DELAY_END and the queue head is granted.
+ *
  * This state lives in memory on the leader only. A new leader starts empty:
  * sessions attach again as their clients send requests, and wait deadlines
- * are re-armed from the store with their full duration.
+ * and lock-delays are re-armed from the store with their full duration.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -116,8 +119,66 @@ void push_wait_arm(struct server *srv, uint64_t session, uint64_t waiter, int64_
     s->waits = w;
 }
 
+static void delay_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+/* A lock-delay ran out: propose its end. The timer is freed now; if the
+ * proposal is lost to a leader change, the next leader re-arms from the
+ * store. */
+static void delay_fire(uv_timer_t *t)
+{
+    struct delay_timer *d = t->data, **pp;
+    struct server *srv = d->srv;
+    struct cmd cmd = {0};
+    struct pending p = {0};
+
+    if (srv->ready) {
+        cmd.type = CMD_DELAY_END;
+        cmd.name = d->name;
+        cmd.name_len = d->name_len;
+        p.cmd_type = CMD_DELAY_END;
+        batch_add(srv, &cmd, &p);
+    }
+    for (pp = &srv->delays; *pp; pp = &(*pp)->next)
+        if (*pp == d) {
+            *pp = d->next;
+            break;
+        }
+    uv_close((uv_handle_t *)&d->t, delay_closed);
+}
+
+static void delay_arm(struct server *srv, const char *name, size_t name_len, int32_t ms)
+{
+    struct delay_timer *d;
+
+    if (!srv->ready || ms <= 0 || name_len > BATON_MAX_NAME) return;
+    d = calloc(1, sizeof *d);
+    if (d == NULL) return;
+    d->srv = srv;
+    d->name_len = (uint16_t)name_len;
+    memcpy(d->name, name, name_len);
+    uv_timer_init(srv->loop, &d->t);
+    d->t.data = d;
+    uv_timer_start(&d->t, delay_fire, (uint64_t)ms, 0);
+    d->next = srv->delays;
+    srv->delays = d;
+}
+
+static void delays_clear(struct server *srv)
+{
+    while (srv->delays) {
+        struct delay_timer *d = srv->delays;
+        srv->delays = d->next;
+        uv_timer_stop(&d->t);
+        uv_close((uv_handle_t *)&d->t, delay_closed);
+    }
+}
+
 void push_clear(struct server *srv)
 {
+    delays_clear(srv);
     for (size_t i = 0; i < srv->sessions.cap; i++)
         if (srv->sessions.slots[i].key) session_free(srv->sessions.slots[i].val);
     u64map_free(&srv->sessions);
@@ -174,12 +235,29 @@ static void push_one(struct server *srv, const struct effect *e)
         log_info("session %llu lost lock '%.*s' (fence %llu): %s",
                  (unsigned long long)e->session, (int)e->name_len, e->name,
                  (unsigned long long)e->fence, baton_strerror(e->status));
+        m.type = MSG_LOST;
+        m.u.lost.session = e->session;
+        m.u.lost.waiter = e->waiter;
+        m.u.lost.fence = e->fence;
+        m.u.lost.status = e->status;
+        m.u.lost.lock.p = e->name;
+        m.u.lost.lock.n = e->name_len;
+        break;
+    case FX_LOCK_DELAY:
+        log_info("lock '%.*s' delayed %d ms after its holder expired", (int)e->name_len, e->name,
+                 e->lock_delay_ms);
+        delay_arm(srv, e->name, e->name_len, e->lock_delay_ms);
         return;
     case FX_SESSION_GONE:
         liveness_gone(srv, e->session);
-        if (s != NULL) {
-            u64map_del(&srv->sessions, e->session);
-            session_free(s);
+        if (s == NULL) return;
+        u64map_del(&srv->sessions, e->session);
+        c = e->status != 0 && s->conn_id ? conn_get(srv, s->conn_id) : NULL;
+        session_free(s);
+        if (c != NULL) {
+            m.type = MSG_SESSION_EXPIRED;
+            m.u.session_expired.session = e->session;
+            conn_send(c, &m);
         }
         return;
     default:
@@ -196,6 +274,12 @@ void push_deliver(struct server *srv)
 {
     for (size_t i = 0; i < srv->n_pushq; i++) push_one(srv, &srv->pushq[i]);
     srv->n_pushq = 0;
+}
+
+static int rearm_delay(void *data, const char *name, size_t name_len, int32_t lock_delay_ms)
+{
+    delay_arm(data, name, name_len, lock_delay_ms);
+    return 0;
 }
 
 static int rearm_waiter(void *data, uint64_t session, uint64_t waiter, int64_t wait_ms,
@@ -221,6 +305,7 @@ void push_ready(void *data, bool ready)
         log_info("leader: serving");
         liveness_start(srv);
         store_foreach_timed_waiter(srv->store, rearm_waiter, srv);
+        store_foreach_delayed_lock(srv->store, rearm_delay, srv);
     } else {
         log_info("no longer the leader");
         liveness_stop(srv);

@@ -87,6 +87,15 @@ struct wait_timer {
     char name[BATON_MAX_NAME];
 };
 
+/* A lock freed by an expiry and not grantable until its lock-delay ends. */
+struct delay_timer {
+    uv_timer_t t;
+    struct server *srv;
+    struct delay_timer *next;
+    uint16_t name_len;
+    char name[BATON_MAX_NAME];
+};
+
 struct server {
     uv_loop_t *loop;
     struct srv_config cfg;
@@ -100,6 +109,7 @@ struct server {
     struct conn *dirty;     /* connections with output this turn */
     struct u64map sessions; /* id -> struct srv_session (ready leader only) */
     struct batch batch;
+    struct delay_timer *delays; /* ready leader only */
     struct effect *pushq;   /* effects applied this turn, delivered in check */
     size_t n_pushq, cap_pushq;
     struct lease_table leases; /* ready leader only */
