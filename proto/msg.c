@@ -31,6 +31,7 @@
 #define SUMMARY_MIN_WIRE (2 + 1 + 8 + 8 + 4) /* a lock name has at least one byte */
 
 /* Bytes that follow a list in its body, at the least. */
+#define STATUS_R_TAIL 8          /* u64 state_digest */
 #define LOCK_INFO_R_TAIL (1 + 2 + 1) /* u8 delayed and the lock name */
 #define LIST_LOCKS_R_TAIL 1      /* u8 more */
 
@@ -153,7 +154,7 @@ static int decode_status_r(struct rd *r, struct msg_status_r *s)
     rd_u64(r, &s->last_index);
     rd_u64(r, &s->commit_index);
     rd_u64(r, &s->applied_index);
-    s->n_members = get_count(r, BATON_MAX_MEMBERS, MEMBER_MIN_WIRE, 0);
+    s->n_members = get_count(r, BATON_MAX_MEMBERS, MEMBER_MIN_WIRE, STATUS_R_TAIL);
     if (r->err != 0) return r->err;
     s->members = alloc_items(s->n_members, sizeof *s->members, &err);
     if (err != 0) return err;
@@ -163,6 +164,7 @@ static int decode_status_r(struct rd *r, struct msg_status_r *s)
         get_str(r, BATON_MAX_ADDR, &mb->raft_addr);
         get_str(r, BATON_MAX_ADDR, &mb->client_addr);
     }
+    rd_u64(r, &s->state_digest);
     return r->err;
 }
 
@@ -467,6 +469,7 @@ static void encode_status_r(struct wr *w, const struct msg_status_r *s)
         put_str(w, &s->members[i].raft_addr, BATON_MAX_ADDR);
         put_str(w, &s->members[i].client_addr, BATON_MAX_ADDR);
     }
+    put_u64(w, s->state_digest);
 }
 
 static void encode_lock_info_r(struct wr *w, const struct msg_lock_info_r *li)

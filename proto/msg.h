@@ -152,7 +152,15 @@ enum node_role { ROLE_UNAVAILABLE = 0, ROLE_FOLLOWER, ROLE_CANDIDATE, ROLE_LEADE
 
 /* Wire: {u32 node_id, u8 role, u32 leader_id, u64 term, u64 last_index,
  *        u64 commit_index, u64 applied_index, u32 n,
- *        n x {u32 id, str raft_addr, str client_addr}} */
+ *        n x {u32 id, str raft_addr, str client_addr}, u64 state_digest}
+ *
+ * state_digest is the node's lock store digest (storage/store.h,
+ * store_digest): a hash chained over every entry its state machine has
+ * applied. Two nodes whose state machines stand at the same applied
+ * entry and report different digests have diverged. While a restarted
+ * node replays its log, its store can be ahead of applied_index (the
+ * store skips what it already holds), and its digest then describes that
+ * later state. */
 struct msg_status_r {
     uint32_t node_id;
     uint8_t role;           /* enum node_role */
@@ -163,6 +171,7 @@ struct msg_status_r {
     uint64_t applied_index;
     uint32_t n_members;     /* <= BATON_MAX_MEMBERS */
     struct msg_member *members;
+    uint64_t state_digest;  /* the store's digest at its applied index */
 };
 
 struct msg_waiter {

@@ -1,7 +1,7 @@
 /*
  * apply.c -- store_apply: one raft entry, one write transaction. Validates
  * the batch, runs each command through deduplication and its handler, and
- * records the applied index and the replicated counters.
+ * records the applied index, the state digest and the replicated counters.
  *
  * Deduplication (exactly-once for client requests). ACQUIRE, RELEASE,
  * CANCEL and CLOSE_SESSION with a non-zero seq go through these steps, in
@@ -32,7 +32,33 @@
 #include <string.h>
 
 #include "proto/baton_errno.h"
+#include "proto/buf.h"
 #include "storage/store_int.h"
+
+/* FNV-1a 64-bit parameters. */
+#define FNV64_OFFSET 0xcbf29ce484222325ull
+#define FNV64_PRIME 0x100000001b3ull
+
+static uint64_t fnv1a64(uint64_t h, const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= FNV64_PRIME;
+    }
+    return h;
+}
+
+uint64_t store__digest_next(uint64_t prev, uint64_t index, const void *data, size_t len)
+{
+    uint8_t head[16];
+    uint64_t h;
+
+    le_put_u64(head, prev);
+    le_put_u64(head + 8, index);
+    h = fnv1a64(FNV64_OFFSET, head, sizeof head);
+    if (data != NULL) h = fnv1a64(h, data, len);
+    return h;
+}
 
 int fx_emit(struct apply_ctx *c, uint8_t type, int32_t status, uint64_t session, uint64_t waiter,
             uint64_t fence, const char *name, size_t name_len)
@@ -188,6 +214,7 @@ struct apply_arg {
     size_t len;
     int valid;
     struct effects *out;
+    uint64_t digest;            /* out: the new digest, once committed */
 };
 
 /* The body of the write transaction. store__write may run it again after
@@ -196,7 +223,7 @@ static int apply_txn(store *s, MDB_txn *txn, void *arg)
 {
     struct apply_arg *a = arg;
     struct apply_ctx c = {.s = s, .txn = txn, .index = a->index, .out = a->out};
-    uint64_t session0, fence0, enq0;
+    uint64_t session0, fence0, enq0, digest;
     struct cmd_reader r;
     struct cmd cmd;
     struct cmd_result res;
@@ -206,6 +233,7 @@ static int apply_txn(store *s, MDB_txn *txn, void *arg)
     rc = meta_get_u64(s, txn, META_NEXT_SESSION, &c.next_session, NULL);
     if (rc == 0) rc = meta_get_u64(s, txn, META_NEXT_FENCE, &c.next_fence, NULL);
     if (rc == 0) rc = meta_get_u64(s, txn, META_NEXT_ENQ, &c.next_enq, NULL);
+    if (rc == 0) rc = meta_get_u64(s, txn, META_DIGEST, &digest, NULL);
     if (rc != 0) return rc;
     session0 = c.next_session;
     fence0 = c.next_fence;
@@ -223,6 +251,10 @@ static int apply_txn(store *s, MDB_txn *txn, void *arg)
     if (rc == 0 && c.next_fence != fence0) rc = meta_put_u64(s, txn, META_NEXT_FENCE, c.next_fence);
     if (rc == 0 && c.next_enq != enq0) rc = meta_put_u64(s, txn, META_NEXT_ENQ, c.next_enq);
     if (rc == 0) rc = meta_put_u64(s, txn, META_APPLIED, a->index);
+    /* The digest covers the entry's bytes as given, whether or not the
+     * batch was well formed. */
+    a->digest = store__digest_next(digest, a->index, a->data, a->len);
+    if (rc == 0) rc = meta_put_u64(s, txn, META_DIGEST, a->digest);
     return rc;
 }
 
@@ -248,5 +280,6 @@ int store_apply(store *s, uint64_t index, const void *data, size_t len, struct e
     }
     if (!a.valid) effects_reset(out);
     s->applied = index;
+    s->digest = a.digest;
     return 0;
 }

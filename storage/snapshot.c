@@ -2,10 +2,11 @@
  * snapshot.c -- store_snapshot and store_restore (store.h gives the format).
  *
  * A snapshot holds the replicated state only. From meta that is the three
- * counters (next_enq, next_fence, next_session); the applied index and the
- * format travel in the header, and boot_id and clean describe this node's
- * files, not the state. Every database is dumped in key order from one read
- * transaction, so two stores with the same state give the same bytes.
+ * counters (next_enq, next_fence, next_session); the format, the applied
+ * index and the state digest travel in the header, and boot_id and clean
+ * describe this node's files, not the state. Every database is dumped in
+ * key order from one read transaction, so two stores with the same state
+ * give the same bytes.
  *
  * Restore checks the whole snapshot before it touches anything (a malformed
  * one changes nothing), then replaces every database in one write
@@ -69,15 +70,17 @@ int store_snapshot(store *s, struct buf *out)
 {
     size_t start = out->len;
     MDB_txn *txn;
-    uint64_t applied;
+    uint64_t applied, digest;
     int rc;
 
     rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
     if (rc != 0) return store__err(rc);
     rc = meta_get_u64(s, txn, META_APPLIED, &applied, NULL);
+    if (rc == 0) rc = meta_get_u64(s, txn, META_DIGEST, &digest, NULL);
     if (rc == 0) rc = buf_put_u32(out, STORE_SNAP_MAGIC);
     if (rc == 0) rc = buf_put_u32(out, STORE_FORMAT);
     if (rc == 0) rc = buf_put_u64(out, applied);
+    if (rc == 0) rc = buf_put_u64(out, digest);
     for (int db = 0; db < DB_COUNT_ && rc == 0; db++) rc = dump_db(s, txn, db, out);
     mdb_txn_abort(txn);
     if (rc != 0) {
@@ -155,12 +158,13 @@ static int read_entry(struct rd *r, int db, int check, MDB_val *k, MDB_val *v, M
     return 0;
 }
 
-/* Read the header; 0 or BATON_EMALFORMED. */
-static int read_header(struct rd *r, uint64_t *applied)
+/* Read the header; 0 or BATON_EMALFORMED. Any digest value is valid. */
+static int read_header(struct rd *r, uint64_t *applied, uint64_t *digest)
 {
     uint32_t magic, format;
 
-    if (rd_u32(r, &magic) != 0 || rd_u32(r, &format) != 0 || rd_u64(r, applied) != 0)
+    if (rd_u32(r, &magic) != 0 || rd_u32(r, &format) != 0 || rd_u64(r, applied) != 0 ||
+        rd_u64(r, digest) != 0)
         return BATON_EMALFORMED;
     if (magic != STORE_SNAP_MAGIC || format != STORE_FORMAT) return BATON_EMALFORMED;
     return 0;
@@ -172,11 +176,12 @@ static int snapshot_valid(const void *data, size_t len, uint64_t *applied)
 {
     struct rd r;
     MDB_val k, v, prev;
+    uint64_t digest;
     uint32_t count;
     unsigned meta_seen = 0;
 
     rd_init(&r, data, len);
-    if (read_header(&r, applied) != 0) return 0;
+    if (read_header(&r, applied, &digest) != 0) return 0;
     for (int db = 0; db < DB_COUNT_; db++) {
         if (rd_u32(&r, &count) != 0 || count > rd_left(&r) / 8) return 0;
         prev.mv_data = NULL;
@@ -192,6 +197,7 @@ static int snapshot_valid(const void *data, size_t len, uint64_t *applied)
 struct restore_arg {
     const void *data;
     size_t len;
+    uint64_t digest;            /* out: the snapshot's digest */
 };
 
 /* The write transaction of a restore (restartable: store__write may run it
@@ -210,7 +216,7 @@ static int restore_txn(store *s, MDB_txn *txn, void *arg)
         if (rc != 0) return rc;
     }
     rd_init(&r, a->data, a->len);
-    read_header(&r, &applied);
+    read_header(&r, &applied, &a->digest);
     for (int db = 0; db < DB_COUNT_; db++) {
         rd_u32(&r, &count);
         for (uint32_t i = 0; i < count; i++) {
@@ -220,6 +226,7 @@ static int restore_txn(store *s, MDB_txn *txn, void *arg)
         }
     }
     rc = meta_put_u64(s, txn, META_APPLIED, applied);
+    if (rc == 0) rc = meta_put_u64(s, txn, META_DIGEST, a->digest);
     if (rc == 0) rc = meta_put_u64(s, txn, META_FORMAT, STORE_FORMAT);
     if (rc == 0)
         rc = db_put(txn, s->dbi[DB_META], META_BOOT_ID, strlen(META_BOOT_ID), s->boot_id,
@@ -243,5 +250,6 @@ int store_restore(store *s, const void *data, size_t len)
     rv = store__write(s, restore_txn, &a);
     if (rv != 0) return rv;
     s->applied = applied;
+    s->digest = a.digest;
     return mdb_env_sync(s->env, 1) == 0 ? 0 : BATON_EIO;
 }

@@ -180,6 +180,7 @@ static int open_mark(store *s, MDB_txn *txn, void *arg)
     if (fresh) {
         rc = meta_put_u64(s, txn, META_FORMAT, STORE_FORMAT);
         if (rc == 0) rc = meta_put_u64(s, txn, META_APPLIED, 0);
+        if (rc == 0) rc = meta_put_u64(s, txn, META_DIGEST, 0);
         if (rc == 0) rc = meta_put_u64(s, txn, META_NEXT_SESSION, 1);
         if (rc == 0) rc = meta_put_u64(s, txn, META_NEXT_FENCE, 1);
         if (rc == 0) rc = meta_put_u64(s, txn, META_NEXT_ENQ, 1);
@@ -189,7 +190,9 @@ static int open_mark(store *s, MDB_txn *txn, void *arg)
     if (rc != 0) return rc;
     if (format != STORE_FORMAT) return MDB_VERSION_MISMATCH;
     rc = meta_get_u64(s, txn, META_APPLIED, &s->applied, NULL);
+    if (rc == 0) rc = meta_get_u64(s, txn, META_DIGEST, &s->digest, &found);
     if (rc != 0) return rc;
+    if (!found) return MDB_CORRUPTED; /* every store of this format has one */
     rc = db_put(txn, s->dbi[DB_META], META_BOOT_ID, strlen(META_BOOT_ID), s->boot_id,
                 s->boot_id_len);
     if (rc != 0) return rc;
@@ -281,6 +284,11 @@ void store_close(store *s)
 uint64_t store_applied_index(store *s)
 {
     return s->applied;
+}
+
+uint64_t store_digest(store *s)
+{
+    return s->digest;
 }
 
 int store_sync(store *s)

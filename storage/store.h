@@ -9,8 +9,8 @@
  * One LMDB environment in `dir` (opened MDB_NOSYNC: the raft log is the
  * durable source, see notes/raft-0.15.md section 4) with named databases:
  *
- *   meta      "applied", "next_session", "next_fence", "next_enq", "format",
- *             "boot_id", "clean"
+ *   meta      "applied", "digest", "next_session", "next_fence", "next_enq",
+ *             "format", "boot_id", "clean"
  *   sessions  be64 session                      -> ttl_ms, created index, n_owned,
  *                                                  ack floor (highest ack_below seen), client name
  *   locks     name                              -> holder session, holder waiter, fence,
@@ -29,6 +29,22 @@
  * carries a lock-delay leaves its lock free but delayed, granted to nobody
  * until the leader's DELAY_END; the leader learns of it from FX_LOCK_DELAY
  * and, after an election, from store_foreach_delayed_lock.
+ *
+ * State digest: a u64 that summarises every entry the store has applied,
+ * so that two nodes can tell cheaply whether they applied the same log.
+ * It starts at 0 in a new store, and every store_apply that advances the
+ * applied index (a malformed batch included) replaces it with
+ *
+ *     digest = FNV-1a-64(le64(digest) || le64(index) || payload)
+ *
+ * where payload is the data[0..len) given to store_apply, and FNV-1a-64
+ * starts from the offset basis 0xcbf29ce484222325 and, for each byte b,
+ * does h ^= b; h *= 0x100000001b3 (mod 2^64). An entry skipped because its
+ * index is not above the applied index leaves it alone. The digest is part
+ * of the replicated state: it is kept in the same transaction as the
+ * applied index, carried by snapshots and set by store_restore. Two nodes
+ * at the same applied index with different digests have diverged. It is a
+ * checksum for spotting accidents, not a cryptographic hash.
  */
 #ifndef BATON_STORAGE_STORE_H
 #define BATON_STORAGE_STORE_H
@@ -61,37 +77,45 @@ void store_close(store *s);
 /* Index of the last entry applied (0 for a new store). */
 uint64_t store_applied_index(store *s);
 
+/* The state digest at the applied index (see the top of this file; 0 for a
+ * new store). */
+uint64_t store_digest(store *s);
+
 /* Force the LMDB files to disk (mdb_env_sync(force)). 0 or BATON_EIO. */
 int store_sync(store *s);
 
 /*
  * Apply the batch encoded in data[0..len) as raft entry `index`, in one
- * write transaction that also records index as applied. effects_reset(out)
+ * write transaction that also records index as applied and advances the
+ * state digest over (index, data[0..len)). effects_reset(out)
  * is called first; on return out->results has one result per command and
  * out->fx the effects, in order.
  *
  * If index <= store_applied_index(s) the entry was applied before (raft
  * replays the log on restart): nothing changes, out is left empty and 0 is
  * returned. A malformed batch applies nothing but still advances the applied
- * index (every node rejects it the same way) and returns 0 with out empty.
+ * index and the digest (every node rejects it the same way) and returns 0
+ * with out empty.
  * Returns BATON_EIO/BATON_ENOMEM only on a local failure (disk, memory), in
  * which case nothing was changed.
  */
 int store_apply(store *s, uint64_t index, const void *data, size_t len, struct effects *out);
 
 /*
- * Serialise the whole state (applied index included) into out (appended).
- * Format: u32 magic "BTN1", u32 format, u64 applied_index, then for each
- * database in a fixed order: u32 count and count x {u32 klen, key, u32 vlen,
- * val} in key order. Two stores with equal state produce equal bytes.
+ * Serialise the whole state (applied index and digest included) into out
+ * (appended). Format 3: u32 magic "BTN1", u32 format, u64 applied_index,
+ * u64 digest, then for each database in a fixed order: u32 count and
+ * count x {u32 klen, key, u32 vlen, val} in key order. Two stores with
+ * equal state produce equal bytes.
  * Returns 0, BATON_EIO or BATON_ENOMEM.
  */
 int store_snapshot(store *s, struct buf *out);
 
 /*
  * Replace the state with a snapshot if the snapshot's applied index is
- * greater than the store's; otherwise do nothing and return 0. Returns 0,
- * BATON_EMALFORMED (nothing changed) or BATON_EIO.
+ * greater than the store's (the digest becomes the snapshot's); otherwise
+ * do nothing and return 0. A snapshot of another format is malformed.
+ * Returns 0, BATON_EMALFORMED (nothing changed) or BATON_EIO.
  */
 int store_restore(store *s, const void *data, size_t len);
 

@@ -32,18 +32,21 @@
 #include "storage/store.h"
 
 /* Version of the on-disk layout and of the snapshot format. Format 2 added
- * the lock-delay fields to the lock and waiter records; a store or a
- * snapshot of another format is refused. */
-#define STORE_FORMAT 2
+ * the lock-delay fields to the lock and waiter records; format 3 added the
+ * state digest (meta "digest", and a u64 after the applied index in the
+ * snapshot header). A store or a snapshot of another format is refused. */
+#define STORE_FORMAT 3
 /* The snapshot's leading u32: the bytes "BTN1" read as little-endian. */
 #define STORE_SNAP_MAGIC 0x314E5442u
 /* Initial map size: only address space, the file grows as needed. */
 #define STORE_MAP_SIZE ((size_t)4 << 30)
 
-/* Meta keys. The first group is replicated state (in snapshots); boot_id
- * and clean describe this node's copy of the files and are never
- * snapshotted. */
+/* Meta keys. The first group is replicated state (in snapshots: applied
+ * and digest travel in the snapshot header, the three counters as meta
+ * entries); boot_id and clean describe this node's copy of the files and
+ * are never snapshotted. */
 #define META_APPLIED "applied"
+#define META_DIGEST "digest"
 #define META_NEXT_SESSION "next_session"
 #define META_NEXT_FENCE "next_fence"
 #define META_NEXT_ENQ "next_enq"
@@ -60,6 +63,7 @@ struct store {
     MDB_env *env;
     MDB_dbi dbi[DB_COUNT_];
     uint64_t applied;       /* cached meta "applied" */
+    uint64_t digest;        /* cached meta "digest" */
     size_t map_size;        /* current map size, doubled on MDB_MAP_FULL */
     char *dir;
     char boot_id[STORE_BOOT_ID_MAX];
@@ -185,6 +189,13 @@ struct apply_ctx {
     struct effects *out;
     uint64_t next_session, next_fence, next_enq;
 };
+
+/*
+ * The next state digest (store.h, store_digest): FNV-1a 64 over the 8 bytes
+ * of prev (little-endian), the 8 bytes of index (little-endian), then
+ * data[0..len). data may be NULL when len is 0.
+ */
+uint64_t store__digest_next(uint64_t prev, uint64_t index, const void *data, size_t len);
 
 /* A queued ACQUIRE's wait ended: replace its cached result, if the dedup
  * table still has one, so that a retry of that ACQUIRE learns the outcome. */

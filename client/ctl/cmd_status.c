@@ -4,7 +4,12 @@
  * parallel, one thread per member, so a stopped node costs one timeout, not
  * one per node), and print one row per node. A node that does not answer
  * is a row with reachable = no, not a failure of the command.
+ *
+ * Each node also reports its state digest (proto/msg.h, STATUS_R): nodes
+ * that answered with the same applied index must report the same digest,
+ * and a pair that does not is reported as diverged.
  */
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,12 +23,20 @@ const char cmd_status_help[] =
     "\n"
     "Asks the first reachable endpoint for the cluster's members, then asks every\n"
     "member for its state, and prints one row per node: id, raft address, client\n"
-    "address, role, term, commit index, applied index, last log index, and whether\n"
-    "it answered. Nodes that do not answer within --timeout are shown as\n"
-    "unreachable (and why, on stderr).\n"
+    "address, role, term, commit index, applied index, last log index, state\n"
+    "digest, and whether it answered. Nodes that do not answer within --timeout\n"
+    "are shown as unreachable (and why, on stderr).\n"
     "\n"
-    "Exit status: 0 if a node reports itself leader; 69 if none does (the rows are\n"
-    "still printed), or no endpoint answered at all; 64 on a usage error.\n"
+    "The state digest (16 hex digits) is a hash chained over every entry the node's\n"
+    "lock store has applied. Nodes with the same applied index must have the same\n"
+    "digest; when two reachable nodes do not, their states have diverged, and a\n"
+    "line \"WARNING: nodes N and M have the same applied index but different state\n"
+    "digests\" follows the table (on stderr with -o json). Nodes at different\n"
+    "applied indexes are not compared.\n"
+    "\n"
+    "Exit status: 70 if two nodes diverged (see above); else 0 if a node reports\n"
+    "itself leader; 69 if none does (the rows are still printed), or no endpoint\n"
+    "answered at all; 64 on a usage error.\n"
     "\n"
     "JSON (-o json), one object:\n"
     "  {\"leader_id\": N|null, \"term\": N|null,\n"
@@ -31,9 +44,12 @@ const char cmd_status_help[] =
     "              \"reachable\": B, \"role\": \"leader\"|\"follower\"|\"candidate\"|\n"
     "              \"unavailable\"|null, \"leader_id\": N|null, \"term\": N|null,\n"
     "              \"commit_index\": N|null, \"applied_index\": N|null,\n"
-    "              \"last_index\": N|null, \"error\": S|null}, ...]}\n"
+    "              \"last_index\": N|null, \"state_digest\": S|null,\n"
+    "              \"error\": S|null}, ...]}\n"
     "  id and raft_addr are null only when no endpoint answered (the rows are\n"
-    "  then the endpoints given). leader_id 0 is reported as null.\n";
+    "  then the endpoints given). leader_id 0 is reported as null. state_digest\n"
+    "  is a string of 16 lowercase hex digits (a JSON number cannot hold every\n"
+    "  64-bit value exactly).\n";
 
 /* One node's row, filled by its query thread. */
 struct row {
@@ -78,11 +94,51 @@ static void pstr_copy(char *dst, size_t cap, struct pstr s)
     snprintf(dst, cap, "%.*s", (int)s.n, s.p);
 }
 
+/* The digest as 16 lowercase hex digits. */
+static void digest_hex(char out[17], uint64_t d)
+{
+    snprintf(out, 17, "%016" PRIx64, d);
+}
+
+/* A row's node id for messages: the member list's, else its own answer's. */
+static uint32_t row_id(const struct row *r)
+{
+    return r->id != 0 ? r->id : r->st.node_id;
+}
+
+/*
+ * Report every pair of reachable nodes that stand at the same applied index
+ * but report different digests, one line each, to f. Returns the number of
+ * such pairs.
+ */
+static int report_divergence(const struct row *rows, int n, FILE *f)
+{
+    int found = 0;
+
+    for (int i = 0; i < n; i++) {
+        const struct row *a = &rows[i];
+        if (!a->reachable) continue;
+        for (int j = i + 1; j < n; j++) {
+            const struct row *b = &rows[j];
+            if (!b->reachable || b->st.applied_index != a->st.applied_index ||
+                b->st.state_digest == a->st.state_digest)
+                continue;
+            fprintf(f,
+                    "WARNING: nodes %u and %u have the same applied index but different "
+                    "state digests (applied index %" PRIu64 ")\n",
+                    row_id(a), row_id(b), a->st.applied_index);
+            found++;
+        }
+    }
+    return found;
+}
+
 static void print_table(const struct row *rows, int n)
 {
     struct table t;
+    char hex[17];
 
-    table_init(&t, 9);
+    table_init(&t, 10);
     table_cell(&t, "ID");
     table_cell(&t, "RAFT");
     table_cell(&t, "CLIENT");
@@ -91,6 +147,7 @@ static void print_table(const struct row *rows, int n)
     table_cell(&t, "COMMIT");
     table_cell(&t, "APPLIED");
     table_cell(&t, "LAST");
+    table_cell(&t, "DIGEST");
     table_cell(&t, "REACHABLE");
     for (int i = 0; i < n; i++) {
         const struct row *r = &rows[i];
@@ -106,9 +163,11 @@ static void print_table(const struct row *rows, int n)
             table_cell(&t, "%llu", (unsigned long long)r->st.commit_index);
             table_cell(&t, "%llu", (unsigned long long)r->st.applied_index);
             table_cell(&t, "%llu", (unsigned long long)r->st.last_index);
+            digest_hex(hex, r->st.state_digest);
+            table_cell(&t, "%s", hex);
             table_cell(&t, "yes");
         } else {
-            for (int k = 0; k < 5; k++) table_cell(&t, "-");
+            for (int k = 0; k < 6; k++) table_cell(&t, "-");
             table_cell(&t, "no");
         }
     }
@@ -119,6 +178,7 @@ static void print_table(const struct row *rows, int n)
 static void print_json(const struct row *rows, int n, const struct row *leader)
 {
     struct jw w;
+    char hex[17];
 
     jw_init(&w, stdout);
     jw_begin_object(&w, NULL);
@@ -150,6 +210,8 @@ static void print_json(const struct row *rows, int n, const struct row *leader)
             jw_u64(&w, "commit_index", r->st.commit_index);
             jw_u64(&w, "applied_index", r->st.applied_index);
             jw_u64(&w, "last_index", r->st.last_index);
+            digest_hex(hex, r->st.state_digest);
+            jw_cstring(&w, "state_digest", hex);
         } else {
             jw_null(&w, "role");
             jw_null(&w, "leader_id");
@@ -157,6 +219,7 @@ static void print_json(const struct row *rows, int n, const struct row *leader)
             jw_null(&w, "commit_index");
             jw_null(&w, "applied_index");
             jw_null(&w, "last_index");
+            jw_null(&w, "state_digest");
         }
         jw_cstring(&w, "error", r->err[0] ? r->err : NULL);
         jw_end_object(&w);
@@ -175,7 +238,7 @@ int cmd_status(struct ctl_opts *o, int argc, char **argv)
     struct row *rows = NULL;
     const struct row *leader = NULL;
     struct admin_reply first = {0};
-    int n_eps, n = 0, id, rv, first_ok = -1;
+    int n_eps, n = 0, id, rv, first_ok = -1, diverged;
 
     ctl_opt_init(&it, argc, argv, 1);
     while ((id = ctl_opt_next(&it, NULL, ctl_global_opts, &arg, err, sizeof err)) != CTL_OPT_END) {
@@ -260,8 +323,10 @@ int cmd_status(struct ctl_opts *o, int argc, char **argv)
 
     if (o->format == CTL_JSON) {
         print_json(rows, n, leader);
+        diverged = report_divergence(rows, n, stderr);
     } else {
         print_table(rows, n);
+        diverged = report_divergence(rows, n, stdout);
         for (int i = 0; i < n; i++) {
             if (rows[i].err[0] == '\0') continue;
             if (rows[i].id != 0)
@@ -272,5 +337,6 @@ int cmd_status(struct ctl_opts *o, int argc, char **argv)
     }
     if (leader == NULL) ctl_error("no leader found");
     free(rows);
+    if (diverged) return CTL_EXIT_SOFTWARE;
     return leader ? CTL_EXIT_OK : CTL_EXIT_UNAVAIL;
 }

@@ -578,6 +578,7 @@ static int query_status(int port, int timeout_ms, struct cluster_status *st)
                 st->last_index = m.u.status_r.last_index;
                 st->commit_index = m.u.status_r.commit_index;
                 st->applied_index = m.u.status_r.applied_index;
+                st->state_digest = m.u.status_r.state_digest;
                 rv = 0;
                 done = 1;
             } else if (m.type != MSG_HELLO_OK) {

@@ -92,6 +92,7 @@ struct cluster_status {
     uint64_t last_index;
     uint64_t commit_index;
     uint64_t applied_index;
+    uint64_t state_digest;      /* the store's digest (proto/msg.h, STATUS_R) */
 };
 
 /*

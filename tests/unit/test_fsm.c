@@ -8,8 +8,9 @@
  * nothing behind either.
  *
  * "Nothing changed" is checked by comparing store_snapshot bytes after the
- * 16-byte header (magic, format, applied index): the applied index moves
- * with every entry, the state must not.
+ * 24-byte header (magic, format, applied index, state digest): the applied
+ * index and the digest move with every entry, the rest of the state must
+ * not.
  */
 #include "tests/lib/runner.h"
 
@@ -21,7 +22,7 @@
 #include "storage/store.h"
 #include "storage/store_test.h"
 
-#define SNAP_HDR 16
+#define SNAP_HDR 24
 enum { DB_META, DB_SESSIONS, DB_LOCKS, DB_WAITERS, DB_OWNED, DB_DEDUP, N_DB };
 
 static char run_dir[64];
@@ -2160,6 +2161,7 @@ TEST(random_workload_is_deterministic)
         if (step >= 1500) {
             run(&g, c);
             assert_same_effects(&f.fx, &g.fx);
+            ASSERT_UEQ(store_digest(f.s), store_digest(g.s));
         }
         /* Every grant's fence is above every earlier one. */
         for (size_t k = 0; k < f.fx.n_fx; k++) {
@@ -2211,6 +2213,253 @@ TEST(random_workload_is_deterministic)
     ASSERT_EQ(count_in(&f, DB_DEDUP), 0);
     buf_free(&s1);
     buf_free(&s2);
+    teardown(&f);
+    teardown(&g);
+}
+
+/* ---- the state digest ------------------------------------------------------ */
+
+/* The digest as store.h documents it, computed here independently:
+ * FNV-1a 64 over le64(prev), le64(index), then the payload. */
+static uint64_t expected_digest(uint64_t prev, uint64_t index, const void *data, size_t len)
+{
+    uint8_t head[16];
+    const uint8_t *p = data;
+    uint64_t h = 0xcbf29ce484222325ull;
+
+    for (int i = 0; i < 8; i++) {
+        head[i] = (uint8_t)(prev >> (8 * i));
+        head[8 + i] = (uint8_t)(index >> (8 * i));
+    }
+    for (size_t i = 0; i < sizeof head; i++) h = (h ^ head[i]) * 0x100000001b3ull;
+    for (size_t i = 0; i < len; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Apply raw bytes as entry idx, expecting success. */
+static void apply_raw(struct fixture *f, uint64_t idx, const void *data, size_t len)
+{
+    ASSERT_EQ(store_apply(f->s, idx, data, len, &f->fx), 0);
+    if (idx > f->index) f->index = idx;
+    ASSERT_UEQ(store_applied_index(f->s), f->index);
+}
+
+/* A list of entries (valid batches, a malformed one, an empty one, a gap in
+ * the indexes) fed the same way to two stores. */
+static void feed_entries(struct fixture *f, const char *variant)
+{
+    struct cmd cmds[3];
+    struct buf b = {0};
+
+    cmds[0] = c_open(5000, "digest");
+    encode(&b, cmds, 1);
+    apply_raw(f, 1, b.data, b.len);
+    buf_reset(&b);
+    cmds[0] = c_acq(1, 1, BATON_WAIT_FOREVER, "L");
+    cmds[1] = c_acq(1, 2, BATON_WAIT_TRY, "M");
+    cmds[2] = c_rel(1, 3, 99, "L");
+    encode(&b, cmds, 3);
+    apply_raw(f, 2, b.data, b.len);
+    apply_raw(f, 3, variant, strlen(variant)); /* malformed */
+    apply_raw(f, 4, NULL, 0);                  /* malformed (empty) */
+    buf_reset(&b);
+    cmds[0] = c_acq(1, 4, BATON_WAIT_FOREVER, "N");
+    encode(&b, cmds, 1);
+    apply_raw(f, 7, b.data, b.len); /* indexes may skip */
+    buf_free(&b);
+}
+
+TEST(digest_follows_the_documented_hash)
+{
+    struct fixture f;
+    struct buf b = {0};
+    struct cmd c = c_open(5000, "x");
+    uint64_t d;
+
+    setup(&f);
+    ASSERT_UEQ(store_digest(f.s), 0);
+    encode(&b, &c, 1);
+    apply_raw(&f, 1, b.data, b.len);
+    d = expected_digest(0, 1, b.data, b.len);
+    ASSERT_UEQ(store_digest(f.s), d);
+    /* A malformed batch advances it too, over the bytes it was given. */
+    apply_raw(&f, 2, "\x01garbage!", 9);
+    d = expected_digest(d, 2, "\x01garbage!", 9);
+    ASSERT_UEQ(store_digest(f.s), d);
+    apply_raw(&f, 5, NULL, 0);
+    d = expected_digest(d, 5, NULL, 0);
+    ASSERT_UEQ(store_digest(f.s), d);
+    /* Snapshots carry it right after the applied index. */
+    snap(&f, &b);
+    ASSERT_UEQ(le_get_u64(b.data + 8), 5);
+    ASSERT_UEQ(le_get_u64(b.data + 16), d);
+    /* It survives a close and an open. */
+    {
+        char err[256];
+        store_close(f.s);
+        ASSERT_EQ(store_open(f.dir, &f.s, err), 0);
+        ASSERT_UEQ(store_digest(f.s), d);
+    }
+    buf_free(&b);
+    teardown(&f);
+}
+
+TEST(digest_equal_for_equal_entries)
+{
+    struct fixture f, g;
+    struct buf s1 = {0}, s2 = {0};
+
+    setup(&f);
+    setup(&g);
+    feed_entries(&f, "\x01junk");
+    feed_entries(&g, "\x01junk");
+    ASSERT_NE(store_digest(f.s), 0);
+    ASSERT_UEQ(store_digest(f.s), store_digest(g.s));
+    snap(&f, &s1);
+    snap(&g, &s2);
+    ASSERT(s1.len == s2.len && memcmp(s1.data, s2.data, s1.len) == 0);
+    buf_free(&s1);
+    buf_free(&s2);
+    teardown(&f);
+    teardown(&g);
+}
+
+TEST(digest_differs_for_different_payload)
+{
+    struct fixture f, g, h;
+    struct buf s1 = {0}, s2 = {0};
+
+    setup(&f);
+    setup(&g);
+    /* One byte differs in one (malformed) entry: the lock state is the
+     * same, the digest is not, and so neither are the snapshots. */
+    feed_entries(&f, "\x01junk");
+    feed_entries(&g, "\x01junK");
+    ASSERT_UEQ(store_applied_index(f.s), store_applied_index(g.s));
+    ASSERT(store_digest(f.s) != store_digest(g.s));
+    snap(&f, &s1);
+    snap(&g, &s2);
+    ASSERT(same_state(&s1, &s2));
+    ASSERT(memcmp(s1.data, s2.data, SNAP_HDR) != 0);
+    teardown(&g);
+
+    /* The same payload at another index differs as well. */
+    setup(&g);
+    setup(&h);
+    apply_raw(&g, 1, "\x01junk", 5);
+    apply_raw(&h, 2, "\x01junk", 5);
+    ASSERT(store_digest(g.s) != store_digest(h.s));
+    /* And so does a different command with the same outcome. */
+    teardown(&g);
+    teardown(&h);
+    setup(&g);
+    setup(&h);
+    ASSERT_UEQ(run(&g, c_open(5000, "a")).value, run(&h, c_open(5000, "b")).value);
+    ASSERT(store_digest(g.s) != store_digest(h.s));
+    buf_free(&s1);
+    buf_free(&s2);
+    teardown(&f);
+    teardown(&g);
+    teardown(&h);
+}
+
+TEST(digest_restored_from_snapshot)
+{
+    struct fixture f, g;
+    struct buf s1 = {0}, s2 = {0};
+    char err[256];
+
+    setup(&f);
+    setup(&g);
+    populate(&f);
+    run(&g, c_open(1, "g-only")); /* g has a digest of its own */
+    ASSERT(store_digest(f.s) != store_digest(g.s));
+    snap(&f, &s1);
+    ASSERT_EQ(store_restore(g.s, s1.data, s1.len), 0);
+    ASSERT_UEQ(store_digest(g.s), store_digest(f.s));
+    store_close(g.s);
+    ASSERT_EQ(store_open(g.dir, &g.s, err), 0);
+    ASSERT_UEQ(store_digest(g.s), store_digest(f.s));
+    /* Both go on with the same digests. */
+    g.index = f.index;
+    run(&f, c_open(1, "next"));
+    run(&g, c_open(1, "next"));
+    ASSERT_UEQ(store_digest(g.s), store_digest(f.s));
+    snap(&f, &s1);
+    snap(&g, &s2);
+    ASSERT(s1.len == s2.len && memcmp(s1.data, s2.data, s1.len) == 0);
+
+    /* A snapshot that is not newer changes nothing, the digest included. */
+    {
+        uint64_t before = store_digest(g.s);
+        struct fixture h;
+        setup(&h);
+        run(&h, c_open(1, "older"));
+        snap(&h, &s2);
+        ASSERT_EQ(store_restore(g.s, s2.data, s2.len), 0);
+        ASSERT_UEQ(store_digest(g.s), before);
+        teardown(&h);
+    }
+    buf_free(&s1);
+    buf_free(&s2);
+    teardown(&f);
+    teardown(&g);
+}
+
+TEST(digest_unchanged_by_replay)
+{
+    struct fixture f;
+    struct buf b = {0};
+    struct cmd c;
+    uint64_t d, a;
+
+    setup(&f);
+    a = open_session(&f);
+    grant(&f, a, 1, "L");
+    d = store_digest(f.s);
+    c = c_acq(a, 2, BATON_WAIT_FOREVER, "M");
+    encode(&b, &c, 1);
+    for (uint64_t idx = 0; idx <= f.index; idx++) {
+        ASSERT_EQ(store_apply(f.s, idx, b.data, b.len, &f.fx), 0);
+        ASSERT_UEQ(store_digest(f.s), d);
+    }
+    ASSERT_EQ(store_apply(f.s, f.index, "\x01other", 6, &f.fx), 0);
+    ASSERT_UEQ(store_digest(f.s), d);
+    ASSERT_UEQ(store_applied_index(f.s), f.index);
+    buf_free(&b);
+    teardown(&f);
+}
+
+/* A snapshot of the previous format (2: no digest in the header) is refused
+ * without change, whether or not the bytes are laid out the old way. */
+TEST(restore_rejects_previous_format)
+{
+    struct fixture f, g;
+    struct buf good = {0}, old = {0}, before = {0}, after = {0};
+
+    setup(&f);
+    setup(&g);
+    populate(&f);
+    snap(&f, &good);
+    snap(&g, &before);
+    ASSERT_EQ(le_get_u32(good.data + 4), 3);
+    /* Format 2's layout: the header without the digest. */
+    ASSERT_EQ(buf_put(&old, good.data, 16), 0);
+    ASSERT_EQ(buf_put(&old, good.data + SNAP_HDR, good.len - SNAP_HDR), 0);
+    le_put_u32(old.data + 4, 2);
+    ASSERT_EQ(store_restore(g.s, old.data, old.len), BATON_EMALFORMED);
+    /* Format 3's layout labelled 2. */
+    buf_reset(&old);
+    ASSERT_EQ(buf_put(&old, good.data, good.len), 0);
+    le_put_u32(old.data + 4, 2);
+    ASSERT_EQ(store_restore(g.s, old.data, old.len), BATON_EMALFORMED);
+    snap(&g, &after);
+    ASSERT(before.len == after.len && memcmp(before.data, after.data, before.len) == 0);
+    ASSERT_UEQ(store_digest(g.s), 0);
+    buf_free(&good);
+    buf_free(&old);
+    buf_free(&before);
+    buf_free(&after);
     teardown(&f);
     teardown(&g);
 }
@@ -2283,6 +2532,12 @@ int main(int argc, char **argv)
     RUN(snapshot_restore_keeps_delay);
     RUN(restore_rejects_bad_delay_fields);
     RUN(random_workload_is_deterministic);
+    RUN(digest_follows_the_documented_hash);
+    RUN(digest_equal_for_equal_entries);
+    RUN(digest_differs_for_different_payload);
+    RUN(digest_restored_from_snapshot);
+    RUN(digest_unchanged_by_replay);
+    RUN(restore_rejects_previous_format);
     rv = runner_done();
     nftw(run_dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
     return rv;

@@ -199,6 +199,7 @@ static void sample(int type, int v, struct msg *m)
                 v == V_EXTREME ? psn(big_addr, BATON_MAX_ADDR) : ps(addrs[i] + 1);
             members[i].client_addr = v == V_EXTREME ? psn(big_addr, BATON_MAX_ADDR) : ps(addrs[i]);
         }
+        s->state_digest = U64(v, 0x7172737475767778ull);
         break;
     }
     case MSG_LOCK_INFO:
@@ -368,6 +369,7 @@ static void assert_msg_eq(const struct msg *a, const struct msg *b)
             ASSERT_PSTR_EQ(x->members[i].raft_addr, y->members[i].raft_addr);
             ASSERT_PSTR_EQ(x->members[i].client_addr, y->members[i].client_addr);
         }
+        ASSERT_UEQ(x->state_digest, y->state_digest);
         break;
     }
     case MSG_LOCK_INFO:
@@ -718,6 +720,69 @@ TEST(golden_bytes_lock_delay)
     buf_free(&b);
 }
 
+/* STATUS_R spelled out byte by byte: the state digest comes last, after
+ * the member list. */
+TEST(golden_bytes_status_r)
+{
+    static const uint8_t status_r[] = {
+        0x4D, 0x00, 0x00, 0x00,                         /* len 77 */
+        0x0E, 0x00,                                     /* STATUS_R */
+        0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* req_id */
+        0x02, 0x00, 0x00, 0x00,                         /* node_id */
+        0x03,                                           /* ROLE_LEADER */
+        0x02, 0x00, 0x00, 0x00,                         /* leader_id */
+        0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* term */
+        0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* last_index */
+        0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* commit_index */
+        0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* applied_index */
+        0x01, 0x00, 0x00, 0x00,                         /* n */
+        0x02, 0x00, 0x00, 0x00,                         /* id */
+        0x03, 0x00, 'r', ':', '1',                      /* raft_addr */
+        0x03, 0x00, 'c', ':', '1',                      /* client_addr */
+        0xEF, 0xCD, 0xAB, 0x89, 0x67, 0x45, 0x23, 0x01, /* state_digest */
+    };
+    struct msg_member mb = {.id = 2};
+    struct msg m, d;
+    struct buf b = {0};
+
+    ASSERT_EQ(MSG_STATUS_R, 14);
+    memset(&m, 0, sizeof m);
+    m.type = MSG_STATUS_R;
+    m.req_id = 5;
+    m.u.status_r.node_id = 2;
+    m.u.status_r.role = ROLE_LEADER;
+    m.u.status_r.leader_id = 2;
+    m.u.status_r.term = 5;
+    m.u.status_r.last_index = 9;
+    m.u.status_r.commit_index = 8;
+    m.u.status_r.applied_index = 7;
+    mb.raft_addr = ps("r:1");
+    mb.client_addr = ps("c:1");
+    m.u.status_r.n_members = 1;
+    m.u.status_r.members = &mb;
+    m.u.status_r.state_digest = 0x0123456789ABCDEFull;
+    ASSERT_EQ(proto_encode(&b, &m), 0);
+    ASSERT_UEQ(b.len, sizeof status_r);
+    ASSERT(memcmp(b.data, status_r, sizeof status_r) == 0);
+    ASSERT_EQ(proto_decode(status_r, sizeof status_r, &d), 0);
+    assert_msg_eq(&m, &d);
+    msg_free(&d);
+
+    /* Without its digest (the layout before it was added) the frame is
+     * refused, as is one with a byte more. */
+    {
+        uint8_t short_[sizeof status_r - 8], long_[sizeof status_r + 1];
+        memcpy(short_, status_r, sizeof short_);
+        fix_len(short_, sizeof short_);
+        ASSERT_EQ(proto_decode(short_, sizeof short_, &d), BATON_EMALFORMED);
+        memcpy(long_, status_r, sizeof status_r);
+        long_[sizeof status_r] = 0;
+        fix_len(long_, sizeof long_);
+        ASSERT_EQ(proto_decode(long_, sizeof long_, &d), BATON_EMALFORMED);
+    }
+    buf_free(&b);
+}
+
 /* ACQUIRE's lock_delay_ms: -1 (none), 0 (the server's default) and any
  * positive value decode; anything below -1 is malformed. */
 TEST(acquire_lock_delay_values)
@@ -872,6 +937,7 @@ static void spec_frame(const struct msg *m, struct buf *w)
             spec_str(w, x->members[i].raft_addr);
             spec_str(w, x->members[i].client_addr);
         }
+        buf_put_u64(w, x->state_digest);
         break;
     }
     case MSG_LOCK_INFO: /* {str lock} */
@@ -1596,6 +1662,7 @@ static void forge_status_r(struct buf *b, uint32_t count, uint32_t present)
         buf_put_str(b, "h:1", 3);
         buf_put_str(b, "h:2", 3);
     }
+    buf_put_u64(b, 0x0102030405060708ull); /* state_digest */
     end_frame(b);
 }
 
@@ -1847,6 +1914,7 @@ int main(int argc, char **argv)
     RUN(decoded_strings_borrow_from_frame);
     RUN(golden_bytes);
     RUN(golden_bytes_lock_delay);
+    RUN(golden_bytes_status_r);
     RUN(acquire_lock_delay_values);
     RUN(layout_matches_header);
     RUN(frame_byte_by_byte);
