@@ -23,10 +23,13 @@ void admin_status(struct conn *c, const struct msg *m)
     r.u.status_r.term = st.term;
     r.u.status_r.last_index = st.last_index;
     r.u.status_r.commit_index = st.commit_index;
-    /* The store's applied index, not raft's: it is the index the digest
-     * below describes (raft's lags behind while a restarted node replays
-     * entries its store already has). */
-    r.u.status_r.applied_index = store_applied_index(c->srv->store);
+    /* Raft's applied index, unless the store is ahead: a restarted node
+     * replays entries its store already has, and the digest below describes
+     * the store. (Barrier and configuration entries never reach the store,
+     * so otherwise raft's index is the one an operator expects.) */
+    r.u.status_r.applied_index = st.applied_index;
+    if (store_applied_index(c->srv->store) > st.applied_index)
+        r.u.status_r.applied_index = store_applied_index(c->srv->store);
     /* The store runs on this (the loop) thread, like raft: the digest is
      * read at the same moment as the indexes above. */
     r.u.status_r.state_digest = store_digest(c->srv->store);
