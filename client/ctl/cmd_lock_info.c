@@ -24,9 +24,11 @@ const char cmd_lock_info_help[] =
     "  {\"name\": S, \"held\": B, \"holder_session\": N, \"holder_waiter\": N,\n"
     "   \"fence\": N, \"granted_index\": N, \"total_waiters\": N,\n"
     "   \"waiters\": [{\"session\": N, \"waiter\": N, \"wait_ms\": N}, ...],\n"
-    "   \"truncated\": B}\n"
+    "   \"truncated\": B, \"delayed\": B}\n"
     "  The holder fields are 0 when held is false. wait_ms is -1 for a waiter that\n"
-    "  waits as long as it takes. truncated is true when the queue is longer than the\n"
+    "  waits as long as it takes. delayed is true while the lock is in its lock-delay\n"
+    "  (free, but granted to no one: its holder's session expired).\n"
+    "  truncated is true when the queue is longer than the\n"
     "  waiters listed (total_waiters says how long).\n";
 
 static void print_table(const char *name, const struct msg_lock_info_r *li)
@@ -37,7 +39,11 @@ static void print_table(const char *name, const struct msg_lock_info_r *li)
     ctl_sanitize(stdout, name, strlen(name));
     fputc('\n', stdout);
     if (!li->held) {
-        printf("holder:         none (free)\n");
+        if (li->delayed)
+            printf("holder:         none (lock-delay: its holder's session expired; granted\n"
+                   "                to no one until the delay ends)\n");
+        else
+            printf("holder:         none (free)\n");
         if (li->total_waiters == 0) return;
     } else {
         printf("holder:         session %llu, waiter %llu\n",
@@ -93,6 +99,7 @@ static void print_json(const char *name, const struct msg_lock_info_r *li)
     }
     jw_end_array(&w);
     jw_bool(&w, "truncated", li->n_waiters < li->total_waiters);
+    jw_bool(&w, "delayed", li->delayed);
     jw_end_object(&w);
     jw_finish(&w);
 }

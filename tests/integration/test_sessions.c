@@ -85,7 +85,7 @@ struct waiter {
     const char *name;
     int rv;
     uint64_t fence;
-    int64_t granted_at;
+    atomic_llong granted_at;
 };
 
 static void *waiter_thread(void *arg)
@@ -264,6 +264,56 @@ TEST(node_down_during_20k_commits_catches_up)
     ASSERT_EQ(cluster_stop(&C), 0);
 }
 
+/* ---- lock-delay after an expiry ------------------------------------------- */
+
+TEST(lock_delay_holds_an_expired_lock_back)
+{
+    static const char *const extra[] = {"--lock-delay", "1500", NULL};
+    const char *const args[] = {"lock", "delayed", "--ttl", "1000", "--",
+                                "sh", "-c", "echo $$; exec sleep 30", NULL};
+    struct cluster_opts o = {.extra_args = extra};
+    struct waiter w = {.name = "delayed"};
+    struct ctl_result r;
+    char line[64];
+    pthread_t t;
+    pid_t ctl, cmd;
+    int fd;
+    int64_t killed_at;
+    bool seen_delayed = false;
+
+    ASSERT_EQ(cluster_start_opts(&C, 3, &o), 0);
+    ASSERT_GE(cluster_wait_leader(&C, 15000), 0);
+    ctl = cluster_ctl_spawn(&C, args, &fd);
+    ASSERT_GT(ctl, 0);
+    read_line(fd, line, sizeof line, 15000);
+    cmd = (pid_t)atoi(line);
+    w.b = connect_ttl(0);
+    pthread_create(&t, NULL, waiter_thread, &w);
+    for (int i = 0; i < 200 && lock_info_i64("delayed", "total_waiters") != 1; i++) sleep_ms(50);
+
+    killed_at = now_ms();
+    kill(ctl, SIGKILL);
+    kill(cmd, SIGKILL);
+    cluster_wait_pid(ctl, 5000);
+    /* While the delay runs, lock-info shows the lock free but delayed and the
+     * waiter still queued. */
+    for (int i = 0; i < 100 && !seen_delayed && w.granted_at == 0; i++) {
+        ASSERT_EQ(cluster_ctl(&C, &r, "-o", "json", "lock-info", "delayed", NULL), 0);
+        seen_delayed = strstr(r.out, "\"delayed\":true") != NULL;
+        ctl_result_free(&r);
+        sleep_ms(50);
+    }
+    pthread_join(t, NULL);
+    close(fd);
+    ASSERT(seen_delayed);
+    ASSERT_EQ(w.rv, 0);
+    fprintf(stderr, "# granted %lld ms after the kill (ttl 1000, lock-delay 1500)\n",
+            (long long)(w.granted_at - killed_at));
+    ASSERT_GE(w.granted_at - killed_at, 1500);
+    baton_close(w.b);
+    ASSERT_EQ(cluster_stop(&C), 0);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -271,5 +321,6 @@ int main(int argc, char **argv)
     RUN(dead_client_lock_goes_to_next_waiter_after_its_lease);
     RUN(kill_leader_under_16_threads_no_errors_no_double_holders);
     RUN(node_down_during_20k_commits_catches_up);
+    RUN(lock_delay_holds_an_expired_lock_back);
     return runner_done();
 }
