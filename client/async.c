@@ -92,8 +92,9 @@ static int map_grow(struct baton__map *m)
     return 0;
 }
 
-/* Insert key (not present yet), growing the table at 3/4 load. */
-static int map_put(struct baton__map *m, uint64_t key, struct baton__req *r)
+/* Insert key (not 0, not present yet), growing the table at 3/4 load.
+ * Returns 0 or BATON_ENOMEM (then the map is unchanged). */
+int baton__map_put(struct baton__map *m, uint64_t key, struct baton__req *r)
 {
     size_t i;
 
@@ -109,7 +110,7 @@ static int map_put(struct baton__map *m, uint64_t key, struct baton__req *r)
     return 0;
 }
 
-static struct baton__req *map_get(const struct baton__map *m, uint64_t key)
+struct baton__req *baton__map_get(const struct baton__map *m, uint64_t key)
 {
     if (m->cap == 0 || key == 0) return NULL;
     for (size_t i = map_slot(key, m->cap); m->keys[i] != 0; i = (i + 1) & (m->cap - 1))
@@ -122,7 +123,7 @@ static struct baton__req *map_get(const struct baton__map *m, uint64_t key)
  * would no longer be reachable from their home slot are moved into it, so
  * no tombstones are needed.
  */
-static void map_del(struct baton__map *m, uint64_t key)
+void baton__map_del(struct baton__map *m, uint64_t key)
 {
     size_t mask = m->cap - 1, i, j;
 
@@ -145,6 +146,20 @@ static void map_del(struct baton__map *m, uint64_t key)
 
 /* ---- requests ------------------------------------------------------------------- */
 
+/* Allocate a zeroed struct baton__req of `kind` for lock `name` (may be
+ * NULL), linked nowhere. NULL when out of memory. */
+struct baton__req *baton__req_alloc(int kind, const char *name, size_t name_len)
+{
+    struct baton__req *r = calloc(1, sizeof *r + name_len + 1);
+
+    if (r == NULL) return NULL;
+    r->kind = (uint8_t)kind;
+    r->name_len = (uint16_t)name_len;
+    if (name_len) memcpy(r->name, name, name_len);
+    r->name[name_len] = '\0';
+    return r;
+}
+
 /*
  * Create a request of `kind` for lock `name` (may be NULL), give it the next
  * id, and link it into the table. The caller sets the rest. Returns NULL
@@ -152,15 +167,11 @@ static void map_del(struct baton__map *m, uint64_t key)
  */
 struct baton__req *baton__req_new(baton_async_t *ac, int kind, const char *name, size_t name_len)
 {
-    struct baton__req *r = calloc(1, sizeof *r + name_len + 1);
+    struct baton__req *r = baton__req_alloc(kind, name, name_len);
 
     if (r == NULL) return NULL;
     r->id = ac->next_id++;
-    r->kind = (uint8_t)kind;
-    r->name_len = (uint16_t)name_len;
-    if (name_len) memcpy(r->name, name, name_len);
-    r->name[name_len] = '\0';
-    if (map_put(&ac->map, r->id, r) != 0) {
+    if (baton__map_put(&ac->map, r->id, r) != 0) {
         free(r);
         return NULL;
     }
@@ -176,31 +187,29 @@ struct baton__req *baton__req_new(baton_async_t *ac, int kind, const char *name,
 
 struct baton__req *baton__req_find(baton_async_t *ac, uint64_t id)
 {
-    return map_get(&ac->map, id);
+    return baton__map_get(&ac->map, id);
 }
 
-static void req_free(struct baton__req *r)
+/* Free r and what it owns (its message, a held-lock entry it reserved and
+ * never used). r must be linked nowhere. */
+void baton__req_free(struct baton__req *r)
 {
+    if (r == NULL) return;
+    baton__req_free(r->held);
     free(r->errmsg);
     free(r);
 }
 
 /*
- * The caller's callback for r is due with `status` (and, for a lock, the
- * fence). It is queued and runs when the current handler ends; r itself
- * may stay in the table (an abandoned lock call). No-op if the callback
- * was already queued. With status < 0 the context's current error message
- * is kept with r and shown to the callback.
+ * Queue r on ac->done: its callback (whatever r->kind says it is) runs
+ * when the current handler ends, in FIFO order with every other. With
+ * r->status < 0 the context's current error message goes with it.
  */
-void baton__req_complete(baton_async_t *ac, struct baton__req *r, int status, uint64_t fence)
+void baton__queue_done(baton_async_t *ac, struct baton__req *r)
 {
-    if (!r->user) return;
-    r->user = false;
-    ac->n_user--;
-    r->status = status;
-    if (r->kind == BATON__K_ACQUIRE) r->fence = status == 0 ? fence : 0;
-    if (status < 0) {
-        if (ac->errmsg[0] == '\0') baton__seterr(ac, "%s", baton_strerror(status));
+    if (r->status < 0) {
+        if (ac->errmsg[0] == '\0') baton__seterr(ac, "%s", baton_strerror(r->status));
+        free(r->errmsg);
         r->errmsg = strdup(ac->errmsg);
     }
     r->dnext = NULL;
@@ -212,6 +221,29 @@ void baton__req_complete(baton_async_t *ac, struct baton__req *r, int status, ui
     r->in_done = true;
     /* Outside a handler (a public call), get the callbacks run soon. */
     if (ac->depth == 0) baton__sched(ac, baton__now());
+}
+
+/*
+ * The caller's callback for r is due with `status` (and, for a lock, the
+ * fence). It is queued and runs when the current handler ends; r itself
+ * may stay in the table (an abandoned lock call). No-op if the callback
+ * was already queued. With status < 0 the context's current error message
+ * is kept with r and shown to the callback. The OPEN of a fresh session
+ * has no caller but owes the session callback, which is queued the same
+ * way.
+ */
+void baton__req_complete(baton_async_t *ac, struct baton__req *r, int status, uint64_t fence)
+{
+    if (!r->user && !r->notify) return;
+    if (r->user) {
+        r->user = false;
+        r->user_queued = true;
+        ac->n_user--;
+    }
+    r->notify = false;
+    r->status = status;
+    if (r->kind == BATON__K_ACQUIRE) r->fence = status == 0 ? fence : 0;
+    baton__queue_done(ac, r);
 }
 
 /* Take r out of the table; free it unless its callback is still queued. */
@@ -227,9 +259,9 @@ void baton__req_remove(baton_async_t *ac, struct baton__req *r)
     else
         ac->tail = r->prev;
     r->prev = r->next = NULL;
-    map_del(&ac->map, r->id);
+    baton__map_del(&ac->map, r->id);
     r->in_table = false;
-    if (!r->in_done) req_free(r);
+    if (!r->in_done) baton__req_free(r);
 }
 
 /* Complete r for its caller (if still owed) and take it out of the table. */
@@ -270,20 +302,34 @@ static void run_completions(baton_async_t *ac)
 
         ac->done_head = r->dnext;
         if (ac->done_head == NULL) ac->done_tail = NULL;
-        r->in_done = false;
+        /* r stays marked in_done while its callback runs, so that a call
+         * made from the callback which takes r out of the table or the
+         * held locks (an unlock of a lost lock) leaves freeing it to us. */
         if (r->status < 0 && r->errmsg) snprintf(ac->errmsg, sizeof ac->errmsg, "%s", r->errmsg);
         switch (r->kind) {
         case BATON__K_OPEN:
-            if (r->cb.open) r->cb.open(ac, r->status, r->status == 0 ? ac->session : 0, r->data);
+            /* The session id the callback reports is the one this OPEN
+             * got (a later one may be open by the time a fresh session's
+             * callback runs, which is why the value is kept in r). */
+            if (r->reopen) {
+                if (ac->session_cb) ac->session_cb(ac, r->status, r->fence, ac->session_data);
+            } else if (r->cb.open) {
+                r->cb.open(ac, r->status, r->fence, r->data);
+            }
             break;
         case BATON__K_ACQUIRE:
             if (r->cb.lock) r->cb.lock(ac, r->status, r->name, r->fence, r->data);
+            break;
+        case BATON__K_HELD:
+            if (ac->lost_cb) ac->lost_cb(ac, r->name, r->fence, r->status, ac->lost_data);
             break;
         default:
             if (r->cb.done) r->cb.done(ac, r->status, r->data);
             break;
         }
-        if (!r->in_table) req_free(r);
+        r->user_queued = false;
+        r->in_done = false;
+        if (!r->in_table && !r->in_held) baton__req_free(r);
     }
 }
 
@@ -318,6 +364,8 @@ static void rearm(baton_async_t *ac)
 {
     uint64_t next = baton__conn_next_timer(ac), t = baton__ops_next_timer(ac);
 
+    if (t && (next == 0 || t < next)) next = t;
+    t = baton__session_next_timer(ac);
     if (t && (next == 0 || t < next)) next = t;
     if (ac->done_head) next = baton__now();
     if (next) baton__sched(ac, next);
@@ -356,15 +404,19 @@ static void destroy(baton_async_t *ac)
     baton__seterr(ac, "the context was freed");
     baton__fail_all(ac, BATON_ECANCELED, NULL);
     run_completions(ac);
+    baton__held_free_all(ac);
     baton__conn_drop(ac);
     if (ac->attached) {
         ac->ev.timer_stop(ac->ev.data);
         ac->ev.cleanup(ac->ev.data);
     }
-    /* Nothing is left in the table or on the queue: fail_all emptied the
-     * one and run_completions the other. */
+    /* Nothing is left in the table, on the queue or among the held locks:
+     * fail_all emptied the first, run_completions the second and
+     * held_free_all the third. */
     free(ac->map.keys);
     free(ac->map.vals);
+    free(ac->held_map.keys);
+    free(ac->held_map.vals);
     buf_free(&ac->in);
     buf_free(&ac->out);
     free(ac->client_name);
@@ -421,6 +473,7 @@ int baton_async_new(const baton_opts *o, baton_async_t **out)
     if (ac == NULL) return BATON_ENOMEM;
     ac->fd = -1;
     ac->next_id = 1;
+    ac->ka_next_id = BATON__KA_ID_BASE;
     ac->connect_timeout_ms = o->connect_timeout_ms ? o->connect_timeout_ms : BATON__DEFAULT_CONNECT_MS;
     ac->op_timeout_ms = o->op_timeout_ms ? o->op_timeout_ms : BATON__DEFAULT_OP_MS;
     ac->session_ttl_ms = o->session_ttl_ms ? o->session_ttl_ms : BATON__DEFAULT_TTL_MS;
@@ -452,6 +505,20 @@ int baton_async_attach(baton_async_t *ac, const baton_async_hooks *h)
     ac->ev = *h;
     ac->attached = true;
     return 0;
+}
+
+void baton_async_on_lost(baton_async_t *ac, baton_async_lost_cb *cb, void *data)
+{
+    if (ac == NULL) return;
+    ac->lost_cb = cb;
+    ac->lost_data = data;
+}
+
+void baton_async_on_session(baton_async_t *ac, baton_async_open_cb *cb, void *data)
+{
+    if (ac == NULL) return;
+    ac->session_cb = cb;
+    ac->session_data = data;
 }
 
 void baton_async_free(baton_async_t *ac)
@@ -491,6 +558,9 @@ void baton_async_handle_timeout(baton_async_t *ac)
     ac->timer_armed = false;
     now = baton__now();
     baton__conn_check_timers(ac, now);
+    /* The lease first: if it ran out, the requests of the session are
+     * settled with BATON_ESESSION rather than with their own timeouts. */
+    baton__session_check_timers(ac, now);
     baton__ops_check_timers(ac, now);
     /* A deadline armed during the checks may lie beyond one that was
      * waiting for this very expiry: look at them all. */
@@ -516,6 +586,7 @@ unsigned baton_async_pending(const baton_async_t *ac)
 
     if (ac == NULL) return 0;
     n = ac->n_user;
-    for (const struct baton__req *r = ac->done_head; r; r = r->dnext) n++;
+    for (const struct baton__req *r = ac->done_head; r; r = r->dnext)
+        if (r->user_queued) n++;
     return n;
 }

@@ -18,7 +18,8 @@
  * that a node that swallows packets does not stall the client.
  *
  * The connection is "confirmed" once a reply that only the leader gives
- * (SESSION, RESULT, GRANTED, WAIT_FAILED) arrives on it; async_ops.c uses
+ * (SESSION, RESULT, GRANTED, WAIT_FAILED, LOST, SESSION_EXPIRED) arrives
+ * on it; async_ops.c uses
  * that to tell BATON_ETIMEDOUT (the leader did not answer in time) from
  * BATON_EUNAVAIL (no leader was reachable).
  */
@@ -354,7 +355,9 @@ static void on_msg(baton_async_t *ac, const struct msg *m)
         }
         ac->cstate = BATON__C_READY;
         ac->attempt_deadline = 0;
-        baton__flush_unsent(ac);
+        /* A keepalive first (if there is a session), so that a new leader
+         * attaches the session to this connection; then the rest. */
+        baton__on_conn_ready(ac);
         return;
     case MSG_ERROR:
         if (m->req_id == 0 || (m->req_id == ac->hello_id && ac->cstate == BATON__C_HELLO)) {

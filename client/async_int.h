@@ -8,6 +8,9 @@
  *                 redirects, NO_LEADER and back-off
  *   async_ops.c   the session and lock operations: building requests,
  *                 matching RESULT replies and pushes, cancels, timeouts
+ *   async_session.c  the session's liveness: keepalives, the client-side
+ *                 lease, the table of held locks, declaring locks lost,
+ *                 and opening a fresh session after the old one is gone
  *
  * Life of a request (struct baton__req). It is created by a public call,
  * gets an id that is both its req_id and, for session requests, its seq,
@@ -25,6 +28,23 @@
  * request waits in ac->done until its callback runs; callbacks run only at
  * the end of a handler (async.c: baton__leave), never in the middle of
  * processing, so no list is ever modified under an iteration by user code.
+ *
+ * Held locks. A lock call reserves, when it is made, a second struct
+ * baton__req of kind BATON__K_HELD (r->held). When the lock is granted to
+ * its caller that entry moves into ac->held (a list through its prev/next,
+ * plus ac->held_map by fence) and stays there until the lock is unlocked:
+ * HELD, then RELEASING while its RELEASE is in flight, or LOST once the
+ * core has declared it lost (a LOST entry stays until the caller unlocks
+ * it, so that the unlock can answer BATON_ELOST). Declaring a lock lost
+ * queues the same entry on ac->done, where it runs the lost callback; so
+ * lost callbacks and completions run in one FIFO order, and declaring a
+ * lock lost never needs memory.
+ *
+ * Keepalives are not requests: they are not in the table and carry no seq.
+ * Their req_ids come from a separate range (BATON__KA_ID_BASE and up, far
+ * above any seq), and a small ring remembers when each recent one was sent
+ * and for which session, so that a RESULT is matched to its keepalive
+ * without any chance of being taken for a request's.
  */
 #ifndef BATON_CLIENT_ASYNC_INT_H
 #define BATON_CLIENT_ASYNC_INT_H
@@ -49,6 +69,11 @@
 #define BATON__DEFAULT_OP_MS 10000
 #define BATON__DEFAULT_TTL_MS 10000
 
+/* Keepalive req_ids: 2^63 and up. Seqs and HELLO ids count up from 1 and
+ * can never get there. */
+#define BATON__KA_ID_BASE (UINT64_C(1) << 63)
+#define BATON__KA_RING 8 /* keepalives remembered for matching replies */
+
 /* One endpoint: a resolved socket address and its text for messages. */
 struct baton__addr {
     struct sockaddr_storage sa;
@@ -65,15 +90,17 @@ enum baton__cstate {
     BATON__C_READY,      /* requests may be sent */
 };
 
-/* Session states. The next step (keepalives, expiry, re-attach) adds its
- * states here; BATON__S_FAILED is where a lost session ends today. */
+/* Session states. A session that expired (or whose lease ran out here)
+ * leaves the context in BATON__S_GONE; the next call opens a fresh one
+ * (OPENING again, with an OPEN request marked `reopen`). */
 enum baton__sstate {
     BATON__S_NONE = 0, /* baton_async_open not called */
-    BATON__S_OPENING,  /* OPEN_SESSION pending */
+    BATON__S_OPENING,  /* OPEN_SESSION pending (the first or a fresh session) */
     BATON__S_OPEN,
     BATON__S_CLOSING,  /* baton_async_close_session called */
     BATON__S_CLOSED,   /* closed in the cluster (or given up): no more I/O */
-    BATON__S_FAILED,   /* could not open, or the cluster forgot the session */
+    BATON__S_FAILED,   /* could not open the first session: only free remains */
+    BATON__S_GONE,     /* the session ended; no session until the next call */
 };
 
 enum baton__kind {
@@ -82,6 +109,14 @@ enum baton__kind {
     BATON__K_RELEASE,
     BATON__K_CANCEL,
     BATON__K_CLOSE,
+    BATON__K_HELD, /* not a request: a held lock (see "Held locks" above) */
+};
+
+/* States of a BATON__K_HELD entry. */
+enum baton__hstate {
+    BATON__H_HELD = 0,
+    BATON__H_RELEASING, /* its RELEASE (request id in `target`) is in flight */
+    BATON__H_LOST,      /* declared lost; `status` says why */
 };
 
 enum baton__rstate {
@@ -91,24 +126,35 @@ enum baton__rstate {
 };
 
 struct baton__req {
-    struct baton__req *prev, *next; /* ac->reqs, in id order */
+    struct baton__req *prev, *next; /* ac->reqs in id order; K_HELD: ac->held */
     struct baton__req *dnext;       /* ac->done */
     uint64_t id;                    /* req_id, and seq for session requests */
     uint8_t kind;                   /* enum baton__kind */
-    uint8_t state;                  /* enum baton__rstate */
+    uint8_t state;                  /* enum baton__rstate; K_HELD: enum baton__hstate */
     bool in_table;                  /* linked in ac->reqs and ac->map */
+    bool in_held;                   /* K_HELD: linked in ac->held */
     bool in_done;                   /* queued on ac->done */
     bool user;                      /* the caller's callback is still owed */
+    bool user_queued;               /* what is queued on ac->done is a caller's callback */
+    bool reopen;                    /* OPEN: of a fresh session, not the first */
+    bool notify;                    /* OPEN (reopen): the session callback is owed */
     bool ever_sent;                 /* may have reached the cluster */
     uint64_t sent_gen;              /* connection it was last sent on */
+    uint64_t sent_at;               /* when it was last sent (ms, monotonic) */
+    uint64_t session;               /* K_HELD: the session holding the lock */
     uint64_t deadline;              /* op deadline (ms, monotonic); 0: none */
     uint64_t safety_at;             /* ACQUIRE, wait_ms > 0: CANCEL from then */
     int64_t wait_ms;                /* ACQUIRE */
-    uint64_t fence;                 /* RELEASE: to release; ACQUIRE: granted */
-    uint64_t target;                /* CANCEL: the waiter (ACQUIRE id) */
+    uint64_t fence;                 /* RELEASE: to release; ACQUIRE, K_HELD: granted */
+    uint64_t target;                /* CANCEL: the waiter (ACQUIRE id); K_HELD:
+                                       the RELEASE in flight while RELEASING */
+    uint64_t waiter;                /* K_HELD: the seq of the ACQUIRE that won it */
     uint64_t cancel_id;             /* ACQUIRE: its CANCEL in flight, 0 none */
     int cancel_status;              /* ACQUIRE: its result if the cancel wins */
-    int status;                     /* the result handed to the callback */
+    int status;                     /* the result handed to the callback; K_HELD:
+                                       why it was lost (0 while not lost) */
+    struct baton__req *held;        /* ACQUIRE with a caller: its K_HELD entry,
+                                       reserved at call time; NULL once granted */
     char *errmsg;                   /* its message when status < 0 */
     union {
         baton_async_open_cb *open;
@@ -120,7 +166,8 @@ struct baton__req {
     char name[]; /* NUL-terminated */
 };
 
-/* An open-addressing map id -> request (linear probing, no tombstones). */
+/* An open-addressing map u64 -> request (linear probing, no tombstones):
+ * request id -> request, and fence -> held lock. */
 struct baton__map {
     uint64_t *keys; /* 0: empty slot */
     struct baton__req **vals;
@@ -164,6 +211,23 @@ struct baton_async {
     uint64_t session;
     uint32_t ttl_ms;          /* as granted by the cluster */
     bool opened;              /* baton_async_open was called */
+    uint64_t lease_base;      /* send time of the last acknowledged message
+                                 naming the session; the lease ends ttl later */
+    uint64_t ka_at;           /* next keepalive due (ms); 0: none */
+    uint64_t ka_next_id;      /* next keepalive req_id */
+    unsigned ka_pos;          /* next slot of ka[] */
+    struct {
+        uint64_t id, sent_at, session;
+    } ka[BATON__KA_RING];     /* recent keepalives */
+
+    /* Held locks (see "Held locks" above). */
+    struct baton__req *held_head, *held_tail;
+    struct baton__map held_map; /* fence -> entry */
+    size_t held_unmapped;     /* entries the map had no room for */
+    baton_async_lost_cb *lost_cb;
+    void *lost_data;
+    baton_async_open_cb *session_cb;
+    void *session_data;
 
     /* Requests. */
     uint64_t next_id;
@@ -190,7 +254,13 @@ void baton__enter(baton_async_t *ac);
 void baton__leave(baton_async_t *ac);
 void baton__sched(baton_async_t *ac, uint64_t at);
 void baton__set_deadline(baton_async_t *ac, struct baton__req *r, uint64_t at);
+struct baton__req *baton__req_alloc(int kind, const char *name, size_t name_len);
 struct baton__req *baton__req_new(baton_async_t *ac, int kind, const char *name, size_t name_len);
+void baton__req_free(struct baton__req *r);
+void baton__queue_done(baton_async_t *ac, struct baton__req *r);
+int baton__map_put(struct baton__map *m, uint64_t key, struct baton__req *r);
+struct baton__req *baton__map_get(const struct baton__map *m, uint64_t key);
+void baton__map_del(struct baton__map *m, uint64_t key);
 struct baton__req *baton__req_find(baton_async_t *ac, uint64_t id);
 void baton__req_complete(baton_async_t *ac, struct baton__req *r, int status, uint64_t fence);
 void baton__req_remove(baton_async_t *ac, struct baton__req *r);
@@ -212,12 +282,34 @@ void baton__read(baton_async_t *ac);
 void baton__write(baton_async_t *ac);
 
 /* async_ops.c */
+bool baton__session_known(const baton_async_t *ac);
 void baton__flush_unsent(baton_async_t *ac);
 void baton__req_send(baton_async_t *ac, struct baton__req *r);
+void baton__try_send(baton_async_t *ac, struct baton__req *r);
+void baton__session_closed(baton_async_t *ac, struct baton__req *close, int status);
 void baton__on_msg(baton_async_t *ac, const struct msg *m);
 void baton__on_conn_lost(baton_async_t *ac, bool was_confirmed);
 void baton__ops_check_timers(baton_async_t *ac, uint64_t now);
 uint64_t baton__ops_next_timer(const baton_async_t *ac);
 void baton__session_fail(baton_async_t *ac, int status);
+
+/* async_session.c */
+void baton__on_conn_ready(baton_async_t *ac);
+void baton__session_started(baton_async_t *ac, uint64_t open_sent_at);
+void baton__lease_renew(baton_async_t *ac, uint64_t sent_at);
+bool baton__is_keepalive_id(uint64_t req_id);
+void baton__on_keepalive_reply(baton_async_t *ac, uint64_t req_id, int status);
+bool baton__session_check_timers(baton_async_t *ac, uint64_t now);
+uint64_t baton__session_next_timer(const baton_async_t *ac);
+void baton__session_lost(baton_async_t *ac);
+int baton__session_reopen(baton_async_t *ac);
+void baton__held_add(baton_async_t *ac, struct baton__req *acquire, uint64_t fence);
+struct baton__req *baton__held_find(const baton_async_t *ac, uint64_t fence, const char *name,
+                                    size_t name_len);
+void baton__held_remove(baton_async_t *ac, struct baton__req *h);
+void baton__held_lost(baton_async_t *ac, struct baton__req *h, int why);
+void baton__held_all_lost(baton_async_t *ac);
+void baton__held_free_all(baton_async_t *ac);
+void baton__on_lost_push(baton_async_t *ac, const struct msg *m);
 
 #endif /* BATON_CLIENT_ASYNC_INT_H */

@@ -24,12 +24,13 @@
  * internal RELEASE gives it back. A RELEASE that timed out likewise stays
  * and is re-sent until the cluster answers it.
  *
- * Next step (keepalives, leases, lost locks, re-attach): a keepalive
- * deadline joins the timers here (baton__ops_check_timers / _next_timer);
- * session_gone() and baton__session_fail() are where a lost session is to
- * be reported (and a new one opened); and held locks will have to be
- * remembered after their callback ran (today the core forgets a grant once
- * it is reported) so that lost-lock callbacks can name them.
+ * The session's liveness (keepalives, the lease, held locks, declaring
+ * them lost, opening a fresh session) lives in async_session.c; this file
+ * feeds it: a grant reported to its caller becomes a held lock
+ * (baton__held_add), every acknowledged request renews the lease from its
+ * send time (baton__lease_renew), and BATON_ESESSION answers, LOST and
+ * SESSION_EXPIRED pushes end up in baton__session_lost or
+ * baton__held_lost.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +39,7 @@
 #include "client/async_int.h"
 
 /* The session requests may be sent (once the session id is known). */
-static bool session_known(const baton_async_t *ac)
+bool baton__session_known(const baton_async_t *ac)
 {
     return ac->session != 0 &&
            (ac->sstate == BATON__S_OPEN || ac->sstate == BATON__S_CLOSING);
@@ -100,6 +101,7 @@ void baton__req_send(baton_async_t *ac, struct baton__req *r)
     }
     r->state = BATON__R_SENT;
     r->sent_gen = ac->gen;
+    r->sent_at = baton__now();
     r->ever_sent = true;
     if (ac->confirmed && r->deadline && r->kind != BATON__K_OPEN)
         baton__set_deadline(ac, r, baton__now() + ac->op_timeout_ms);
@@ -107,7 +109,7 @@ void baton__req_send(baton_async_t *ac, struct baton__req *r)
 
 /* Send r now if the connection and the session allow it; otherwise it
  * stays UNSENT and baton__flush_unsent sends it later. */
-static void try_send(baton_async_t *ac, struct baton__req *r)
+void baton__try_send(baton_async_t *ac, struct baton__req *r)
 {
     if (ac->cstate != BATON__C_READY) return;
     if (r->kind == BATON__K_OPEN) {
@@ -116,7 +118,7 @@ static void try_send(baton_async_t *ac, struct baton__req *r)
         if (ac->session != 0 ||
             (ac->sstate != BATON__S_OPENING && ac->sstate != BATON__S_CLOSING))
             return;
-    } else if (!session_known(ac)) {
+    } else if (!baton__session_known(ac)) {
         return;
     }
     baton__req_send(ac, r);
@@ -133,7 +135,7 @@ void baton__flush_unsent(baton_async_t *ac)
         next = r->next;
         if (r->state != BATON__R_UNSENT) continue;
         if (r->kind == BATON__K_ACQUIRE && !r->user && r->cancel_id) continue;
-        try_send(ac, r);
+        baton__try_send(ac, r);
         if (ac->cstate != BATON__C_READY) return; /* the send failed the connection */
     }
 }
@@ -171,23 +173,27 @@ static void confirm(baton_async_t *ac)
 /* ---- the session ---------------------------------------------------------------- */
 
 /*
- * The session could not be opened or the cluster no longer knows it:
- * every pending call fails with status and the connection is closed for
- * good. (The next step re-opens or re-attaches here and reports lost
- * locks.) The caller has set the error message.
+ * The context cannot go on: the first session could not be opened, or the
+ * cluster turned out to speak another protocol version. Every held lock
+ * is declared lost (nobody keeps its lease alive any more), every pending
+ * call fails with status and the connection is closed for good; only
+ * baton_async_free remains. The caller has set the error message.
  */
 void baton__session_fail(baton_async_t *ac, int status)
 {
+    baton__held_all_lost(ac);
     ac->sstate = BATON__S_FAILED;
+    ac->ka_at = 0;
     baton__fail_all(ac, status, NULL);
     baton__conn_drop(ac);
 }
 
 /* CLOSE_SESSION was answered (or given up on, close->status says how):
  * every other call ends with BATON_ECANCELED, then the close itself. */
-static void session_closed(baton_async_t *ac, struct baton__req *close, int status)
+void baton__session_closed(baton_async_t *ac, struct baton__req *close, int status)
 {
     ac->sstate = BATON__S_CLOSED;
+    ac->ka_at = 0;
     baton__seterr(ac, "the session was closed");
     baton__fail_all(ac, BATON_ECANCELED, close);
     if (status < 0) baton__seterr(ac, "close_session: %s", baton_strerror(status));
@@ -195,6 +201,23 @@ static void session_closed(baton_async_t *ac, struct baton__req *close, int stat
     baton__conn_drop(ac);
 }
 
+/* Opening the session failed with status (the caller set the message).
+ * The first session's failure ends the context; a fresh session's failure
+ * fails only the calls waiting for it, and the next call tries again. */
+static void open_failed(baton_async_t *ac, struct baton__req *r, int status)
+{
+    if (!r->reopen || status == BATON_EVERSION) {
+        baton__session_fail(ac, status);
+        return;
+    }
+    ac->sstate = BATON__S_GONE;
+    baton__finish(ac, r, status, 0);
+    baton__fail_all(ac, status, NULL);
+    baton__conn_drop(ac);
+}
+
+/* SESSION arrived for OPEN request r: the session is open (or, if
+ * close_session was called meanwhile, open and closing). */
 static void on_session(baton_async_t *ac, struct baton__req *r, uint64_t session, uint32_t ttl)
 {
     if (session == 0) {
@@ -203,8 +226,10 @@ static void on_session(baton_async_t *ac, struct baton__req *r, uint64_t session
         return;
     }
     ac->session = session;
-    ac->ttl_ms = ttl;
+    ac->ttl_ms = ttl ? ttl : ac->session_ttl_ms;
     if (ac->sstate == BATON__S_OPENING) ac->sstate = BATON__S_OPEN;
+    r->fence = session; /* reported by the open / session callback */
+    baton__session_started(ac, r->sent_at);
     baton__finish(ac, r, 0, 0);
     baton__flush_unsent(ac);
 }
@@ -218,7 +243,7 @@ static void issue_release(baton_async_t *ac, const char *name, size_t n, uint64_
 
     if (r == NULL) return; /* the lock stays held until the session ends */
     r->fence = fence;
-    try_send(ac, r);
+    baton__try_send(ac, r);
 }
 
 /*
@@ -235,16 +260,18 @@ static int issue_cancel(baton_async_t *ac, struct baton__req *t, int status)
     t->cancel_id = c->id;
     t->cancel_status = status;
     if (t->user) baton__set_deadline(ac, c, baton__now() + ac->op_timeout_ms);
-    try_send(ac, c);
+    baton__try_send(ac, c);
     return 0;
 }
 
-/* Lock call t has been granted with fence. */
+/* Lock call t has been granted with fence. A grant reported to its caller
+ * becomes a held lock, until it is unlocked or lost. */
 static void granted(baton_async_t *ac, struct baton__req *t, uint64_t fence)
 {
-    if (t->user)
+    if (t->user) {
+        baton__held_add(ac, t, fence);
         baton__finish(ac, t, 0, fence);
-    else {
+    } else {
         issue_release(ac, t->name, t->name_len, fence);
         baton__req_remove(ac, t);
     }
@@ -257,12 +284,39 @@ static void not_granted(baton_async_t *ac, struct baton__req *t, int status)
     baton__finish(ac, t, status, 0);
 }
 
-/* A reply says the cluster does not know the session. */
+/* A reply says the cluster does not know the session (any more). */
 static void session_gone(baton_async_t *ac)
 {
-    baton__seterr(ac, "session %llu: %s", (unsigned long long)ac->session,
-                  baton_strerror(BATON_ESESSION));
-    baton__session_fail(ac, BATON_ESESSION);
+    baton__seterr(ac, "session %llu: the cluster answered that it is expired or unknown",
+                  (unsigned long long)ac->session);
+    baton__session_lost(ac);
+}
+
+/*
+ * The answer to a RELEASE. If it released a lock the context holds, that
+ * lock's entry goes; an ENOTHELD for a lock that the cluster had said was
+ * taken away (a LOST push that crossed the RELEASE) becomes BATON_ELOST.
+ */
+static void on_release_result(baton_async_t *ac, struct baton__req *r, int status)
+{
+    struct baton__req *h;
+
+    if (status == BATON_ESESSION) {
+        session_gone(ac);
+        return;
+    }
+    h = baton__held_find(ac, r->fence, r->name, r->name_len);
+    if (h && h->state == BATON__H_RELEASING && h->target == r->id) {
+        if (status == BATON_ENOTHELD && h->status < 0) {
+            status = BATON_ELOST;
+            baton__seterr(ac, "unlock '%s': the cluster had taken the lock away (%s) before "
+                          "the release arrived", r->name, baton_strerror(h->status));
+        }
+        baton__held_remove(ac, h);
+    }
+    if (status < 0 && status != BATON_ELOST)
+        baton__seterr(ac, "unlock '%s': %s", r->name, baton_strerror(status));
+    baton__finish(ac, r, status, 0);
 }
 
 /* ---- replies and pushes ------------------------------------------------------------- */
@@ -340,26 +394,21 @@ static void on_result(baton_async_t *ac, struct baton__req *r, int status, int k
             on_session(ac, r, value, 0);
         } else {
             baton__seterr(ac, "open session: %s", baton_strerror(status));
-            baton__session_fail(ac, status);
+            open_failed(ac, r, status);
         }
         return;
     case BATON__K_ACQUIRE:
         on_acquire_result(ac, r, status, kind, value);
         return;
     case BATON__K_RELEASE:
-        if (status == BATON_ESESSION) {
-            session_gone(ac);
-            return;
-        }
-        if (status < 0) baton__seterr(ac, "unlock '%s': %s", r->name, baton_strerror(status));
-        baton__finish(ac, r, status, 0);
+        on_release_result(ac, r, status);
         return;
     case BATON__K_CANCEL:
         on_cancel_result(ac, r, status, kind, value);
         return;
     case BATON__K_CLOSE:
         /* ESESSION: the cluster had already forgotten it; closed either way. */
-        session_closed(ac, r, status == BATON_ESESSION ? 0 : status);
+        baton__session_closed(ac, r, status == BATON_ESESSION ? 0 : status);
         return;
     default:
         return;
@@ -397,8 +446,18 @@ void baton__on_msg(baton_async_t *ac, const struct msg *m)
         return;
     case MSG_RESULT:
         confirm(ac);
+        if (baton__is_keepalive_id(m->req_id)) {
+            baton__on_keepalive_reply(ac, m->req_id, m->u.result.status);
+            return;
+        }
         r = baton__req_find(ac, m->req_id);
-        if (r) on_result(ac, r, m->u.result.status, m->u.result.kind, m->u.result.value);
+        if (r == NULL) return;
+        /* The cluster renewed the lease when this request arrived, which
+         * was after it was sent. */
+        if (r->kind != BATON__K_OPEN && m->u.result.status != BATON_ESESSION &&
+            baton__session_known(ac))
+            baton__lease_renew(ac, r->sent_at);
+        on_result(ac, r, m->u.result.status, m->u.result.kind, m->u.result.value);
         return;
     case MSG_GRANTED:
         confirm(ac);
@@ -409,7 +468,30 @@ void baton__on_msg(baton_async_t *ac, const struct msg *m)
         on_push(ac, m->u.wait_failed.session, m->u.wait_failed.waiter, false,
                 m->u.wait_failed.status, 0);
         return;
+    case MSG_LOST:
+        confirm(ac);
+        baton__on_lost_push(ac, m);
+        return;
+    case MSG_SESSION_EXPIRED:
+        confirm(ac);
+        if (m->u.session_expired.session != ac->session || !baton__session_known(ac)) return;
+        baton__seterr(ac, "session %llu expired in the cluster (its lease ran out there)",
+                      (unsigned long long)ac->session);
+        baton__session_lost(ac);
+        return;
     case MSG_ERROR:
+        if (baton__is_keepalive_id(m->req_id)) {
+            /* A refused keepalive: only "not the leader" (the connection
+             * is the wrong one) and "no such session" matter; otherwise
+             * the lease simply is not renewed. */
+            if (m->u.error.code == BATON_ENOTLEADER || m->u.error.code == BATON_ENOLEADER) {
+                baton__seterr(ac, "keepalive: %s", baton_err_name(m->u.error.code));
+                baton__conn_fail(ac, true);
+            } else if (m->u.error.code == BATON_ESESSION) {
+                baton__on_keepalive_reply(ac, m->req_id, BATON_ESESSION);
+            }
+            return;
+        }
         r = baton__req_find(ac, m->req_id);
         if (r == NULL) return; /* a late answer to something already settled */
         baton__seterr(ac, "%s: %.*s", baton_err_name(m->u.error.code), (int)m->u.error.message.n,
@@ -445,7 +527,7 @@ static bool expire(baton_async_t *ac, struct baton__req *r)
     case BATON__K_OPEN:
         baton__seterr(ac, "no leader reachable within %u ms (last error: %s)",
                       ac->connect_timeout_ms, ac->connerr[0] ? ac->connerr : "none");
-        baton__session_fail(ac, BATON_EUNAVAIL);
+        open_failed(ac, r, BATON_EUNAVAIL);
         return false;
     case BATON__K_ACQUIRE:
         baton__req_complete(ac, r, status, 0);
@@ -462,7 +544,7 @@ static bool expire(baton_async_t *ac, struct baton__req *r)
         if (t && t->user) baton__req_complete(ac, t, status, 0);
         return true;
     case BATON__K_CLOSE:
-        session_closed(ac, r, status);
+        baton__session_closed(ac, r, status);
         return false;
     default:
         return true;
@@ -506,14 +588,17 @@ uint64_t baton__ops_next_timer(const baton_async_t *ac)
 
 /* ---- public calls ----------------------------------------------------------------- */
 
-/* Refuse new session calls when there is no session to make them in. */
-static int check_session(const baton_async_t *ac)
+/* Refuse new session calls when there is no session to make them in; when
+ * the last session ended, start opening a fresh one for them. */
+static int check_session(baton_async_t *ac)
 {
     if (ac->freeing) return BATON_ECLOSED;
     switch (ac->sstate) {
     case BATON__S_OPENING:
     case BATON__S_OPEN:
         return 0;
+    case BATON__S_GONE:
+        return baton__session_reopen(ac);
     case BATON__S_CLOSING:
     case BATON__S_CLOSED:
         return BATON_ECLOSED;
@@ -562,6 +647,13 @@ int baton_async_lock(baton_async_t *ac, const char *name, int64_t wait_ms, baton
     if (rv != 0) return rv;
     r = baton__req_new(ac, BATON__K_ACQUIRE, name, n);
     if (r == NULL) return BATON_ENOMEM;
+    /* Reserve the held-lock entry now: a grant must never fail for want
+     * of memory. */
+    r->held = baton__req_alloc(BATON__K_HELD, name, n);
+    if (r->held == NULL) {
+        baton__req_remove(ac, r);
+        return BATON_ENOMEM;
+    }
     r->user = true;
     ac->n_user++;
     r->cb.lock = cb;
@@ -570,7 +662,7 @@ int baton_async_lock(baton_async_t *ac, const char *name, int64_t wait_ms, baton
     now = baton__now();
     if (wait_ms > 0) r->safety_at = now + (uint64_t)wait_ms + ac->op_timeout_ms;
     baton__set_deadline(ac, r, now + ac->op_timeout_ms);
-    try_send(ac, r);
+    baton__try_send(ac, r);
     return 0;
 }
 
@@ -599,14 +691,39 @@ int baton_async_cancel(baton_async_t *ac, const char *name, void *data)
     return found ? 0 : BATON_ENOTFOUND;
 }
 
+/*
+ * A lock declared lost is only forgotten (BATON_ELOST, no I/O). A lock the
+ * context holds becomes RELEASING until the cluster answers. A lock it
+ * does not know is released all the same (the cluster decides), except
+ * while there is no session at all: then it cannot be held.
+ */
 int baton_async_unlock(baton_async_t *ac, const char *name, uint64_t fence, baton_async_done_cb *cb,
                        void *data)
 {
-    struct baton__req *r;
+    struct baton__req *r, *h;
     size_t n;
     int rv;
 
     if (ac == NULL || check_name(name, &n) != 0) return BATON_EINVAL;
+    if (ac->freeing) return BATON_ECLOSED;
+    h = baton__held_find(ac, fence, name, n);
+    if (h && h->state == BATON__H_LOST) {
+        baton__seterr(ac, "unlock '%s': the lock was lost (%s); nothing to release", h->name,
+                      baton_strerror(h->status));
+        baton__held_remove(ac, h);
+        return BATON_ELOST;
+    }
+    if (h == NULL && ac->sstate == BATON__S_GONE) {
+        r = baton__req_alloc(BATON__K_RELEASE, name, n);
+        if (r == NULL) return BATON_ENOMEM;
+        r->user = true;
+        ac->n_user++;
+        r->cb.done = cb;
+        r->data = data;
+        baton__seterr(ac, "unlock '%s': the context has no session, so it holds no lock", name);
+        baton__req_complete(ac, r, BATON_ENOTHELD, 0);
+        return 0;
+    }
     rv = check_session(ac);
     if (rv != 0) return rv;
     r = baton__req_new(ac, BATON__K_RELEASE, name, n);
@@ -616,8 +733,12 @@ int baton_async_unlock(baton_async_t *ac, const char *name, uint64_t fence, bato
     r->cb.done = cb;
     r->data = data;
     r->fence = fence;
+    if (h && h->state == BATON__H_HELD) {
+        h->state = BATON__H_RELEASING;
+        h->target = r->id;
+    }
     baton__set_deadline(ac, r, baton__now() + ac->op_timeout_ms);
-    try_send(ac, r);
+    baton__try_send(ac, r);
     return 0;
 }
 
@@ -627,6 +748,18 @@ int baton_async_close_session(baton_async_t *ac, baton_async_done_cb *cb, void *
     int rv;
 
     if (ac == NULL) return BATON_EINVAL;
+    if (ac->sstate == BATON__S_GONE && !ac->freeing) {
+        /* No session to close: done at once (the callback runs from the
+         * loop). */
+        r = baton__req_new(ac, BATON__K_CLOSE, NULL, 0);
+        if (r == NULL) return BATON_ENOMEM;
+        r->user = true;
+        ac->n_user++;
+        r->cb.done = cb;
+        r->data = data;
+        baton__session_closed(ac, r, 0);
+        return 0;
+    }
     rv = check_session(ac);
     if (rv != 0) return rv;
     r = baton__req_new(ac, BATON__K_CLOSE, NULL, 0);
@@ -637,6 +770,6 @@ int baton_async_close_session(baton_async_t *ac, baton_async_done_cb *cb, void *
     r->data = data;
     ac->sstate = BATON__S_CLOSING;
     baton__set_deadline(ac, r, baton__now() + ac->op_timeout_ms);
-    try_send(ac, r);
+    baton__try_send(ac, r);
     return 0;
 }

@@ -14,8 +14,16 @@
  * and so does every baton_lock_t, so that a baton_unlock after baton_close,
  * or a call that baton_close woke up, never touches freed memory.
  *
- * Locking: b->mu protects the queue, `closed` and the bops' results. It is
- * never held while calling into the async core.
+ * Locking: b->mu protects the queue, `closed`, the lost callback and the
+ * bops' results. It is never held while calling into the async core or
+ * into the user's lost callback.
+ *
+ * Lost locks and fresh sessions: the async core reports them on the I/O
+ * thread (io_lost_cb, io_session_cb); the user's lost callback runs right
+ * there, and the session id is kept in an atomic for baton_session_id.
+ * Code running on the I/O thread (that is, the lost callback) must never
+ * wait for the I/O thread: baton_unlock does not wait there, and the lock
+ * calls refuse with BATON_EBUSY (see baton.h).
  */
 #include <pthread.h>
 #include <signal.h>
@@ -65,7 +73,9 @@ struct baton {
     uv_async_t wake;
     uv_timer_t close_timer;
     unsigned close_ms;
-    uint64_t session;
+    _Atomic uint64_t session;   /* the current (or last) session's id */
+    baton_lost_cb *lost_cb;     /* under mu */
+    void *lost_data;
     /* I/O thread only. */
     baton_async_t *ac;
     struct bop *close_op;
@@ -83,6 +93,9 @@ struct baton_lock {
 int baton__last_loop_close_rv;
 
 static atomic_uint_fast64_t next_uid;
+
+/* On a baton's I/O thread: that baton; NULL on every other thread. */
+static _Thread_local baton_t *tls_io;
 
 /* ---- error messages ---------------------------------------------------------------- */
 
@@ -204,6 +217,31 @@ static void unlock_cb(baton_async_t *ac, int status, void *data)
     bop_finish(data, status, 0, status < 0 ? baton_async_errmsg(ac) : NULL);
 }
 
+/* The core declared a held lock lost: run the user's callback, here on the
+ * I/O thread. The callback is read under the mutex but run without it. */
+static void io_lost_cb(baton_async_t *ac, const char *lock, uint64_t fence, int why, void *data)
+{
+    baton_t *b = data;
+    baton_lost_cb *cb;
+    void *cb_data;
+
+    (void)ac;
+    pthread_mutex_lock(&b->mu);
+    cb = b->lost_cb;
+    cb_data = b->lost_data;
+    pthread_mutex_unlock(&b->mu);
+    if (cb) cb(b, lock, fence, why, cb_data);
+}
+
+/* The core opened a fresh session in place of a lost one. */
+static void io_session_cb(baton_async_t *ac, int status, uint64_t session, void *data)
+{
+    baton_t *b = data;
+
+    (void)ac;
+    if (status == 0) atomic_store(&b->session, session);
+}
+
 /* CLOSE_SESSION was answered, failed, or took too long: shut down. Runs
  * once; later triggers (the timer, the close callback run by the free)
  * find close_op gone. */
@@ -254,7 +292,9 @@ static void io_start(baton_t *b, struct bop *op)
         rv = BATON_EINVAL;
         break;
     }
-    if (rv < 0) bop_finish(op, rv, 0, NULL);
+    /* Only BATON_ELOST comes with a message of its own; for the other
+     * immediate refusals the code says it all. */
+    if (rv < 0) bop_finish(op, rv, 0, rv == BATON_ELOST ? baton_async_errmsg(b->ac) : NULL);
 }
 
 /* Another thread queued calls: start them, in order. */
@@ -280,6 +320,7 @@ static void *io_main(void *arg)
 {
     baton_t *b = arg;
 
+    tls_io = b;
     uv_run(&b->loop, UV_RUN_DEFAULT);
     return NULL;
 }
@@ -335,6 +376,11 @@ static int lock_common(baton_t *b, const char *name, int64_t wait_ms, baton_lock
     if (out == NULL) return BATON_EINVAL;
     *out = NULL;
     if (b == NULL) return BATON_EINVAL;
+    if (tls_io == b) {
+        /* The I/O thread (a lost callback) cannot wait for itself. */
+        set_err(b, "%s: called from the lost callback, which must not wait", fn);
+        return BATON_EBUSY;
+    }
     n = name ? strnlen(name, BATON_MAX_NAME + 1) : 0;
     if (!proto_lock_name_ok(name, n)) {
         set_err(b, "%s: the lock name must be 1..%d bytes", fn, BATON_MAX_NAME);
@@ -400,6 +446,18 @@ int baton_unlock(baton_lock_t *l)
 
     if (l == NULL) return 0;
     b = l->b;
+    if (tls_io == b) {
+        /* Inside the lost callback: hand the release to the core without
+         * waiting for its outcome (a lost lock is settled at once). */
+        rv = b->ac ? baton_async_unlock(b->ac, l->name, l->fence, NULL, NULL) : BATON_ECLOSED;
+        if (rv == BATON_ESESSION) rv = BATON_ENOTHELD;
+        if (rv != 0)
+            set_err(b, "baton_unlock '%s': %s", l->name,
+                    rv == BATON_ELOST ? baton_async_errmsg(b->ac) : baton_strerror(rv));
+        free(l);
+        ref_drop(b); /* the lock's; the caller of baton_close holds another */
+        return rv;
+    }
     bop_init(&op, BOP_UNLOCK);
     op.name = l->name;
     op.fence = l->fence;
@@ -418,7 +476,16 @@ int baton_unlock(baton_lock_t *l)
 
 uint64_t baton_session_id(const baton_t *b)
 {
-    return b ? b->session : 0;
+    return b ? atomic_load(&((baton_t *)b)->session) : 0;
+}
+
+void baton_on_lost(baton_t *b, baton_lost_cb *cb, void *data)
+{
+    if (b == NULL) return;
+    pthread_mutex_lock(&b->mu);
+    b->lost_cb = cb;
+    b->lost_data = data;
+    pthread_mutex_unlock(&b->mu);
 }
 
 /* ---- connect and close ---------------------------------------------------------------- */
@@ -469,6 +536,8 @@ int baton_connect(const baton_opts *o, baton_t **out)
         abandon(b);
         return rv;
     }
+    baton_async_on_lost(b->ac, io_lost_cb, b);
+    baton_async_on_session(b->ac, io_session_cb, b);
     rv = baton_uv_attach(b->ac, &b->loop);
     bop_init(&op, BOP_OPEN);
     op.b = b;
@@ -503,7 +572,7 @@ int baton_connect(const baton_opts *o, baton_t **out)
         free(b);
         return op.status;
     }
-    b->session = op.value;
+    atomic_store(&b->session, op.value);
     *out = b;
     return 0;
 
@@ -520,7 +589,7 @@ void baton_close(baton_t *b)
 {
     struct bop op;
 
-    if (b == NULL) return;
+    if (b == NULL || tls_io == b) return; /* see baton.h: not from the lost callback */
     bop_init(&op, BOP_CLOSE);
     (void)submit(b, &op); /* a close is always queued */
     pthread_cond_destroy(&op.cv);

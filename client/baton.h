@@ -14,6 +14,20 @@
  * baton_errmsg() the detailed message of the calling thread's last failed
  * call on that baton_t.
  *
+ * Leases and lost locks. The I/O thread keeps the session alive with a
+ * keepalive every ttl/3, whatever the calling threads are doing. The
+ * cluster expires a session it has not heard from for ttl ms; the client
+ * counts the same lease from the SEND time of its last acknowledged
+ * message, so it always finds out first. A held lock is declared LOST --
+ * the lost callback (baton_on_lost) runs once for it -- when the lease
+ * runs out here, when the cluster says the session expired, or when the
+ * cluster says it took that one lock away (an operator's forced release).
+ * From then on the caller must stop relying on the lock; baton_unlock of
+ * it returns BATON_ELOST without contacting the cluster. When the session
+ * ended, lock calls still waiting in it fail with BATON_ESESSION, and the
+ * next call opens a fresh session (baton_session_id changes); calls made
+ * meanwhile wait for it, within op_timeout_ms.
+ *
  * This header does not include <uv.h>.
  */
 #ifndef BATON_H
@@ -29,6 +43,27 @@ extern "C" {
 
 typedef struct baton baton_t;           /* a session; opaque */
 typedef struct baton_lock baton_lock_t; /* one held lock: name + fence; opaque */
+
+/*
+ * A held lock was declared lost (see "Leases and lost locks" above):
+ * `lock` (valid only during the call) granted with fencing token `fence`
+ * is no longer held. why is BATON_ESESSION (the session expired in the
+ * cluster, or its lease ran out here) or BATON_ELOST (an operator forced
+ * the release). Runs at most once per grant, on the baton_t's internal I/O
+ * thread (never on a caller's thread), with no libbaton mutex held. While it
+ * runs, the session is not kept alive and nothing else of this baton_t
+ * makes progress, so it should return quickly (stop the work the lock
+ * protects: set a flag, signal a thread or a process). Inside it:
+ *  - baton_unlock (of any lock of b) may be called and does not wait: for
+ *    a lost lock it returns BATON_ELOST at once, for another lock it
+ *    starts the release and returns 0 without waiting for the cluster's
+ *    answer;
+ *  - baton_lock, baton_trylock and baton_lock_timeout return BATON_EBUSY;
+ *  - baton_close must not be called (it does nothing there);
+ *  - baton_lock_fence, baton_lock_name, baton_session_id, baton_errmsg and
+ *    baton_on_lost may be called, and so may every call on other baton_ts.
+ */
+typedef void baton_lost_cb(baton_t *b, const char *lock, uint64_t fence, int why, void *data);
 
 typedef struct baton_opts {
     /* Comma-separated "ip:port" client endpoints of any cluster nodes, e.g.
@@ -61,8 +96,10 @@ const char *baton_connect_errmsg(void);
  * @param[in]  name  1..256 bytes, NUL-terminated, copied.
  * @param[out] out   the held lock, owned by the caller until baton_unlock.
  * @return 0, BATON_EINVAL (bad name), BATON_ENOMEM, BATON_ESESSION (the
- *         session ended), BATON_EUNAVAIL (cluster unreachable for longer
- *         than op_timeout_ms), BATON_ELIMIT, BATON_ECLOSED (baton_close ran).
+ *         session ended while the call waited; the next call opens a fresh
+ *         session), BATON_EUNAVAIL (cluster unreachable for longer than
+ *         op_timeout_ms), BATON_ELIMIT, BATON_ECLOSED (baton_close ran),
+ *         BATON_EBUSY (called from the lost callback).
  */
 int baton_lock(baton_t *b, const char *name, baton_lock_t **out);
 
@@ -91,8 +128,22 @@ const char *baton_lock_name(const baton_lock_t *l);
 /*
  * Release a held lock and free l (always, whatever the result). NULL-safe
  * (returns 0). The next waiter, if any, is granted the lock at once.
- * @return 0, BATON_ENOTHELD (the cluster no longer counts this session as
- *         the holder: the lock was lost), BATON_EUNAVAIL, BATON_ECLOSED.
+ * @return 0;
+ *         BATON_ELOST: the lock had been declared lost (the lost callback
+ *         ran or is running for it), or it was declared lost while this
+ *         release was on its way (the cluster took it away first, or the
+ *         session ended meanwhile). Nothing is sent to the cluster for a
+ *         lock already declared lost. Either way the cluster holds it for
+ *         this session no longer, and the work done under it may have
+ *         overlapped with another holder's;
+ *         BATON_ENOTHELD: the cluster does not count this session as the
+ *         holder, although the client never learnt that the lock was lost
+ *         (the notice was lost with a connection) -- treat it like
+ *         BATON_ELOST;
+ *         BATON_EUNAVAIL (no answer within op_timeout_ms; the release is
+ *         retried in the background until the session ends);
+ *         BATON_ECLOSED (baton_close ran first).
+ * Inside the lost callback it does not wait: see baton_lost_cb.
  */
 int baton_unlock(baton_lock_t *l);
 
@@ -100,12 +151,21 @@ int baton_unlock(baton_lock_t *l);
  * ("" if none). Valid until that thread's next call on b. */
 const char *baton_errmsg(const baton_t *b);
 
-/* The session id (for logs and batonctl). */
+/* The session id (for logs and batonctl). It changes when a fresh session
+ * replaces one that ended; until the fresh one is open it is the old id. */
 uint64_t baton_session_id(const baton_t *b);
 
 /*
+ * Install the lost callback (see baton_lost_cb); NULL removes it. It
+ * applies to every lock declared lost after this returns. May be called at
+ * any time, from any thread; data is passed to cb as is.
+ */
+void baton_on_lost(baton_t *b, baton_lost_cb *cb, void *data);
+
+/*
  * End the session (held locks are released and passed on, waits dropped),
- * stop the I/O thread and free b. NULL-safe. Calls blocked in other threads
+ * stop the I/O thread and free b. NULL-safe; does nothing when called from
+ * the lost callback (which must not call it). Calls blocked in other threads
  * return BATON_ECLOSED. baton_lock_t objects still held stay valid and must
  * still be passed to baton_unlock, which then only frees them and returns
  * BATON_ECLOSED (b's memory lives until the last of them is freed).

@@ -23,16 +23,49 @@
  *    pushes to the calls that are waiting for them;
  *  - withdraws what nobody waits for any more: a lock call that timed out
  *    (or was cancelled) while the cluster may still have queued it is
- *    CANCELled, and a lock granted to such a call is released again.
+ *    CANCELled, and a lock granted to such a call is released again;
+ *  - keeps the session alive: a KEEPALIVE every ttl/3 (ttl as granted by
+ *    the cluster), whatever else is going on, and one right after every
+ *    reconnect, so that a new leader learns at once which connection the
+ *    session is on (it pushes grants and lost-lock notices there);
+ *  - counts the session's lease itself (below), and reports every lock it
+ *    holds that it must consider lost to the lost callback
+ *    (baton_async_on_lost);
+ *  - opens a fresh session when the old one is gone (below).
  *
- * Not yet (next step): keepalives, lease accounting, lost-lock callbacks,
- * and re-attaching the same session after it expired.
+ * Leases and lost locks. The cluster expires a session that it has not
+ * heard from for ttl milliseconds (counted from when its messages arrive).
+ * The client counts the same lease from when it SENT its last
+ * acknowledged keepalive (or any other acknowledged request of the
+ * session): lease end = send time + ttl, which is never later than the
+ * cluster's. A held lock is declared lost -- its lost callback runs once,
+ * with `why` -- when:
+ *  - the lease ends here without a newer acknowledgement (BATON_ESESSION);
+ *  - the cluster says the session expired or is unknown: a SESSION_EXPIRED
+ *    push, or BATON_ESESSION in answer to a keepalive or any request
+ *    (BATON_ESESSION; every held lock of the session);
+ *  - the cluster pushes LOST for that lock: BATON_ELOST when an operator
+ *    forced its release, BATON_ESESSION when the session expired.
+ * So the caller gives up a lock no later than the cluster can grant it to
+ * anyone else (as long as the two machines' clocks run at about the same
+ * rate). A lock whose unlock is already in flight is not reported to the
+ * lost callback; its unlock callback gets BATON_ELOST instead.
+ *
+ * A fresh session. When the session ends in the cluster (or its lease ran
+ * out here) every held lock is reported lost (above) and every call still
+ * pending in that session -- a lock wait, say -- fails with BATON_ESESSION.
+ * Calls that had not been sent yet are kept. The next call (or one of
+ * those kept) makes the context open a fresh session, with a new id;
+ * calls made meanwhile wait for it (within their op_timeout_ms), and the
+ * session callback (baton_async_on_session) reports it. Locks declared
+ * lost belong to the old session: unlocking them returns BATON_ELOST and
+ * does not contact the cluster.
  *
  * Threads. The core has no threads and no locks. One context must be used
  * from one thread at a time: the thread that runs its loop. Every callback
  * runs on that thread, from inside baton_async_handle_read, _write or
- * _timeout (that is, from the caller's loop) or, with BATON_ECANCELED, from
- * inside baton_async_free. No other call ever runs a callback before it
+ * _timeout (that is, from the caller's loop) or from inside
+ * baton_async_free (see there). No other call ever runs a callback before it
  * returns. The blocking API (client/baton.h) runs a context on its own
  * internal thread.
  *
@@ -45,13 +78,18 @@
  *    lock does not count), with BATON_EUNAVAIL when no leader could be
  *    reached for that long, or with BATON_ECANCELED when the context is
  *    freed or the session closed first.
+ *  - The lost callback (baton_async_on_lost) and the session callback
+ *    (baton_async_on_session) are not tied to a call; they run in the same
+ *    order as everything else: a lock's lost callback never runs before
+ *    its lock callback.
  *  - Pointers passed to a callback (a lock name) are valid only during the
  *    callback. Inside a callback whose status is negative,
  *    baton_async_errmsg() describes that failure.
  *  - A callback may call any function of this API, including
  *    baton_async_free on its own context: the free is then deferred until
- *    the callback returns (and no further callback runs except the
- *    BATON_ECANCELED ones of the free itself).
+ *    the callback returns, and then runs the remaining callbacks as
+ *    baton_async_free says (those already due with their own status, the
+ *    rest with BATON_ECANCELED); nothing else runs after it.
  *
  * Errors are the negative codes of proto/baton_errno.h.
  */
@@ -91,6 +129,21 @@ typedef void baton_async_lock_cb(baton_async_t *ac, int status, const char *name
 
 /* An unlock or close_session ended with status (0 or a BATON_E* code). */
 typedef void baton_async_done_cb(baton_async_t *ac, int status, void *data);
+
+/*
+ * A held lock was declared lost (see "Leases and lost locks" above): the
+ * session no longer holds `lock`, granted with fencing token `fence`, and
+ * the caller must stop using what it protects. why is BATON_ESESSION (the
+ * session expired in the cluster, or its lease ran out here) or
+ * BATON_ELOST (an operator forced the release). Runs at most once per
+ * grant, on the loop's thread, like every other callback;
+ * baton_async_errmsg() describes the cause. `lock` is valid only during
+ * the callback. The lock still has to be passed to baton_async_unlock
+ * (which then returns BATON_ELOST at once) to free the client's record of
+ * it; baton_async_free frees it too.
+ */
+typedef void baton_async_lost_cb(baton_async_t *ac, const char *lock, uint64_t fence, int why,
+                                 void *data);
 
 /*
  * The event-loop hooks an adapter provides (see client/adapters/libuv.h).
@@ -168,9 +221,12 @@ int baton_async_open(baton_async_t *ac, baton_async_open_cb *cb, void *data);
  *                     released by closing the session).
  * Several calls for the same name on one context queue like separate
  * clients: each is its own waiter and they exclude each other.
+ * The callback's BATON_ESESSION means that the session ended while the
+ * call was pending (see "A fresh session" above); the next call opens a
+ * fresh session.
  * @return 0, BATON_EINVAL (bad name or wait_ms < -1), BATON_ENOMEM,
- *         BATON_ESESSION (baton_async_open not called yet, or the session
- *         failed or ended),
+ *         BATON_ESESSION (baton_async_open not called yet, or the first
+ *         session could not be opened),
  *         BATON_ECLOSED (baton_async_close_session was called).
  */
 int baton_async_lock(baton_async_t *ac, const char *name, int64_t wait_ms,
@@ -190,11 +246,22 @@ int baton_async_cancel(baton_async_t *ac, const char *name, void *data);
 /*
  * Release lock `name` held with `fence` (from the lock callback). cb (may
  * be NULL) gets 0, BATON_ENOTHELD (the cluster does not count this session
- * as the holder of that grant: the lock was lost or already released),
- * BATON_ETIMEDOUT / BATON_EUNAVAIL (no answer in time; the core keeps
- * trying to deliver the release until the session ends), BATON_ESESSION,
+ * as the holder of that grant: it was already released, or it was taken
+ * away and the notice of that never reached the client), BATON_ELOST (the
+ * lock was declared lost while this unlock was in flight: the cluster
+ * pushed LOST for it, or the session ended; the cluster holds it for this
+ * session no longer either way), BATON_ETIMEDOUT / BATON_EUNAVAIL (no
+ * answer in time; the core keeps trying to deliver the release until the
+ * session ends), BATON_ESESSION (the session ended while the release of a
+ * lock that this context did not know as held was in flight),
  * BATON_ECANCELED.
- * @return 0, BATON_EINVAL, BATON_ENOMEM, BATON_ESESSION, BATON_ECLOSED.
+ * @return 0, BATON_ELOST (the lock was declared lost before this call: the
+ *         lost callback ran or is queued; the client's record of it is
+ *         freed, the cluster is not contacted, cb never runs),
+ *         BATON_EINVAL, BATON_ENOMEM, BATON_ESESSION (the first session was
+ *         never opened, or failed), BATON_ECLOSED.
+ * While the context has no session (the old one ended), unlocking a lock
+ * it does not know completes with BATON_ENOTHELD without opening one.
  */
 int baton_async_unlock(baton_async_t *ac, const char *name, uint64_t fence,
                        baton_async_done_cb *cb, void *data);
@@ -207,16 +274,40 @@ int baton_async_unlock(baton_async_t *ac, const char *name, uint64_t fence,
  * BATON_ETIMEDOUT / BATON_EUNAVAIL after op_timeout_ms, in which case the
  * session lives on in the cluster until its lease runs out). The connection
  * is then closed; only baton_async_free remains to be called. New calls
- * return BATON_ECLOSED from the moment this is called.
+ * return BATON_ECLOSED from the moment this is called. Locks the session
+ * held are released by the close; they are not reported lost (unless the
+ * session ended before the close got through). If the context has no
+ * session at the time (the last one ended), cb gets 0 without any I/O.
  * @return 0, BATON_ESESSION (never opened, or already failed), BATON_ECLOSED
  *         (called twice), BATON_ENOMEM.
  */
 int baton_async_close_session(baton_async_t *ac, baton_async_done_cb *cb, void *data);
 
 /*
+ * Install the lost-lock callback (see baton_async_lost_cb); NULL removes
+ * it. It applies to every lock declared lost from now on, including those
+ * whose callbacks are queued but have not run yet. No error; a NULL ac is
+ * ignored.
+ */
+void baton_async_on_lost(baton_async_t *ac, baton_async_lost_cb *cb, void *data);
+
+/*
+ * Install the session callback; NULL removes it. It runs each time the
+ * context opens a fresh session in place of one that ended (not for the
+ * first session: that is baton_async_open's callback): cb(ac, 0, new
+ * session id, data), or cb(ac, status, 0, data) when opening it failed
+ * (BATON_EUNAVAIL, BATON_ELIMIT, ...; the calls that waited for it failed
+ * with the same status, and the next call tries again). Runs on the loop's
+ * thread, like every other callback. No error; a NULL ac is ignored.
+ */
+void baton_async_on_session(baton_async_t *ac, baton_async_open_cb *cb, void *data);
+
+/*
  * Free the context. NULL-safe. Every pending callback runs first, from
- * inside this call, with BATON_ECANCELED (the open callback too, if it has
- * not run). The session is not closed in the cluster (call
+ * inside this call: those already due (queued for the end of the current
+ * handler, lost callbacks included) with their own status, all others with
+ * BATON_ECANCELED (the open callback too, if it has not run). No lock is
+ * reported lost because of the free. The session is not closed in the cluster (call
  * baton_async_close_session first for that; otherwise its lease runs out).
  * The adapter's cleanup hook is called last. Called from inside a callback
  * of ac, the free is deferred until that callback returns.
@@ -229,7 +320,8 @@ void baton_async_handle_read(baton_async_t *ac);
 void baton_async_handle_write(baton_async_t *ac);
 void baton_async_handle_timeout(baton_async_t *ac);
 
-/* The session id, 0 until the session is open. */
+/* The session id: 0 until the session is open, and 0 again from the end of
+ * a session until a fresh one is open. */
 uint64_t baton_async_session_id(const baton_async_t *ac);
 
 /* The detailed message of the context's last error ("" if none). Valid

@@ -15,8 +15,18 @@
  *   releasing   ignore it; the release is bounded by the op timeout.
  * CMD is started with posix_spawnp(), which is fork+exec done safely for a
  * multi-threaded process, with the signal mask batonctl started with.
+ *
+ * Losing the lock. libbaton runs the lost callback (on_lost) on its I/O
+ * thread when it declares the lock lost: the session's lease ran out, the
+ * session expired in the cluster, or an operator forced the release. If
+ * CMD runs, it gets SIGTERM at once, and a "killer" thread sends SIGKILL
+ * if CMD is still there --grace milliseconds later. batonctl then exits
+ * with CTL_EXIT_LOST (76) whatever CMD's status was, and also when the
+ * release finds that the lock had been lost unnoticed (BATON_ELOST or
+ * BATON_ENOTHELD): in both cases CMD may have run without the lock.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -25,6 +35,7 @@
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client/baton.h"
@@ -34,7 +45,8 @@
 extern char **environ;
 
 const char cmd_lock_help[] =
-    "usage: batonctl lock NAME [--timeout MS] [--ttl MS] [-v] [-e ENDPOINTS] -- CMD [ARGS...]\n"
+    "usage: batonctl lock NAME [--timeout MS] [--ttl MS] [--grace MS] [-v] [-e ENDPOINTS]\n"
+    "                     -- CMD [ARGS...]\n"
     "\n"
     "Acquires lock NAME (waiting in the lock's FIFO queue), runs CMD while holding it,\n"
     "releases it when CMD exits, and exits with CMD's exit status. The '--' may be\n"
@@ -46,6 +58,8 @@ const char cmd_lock_help[] =
     "                 (Given before `lock`, --timeout bounds connecting and every\n"
     "                 request to the cluster instead.)\n"
     "  --ttl MS       session lease to ask for (default: the server's, 10 s)\n"
+    "  --grace MS     when the lock is lost, how long CMD gets between SIGTERM and\n"
+    "                 SIGKILL (default 5000; 0 sends SIGKILL at once)\n"
     "  -v, --verbose  report on stderr when the lock is acquired and released\n"
     "\n"
     "CMD's environment gets BATON_LOCK=NAME, BATON_FENCE=<fencing token> and\n"
@@ -56,30 +70,48 @@ const char cmd_lock_help[] =
     "twice). While batonctl still waits for the lock, they end the wait (the queued\n"
     "request is withdrawn) and batonctl exits with 128+N.\n"
     "\n"
+    "Losing the lock: batonctl keeps the session alive while CMD runs. If the lock\n"
+    "is lost all the same -- the session's lease ran out (batonctl could not reach\n"
+    "the cluster's leader for --ttl), the session expired in the cluster, or an\n"
+    "operator forced the lock's release -- CMD is sent SIGTERM at once and SIGKILL\n"
+    "--grace milliseconds later if it has not exited, and batonctl exits with 76\n"
+    "whatever CMD's status (which it reports on stderr). batonctl gives the lock up\n"
+    "no later than the cluster could grant it to anyone else, but CMD's SIGTERM\n"
+    "handling and --grace add to that: keep --grace short, or pass BATON_FENCE to\n"
+    "the resource. Only CMD itself is signalled, not processes it started.\n"
+    "\n"
     "Exit status:\n"
     "  CMD's status   CMD ran; 128+N if it was killed by signal N\n"
     "  64             usage error\n"
     "  69             cluster unavailable (no leader reachable within the timeouts)\n"
     "  70             the cluster refused the request, or another error\n"
     "  75             lock not acquired: busy (--timeout 0) or timed out\n"
+    "  76             the lock was lost while CMD ran (CMD was stopped), or was found\n"
+    "                 lost when it was released\n"
     "  126, 127       CMD could not be executed / was not found\n"
     "  128+N          interrupted by signal N while waiting for the lock\n";
 
-enum { OPT_WAIT = CTL_OPT_CMD_BASE, OPT_TTL, OPT_VERBOSE };
+enum { OPT_WAIT = CTL_OPT_CMD_BASE, OPT_TTL, OPT_GRACE, OPT_VERBOSE };
+
+#define DEFAULT_GRACE_MS 5000
 
 static const struct ctl_optspec lock_opts[] = {
     {"timeout", 0, 1, OPT_WAIT},
     {"ttl", 0, 1, OPT_TTL},
+    {"grace", 0, 1, OPT_GRACE},
     {"verbose", 'v', 0, OPT_VERBOSE},
     {NULL, 0, 0, 0},
 };
 
 enum phase { PH_CONNECTING, PH_WAITING, PH_RUNNING, PH_RELEASING };
 
-/* Shared between the main thread and the signal thread; guarded by mu. */
+/* Shared between the main thread, the signal thread, libbaton's I/O thread
+ * (the lost callback) and the killer thread; guarded by mu. */
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t closed_cv; /* signalled when the signal thread's close is done */
+    pthread_cond_t child_cv;  /* signalled when CMD has exited (child = 0);
+                                 uses CLOCK_MONOTONIC */
     int closed;         /* the signal thread has finished baton_close */
     enum phase phase;
     baton_t *b;         /* the session; NULL once closed */
@@ -88,6 +120,10 @@ static struct {
     sigset_t handled;   /* SIGINT, SIGTERM, SIGHUP */
     sigset_t orig_mask; /* the mask batonctl started with; CMD gets it */
     int sigpipe_ignored; /* SIGPIPE was ignored when batonctl started */
+    int lost_why;       /* the lock was declared lost: BATON_ESESSION or _ELOST */
+    int stopping;       /* CMD was sent SIGTERM because the lock was lost */
+    int64_t grace_ms;   /* --grace */
+    const char *cmd0;   /* CMD's name, for messages */
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER, .closed_cv = PTHREAD_COND_INITIALIZER};
 
 /* The signal thread: see the top of the file. */
@@ -130,6 +166,71 @@ static void *signal_thread(void *arg)
         }
     }
     return NULL;
+}
+
+/* Started when CMD got SIGTERM for a lost lock: SIGKILL it unless it exits
+ * within the grace period. The pid is only used while g.child still holds
+ * it, that is before wait_cmd reaps it, so it cannot have been reused. */
+static void *killer_thread(void *arg)
+{
+    struct timespec until;
+
+    (void)arg;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += (time_t)(g.grace_ms / 1000);
+    until.tv_nsec += (long)(g.grace_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&g.mu);
+    while (g.child > 0 && pthread_cond_timedwait(&g.child_cv, &g.mu, &until) != ETIMEDOUT) {
+    }
+    if (g.child > 0) {
+        ctl_error("%s did not exit within %" PRId64 " ms of SIGTERM: sending SIGKILL", g.cmd0,
+                  g.grace_ms);
+        kill(g.child, SIGKILL);
+    }
+    pthread_mutex_unlock(&g.mu);
+    return NULL;
+}
+
+/*
+ * libbaton declared the lock lost (on its I/O thread, which must not be
+ * held up: this only signals and starts the killer thread). If CMD runs,
+ * stop it; either way remember it for the exit status.
+ */
+static void on_lost(baton_t *b, const char *lock, uint64_t fence, int why, void *data)
+{
+    pthread_t th;
+
+    (void)b;
+    (void)data;
+    pthread_mutex_lock(&g.mu);
+    if (g.lost_why == 0) g.lost_why = why;
+    if (g.phase == PH_RUNNING && g.child > 0 && !g.stopping) {
+        g.stopping = 1;
+        ctl_error("lock %s (fence %" PRIu64 ") was lost: %s; stopping %s (SIGTERM, SIGKILL "
+                  "after %" PRId64 " ms)",
+                  lock, fence,
+                  why == BATON_ELOST ? "its release was forced"
+                                      : "the session's lease ran out or it expired",
+                  g.cmd0, g.grace_ms);
+        if (g.grace_ms == 0) {
+            kill(g.child, SIGKILL);
+        } else {
+            kill(g.child, SIGTERM);
+            if (pthread_create(&th, NULL, killer_thread, NULL) == 0)
+                pthread_detach(th);
+            else
+                kill(g.child, SIGKILL); /* no thread to wait with: no grace */
+        }
+    } else if (g.phase != PH_RUNNING) {
+        ctl_error("lock %s (fence %" PRIu64 ") was lost: %s", lock, fence,
+                  why == BATON_ELOST ? "its release was forced"
+                                     : "the session's lease ran out or it expired");
+    }
+    pthread_mutex_unlock(&g.mu);
 }
 
 /* Build CMD's environment: ours without any BATON_LOCK/FENCE/SESSION, plus
@@ -232,11 +333,9 @@ static int acquire_failed(baton_t *b, const char *name, int64_t wait_ms, int rv)
 }
 
 /*
- * Wait for CMD and turn its end into batonctl's exit status.
- *
- * This is where lost-lock handling will go: when libbaton reports the lock
- * lost (baton_on_lost, on its I/O thread), batonctl is to stop CMD (SIGTERM,
- * then SIGKILL after a grace period) and still exit with CMD's status.
+ * Wait for CMD and turn its end into CMD's exit status (which cmd_lock
+ * replaces with CTL_EXIT_LOST if the lock was lost meanwhile: on_lost has
+ * stopped CMD then).
  */
 static int wait_cmd(pid_t pid)
 {
@@ -251,6 +350,7 @@ static int wait_cmd(pid_t pid)
     pthread_mutex_lock(&g.mu);
     g.phase = PH_RELEASING;
     g.child = 0;
+    pthread_cond_broadcast(&g.child_cv);
     pthread_mutex_unlock(&g.mu);
     while (waitpid(pid, &status, 0) < 0) {
         if (errno != EINTR) {
@@ -281,8 +381,8 @@ int cmd_lock(struct ctl_opts *o, int argc, char **argv)
     struct ctl_optiter it;
     const char *arg, *name = NULL, *eps[CTL_MAX_ENDPOINTS];
     char err[512], *storage, **cmd = NULL, **env;
-    int64_t wait_ms = -1, ttl_ms = 0;
-    int id, rv, verbose = 0, sig;
+    int64_t wait_ms = -1, ttl_ms = 0, grace_ms = DEFAULT_GRACE_MS;
+    int id, rv, verbose = 0, sig, lost, spawned = 0;
     baton_opts bo;
     baton_t *b = NULL;
     baton_lock_t *l = NULL;
@@ -306,6 +406,9 @@ int cmd_lock(struct ctl_opts *o, int argc, char **argv)
         } else if (id == OPT_TTL) {
             if (ctl_parse_ms(arg, &ttl_ms) != 0 || ttl_ms == 0)
                 return ctl_usage_error("lock", "bad --ttl '%s' (positive milliseconds)", arg);
+        } else if (id == OPT_GRACE) {
+            if (ctl_parse_ms(arg, &grace_ms) != 0)
+                return ctl_usage_error("lock", "bad --grace '%s' (milliseconds)", arg);
         } else if (id == OPT_VERBOSE) {
             verbose = 1;
         } else {
@@ -322,6 +425,16 @@ int cmd_lock(struct ctl_opts *o, int argc, char **argv)
     rv = ctl_split_endpoints(o->endpoints, storage, eps, CTL_MAX_ENDPOINTS, err, sizeof err);
     free(storage);
     if (rv < 0) return ctl_usage_error("lock", "%s", err);
+
+    g.grace_ms = grace_ms;
+    g.cmd0 = cmd[0];
+    {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&g.child_cv, &ca);
+        pthread_condattr_destroy(&ca);
+    }
 
     /* Signals go to the signal thread from here on, in every thread. */
     g.sigpipe_ignored = sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
@@ -352,6 +465,7 @@ int cmd_lock(struct ctl_opts *o, int argc, char **argv)
         return rv == BATON_EUNAVAIL ? CTL_EXIT_UNAVAIL : CTL_EXIT_SOFTWARE;
     }
 
+    baton_on_lost(b, on_lost, NULL);
     pthread_mutex_lock(&g.mu);
     g.b = b;
     g.phase = PH_WAITING;
@@ -390,10 +504,16 @@ int cmd_lock(struct ctl_opts *o, int argc, char **argv)
         rv = CTL_EXIT_SOFTWARE;
     } else {
         /* The mutex makes the child's pid visible to the signal thread
-         * before it can forward anything. */
+         * and to on_lost before they can act; a lock lost before CMD
+         * could start means CMD does not start at all. */
         pthread_mutex_lock(&g.mu);
-        rv = spawn_cmd(cmd, env, &pid);
-        if (rv == 0) g.child = pid;
+        if (g.lost_why != 0) {
+            rv = CTL_EXIT_LOST;
+        } else {
+            rv = spawn_cmd(cmd, env, &pid);
+            if (rv == 0) g.child = pid;
+            spawned = rv == 0;
+        }
         pthread_mutex_unlock(&g.mu);
         free_env(env);
         if (rv == 0) rv = wait_cmd(pid);
@@ -401,16 +521,28 @@ int cmd_lock(struct ctl_opts *o, int argc, char **argv)
 
     pthread_mutex_lock(&g.mu);
     g.phase = PH_RELEASING;
+    lost = g.lost_why;
     pthread_mutex_unlock(&g.mu);
+    if (lost != 0 && spawned) {
+        ctl_error("lock %s was lost while %s ran; %s ended with status %d", name, cmd[0],
+                  cmd[0], rv);
+        rv = CTL_EXIT_LOST;
+    } else if (lost != 0 && rv == CTL_EXIT_LOST) {
+        ctl_error("lock %s was lost before %s could start", name, cmd[0]);
+    }
     {
         int urv = baton_unlock(l);
-        if (urv == BATON_ENOTHELD)
-            ctl_error("warning: lock %s was lost while %s ran (%s)", name, cmd[0],
-                      baton_errmsg(b));
-        else if (urv != 0)
+        if ((urv == BATON_ELOST || urv == BATON_ENOTHELD) && lost == 0) {
+            /* Found lost only now: the cluster may have taken it away
+             * while CMD ran, so CMD's work cannot be trusted to have been
+             * done under the lock. */
+            ctl_error("lock %s was lost before it could be released (%s)", name, baton_errmsg(b));
+            if (spawned) rv = CTL_EXIT_LOST;
+        } else if (urv != 0 && urv != BATON_ELOST && urv != BATON_ENOTHELD) {
             ctl_error("warning: releasing lock %s: %s", name, baton_errmsg(b));
-        else if (verbose)
+        } else if (urv == 0 && verbose) {
             ctl_error("released lock %s", name);
+        }
     }
     close_session();
     return rv;

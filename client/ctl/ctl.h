@@ -31,6 +31,7 @@
 #define CTL_EXIT_UNAVAIL 69    /* EX_UNAVAILABLE: no node reachable, or no leader */
 #define CTL_EXIT_SOFTWARE 70   /* EX_SOFTWARE: the server refused, protocol or internal error */
 #define CTL_EXIT_TEMPFAIL 75   /* EX_TEMPFAIL: lock not acquired (busy / timed out) */
+#define CTL_EXIT_LOST 76       /* lock: the lock was lost while CMD ran (CMD was stopped) */
 #define CTL_EXIT_CANNOT_EXEC 126 /* lock: CMD exists but could not be executed */
 #define CTL_EXIT_NOT_FOUND 127 /* lock: CMD not found */
 /* 128+N: lock: CMD was killed by signal N, or batonctl was interrupted by

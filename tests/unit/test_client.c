@@ -10,9 +10,13 @@
  * grants and pushes like the protocol says, and can be told to misbehave:
  * answer REDIRECT to another fake, answer NO_LEADER a number of times, drop
  * a connection right after a QUEUED reply, never answer ACQUIRE, ignore wait
- * deadlines, or claim another protocol version. It has no Raft, no
- * persistence and no leases; it only has to be faithful enough for the
- * client's side of the protocol.
+ * deadlines, or claim another protocol version. It answers KEEPALIVE (and
+ * can be told to stop answering it), and a test can make it expire a
+ * session (LOST pushes for its locks, then SESSION_EXPIRED), force the
+ * release of one lock (a LOST push), forget a session without a word, or
+ * drop every connection. It has no Raft, no persistence and no lease timers
+ * of its own; it only has to be faithful enough for the client's side of
+ * the protocol.
  *
  * Async tests drive a private uv loop, count every callback and check the
  * exact numbers, and end with every handle closed and uv_loop_close() == 0.
@@ -67,7 +71,10 @@ static void sleep_ms(unsigned ms)
 #define FK_WAITERS 64
 #define FK_DEDUP 8192
 
+struct fake;
+
 struct fk_conn {
+    struct fake *f;
     int fd;
     uint64_t id;
     bool hello;
@@ -116,11 +123,21 @@ struct fake {
     int drop_after_queued; /* close the connection after the next N QUEUED replies */
     int drop_unanswered;   /* apply the next N ACQUIREs but close instead of replying */
     uint32_t hello_version;
+    bool ka_silent;        /* do not answer KEEPALIVE */
+
+    /* Actions a test asks for; the fake thread performs them (under mu)
+     * within a few ms and clears them. */
+    uint64_t do_expire;    /* expire this session: LOST pushes, SESSION_EXPIRED */
+    uint64_t do_forget;    /* forget this session without telling anyone */
+    char do_force[64];     /* force the release of this lock: LOST push */
+    bool do_drop_all;      /* close every connection */
 
     /* Counters. */
     int n_conns, n_open, n_acquire, n_release, n_cancel, n_close, n_redirect, n_no_leader;
-    int n_dedup_hits;
+    int n_dedup_hits, n_keepalive, n_keepalive_ok;
     uint64_t last_acquire_seq, last_ack_below;
+    uint64_t last_ka_req_id, last_ka_conn; /* of the last KEEPALIVE received */
+    uint64_t last_ok_at;   /* when the last RESULT OK / SESSION was sent (now_ms) */
 
     /* State, fake thread only. */
     struct fk_conn conns[FK_CONNS];
@@ -216,6 +233,7 @@ static void fk_result(struct fk_conn *c, uint64_t req_id, int32_t status, uint8_
 {
     struct msg m = {.type = MSG_RESULT, .req_id = req_id};
 
+    if (status != BATON_ESESSION) c->f->last_ok_at = now_ms(); /* under f->mu */
     m.u.result.status = status;
     m.u.result.kind = kind;
     m.u.result.value = value;
@@ -409,6 +427,13 @@ static void fk_handle(struct fake *f, struct fk_conn *c, const struct msg *m)
         fk_send(c, &r);
         return;
     }
+    /* A request naming a session the fake does not know (any more). */
+    if ((m->type == MSG_ACQUIRE && !f->silent_acquire && !fk_session(f, m->u.acquire.session)) ||
+        (m->type == MSG_RELEASE && !fk_session(f, m->u.release.session)) ||
+        (m->type == MSG_CANCEL && !fk_session(f, m->u.cancel.session))) {
+        fk_result(c, m->req_id, BATON_ESESSION, RESULT_OK, 0);
+        return;
+    }
     switch (m->type) {
     case MSG_OPEN_SESSION:
         f->n_open++;
@@ -419,7 +444,21 @@ static void fk_handle(struct fake *f, struct fk_conn *c, const struct msg *m)
         r.type = MSG_SESSION;
         r.u.session.session = f->next_session;
         r.u.session.ttl_ms = m->u.open_session.ttl_ms ? m->u.open_session.ttl_ms : 10000;
+        f->last_ok_at = now_ms();
         fk_send(c, &r);
+        return;
+    case MSG_KEEPALIVE:
+        f->n_keepalive++;
+        f->last_ka_req_id = m->req_id;
+        f->last_ka_conn = c->id;
+        if (f->ka_silent) return;
+        if (fk_session(f, m->u.keepalive.session) == NULL) {
+            fk_result(c, m->req_id, BATON_ESESSION, RESULT_OK, 0);
+            return;
+        }
+        f->n_keepalive_ok++;
+        fk_attach(f, m->u.keepalive.session, c->id);
+        fk_result(c, m->req_id, 0, RESULT_OK, 0);
         return;
     case MSG_ACQUIRE:
         f->n_acquire++;
@@ -479,6 +518,75 @@ static void fk_expire_waits(struct fake *f)
     }
 }
 
+/* Push LOST for the lock l that session s holds, and free the lock for the
+ * next waiter. */
+static void fk_take_away(struct fake *f, struct fk_lock *l, int32_t status)
+{
+    struct msg m = {.type = MSG_LOST};
+
+    m.u.lost.session = l->holder_session;
+    m.u.lost.waiter = l->holder_waiter;
+    m.u.lost.fence = l->fence;
+    m.u.lost.status = status;
+    m.u.lost.lock.p = l->name;
+    m.u.lost.lock.n = l->len;
+    fk_push(f, l->holder_session, &m);
+    l->holder_session = l->holder_waiter = 0;
+    fk_grant_next(f, l);
+}
+
+/* Expire session s as batond does: a LOST push per lock it held, its waits
+ * dropped, SESSION_EXPIRED, and it is gone. */
+static void fk_expire_session(struct fake *f, uint64_t s)
+{
+    struct msg m = {.type = MSG_SESSION_EXPIRED};
+
+    for (int i = 0; i < f->nlocks; i++) {
+        struct fk_lock *l = &f->locks[i];
+        for (int j = l->nq - 1; j >= 0; j--)
+            if (l->q[j].session == s) fk_remove_waiter(l, j);
+        if (l->holder_session == s) fk_take_away(f, l, BATON_ESESSION);
+    }
+    m.u.session_expired.session = s;
+    fk_push(f, s, &m);
+    for (int i = 0; i < f->nsessions; i++)
+        if (f->sessions[i].id == s) f->sessions[i] = f->sessions[--f->nsessions];
+}
+
+/* Perform what the test asked for (under mu). */
+static void fk_actions(struct fake *f)
+{
+    if (f->do_expire) {
+        fk_expire_session(f, f->do_expire);
+        f->do_expire = 0;
+    }
+    if (f->do_forget) {
+        /* Like an expiry whose pushes got lost on the way. */
+        for (int i = 0; i < f->nlocks; i++) {
+            struct fk_lock *l = &f->locks[i];
+            for (int j = l->nq - 1; j >= 0; j--)
+                if (l->q[j].session == f->do_forget) fk_remove_waiter(l, j);
+            if (l->holder_session == f->do_forget) {
+                l->holder_session = l->holder_waiter = 0;
+                fk_grant_next(f, l);
+            }
+        }
+        for (int i = 0; i < f->nsessions; i++)
+            if (f->sessions[i].id == f->do_forget) f->sessions[i] = f->sessions[--f->nsessions];
+        f->do_forget = 0;
+    }
+    if (f->do_force[0]) {
+        struct pstr name = {f->do_force, (uint16_t)strlen(f->do_force)};
+        struct fk_lock *l = fk_lock(f, name, false);
+        if (l && l->holder_session) fk_take_away(f, l, BATON_ELOST);
+        f->do_force[0] = '\0';
+    }
+    if (f->do_drop_all) {
+        for (int i = 0; i < f->nconns; i++) f->conns[i].dead = true;
+        f->do_drop_all = false;
+    }
+}
+
 static void fk_read(struct fake *f, struct fk_conn *c)
 {
     size_t off = 0, flen;
@@ -529,6 +637,7 @@ static void *fk_main(void *arg)
                 if (f->nconns == FK_CONNS) FAIL("fake: too many connections");
                 memset(&f->conns[f->nconns], 0, sizeof f->conns[0]);
                 f->conns[f->nconns].fd = fd;
+                f->conns[f->nconns].f = f;
                 f->conns[f->nconns].id = ++f->next_conn_id;
                 f->nconns++;
                 pthread_mutex_lock(&f->mu);
@@ -540,6 +649,7 @@ static void *fk_main(void *arg)
             if (p[i].revents) fk_read(f, &f->conns[i - 2]);
         pthread_mutex_lock(&f->mu);
         fk_expire_waits(f);
+        fk_actions(f);
         pthread_mutex_unlock(&f->mu);
         for (int i = 0; i < f->nconns;) {
             if (!f->conns[i].dead) {
@@ -608,6 +718,22 @@ static int64_t fk_get_(struct fake *f, const void *field, size_t size)
     return v;
 }
 #define FK_GET(f, field) fk_get_((f), &(f)->field, sizeof (f)->field)
+
+/* Set a behaviour or ask for an action, under mu. */
+#define FK_SET(f, field, value)          \
+    do {                                 \
+        pthread_mutex_lock(&(f)->mu);    \
+        (f)->field = (value);            \
+        pthread_mutex_unlock(&(f)->mu);  \
+    } while (0)
+
+/* Ask the fake to force the release of lock `name`. */
+static void fk_force(struct fake *f, const char *name)
+{
+    pthread_mutex_lock(&f->mu);
+    snprintf(f->do_force, sizeof f->do_force, "%s", name);
+    pthread_mutex_unlock(&f->mu);
+}
 
 /* An address where nothing listens (bound, then closed again). */
 static void dead_addr(char *out, size_t n)
@@ -708,11 +834,13 @@ static void tloop_done(struct tloop *t)
     ASSERT_EQ(uv_loop_close(&t->loop), 0);
 }
 
-/* A context on t's loop, opened against endpoints; waits for the open. */
-static baton_async_t *a_open(struct tloop *t, const char *eps, unsigned op_ms, int want_status)
+/* A context on t's loop, opened against endpoints with a session lease of
+ * ttl_ms (0: the default); waits for the open. */
+static baton_async_t *a_open_ttl(struct tloop *t, const char *eps, unsigned op_ms, unsigned ttl_ms,
+                                 int want_status)
 {
     baton_opts o = {.endpoints = eps, .client_name = "test", .op_timeout_ms = op_ms,
-                    .connect_timeout_ms = 2000};
+                    .connect_timeout_ms = 2000, .session_ttl_ms = ttl_ms};
     struct rec r = {0};
     baton_async_t *ac;
 
@@ -724,6 +852,55 @@ static baton_async_t *a_open(struct tloop *t, const char *eps, unsigned op_ms, i
     ASSERT_EQ(r.status, want_status);
     if (want_status == 0) ASSERT_UEQ(r.value, baton_async_session_id(ac));
     return ac;
+}
+
+static baton_async_t *a_open(struct tloop *t, const char *eps, unsigned op_ms, int want_status)
+{
+    return a_open_ttl(t, eps, op_ms, 0, want_status);
+}
+
+/* What the lost callback saw, lock by lock. */
+#define LOST_MAX 8
+struct lostrec {
+    int calls;
+    struct {
+        char name[32];
+        uint64_t fence;
+        int why;
+        uint64_t at;   /* now_ms() */
+        int order;     /* in cb_seq */
+        char err[256];
+        int unlock_rv; /* of baton_async_unlock called inside, if unlock_inside */
+    } e[LOST_MAX];
+    bool unlock_inside; /* unlock each lost lock from inside the callback */
+    baton_async_t *free_me; /* free this context from inside the callback */
+};
+
+static void rec_lost(baton_async_t *ac, const char *lock, uint64_t fence, int why, void *data)
+{
+    struct lostrec *l = data;
+    int i = l->calls++;
+
+    ASSERT(i < LOST_MAX);
+    snprintf(l->e[i].name, sizeof l->e[i].name, "%s", lock);
+    l->e[i].fence = fence;
+    l->e[i].why = why;
+    l->e[i].at = now_ms();
+    l->e[i].order = ++cb_seq;
+    snprintf(l->e[i].err, sizeof l->e[i].err, "%s", baton_async_errmsg(ac));
+    if (l->unlock_inside) l->e[i].unlock_rv = baton_async_unlock(ac, lock, fence, NULL, NULL);
+    if (l->free_me) baton_async_free(l->free_me);
+}
+
+/* Find the lost record of lock `name`: true, with its index in *idx. */
+static bool lost_find(const struct lostrec *l, const char *name, int *idx)
+{
+    for (int i = 0; i < l->calls; i++)
+        if (strcmp(l->e[i].name, name) == 0) {
+            *idx = i;
+            return true;
+        }
+    return false;
 }
 
 /* Close the session, then free. */
@@ -1338,6 +1515,304 @@ TEST(async_many_pipelined)
     fake_stop(f);
 }
 
+
+/* ==== sessions, leases and lost locks ============================================= */
+
+/* An idle session sends a keepalive about every ttl/3, from req_ids that
+ * cannot be taken for seqs, and keeps its locks. */
+TEST(async_keepalive_interval)
+{
+    struct fake *f = fake_start();
+    struct tloop t;
+    baton_async_t *ac;
+    struct lostrec lr = {0};
+    struct rec r;
+    int n;
+
+    tloop_init(&t);
+    ac = a_open_ttl(&t, f->addr, 0, 600, 0);
+    baton_async_on_lost(ac, rec_lost, &lr);
+    r = a_lock(&t, ac, "k", BATON_WAIT_FOREVER);
+    ASSERT_EQ(r.status, 0);
+    run_for(&t, 2000);
+    /* 2000 ms / 200 ms = 10; allow for timer slack either way. */
+    n = (int)FK_GET(f, n_keepalive);
+    ASSERT_GE(n, 7);
+    ASSERT_LE(n, 12);
+    ASSERT_UEQ((uint64_t)FK_GET(f, last_ka_req_id) >> 63, 1);
+    ASSERT_EQ(lr.calls, 0);
+    ASSERT_EQ(FK_GET(f, n_open), 1);
+    ASSERT_EQ(a_unlock(&t, ac, "k", r.value), 0);
+    ASSERT_EQ(baton_async_pending(ac), 0);
+    a_close(&t, ac);
+    tloop_done(&t);
+    fake_stop(f);
+}
+
+/* The fake stops answering keepalives: once ttl has passed since the send
+ * of the last acknowledged one, every held lock is declared lost (once),
+ * unlocking them says BATON_ELOST without I/O, and the next call gets a
+ * fresh session. */
+TEST(async_lease_runs_out)
+{
+    struct fake *f = fake_start();
+    struct tloop t;
+    baton_async_t *ac;
+    struct lostrec lr = {0};
+    struct rec ra, rb, rc, rs = {0}, ru = {0};
+    uint64_t s1, last_ok;
+    int i;
+
+    tloop_init(&t);
+    ac = a_open_ttl(&t, f->addr, 0, 600, 0);
+    baton_async_on_lost(ac, rec_lost, &lr);
+    baton_async_on_session(ac, rec_open, &rs);
+    s1 = baton_async_session_id(ac);
+    ra = a_lock(&t, ac, "a", BATON_WAIT_FOREVER);
+    rb = a_lock(&t, ac, "b", BATON_WAIT_FOREVER);
+    ASSERT_EQ(ra.status, 0);
+    ASSERT_EQ(rb.status, 0);
+    run_for(&t, 450); /* two keepalives or so are acknowledged */
+    ASSERT_GE(FK_GET(f, n_keepalive_ok), 1);
+    FK_SET(f, ka_silent, true);
+    run_until(&t, &lr.calls, 2, 3000);
+    last_ok = (uint64_t)FK_GET(f, last_ok_at);
+    ASSERT(lost_find(&lr, "a", &i));
+    ASSERT_UEQ(lr.e[i].fence, ra.value);
+    ASSERT(lost_find(&lr, "b", &i));
+    ASSERT_UEQ(lr.e[i].fence, rb.value);
+    for (i = 0; i < 2; i++) {
+        ASSERT_EQ(lr.e[i].why, BATON_ESESSION);
+        ASSERT(strstr(lr.e[i].err, "lease ran out") != NULL);
+        /* Not after the lease ends: it was sent before the fake answered
+         * it (a little slack for the loop's wake-up)... */
+        ASSERT_LE(lr.e[i].at, last_ok + 600 + 100);
+        /* ...and not long before either. */
+        ASSERT_GE(lr.e[i].at + 100, last_ok + 600);
+    }
+    ASSERT_EQ(baton_async_session_id(ac), 0);
+    /* The lock is gone: unlocking says so at once, and runs no callback. */
+    ASSERT_EQ(baton_async_unlock(ac, "a", ra.value, rec_done, &ru), BATON_ELOST);
+    ASSERT(strstr(baton_async_errmsg(ac), "lost") != NULL);
+    /* The next call opens a fresh session. */
+    FK_SET(f, ka_silent, false);
+    rc = a_lock(&t, ac, "c", BATON_WAIT_TRY);
+    ASSERT_EQ(rc.status, 0);
+    ASSERT_EQ(rs.calls, 1);
+    ASSERT_EQ(rs.status, 0);
+    ASSERT(rs.value != 0 && rs.value != s1);
+    ASSERT_UEQ(rs.value, baton_async_session_id(ac));
+    ASSERT_EQ(FK_GET(f, n_open), 2);
+    ASSERT_EQ(baton_async_unlock(ac, "b", rb.value, rec_done, &ru), BATON_ELOST);
+    run_for(&t, 100);
+    ASSERT_EQ(lr.calls, 2);
+    ASSERT_EQ(ru.calls, 0);
+    ASSERT_EQ(a_unlock(&t, ac, "c", rc.value), 0);
+    a_close(&t, ac);
+    tloop_done(&t);
+    fake_stop(f);
+}
+
+/* A LOST push for one lock: only that one is lost (BATON_ELOST), the next
+ * waiter gets it, the other lock stays held. Unlocking a lost lock from
+ * inside the lost callback works and returns BATON_ELOST. */
+TEST(async_lost_push_one_lock)
+{
+    struct fake *f = fake_start();
+    struct tloop t;
+    baton_async_t *a, *b;
+    struct lostrec lr = {.unlock_inside = true};
+    struct rec rx, ry, rw = {0};
+
+    tloop_init(&t);
+    a = a_open(&t, f->addr, 0, 0);
+    b = a_open(&t, f->addr, 0, 0);
+    baton_async_on_lost(a, rec_lost, &lr);
+    rx = a_lock(&t, a, "x", BATON_WAIT_FOREVER);
+    ry = a_lock(&t, a, "y", BATON_WAIT_FOREVER);
+    ASSERT_EQ(baton_async_lock(b, "x", BATON_WAIT_FOREVER, rec_lock, &rw), 0);
+    run_for(&t, 50);
+    ASSERT_EQ(rw.calls, 0);
+    fk_force(f, "x");
+    run_until(&t, &lr.calls, 1, 3000);
+    run_until(&t, &rw.calls, 1, 3000);
+    ASSERT_STREQ(lr.e[0].name, "x");
+    ASSERT_UEQ(lr.e[0].fence, rx.value);
+    ASSERT_EQ(lr.e[0].why, BATON_ELOST);
+    ASSERT(strstr(lr.e[0].err, "forced") != NULL);
+    ASSERT_EQ(lr.e[0].unlock_rv, BATON_ELOST);
+    ASSERT_EQ(rw.status, 0);
+    ASSERT_ULT(rx.value, rw.value);
+    run_for(&t, 100);
+    ASSERT_EQ(lr.calls, 1);
+    /* The session lives on, and so does y. */
+    ASSERT_EQ(a_unlock(&t, a, "y", ry.value), 0);
+    ASSERT_EQ(a_unlock(&t, b, "x", rw.value), 0);
+    ASSERT_EQ(FK_GET(f, n_open), 2);
+    a_close(&t, a);
+    a_close(&t, b);
+    tloop_done(&t);
+    fake_stop(f);
+}
+
+/* SESSION_EXPIRED (after the LOST pushes): every held lock is lost once,
+ * the pending wait fails with BATON_ESESSION after the lost callbacks, and
+ * the next call opens a fresh session. */
+TEST(async_session_expired)
+{
+    struct fake *f = fake_start();
+    struct tloop t;
+    baton_async_t *a, *b;
+    struct lostrec lr = {0};
+    struct rec rp, rq, rb, rw = {0}, rn, rs = {0};
+    uint64_t s1;
+    int i;
+
+    tloop_init(&t);
+    a = a_open(&t, f->addr, 0, 0);
+    b = a_open(&t, f->addr, 0, 0);
+    baton_async_on_lost(a, rec_lost, &lr);
+    baton_async_on_session(a, rec_open, &rs);
+    s1 = baton_async_session_id(a);
+    rp = a_lock(&t, a, "p", BATON_WAIT_FOREVER);
+    rq = a_lock(&t, a, "q", BATON_WAIT_FOREVER);
+    rb = a_lock(&t, b, "w", BATON_WAIT_FOREVER);
+    ASSERT_EQ(baton_async_lock(a, "w", BATON_WAIT_FOREVER, rec_lock, &rw), 0);
+    run_for(&t, 50);
+    FK_SET(f, do_expire, s1);
+    run_until(&t, &lr.calls, 2, 3000);
+    run_until(&t, &rw.calls, 1, 3000);
+    ASSERT(lost_find(&lr, "p", &i));
+    ASSERT_UEQ(lr.e[i].fence, rp.value);
+    ASSERT(lost_find(&lr, "q", &i));
+    ASSERT_UEQ(lr.e[i].fence, rq.value);
+    for (i = 0; i < 2; i++) {
+        ASSERT_EQ(lr.e[i].why, BATON_ESESSION);
+        ASSERT(lr.e[i].order < rw.order);
+    }
+    ASSERT_EQ(rw.status, BATON_ESESSION);
+    ASSERT_EQ(baton_async_session_id(a), 0);
+    ASSERT_EQ(rs.calls, 0); /* no fresh session until a call needs one */
+    rn = a_lock(&t, a, "n", BATON_WAIT_TRY);
+    ASSERT_EQ(rn.status, 0);
+    ASSERT_EQ(rs.calls, 1);
+    ASSERT_EQ(rs.status, 0);
+    ASSERT(rs.value != s1);
+    ASSERT_UEQ(baton_async_session_id(a), rs.value);
+    ASSERT_EQ(FK_GET(f, n_open), 3);
+    ASSERT_EQ(baton_async_unlock(a, "p", rp.value, NULL, NULL), BATON_ELOST);
+    ASSERT_EQ(baton_async_unlock(a, "q", rq.value, NULL, NULL), BATON_ELOST);
+    run_for(&t, 100);
+    ASSERT_EQ(lr.calls, 2);
+    ASSERT_EQ(rw.calls, 1);
+    ASSERT_EQ(a_unlock(&t, a, "n", rn.value), 0);
+    ASSERT_EQ(a_unlock(&t, b, "w", rb.value), 0);
+    a_close(&t, a);
+    a_close(&t, b);
+    tloop_done(&t);
+    fake_stop(f);
+}
+
+/* The cluster forgot the session without a push: the next keepalive is
+ * answered BATON_ESESSION, which ends the session long before its lease
+ * would have run out here. */
+TEST(async_keepalive_esession)
+{
+    struct fake *f = fake_start();
+    struct tloop t;
+    baton_async_t *ac;
+    struct lostrec lr = {0};
+    struct rec r, r2;
+    uint64_t t0;
+
+    tloop_init(&t);
+    ac = a_open_ttl(&t, f->addr, 0, 3000, 0);
+    baton_async_on_lost(ac, rec_lost, &lr);
+    r = a_lock(&t, ac, "k", BATON_WAIT_FOREVER);
+    ASSERT_EQ(r.status, 0);
+    t0 = now_ms();
+    FK_SET(f, do_forget, baton_async_session_id(ac));
+    run_until(&t, &lr.calls, 1, 3000);
+    ASSERT_LT(now_ms() - t0, 2000); /* the next keepalive, at most ttl/3 later */
+    ASSERT_EQ(lr.e[0].why, BATON_ESESSION);
+    ASSERT(strstr(lr.e[0].err, "keepalive") != NULL);
+    r2 = a_lock(&t, ac, "k", BATON_WAIT_TRY); /* the forgotten session's hold is gone too */
+    ASSERT_EQ(r2.status, 0);
+    ASSERT_EQ(FK_GET(f, n_open), 2);
+    ASSERT_EQ(a_unlock(&t, ac, "k", r2.value), 0);
+    ASSERT_EQ(baton_async_unlock(ac, "k", r.value, NULL, NULL), BATON_ELOST);
+    a_close(&t, ac);
+    tloop_done(&t);
+    fake_stop(f);
+}
+
+/* After a reconnect the client says KEEPALIVE at once (not ttl/3 later),
+ * so that the node knows where the session is, and keeps its lock. */
+TEST(async_reconnect_sends_keepalive)
+{
+    struct fake *f = fake_start();
+    struct tloop t;
+    baton_async_t *ac;
+    struct lostrec lr = {0};
+    struct rec r;
+    uint64_t t0;
+
+    tloop_init(&t);
+    ac = a_open(&t, f->addr, 0, 0); /* ttl 10 s: keepalives every 3.3 s */
+    baton_async_on_lost(ac, rec_lost, &lr);
+    r = a_lock(&t, ac, "k", BATON_WAIT_FOREVER);
+    ASSERT_EQ(FK_GET(f, n_keepalive), 0);
+    FK_SET(f, do_drop_all, true);
+    t0 = now_ms();
+    while (FK_GET(f, n_keepalive) == 0) {
+        if (now_ms() - t0 > 1000) FAIL("no keepalive after the reconnect");
+        run_for(&t, 10);
+    }
+    ASSERT_EQ(FK_GET(f, n_conns), 2);
+    ASSERT_EQ(FK_GET(f, last_ka_conn), 2); /* on the new connection */
+    ASSERT_EQ(a_unlock(&t, ac, "k", r.value), 0);
+    ASSERT_EQ(lr.calls, 0);
+    a_close(&t, ac);
+    tloop_done(&t);
+    fake_stop(f);
+}
+
+/* Freeing the context from inside a lost callback is deferred: the other
+ * lost callback and the failed wait, queued with it (the lease ran out, so
+ * all three were settled in one go), still run once each with their own
+ * status. */
+TEST(async_free_in_lost_callback)
+{
+    struct fake *f = fake_start();
+    struct tloop t;
+    baton_async_t *a, *b;
+    struct lostrec lr = {0};
+    struct rec rp, rq, rb, rw = {0};
+
+    tloop_init(&t);
+    a = a_open_ttl(&t, f->addr, 0, 600, 0);
+    b = a_open(&t, f->addr, 0, 0);
+    baton_async_on_lost(a, rec_lost, &lr);
+    rp = a_lock(&t, a, "p", BATON_WAIT_FOREVER);
+    rq = a_lock(&t, a, "q", BATON_WAIT_FOREVER);
+    rb = a_lock(&t, b, "w", BATON_WAIT_FOREVER);
+    ASSERT_EQ(rp.status | rq.status | rb.status, 0);
+    ASSERT_EQ(baton_async_lock(a, "w", BATON_WAIT_FOREVER, rec_lock, &rw), 0);
+    run_for(&t, 50);
+    lr.free_me = a;
+    FK_SET(f, ka_silent, true);
+    run_until(&t, &rw.calls, 1, 3000);
+    ASSERT_EQ(lr.calls, 2);
+    ASSERT_EQ(rw.status, BATON_ESESSION);
+    run_for(&t, 50);
+    ASSERT_EQ(lr.calls, 2);
+    ASSERT_EQ(rw.calls, 1);
+    ASSERT_EQ(a_unlock(&t, b, "w", rb.value), 0);
+    a_close(&t, b);
+    tloop_done(&t);
+    fake_stop(f);
+}
+
 /* ==== blocking API ================================================================= */
 
 static baton_t *b_connect(const char *eps)
@@ -1540,6 +2015,134 @@ TEST(blocking_redirect_and_no_leader)
     fake_stop(fb);
 }
 
+/* What the blocking lost callback saw; written on the I/O thread, read by
+ * the test's thread. */
+struct blost {
+    atomic_int calls;
+    atomic_int why;
+    atomic_int on_io_thread;   /* 1 if it ran on a thread other than the test's */
+    atomic_int unlock_rv;      /* baton_unlock of `inside` from the callback */
+    atomic_int lock_rv;        /* baton_trylock from the callback */
+    _Atomic(baton_lock_t *) inside; /* unlock this one from the callback */
+    pthread_t test_thread;
+};
+
+static void blost_cb(baton_t *b, const char *lock, uint64_t fence, int why, void *data)
+{
+    struct blost *bl = data;
+    baton_lock_t *l = atomic_load(&bl->inside), *l2 = NULL;
+
+    (void)fence;
+    atomic_store(&bl->why, why);
+    atomic_store(&bl->on_io_thread, !pthread_equal(pthread_self(), bl->test_thread));
+    if (l && strcmp(lock, baton_lock_name(l)) == 0) {
+        atomic_store(&bl->inside, NULL);
+        atomic_store(&bl->unlock_rv, baton_unlock(l));
+        atomic_store(&bl->lock_rv, baton_trylock(b, "other", &l2));
+    }
+    atomic_fetch_add(&bl->calls, 1);
+}
+
+static void wait_atomic(atomic_int *v, int want, unsigned ms)
+{
+    uint64_t end = now_ms() + ms;
+
+    while (atomic_load(v) < want) {
+        if (now_ms() > end) FAIL("still %d of %d after %u ms", atomic_load(v), want, ms);
+        sleep_ms(5);
+    }
+}
+
+/* The blocking API: the lease runs out while the caller's thread is busy
+ * (the fake stops answering keepalives); the lost callback runs on the I/O
+ * thread once per lock, can unlock there without waiting but cannot lock;
+ * the caller's unlock says BATON_ELOST; the next call gets a fresh session. */
+TEST(blocking_lost_callback)
+{
+    struct fake *f = fake_start();
+    baton_opts o = {.endpoints = f->addr, .session_ttl_ms = 600};
+    struct blost bl = {0};
+    baton_t *b = NULL;
+    baton_lock_t *lx, *ly, *lz;
+    uint64_t s1;
+
+    bl.test_thread = pthread_self();
+    ASSERT_EQ(baton_connect(&o, &b), 0);
+    baton_on_lost(b, blost_cb, &bl);
+    s1 = baton_session_id(b);
+    ASSERT_EQ(baton_lock(b, "x", &lx), 0);
+    ASSERT_EQ(baton_lock(b, "y", &ly), 0);
+    atomic_store(&bl.inside, lx);
+    sleep_ms(300);
+    FK_SET(f, ka_silent, true);
+    wait_atomic(&bl.calls, 2, 3000);
+    ASSERT_EQ(atomic_load(&bl.why), BATON_ESESSION);
+    ASSERT_EQ(atomic_load(&bl.on_io_thread), 1);
+    ASSERT_EQ(atomic_load(&bl.unlock_rv), BATON_ELOST);
+    ASSERT_EQ(atomic_load(&bl.lock_rv), BATON_EBUSY);
+    FK_SET(f, ka_silent, false);
+    ASSERT_EQ(baton_unlock(ly), BATON_ELOST);
+    ASSERT(strstr(baton_errmsg(b), "lost") != NULL);
+    ASSERT_UEQ(baton_session_id(b), s1); /* until the fresh one opens */
+    ASSERT_EQ(baton_lock(b, "z", &lz), 0);
+    ASSERT(baton_session_id(b) != s1);
+    ASSERT_EQ(baton_unlock(lz), 0);
+    sleep_ms(50);
+    ASSERT_EQ(atomic_load(&bl.calls), 2);
+    baton_close(b);
+    ASSERT_EQ(baton__last_loop_close_rv, 0);
+    ASSERT_EQ(FK_GET(f, n_open), 2);
+    fake_stop(f);
+}
+
+struct bwait {
+    baton_t *b;
+    int rv;
+};
+
+static void *bwait_main(void *arg)
+{
+    struct bwait *w = arg;
+    baton_lock_t *l = NULL;
+
+    w->rv = baton_lock(w->b, "busy", &l);
+    if (l) baton_unlock(l);
+    return NULL;
+}
+
+/* The session expires while a thread waits in baton_lock: the wait ends
+ * with BATON_ESESSION; a forced release of a held lock is BATON_ELOST. */
+TEST(blocking_session_expired_and_forced_release)
+{
+    struct fake *f = fake_start();
+    baton_t *b1 = b_connect(f->addr), *b2 = b_connect(f->addr);
+    struct blost bl = {0};
+    struct bwait w = {.b = b2};
+    baton_lock_t *l1, *l2;
+    pthread_t th;
+
+    bl.test_thread = pthread_self();
+    baton_on_lost(b1, blost_cb, &bl);
+    ASSERT_EQ(baton_lock(b1, "busy", &l1), 0);
+    ASSERT_EQ(pthread_create(&th, NULL, bwait_main, &w), 0);
+    sleep_ms(100);
+    FK_SET(f, do_expire, baton_session_id(b2));
+    pthread_join(th, NULL);
+    ASSERT_EQ(w.rv, BATON_ESESSION);
+    /* An operator takes "busy" away from b1. */
+    fk_force(f, "busy");
+    wait_atomic(&bl.calls, 1, 3000);
+    ASSERT_EQ(atomic_load(&bl.why), BATON_ELOST);
+    ASSERT_EQ(baton_unlock(l1), BATON_ELOST);
+    /* b2 gets a fresh session, and the lock. */
+    ASSERT_EQ(baton_trylock(b2, "busy", &l2), 0);
+    ASSERT_EQ(baton_unlock(l2), 0);
+    baton_close(b1);
+    baton_close(b2);
+    ASSERT_EQ(FK_GET(f, n_open), 3);
+    fake_stop(f);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -1565,11 +2168,20 @@ int main(int argc, char **argv)
     RUN(async_close_while_opening);
     RUN(async_version_mismatch);
     RUN(async_many_pipelined);
+    RUN(async_keepalive_interval);
+    RUN(async_lease_runs_out);
+    RUN(async_lost_push_one_lock);
+    RUN(async_session_expired);
+    RUN(async_keepalive_esession);
+    RUN(async_reconnect_sends_keepalive);
+    RUN(async_free_in_lost_callback);
     RUN(blocking_basic);
     RUN(blocking_shared_by_8_threads);
     RUN(blocking_close_wakes_and_unlock_after_close);
     RUN(blocking_connect_errors);
     RUN(blocking_errmsg_per_thread);
     RUN(blocking_redirect_and_no_leader);
+    RUN(blocking_lost_callback);
+    RUN(blocking_session_expired_and_forced_release);
     return runner_done();
 }

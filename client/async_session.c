@@ -1,0 +1,383 @@
+/*
+ * async_session.c -- the session's liveness: keepalives, the client-side
+ * lease, the table of held locks, declaring locks lost, and opening a
+ * fresh session once the old one is gone.
+ *
+ * The lease. The cluster's leader expires a session that it has not heard
+ * from for ttl milliseconds, counting from when each message ARRIVES. The
+ * client counts the same lease from when it SENT the last message that
+ * the cluster acknowledged: a keepalive answered OK, or any request of the
+ * session answered with anything but BATON_ESESSION (async_ops.c calls
+ * baton__lease_renew for those). A message arrives after it is sent, so
+ * the client's lease always ends first: when it runs out here, every held
+ * lock is declared lost, at a moment when the cluster cannot yet have
+ * granted any of them to someone else. Send times are taken when a message
+ * is queued for the socket, which is a little before it is written, so
+ * they err on the safe side.
+ *
+ * Keepalives go out every ttl/3 (ttl as the cluster granted it), whatever
+ * else the session is doing, and once right after every reconnect (before
+ * re-sent requests), so that a new leader attaches the session to the new
+ * connection at once and pushes grants and lost-lock notices there. They
+ * are not requests: they carry no seq, have req_ids of their own range
+ * (async_int.h) and are matched to their RESULT through the small ring
+ * ac->ka, which also remembers each one's send time and session. A reply
+ * to a keepalive of an older session (or one that fell out of the ring)
+ * is ignored.
+ *
+ * The end of a session (baton__session_lost): the lease ran out here, a
+ * SESSION_EXPIRED push came, or the cluster answered BATON_ESESSION. Every
+ * held lock is declared lost; every call that the session had sent fails
+ * with BATON_ESESSION (an unlock in flight with BATON_ELOST); calls not
+ * sent yet are kept for the next session. The context is then GONE: no
+ * session until a call needs one (baton__session_reopen), unless kept
+ * calls need one at once.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/async_int.h"
+
+/* ---- keepalives and the lease ---------------------------------------------------- */
+
+/* The lease the cluster granted (or, if it did not say, the one asked for). */
+static uint64_t ttl_of(const baton_async_t *ac)
+{
+    return ac->ttl_ms ? ac->ttl_ms : ac->session_ttl_ms;
+}
+
+static uint64_t lease_end(const baton_async_t *ac)
+{
+    return ac->lease_base + ttl_of(ac);
+}
+
+bool baton__is_keepalive_id(uint64_t req_id)
+{
+    return req_id >= BATON__KA_ID_BASE;
+}
+
+/* Make sure the timer fires for the next keepalive and for the lease's
+ * end, whichever comes first. */
+static void sched_session(baton_async_t *ac)
+{
+    if (ac->ka_at) baton__sched(ac, ac->ka_at);
+    baton__sched(ac, lease_end(ac));
+}
+
+/*
+ * Plan the next keepalive ttl/3 from now and, if the connection is ready,
+ * send one now. Without a ready connection nothing is sent: the reconnect
+ * sends one as soon as it is ready (baton__on_conn_ready).
+ */
+static void keepalive_send(baton_async_t *ac)
+{
+    struct msg m = {.type = MSG_KEEPALIVE};
+    uint64_t now = baton__now(), every = ttl_of(ac) / 3;
+
+    ac->ka_at = now + (every ? every : 1);
+    sched_session(ac);
+    if (ac->cstate != BATON__C_READY || !baton__session_known(ac)) return;
+    m.req_id = ac->ka_next_id++;
+    m.u.keepalive.session = ac->session;
+    /* Only ENOMEM can fail here; the next keepalive may do better. */
+    if (baton__send_msg(ac, &m) != 0) return;
+    ac->ka[ac->ka_pos].id = m.req_id;
+    ac->ka[ac->ka_pos].sent_at = now;
+    ac->ka[ac->ka_pos].session = ac->session;
+    ac->ka_pos = (ac->ka_pos + 1) % BATON__KA_RING;
+}
+
+/* The session has just opened: its lease runs from when the OPEN_SESSION
+ * was sent, and keepalives start. */
+void baton__session_started(baton_async_t *ac, uint64_t open_sent_at)
+{
+    uint64_t every = ttl_of(ac) / 3;
+
+    ac->lease_base = open_sent_at;
+    ac->ka_at = baton__now() + (every ? every : 1);
+    memset(ac->ka, 0, sizeof ac->ka);
+    sched_session(ac);
+}
+
+/* A connection to a node has just passed HELLO: say which session is here
+ * (if there is one), then send what waits. */
+void baton__on_conn_ready(baton_async_t *ac)
+{
+    uint64_t gen = ac->gen;
+
+    if (baton__session_known(ac)) keepalive_send(ac);
+    if (ac->gen == gen && ac->cstate == BATON__C_READY) baton__flush_unsent(ac);
+}
+
+/* The cluster acknowledged a message of the session that was sent at
+ * sent_at: the lease runs from then at the earliest. */
+void baton__lease_renew(baton_async_t *ac, uint64_t sent_at)
+{
+    if (sent_at > ac->lease_base) ac->lease_base = sent_at;
+}
+
+/* The answer to keepalive req_id: OK renews the lease from its send time,
+ * BATON_ESESSION ends the session, anything else is ignored. */
+void baton__on_keepalive_reply(baton_async_t *ac, uint64_t req_id, int status)
+{
+    unsigned i;
+
+    for (i = 0; i < BATON__KA_RING; i++)
+        if (ac->ka[i].id == req_id) break;
+    if (i == BATON__KA_RING || ac->ka[i].session != ac->session || !baton__session_known(ac))
+        return;
+    if (status == 0) {
+        baton__lease_renew(ac, ac->ka[i].sent_at);
+    } else if (status == BATON_ESESSION) {
+        baton__seterr(ac, "session %llu: the cluster answered a keepalive: expired or unknown",
+                      (unsigned long long)ac->session);
+        baton__session_lost(ac);
+    }
+}
+
+/*
+ * Timer fired: end the session if its lease ran out here, and send the
+ * keepalive that is due. Returns false if the session ended (its requests
+ * are settled already).
+ */
+bool baton__session_check_timers(baton_async_t *ac, uint64_t now)
+{
+    if (!baton__session_known(ac)) return true;
+    if (now >= lease_end(ac)) {
+        baton__seterr(ac,
+                      "session %llu: its lease ran out here: nothing was acknowledged by the "
+                      "cluster for %llu ms (the ttl) after it was sent",
+                      (unsigned long long)ac->session, (unsigned long long)ttl_of(ac));
+        baton__session_lost(ac);
+        return false;
+    }
+    if (ac->ka_at && now >= ac->ka_at) keepalive_send(ac);
+    return true;
+}
+
+/* The next keepalive or the lease's end, whichever is first (0: none). */
+uint64_t baton__session_next_timer(const baton_async_t *ac)
+{
+    uint64_t t;
+
+    if (!baton__session_known(ac)) return 0;
+    t = lease_end(ac);
+    if (ac->ka_at && ac->ka_at < t) t = ac->ka_at;
+    return t;
+}
+
+/* ---- held locks --------------------------------------------------------------------- */
+
+/* Lock call t (with a caller) was granted with fence: its reserved entry
+ * joins the held locks. */
+void baton__held_add(baton_async_t *ac, struct baton__req *t, uint64_t fence)
+{
+    struct baton__req *h = t->held;
+
+    if (h == NULL) return;
+    t->held = NULL;
+    h->session = ac->session;
+    h->waiter = t->id;
+    h->fence = fence;
+    h->state = BATON__H_HELD;
+    h->status = 0;
+    h->next = NULL;
+    h->prev = ac->held_tail;
+    if (ac->held_tail)
+        ac->held_tail->next = h;
+    else
+        ac->held_head = h;
+    ac->held_tail = h;
+    h->in_held = true;
+    /* Fences are unique; a map that cannot grow (or a fence seen twice,
+     * which a sane cluster never sends) leaves the entry to the list,
+     * which lookups then scan. */
+    if (fence == 0 || baton__map_get(&ac->held_map, fence) != NULL ||
+        baton__map_put(&ac->held_map, fence, h) != 0)
+        ac->held_unmapped++;
+}
+
+static bool held_matches(const struct baton__req *h, uint64_t fence, const char *name, size_t n)
+{
+    return h->fence == fence && h->name_len == n && memcmp(h->name, name, n) == 0;
+}
+
+/* The held lock granted with fence, if its name is `name`; else NULL. */
+struct baton__req *baton__held_find(const baton_async_t *ac, uint64_t fence, const char *name,
+                                    size_t name_len)
+{
+    struct baton__req *h = baton__map_get(&ac->held_map, fence);
+
+    if (h && held_matches(h, fence, name, name_len)) return h;
+    if (ac->held_unmapped == 0) return NULL;
+    for (h = ac->held_head; h; h = h->next)
+        if (held_matches(h, fence, name, name_len)) return h;
+    return NULL;
+}
+
+/* Forget a held lock; the entry is freed unless its lost callback is
+ * still queued (run_completions frees it then). */
+void baton__held_remove(baton_async_t *ac, struct baton__req *h)
+{
+    if (!h->in_held) return;
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        ac->held_head = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    else
+        ac->held_tail = h->prev;
+    h->prev = h->next = NULL;
+    h->in_held = false;
+    if (baton__map_get(&ac->held_map, h->fence) == h)
+        baton__map_del(&ac->held_map, h->fence);
+    else
+        ac->held_unmapped--;
+    if (!h->in_done) baton__req_free(h);
+}
+
+/* Declare held lock h lost (once): its lost callback is queued with why
+ * and the context's current message, which the caller has set. */
+void baton__held_lost(baton_async_t *ac, struct baton__req *h, int why)
+{
+    if (h->state != BATON__H_HELD) return;
+    h->state = BATON__H_LOST;
+    h->status = why;
+    baton__queue_done(ac, h);
+}
+
+/* The session is over: every lock it holds is lost (those being unlocked
+ * are settled by their RELEASE instead: see baton__session_lost). */
+void baton__held_all_lost(baton_async_t *ac)
+{
+    for (struct baton__req *h = ac->held_head; h; h = h->next)
+        if (h->session == ac->session && ac->session != 0) baton__held_lost(ac, h, BATON_ESESSION);
+}
+
+/* The context is being freed: drop every entry (their callbacks, if any
+ * were queued, have run). */
+void baton__held_free_all(baton_async_t *ac)
+{
+    struct baton__req *h, *next;
+
+    for (h = ac->held_head; h; h = next) {
+        next = h->next;
+        h->prev = h->next = NULL;
+        h->in_held = false;
+        if (!h->in_done) baton__req_free(h);
+    }
+    ac->held_head = ac->held_tail = NULL;
+    ac->held_unmapped = 0;
+}
+
+/* A LOST push: the cluster took one lock away from the session. */
+void baton__on_lost_push(baton_async_t *ac, const struct msg *m)
+{
+    struct baton__req *h;
+    int why = m->u.lost.status == BATON_ESESSION ? BATON_ESESSION : BATON_ELOST;
+
+    if (m->u.lost.session != ac->session || !baton__session_known(ac)) return;
+    h = baton__held_find(ac, m->u.lost.fence, m->u.lost.lock.p, m->u.lost.lock.n);
+    if (h == NULL || h->session != ac->session) return;
+    if (h->state == BATON__H_RELEASING) {
+        /* Its RELEASE will be answered ENOTHELD: report BATON_ELOST then. */
+        h->status = why;
+        return;
+    }
+    if (why == BATON_ELOST)
+        baton__seterr(ac, "lock '%s' (fence %llu) was taken away: an operator forced its release",
+                      h->name, (unsigned long long)h->fence);
+    else
+        baton__seterr(ac, "lock '%s' (fence %llu) was lost: session %llu expired in the cluster",
+                      h->name, (unsigned long long)h->fence, (unsigned long long)ac->session);
+    baton__held_lost(ac, h, why);
+}
+
+/* ---- the end of a session and a fresh one --------------------------------------- */
+
+/* Is r a RELEASE of a lock the context holds (and is releasing)? Then
+ * returns that lock's entry. */
+static struct baton__req *releasing_entry(const baton_async_t *ac, const struct baton__req *r)
+{
+    struct baton__req *h;
+
+    if (r->kind != BATON__K_RELEASE) return NULL;
+    h = baton__held_find(ac, r->fence, r->name, r->name_len);
+    return h && h->state == BATON__H_RELEASING && h->target == r->id ? h : NULL;
+}
+
+/*
+ * The session is over (see the top of the file); the caller has set the
+ * error message, which goes with every callback this runs. Order of the
+ * callbacks: the lost callbacks of the held locks, then the calls that
+ * fail, in the order they were made.
+ */
+void baton__session_lost(baton_async_t *ac)
+{
+    struct baton__req *r, *next, *h, *close = NULL;
+    bool kept = false;
+
+    if (!baton__session_known(ac)) return;
+    baton__held_all_lost(ac);
+    for (r = ac->head; r; r = next) {
+        next = r->next;
+        if (r->kind == BATON__K_CLOSE) {
+            close = r;
+            continue;
+        }
+        h = releasing_entry(ac, r);
+        if (h) {
+            /* Released by this unlock or by the end of the session: the
+             * caller cannot know which, and the lock may have been lost
+             * before the unlock was called. */
+            baton__held_remove(ac, h);
+            baton__finish(ac, r, BATON_ELOST, 0);
+            continue;
+        }
+        if (r->user && !r->ever_sent &&
+            (r->kind == BATON__K_ACQUIRE || r->kind == BATON__K_RELEASE)) {
+            kept = true; /* never part of the old session: goes to the next */
+            continue;
+        }
+        baton__finish(ac, r, BATON_ESESSION, 0);
+    }
+    ac->session = 0;
+    ac->ka_at = 0;
+    if (close) {
+        /* The session was being closed anyway: it is. */
+        baton__session_closed(ac, close, 0);
+        return;
+    }
+    ac->sstate = BATON__S_GONE;
+    if (kept && baton__session_reopen(ac) != 0) {
+        baton__seterr(ac, "cannot open a fresh session: out of memory");
+        baton__fail_all(ac, BATON_ENOMEM, NULL);
+    }
+}
+
+/*
+ * Open a fresh session for calls made while the context has none (GONE).
+ * The OPEN request owes no caller a callback but the session callback
+ * (r->notify); it is bounded by connect_timeout_ms like the first open,
+ * and if it fails the calls waiting for it fail with it and the context
+ * is GONE again (async_ops.c: open_failed). Returns 0 or BATON_ENOMEM.
+ */
+int baton__session_reopen(baton_async_t *ac)
+{
+    struct baton__req *r;
+
+    if (ac->sstate != BATON__S_GONE) return 0;
+    r = baton__req_new(ac, BATON__K_OPEN, NULL, 0);
+    if (r == NULL) return BATON_ENOMEM;
+    r->reopen = true;
+    r->notify = true;
+    ac->sstate = BATON__S_OPENING;
+    baton__set_deadline(ac, r, baton__now() + ac->connect_timeout_ms);
+    if (ac->cstate == BATON__C_READY)
+        baton__try_send(ac, r);
+    else
+        baton__conn_start(ac);
+    return 0;
+}
