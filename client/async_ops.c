@@ -65,6 +65,7 @@ void baton__req_send(baton_async_t *ac, struct baton__req *r)
         m.u.acquire.seq = r->id;
         m.u.acquire.ack_below = baton__ack_below(ac);
         m.u.acquire.wait_ms = r->wait_ms;
+        m.u.acquire.lock_delay_ms = r->lock_delay_ms;
         m.u.acquire.lock = lock;
         break;
     case BATON__K_RELEASE:
@@ -637,12 +638,23 @@ int baton_async_open(baton_async_t *ac, baton_async_open_cb *cb, void *data)
 int baton_async_lock(baton_async_t *ac, const char *name, int64_t wait_ms, baton_async_lock_cb *cb,
                      void *data)
 {
+    baton_lock_args a = {.wait_ms = wait_ms, .lock_delay_ms = BATON_LOCK_DELAY_DEFAULT};
+    return baton_async_lock_with(ac, name, &a, cb, data);
+}
+
+int baton_async_lock_with(baton_async_t *ac, const char *name, const baton_lock_args *a,
+                          baton_async_lock_cb *cb, void *data)
+{
     struct baton__req *r;
+    int64_t wait_ms;
     uint64_t now;
     size_t n;
     int rv;
 
-    if (ac == NULL || check_name(name, &n) != 0 || wait_ms < BATON_WAIT_FOREVER) return BATON_EINVAL;
+    if (ac == NULL || a == NULL || check_name(name, &n) != 0 || a->wait_ms < BATON_WAIT_FOREVER ||
+        a->lock_delay_ms < BATON_LOCK_DELAY_NONE)
+        return BATON_EINVAL;
+    wait_ms = a->wait_ms;
     rv = check_session(ac);
     if (rv != 0) return rv;
     r = baton__req_new(ac, BATON__K_ACQUIRE, name, n);
@@ -659,6 +671,7 @@ int baton_async_lock(baton_async_t *ac, const char *name, int64_t wait_ms, baton
     r->cb.lock = cb;
     r->data = data;
     r->wait_ms = wait_ms;
+    r->lock_delay_ms = a->lock_delay_ms;
     now = baton__now();
     if (wait_ms > 0) r->safety_at = now + (uint64_t)wait_ms + ac->op_timeout_ms;
     baton__set_deadline(ac, r, now + ac->op_timeout_ms);

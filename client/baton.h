@@ -118,6 +118,35 @@ int baton_trylock(baton_t *b, const char *name, baton_lock_t **out);
  */
 int baton_lock_timeout(baton_t *b, const char *name, int64_t ms, baton_lock_t **out);
 
+/*
+ * Options for one acquire (baton_lock_with).
+ * wait_ms: BATON_WAIT_FOREVER (-1), BATON_WAIT_TRY (0), or > 0 ms (as
+ *   baton_lock, baton_trylock, baton_lock_timeout).
+ * lock_delay_ms: what happens if this client's session expires while it
+ *   holds the lock: BATON_LOCK_DELAY_DEFAULT (0) uses the server's
+ *   --lock-delay; BATON_LOCK_DELAY_NONE (-1) grants the lock to the next
+ *   waiter at once; > 0 keeps it from everyone for that many ms (bounded by
+ *   the server's --max-lock-delay), so that a holder that was paused and does
+ *   not yet know it lost the lock cannot overlap with the next one.
+ */
+/* The same values as in proto/msg.h (an identical redefinition is legal C). */
+#define BATON_WAIT_TRY 0
+#define BATON_WAIT_FOREVER (-1)
+#define BATON_LOCK_DELAY_DEFAULT 0
+#define BATON_LOCK_DELAY_NONE (-1)
+
+typedef struct baton_lock_args {
+    int64_t wait_ms;
+    int32_t lock_delay_ms;
+} baton_lock_args;
+
+/*
+ * Acquire lock `name` with the options in *a (copied).
+ * @return as baton_lock_timeout; BATON_EINVAL also for wait_ms < -1 or
+ *         lock_delay_ms < -1.
+ */
+int baton_lock_with(baton_t *b, const char *name, const baton_lock_args *a, baton_lock_t **out);
+
 /* The fencing token of a held lock: unique, and greater than every fence
  * granted before it for any lock. Pass it to the resource you protect. */
 uint64_t baton_lock_fence(const baton_lock_t *l);

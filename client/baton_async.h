@@ -233,6 +233,15 @@ int baton_async_lock(baton_async_t *ac, const char *name, int64_t wait_ms,
                      baton_async_lock_cb *cb, void *data);
 
 /*
+ * baton_async_lock with the options of baton_lock_args (client/baton.h):
+ * a->wait_ms as wait_ms above, a->lock_delay_ms the lock-delay this hold
+ * asks for should the session expire while holding it. *a is copied.
+ * @return as baton_async_lock; BATON_EINVAL also for lock_delay_ms < -1.
+ */
+int baton_async_lock_with(baton_async_t *ac, const char *name, const baton_lock_args *a,
+                          baton_async_lock_cb *cb, void *data);
+
+/*
  * Withdraw the pending baton_async_lock calls on `name` that were made with
  * this `data`. Each such call's callback still runs exactly once: with
  * BATON_ECANCELED, or with 0 and a fence if the grant won the race (then the

@@ -45,7 +45,8 @@
 extern char **environ;
 
 const char cmd_lock_help[] =
-    "usage: batonctl lock NAME [--timeout MS] [--ttl MS] [--grace MS] [-v] [-e ENDPOINTS]\n"
+    "usage: batonctl lock NAME [--timeout MS] [--ttl MS] [--lock-delay MS] [--grace MS] [-v]\n"
+    "                     [-e ENDPOINTS]\n"
     "                     -- CMD [ARGS...]\n"
     "\n"
     "Acquires lock NAME (waiting in the lock's FIFO queue), runs CMD while holding it,\n"
@@ -58,6 +59,8 @@ const char cmd_lock_help[] =
     "                 (Given before `lock`, --timeout bounds connecting and every\n"
     "                 request to the cluster instead.)\n"
     "  --ttl MS       session lease to ask for (default: the server's, 10 s)\n"
+    "  --lock-delay MS  if this session expires while holding the lock, keep the lock\n"
+    "                 from everyone for MS (0: none); default: the server's --lock-delay\n"
     "  --grace MS     when the lock is lost, how long CMD gets between SIGTERM and\n"
     "                 SIGKILL (default 5000; 0 sends SIGKILL at once)\n"
     "  -v, --verbose  report on stderr when the lock is acquired and released\n"
@@ -91,7 +94,7 @@ const char cmd_lock_help[] =
     "  126, 127       CMD could not be executed / was not found\n"
     "  128+N          interrupted by signal N while waiting for the lock\n";
 
-enum { OPT_WAIT = CTL_OPT_CMD_BASE, OPT_TTL, OPT_GRACE, OPT_VERBOSE };
+enum { OPT_WAIT = CTL_OPT_CMD_BASE, OPT_TTL, OPT_GRACE, OPT_VERBOSE, OPT_DELAY };
 
 #define DEFAULT_GRACE_MS 5000
 
@@ -99,6 +102,7 @@ static const struct ctl_optspec lock_opts[] = {
     {"timeout", 0, 1, OPT_WAIT},
     {"ttl", 0, 1, OPT_TTL},
     {"grace", 0, 1, OPT_GRACE},
+    {"lock-delay", 0, 1, OPT_DELAY},
     {"verbose", 'v', 0, OPT_VERBOSE},
     {NULL, 0, 0, 0},
 };
@@ -381,7 +385,7 @@ int cmd_lock(struct ctl_opts *o, int argc, char **argv)
     struct ctl_optiter it;
     const char *arg, *name = NULL, *eps[CTL_MAX_ENDPOINTS];
     char err[512], *storage, **cmd = NULL, **env;
-    int64_t wait_ms = -1, ttl_ms = 0, grace_ms = DEFAULT_GRACE_MS;
+    int64_t wait_ms = -1, ttl_ms = 0, grace_ms = DEFAULT_GRACE_MS, delay_ms = -2;
     int id, rv, verbose = 0, sig, lost, spawned = 0;
     baton_opts bo;
     baton_t *b = NULL;
@@ -406,6 +410,9 @@ int cmd_lock(struct ctl_opts *o, int argc, char **argv)
         } else if (id == OPT_TTL) {
             if (ctl_parse_ms(arg, &ttl_ms) != 0 || ttl_ms == 0)
                 return ctl_usage_error("lock", "bad --ttl '%s' (positive milliseconds)", arg);
+        } else if (id == OPT_DELAY) {
+            if (ctl_parse_ms(arg, &delay_ms) != 0 || delay_ms > INT32_MAX)
+                return ctl_usage_error("lock", "bad --lock-delay '%s' (milliseconds)", arg);
         } else if (id == OPT_GRACE) {
             if (ctl_parse_ms(arg, &grace_ms) != 0)
                 return ctl_usage_error("lock", "bad --grace '%s' (milliseconds)", arg);
@@ -471,10 +478,14 @@ int cmd_lock(struct ctl_opts *o, int argc, char **argv)
     g.phase = PH_WAITING;
     pthread_mutex_unlock(&g.mu);
 
-    if (wait_ms >= 0)
-        rv = baton_lock_timeout(b, name, wait_ms, &l);
-    else
-        rv = baton_lock(b, name, &l);
+    {
+        baton_lock_args la = {.wait_ms = wait_ms >= 0 ? wait_ms : BATON_WAIT_FOREVER};
+        /* -2: not given (server default); 0 on the command line: none. */
+        la.lock_delay_ms = delay_ms == -2  ? BATON_LOCK_DELAY_DEFAULT
+                           : delay_ms == 0 ? BATON_LOCK_DELAY_NONE
+                                           : (int32_t)delay_ms;
+        rv = baton_lock_with(b, name, &la, &l);
+    }
 
     pthread_mutex_lock(&g.mu);
     sig = g.interrupted;

@@ -266,12 +266,16 @@ TEST(node_down_during_20k_commits_catches_up)
 
 /* ---- lock-delay after an expiry ------------------------------------------- */
 
-TEST(lock_delay_holds_an_expired_lock_back)
+/* A holder (batonctl lock, ttl 1000) is killed while a waiter is queued;
+ * with a 1500 ms lock-delay in force, the waiter gets the lock no sooner
+ * than 1500 ms after the kill, and lock-info shows the delay meanwhile. */
+static void check_lock_delay(const char *const *server_args, const char *ctl_delay)
 {
-    static const char *const extra[] = {"--lock-delay", "1500", NULL};
-    const char *const args[] = {"lock", "delayed", "--ttl", "1000", "--",
-                                "sh", "-c", "echo $$; exec sleep 30", NULL};
-    struct cluster_opts o = {.extra_args = extra};
+    const char *const args[] = {"lock", "delayed", "--ttl", "1000", "--lock-delay", ctl_delay,
+                                "--", "sh", "-c", "echo $$; exec sleep 30", NULL};
+    const char *const args_default[] = {"lock", "delayed", "--ttl", "1000", "--",
+                                        "sh", "-c", "echo $$; exec sleep 30", NULL};
+    struct cluster_opts o = {.extra_args = server_args};
     struct waiter w = {.name = "delayed"};
     struct ctl_result r;
     char line[64];
@@ -283,7 +287,7 @@ TEST(lock_delay_holds_an_expired_lock_back)
 
     ASSERT_EQ(cluster_start_opts(&C, 3, &o), 0);
     ASSERT_GE(cluster_wait_leader(&C, 15000), 0);
-    ctl = cluster_ctl_spawn(&C, args, &fd);
+    ctl = cluster_ctl_spawn(&C, ctl_delay ? args : args_default, &fd);
     ASSERT_GT(ctl, 0);
     read_line(fd, line, sizeof line, 15000);
     cmd = (pid_t)atoi(line);
@@ -295,9 +299,7 @@ TEST(lock_delay_holds_an_expired_lock_back)
     kill(ctl, SIGKILL);
     kill(cmd, SIGKILL);
     cluster_wait_pid(ctl, 5000);
-    /* While the delay runs, lock-info shows the lock free but delayed and the
-     * waiter still queued. */
-    for (int i = 0; i < 100 && !seen_delayed && w.granted_at == 0; i++) {
+    for (int i = 0; i < 100 && !seen_delayed && atomic_load(&w.granted_at) == 0; i++) {
         ASSERT_EQ(cluster_ctl(&C, &r, "-o", "json", "lock-info", "delayed", NULL), 0);
         seen_delayed = strstr(r.out, "\"delayed\":true") != NULL;
         ctl_result_free(&r);
@@ -314,6 +316,61 @@ TEST(lock_delay_holds_an_expired_lock_back)
     ASSERT_EQ(cluster_stop(&C), 0);
 }
 
+TEST(server_lock_delay_holds_an_expired_lock_back)
+{
+    static const char *const extra[] = {"--lock-delay", "1500", NULL};
+    check_lock_delay(extra, NULL);
+}
+
+TEST(per_acquire_lock_delay_holds_an_expired_lock_back)
+{
+    check_lock_delay(NULL, "1500");
+}
+
+/* ---- SIGSTOP a client that holds a lock ------------------------------------ */
+
+TEST(stopped_holder_loses_lock_to_next_waiter_and_learns_it_on_resume)
+{
+    const char *const args[] = {"lock", "paused", "--ttl", "1500", "--grace", "1000", "--",
+                                "sh", "-c", "echo $$; exec sleep 30", NULL};
+    struct waiter w = {.name = "paused"};
+    char line[64];
+    pthread_t t;
+    pid_t ctl, cmd;
+    int fd, st;
+    int64_t fence0;
+
+    start3();
+    ctl = cluster_ctl_spawn(&C, args, &fd);
+    ASSERT_GT(ctl, 0);
+    read_line(fd, line, sizeof line, 15000);
+    cmd = (pid_t)atoi(line);
+    fence0 = lock_info_i64("paused", "fence");
+    ASSERT_GT(fence0, 0);
+    w.b = connect_ttl(0);
+    pthread_create(&t, NULL, waiter_thread, &w);
+    for (int i = 0; i < 200 && lock_info_i64("paused", "total_waiters") != 1; i++) sleep_ms(50);
+
+    /* Freeze the holder (batonctl and its command) like a paused VM, for
+     * longer than its lease. */
+    kill(ctl, SIGSTOP);
+    kill(cmd, SIGSTOP);
+    pthread_join(t, NULL);
+    ASSERT_EQ(w.rv, 0);
+    ASSERT_GT(w.fence, fence0);
+
+    /* Once it runs again, the holder finds its lease ran out, declares the
+     * lock lost, stops its command and exits with the lost-lock code. */
+    kill(cmd, SIGCONT);
+    kill(ctl, SIGCONT);
+    st = cluster_wait_pid(ctl, 10000);
+    close(fd);
+    kill(cmd, SIGKILL);
+    ASSERT_EQ(st, 76);
+    baton_close(w.b);
+    ASSERT_EQ(cluster_stop(&C), 0);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -321,6 +378,8 @@ int main(int argc, char **argv)
     RUN(dead_client_lock_goes_to_next_waiter_after_its_lease);
     RUN(kill_leader_under_16_threads_no_errors_no_double_holders);
     RUN(node_down_during_20k_commits_catches_up);
-    RUN(lock_delay_holds_an_expired_lock_back);
+    RUN(server_lock_delay_holds_an_expired_lock_back);
+    RUN(per_acquire_lock_delay_holds_an_expired_lock_back);
+    RUN(stopped_holder_loses_lock_to_next_waiter_and_learns_it_on_resume);
     return runner_done();
 }
