@@ -47,6 +47,7 @@ UNIT_BIN   := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/
 CLUSTER_BIN := $(patsubst tests/cluster/%.c,$(B)/tests/cluster/%,$(wildcard tests/cluster/test_*.c))
 INTEG_BIN  := $(patsubst tests/integration/%.c,$(B)/tests/integration/%,$(wildcard tests/integration/test_*.c))
 BENCH_OBJ  := $(patsubst %.c,$(B)/%.o,$(wildcard tests/bench/*.c))
+EXAMPLE_BIN := $(patsubst client/examples/%.c,$(B)/examples/%,$(wildcard client/examples/*.c))
 SECONDS    ?= 10
 
 PROGS := $(B)/batond $(B)/batonctl $(B)/libbaton.a $(B)/libbaton.so
@@ -75,7 +76,7 @@ deps:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEB_PKGS) >/dev/null || exit 1; \
 	fi
 
-all-inner build: $(PROGS)
+all-inner build: $(PROGS) $(EXAMPLE_BIN)
 build-tests: $(UNIT_BIN) $(CLUSTER_BIN) $(INTEG_BIN)
 
 run-inner: $(PROGS)
@@ -119,6 +120,11 @@ $(B)/batonctl: $(CTL_OBJ) $(B)/libbaton.a
 $(B)/lockbench: $(BENCH_OBJ) $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
 
+# Example programs of the client API (client/examples/), one binary each.
+$(EXAMPLE_BIN): $(B)/examples/%: $(B)/client/examples/%.o $(B)/libbaton.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
+
 # ---- tests -------------------------------------------------------------------
 # The client's unit test runs libbaton against an in-test fake server.
 $(B)/tests/unit/test_client: $(B)/tests/unit/test_client.o $(B)/libbaton.a $(B)/libtest.a
@@ -136,4 +142,7 @@ $(B)/tests/integration/%: $(B)/tests/integration/%.o $(B)/libtest.a $(B)/libbato
 clean:
 	rm -rf build
 
--include $(ALL_OBJ:.o=.d) $(wildcard $(B)/tests/*/*.d)
+# Keep the test objects make builds on the way to a binary.
+.SECONDARY:
+
+-include $(ALL_OBJ:.o=.d) $(wildcard $(B)/tests/*/*.d) $(wildcard $(B)/client/examples/*.d)
