@@ -5,7 +5,7 @@
  * The decoder reads through a struct rd, whose error is sticky: a body is
  * read field by field and checked once at the end, so a short frame simply
  * leaves the reader failed and nothing past the frame is ever touched.
- * Strings are borrowed from the frame; only the three list bodies allocate,
+ * Strings are borrowed from the frame; only the four list bodies allocate,
  * and only after their count has been checked against its limit and against
  * the bytes that are left. The encoder mirrors the decoder with a small
  * writer whose error is sticky too, and it rolls `out` back to its starting
@@ -29,11 +29,13 @@
 #define MEMBER_MIN_WIRE (4 + 2 + 2)          /* u32 id and two empty strings */
 #define WAITER_WIRE (8 + 8 + 8)              /* u64 session, u64 waiter, i64 wait_ms */
 #define SUMMARY_MIN_WIRE (2 + 1 + 8 + 8 + 4) /* a lock name has at least one byte */
+#define SESSION_MIN_WIRE (8 + 4 + 8 + 2 + 4 + 4) /* an empty client name */
 
 /* Bytes that follow a list in its body, at the least. */
 #define STATUS_R_TAIL 8          /* u64 state_digest */
 #define LOCK_INFO_R_TAIL (1 + 2 + 1) /* u8 delayed and the lock name */
 #define LIST_LOCKS_R_TAIL 1      /* u8 more */
+#define SESSIONS_R_TAIL 1        /* u8 more */
 
 static const char *const type_names[MSG_TYPE_MAX_] = {
     [MSG_HELLO] = "HELLO",
@@ -59,6 +61,13 @@ static const char *const type_names[MSG_TYPE_MAX_] = {
     [MSG_ERROR] = "ERROR",
     [MSG_LOST] = "LOST",
     [MSG_SESSION_EXPIRED] = "SESSION_EXPIRED",
+    [MSG_FORCE_RELEASE] = "FORCE_RELEASE",
+    [MSG_FORCE_RELEASE_R] = "FORCE_RELEASE_R",
+    [MSG_EXPIRE_SESSION] = "EXPIRE_SESSION",
+    [MSG_TRANSFER] = "TRANSFER",
+    [MSG_TRANSFER_R] = "TRANSFER_R",
+    [MSG_LIST_SESSIONS] = "LIST_SESSIONS",
+    [MSG_SESSIONS_R] = "SESSIONS_R",
 };
 
 const char *msg_type_name(int type)
@@ -212,6 +221,27 @@ static int decode_list_locks_r(struct rd *r, struct msg_list_locks_r *ll)
     return r->err;
 }
 
+static int decode_sessions_r(struct rd *r, struct msg_sessions_r *sr)
+{
+    int err = 0;
+
+    sr->n = get_count(r, BATON_MAX_LIST, SESSION_MIN_WIRE, SESSIONS_R_TAIL);
+    if (r->err != 0) return r->err;
+    sr->items = alloc_items(sr->n, sizeof *sr->items, &err);
+    if (err != 0) return err;
+    for (uint32_t i = 0; i < sr->n && r->err == 0; i++) {
+        struct msg_session_summary *it = &sr->items[i];
+        rd_u64(r, &it->id);
+        rd_u32(r, &it->ttl_ms);
+        rd_u64(r, &it->created_index);
+        get_str(r, BATON_MAX_CLIENT_NAME, &it->client_name);
+        rd_u32(r, &it->n_holds);
+        rd_u32(r, &it->n_waits);
+    }
+    rd_u8(r, &sr->more);
+    return r->err;
+}
+
 /*
  * Decode the body of m->type from r into m->u. Returns 0, BATON_EMALFORMED
  * or BATON_ENOMEM; on error the caller frees whatever was allocated. The
@@ -318,6 +348,31 @@ static int decode_body(struct rd *r, struct msg *m)
     case MSG_SESSION_EXPIRED:
         rd_u64(r, &m->u.session_expired.session);
         break;
+    case MSG_FORCE_RELEASE:
+        get_lock(r, &m->u.force_release.lock);
+        break;
+    case MSG_FORCE_RELEASE_R:
+        rd_i32(r, &m->u.force_release_r.status);
+        rd_u64(r, &m->u.force_release_r.lost_session);
+        rd_u64(r, &m->u.force_release_r.lost_fence);
+        rd_u64(r, &m->u.force_release_r.new_session);
+        rd_u64(r, &m->u.force_release_r.new_fence);
+        break;
+    case MSG_EXPIRE_SESSION:
+        rd_u64(r, &m->u.expire_session.session);
+        break;
+    case MSG_TRANSFER:
+        rd_u32(r, &m->u.transfer.id);
+        break;
+    case MSG_TRANSFER_R:
+        rd_u32(r, &m->u.transfer_r.leader_id);
+        break;
+    case MSG_LIST_SESSIONS:
+        rd_u64(r, &m->u.list_sessions.after);
+        rd_u32(r, &m->u.list_sessions.limit);
+        break;
+    case MSG_SESSIONS_R:
+        return decode_sessions_r(r, &m->u.sessions_r);
     default:
         rd_fail(r);
         break;
@@ -363,6 +418,11 @@ void msg_free(struct msg *m)
         free(m->u.list_locks_r.items);
         m->u.list_locks_r.items = NULL;
         m->u.list_locks_r.n = 0;
+        break;
+    case MSG_SESSIONS_R:
+        free(m->u.sessions_r.items);
+        m->u.sessions_r.items = NULL;
+        m->u.sessions_r.n = 0;
         break;
     default:
         break;
@@ -502,6 +562,20 @@ static void encode_list_locks_r(struct wr *w, const struct msg_list_locks_r *ll)
     put_u8(w, ll->more);
 }
 
+static void encode_sessions_r(struct wr *w, const struct msg_sessions_r *sr)
+{
+    put_count(w, sr->n, BATON_MAX_LIST, sr->items);
+    for (uint32_t i = 0; i < sr->n && w->err == 0; i++) {
+        put_u64(w, sr->items[i].id);
+        put_u32(w, sr->items[i].ttl_ms);
+        put_u64(w, sr->items[i].created_index);
+        put_str(w, &sr->items[i].client_name, BATON_MAX_CLIENT_NAME);
+        put_u32(w, sr->items[i].n_holds);
+        put_u32(w, sr->items[i].n_waits);
+    }
+    put_u8(w, sr->more);
+}
+
 /* Append the body of m; the exact mirror of decode_body. */
 static void encode_body(struct wr *w, const struct msg *m)
 {
@@ -609,6 +683,32 @@ static void encode_body(struct wr *w, const struct msg *m)
         break;
     case MSG_SESSION_EXPIRED:
         put_u64(w, m->u.session_expired.session);
+        break;
+    case MSG_FORCE_RELEASE:
+        put_lock(w, &m->u.force_release.lock);
+        break;
+    case MSG_FORCE_RELEASE_R:
+        put_i32(w, m->u.force_release_r.status);
+        put_u64(w, m->u.force_release_r.lost_session);
+        put_u64(w, m->u.force_release_r.lost_fence);
+        put_u64(w, m->u.force_release_r.new_session);
+        put_u64(w, m->u.force_release_r.new_fence);
+        break;
+    case MSG_EXPIRE_SESSION:
+        put_u64(w, m->u.expire_session.session);
+        break;
+    case MSG_TRANSFER:
+        put_u32(w, m->u.transfer.id);
+        break;
+    case MSG_TRANSFER_R:
+        put_u32(w, m->u.transfer_r.leader_id);
+        break;
+    case MSG_LIST_SESSIONS:
+        put_u64(w, m->u.list_sessions.after);
+        put_u32(w, m->u.list_sessions.limit);
+        break;
+    case MSG_SESSIONS_R:
+        encode_sessions_r(w, &m->u.sessions_r);
         break;
     default:
         if (w->err == 0) w->err = BATON_EINVAL;

@@ -64,8 +64,24 @@
  *    answer is QUEUED (still waiting; pushes now come to the new connection)
  *    or the final outcome it missed.
  *  - A node that stops being the leader closes its client connections.
- *  - STATUS -> STATUS_R from any node; LOCK_INFO, LIST_LOCKS -> their
- *    replies from the leader's applied state.
+ *  - STATUS -> STATUS_R from any node; LOCK_INFO, LIST_LOCKS and
+ *    LIST_SESSIONS -> their replies from the leader's applied state.
+ *    LIST_SESSIONS returns the sessions whose id is above `after`, in id
+ *    order, at most `limit` of them (0 or above BATON_MAX_LIST means
+ *    BATON_MAX_LIST); page on with `after` = the last id returned.
+ *  - Operator requests, answered once applied: FORCE_RELEASE(lock) takes a
+ *    lock from its holder (who gets a LOST push with BATON_ELOST) and gives
+ *    it to the head of its queue -> FORCE_RELEASE_R, status BATON_ENOTHELD
+ *    if nobody held it. EXPIRE_SESSION(session) ends a session as if its
+ *    lease had run out -> RESULT (0, or BATON_ESESSION for an unknown
+ *    session). TRANSFER(id) asks the leader to hand leadership to node id
+ *    (0: a voter raft picks) -> TRANSFER_R with the leader once the
+ *    transfer is over, then the old leader closes its connections as any
+ *    node that stops leading does (TRANSFER_R's leader_id is 0 when the old
+ *    leader does not know its successor yet); ERROR(BATON_ECANCELED) if
+ *    leadership did not move within an election timeout, ERROR(BATON_EINVAL) for an id
+ *    that is not another voting member, ERROR(BATON_EBUSY) while another
+ *    transfer runs. A TRANSFER naming the leader itself is answered at once.
  *  - A frame that cannot be parsed gets ERROR(BATON_EMALFORMED or
  *    BATON_ETOOBIG) and the connection is closed; a well-formed request the
  *    server refuses gets ERROR(code, message) and the connection stays.
@@ -85,7 +101,7 @@
 #define BATON_MAX_ADDR 64           /* "a.b.c.d:port" and then some */
 #define BATON_MAX_MEMBERS 16        /* cluster members in STATUS_R */
 #define BATON_MAX_ERRMSG 256        /* ERROR message bytes */
-#define BATON_MAX_LIST 1000         /* items in LIST_LOCKS_R / waiters in LOCK_INFO_R */
+#define BATON_MAX_LIST 1000         /* items in LIST_LOCKS_R / SESSIONS_R, waiters in LOCK_INFO_R */
 
 #define PROTO_HDR_LEN 14            /* u32 len + u16 type + u64 req_id */
 #define PROTO_FRAME_MIN 10          /* smallest legal `len` field */
@@ -123,6 +139,15 @@ enum msg_type {
     MSG_ERROR,          /* s->c {i32 code, str message} */
     MSG_LOST,           /* s->c push {u64 session, u64 waiter, u64 fence, i32 status, str lock} */
     MSG_SESSION_EXPIRED, /* s->c push {u64 session} */
+    MSG_FORCE_RELEASE,  /* c->s {str lock} (admin) */
+    MSG_FORCE_RELEASE_R, /* s->c {i32 status, u64 lost_session, u64 lost_fence, u64 new_session,
+                                 u64 new_fence} */
+    MSG_EXPIRE_SESSION, /* c->s {u64 session} (admin) -> RESULT */
+    MSG_TRANSFER,       /* c->s {u32 id} (admin; 0 = let raft pick a voter) */
+    MSG_TRANSFER_R,     /* s->c {u32 leader_id} */
+    MSG_LIST_SESSIONS,  /* c->s {u64 after, u32 limit} */
+    MSG_SESSIONS_R,     /* s->c {u32 n, n x {u64 id, u32 ttl_ms, u64 created_index,
+                                 str client_name, u32 n_holds, u32 n_waits}, u8 more} */
     MSG_TYPE_MAX_
 };
 
@@ -212,6 +237,33 @@ struct msg_list_locks_r {
     uint8_t more;           /* 1 if more locks match than were returned */
 };
 
+/* What a forced release did. status is 0 or BATON_ENOTHELD (the lock was
+ * not held; every other field is then 0). lost_* name the hold that was
+ * taken away; new_* the waiter that was granted the lock next, or 0 when
+ * nobody waited (the lock is then free). */
+struct msg_force_release_r {
+    int32_t status;
+    uint64_t lost_session;
+    uint64_t lost_fence;
+    uint64_t new_session;
+    uint64_t new_fence;
+};
+
+struct msg_session_summary {
+    uint64_t id;
+    uint32_t ttl_ms;
+    uint64_t created_index; /* raft index of its OPEN_SESSION */
+    struct pstr client_name; /* <= BATON_MAX_CLIENT_NAME bytes, may be empty */
+    uint32_t n_holds;       /* locks it holds */
+    uint32_t n_waits;       /* queued ACQUIREs it has */
+};
+
+struct msg_sessions_r {
+    uint32_t n;             /* <= BATON_MAX_LIST, in id order */
+    struct msg_session_summary *items;
+    uint8_t more;           /* 1 if sessions with higher ids exist than were returned */
+};
+
 /*
  * A decoded (or to-be-encoded) message. Only the member that matches `type`
  * is meaningful. After proto_decode, every pstr points into the frame's
@@ -249,6 +301,13 @@ struct msg {
         struct { int32_t code; struct pstr message; } error;
         struct { uint64_t session, waiter, fence; int32_t status; struct pstr lock; } lost;
         struct { uint64_t session; } session_expired;
+        struct { struct pstr lock; } force_release;
+        struct msg_force_release_r force_release_r;
+        struct { uint64_t session; } expire_session;
+        struct { uint32_t id; } transfer;
+        struct { uint32_t leader_id; } transfer_r;
+        struct { uint64_t after; uint32_t limit; } list_sessions;
+        struct msg_sessions_r sessions_r;
     } u;
 };
 

@@ -30,6 +30,10 @@ struct node {
     bool ready;
     uint64_t ready_term;     /* term whose barrier made us ready */
     bool closing;
+    struct raft_transfer transfer;
+    node_transfer_cb *transfer_cb; /* set while a transfer is running */
+    void *transfer_data;
+    bool transfer_over;      /* raft's callback ran; ours is still due */
     void (*close_cb)(void *data);
     void *close_data;
 };
@@ -90,9 +94,28 @@ static void barrier_cb(struct raft_barrier *req, int status)
     node_poll_soon(n);
 }
 
+/* Run the caller's transfer callback, once, with the leader raft now knows
+ * (0 if none). Never called from inside a raft callback. */
+static void transfer_finish(struct node *n, bool closing)
+{
+    node_transfer_cb *cb = n->transfer_cb;
+    void *data = n->transfer_data;
+    raft_id id = 0;
+    const char *addr = NULL;
+
+    if (cb == NULL) return;
+    n->transfer_cb = NULL;
+    n->transfer_data = NULL;
+    n->transfer_over = false;
+    if (!closing) raft_leader(&n->raft, &id, &addr);
+    cb(data, (uint32_t)id);
+}
+
 /*
  * Compare raft's role with what we last saw. Runs every NODE_POLL_MS and
- * whenever a proposal reports lost leadership.
+ * whenever a proposal reports lost leadership. A finished leadership
+ * transfer is reported first, so that its reply goes out before the loss
+ * of leadership closes the client connections.
  */
 static void node_poll(struct node *n)
 {
@@ -100,6 +123,7 @@ static void node_poll(struct node *n)
     int rv;
 
     if (n->closing) return;
+    if (n->transfer_over) transfer_finish(n, false);
     state = raft_state(&n->raft);
     if (state != RAFT_LEADER) {
         set_ready(n, false);
@@ -178,6 +202,41 @@ int node_propose(struct node *n, const void *data, size_t len, node_propose_cb *
         return rv;
     }
     return 0;
+}
+
+/* raft's transfer callback: runs inside raft (possibly while it steps
+ * down), so only note it and let the next poll report it. */
+static void transfer_cb(struct raft_transfer *req)
+{
+    struct node *n = req->data;
+
+    n->transfer_over = true;
+    node_poll_soon(n);
+}
+
+int node_transfer(struct node *n, uint32_t id, node_transfer_cb *cb, void *data)
+{
+    int rv;
+
+    if (!n->ready || n->closing) return BATON_ENOTLEADER;
+    if (n->transfer_cb != NULL) return BATON_EBUSY;
+    memset(&n->transfer, 0, sizeof n->transfer);
+    n->transfer.data = n;
+    n->transfer_cb = cb;
+    n->transfer_data = data;
+    n->transfer_over = false;
+    rv = raft_transfer(&n->raft, &n->transfer, id, transfer_cb);
+    if (rv == 0) return 0;
+    n->transfer_cb = NULL;
+    n->transfer_data = NULL;
+    n->transfer_over = false;
+    switch (rv) {
+    case RAFT_BADID:
+    case RAFT_NOTFOUND:
+        return BATON_EINVAL;
+    default:
+        return status_from_raft(rv);
+    }
 }
 
 void node_get_status(struct node *n, struct node_status *st)
@@ -359,6 +418,8 @@ void node_close(struct node *n, void (*cb)(void *data), void *data)
     uv_timer_stop(&n->poll);
     uv_close((uv_handle_t *)&n->poll, timer_closed);
     raft_close(&n->raft, raft_closed);
+    /* No poll will run again: a transfer still running ends here. */
+    transfer_finish(n, true);
 }
 
 void node_free(struct node *n)

@@ -94,6 +94,25 @@ typedef void node_propose_cb(void *data, int status, const struct effects *fx);
  */
 int node_propose(struct node *n, const void *data, size_t len, node_propose_cb *cb, void *cb_data);
 
+/* Completion of a leadership transfer: new_leader is the leader this node
+ * knows of once the transfer is over -- another node's id when leadership
+ * moved, this node's own id when it did not (the target did not win within
+ * an election timeout), or 0 when leadership moved but the new leader is
+ * not known yet, or when the node is closing. */
+typedef void node_transfer_cb(void *data, uint32_t new_leader);
+
+/*
+ * Ask raft to hand leadership to voter `id` (0: raft picks an up-to-date
+ * voter). Returns 0, and then cb runs exactly once, later, on the loop and
+ * outside raft's callbacks, before this node reports that it stopped being
+ * the ready leader (so a reply sent from cb can still be flushed); or
+ * BATON_ENOTLEADER (not a ready leader), BATON_EBUSY (a transfer is already
+ * running), BATON_EINVAL (id is not another voting member, or id 0 and there
+ * is none) or BATON_ENOMEM / BATON_EIO, and then cb never runs. While the
+ * transfer runs, proposals fail with BATON_ENOTLEADER.
+ */
+int node_transfer(struct node *n, uint32_t id, node_transfer_cb *cb, void *data);
+
 void node_get_status(struct node *n, struct node_status *st);
 bool node_is_ready(const struct node *n);
 

@@ -1,6 +1,6 @@
 /*
  * admin.c -- the read-only requests: STATUS (any node) and LOCK_INFO /
- * LIST_LOCKS (the leader, from its applied state).
+ * LIST_LOCKS / LIST_SESSIONS (the leader, from its applied state).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +112,63 @@ void admin_list_locks(struct conn *c, const struct msg *m)
     r.u.list_locks_r.n = l.n;
     r.u.list_locks_r.items = l.items;
     r.u.list_locks_r.more = (uint8_t)(more != 0);
+    conn_send(c, &r);
+out:
+    free(l.items);
+    free(l.names);
+}
+
+/* Collects LIST_SESSIONS items; client names are copied because the store
+ * lends them only for the duration of the callback. */
+struct sess_lister {
+    struct msg_session_summary *items;
+    char (*names)[BATON_MAX_CLIENT_NAME];
+    uint32_t n;
+};
+
+static int list_session(void *data, uint64_t session, uint32_t ttl_ms, uint64_t created,
+                        const char *name, size_t name_len, uint32_t n_holds, uint32_t n_waits)
+{
+    struct sess_lister *l = data;
+    struct msg_session_summary *it = &l->items[l->n];
+
+    if (name_len > BATON_MAX_CLIENT_NAME) name_len = BATON_MAX_CLIENT_NAME;
+    if (name_len) memcpy(l->names[l->n], name, name_len);
+    it->id = session;
+    it->ttl_ms = ttl_ms;
+    it->created_index = created;
+    it->client_name.p = l->names[l->n];
+    it->client_name.n = (uint16_t)name_len;
+    it->n_holds = n_holds;
+    it->n_waits = n_waits;
+    l->n++;
+    return 0;
+}
+
+void admin_list_sessions(struct conn *c, const struct msg *m)
+{
+    struct msg r = {.type = MSG_SESSIONS_R, .req_id = m->req_id};
+    uint32_t limit = m->u.list_sessions.limit;
+    struct sess_lister l = {0};
+    int more = 0, rv;
+
+    /* BATON_MAX_LIST items of at most 94 bytes fit one frame easily. */
+    if (limit == 0 || limit > BATON_MAX_LIST) limit = BATON_MAX_LIST;
+    l.items = malloc(sizeof *l.items * limit);
+    l.names = malloc(sizeof *l.names * limit);
+    if (l.items == NULL || l.names == NULL) {
+        conn_send_error(c, m->req_id, BATON_ENOMEM, "sessions: out of memory");
+        goto out;
+    }
+    rv = store_list_sessions(c->srv->store, m->u.list_sessions.after, limit, list_session, &l,
+                             &more);
+    if (rv != 0) {
+        conn_send_error(c, m->req_id, rv, "sessions: %s", baton_strerror(rv));
+        goto out;
+    }
+    r.u.sessions_r.n = l.n;
+    r.u.sessions_r.items = l.n ? l.items : NULL;
+    r.u.sessions_r.more = (uint8_t)(more != 0);
     conn_send(c, &r);
 out:
     free(l.items);

@@ -84,7 +84,13 @@ static void proposed_cb(void *data, int status, const struct effects *fx)
                   fx->n_results, f->n);
         fail_all(f->srv, f->p, f->n, BATON_EIO);
     } else {
-        for (uint32_t i = 0; i < f->n; i++) reply(f->srv, &f->p[i], &fx->results[i]);
+        size_t cursor = 0; /* where the next FORCE_RELEASE's effects may start */
+        for (uint32_t i = 0; i < f->n; i++) {
+            if (f->p[i].cmd_type == CMD_FORCE_RELEASE)
+                admin_force_release_done(f->srv, &f->p[i], &fx->results[i], fx, &cursor);
+            else
+                reply(f->srv, &f->p[i], &fx->results[i]);
+        }
     }
     free(f->p);
     free(f);

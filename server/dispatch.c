@@ -191,6 +191,10 @@ void dispatch(struct conn *c, const struct msg *m)
     case MSG_KEEPALIVE:
     case MSG_LOCK_INFO:
     case MSG_LIST_LOCKS:
+    case MSG_LIST_SESSIONS:
+    case MSG_FORCE_RELEASE:
+    case MSG_EXPIRE_SESSION:
+    case MSG_TRANSFER:
         break;
     default:
         conn_send_error(c, m->req_id, BATON_EPROTO, "%s is not a request", msg_type_name(m->type));
@@ -209,6 +213,18 @@ void dispatch(struct conn *c, const struct msg *m)
         break;
     case MSG_LIST_LOCKS:
         admin_list_locks(c, m);
+        break;
+    case MSG_LIST_SESSIONS:
+        admin_list_sessions(c, m);
+        break;
+    case MSG_FORCE_RELEASE:
+        admin_force_release(c, m);
+        break;
+    case MSG_EXPIRE_SESSION:
+        admin_expire_session(c, m);
+        break;
+    case MSG_TRANSFER:
+        admin_transfer(c, m);
         break;
     default:
         command(c, m);

@@ -8,7 +8,8 @@
  *   push.c      applied effects -> GRANTED / WAIT_FAILED pushes; sessions
  *               attached to connections; wait deadlines (leader only)
  *   liveness.c  session leases on the leader; EXPIRE_SESSION proposals
- *   admin.c     STATUS, LOCK_INFO, LIST_LOCKS
+ *   admin.c     STATUS, LOCK_INFO, LIST_LOCKS, LIST_SESSIONS
+ *   admin_cmds.c FORCE_RELEASE, EXPIRE_SESSION, TRANSFER (operator commands)
  *   server.c    start-up, the per-turn check handler, shutdown
  */
 #ifndef BATON_SERVER_SERVER_H
@@ -171,5 +172,28 @@ void liveness_gone(struct server *srv, uint64_t session);
 void admin_status(struct conn *c, const struct msg *m);
 void admin_lock_info(struct conn *c, const struct msg *m);
 void admin_list_locks(struct conn *c, const struct msg *m);
+/* LIST_SESSIONS -> SESSIONS_R from the applied state (ready leader only). */
+void admin_list_sessions(struct conn *c, const struct msg *m);
+
+/* admin_cmds.c -- ready leader only, on the loop thread. */
+/* FORCE_RELEASE: batch CMD_FORCE_RELEASE; answered by
+ * admin_force_release_done once applied (or failed like any command). */
+void admin_force_release(struct conn *c, const struct msg *m);
+/* EXPIRE_SESSION: batch CMD_EXPIRE_SESSION; answered with RESULT once
+ * applied (status 0 or BATON_ESESSION); session 0 gets ERROR(EINVAL). */
+void admin_expire_session(struct conn *c, const struct msg *m);
+/* TRANSFER: start a leadership transfer (node_transfer) and answer
+ * TRANSFER_R when it is over; ERROR(EINVAL/EBUSY/ECANCELED) otherwise. */
+void admin_transfer(struct conn *c, const struct msg *m);
+/*
+ * Send FORCE_RELEASE_R for an applied FORCE_RELEASE (pending p, result r),
+ * taking the lost and new holders from the entry's effects fx. *cursor is
+ * the index in fx->fx to search from, shared by the commands of one entry
+ * (start it at 0); it is advanced past the effects used. The connection
+ * may be gone: then nothing is sent.
+ */
+void admin_force_release_done(struct server *srv, const struct pending *p,
+                              const struct cmd_result *r, const struct effects *fx,
+                              size_t *cursor);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * reads.c -- the read side of the store: lock info and lock listings for the
- * admin requests, and the walks a new leader makes over sessions, timed
+ * admin requests, the session listing, and the walks a new leader makes over sessions, timed
  * waiters and delayed locks. Each call runs in its own short read
  * transaction, opened and closed within the call, so that no reader stays
  * open across loop turns (an open reader pins old pages and would block
@@ -261,4 +261,86 @@ int store_session_exists(store *s, uint64_t session)
     mdb_txn_abort(txn);
     if (rc != 0) return store__err(rc);
     return found;
+}
+
+/*
+ * Count the holds and the waits of one session: the owned keys that start
+ * with be64(session). The cursor belongs to the caller's read transaction.
+ */
+static int count_owned(MDB_cursor *cur, uint64_t session, uint32_t *holds, uint32_t *waits)
+{
+    uint8_t lo[16];
+    struct owned_rec o;
+    MDB_val k, v;
+    int rc;
+
+    *holds = 0;
+    *waits = 0;
+    key_pair(lo, session, 0);
+    k.mv_size = sizeof lo;
+    k.mv_data = lo;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != 16) return MDB_CORRUPTED;
+        if (memcmp(k.mv_data, lo, 8) != 0) break;
+        rc = owned_decode(&v, &o);
+        if (rc != 0) return rc;
+        if (o.kind == OWNED_HOLD)
+            (*holds)++;
+        else
+            (*waits)++;
+    }
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+int store_list_sessions(store *s, uint64_t after, uint32_t limit, store_session_info_cb *cb,
+                        void *data, int *more)
+{
+    MDB_cursor *cur = NULL, *owned = NULL;
+    struct sess_rec r;
+    uint8_t start[8];
+    uint32_t n = 0, holds, waits;
+    MDB_txn *txn;
+    MDB_val k, v;
+    int rc;
+
+    *more = 0;
+    if (after == UINT64_MAX) return 0;
+    rc = read_begin(s, &txn);
+    if (rc != 0) return store__err(rc);
+    rc = mdb_cursor_open(txn, s->dbi[DB_SESSIONS], &cur);
+    if (rc == 0) rc = mdb_cursor_open(txn, s->dbi[DB_OWNED], &owned);
+    if (rc != 0) goto out;
+    /* Keys are big-endian ids, so key order is id order. */
+    key_u64(start, after + 1);
+    k.mv_size = sizeof start;
+    k.mv_data = start;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != 8) {
+            rc = MDB_CORRUPTED;
+            break;
+        }
+        if (n == limit) {
+            *more = 1;
+            break;
+        }
+        rc = sess_decode(&v, &r);
+        if (rc == 0) rc = count_owned(owned, be_get_u64(k.mv_data), &holds, &waits);
+        if (rc != 0) break;
+        rc = cb(data, be_get_u64(k.mv_data), r.ttl_ms, r.created, r.name, r.name_len, holds,
+                waits);
+        if (rc != 0) {
+            mdb_cursor_close(owned);
+            mdb_cursor_close(cur);
+            mdb_txn_abort(txn);
+            return rc; /* the callback's own code */
+        }
+        n++;
+    }
+out:
+    if (owned != NULL) mdb_cursor_close(owned);
+    if (cur != NULL) mdb_cursor_close(cur);
+    mdb_txn_abort(txn);
+    return rc == 0 || rc == MDB_NOTFOUND ? 0 : store__err(rc);
 }

@@ -172,6 +172,25 @@ int store_foreach_delayed_lock(store *s, store_delayed_cb *cb, void *data);
 typedef int store_session_cb(void *data, uint64_t session, uint32_t ttl_ms);
 int store_foreach_session(store *s, store_session_cb *cb, void *data);
 
+/*
+ * Sessions whose id is above `after`, in id order, at most `limit` (0
+ * lists none): calls cb(data, session, ttl_ms, created_index, client_name,
+ * client_name_len, n_holds, n_waits) for each, and sets *more to 1 if a
+ * session with a higher id exists beyond the last one listed. created_index
+ * is the raft index of the session's OPEN_SESSION; n_holds and n_waits
+ * count the locks it holds and the ACQUIREs it has queued, read from the
+ * owned table (so the call costs one range scan per session listed, at
+ * most STORE_MAX_OWNED_PER_SESSION records each). client_name is borrowed
+ * for the call only. Runs in one short read transaction on the caller's
+ * thread. Returns 0, BATON_EIO (including a corrupted record), or cb's
+ * non-zero return.
+ */
+typedef int store_session_info_cb(void *data, uint64_t session, uint32_t ttl_ms,
+                                  uint64_t created_index, const char *client_name,
+                                  size_t client_name_len, uint32_t n_holds, uint32_t n_waits);
+int store_list_sessions(store *s, uint64_t after, uint32_t limit, store_session_info_cb *cb,
+                        void *data, int *more);
+
 /* Does this session exist? 1, 0, or BATON_EIO. */
 int store_session_exists(store *s, uint64_t session);
 

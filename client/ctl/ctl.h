@@ -13,6 +13,9 @@
  *   cmd_locks.c     batonctl locks [PREFIX]
  *   cmd_lock_info.c batonctl lock-info NAME
  *   cmd_lock.c      batonctl lock NAME -- CMD...
+ *   cmd_sessions.c  batonctl sessions
+ *   cmd_admin.c     batonctl release --force NAME, expire SESSION,
+ *                   transfer-leader [ID]
  */
 #ifndef BATON_CTL_H
 #define BATON_CTL_H
@@ -280,10 +283,18 @@ int cmd_status(struct ctl_opts *o, int argc, char **argv);
 int cmd_locks(struct ctl_opts *o, int argc, char **argv);
 int cmd_lock_info(struct ctl_opts *o, int argc, char **argv);
 int cmd_lock(struct ctl_opts *o, int argc, char **argv);
+int cmd_sessions(struct ctl_opts *o, int argc, char **argv);
+int cmd_release(struct ctl_opts *o, int argc, char **argv);
+int cmd_expire(struct ctl_opts *o, int argc, char **argv);
+int cmd_transfer(struct ctl_opts *o, int argc, char **argv);
 
 extern const char cmd_status_help[];
 extern const char cmd_locks_help[];
 extern const char cmd_lock_info_help[];
 extern const char cmd_lock_help[];
+extern const char cmd_sessions_help[];
+extern const char cmd_release_help[];
+extern const char cmd_expire_help[];
+extern const char cmd_transfer_help[];
 
 #endif /* BATON_CTL_H */

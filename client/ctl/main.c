@@ -23,13 +23,17 @@ static const char usage_text[] =
     "                            run CMD while holding lock NAME; exit with CMD's status;\n"
     "                            if the lock is lost, stop CMD (SIGTERM, then SIGKILL\n"
     "                            after --grace, default 5 s) and exit 76\n"
+    "  sessions                  sessions: id, lease, client, locks held and waited for\n"
+    "  release --force NAME      take lock NAME from its holder; the next waiter gets it\n"
+    "  expire SESSION            end a session as if its lease had run out\n"
+    "  transfer-leader [ID]      hand leadership to node ID (or one raft picks)\n"
     "  help [COMMAND]            this text, or one command's\n"
     "\n"
     "Options (before or after COMMAND):\n"
     "  -e, --endpoints LIST  comma-separated HOST:PORT client addresses of cluster nodes;\n"
     "                        one reachable node is enough. Default: $BATON_ENDPOINTS,\n"
     "                        else " CTL_DEFAULT_ENDPOINTS "\n"
-    "  -o, --output FORMAT   table (default) or json (status, locks, lock-info: one\n"
+    "  -o, --output FORMAT   table (default) or json (every command but lock: one\n"
     "                        JSON object on one line; `batonctl COMMAND --help` lists\n"
     "                        its fields)\n"
     "  --timeout MS          give up on the cluster after MS milliseconds (default 5000;\n"
@@ -42,7 +46,9 @@ static const char usage_text[] =
     "  64     usage error: unknown option, missing or bad argument\n"
     "  69     cluster unavailable: no node reachable, or no leader within --timeout;\n"
     "         for status: no reachable node reports itself leader\n"
-    "  70     the cluster refused the request, or a protocol or internal error\n"
+    "  70     the cluster refused the request, or a protocol or internal error;\n"
+    "         release: the lock was not held; expire: no such session;\n"
+    "         transfer-leader: leadership did not move (to ID)\n"
     "  75     lock: the lock was not acquired (busy with --timeout 0, or timed out)\n"
     "  76     lock: the lock was lost while CMD ran (its lease ran out, its session\n"
     "         expired, or its release was forced); CMD was stopped\n"
@@ -63,6 +69,10 @@ static const struct command commands[] = {
     {"locks", cmd_locks, cmd_locks_help},
     {"lock-info", cmd_lock_info, cmd_lock_info_help},
     {"lock", cmd_lock, cmd_lock_help},
+    {"sessions", cmd_sessions, cmd_sessions_help},
+    {"release", cmd_release, cmd_release_help},
+    {"expire", cmd_expire, cmd_expire_help},
+    {"transfer-leader", cmd_transfer, cmd_transfer_help},
     {NULL, NULL, NULL},
 };
 

@@ -1,13 +1,15 @@
 /*
  * test_batonctl.c -- batonctl against a real three-node cluster: status,
  * locks, lock-info, lock (environment, exit codes, busy/timeout, signals),
- * usage errors and JSON output.
+ * the operator's commands (release --force, expire, transfer-leader,
+ * sessions), usage errors and JSON output.
  */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "tests/lib/cluster.h"
+#include "tests/lib/jsonget.h"
 #include "tests/lib/runner.h"
 
 /* Count occurrences of needle in hay. */
@@ -105,6 +107,13 @@ TEST(usage_errors)
         {"lock-info", NULL},
         {"lock", "x", NULL},
         {"lock", "x", "--timeout", NULL},
+        {"release", "x", NULL},
+        {"release", "--force", NULL},
+        {"expire", NULL},
+        {"expire", "abc", NULL},
+        {"expire", "0", NULL},
+        {"transfer-leader", "x", NULL},
+        {"sessions", "--limit", "0", NULL},
         {NULL},
     };
     const char *help[] = {"--help", NULL};
@@ -253,6 +262,152 @@ TEST(lock_survives_leader_kill)
     ASSERT_EQ(cluster_stop(&c), 0);
 }
 
+/* The session holding lock `name`, from lock-info (0 if none). */
+static uint64_t holder_of(struct cluster *c, const char *name)
+{
+    struct ctl_result r;
+    uint64_t s;
+
+    ASSERT_EQ(cluster_ctl(c, &r, "lock-info", name, "-o", "json", NULL), 0);
+    s = (uint64_t)json_i64(r.out, "holder_session", 0);
+    ctl_result_free(&r);
+    return s;
+}
+
+TEST(force_release)
+{
+    struct cluster c;
+    struct ctl_result r;
+    const char *hold[] = {"lock", "fr", "--", "sleep", "20", NULL};
+    const char *wait[] = {"lock", "fr", "--", "sleep", "20", NULL};
+    char want[128];
+    unsigned long long s1, f1, s2, f2;
+    pid_t holder, waiter;
+
+    start3(&c);
+    /* Not held: exit 70 with a message. */
+    ASSERT_EQ(cluster_ctl(&c, &r, "release", "--force", "fr", NULL), 70);
+    ASSERT(strstr(r.err, "not held") != NULL);
+    ctl_result_free(&r);
+
+    holder = cluster_ctl_spawn(&c, hold, NULL);
+    ASSERT_GT(holder, 0);
+    wait_info(&c, "fr", "\"held\":true");
+    waiter = cluster_ctl_spawn(&c, wait, NULL);
+    ASSERT_GT(waiter, 0);
+    wait_info(&c, "fr", "\"total_waiters\":1");
+    s1 = holder_of(&c, "fr");
+
+    /* The holder loses it (its batonctl stops CMD and exits 76), the
+     * waiter gets it with a higher fence. */
+    ASSERT_EQ(cluster_ctl(&c, &r, "release", "--force", "fr", NULL), 0);
+    ASSERT_EQ(sscanf(r.out, "released fr: session %llu lost it (fence %llu); granted to session "
+                            "%llu (fence %llu)",
+                     &s1, &f1, &s2, &f2),
+              4);
+    ASSERT(s2 != s1);
+    ASSERT(f2 > f1);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_wait_pid(holder, 10000), 76);
+    ASSERT_UEQ(holder_of(&c, "fr"), s2);
+
+    /* Again, now with nobody waiting, in JSON. */
+    ASSERT_EQ(cluster_ctl(&c, &r, "release", "--force", "fr", "-o", "json", NULL), 0);
+    snprintf(want, sizeof want, "{\"name\":\"fr\",\"lost_session\":%llu,\"lost_fence\":%llu,"
+             "\"granted\":false,\"new_session\":0,\"new_fence\":0}\n", s2, f2);
+    ASSERT_STREQ(r.out, want);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_wait_pid(waiter, 10000), 76);
+    wait_info(&c, "fr", "\"held\":false");
+    ASSERT_EQ(cluster_ctl(&c, &r, "release", "--force", "fr", "-o", "json", NULL), 70);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_stop(&c), 0);
+}
+
+TEST(sessions_and_expire)
+{
+    struct cluster c;
+    struct ctl_result r;
+    const char *hold[] = {"lock", "ex", "--", "sleep", "20", NULL};
+    char id[32];
+    uint64_t s1;
+    pid_t holder;
+
+    start3(&c);
+    ASSERT_EQ(cluster_ctl(&c, &r, "sessions", NULL), 0);
+    ASSERT(strstr(r.out, "(no sessions)") != NULL);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(&c, &r, "expire", "999", NULL), 70);
+    ASSERT(strstr(r.err, "no session 999") != NULL);
+    ctl_result_free(&r);
+
+    holder = cluster_ctl_spawn(&c, hold, NULL);
+    ASSERT_GT(holder, 0);
+    wait_info(&c, "ex", "\"held\":true");
+    s1 = holder_of(&c, "ex");
+    ASSERT_EQ(cluster_ctl(&c, &r, "sessions", "-o", "json", NULL), 0);
+    ASSERT_UEQ((uint64_t)json_i64(r.out, "id", 0), s1);
+    ASSERT_EQ(json_i64(r.out, "holds", -1), 1);
+    ASSERT_EQ(json_i64(r.out, "waits", -1), 0);
+    ASSERT(json_i64(r.out, "ttl_ms", 0) > 0);
+    ASSERT(json_i64(r.out, "created_index", 0) > 0);
+    ASSERT(strstr(r.out, "\"more\":false}") != NULL);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(&c, &r, "sessions", NULL), 0);
+    ASSERT(strstr(r.out, "SESSION") != NULL && strstr(r.out, "HOLDS") != NULL);
+    ctl_result_free(&r);
+    snprintf(id, sizeof id, "%llu", (unsigned long long)s1);
+    ASSERT_EQ(cluster_ctl(&c, &r, "sessions", "--after", id, "-o", "json", NULL), 0);
+    ASSERT(strstr(r.out, "{\"sessions\":[],\"more\":false}") != NULL);
+    ctl_result_free(&r);
+
+    /* Expiring the session takes its lock away: its batonctl exits 76. */
+    ASSERT_EQ(cluster_ctl(&c, &r, "expire", id, NULL), 0);
+    ASSERT(strstr(r.out, "expired session") != NULL);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_wait_pid(holder, 10000), 76);
+    ASSERT_EQ(cluster_ctl(&c, &r, "expire", id, "-o", "json", NULL), 70);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(&c, &r, "sessions", "-o", "json", NULL), 0);
+    ASSERT_EQ(json_i64(r.out, "id", 0), 0);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_stop(&c), 0);
+}
+
+TEST(transfer_leader)
+{
+    struct cluster c;
+    struct ctl_result r;
+    char target[16];
+    int leader, next;
+
+    start3(&c);
+    leader = cluster_wait_leader(&c, 5000);
+    next = (leader + 1) % 3;
+    snprintf(target, sizeof target, "%d", next + 1);
+    ASSERT_EQ(cluster_ctl(&c, &r, "transfer-leader", target, NULL), 0);
+    ASSERT(strstr(r.out, "leader is now node") != NULL);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(&c, &r, "status", "-o", "json", NULL), 0);
+    ASSERT_EQ(json_i64(r.out, "leader_id", 0), next + 1);
+    ctl_result_free(&r);
+    /* Clients keep working, and asking for the leader itself is a no-op. */
+    ASSERT_EQ(cluster_ctl(&c, &r, "lock", "after-transfer", "--", "true", NULL), 0);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(&c, &r, "transfer-leader", target, "-o", "json", NULL), 0);
+    ASSERT_EQ(json_i64(r.out, "leader_id", 0), next + 1);
+    ctl_result_free(&r);
+    /* A node that is not a member is refused; raft's own choice works. */
+    ASSERT_EQ(cluster_ctl(&c, &r, "transfer-leader", "9", NULL), 64);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(&c, &r, "transfer-leader", "-o", "json", NULL), 0);
+    ASSERT(json_i64(r.out, "leader_id", 0) != next + 1);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(&c, &r, "lock", "after-transfer", "--", "true", NULL), 0);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_stop(&c), 0);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -266,5 +421,8 @@ int main(int argc, char **argv)
     RUN(lock_signals);
     RUN(json_escaping_of_names);
     RUN(lock_survives_leader_kill);
+    RUN(force_release);
+    RUN(sessions_and_expire);
+    RUN(transfer_leader);
     return runner_done();
 }

@@ -352,6 +352,80 @@ TEST(foreach_session)
     teardown(&f);
 }
 
+/* What store_list_sessions reported, one line per session. */
+struct sess_list {
+    char text[512];
+    size_t len;
+    int stop_after;     /* return 42 after this many calls; 0: never */
+    int calls;
+};
+
+static int collect_session(void *data, uint64_t session, uint32_t ttl_ms, uint64_t created,
+                           const char *name, size_t name_len, uint32_t holds, uint32_t waits)
+{
+    struct sess_list *l = data;
+
+    l->len += (size_t)snprintf(l->text + l->len, sizeof l->text - l->len,
+                               "%llu:%u:%llu:%.*s:%u:%u;", (unsigned long long)session, ttl_ms,
+                               (unsigned long long)created, (int)name_len, name, holds, waits);
+    l->calls++;
+    return l->stop_after && l->calls == l->stop_after ? 42 : 0;
+}
+
+TEST(list_sessions_counts_holds_and_waits)
+{
+    struct fixture f;
+    struct sess_list l;
+    uint64_t a, b, c;
+    int more;
+
+    setup(&f);
+    a = run(&f, c_open(5000, "alpha")).value;  /* index 1 */
+    b = run(&f, c_open(7000, "")).value;       /* index 2 */
+    c = run(&f, c_open(9000, "gamma")).value;  /* index 3 */
+    grant(&f, a, 1, "x");
+    grant(&f, a, 2, "y");
+    queue(&f, b, 1, "x", 1);
+    grant(&f, b, 2, "z");
+    queue(&f, c, 1, "x", 2);
+
+    memset(&l, 0, sizeof l);
+    ASSERT_EQ(store_list_sessions(f.s, 0, 10, collect_session, &l, &more), 0);
+    ASSERT_STREQ(l.text, "1:5000:1:alpha:2:0;2:7000:2::1:1;3:9000:3:gamma:0:1;");
+    ASSERT_EQ(more, 0);
+
+    /* Paging: a limit sets `more`, and `after` starts past an id. */
+    memset(&l, 0, sizeof l);
+    ASSERT_EQ(store_list_sessions(f.s, 0, 2, collect_session, &l, &more), 0);
+    ASSERT_STREQ(l.text, "1:5000:1:alpha:2:0;2:7000:2::1:1;");
+    ASSERT_EQ(more, 1);
+    memset(&l, 0, sizeof l);
+    ASSERT_EQ(store_list_sessions(f.s, b, 2, collect_session, &l, &more), 0);
+    ASSERT_STREQ(l.text, "3:9000:3:gamma:0:1;");
+    ASSERT_EQ(more, 0);
+    memset(&l, 0, sizeof l);
+    ASSERT_EQ(store_list_sessions(f.s, c, 2, collect_session, &l, &more), 0);
+    ASSERT_EQ(l.calls, 0);
+    ASSERT_EQ(store_list_sessions(f.s, UINT64_MAX, 2, collect_session, &l, &more), 0);
+    ASSERT_EQ(l.calls, 0);
+    ASSERT_EQ(store_list_sessions(f.s, 0, 0, collect_session, &l, &more), 0);
+    ASSERT_EQ(l.calls, 0);
+    ASSERT_EQ(more, 1);
+
+    /* The callback's code stops the walk and is returned. */
+    memset(&l, 0, sizeof l);
+    l.stop_after = 1;
+    ASSERT_EQ(store_list_sessions(f.s, 0, 10, collect_session, &l, &more), 42);
+    ASSERT_EQ(l.calls, 1);
+
+    /* An expired session is gone from the list, and its hold moved on. */
+    ASSERT_EQ(run(&f, cmd_of(CMD_EXPIRE_SESSION, a, 0, NULL)).status, 0);
+    memset(&l, 0, sizeof l);
+    ASSERT_EQ(store_list_sessions(f.s, 0, 10, collect_session, &l, &more), 0);
+    ASSERT_STREQ(l.text, "2:7000:2::2:0;3:9000:3:gamma:0:1;");
+    teardown(&f);
+}
+
 TEST(acquire_free_lock_grants)
 {
     struct fixture f;
@@ -2487,6 +2561,7 @@ int main(int argc, char **argv)
     RUN(new_store_is_empty);
     RUN(open_session_ids_and_reads);
     RUN(foreach_session);
+    RUN(list_sessions_counts_holds_and_waits);
     RUN(acquire_free_lock_grants);
     RUN(try_on_held_lock_wouldblock_and_queues_nothing);
     RUN(fifo_order_with_many_waiters);

@@ -38,6 +38,7 @@ static char item_names[BATON_MAX_LIST][BATON_MAX_NAME];
 static struct msg_member members[BATON_MAX_MEMBERS];
 static struct msg_waiter waiters[BATON_MAX_LIST];
 static struct msg_lock_summary items[BATON_MAX_LIST];
+static struct msg_session_summary sess_items[BATON_MAX_LIST];
 
 static struct pstr psn(const char *s, size_t n)
 {
@@ -267,6 +268,45 @@ static void sample(int type, int v, struct msg *m)
     case MSG_SESSION_EXPIRED:
         m->u.session_expired.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
         break;
+    case MSG_FORCE_RELEASE:
+        m->u.force_release.lock = LOCK(v, "jobs/nightly");
+        break;
+    case MSG_FORCE_RELEASE_R:
+        m->u.force_release_r.status = I32(v, BATON_ENOTHELD);
+        m->u.force_release_r.lost_session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
+        m->u.force_release_r.lost_fence = U64(v, 0xD1D2D3D4D5D6D7D8ull);
+        m->u.force_release_r.new_session = U64(v, 0xB1B2B3B4B5B6B7B8ull);
+        m->u.force_release_r.new_fence = U64(v, 0xC1C2C3C4C5C6C7C8ull);
+        break;
+    case MSG_EXPIRE_SESSION:
+        m->u.expire_session.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
+        break;
+    case MSG_TRANSFER:
+        m->u.transfer.id = U32(v, 0x01020304);
+        break;
+    case MSG_TRANSFER_R:
+        m->u.transfer_r.leader_id = U32(v, 0x05060708);
+        break;
+    case MSG_LIST_SESSIONS:
+        m->u.list_sessions.after = U64(v, 0x1112131415161718ull);
+        m->u.list_sessions.limit = U32(v, 0x00010203);
+        break;
+    case MSG_SESSIONS_R: {
+        struct msg_sessions_r *sr = &m->u.sessions_r;
+        sr->n = COUNT(v, 3, BATON_MAX_LIST);
+        sr->items = sr->n ? sess_items : NULL;
+        for (uint32_t i = 0; i < sr->n; i++) {
+            sess_items[i].id = 0x9192939495969798ull + i;
+            sess_items[i].ttl_ms = 0x0A0B0C0D + i;
+            sess_items[i].created_index = 0x6162636465666768ull + i;
+            sess_items[i].client_name =
+                v == V_EXTREME ? psn(big_client, BATON_MAX_CLIENT_NAME) : i == 1 ? ps("") : ps(names[i]);
+            sess_items[i].n_holds = 0x00102030 + i;
+            sess_items[i].n_waits = 0x00405060 + i;
+        }
+        sr->more = U8(v, 1);
+        break;
+    }
     default:
         FAIL("no sample for type %d", type);
     }
@@ -429,6 +469,44 @@ static void assert_msg_eq(const struct msg *a, const struct msg *b)
     case MSG_SESSION_EXPIRED:
         ASSERT_UEQ(a->u.session_expired.session, b->u.session_expired.session);
         break;
+    case MSG_FORCE_RELEASE:
+        ASSERT_PSTR_EQ(a->u.force_release.lock, b->u.force_release.lock);
+        break;
+    case MSG_FORCE_RELEASE_R:
+        ASSERT_EQ(a->u.force_release_r.status, b->u.force_release_r.status);
+        ASSERT_UEQ(a->u.force_release_r.lost_session, b->u.force_release_r.lost_session);
+        ASSERT_UEQ(a->u.force_release_r.lost_fence, b->u.force_release_r.lost_fence);
+        ASSERT_UEQ(a->u.force_release_r.new_session, b->u.force_release_r.new_session);
+        ASSERT_UEQ(a->u.force_release_r.new_fence, b->u.force_release_r.new_fence);
+        break;
+    case MSG_EXPIRE_SESSION:
+        ASSERT_UEQ(a->u.expire_session.session, b->u.expire_session.session);
+        break;
+    case MSG_TRANSFER:
+        ASSERT_UEQ(a->u.transfer.id, b->u.transfer.id);
+        break;
+    case MSG_TRANSFER_R:
+        ASSERT_UEQ(a->u.transfer_r.leader_id, b->u.transfer_r.leader_id);
+        break;
+    case MSG_LIST_SESSIONS:
+        ASSERT_UEQ(a->u.list_sessions.after, b->u.list_sessions.after);
+        ASSERT_UEQ(a->u.list_sessions.limit, b->u.list_sessions.limit);
+        break;
+    case MSG_SESSIONS_R: {
+        const struct msg_sessions_r *x = &a->u.sessions_r, *y = &b->u.sessions_r;
+        ASSERT_UEQ(x->n, y->n);
+        ASSERT((x->items == NULL) == (y->items == NULL));
+        for (uint32_t i = 0; i < x->n; i++) {
+            ASSERT_UEQ(x->items[i].id, y->items[i].id);
+            ASSERT_UEQ(x->items[i].ttl_ms, y->items[i].ttl_ms);
+            ASSERT_UEQ(x->items[i].created_index, y->items[i].created_index);
+            ASSERT_PSTR_EQ(x->items[i].client_name, y->items[i].client_name);
+            ASSERT_UEQ(x->items[i].n_holds, y->items[i].n_holds);
+            ASSERT_UEQ(x->items[i].n_waits, y->items[i].n_waits);
+        }
+        ASSERT_EQ(x->more, y->more);
+        break;
+    }
     default:
         FAIL("unexpected type %d", a->type);
     }
@@ -586,6 +664,14 @@ TEST(golden_bytes)
     ASSERT_EQ(MSG_ERROR, 21);
     ASSERT_EQ(MSG_LOST, 22);
     ASSERT_EQ(MSG_SESSION_EXPIRED, 23);
+    /* The admin requests were appended; earlier numbers never change. */
+    ASSERT_EQ(MSG_FORCE_RELEASE, 24);
+    ASSERT_EQ(MSG_FORCE_RELEASE_R, 25);
+    ASSERT_EQ(MSG_EXPIRE_SESSION, 26);
+    ASSERT_EQ(MSG_TRANSFER, 27);
+    ASSERT_EQ(MSG_TRANSFER_R, 28);
+    ASSERT_EQ(MSG_LIST_SESSIONS, 29);
+    ASSERT_EQ(MSG_SESSIONS_R, 30);
 
     m.type = MSG_HELLO;
     m.req_id = 0x0102030405060708ull;
@@ -995,6 +1081,45 @@ static void spec_frame(const struct msg *m, struct buf *w)
     case MSG_SESSION_EXPIRED: /* {u64 session} */
         buf_put_u64(w, m->u.session_expired.session);
         break;
+    case MSG_FORCE_RELEASE: /* {str lock} */
+        spec_str(w, m->u.force_release.lock);
+        break;
+    case MSG_FORCE_RELEASE_R: /* {i32 status, u64 lost_session, u64 lost_fence,
+                                 u64 new_session, u64 new_fence} */
+        buf_put_i32(w, m->u.force_release_r.status);
+        buf_put_u64(w, m->u.force_release_r.lost_session);
+        buf_put_u64(w, m->u.force_release_r.lost_fence);
+        buf_put_u64(w, m->u.force_release_r.new_session);
+        buf_put_u64(w, m->u.force_release_r.new_fence);
+        break;
+    case MSG_EXPIRE_SESSION: /* {u64 session} */
+        buf_put_u64(w, m->u.expire_session.session);
+        break;
+    case MSG_TRANSFER: /* {u32 id} */
+        buf_put_u32(w, m->u.transfer.id);
+        break;
+    case MSG_TRANSFER_R: /* {u32 leader_id} */
+        buf_put_u32(w, m->u.transfer_r.leader_id);
+        break;
+    case MSG_LIST_SESSIONS: /* {u64 after, u32 limit} */
+        buf_put_u64(w, m->u.list_sessions.after);
+        buf_put_u32(w, m->u.list_sessions.limit);
+        break;
+    case MSG_SESSIONS_R: { /* {u32 n, n x {u64 id, u32 ttl_ms, u64 created_index,
+                              str client_name, u32 n_holds, u32 n_waits}, u8 more} */
+        const struct msg_sessions_r *x = &m->u.sessions_r;
+        buf_put_u32(w, x->n);
+        for (uint32_t i = 0; i < x->n; i++) {
+            buf_put_u64(w, x->items[i].id);
+            buf_put_u32(w, x->items[i].ttl_ms);
+            buf_put_u64(w, x->items[i].created_index);
+            spec_str(w, x->items[i].client_name);
+            buf_put_u32(w, x->items[i].n_holds);
+            buf_put_u32(w, x->items[i].n_waits);
+        }
+        buf_put_u8(w, x->more);
+        break;
+    }
     default:
         FAIL("no layout for type %d", m->type);
     }
@@ -1464,6 +1589,8 @@ static struct pstr *f_item_name(struct msg *m) { return &m->u.list_locks_r.items
 static struct pstr *f_redirect(struct msg *m) { return &m->u.redirect.client_addr; }
 static struct pstr *f_error(struct msg *m) { return &m->u.error.message; }
 static struct pstr *f_lost(struct msg *m) { return &m->u.lost.lock; }
+static struct pstr *f_force(struct msg *m) { return &m->u.force_release.lock; }
+static struct pstr *f_sess_name(struct msg *m) { return &m->u.sessions_r.items[0].client_name; }
 
 static const struct strfield {
     const char *what;
@@ -1488,6 +1615,8 @@ static const struct strfield {
     {"redirect.client_addr", MSG_REDIRECT, f_redirect, BATON_MAX_ADDR, 0},
     {"error.message", MSG_ERROR, f_error, BATON_MAX_ERRMSG, 0},
     {"lost.lock", MSG_LOST, f_lost, BATON_MAX_NAME, 1},
+    {"force_release.lock", MSG_FORCE_RELEASE, f_force, BATON_MAX_NAME, 1},
+    {"sessions_r.client_name", MSG_SESSIONS_R, f_sess_name, BATON_MAX_CLIENT_NAME, 0},
 };
 #define N_STRFIELDS (sizeof strfields / sizeof strfields[0])
 
@@ -1697,6 +1826,22 @@ static void forge_list_locks_r(struct buf *b, uint32_t count, uint32_t present)
     end_frame(b);
 }
 
+static void forge_sessions_r(struct buf *b, uint32_t count, uint32_t present)
+{
+    begin_frame(b, MSG_SESSIONS_R, 9);
+    buf_put_u32(b, count);
+    for (uint32_t i = 0; i < present; i++) {
+        buf_put_u64(b, i + 1);
+        buf_put_u32(b, i);
+        buf_put_u64(b, i);
+        buf_put_str(b, "", 0);
+        buf_put_u32(b, i);
+        buf_put_u32(b, i);
+    }
+    buf_put_u8(b, 0);
+    end_frame(b);
+}
+
 /* Decode a forged list frame; returns the decode result. */
 static int decode_forged(const struct buf *b)
 {
@@ -1711,6 +1856,7 @@ static int decode_forged(const struct buf *b)
         ASSERT(d.u.status_r.members == NULL || d.type != MSG_STATUS_R);
         ASSERT(d.u.lock_info_r.waiters == NULL || d.type != MSG_LOCK_INFO_R);
         ASSERT(d.u.list_locks_r.items == NULL || d.type != MSG_LIST_LOCKS_R);
+        ASSERT(d.u.sessions_r.items == NULL || d.type != MSG_SESSIONS_R);
     }
     free(p);
     return rv;
@@ -1731,6 +1877,7 @@ TEST(list_count_limits)
         {forge_status_r, BATON_MAX_MEMBERS},
         {forge_lock_info_r, BATON_MAX_LIST},
         {forge_list_locks_r, BATON_MAX_LIST},
+        {forge_sessions_r, BATON_MAX_LIST},
     };
 
     for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {

@@ -1,0 +1,288 @@
+/*
+ * cmd_admin.c -- the operator's commands that change the cluster:
+ * `batonctl release --force NAME`, `batonctl expire SESSION` and
+ * `batonctl transfer-leader [ID]`. Each is one request to the leader.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "client/ctl/ctl.h"
+#include "proto/baton_errno.h"
+
+const char cmd_release_help[] =
+    "usage: batonctl release --force NAME [-e ENDPOINTS] [-o table|json] [--timeout MS]\n"
+    "\n"
+    "Takes lock NAME away from whoever holds it, as an operator. The holder's client\n"
+    "is told that it lost the lock (a LOST push; `batonctl lock` stops its command\n"
+    "and exits 76), and the lock goes at once to the head of its queue, if anyone\n"
+    "waits. There is no lock-delay. --force is required: a release without it is\n"
+    "done by the holder itself.\n"
+    "\n"
+    "Careful: if the connection breaks after the request was sent, batonctl sends it\n"
+    "again and may take the lock from its next holder too.\n"
+    "\n"
+    "Exit status: 0; 70 if the lock was not held (or the cluster refused); 69 if no\n"
+    "leader answered within --timeout; 64 on a usage error.\n"
+    "\n"
+    "JSON (-o json), one object:\n"
+    "  {\"name\": S, \"lost_session\": N, \"lost_fence\": N, \"granted\": B,\n"
+    "   \"new_session\": N, \"new_fence\": N}\n"
+    "  new_session and new_fence are 0 when nobody waited (granted is false).\n";
+
+const char cmd_expire_help[] =
+    "usage: batonctl expire SESSION [-e ENDPOINTS] [-o table|json] [--timeout MS]\n"
+    "\n"
+    "Ends session SESSION (a number, see `batonctl sessions`) as if its lease had run\n"
+    "out: every lock it holds is lost (its client is told) and goes to the next\n"
+    "waiter, or stays free for the hold's lock-delay; every wait it has ends.\n"
+    "\n"
+    "Exit status: 0; 70 if there is no such session (or the cluster refused); 69 if\n"
+    "no leader answered within --timeout; 64 on a usage error.\n"
+    "\n"
+    "JSON (-o json): {\"session\": N, \"expired\": true}\n";
+
+const char cmd_transfer_help[] =
+    "usage: batonctl transfer-leader [ID] [-e ENDPOINTS] [-o table|json] [--timeout MS]\n"
+    "\n"
+    "Asks the leader to hand leadership to node ID (a raft id, see `batonctl status`),\n"
+    "or, without ID, to a voter raft picks. Prints the new leader. The old leader\n"
+    "closes its client connections; clients reconnect to the new one. Asking for\n"
+    "the node that already leads succeeds at once.\n"
+    "\n"
+    "Exit status: 0; 70 if the transfer did not complete (the target did not win\n"
+    "its election in time) or leadership went to another node than ID, or the\n"
+    "cluster refused; 64 on a usage error or an ID that is not another voting\n"
+    "member; 69 if no leader answered within --timeout.\n"
+    "\n"
+    "JSON (-o json): {\"leader_id\": N}\n";
+
+/* `release`'s own option. */
+enum { OPT_FORCE = CTL_OPT_CMD_BASE };
+
+static const struct ctl_optspec release_opts[] = {
+    {"force", 'f', 0, OPT_FORCE},
+    {NULL, 0, 0, 0},
+};
+
+/*
+ * Iterate the arguments of `cmd`: at most one positional (into *pos),
+ * --force (into *force, when force is not NULL), the global options.
+ * Returns CTL_CONTINUE, or the exit code to return at once.
+ */
+static int parse_args(struct ctl_opts *o, int argc, char **argv, const char *cmd,
+                      const char *help, const char **pos, int *force)
+{
+    struct ctl_optiter it;
+    const char *arg;
+    char err[256];
+    int id, rv;
+
+    ctl_opt_init(&it, argc, argv, 1);
+    while ((id = ctl_opt_next(&it, force ? release_opts : NULL, ctl_global_opts, &arg, err,
+                              sizeof err)) != CTL_OPT_END) {
+        if (id == CTL_OPT_POSITIONAL && *pos == NULL) {
+            *pos = arg;
+        } else if (id == OPT_FORCE && force != NULL) {
+            *force = 1;
+        } else {
+            rv = ctl_common_opt(o, cmd, help, id, arg, err);
+            if (rv != CTL_CONTINUE) return rv;
+        }
+    }
+    return CTL_CONTINUE;
+}
+
+static void print_release(const struct ctl_opts *o, const char *name,
+                          const struct msg_force_release_r *r)
+{
+    struct jw w;
+
+    if (o->format == CTL_JSON) {
+        jw_init(&w, stdout);
+        jw_begin_object(&w, NULL);
+        jw_cstring(&w, "name", name);
+        jw_u64(&w, "lost_session", r->lost_session);
+        jw_u64(&w, "lost_fence", r->lost_fence);
+        jw_bool(&w, "granted", r->new_session != 0);
+        jw_u64(&w, "new_session", r->new_session);
+        jw_u64(&w, "new_fence", r->new_fence);
+        jw_end_object(&w);
+        jw_finish(&w);
+        return;
+    }
+    fputs("released ", stdout);
+    ctl_sanitize(stdout, name, strlen(name));
+    printf(": session %llu lost it (fence %llu); ", (unsigned long long)r->lost_session,
+           (unsigned long long)r->lost_fence);
+    if (r->new_session != 0)
+        printf("granted to session %llu (fence %llu)\n", (unsigned long long)r->new_session,
+               (unsigned long long)r->new_fence);
+    else
+        printf("no waiters\n");
+}
+
+int cmd_release(struct ctl_opts *o, int argc, char **argv)
+{
+    struct admin_reply rep;
+    struct msg req;
+    const char *name = NULL;
+    char err[512];
+    int force = 0, rv;
+
+    rv = parse_args(o, argc, argv, "release", cmd_release_help, &name, &force);
+    if (rv != CTL_CONTINUE) return rv;
+    if (!force)
+        return ctl_usage_error("release", "only a forced release is possible here: "
+                                          "release --force NAME");
+    if (name == NULL) return ctl_usage_error("release", "missing lock NAME");
+    if (!ctl_lock_name_ok(name))
+        return ctl_usage_error("release", "a lock name is 1 to %d bytes", BATON_MAX_NAME);
+
+    memset(&req, 0, sizeof req);
+    req.type = MSG_FORCE_RELEASE;
+    req.u.force_release.lock.p = name;
+    req.u.force_release.lock.n = (uint16_t)strlen(name);
+    rv = admin_leader_request(o, &req, &rep, err, sizeof err);
+    if (rv != 0) {
+        ctl_error("release: %s", err);
+        return ctl_exit_for(rv);
+    }
+    if (rep.m.type != MSG_FORCE_RELEASE_R) {
+        ctl_error("release: unexpected reply %s", msg_type_name(rep.m.type));
+        admin_reply_free(&rep);
+        return CTL_EXIT_SOFTWARE;
+    }
+    rv = rep.m.u.force_release_r.status;
+    if (rv == BATON_ENOTHELD) {
+        fputs("batonctl: release: lock ", stderr);
+        ctl_sanitize(stderr, name, strlen(name));
+        fputs(" is not held\n", stderr);
+    } else if (rv != 0) {
+        ctl_error("release: %s", baton_strerror(rv));
+    } else {
+        print_release(o, name, &rep.m.u.force_release_r);
+    }
+    admin_reply_free(&rep);
+    return rv == 0 ? CTL_EXIT_OK : CTL_EXIT_SOFTWARE;
+}
+
+int cmd_expire(struct ctl_opts *o, int argc, char **argv)
+{
+    struct admin_reply rep;
+    struct msg req;
+    const char *arg = NULL;
+    uint64_t session;
+    char err[512];
+    int rv;
+
+    rv = parse_args(o, argc, argv, "expire", cmd_expire_help, &arg, NULL);
+    if (rv != CTL_CONTINUE) return rv;
+    if (arg == NULL) return ctl_usage_error("expire", "missing SESSION");
+    if (ctl_parse_uint(arg, UINT64_MAX, &session) != 0 || session == 0)
+        return ctl_usage_error("expire", "bad SESSION '%s' (a positive number)", arg);
+
+    memset(&req, 0, sizeof req);
+    req.type = MSG_EXPIRE_SESSION;
+    req.u.expire_session.session = session;
+    rv = admin_leader_request(o, &req, &rep, err, sizeof err);
+    if (rv != 0) {
+        ctl_error("expire: %s", err);
+        return ctl_exit_for(rv);
+    }
+    if (rep.m.type != MSG_RESULT) {
+        ctl_error("expire: unexpected reply %s", msg_type_name(rep.m.type));
+        admin_reply_free(&rep);
+        return CTL_EXIT_SOFTWARE;
+    }
+    rv = rep.m.u.result.status;
+    admin_reply_free(&rep);
+    if (rv == BATON_ESESSION) {
+        ctl_error("expire: no session %llu", (unsigned long long)session);
+        return CTL_EXIT_SOFTWARE;
+    }
+    if (rv != 0) {
+        ctl_error("expire: %s", baton_strerror(rv));
+        return CTL_EXIT_SOFTWARE;
+    }
+    if (o->format == CTL_JSON)
+        printf("{\"session\":%llu,\"expired\":true}\n", (unsigned long long)session);
+    else
+        printf("expired session %llu\n", (unsigned long long)session);
+    return CTL_EXIT_OK;
+}
+
+/*
+ * The old leader answered before it knew its successor: ask every endpoint
+ * for STATUS until one reports itself leader, before the deadline. Returns
+ * its id, or 0.
+ */
+static uint32_t find_leader(const struct ctl_opts *o, int64_t deadline)
+{
+    char storage[1024], err[256];
+    const char *eps[CTL_MAX_ENDPOINTS];
+    int n;
+
+    if (strlen(o->endpoints) >= sizeof storage) return 0;
+    n = ctl_split_endpoints(o->endpoints, storage, eps, CTL_MAX_ENDPOINTS, err, sizeof err);
+    while (n > 0 && ctl_now_ms() < deadline) {
+        for (int i = 0; i < n; i++) {
+            struct admin_reply rep;
+            uint32_t id = 0;
+            if (admin_status(eps[i], deadline, &rep, err, sizeof err) != 0) continue;
+            if (rep.m.u.status_r.role == ROLE_LEADER) id = rep.m.u.status_r.node_id;
+            admin_reply_free(&rep);
+            if (id != 0) return id;
+        }
+        ctl_sleep_until(50, deadline);
+    }
+    return 0;
+}
+
+int cmd_transfer(struct ctl_opts *o, int argc, char **argv)
+{
+    const int64_t deadline = ctl_now_ms() + o->timeout_ms;
+    struct admin_reply rep;
+    struct msg req;
+    const char *arg = NULL;
+    uint64_t target = 0;
+    uint32_t leader;
+    char err[512];
+    int rv;
+
+    rv = parse_args(o, argc, argv, "transfer-leader", cmd_transfer_help, &arg, NULL);
+    if (rv != CTL_CONTINUE) return rv;
+    if (arg != NULL && (ctl_parse_uint(arg, UINT32_MAX, &target) != 0 || target == 0))
+        return ctl_usage_error("transfer-leader", "bad node ID '%s' (a positive number)", arg);
+
+    memset(&req, 0, sizeof req);
+    req.type = MSG_TRANSFER;
+    req.u.transfer.id = (uint32_t)target;
+    rv = admin_leader_request(o, &req, &rep, err, sizeof err);
+    if (rv != 0) {
+        ctl_error("transfer-leader: %s", err);
+        return ctl_exit_for(rv);
+    }
+    if (rep.m.type != MSG_TRANSFER_R) {
+        ctl_error("transfer-leader: unexpected reply %s", msg_type_name(rep.m.type));
+        admin_reply_free(&rep);
+        return CTL_EXIT_SOFTWARE;
+    }
+    leader = rep.m.u.transfer_r.leader_id;
+    admin_reply_free(&rep);
+    if (leader == 0) leader = find_leader(o, deadline);
+    if (leader == 0) {
+        ctl_error("transfer-leader: leadership moved, but no new leader showed up within "
+                  "--timeout");
+        return CTL_EXIT_UNAVAIL;
+    }
+    if (o->format == CTL_JSON)
+        printf("{\"leader_id\":%u}\n", leader);
+    else
+        printf("leader is now node %u\n", leader);
+    if (target != 0 && leader != target) {
+        ctl_error("transfer-leader: node %u won the election, not node %llu", leader,
+                  (unsigned long long)target);
+        return CTL_EXIT_SOFTWARE;
+    }
+    return CTL_EXIT_OK;
+}

@@ -1,0 +1,177 @@
+/*
+ * admin_cmds.c -- the operator's state-changing requests, served by the
+ * ready leader: FORCE_RELEASE and EXPIRE_SESSION become commands in this
+ * loop turn's batch (answered by batch.c once applied), and TRANSFER hands
+ * leadership to another node through raft/node.c.
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/baton_errno.h"
+#include "server/log.h"
+#include "server/server.h"
+
+/* A pending record for an admin command: no session, no seq, never
+ * deduplicated (the store only deduplicates commands with a seq). */
+static void admin_pending(struct pending *p, struct conn *c, const struct msg *m,
+                          const struct cmd *cmd)
+{
+    memset(p, 0, offsetof(struct pending, name));
+    p->conn_id = c->id;
+    p->req_id = m->req_id;
+    p->cmd_type = cmd->type;
+    p->session = cmd->session;
+    p->name_len = cmd->name_len;
+    if (cmd->name_len) memcpy(p->name, cmd->name, cmd->name_len);
+}
+
+void admin_force_release(struct conn *c, const struct msg *m)
+{
+    struct cmd cmd = {0};
+    struct pending p;
+
+    cmd.type = CMD_FORCE_RELEASE;
+    cmd.name = m->u.force_release.lock.p;
+    cmd.name_len = m->u.force_release.lock.n;
+    log_info("conn %llu (%s): forced release of '%.*s' requested", (unsigned long long)c->id,
+             c->peer, (int)cmd.name_len, cmd.name);
+    admin_pending(&p, c, m, &cmd);
+    batch_add(c->srv, &cmd, &p);
+}
+
+void admin_expire_session(struct conn *c, const struct msg *m)
+{
+    struct cmd cmd = {0};
+    struct pending p;
+
+    if (m->u.expire_session.session == 0) {
+        conn_send_error(c, m->req_id, BATON_EINVAL, "expire: session 0 does not exist");
+        return;
+    }
+    cmd.type = CMD_EXPIRE_SESSION;
+    cmd.session = m->u.expire_session.session;
+    log_info("conn %llu (%s): expiry of session %llu requested", (unsigned long long)c->id,
+             c->peer, (unsigned long long)cmd.session);
+    admin_pending(&p, c, m, &cmd);
+    batch_add(c->srv, &cmd, &p);
+}
+
+/*
+ * Answer an applied FORCE_RELEASE. Its effects are found in fx by name:
+ * only FORCE_RELEASE emits FX_LOST with BATON_ELOST, and effects are in
+ * apply order, so the first such FX_LOST for this name at or after *cursor
+ * is this command's, and the FX_GRANT right after it (same name), if any,
+ * is the hand-off to the next waiter. *cursor moves past it, so that a
+ * second forced release of the same lock in the same entry finds its own.
+ */
+void admin_force_release_done(struct server *srv, const struct pending *p,
+                              const struct cmd_result *r, const struct effects *fx,
+                              size_t *cursor)
+{
+    struct conn *c = p->conn_id ? conn_get(srv, p->conn_id) : NULL;
+    struct msg m = {.type = MSG_FORCE_RELEASE_R, .req_id = p->req_id};
+    struct msg_force_release_r *fr = &m.u.force_release_r;
+
+    fr->status = r->status;
+    for (size_t i = *cursor; r->status == 0 && i < fx->n_fx; i++) {
+        const struct effect *e = &fx->fx[i];
+        if (e->type != FX_LOST || e->status != BATON_ELOST || e->name_len != p->name_len ||
+            memcmp(e->name, p->name, p->name_len) != 0)
+            continue;
+        fr->lost_session = e->session;
+        fr->lost_fence = e->fence;
+        *cursor = i + 1;
+        if (i + 1 < fx->n_fx && fx->fx[i + 1].type == FX_GRANT &&
+            fx->fx[i + 1].name_len == p->name_len &&
+            memcmp(fx->fx[i + 1].name, p->name, p->name_len) == 0) {
+            fr->new_session = fx->fx[i + 1].session;
+            fr->new_fence = fx->fx[i + 1].fence;
+            *cursor = i + 2;
+        }
+        break;
+    }
+    if (r->status == 0)
+        log_info("lock '%.*s' force-released from session %llu (fence %llu)", (int)p->name_len,
+                 p->name, (unsigned long long)fr->lost_session,
+                 (unsigned long long)fr->lost_fence);
+    if (c != NULL) conn_send(c, &m);
+}
+
+/* A TRANSFER waiting for raft to finish the hand-over. */
+struct transfer_req {
+    struct server *srv;
+    uint64_t conn_id;
+    uint64_t req_id;
+    uint32_t target;        /* 0: raft's choice */
+};
+
+/*
+ * The transfer is over (node.c calls this on the loop, outside raft's
+ * callbacks, before it reports the loss of leadership). The reply is
+ * flushed at once: losing leadership closes every client connection right
+ * after this returns.
+ */
+static void transfer_done(void *data, uint32_t new_leader)
+{
+    struct transfer_req *t = data;
+    struct server *srv = t->srv;
+    struct conn *c = conn_get(srv, t->conn_id);
+    struct msg m = {.type = MSG_TRANSFER_R, .req_id = t->req_id};
+
+    if (new_leader == srv->cfg.node.id) {
+        log_warn("leadership transfer to node %u did not complete", t->target);
+        if (c != NULL)
+            conn_send_error(c, t->req_id, BATON_ECANCELED,
+                            "leadership transfer did not complete; node %u is still the leader",
+                            new_leader);
+    } else {
+        log_info("leadership handed over (new leader: %s%u)", new_leader ? "node " : "unknown ",
+                 new_leader);
+        m.u.transfer_r.leader_id = new_leader;
+        if (c != NULL) conn_send(c, &m);
+    }
+    conn_flush_all(srv);
+    free(t);
+}
+
+void admin_transfer(struct conn *c, const struct msg *m)
+{
+    struct server *srv = c->srv;
+    uint32_t id = m->u.transfer.id;
+    struct transfer_req *t;
+    int rv;
+
+    if (id == srv->cfg.node.id) {
+        struct msg r = {.type = MSG_TRANSFER_R, .req_id = m->req_id};
+        r.u.transfer_r.leader_id = id;
+        conn_send(c, &r);
+        return;
+    }
+    t = malloc(sizeof *t);
+    if (t == NULL) {
+        conn_send_error(c, m->req_id, BATON_ENOMEM, "transfer: out of memory");
+        return;
+    }
+    t->srv = srv;
+    t->conn_id = c->id;
+    t->req_id = m->req_id;
+    t->target = id;
+    rv = node_transfer(srv->node, id, transfer_done, t);
+    if (rv == 0) {
+        log_info("conn %llu (%s): leadership transfer to %s%u requested",
+                 (unsigned long long)c->id, c->peer, id ? "node " : "any voter, ", id);
+        return;
+    }
+    free(t);
+    if (rv == BATON_ENOTLEADER)
+        dispatch_not_leader(c, m->req_id);
+    else if (rv == BATON_EINVAL && id != 0)
+        conn_send_error(c, m->req_id, rv, "transfer: node %u is not another voting member", id);
+    else if (rv == BATON_EINVAL)
+        conn_send_error(c, m->req_id, rv, "transfer: no other voting member");
+    else if (rv == BATON_EBUSY)
+        conn_send_error(c, m->req_id, rv, "transfer: another leadership transfer is running");
+    else
+        conn_send_error(c, m->req_id, rv, "transfer: %s", baton_strerror(rv));
+}
