@@ -142,109 +142,109 @@ int store_list_locks(store *s, const char *prefix, size_t prefix_len, uint32_t l
     return rc == MDB_NOTFOUND ? 0 : store__err(rc);
 }
 
-int store_foreach_timed_waiter(store *s, store_waiter_cb *cb, void *data)
+/*
+ * Visit one record of a table walk. Returns 0 to go on. A record that does
+ * not decode stops the walk with its MDB_* code; a caller's callback that
+ * returns non-zero stops it with that value, and *user is then set so that
+ * walk_table hands the value back untranslated.
+ */
+typedef int walk_fn(void *ctx, const MDB_val *k, const MDB_val *v, int *user);
+
+/* Walk every record of table `db` in key order in one short read
+ * transaction. Returns 0, a BATON_E* code, or a callback's value. */
+static int walk_table(store *s, int db, walk_fn *fn, void *ctx)
 {
-    struct waiter_rec w;
-    const char *name;
-    size_t name_len;
-    uint64_t enq;
     MDB_cursor *cur;
     MDB_txn *txn;
     MDB_val k, v;
-    int rc;
+    int rc, user = 0;
 
     rc = read_begin(s, &txn);
     if (rc != 0) return store__err(rc);
-    rc = mdb_cursor_open(txn, s->dbi[DB_WAITERS], &cur);
-    if (rc != 0) {
-        mdb_txn_abort(txn);
-        return store__err(rc);
-    }
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        rc = key_waiter_split(&k, &name, &name_len, &enq);
-        if (rc == 0) rc = waiter_decode(&v, &w);
-        if (rc != 0) break;
-        if (w.wait_ms <= 0) continue;
-        rc = cb(data, w.session, w.waiter, w.wait_ms, name, name_len);
-        if (rc != 0) {
-            mdb_cursor_close(cur);
-            mdb_txn_abort(txn);
-            return rc;
+    rc = mdb_cursor_open(txn, s->dbi[db], &cur);
+    if (rc == 0) {
+        for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+             rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+            rc = fn(ctx, &k, &v, &user);
+            if (rc != 0) break;
         }
+        mdb_cursor_close(cur);
     }
-    mdb_cursor_close(cur);
     mdb_txn_abort(txn);
+    if (user) return rc;
     return rc == MDB_NOTFOUND ? 0 : store__err(rc);
+}
+
+/* The caller's callback (one of them is set) and its data, for the walks
+ * below. */
+struct walk_cb {
+    store_waiter_cb *waiter;
+    store_delayed_cb *delayed;
+    store_session_cb *session;
+    void *data;
+};
+
+static int visit_timed_waiter(void *ctx, const MDB_val *k, const MDB_val *v, int *user)
+{
+    struct walk_cb *w = ctx;
+    struct waiter_rec r;
+    const char *name;
+    size_t name_len;
+    uint64_t enq;
+    int rc;
+
+    rc = key_waiter_split(k, &name, &name_len, &enq);
+    if (rc == 0) rc = waiter_decode(v, &r);
+    if (rc != 0 || r.wait_ms <= 0) return rc;
+    rc = w->waiter(w->data, r.session, r.waiter, r.wait_ms, name, name_len);
+    *user = rc != 0;
+    return rc;
+}
+
+int store_foreach_timed_waiter(store *s, store_waiter_cb *cb, void *data)
+{
+    struct walk_cb w = {.waiter = cb, .data = data};
+    return walk_table(s, DB_WAITERS, visit_timed_waiter, &w);
+}
+
+static int visit_delayed_lock(void *ctx, const MDB_val *k, const MDB_val *v, int *user)
+{
+    struct walk_cb *w = ctx;
+    struct lock_rec r;
+    int rc = lock_decode(v, &r);
+
+    if (rc != 0 || !r.delayed) return rc;
+    rc = w->delayed(w->data, k->mv_data, k->mv_size, r.lock_delay_ms);
+    *user = rc != 0;
+    return rc;
 }
 
 /* A walk over the whole locks table: a new leader makes it once, and the
  * table holds only locks that are held, wanted or delayed. */
 int store_foreach_delayed_lock(store *s, store_delayed_cb *cb, void *data)
 {
-    struct lock_rec r;
-    MDB_cursor *cur;
-    MDB_txn *txn;
-    MDB_val k, v;
+    struct walk_cb w = {.delayed = cb, .data = data};
+    return walk_table(s, DB_LOCKS, visit_delayed_lock, &w);
+}
+
+static int visit_session(void *ctx, const MDB_val *k, const MDB_val *v, int *user)
+{
+    struct walk_cb *w = ctx;
+    struct sess_rec r;
     int rc;
 
-    rc = read_begin(s, &txn);
-    if (rc != 0) return store__err(rc);
-    rc = mdb_cursor_open(txn, s->dbi[DB_LOCKS], &cur);
-    if (rc != 0) {
-        mdb_txn_abort(txn);
-        return store__err(rc);
-    }
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        rc = lock_decode(&v, &r);
-        if (rc != 0) break;
-        if (!r.delayed) continue;
-        rc = cb(data, k.mv_data, k.mv_size, r.lock_delay_ms);
-        if (rc != 0) {
-            mdb_cursor_close(cur);
-            mdb_txn_abort(txn);
-            return rc;
-        }
-    }
-    mdb_cursor_close(cur);
-    mdb_txn_abort(txn);
-    return rc == MDB_NOTFOUND ? 0 : store__err(rc);
+    if (k->mv_size != 8) return MDB_CORRUPTED;
+    rc = sess_decode(v, &r);
+    if (rc != 0) return rc;
+    rc = w->session(w->data, be_get_u64(k->mv_data), r.ttl_ms);
+    *user = rc != 0;
+    return rc;
 }
 
 int store_foreach_session(store *s, store_session_cb *cb, void *data)
 {
-    struct sess_rec r;
-    MDB_cursor *cur;
-    MDB_txn *txn;
-    MDB_val k, v;
-    int rc;
-
-    rc = read_begin(s, &txn);
-    if (rc != 0) return store__err(rc);
-    rc = mdb_cursor_open(txn, s->dbi[DB_SESSIONS], &cur);
-    if (rc != 0) {
-        mdb_txn_abort(txn);
-        return store__err(rc);
-    }
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        if (k.mv_size != 8) {
-            rc = MDB_CORRUPTED;
-            break;
-        }
-        rc = sess_decode(&v, &r);
-        if (rc != 0) break;
-        rc = cb(data, be_get_u64(k.mv_data), r.ttl_ms);
-        if (rc != 0) {
-            mdb_cursor_close(cur);
-            mdb_txn_abort(txn);
-            return rc;
-        }
-    }
-    mdb_cursor_close(cur);
-    mdb_txn_abort(txn);
-    return rc == MDB_NOTFOUND ? 0 : store__err(rc);
+    struct walk_cb w = {.session = cb, .data = data};
+    return walk_table(s, DB_SESSIONS, visit_session, &w);
 }
 
 int store_session_exists(store *s, uint64_t session)
