@@ -5,7 +5,7 @@
  * The decoder reads through a struct rd, whose error is sticky: a body is
  * read field by field and checked once at the end, so a short frame simply
  * leaves the reader failed and nothing past the frame is ever touched.
- * Strings are borrowed from the frame; only the four list bodies allocate,
+ * Strings are borrowed from the frame; only the five list bodies allocate,
  * and only after their count has been checked against its limit and against
  * the bytes that are left. The encoder mirrors the decoder with a small
  * writer whose error is sticky too, and it rolls `out` back to its starting
@@ -68,6 +68,10 @@ static const char *const type_names[MSG_TYPE_MAX_] = {
     [MSG_TRANSFER_R] = "TRANSFER_R",
     [MSG_LIST_SESSIONS] = "LIST_SESSIONS",
     [MSG_SESSIONS_R] = "SESSIONS_R",
+    [MSG_WATCH] = "WATCH",
+    [MSG_WATCH_EVENT] = "WATCH_EVENT",
+    [MSG_SNAPSHOT] = "SNAPSHOT",
+    [MSG_SNAPSHOT_R] = "SNAPSHOT_R",
 };
 
 const char *msg_type_name(int type)
@@ -373,6 +377,17 @@ static int decode_body(struct rd *r, struct msg *m)
         break;
     case MSG_SESSIONS_R:
         return decode_sessions_r(r, &m->u.sessions_r);
+    case MSG_WATCH:
+        get_lock(r, &m->u.watch.lock);
+        break;
+    case MSG_WATCH_EVENT:
+        rd_u64(r, &m->u.watch_event.seq);
+        return decode_lock_info_r(r, &m->u.watch_event.info);
+    case MSG_SNAPSHOT:
+        break;
+    case MSG_SNAPSHOT_R:
+        rd_u64(r, &m->u.snapshot_r.index);
+        break;
     default:
         rd_fail(r);
         break;
@@ -423,6 +438,11 @@ void msg_free(struct msg *m)
         free(m->u.sessions_r.items);
         m->u.sessions_r.items = NULL;
         m->u.sessions_r.n = 0;
+        break;
+    case MSG_WATCH_EVENT:
+        free(m->u.watch_event.info.waiters);
+        m->u.watch_event.info.waiters = NULL;
+        m->u.watch_event.info.n_waiters = 0;
         break;
     default:
         break;
@@ -709,6 +729,18 @@ static void encode_body(struct wr *w, const struct msg *m)
         break;
     case MSG_SESSIONS_R:
         encode_sessions_r(w, &m->u.sessions_r);
+        break;
+    case MSG_WATCH:
+        put_lock(w, &m->u.watch.lock);
+        break;
+    case MSG_WATCH_EVENT:
+        put_u64(w, m->u.watch_event.seq);
+        encode_lock_info_r(w, &m->u.watch_event.info);
+        break;
+    case MSG_SNAPSHOT:
+        break;
+    case MSG_SNAPSHOT_R:
+        put_u64(w, m->u.snapshot_r.index);
         break;
     default:
         if (w->err == 0) w->err = BATON_EINVAL;

@@ -82,6 +82,22 @@
  *    leadership did not move within an election timeout, ERROR(BATON_EINVAL) for an id
  *    that is not another voting member, ERROR(BATON_EBUSY) while another
  *    transfer runs. A TRANSFER naming the leader itself is answered at once.
+ *  - WATCH(lock) subscribes this connection to changes of one lock (the
+ *    name need not exist yet). The answer is an immediate WATCH_EVENT with
+ *    the WATCH's req_id, seq 1 and the lock's current state (as LOCK_INFO_R
+ *    would give it); after that, every applied entry that changes the
+ *    lock's holder, queue or delay brings one WATCH_EVENT push (req_id 0,
+ *    seq one more than the previous event of this watch) with the state
+ *    after that entry. Events are sent by the ready leader only: when it
+ *    stops leading it closes the connection and the client watches again
+ *    at the new leader. A connection may watch at most 64 locks and the
+ *    server at most 65536 in all: beyond that, ERROR(BATON_ELIMIT). A
+ *    second WATCH of the same lock on one connection restarts its seq.
+ *  - SNAPSHOT (operator) asks the leader to take a raft snapshot now: it
+ *    commits an empty entry and snapshots once that is applied ->
+ *    SNAPSHOT_R with the snapshot's index (the applied index after that
+ *    entry; the snapshot file is written in the background).
+ *    ERROR(BATON_EBUSY) while another SNAPSHOT runs.
  *  - A frame that cannot be parsed gets ERROR(BATON_EMALFORMED or
  *    BATON_ETOOBIG) and the connection is closed; a well-formed request the
  *    server refuses gets ERROR(code, message) and the connection stays.
@@ -148,6 +164,10 @@ enum msg_type {
     MSG_LIST_SESSIONS,  /* c->s {u64 after, u32 limit} */
     MSG_SESSIONS_R,     /* s->c {u32 n, n x {u64 id, u32 ttl_ms, u64 created_index,
                                  str client_name, u32 n_holds, u32 n_waits}, u8 more} */
+    MSG_WATCH,          /* c->s {str lock} (31) */
+    MSG_WATCH_EVENT,    /* s->c {u64 seq, then the body of LOCK_INFO_R} (32) */
+    MSG_SNAPSHOT,       /* c->s {} (admin) (33) */
+    MSG_SNAPSHOT_R,     /* s->c {u64 index} (34) */
     MSG_TYPE_MAX_
 };
 
@@ -308,6 +328,12 @@ struct msg {
         struct { uint32_t leader_id; } transfer_r;
         struct { uint64_t after; uint32_t limit; } list_sessions;
         struct msg_sessions_r sessions_r;
+        struct { struct pstr lock; } watch;
+        struct {
+            uint64_t seq;   /* 1 for the first event of a WATCH, then +1 per event */
+            struct msg_lock_info_r info;
+        } watch_event;
+        struct { uint64_t index; } snapshot_r;
     } u;
 };
 

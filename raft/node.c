@@ -36,6 +36,11 @@ struct node {
     bool transfer_over;      /* raft's callback ran; ours is still due */
     void (*close_cb)(void *data);
     void *close_data;
+    uv_timer_t snap_timer;   /* finishes node_snapshot_now outside raft */
+    node_snapshot_cb *snap_cb; /* set while a node_snapshot_now runs */
+    void *snap_data;
+    int snap_status;
+    uint64_t snap_index;
 };
 
 /* One proposal in flight: raft's request plus our completion. */
@@ -239,6 +244,73 @@ int node_transfer(struct node *n, uint32_t id, node_transfer_cb *cb, void *data)
     }
 }
 
+/* The configured snapshot threshold. */
+static unsigned snapshot_threshold(const struct node *n)
+{
+    return n->cfg.snapshot_threshold ? n->cfg.snapshot_threshold : 8192;
+}
+
+/* Run the caller's snapshot callback, once. */
+static void snapshot_finish(struct node *n)
+{
+    node_snapshot_cb *cb = n->snap_cb;
+    void *data = n->snap_data;
+
+    if (cb == NULL) return;
+    n->snap_cb = NULL;
+    n->snap_data = NULL;
+    cb(data, n->snap_status, n->snap_status == 0 ? n->snap_index : 0);
+}
+
+/* The loop turn after the empty entry was applied (or failed): raft has
+ * started the snapshot by now, so the threshold can go back. */
+static void snapshot_timer_cb(uv_timer_t *t)
+{
+    struct node *n = t->data;
+
+    if (n->closing) return;
+    raft_set_snapshot_threshold(&n->raft, snapshot_threshold(n));
+    /* A snapshot being written is the one taken for us (or an earlier one
+     * that kept raft from starting another). */
+    if (n->snap_status == 0 && n->raft.snapshot.pending.term != 0)
+        n->snap_index = n->raft.snapshot.pending.index;
+    snapshot_finish(n);
+}
+
+/* The empty entry was applied, or failed. This runs inside raft's apply
+ * loop, before raft decides whether to snapshot: note the outcome only. */
+static void snapshot_applied(void *data, int status, const struct effects *fx)
+{
+    struct node *n = data;
+
+    n->snap_status = status;
+    n->snap_index = status == 0 && fx != NULL ? fx->index : 0;
+    if (n->closing) {
+        /* node_close is failing the proposals: no loop turn will follow. */
+        snapshot_finish(n);
+        return;
+    }
+    uv_timer_start(&n->snap_timer, snapshot_timer_cb, 0, 0);
+}
+
+int node_snapshot_now(struct node *n, node_snapshot_cb *cb, void *data)
+{
+    int rv;
+
+    if (!n->ready || n->closing) return BATON_ENOTLEADER;
+    if (n->snap_cb != NULL) return BATON_EBUSY;
+    n->snap_cb = cb;
+    n->snap_data = data;
+    raft_set_snapshot_threshold(&n->raft, 1);
+    rv = node_propose(n, "", 0, snapshot_applied, n);
+    if (rv != 0) {
+        raft_set_snapshot_threshold(&n->raft, snapshot_threshold(n));
+        n->snap_cb = NULL;
+        n->snap_data = NULL;
+    }
+    return rv;
+}
+
 void node_get_status(struct node *n, struct node_status *st)
 {
     raft_id id = 0;
@@ -356,7 +428,7 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
     raft_set_election_timeout(&n->raft, or_default(cfg->election_timeout_ms, 400));
     raft_set_heartbeat_timeout(&n->raft, or_default(cfg->heartbeat_timeout_ms, 50));
     raft_set_install_snapshot_timeout(&n->raft, or_default(cfg->install_snapshot_timeout_ms, 2000));
-    raft_set_snapshot_threshold(&n->raft, or_default(cfg->snapshot_threshold, 8192));
+    raft_set_snapshot_threshold(&n->raft, snapshot_threshold(n));
     raft_set_snapshot_trailing(&n->raft, or_default(cfg->snapshot_trailing, 2048));
     raft_set_pre_vote(&n->raft, true);
 
@@ -368,6 +440,8 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
     }
     uv_timer_init(loop, &n->poll);
     n->poll.data = n;
+    uv_timer_init(loop, &n->snap_timer);
+    n->snap_timer.data = n;
     uv_timer_start(&n->poll, poll_timer_cb, NODE_POLL_MS, NODE_POLL_MS);
     *out = n;
     return 0;
@@ -417,7 +491,11 @@ void node_close(struct node *n, void (*cb)(void *data), void *data)
     n->close_data = data;
     uv_timer_stop(&n->poll);
     uv_close((uv_handle_t *)&n->poll, timer_closed);
+    uv_timer_stop(&n->snap_timer);
+    uv_close((uv_handle_t *)&n->snap_timer, timer_closed);
     raft_close(&n->raft, raft_closed);
+    /* A snapshot whose entry was applied but not yet finished ends here. */
+    snapshot_finish(n);
     /* No poll will run again: a transfer still running ends here. */
     transfer_finish(n, true);
 }

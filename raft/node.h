@@ -113,6 +113,27 @@ typedef void node_transfer_cb(void *data, uint32_t new_leader);
  */
 int node_transfer(struct node *n, uint32_t id, node_transfer_cb *cb, void *data);
 
+/* Completion of node_snapshot_now: status 0 and the snapshot's index, or
+ * BATON_ENOTLEADER / BATON_EIO / BATON_ENOMEM (index 0) when the empty
+ * entry could not be committed. */
+typedef void node_snapshot_cb(void *data, int status, uint64_t index);
+
+/*
+ * Take a raft snapshot now (libraft 0.15 has no call for it): lower the
+ * snapshot threshold to 1, propose an empty entry (the store counts it as a
+ * malformed batch that only advances its applied index), and once it has
+ * been applied -- raft then takes the snapshot -- restore the configured
+ * threshold. cb runs exactly once, later, on the loop and outside raft's
+ * callbacks (or from inside node_close when the node closes first), with
+ * the index of the snapshot raft started: the applied index after the empty
+ * entry, or the index of a snapshot that was already being written then.
+ * The snapshot's files are written in the background and may appear after
+ * cb runs. Returns 0, or BATON_ENOTLEADER (not a ready leader), BATON_EBUSY
+ * (one is already running) or BATON_ENOMEM / BATON_EIO, and then cb never
+ * runs. Loop thread only.
+ */
+int node_snapshot_now(struct node *n, node_snapshot_cb *cb, void *data);
+
 void node_get_status(struct node *n, struct node_status *st);
 bool node_is_ready(const struct node *n);
 

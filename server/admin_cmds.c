@@ -2,7 +2,8 @@
  * admin_cmds.c -- the operator's state-changing requests, served by the
  * ready leader: FORCE_RELEASE and EXPIRE_SESSION become commands in this
  * loop turn's batch (answered by batch.c once applied), and TRANSFER hands
- * leadership to another node through raft/node.c.
+ * leadership to another node through raft/node.c, as SNAPSHOT asks it
+ * for a raft snapshot.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -174,4 +175,52 @@ void admin_transfer(struct conn *c, const struct msg *m)
         conn_send_error(c, m->req_id, rv, "transfer: another leadership transfer is running");
     else
         conn_send_error(c, m->req_id, rv, "transfer: %s", baton_strerror(rv));
+}
+
+/* A SNAPSHOT waiting for its empty entry to be applied. */
+struct snapshot_req {
+    struct server *srv;
+    uint64_t conn_id;
+    uint64_t req_id;
+};
+
+/* node.c took (or failed to take) the snapshot: answer, if the connection
+ * is still there. */
+static void snapshot_done(void *data, int status, uint64_t index)
+{
+    struct snapshot_req *q = data;
+    struct conn *c = conn_get(q->srv, q->conn_id);
+    struct msg m = {.type = MSG_SNAPSHOT_R, .req_id = q->req_id};
+
+    if (status == 0) {
+        log_info("snapshot taken at index %llu on request", (unsigned long long)index);
+        m.u.snapshot_r.index = index;
+        if (c != NULL) conn_send(c, &m);
+    } else if (c != NULL) {
+        conn_send_error(c, q->req_id, status, "snapshot: %s", baton_strerror(status));
+    }
+    free(q);
+}
+
+void admin_snapshot(struct conn *c, const struct msg *m)
+{
+    struct snapshot_req *q = malloc(sizeof *q);
+    int rv;
+
+    if (q == NULL) {
+        conn_send_error(c, m->req_id, BATON_ENOMEM, "snapshot: out of memory");
+        return;
+    }
+    q->srv = c->srv;
+    q->conn_id = c->id;
+    q->req_id = m->req_id;
+    rv = node_snapshot_now(c->srv->node, snapshot_done, q);
+    if (rv == 0) return;
+    free(q);
+    if (rv == BATON_ENOTLEADER)
+        dispatch_not_leader(c, m->req_id);
+    else if (rv == BATON_EBUSY)
+        conn_send_error(c, m->req_id, rv, "snapshot: another snapshot request is running");
+    else
+        conn_send_error(c, m->req_id, rv, "snapshot: %s", baton_strerror(rv));
 }

@@ -34,6 +34,7 @@ static void conn_destroy(struct conn *c)
     if (c->closed) return;
     c->closed = true;
     u64map_del(&c->srv->conns, c->id);
+    if (c->n_watches > 0) watch_conn_gone(c->srv, c);
     for (pp = &c->srv->dirty; *pp; pp = &(*pp)->next_dirty)
         if (*pp == c) {
             *pp = c->next_dirty;

@@ -195,6 +195,8 @@ void dispatch(struct conn *c, const struct msg *m)
     case MSG_FORCE_RELEASE:
     case MSG_EXPIRE_SESSION:
     case MSG_TRANSFER:
+    case MSG_WATCH:
+    case MSG_SNAPSHOT:
         break;
     default:
         conn_send_error(c, m->req_id, BATON_EPROTO, "%s is not a request", msg_type_name(m->type));
@@ -225,6 +227,12 @@ void dispatch(struct conn *c, const struct msg *m)
         break;
     case MSG_TRANSFER:
         admin_transfer(c, m);
+        break;
+    case MSG_WATCH:
+        watch_request(c, m);
+        break;
+    case MSG_SNAPSHOT:
+        admin_snapshot(c, m);
         break;
     default:
         command(c, m);

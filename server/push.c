@@ -1,6 +1,7 @@
 /*
  * push.c -- the leader's duties beyond answering requests: deliver the
- * effects of applied entries (GRANTED and WAIT_FAILED pushes) to the
+ * effects of applied entries (GRANTED, WAIT_FAILED and LOST pushes; lock
+ * changes go to watch.c for WATCH_EVENTs) to the
  * connection each session is attached to, and enforce wait deadlines by
  * proposing WAIT_TIMEOUT.
  *
@@ -182,6 +183,7 @@ void push_clear(struct server *srv)
     for (size_t i = 0; i < srv->sessions.cap; i++)
         if (srv->sessions.slots[i].key) session_free(srv->sessions.slots[i].val);
     u64map_free(&srv->sessions);
+    watch_clear(srv);
     srv->n_pushq = 0;
 }
 
@@ -248,6 +250,9 @@ static void push_one(struct server *srv, const struct effect *e)
                  e->lock_delay_ms);
         delay_arm(srv, e->name, e->name_len, e->lock_delay_ms);
         return;
+    case FX_LOCK_CHANGED:
+        watch_changed(srv, e->name, e->name_len);
+        return;
     case FX_SESSION_GONE:
         liveness_gone(srv, e->session);
         if (s == NULL) return;
@@ -272,6 +277,7 @@ static void push_one(struct server *srv, const struct effect *e)
 /* Deliver what was applied this turn; runs in the check handler. */
 void push_deliver(struct server *srv)
 {
+    srv->watch_turn++;
     for (size_t i = 0; i < srv->n_pushq; i++) push_one(srv, &srv->pushq[i]);
     srv->n_pushq = 0;
 }

@@ -47,6 +47,7 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     srv->cfg = *cfg;
     u64map_init(&srv->conns);
     u64map_init(&srv->sessions);
+    u64map_init(&srv->watches);
     batch_init(&srv->batch);
     self = node_member_find(&srv->cfg.node, cfg->node.id);
 
@@ -113,5 +114,6 @@ void server_free(struct server *srv)
     batch_free(&srv->batch);
     u64map_free(&srv->conns);
     u64map_free(&srv->sessions);
+    watch_clear(srv);
     free(srv->pushq);
 }

@@ -9,7 +9,8 @@
  *               attached to connections; wait deadlines (leader only)
  *   liveness.c  session leases on the leader; EXPIRE_SESSION proposals
  *   admin.c     STATUS, LOCK_INFO, LIST_LOCKS, LIST_SESSIONS
- *   admin_cmds.c FORCE_RELEASE, EXPIRE_SESSION, TRANSFER (operator commands)
+ *   admin_cmds.c FORCE_RELEASE, EXPIRE_SESSION, TRANSFER, SNAPSHOT (operator commands)
+ *   watch.c     WATCH subscriptions and their WATCH_EVENT pushes
  *   server.c    start-up, the per-turn check handler, shutdown
  */
 #ifndef BATON_SERVER_SERVER_H
@@ -29,6 +30,8 @@
 #include "storage/store.h"
 
 #define CONN_MAX_OUT (64u << 20) /* a client that reads nothing is cut off here */
+#define WATCH_MAX_PER_CONN 64    /* WATCHes one connection may hold */
+#define WATCH_MAX_TOTAL 65536    /* WATCHes the server holds in all */
 
 struct server;
 
@@ -45,6 +48,7 @@ struct conn {
     bool hello;             /* HELLO received */
     bool closing;           /* close once `out` and `writing` are written */
     bool closed;            /* uv_close called */
+    uint32_t n_watches;     /* locks this connection watches (watch.c) */
     struct conn *next_dirty;
     char peer[64];
 };
@@ -113,6 +117,9 @@ struct server {
     struct delay_timer *delays; /* ready leader only */
     struct effect *pushq;   /* effects applied this turn, delivered in check */
     size_t n_pushq, cap_pushq;
+    struct u64map watches;  /* hash of a lock name -> watchers (watch.c; ready leader only) */
+    uint32_t n_watches;
+    uint64_t watch_turn;    /* counts push_deliver turns, so a lock is pushed once per turn */
     struct lease_table leases; /* ready leader only */
     uv_timer_t lease_timer;
     bool ready;             /* mirror of node_is_ready */
@@ -185,6 +192,9 @@ void admin_expire_session(struct conn *c, const struct msg *m);
 /* TRANSFER: start a leadership transfer (node_transfer) and answer
  * TRANSFER_R when it is over; ERROR(EINVAL/EBUSY/ECANCELED) otherwise. */
 void admin_transfer(struct conn *c, const struct msg *m);
+/* SNAPSHOT: take a raft snapshot now (node_snapshot_now) and answer
+ * SNAPSHOT_R with its index; ERROR(EBUSY) while one runs. */
+void admin_snapshot(struct conn *c, const struct msg *m);
 /*
  * Send FORCE_RELEASE_R for an applied FORCE_RELEASE (pending p, result r),
  * taking the lost and new holders from the entry's effects fx. *cursor is
@@ -195,5 +205,18 @@ void admin_transfer(struct conn *c, const struct msg *m);
 void admin_force_release_done(struct server *srv, const struct pending *p,
                               const struct cmd_result *r, const struct effects *fx,
                               size_t *cursor);
+
+/* watch.c -- on the loop thread; the table is filled on the ready leader only. */
+/* WATCH: subscribe c to changes of the lock and answer with its current
+ * state (WATCH_EVENT, seq 1); ERROR(ELIMIT) beyond WATCH_MAX_PER_CONN or
+ * WATCH_MAX_TOTAL, ERROR(ENOMEM) when out of memory. */
+void watch_request(struct conn *c, const struct msg *m);
+/* FX_LOCK_CHANGED for name was applied: push the lock's state to each of its
+ * watchers (once per push_deliver turn). Called from push_deliver. */
+void watch_changed(struct server *srv, const char *name, size_t len);
+/* c is closing: drop its watches. */
+void watch_conn_gone(struct server *srv, struct conn *c);
+/* Drop every watch and free the table (no longer leading, or shutting down). */
+void watch_clear(struct server *srv);
 
 #endif

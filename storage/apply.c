@@ -29,6 +29,7 @@
  * DELAY_END) are never deduplicated: their seq is ignored, and each is
  * harmless to repeat.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "proto/baton_errno.h"
@@ -74,6 +75,33 @@ int fx_emit(struct apply_ctx *c, uint8_t type, int32_t status, uint64_t session,
     e.name_len = (uint16_t)name_len;
     if (name_len > 0) memcpy(e.name, name, name_len);
     return effects_add_fx(c->out, &e);
+}
+
+/*
+ * The scan is linear in the locks changed so far: a batch is bounded
+ * (CMD_MAX_BATCH commands) and comparing lengths first keeps it cheap.
+ */
+int fx_lock_changed(struct apply_ctx *c, const char *name, size_t name_len)
+{
+    struct effect *e;
+
+    for (size_t i = 0; i < c->n_changed; i++) {
+        e = &c->changed[i];
+        if (e->name_len == name_len && memcmp(e->name, name, name_len) == 0) return 0;
+    }
+    if (c->n_changed == c->cap_changed) {
+        size_t cap = c->cap_changed ? c->cap_changed * 2 : 8;
+        e = realloc(c->changed, cap * sizeof *e);
+        if (e == NULL) return BATON_ENOMEM;
+        c->changed = e;
+        c->cap_changed = cap;
+    }
+    e = &c->changed[c->n_changed++];
+    memset(e, 0, sizeof *e);
+    e->type = FX_LOCK_CHANGED;
+    e->name_len = (uint16_t)name_len;
+    if (name_len > 0) memcpy(e->name, name, name_len);
+    return 0;
 }
 
 int fx_emit_lock_delay(struct apply_ctx *c, uint64_t session, uint64_t waiter, uint64_t fence,
@@ -241,12 +269,15 @@ static int apply_txn(store *s, MDB_txn *txn, void *arg)
 
     if (a->valid) {
         cmd_reader_init(&r, a->data, a->len, NULL);
-        while (cmd_reader_next(&r, &cmd) == 1) {
+        while (rc == 0 && cmd_reader_next(&r, &cmd) == 1) {
             rc = apply_one(&c, &cmd, &res);
             if (rc == 0) rc = effects_add_result(a->out, &res);
-            if (rc != 0) return rc;
         }
     }
+    /* One FX_LOCK_CHANGED per changed lock, after the entry's other effects. */
+    for (size_t i = 0; rc == 0 && i < c.n_changed; i++) rc = effects_add_fx(a->out, &c.changed[i]);
+    free(c.changed);
+    if (rc != 0) return rc;
     if (c.next_session != session0) rc = meta_put_u64(s, txn, META_NEXT_SESSION, c.next_session);
     if (rc == 0 && c.next_fence != fence0) rc = meta_put_u64(s, txn, META_NEXT_FENCE, c.next_fence);
     if (rc == 0 && c.next_enq != enq0) rc = meta_put_u64(s, txn, META_NEXT_ENQ, c.next_enq);

@@ -106,9 +106,15 @@ enum fx_type {
     FX_LOST,        /* a holder lost name (fence) without releasing it: status says why
                        (ESESSION for expiry, ELOST for a forced release) */
     FX_SESSION_GONE, /* the session no longer exists (status: ESESSION expired, 0 closed) */
-    FX_LOCK_DELAY   /* name is free but delayed for lock_delay_ms (> 0) because the hold
+    FX_LOCK_DELAY,  /* name is free but delayed for lock_delay_ms (> 0) because the hold
                        (session, waiter, fence) expired; the leader proposes DELAY_END(name)
                        once the delay has passed. Follows that hold's FX_LOST. Status 0. */
+    FX_LOCK_CHANGED  /* the record or queue of name changed in this entry (holder, fence,
+                        waiters or delay): one per changed lock per entry, however often it
+                        changed, all of them after the entry's other effects, in the order
+                        of each lock's first change; nothing but name is set. A command
+                        that changes nothing (a refused try, a replayed result) emits none.
+                        Lets the leader tell watchers (WATCH). */
 };
 
 struct effect {

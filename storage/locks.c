@@ -36,10 +36,15 @@ static int lock_get(struct apply_ctx *c, const char *name, size_t len, struct lo
     return lock_decode(&v, r);
 }
 
+/* Every change of a lock record goes through lock_put or lock_save, and
+ * every change of a queue saves its lock record too: so these two are where
+ * FX_LOCK_CHANGED is emitted (once per lock per entry). */
 static int lock_put(struct apply_ctx *c, const char *name, size_t len, const struct lock_rec *r)
 {
     uint8_t v[LOCK_VAL_LEN];
+    int rc = fx_lock_changed(c, name, len);
 
+    if (rc != 0) return rc;
     return db_put(c->txn, c->s->dbi[DB_LOCKS], name, len, v, lock_encode(v, r));
 }
 
@@ -82,8 +87,10 @@ static int owned_del(struct apply_ctx *c, uint64_t session, uint64_t waiter)
  * delay runs. */
 static int lock_save(struct apply_ctx *c, const char *name, size_t len, const struct lock_rec *r)
 {
-    if (r->holder_session == 0 && r->n_waiters == 0 && !r->delayed)
-        return db_del(c->txn, c->s->dbi[DB_LOCKS], name, len, NULL);
+    if (r->holder_session == 0 && r->n_waiters == 0 && !r->delayed) {
+        int rc = fx_lock_changed(c, name, len);
+        return rc != 0 ? rc : db_del(c->txn, c->s->dbi[DB_LOCKS], name, len, NULL);
+    }
     return lock_put(c, name, len, r);
 }
 

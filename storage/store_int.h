@@ -188,6 +188,10 @@ struct apply_ctx {
     uint64_t index;             /* the raft index being applied */
     struct effects *out;
     uint64_t next_session, next_fence, next_enq;
+    /* The locks changed so far in this entry, one FX_LOCK_CHANGED each:
+     * appended to out after the last command (apply.c). Owned here. */
+    struct effect *changed;
+    size_t n_changed, cap_changed;
 };
 
 /*
@@ -206,6 +210,10 @@ int dedup_drop_session(struct apply_ctx *c, uint64_t session);
 /* Append an effect to c->out (its lock_delay_ms is 0). */
 int fx_emit(struct apply_ctx *c, uint8_t type, int32_t status, uint64_t session, uint64_t waiter,
             uint64_t fence, const char *name, size_t name_len);
+/* Note that name's record or queue changed in this entry: it gets one
+ * FX_LOCK_CHANGED, after every other effect of the entry, however often it
+ * changes. Returns 0 or BATON_ENOMEM. */
+int fx_lock_changed(struct apply_ctx *c, const char *name, size_t name_len);
 /* Append FX_LOCK_DELAY: name is delayed for delay_ms after the expiry of
  * the hold (session, waiter, fence). */
 int fx_emit_lock_delay(struct apply_ctx *c, uint64_t session, uint64_t waiter, uint64_t fence,

@@ -338,8 +338,32 @@ static int retryable(int rv)
     }
 }
 
+int admin_read(struct admin_conn *c, struct admin_reply *rep, int64_t deadline, char *err,
+               size_t errlen)
+{
+    int rv;
+
+    memset(rep, 0, sizeof *rep);
+    if (c->fd < 0) {
+        conn_err(c, BATON_ECLOSED, 0, err, errlen);
+        return BATON_ECLOSED;
+    }
+    rv = read_frame(c, rep, deadline);
+    if (rv != 0 && rv != BATON_ETIMEDOUT) {
+        conn_err(c, rv, 0, err, errlen);
+        admin_close(c);
+    }
+    return rv;
+}
+
 int admin_leader_request(const struct ctl_opts *o, struct msg *req, struct admin_reply *rep,
                          char *err, size_t errlen)
+{
+    return admin_leader_open(o, req, rep, NULL, err, errlen);
+}
+
+int admin_leader_open(const struct ctl_opts *o, struct msg *req, struct admin_reply *rep,
+                      struct admin_conn *keep, char *err, size_t errlen)
 {
     const int64_t deadline = ctl_now_ms() + o->timeout_ms;
     char *storage = malloc(strlen(o->endpoints) + 1);
@@ -372,7 +396,11 @@ int admin_leader_request(const struct ctl_opts *o, struct msg *req, struct admin
         rv = admin_connect(&c, addr, cdl < deadline ? cdl : deadline, last, sizeof last);
         if (rv == 0) {
             rv = admin_roundtrip(&c, req, rep, deadline, last, sizeof last);
-            admin_close(&c);
+            if (rv == 0 && keep != NULL && rep->m.type != MSG_REDIRECT &&
+                rep->m.type != MSG_NO_LEADER)
+                *keep = c; /* the caller goes on with this connection */
+            else
+                admin_close(&c);
         }
         if (rv == 0 && rep->m.type == MSG_REDIRECT && rep->m.u.redirect.client_addr.n > 0 &&
             rep->m.u.redirect.client_addr.n <= BATON_MAX_ADDR) {

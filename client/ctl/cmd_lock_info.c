@@ -76,7 +76,7 @@ static void print_table(const char *name, const struct msg_lock_info_r *li)
         printf("(%u more waiters not shown)\n", li->total_waiters - li->n_waiters);
 }
 
-static void print_json(const char *name, const struct msg_lock_info_r *li)
+static void print_json(const char *name, const struct msg_lock_info_r *li, uint64_t seq)
 {
     struct jw w;
 
@@ -100,8 +100,20 @@ static void print_json(const char *name, const struct msg_lock_info_r *li)
     jw_end_array(&w);
     jw_bool(&w, "truncated", li->n_waiters < li->total_waiters);
     jw_bool(&w, "delayed", li->delayed);
+    if (seq != 0) jw_u64(&w, "seq", seq);
     jw_end_object(&w);
     jw_finish(&w);
+}
+
+void ctl_print_lock_info(const char *name, const struct msg_lock_info_r *li, enum ctl_format f,
+                         uint64_t seq)
+{
+    if (f == CTL_JSON) {
+        print_json(name, li, seq);
+        return;
+    }
+    if (seq != 0) printf("event:          %llu\n", (unsigned long long)seq);
+    print_table(name, li);
 }
 
 int cmd_lock_info(struct ctl_opts *o, int argc, char **argv)
@@ -141,10 +153,7 @@ int cmd_lock_info(struct ctl_opts *o, int argc, char **argv)
         admin_reply_free(&rep);
         return CTL_EXIT_SOFTWARE;
     }
-    if (o->format == CTL_JSON)
-        print_json(name, &rep.m.u.lock_info_r);
-    else
-        print_table(name, &rep.m.u.lock_info_r);
+    ctl_print_lock_info(name, &rep.m.u.lock_info_r, o->format, 0);
     admin_reply_free(&rep);
     return CTL_EXIT_OK;
 }

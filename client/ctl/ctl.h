@@ -12,10 +12,11 @@
  *   cmd_status.c    batonctl status
  *   cmd_locks.c     batonctl locks [PREFIX]
  *   cmd_lock_info.c batonctl lock-info NAME
+ *   cmd_watch.c     batonctl watch NAME
  *   cmd_lock.c      batonctl lock NAME -- CMD...
  *   cmd_sessions.c  batonctl sessions
  *   cmd_admin.c     batonctl release --force NAME, expire SESSION,
- *                   transfer-leader [ID]
+ *                   transfer-leader [ID], snapshot
  */
 #ifndef BATON_CTL_H
 #define BATON_CTL_H
@@ -249,6 +250,23 @@ int admin_status(const char *addr, int64_t deadline, struct admin_reply *rep, ch
 int admin_leader_request(const struct ctl_opts *o, struct msg *req, struct admin_reply *rep,
                          char *err, size_t errlen);
 
+/*
+ * admin_leader_request, but on success the connection the reply came on is
+ * left open in *keep (the caller closes it with admin_close) when keep is
+ * not NULL. On failure nothing is left open.
+ */
+int admin_leader_open(const struct ctl_opts *o, struct msg *req, struct admin_reply *rep,
+                      struct admin_conn *keep, char *err, size_t errlen);
+
+/*
+ * Wait for the next frame on c (a push, or a late reply) until deadline.
+ * 0 with *rep filled (release with admin_reply_free); BATON_ETIMEDOUT with
+ * the connection still open and any partial frame kept; any other code
+ * after a transport or protocol failure, with err filled and c closed.
+ */
+int admin_read(struct admin_conn *c, struct admin_reply *rep, int64_t deadline, char *err,
+               size_t errlen);
+
 /* ---- main.c: shared helpers for the commands ---------------------------- */
 
 /* Print "batonctl: MESSAGE" to stderr. */
@@ -271,6 +289,11 @@ int ctl_common_opt(struct ctl_opts *o, const char *cmd, const char *help_text, i
 /* The exit code for a BATON_E* error of an admin request. */
 int ctl_exit_for(int err);
 
+/* cmd_lock_info.c: print one lock's state as lock-info does, to stdout; a
+ * non-zero seq (watch's event number) is printed too ("seq" in JSON). */
+void ctl_print_lock_info(const char *name, const struct msg_lock_info_r *li, enum ctl_format f,
+                         uint64_t seq);
+
 /* Name of a node role for output: "leader", "follower", ... */
 const char *ctl_role_name(int role);
 
@@ -282,19 +305,23 @@ const char *ctl_role_name(int role);
 int cmd_status(struct ctl_opts *o, int argc, char **argv);
 int cmd_locks(struct ctl_opts *o, int argc, char **argv);
 int cmd_lock_info(struct ctl_opts *o, int argc, char **argv);
+int cmd_watch(struct ctl_opts *o, int argc, char **argv);
 int cmd_lock(struct ctl_opts *o, int argc, char **argv);
 int cmd_sessions(struct ctl_opts *o, int argc, char **argv);
 int cmd_release(struct ctl_opts *o, int argc, char **argv);
 int cmd_expire(struct ctl_opts *o, int argc, char **argv);
 int cmd_transfer(struct ctl_opts *o, int argc, char **argv);
+int cmd_snapshot(struct ctl_opts *o, int argc, char **argv);
 
 extern const char cmd_status_help[];
 extern const char cmd_locks_help[];
 extern const char cmd_lock_info_help[];
+extern const char cmd_watch_help[];
 extern const char cmd_lock_help[];
 extern const char cmd_sessions_help[];
 extern const char cmd_release_help[];
 extern const char cmd_expire_help[];
 extern const char cmd_transfer_help[];
+extern const char cmd_snapshot_help[];
 
 #endif /* BATON_CTL_H */

@@ -19,6 +19,7 @@ static const char usage_text[] =
     "  status                    every node: addresses, role, term, indexes, reachable\n"
     "  locks [PREFIX]            locks whose name starts with PREFIX: holder, fence, waiters\n"
     "  lock-info NAME            one lock: holder, fence, grant index, its queue in order\n"
+    "  watch NAME                print a lock's holder and queue now and at every change\n"
     "  lock NAME [--timeout MS] [--grace MS] -- CMD [ARGS...]\n"
     "                            run CMD while holding lock NAME; exit with CMD's status;\n"
     "                            if the lock is lost, stop CMD (SIGTERM, then SIGKILL\n"
@@ -27,6 +28,7 @@ static const char usage_text[] =
     "  release --force NAME      take lock NAME from its holder; the next waiter gets it\n"
     "  expire SESSION            end a session as if its lease had run out\n"
     "  transfer-leader [ID]      hand leadership to node ID (or one raft picks)\n"
+    "  snapshot                  have the leader take a raft snapshot now\n"
     "  help [COMMAND]            this text, or one command's\n"
     "\n"
     "Options (before or after COMMAND):\n"
@@ -68,11 +70,13 @@ static const struct command commands[] = {
     {"status", cmd_status, cmd_status_help},
     {"locks", cmd_locks, cmd_locks_help},
     {"lock-info", cmd_lock_info, cmd_lock_info_help},
+    {"watch", cmd_watch, cmd_watch_help},
     {"lock", cmd_lock, cmd_lock_help},
     {"sessions", cmd_sessions, cmd_sessions_help},
     {"release", cmd_release, cmd_release_help},
     {"expire", cmd_expire, cmd_expire_help},
     {"transfer-leader", cmd_transfer, cmd_transfer_help},
+    {"snapshot", cmd_snapshot, cmd_snapshot_help},
     {NULL, NULL, NULL},
 };
 

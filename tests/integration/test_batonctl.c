@@ -4,10 +4,15 @@
  * the operator's commands (release --force, expire, transfer-leader,
  * sessions), usage errors and JSON output.
  */
+#include <dirent.h>
+#include <limits.h>
+#include <poll.h>
 #include <signal.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "proto/msg.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/jsonget.h"
 #include "tests/lib/runner.h"
@@ -262,6 +267,169 @@ TEST(lock_survives_leader_kill)
     ASSERT_EQ(cluster_stop(&c), 0);
 }
 
+/* Read one line (without its newline) from fd into buf within timeout_ms;
+ * FAIL on timeout or end of file. Reads a byte at a time, so nothing past
+ * the line is consumed. */
+static void read_line(int fd, char *buf, size_t cap, int timeout_ms)
+{
+    size_t n = 0;
+
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        char ch;
+        ASSERT_LT(n + 1, cap);
+        if (poll(&p, 1, timeout_ms) <= 0) FAIL("no line within %d ms (have '%.*s')", timeout_ms,
+                                               (int)n, buf);
+        if (read(fd, &ch, 1) != 1) FAIL("watch output ended (have '%.*s')", (int)n, buf);
+        if (ch == '\n') break;
+        buf[n++] = ch;
+    }
+    buf[n] = 0;
+}
+
+/* A watch prints the state at once, then one line per change, in order:
+ * held, queued, handed on; with --count 3 it then exits 0. */
+TEST(watch_follows_changes)
+{
+    struct cluster c;
+    const char *watch[] = {"watch", "wl", "-o", "json", "--count", "3", NULL};
+    const char *hold[] = {"lock", "wl", "--", "sleep", "3", NULL};
+    const char *wait[] = {"lock", "wl", "--", "true", NULL};
+    char line[4][4096];
+    pid_t watcher, holder, waiter;
+    int fd = -1;
+
+    start3(&c);
+    watcher = cluster_ctl_spawn(&c, watch, &fd);
+    ASSERT_GT(watcher, 0);
+    read_line(fd, line[0], sizeof line[0], 10000);
+    ASSERT(strstr(line[0], "\"name\":\"wl\",\"held\":false") != NULL);
+    ASSERT_EQ(json_i64(line[0], "seq", 0), 1);
+
+    holder = cluster_ctl_spawn(&c, hold, NULL);
+    ASSERT_GT(holder, 0);
+    read_line(fd, line[1], sizeof line[1], 10000);
+    ASSERT(strstr(line[1], "\"held\":true") != NULL);
+    ASSERT_EQ(json_i64(line[1], "total_waiters", -1), 0);
+    ASSERT_EQ(json_i64(line[1], "seq", 0), 2);
+
+    waiter = cluster_ctl_spawn(&c, wait, NULL);
+    ASSERT_GT(waiter, 0);
+    read_line(fd, line[2], sizeof line[2], 10000);
+    ASSERT(strstr(line[2], "\"held\":true") != NULL);
+    ASSERT_EQ(json_i64(line[2], "total_waiters", -1), 1);
+    ASSERT_EQ(json_i64(line[2], "holder_session", 0), json_i64(line[1], "holder_session", 0));
+    ASSERT_EQ(json_i64(line[2], "seq", 0), 3);
+
+    /* The holder's release hands the lock to the waiter: one change. */
+    read_line(fd, line[3], sizeof line[3], 10000);
+    ASSERT(strstr(line[3], "\"held\":true") != NULL);
+    ASSERT_EQ(json_i64(line[3], "total_waiters", -1), 0);
+    ASSERT_NE(json_i64(line[3], "holder_session", 0), json_i64(line[1], "holder_session", 0));
+    ASSERT_GT(json_i64(line[3], "fence", 0), json_i64(line[1], "fence", 0));
+    ASSERT_EQ(json_i64(line[3], "seq", 0), 4);
+
+    ASSERT_EQ(cluster_wait_pid(watcher, 10000), 0);
+    ASSERT_EQ(cluster_wait_pid(holder, 10000), 0);
+    ASSERT_EQ(cluster_wait_pid(waiter, 10000), 0);
+    close(fd);
+    ASSERT_EQ(cluster_stop(&c), 0);
+}
+
+/* A watch re-subscribes at the new leader after the leader dies, and ends
+ * with exit 0 on SIGTERM. */
+TEST(watch_survives_leader_kill)
+{
+    struct cluster c;
+    struct ctl_result r;
+    const char *watch[] = {"watch", "wk", "-o", "json", NULL};
+    char line[4096];
+    pid_t watcher;
+    int fd = -1, leader;
+
+    start3(&c);
+    leader = cluster_wait_leader(&c, 5000);
+    watcher = cluster_ctl_spawn(&c, watch, &fd);
+    ASSERT_GT(watcher, 0);
+    read_line(fd, line, sizeof line, 10000);
+    ASSERT_EQ(json_i64(line, "seq", 0), 1);
+    ASSERT_EQ(cluster_kill(&c, leader, SIGKILL), 128 + SIGKILL);
+    /* The new subscription starts over with the current state. */
+    read_line(fd, line, sizeof line, 15000);
+    ASSERT_EQ(json_i64(line, "seq", 0), 1);
+    ASSERT(strstr(line, "\"held\":false") != NULL);
+    ASSERT_EQ(cluster_ctl(&c, &r, "lock", "wk", "--", "true", NULL), 0);
+    ctl_result_free(&r);
+    read_line(fd, line, sizeof line, 10000);
+    ASSERT(strstr(line, "\"held\":true") != NULL);
+    ASSERT_EQ(json_i64(line, "seq", 0), 2);
+    read_line(fd, line, sizeof line, 10000);
+    ASSERT(strstr(line, "\"held\":false") != NULL);
+    ASSERT_EQ(json_i64(line, "seq", 0), 3);
+    kill(watcher, SIGTERM);
+    ASSERT_EQ(cluster_wait_pid(watcher, 10000), 0);
+    close(fd);
+    ASSERT_EQ(cluster_restart(&c, leader), 0);
+    ASSERT_EQ(cluster_stop(&c), 0);
+}
+
+/* How many snapshot-* files (not their .meta companions) dir holds. */
+static int count_snapshots(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+
+    if (d == NULL) return 0;
+    while ((e = readdir(d)) != NULL)
+        n += strncmp(e->d_name, "snapshot-", 9) == 0 && strstr(e->d_name, ".meta") == NULL;
+    closedir(d);
+    return n;
+}
+
+/* After some lock traffic, `batonctl snapshot` makes the leader write a
+ * snapshot, far below the configured threshold. */
+TEST(snapshot_now)
+{
+    struct cluster c;
+    struct ctl_result r;
+    char raft_dir[PATH_MAX + 8];
+    struct cluster_status st;
+    long long index = 0;
+    int leader, found = 0;
+
+    start3(&c);
+    for (int i = 0; i < 3; i++) {
+        ASSERT_EQ(cluster_ctl(&c, &r, "lock", "snap", "--", "true", NULL), 0);
+        ctl_result_free(&r);
+    }
+    leader = cluster_wait_leader(&c, 5000);
+    ASSERT_GE(leader, 0);
+    snprintf(raft_dir, sizeof raft_dir, "%s/raft/", c.nodes[leader].dir);
+    ASSERT_EQ(count_snapshots(raft_dir), 0);
+
+    ASSERT_EQ(cluster_ctl(&c, &r, "snapshot", "-o", "json", NULL), 0);
+    index = json_i64(r.out, "index", 0);
+    ctl_result_free(&r);
+    ASSERT_GT(index, 0);
+    /* The snapshot's index is one the leader has applied. */
+    ASSERT_EQ(cluster_node_status(&c, leader, &st, 5000), 0);
+    ASSERT_EQ(st.role, ROLE_LEADER);
+    ASSERT_GE((long long)st.applied_index, index);
+
+    /* The files are written in the background. */
+    for (int i = 0; i < 100 && !(found = count_snapshots(raft_dir) > 0); i++) usleep(50000);
+    ASSERT(found);
+
+    ASSERT_EQ(cluster_ctl(&c, &r, "snapshot", "extra", NULL), 64);
+    ctl_result_free(&r);
+    /* Another one later works too and is at a higher index. */
+    ASSERT_EQ(cluster_ctl(&c, &r, "snapshot", "-o", "json", NULL), 0);
+    ASSERT_GT(json_i64(r.out, "index", 0), index);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_stop(&c), 0);
+}
+
 /* The session holding lock `name`, from lock-info (0 if none). */
 static uint64_t holder_of(struct cluster *c, const char *name)
 {
@@ -424,5 +592,8 @@ int main(int argc, char **argv)
     RUN(force_release);
     RUN(sessions_and_expire);
     RUN(transfer_leader);
+    RUN(watch_follows_changes);
+    RUN(watch_survives_leader_kill);
+    RUN(snapshot_now);
     return runner_done();
 }

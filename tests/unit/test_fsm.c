@@ -31,6 +31,7 @@ struct fixture {
     char dir[128];
     store *s;
     struct effects fx;
+    struct effects changed; /* apply_n moves the entry's FX_LOCK_CHANGED here */
     uint64_t index;
 };
 
@@ -56,6 +57,7 @@ static void setup(struct fixture *f)
     ASSERT(mkdtemp(f->dir) != NULL);
     if (store_open(f->dir, &f->s, err) != 0) FAIL("store_open: %s", err);
     effects_init(&f->fx);
+    effects_init(&f->changed);
 }
 
 static void teardown(struct fixture *f)
@@ -63,6 +65,7 @@ static void teardown(struct fixture *f)
     store_close(f->s);
     f->s = NULL;
     effects_free(&f->fx);
+    effects_free(&f->changed);
     rm_dir(f->dir);
 }
 
@@ -139,6 +142,23 @@ static void encode(struct buf *b, const struct cmd *cmds, size_t n)
     cmd_batch_end(b, start, (uint32_t)n);
 }
 
+/*
+ * Move the entry's FX_LOCK_CHANGED effects from f->fx to f->changed, so that
+ * the tests of the other effects see only those. They must all come after
+ * every other effect of the entry.
+ */
+static void strip_changed(struct fixture *f)
+{
+    size_t first = f->fx.n_fx;
+
+    effects_reset(&f->changed);
+    while (first > 0 && f->fx.fx[first - 1].type == FX_LOCK_CHANGED) first--;
+    for (size_t i = 0; i < first; i++) ASSERT_NE(f->fx.fx[i].type, FX_LOCK_CHANGED);
+    for (size_t i = first; i < f->fx.n_fx; i++)
+        ASSERT_EQ(effects_add_fx(&f->changed, &f->fx.fx[i]), 0);
+    f->fx.n_fx = first;
+}
+
 /* Apply cmds as the next entry; every command must yield a result. */
 static void apply_n(struct fixture *f, const struct cmd *cmds, size_t n)
 {
@@ -146,6 +166,7 @@ static void apply_n(struct fixture *f, const struct cmd *cmds, size_t n)
 
     encode(&b, cmds, n);
     ASSERT_EQ(store_apply(f->s, ++f->index, b.data, b.len, &f->fx), 0);
+    strip_changed(f);
     ASSERT_EQ(f->fx.n_results, n);
     ASSERT_UEQ(f->fx.index, f->index);
     ASSERT_UEQ(store_applied_index(f->s), f->index);
@@ -1068,6 +1089,111 @@ TEST(force_release)
     ASSERT_EQ(run(&f, c_force("")).status, BATON_EINVAL);
     /* n_owned went down with each loss: both sessions own nothing. */
     ASSERT_EQ(count_in(&f, DB_OWNED), 0);
+    teardown(&f);
+}
+
+static int count_fx(const struct effects *e, uint8_t type);
+
+/* The last entry's FX_LOCK_CHANGED names are exactly `names` (NULL-ended),
+ * in that order: each changed lock once. */
+static void assert_changed(const struct fixture *f, const char *const *names)
+{
+    size_t n = 0;
+
+    for (; names[n] != NULL; n++) {
+        ASSERT_LT(n, f->changed.n_fx);
+        assert_fx(&f->changed.fx[n], FX_LOCK_CHANGED, 0, 0, 0, names[n]);
+        ASSERT_UEQ(f->changed.fx[n].fence, 0);
+    }
+    ASSERT_UEQ(f->changed.n_fx, n);
+}
+
+#define CHANGED(f, ...) assert_changed((f), (const char *const[]){__VA_ARGS__, NULL})
+#define UNCHANGED(f) ASSERT_UEQ((f)->changed.n_fx, 0)
+
+/* Every kind of change to a lock's record or queue emits FX_LOCK_CHANGED
+ * once per lock per entry; what changes nothing emits none. */
+TEST(lock_changed_once_per_lock_per_entry)
+{
+    struct fixture f;
+    struct cmd_result r;
+    struct cmd cmds[5];
+    uint64_t a, b, c, fa;
+
+    setup(&f);
+    a = open_session(&f);
+    UNCHANGED(&f); /* sessions are not locks */
+    b = open_session(&f);
+    c = open_session(&f);
+
+    fa = grant(&f, a, 1, "L");                     /* granted */
+    CHANGED(&f, "L");
+    queue(&f, b, 1, "L", 1);                       /* queued */
+    CHANGED(&f, "L");
+    r = run(&f, c_acq(c, 1, BATON_WAIT_TRY, "L")); /* refused try: no change */
+    ASSERT_EQ(r.status, BATON_EWOULDBLOCK);
+    UNCHANGED(&f);
+    r = run(&f, c_acq(b, 1, BATON_WAIT_FOREVER, "L")); /* replayed: no change */
+    ASSERT_EQ(r.kind, RESULT_QUEUED);
+    UNCHANGED(&f);
+    ASSERT_EQ(run(&f, c_rel(a, 2, fa + 100, "L")).status, BATON_ENOTHELD);
+    UNCHANGED(&f);
+
+    /* A release that hands the lock on changes it once, not twice. */
+    ASSERT_EQ(run(&f, c_rel(a, 3, fa, "L")).status, 0);
+    ASSERT_EQ(count_fx(&f.fx, FX_GRANT), 1);
+    CHANGED(&f, "L");
+
+    /* Cancel, wait timeout; a timeout of a waiter that is gone is a no-op. */
+    queue(&f, c, 2, "L", 1);
+    ASSERT_EQ(run(&f, c_cancel(c, 3, 2, "L")).kind, RESULT_CANCELLED);
+    CHANGED(&f, "L");
+    queue(&f, c, 4, "L", 1);
+    run(&f, c_timeout(c, 4, "L"));
+    CHANGED(&f, "L");
+    run(&f, c_timeout(c, 4, "L"));
+    UNCHANGED(&f);
+
+    /* Forced release (to nobody), and of a lock nobody holds. */
+    ASSERT_EQ(run(&f, c_force("L")).status, 0);
+    CHANGED(&f, "L");
+    ASSERT_EQ(run(&f, c_force("L")).status, BATON_ENOTHELD);
+    UNCHANGED(&f);
+
+    /* Several commands on two locks in one entry: each lock once, in the
+     * order of its first change. */
+    cmds[0] = c_acq(a, 10, BATON_WAIT_FOREVER, "M");
+    cmds[1] = c_acq(b, 10, BATON_WAIT_FOREVER, "L");
+    cmds[2] = c_acq(c, 10, BATON_WAIT_FOREVER, "M");
+    cmds[3] = c_acq(c, 11, BATON_WAIT_TRY, "L");
+    cmds[4] = c_cancel(c, 12, 10, "M");
+    apply_n(&f, cmds, 5);
+    ASSERT_EQ(f.fx.results[2].kind, RESULT_QUEUED);
+    ASSERT_EQ(f.fx.results[3].status, BATON_EWOULDBLOCK);
+    CHANGED(&f, "M", "L");
+
+    /* Expiry and close drop holds and waits: every lock touched, once. */
+    queue(&f, c, 20, "M", 1);
+    queue(&f, c, 21, "L", 1);
+    run(&f, c_expire(c)); /* c's two waits */
+    CHANGED(&f, "M", "L");
+    queue(&f, b, 20, "M", 1);
+    run(&f, c_close(a, 30)); /* a holds M, which goes to b */
+    ASSERT_EQ(count_fx(&f.fx, FX_GRANT), 1);
+    CHANGED(&f, "M");
+
+    /* A lock-delay: the expiry starts it, DELAY_END ends it; a DELAY_END
+     * of a lock that is not delayed changes nothing. */
+    c = open_session(&f);
+    ASSERT_EQ(run(&f, c_acq_d(c, 1, BATON_WAIT_FOREVER, "D", 500)).kind, RESULT_GRANTED);
+    CHANGED(&f, "D");
+    run(&f, c_expire(c));
+    ASSERT_EQ(count_fx(&f.fx, FX_LOCK_DELAY), 1);
+    CHANGED(&f, "D");
+    run(&f, c_delay_end("D"));
+    CHANGED(&f, "D");
+    run(&f, c_delay_end("D"));
+    UNCHANGED(&f);
     teardown(&f);
 }
 
@@ -2581,6 +2707,7 @@ int main(int argc, char **argv)
     RUN(cancel_from_middle_of_queue_keeps_order);
     RUN(wait_timeout_removes_only_waiters);
     RUN(force_release);
+    RUN(lock_changed_once_per_lock_per_entry);
     RUN(invalid_names_and_waits);
     RUN(limit_owned_per_session);
     RUN(limit_sessions);

@@ -307,6 +307,22 @@ static void sample(int type, int v, struct msg *m)
         sr->more = U8(v, 1);
         break;
     }
+    case MSG_WATCH:
+        m->u.watch.lock = LOCK(v, "jobs/nightly");
+        break;
+    case MSG_WATCH_EVENT: {
+        /* The body of LOCK_INFO_R's sample behind a sequence number. */
+        struct msg li;
+        sample(MSG_LOCK_INFO_R, v, &li);
+        m->u.watch_event.info = li.u.lock_info_r;
+        m->u.watch_event.seq = U64(v, 0x4142434445464748ull);
+        break;
+    }
+    case MSG_SNAPSHOT:
+        break;
+    case MSG_SNAPSHOT_R:
+        m->u.snapshot_r.index = U64(v, 0x5152535455565758ull);
+        break;
     default:
         FAIL("no sample for type %d", type);
     }
@@ -507,6 +523,23 @@ static void assert_msg_eq(const struct msg *a, const struct msg *b)
         ASSERT_EQ(x->more, y->more);
         break;
     }
+    case MSG_WATCH:
+        ASSERT_PSTR_EQ(a->u.watch.lock, b->u.watch.lock);
+        break;
+    case MSG_WATCH_EVENT: {
+        /* Compare the lock state as the LOCK_INFO_R it repeats. */
+        struct msg x = {.type = MSG_LOCK_INFO_R}, y = {.type = MSG_LOCK_INFO_R};
+        ASSERT_UEQ(a->u.watch_event.seq, b->u.watch_event.seq);
+        x.u.lock_info_r = a->u.watch_event.info;
+        y.u.lock_info_r = b->u.watch_event.info;
+        assert_msg_eq(&x, &y);
+        break;
+    }
+    case MSG_SNAPSHOT:
+        break;
+    case MSG_SNAPSHOT_R:
+        ASSERT_UEQ(a->u.snapshot_r.index, b->u.snapshot_r.index);
+        break;
     default:
         FAIL("unexpected type %d", a->type);
     }
@@ -612,6 +645,7 @@ TEST(roundtrip_every_type)
             msg_free(&d); /* idempotent */
             ASSERT(d.u.status_r.members == NULL || t != MSG_STATUS_R);
             ASSERT(d.u.lock_info_r.waiters == NULL || t != MSG_LOCK_INFO_R);
+            ASSERT(d.u.watch_event.info.waiters == NULL || t != MSG_WATCH_EVENT);
             ASSERT(d.u.list_locks_r.items == NULL || t != MSG_LIST_LOCKS_R);
             buf_free(&b);
         }
@@ -655,6 +689,37 @@ TEST(golden_bytes)
     static const uint8_t status[] = {
         0x0A, 0x00, 0x00, 0x00, 0x0D, 0x00, 0, 0, 0, 0, 0, 0, 0, 0,
     };
+    static const uint8_t watch[] = {
+        0x0D, 0x00, 0x00, 0x00,                         /* len 13 */
+        0x1F, 0x00,                                     /* WATCH (31) */
+        0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* req_id */
+        0x01, 0x00, 'L',                                /* lock */
+    };
+    static const uint8_t watch_event[] = {
+        0x57, 0x00, 0x00, 0x00,                         /* len 87 */
+        0x20, 0x00,                                     /* WATCH_EVENT (32) */
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* req_id 0: a push */
+        0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* seq */
+        0x01,                                           /* held */
+        0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* holder_session */
+        0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* holder_waiter */
+        0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* fence */
+        0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* granted_index */
+        0x01, 0x00, 0x00, 0x00,                         /* total_waiters */
+        0x01, 0x00, 0x00, 0x00,                         /* n */
+        0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* waiter session */
+        0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* waiter */
+        0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, /* wait_ms -1 */
+        0x00,                                           /* delayed */
+        0x01, 0x00, 'L',                                /* lock */
+    };
+    static const uint8_t snapshot_r[] = {
+        0x12, 0x00, 0x00, 0x00,                         /* len 18 */
+        0x22, 0x00,                                     /* SNAPSHOT_R (34) */
+        0x06, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* req_id */
+        0x02, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* index */
+    };
+    struct msg_waiter ev_waiter = {.session = 8, .waiter = 4, .wait_ms = -1};
     struct msg m = {0};
     struct buf b = {0};
 
@@ -672,6 +737,10 @@ TEST(golden_bytes)
     ASSERT_EQ(MSG_TRANSFER_R, 28);
     ASSERT_EQ(MSG_LIST_SESSIONS, 29);
     ASSERT_EQ(MSG_SESSIONS_R, 30);
+    ASSERT_EQ(MSG_WATCH, 31);
+    ASSERT_EQ(MSG_WATCH_EVENT, 32);
+    ASSERT_EQ(MSG_SNAPSHOT, 33);
+    ASSERT_EQ(MSG_SNAPSHOT_R, 34);
 
     m.type = MSG_HELLO;
     m.req_id = 0x0102030405060708ull;
@@ -700,6 +769,47 @@ TEST(golden_bytes)
     ASSERT(memcmp(b.data, status, sizeof status) == 0);
     ASSERT_EQ(proto_decode(status, sizeof status, &m), 0);
     ASSERT_EQ(m.type, MSG_STATUS);
+
+    buf_reset(&b);
+    memset(&m, 0, sizeof m);
+    m.type = MSG_WATCH;
+    m.req_id = 5;
+    m.u.watch.lock = ps("L");
+    ASSERT_EQ(proto_encode(&b, &m), 0);
+    ASSERT_UEQ(b.len, sizeof watch);
+    ASSERT(memcmp(b.data, watch, sizeof watch) == 0);
+
+    buf_reset(&b);
+    memset(&m, 0, sizeof m);
+    m.type = MSG_WATCH_EVENT;
+    m.u.watch_event.seq = 2;
+    m.u.watch_event.info.held = 1;
+    m.u.watch_event.info.holder_session = 7;
+    m.u.watch_event.info.holder_waiter = 3;
+    m.u.watch_event.info.fence = 9;
+    m.u.watch_event.info.granted_index = 0x10;
+    m.u.watch_event.info.total_waiters = 1;
+    m.u.watch_event.info.n_waiters = 1;
+    m.u.watch_event.info.waiters = &ev_waiter;
+    m.u.watch_event.info.lock = ps("L");
+    ASSERT_EQ(proto_encode(&b, &m), 0);
+    ASSERT_UEQ(b.len, sizeof watch_event);
+    ASSERT(memcmp(b.data, watch_event, sizeof watch_event) == 0);
+    ASSERT_EQ(proto_decode(watch_event, sizeof watch_event, &m), 0);
+    ASSERT_EQ(m.type, MSG_WATCH_EVENT);
+    ASSERT_UEQ(m.u.watch_event.seq, 2);
+    ASSERT_UEQ(m.u.watch_event.info.waiters[0].session, 8);
+    ASSERT_EQ(m.u.watch_event.info.waiters[0].wait_ms, -1);
+    msg_free(&m);
+
+    buf_reset(&b);
+    memset(&m, 0, sizeof m);
+    m.type = MSG_SNAPSHOT_R;
+    m.req_id = 6;
+    m.u.snapshot_r.index = 0x0102;
+    ASSERT_EQ(proto_encode(&b, &m), 0);
+    ASSERT_UEQ(b.len, sizeof snapshot_r);
+    ASSERT(memcmp(b.data, snapshot_r, sizeof snapshot_r) == 0);
     buf_free(&b);
 }
 
@@ -1120,6 +1230,33 @@ static void spec_frame(const struct msg *m, struct buf *w)
         buf_put_u8(w, x->more);
         break;
     }
+    case MSG_WATCH: /* {str lock} */
+        spec_str(w, m->u.watch.lock);
+        break;
+    case MSG_WATCH_EVENT: { /* {u64 seq, then the body of LOCK_INFO_R} */
+        const struct msg_lock_info_r *x = &m->u.watch_event.info;
+        buf_put_u64(w, m->u.watch_event.seq);
+        buf_put_u8(w, x->held);
+        buf_put_u64(w, x->holder_session);
+        buf_put_u64(w, x->holder_waiter);
+        buf_put_u64(w, x->fence);
+        buf_put_u64(w, x->granted_index);
+        buf_put_u32(w, x->total_waiters);
+        buf_put_u32(w, x->n_waiters);
+        for (uint32_t i = 0; i < x->n_waiters; i++) {
+            buf_put_u64(w, x->waiters[i].session);
+            buf_put_u64(w, x->waiters[i].waiter);
+            buf_put_i64(w, x->waiters[i].wait_ms);
+        }
+        buf_put_u8(w, x->delayed);
+        spec_str(w, x->lock);
+        break;
+    }
+    case MSG_SNAPSHOT: /* {} */
+        break;
+    case MSG_SNAPSHOT_R: /* {u64 index} */
+        buf_put_u64(w, m->u.snapshot_r.index);
+        break;
     default:
         FAIL("no layout for type %d", m->type);
     }
@@ -1197,7 +1334,7 @@ TEST(frames_concatenated_and_chunked)
     for (int t = 1; t < MSG_TYPE_MAX_; t++) {
         for (int v = 0; v < N_VARIANTS; v++) {
             struct msg m;
-            if (v == V_EXTREME && (t == MSG_LIST_LOCKS_R || t == MSG_LOCK_INFO_R)) continue;
+            if (v == V_EXTREME && (t == MSG_LIST_LOCKS_R || t == MSG_LOCK_INFO_R || t == MSG_WATCH_EVENT)) continue;
             sample(t, v, &m);
             ASSERT_EQ(proto_encode(&stream, &m), 0);
             n_frames++;
@@ -1218,7 +1355,7 @@ TEST(frames_concatenated_and_chunked)
             while ((rv = proto_frame_check(in.data + off, in.len - off, &fl)) == 1) {
                 struct msg want, got;
                 /* Walk the expected sequence, skipping what was left out. */
-                while (v == V_EXTREME && (t == MSG_LIST_LOCKS_R || t == MSG_LOCK_INFO_R)) {
+                while (v == V_EXTREME && (t == MSG_LIST_LOCKS_R || t == MSG_LOCK_INFO_R || t == MSG_WATCH_EVENT)) {
                     if (++v == N_VARIANTS) v = 0, t++;
                 }
                 ASSERT_EQ(proto_decode(in.data + off, fl, &got), 0);
@@ -1584,6 +1721,8 @@ static struct pstr *f_raft_addr(struct msg *m) { return &m->u.status_r.members[1
 static struct pstr *f_client_addr(struct msg *m) { return &m->u.status_r.members[2].client_addr; }
 static struct pstr *f_lock_info(struct msg *m) { return &m->u.lock_info.lock; }
 static struct pstr *f_lock_info_r(struct msg *m) { return &m->u.lock_info_r.lock; }
+static struct pstr *f_watch(struct msg *m) { return &m->u.watch.lock; }
+static struct pstr *f_watch_event(struct msg *m) { return &m->u.watch_event.info.lock; }
 static struct pstr *f_prefix(struct msg *m) { return &m->u.list_locks.prefix; }
 static struct pstr *f_item_name(struct msg *m) { return &m->u.list_locks_r.items[1].name; }
 static struct pstr *f_redirect(struct msg *m) { return &m->u.redirect.client_addr; }
@@ -1610,6 +1749,8 @@ static const struct strfield {
     {"status_r.client_addr", MSG_STATUS_R, f_client_addr, BATON_MAX_ADDR, 0},
     {"lock_info.lock", MSG_LOCK_INFO, f_lock_info, BATON_MAX_NAME, 1},
     {"lock_info_r.lock", MSG_LOCK_INFO_R, f_lock_info_r, BATON_MAX_NAME, 1},
+    {"watch.lock", MSG_WATCH, f_watch, BATON_MAX_NAME, 1},
+    {"watch_event.lock", MSG_WATCH_EVENT, f_watch_event, BATON_MAX_NAME, 1},
     {"list_locks.prefix", MSG_LIST_LOCKS, f_prefix, BATON_MAX_NAME, 0},
     {"list_locks_r.name", MSG_LIST_LOCKS_R, f_item_name, BATON_MAX_NAME, 1},
     {"redirect.client_addr", MSG_REDIRECT, f_redirect, BATON_MAX_ADDR, 0},

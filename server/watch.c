@@ -1,0 +1,189 @@
+/*
+ * watch.c -- WATCH: connections subscribed to changes of a lock, and the
+ * WATCH_EVENT pushes that tell them (ready leader only, on the loop thread).
+ *
+ * The table maps a hash of the lock name to a list of watchers (one per
+ * connection and name; names that share a hash share the list and are told
+ * apart by comparing them). Applied entries yield FX_LOCK_CHANGED per
+ * changed lock; push_deliver hands each to watch_changed, which reads the
+ * lock's state once and pushes it to every watcher of that name. A lock that
+ * changed in several entries of one loop turn is read and pushed once, since
+ * the state read is already the latest.
+ *
+ * Watchers are dropped when their connection closes (watch_conn_gone) and
+ * all at once when the node stops leading (watch_clear), which also closes
+ * every client connection.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/baton_errno.h"
+#include "server/log.h"
+#include "server/server.h"
+
+struct watcher {
+    struct watcher *next;
+    uint64_t conn_id;
+    uint64_t seq;           /* of the last event sent */
+    uint64_t turn;          /* srv->watch_turn of the last push */
+    uint16_t name_len;
+    char name[BATON_MAX_NAME];
+};
+
+/* The list head stored in srv->watches under the name's hash. */
+struct watch_list {
+    struct watcher *first;
+};
+
+/* FNV-1a 64 of the name; never 0, which u64map reserves for empty slots. */
+static uint64_t name_key(const char *name, size_t len)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+
+    for (size_t i = 0; i < len; i++) {
+        h ^= (uint8_t)name[i];
+        h *= 0x100000001b3ull;
+    }
+    return h ? h : 1;
+}
+
+static int same_name(const struct watcher *w, const char *name, size_t len)
+{
+    return w->name_len == len && memcmp(w->name, name, len) == 0;
+}
+
+/* Send w its next event: the lock's state in *info (whose waiters the
+ * caller owns), with req_id (0 for a push). */
+static void send_event(struct conn *c, struct watcher *w, const struct msg_lock_info_r *info,
+                       uint64_t req_id)
+{
+    struct msg m = {.type = MSG_WATCH_EVENT, .req_id = req_id};
+
+    m.u.watch_event.seq = ++w->seq;
+    m.u.watch_event.info = *info;
+    m.u.watch_event.info.lock.p = w->name;
+    m.u.watch_event.info.lock.n = w->name_len;
+    conn_send(c, &m);
+}
+
+void watch_request(struct conn *c, const struct msg *m)
+{
+    struct server *srv = c->srv;
+    const struct pstr *name = &m->u.watch.lock;
+    uint64_t key = name_key(name->p, name->n);
+    struct watch_list *l = u64map_get(&srv->watches, key);
+    struct watcher *w = NULL;
+    struct msg_lock_info_r info;
+    int rv;
+
+    for (struct watcher *it = l ? l->first : NULL; it; it = it->next)
+        if (it->conn_id == c->id && same_name(it, name->p, name->n)) w = it;
+    if (w == NULL) {
+        if (c->n_watches >= WATCH_MAX_PER_CONN || srv->n_watches >= WATCH_MAX_TOTAL) {
+            conn_send_error(c, m->req_id, BATON_ELIMIT, "watch: %s",
+                            c->n_watches >= WATCH_MAX_PER_CONN
+                                ? "too many watches on this connection"
+                                : "too many watches on this server");
+            return;
+        }
+        if (l == NULL) {
+            l = calloc(1, sizeof *l);
+            if (l == NULL || u64map_put(&srv->watches, key, l) != 0) {
+                free(l);
+                conn_send_error(c, m->req_id, BATON_ENOMEM, "watch: out of memory");
+                return;
+            }
+        }
+        w = calloc(1, sizeof *w);
+        if (w == NULL) {
+            if (l->first == NULL) free(u64map_del(&srv->watches, key));
+            conn_send_error(c, m->req_id, BATON_ENOMEM, "watch: out of memory");
+            return;
+        }
+        w->conn_id = c->id;
+        w->name_len = name->n;
+        memcpy(w->name, name->p, name->n);
+        w->next = l->first;
+        l->first = w;
+        c->n_watches++;
+        srv->n_watches++;
+    }
+    w->seq = 0; /* a new WATCH of the same lock starts over */
+    rv = store_lock_info(srv->store, name->p, name->n, BATON_MAX_LIST, &info);
+    if (rv != 0) {
+        conn_send_error(c, m->req_id, rv, "watch: %s", baton_strerror(rv));
+        return;
+    }
+    send_event(c, w, &info, m->req_id);
+    free(info.waiters);
+}
+
+void watch_changed(struct server *srv, const char *name, size_t len)
+{
+    struct watch_list *l = u64map_get(&srv->watches, name_key(name, len));
+    struct msg_lock_info_r info;
+    int have = 0, rv;
+
+    if (l == NULL) return;
+    for (struct watcher *w = l->first; w; w = w->next) {
+        struct conn *c;
+        /* Pushed already in this turn: the state read then is the latest. */
+        if (!same_name(w, name, len) || w->turn == srv->watch_turn) continue;
+        if ((c = conn_get(srv, w->conn_id)) == NULL) continue;
+        if (!have) {
+            rv = store_lock_info(srv->store, name, len, BATON_MAX_LIST, &info);
+            if (rv != 0) {
+                log_error("watch: cannot read lock '%.*s': %s", (int)len, name,
+                          baton_strerror(rv));
+                return;
+            }
+            have = 1;
+        }
+        send_event(c, w, &info, 0);
+        w->turn = srv->watch_turn;
+    }
+    if (have) free(info.waiters);
+}
+
+void watch_conn_gone(struct server *srv, struct conn *c)
+{
+    for (size_t i = 0; c->n_watches > 0 && i < srv->watches.cap; i++) {
+        struct u64map_slot *s = &srv->watches.slots[i];
+        struct watch_list *l;
+        if (s->key == 0) continue;
+        l = s->val;
+        for (struct watcher **pp = &l->first; *pp;) {
+            struct watcher *w = *pp;
+            if (w->conn_id != c->id) {
+                pp = &w->next;
+                continue;
+            }
+            *pp = w->next;
+            free(w);
+            c->n_watches--;
+            srv->n_watches--;
+        }
+        if (l->first == NULL) {
+            /* Deleting may move other entries into this slot: look again. */
+            free(u64map_del(&srv->watches, s->key));
+            i = (size_t)-1;
+        }
+    }
+    c->n_watches = 0;
+}
+
+void watch_clear(struct server *srv)
+{
+    for (size_t i = 0; i < srv->watches.cap; i++) {
+        struct watch_list *l = srv->watches.slots[i].val;
+        if (srv->watches.slots[i].key == 0) continue;
+        while (l->first) {
+            struct watcher *w = l->first;
+            l->first = w->next;
+            free(w);
+        }
+        free(l);
+    }
+    u64map_free(&srv->watches);
+    srv->n_watches = 0;
+}
