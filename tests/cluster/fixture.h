@@ -84,8 +84,9 @@ struct cl_prop {
     uint64_t fx_index;             /* This is the index the fsm reported in its effects. */
     size_t n_results;
     struct cmd_result results[CL_MAX_RESULTS];
-    size_t n_fx;
+    size_t n_fx;                   /* effects other than FX_LOCK_CHANGED */
     struct effect fx[CL_MAX_FX];
+    size_t n_changed;              /* FX_LOCK_CHANGED effects (one per changed lock) */
 };
 
 /* ---- suite ----------------------------------------------------------------- */
