@@ -314,9 +314,24 @@ int op_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
  * caller is told it holds the lock (RESULT_GRANTED with the fence) and must
  * release it. Anything else is BATON_ENOTFOUND.
  */
+/*
+ * End the wait of (session, waiter), described by o, without a grant: it
+ * leaves the queue, a retry of its ACQUIRE gets `status`, and FX_WAIT_FAILED
+ * tells the client (and disarms the leader's wait deadline).
+ */
+static int wait_end(struct apply_ctx *c, uint64_t session, uint64_t waiter,
+                    const struct owned_rec *o, int32_t status)
+{
+    struct cmd_result ended = {.status = status, .kind = RESULT_OK};
+    int rc = wait_drop(c, session, waiter, o);
+
+    if (rc == 0) rc = dedup_update(c, session, waiter, &ended);
+    if (rc == 0) rc = fx_emit(c, FX_WAIT_FAILED, status, session, waiter, 0, o->name, o->name_len);
+    return rc;
+}
+
 int op_cancel(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
 {
-    struct cmd_result ended = {.status = BATON_ECANCELED, .kind = RESULT_OK};
     struct owned_rec o;
     struct lock_rec r;
     int found, rc;
@@ -341,11 +356,7 @@ int op_cancel(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res
         res->value = r.fence;
         return 0;
     }
-    rc = wait_drop(c, cmd->session, cmd->waiter, &o);
-    if (rc == 0) rc = dedup_update(c, cmd->session, cmd->waiter, &ended);
-    if (rc == 0)
-        rc = fx_emit(c, FX_WAIT_FAILED, BATON_ECANCELED, cmd->session, cmd->waiter, 0, o.name,
-                     o.name_len);
+    rc = wait_end(c, cmd->session, cmd->waiter, &o, BATON_ECANCELED);
     if (rc != 0) return rc;
     res->kind = RESULT_CANCELLED;
     return 0;
@@ -359,7 +370,6 @@ int op_cancel(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res
  */
 int op_wait_timeout(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
 {
-    struct cmd_result ended = {.status = BATON_ETIMEDOUT, .kind = RESULT_OK};
     struct owned_rec o;
     int found, rc;
 
@@ -370,11 +380,7 @@ int op_wait_timeout(struct apply_ctx *c, const struct cmd *cmd, struct cmd_resul
     if (!found || o.kind != OWNED_WAIT || o.name_len != cmd->name_len ||
         memcmp(o.name, cmd->name, cmd->name_len) != 0)
         return 0;
-    rc = wait_drop(c, cmd->session, cmd->waiter, &o);
-    if (rc == 0) rc = dedup_update(c, cmd->session, cmd->waiter, &ended);
-    if (rc != 0) return rc;
-    return fx_emit(c, FX_WAIT_FAILED, BATON_ETIMEDOUT, cmd->session, cmd->waiter, 0, o.name,
-                   o.name_len);
+    return wait_end(c, cmd->session, cmd->waiter, &o, BATON_ETIMEDOUT);
 }
 
 /*
