@@ -27,6 +27,7 @@
  * items, so a forged count can never cause a large allocation.
  */
 #define MEMBER_MIN_WIRE (4 + 2 + 2)          /* u32 id and two empty strings */
+#define MEMBER_INFO_MIN_WIRE (4 + 1 + 2 + 2) /* u32 id, u8 role and two empty strings */
 #define WAITER_WIRE (8 + 8 + 8)              /* u64 session, u64 waiter, i64 wait_ms */
 #define SUMMARY_MIN_WIRE (2 + 1 + 8 + 8 + 4) /* a lock name has at least one byte */
 #define SESSION_MIN_WIRE (8 + 4 + 8 + 2 + 4 + 4) /* an empty client name */
@@ -72,6 +73,9 @@ static const char *const type_names[MSG_TYPE_MAX_] = {
     [MSG_WATCH_EVENT] = "WATCH_EVENT",
     [MSG_SNAPSHOT] = "SNAPSHOT",
     [MSG_SNAPSHOT_R] = "SNAPSHOT_R",
+    [MSG_MEMBERS] = "MEMBERS",
+    [MSG_MEMBERS_R] = "MEMBERS_R",
+    [MSG_MEMBER_REMOVE] = "MEMBER_REMOVE",
 };
 
 const char *msg_type_name(int type)
@@ -178,6 +182,24 @@ static int decode_status_r(struct rd *r, struct msg_status_r *s)
         get_str(r, BATON_MAX_ADDR, &mb->client_addr);
     }
     rd_u64(r, &s->state_digest);
+    return r->err;
+}
+
+static int decode_members_r(struct rd *r, struct msg_members_r *mr)
+{
+    int err = 0;
+
+    mr->n = get_count(r, BATON_MAX_MEMBERS, MEMBER_INFO_MIN_WIRE, 0);
+    if (r->err != 0) return r->err;
+    mr->members = alloc_items(mr->n, sizeof *mr->members, &err);
+    if (err != 0) return err;
+    for (uint32_t i = 0; i < mr->n && r->err == 0; i++) {
+        struct msg_member_info *mb = &mr->members[i];
+        rd_u32(r, &mb->id);
+        rd_u8(r, &mb->role);
+        get_str(r, BATON_MAX_ADDR, &mb->raft_addr);
+        get_str(r, BATON_MAX_ADDR, &mb->client_addr);
+    }
     return r->err;
 }
 
@@ -388,6 +410,13 @@ static int decode_body(struct rd *r, struct msg *m)
     case MSG_SNAPSHOT_R:
         rd_u64(r, &m->u.snapshot_r.index);
         break;
+    case MSG_MEMBERS:
+        break;
+    case MSG_MEMBERS_R:
+        return decode_members_r(r, &m->u.members_r);
+    case MSG_MEMBER_REMOVE:
+        rd_u32(r, &m->u.member_remove.id);
+        break;
     default:
         rd_fail(r);
         break;
@@ -443,6 +472,11 @@ void msg_free(struct msg *m)
         free(m->u.watch_event.info.waiters);
         m->u.watch_event.info.waiters = NULL;
         m->u.watch_event.info.n_waiters = 0;
+        break;
+    case MSG_MEMBERS_R:
+        free(m->u.members_r.members);
+        m->u.members_r.members = NULL;
+        m->u.members_r.n = 0;
         break;
     default:
         break;
@@ -550,6 +584,17 @@ static void encode_status_r(struct wr *w, const struct msg_status_r *s)
         put_str(w, &s->members[i].client_addr, BATON_MAX_ADDR);
     }
     put_u64(w, s->state_digest);
+}
+
+static void encode_members_r(struct wr *w, const struct msg_members_r *mr)
+{
+    put_count(w, mr->n, BATON_MAX_MEMBERS, mr->members);
+    for (uint32_t i = 0; i < mr->n && w->err == 0; i++) {
+        put_u32(w, mr->members[i].id);
+        put_u8(w, mr->members[i].role);
+        put_str(w, &mr->members[i].raft_addr, BATON_MAX_ADDR);
+        put_str(w, &mr->members[i].client_addr, BATON_MAX_ADDR);
+    }
 }
 
 static void encode_lock_info_r(struct wr *w, const struct msg_lock_info_r *li)
@@ -741,6 +786,14 @@ static void encode_body(struct wr *w, const struct msg *m)
         break;
     case MSG_SNAPSHOT_R:
         put_u64(w, m->u.snapshot_r.index);
+        break;
+    case MSG_MEMBERS:
+        break;
+    case MSG_MEMBERS_R:
+        encode_members_r(w, &m->u.members_r);
+        break;
+    case MSG_MEMBER_REMOVE:
+        put_u32(w, m->u.member_remove.id);
         break;
     default:
         if (w->err == 0) w->err = BATON_EINVAL;

@@ -98,6 +98,14 @@
  *    SNAPSHOT_R with the snapshot's index (the applied index after that
  *    entry; the snapshot file is written in the background).
  *    ERROR(BATON_EBUSY) while another SNAPSHOT runs.
+ *  - MEMBERS (operator) -> MEMBERS_R from the leader: the current raft
+ *    configuration (every server with its id, role and raft address; the
+ *    client address where the leader knows it from its --cluster list, an
+ *    empty string otherwise). MEMBER_REMOVE(id) asks the leader to remove
+ *    server id from the configuration -> MEMBERS_R with the configuration
+ *    once the change has committed; ERROR(BATON_EINVAL) for an id that is
+ *    not a member or is the leader itself, ERROR(BATON_EBUSY) while another
+ *    configuration change is in flight.
  *  - A frame that cannot be parsed gets ERROR(BATON_EMALFORMED or
  *    BATON_ETOOBIG) and the connection is closed; a well-formed request the
  *    server refuses gets ERROR(code, message) and the connection stays.
@@ -168,6 +176,9 @@ enum msg_type {
     MSG_WATCH_EVENT,    /* s->c {u64 seq, then the body of LOCK_INFO_R} (32) */
     MSG_SNAPSHOT,       /* c->s {} (admin) (33) */
     MSG_SNAPSHOT_R,     /* s->c {u64 index} (34) */
+    MSG_MEMBERS,        /* c->s {} (admin) (35) */
+    MSG_MEMBERS_R,      /* s->c {u32 n, n x {u32 id, u8 role, str raft_addr, str client_addr}} (36) */
+    MSG_MEMBER_REMOVE,  /* c->s {u32 id} (admin) -> MEMBERS_R (37) */
     MSG_TYPE_MAX_
 };
 
@@ -190,6 +201,22 @@ struct msg_member {
     uint32_t id;
     struct pstr raft_addr;
     struct pstr client_addr;
+};
+
+/* A server's role in the raft configuration, in MEMBERS_R. */
+enum member_role { MEMBER_SPARE = 0, MEMBER_STANDBY, MEMBER_VOTER };
+
+/* One server of the raft configuration; client_addr is empty when unknown. */
+struct msg_member_info {
+    uint32_t id;
+    uint8_t role;           /* enum member_role */
+    struct pstr raft_addr;
+    struct pstr client_addr;
+};
+
+struct msg_members_r {
+    uint32_t n;             /* <= BATON_MAX_MEMBERS */
+    struct msg_member_info *members;
 };
 
 /* Node roles in STATUS_R. */
@@ -334,6 +361,8 @@ struct msg {
             struct msg_lock_info_r info;
         } watch_event;
         struct { uint64_t index; } snapshot_r;
+        struct msg_members_r members_r;
+        struct { uint32_t id; } member_remove;
     } u;
 };
 

@@ -41,6 +41,12 @@ struct node {
     void *snap_data;
     int snap_status;
     uint64_t snap_index;
+    struct raft_change change;
+    uv_timer_t change_timer; /* finishes a membership change outside raft */
+    node_change_cb *change_cb; /* set while a membership change runs */
+    void *change_data;
+    int change_status;
+    bool change_over;        /* raft's change callback ran */
 };
 
 /* One proposal in flight: raft's request plus our completion. */
@@ -311,6 +317,96 @@ int node_snapshot_now(struct node *n, node_snapshot_cb *cb, void *data)
     return rv;
 }
 
+uint32_t node_members(struct node *n, struct node_server *out, uint32_t max)
+{
+    const struct raft_configuration *conf = &n->raft.configuration;
+    uint32_t k = 0;
+
+    for (unsigned i = 0; i < conf->n && k < max; i++) {
+        const struct raft_server *sv = &conf->servers[i];
+        struct node_server *o = &out[k++];
+
+        o->id = (uint32_t)sv->id;
+        switch (sv->role) {
+        case RAFT_VOTER:
+            o->role = MEMBER_VOTER;
+            break;
+        case RAFT_STANDBY:
+            o->role = MEMBER_STANDBY;
+            break;
+        default:
+            o->role = MEMBER_SPARE;
+        }
+        snprintf(o->raft_addr, sizeof o->raft_addr, "%s", sv->address ? sv->address : "");
+    }
+    return k;
+}
+
+/* Run the caller's membership-change callback, once. */
+static void change_finish(struct node *n, int status)
+{
+    node_change_cb *cb = n->change_cb;
+    void *data = n->change_data;
+
+    if (cb == NULL) return;
+    n->change_cb = NULL;
+    n->change_data = NULL;
+    cb(data, status);
+}
+
+/* The loop turn after raft's change callback: report the outcome. */
+static void change_timer_cb(uv_timer_t *t)
+{
+    struct node *n = t->data;
+
+    if (n->closing) return;
+    change_finish(n, n->change_status);
+}
+
+/* raft's change callback runs inside raft (possibly while it steps down),
+ * so only note the outcome and report it on the next loop turn. */
+static void raft_change_done(struct raft_change *req, int status)
+{
+    struct node *n = req->data;
+
+    n->change_status = status_from_raft(status);
+    n->change_over = true;
+    if (n->closing) {
+        /* node_close has already answered the caller, or will. */
+        return;
+    }
+    uv_timer_start(&n->change_timer, change_timer_cb, 0, 0);
+    if (n->change_status == BATON_ENOTLEADER) node_poll_soon(n);
+}
+
+int node_member_remove(struct node *n, uint32_t id, node_change_cb *cb, void *data)
+{
+    int rv;
+
+    if (!n->ready || n->closing) return BATON_ENOTLEADER;
+    if (n->change_cb != NULL) return BATON_EBUSY;
+    if (id == n->cfg.id || id == 0) return BATON_EINVAL;
+    memset(&n->change, 0, sizeof n->change);
+    n->change.data = n;
+    n->change_cb = cb;
+    n->change_data = data;
+    n->change_status = 0;
+    n->change_over = false;
+    rv = raft_remove(&n->raft, &n->change, id, raft_change_done);
+    if (rv == 0) return 0;
+    n->change_cb = NULL;
+    n->change_data = NULL;
+    switch (rv) {
+    case RAFT_CANTCHANGE:
+        return BATON_EBUSY;
+    case RAFT_BADID:
+    case RAFT_NOTFOUND:
+        return BATON_EINVAL;
+    default:
+        return status_from_raft(rv);
+    }
+}
+
 void node_get_status(struct node *n, struct node_status *st)
 {
     raft_id id = 0;
@@ -432,7 +528,10 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
     raft_set_snapshot_trailing(&n->raft, or_default(cfg->snapshot_trailing, 2048));
     raft_set_pre_vote(&n->raft, true);
 
-    if (node_bootstrap(n, errmsg) != 0) goto err_after_raft;
+    /* A joining node must not bootstrap: it would start a cluster of its own
+     * configuration. It waits, with no configuration, for the leader to add
+     * it and send it the log. */
+    if (!cfg->join && node_bootstrap(n, errmsg) != 0) goto err_after_raft;
     rv = raft_start(&n->raft);
     if (rv != 0) {
         snprintf(errmsg, 256, "raft start: %s", raft_errmsg(&n->raft));
@@ -442,6 +541,8 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
     n->poll.data = n;
     uv_timer_init(loop, &n->snap_timer);
     n->snap_timer.data = n;
+    uv_timer_init(loop, &n->change_timer);
+    n->change_timer.data = n;
     uv_timer_start(&n->poll, poll_timer_cb, NODE_POLL_MS, NODE_POLL_MS);
     *out = n;
     return 0;
@@ -493,11 +594,16 @@ void node_close(struct node *n, void (*cb)(void *data), void *data)
     uv_close((uv_handle_t *)&n->poll, timer_closed);
     uv_timer_stop(&n->snap_timer);
     uv_close((uv_handle_t *)&n->snap_timer, timer_closed);
+    uv_timer_stop(&n->change_timer);
+    uv_close((uv_handle_t *)&n->change_timer, timer_closed);
     raft_close(&n->raft, raft_closed);
     /* A snapshot whose entry was applied but not yet finished ends here. */
     snapshot_finish(n);
     /* No poll will run again: a transfer still running ends here. */
     transfer_finish(n, true);
+    /* Neither will the change timer: a membership change whose outcome has
+     * not been reported yet ends here, as unknown. */
+    change_finish(n, n->change_over ? n->change_status : BATON_ENOTLEADER);
 }
 
 void node_free(struct node *n)

@@ -41,6 +41,7 @@ struct node_config {
     unsigned snapshot_threshold;    /* 0: 8192 */
     unsigned snapshot_trailing;     /* 0: 2048 */
     unsigned connect_retry_ms;      /* 0: 250 */
+    bool join;                      /* skip the bootstrap: join a running cluster */
 };
 
 struct node_status {
@@ -70,7 +71,8 @@ struct node;
 /*
  * Initialise raft in cfg->raft_dir over `s`, bootstrap the configuration
  * given in cfg (identical on every node; a no-op when the node already has
- * state), and start it. `s`, `loop` and the hooks must outlive the node.
+ * state; skipped when cfg->join is set, for a node that an operator adds to
+ * a running cluster), and start it. `s`, `loop` and the hooks must outlive the node.
  * Returns 0 or BATON_EIO / BATON_ENOMEM / BATON_EINVAL with errmsg (256
  * bytes) filled; on error *out is NULL. On error it runs the loop until
  * raft's handles are closed, so call it before starting other handles.
@@ -133,6 +135,36 @@ typedef void node_snapshot_cb(void *data, int status, uint64_t index);
  * runs. Loop thread only.
  */
 int node_snapshot_now(struct node *n, node_snapshot_cb *cb, void *data);
+
+/* One server of the current raft configuration. */
+struct node_server {
+    uint32_t id;
+    int role;                            /* enum member_role (proto/msg.h) */
+    char raft_addr[BATON_MAX_ADDR + 1];
+};
+
+/*
+ * Copy the current raft configuration (the latest one this node knows,
+ * committed or not) into out[0..max), in raft's order. Returns the number
+ * of servers copied. Unlike node_config, this follows membership changes.
+ */
+uint32_t node_members(struct node *n, struct node_server *out, uint32_t max);
+
+/* Completion of a membership change: status 0 once the new configuration
+ * has committed, or BATON_ENOTLEADER when leadership was lost first (the
+ * outcome is then unknown) or the node is closing, or BATON_EIO. */
+typedef void node_change_cb(void *data, int status);
+
+/*
+ * Remove server `id` from the raft configuration (raft_remove). Returns 0,
+ * and then cb runs exactly once, later, on the loop and outside raft's
+ * callbacks (or from inside node_close when the node closes first); or
+ * BATON_ENOTLEADER (not a ready leader), BATON_EBUSY (another membership
+ * change is in flight), BATON_EINVAL (id is not a member, or is this node)
+ * or BATON_ENOMEM / BATON_EIO, and then cb never runs. Only one change may
+ * be in flight at a time, cluster-wide.
+ */
+int node_member_remove(struct node *n, uint32_t id, node_change_cb *cb, void *data);
 
 void node_get_status(struct node *n, struct node_status *st);
 bool node_is_ready(const struct node *n);

@@ -23,6 +23,12 @@ static void usage(FILE *f)
           "  --cluster LIST         every member as ID=RAFTADDR/CLIENTADDR, comma-separated,\n"
           "                         e.g. 1=127.0.0.1:7101/127.0.0.1:7001,2=...; addresses are\n"
           "                         IPv4 a.b.c.d:port; identical on every node\n"
+          "  --join                 do not bootstrap: this node waits, with no configuration,\n"
+          "                         until the leader of a running cluster adds it (batonctl\n"
+          "                         has no `member add` yet). --cluster must still list this\n"
+          "                         node; the members it lists give the client addresses for\n"
+          "                         redirects. Without --join, a node whose data directory is\n"
+          "                         empty bootstraps the --cluster configuration\n"
           "  --log-level LEVEL      debug, info (default), warn or error; logs go to stderr\n"
           "  --election-timeout MS  raft election timeout (default 400)\n"
           "  --heartbeat MS         raft heartbeat interval (default 50)\n"
@@ -115,7 +121,7 @@ out:
 int config_parse(struct srv_config *c, int argc, char **argv)
 {
     enum { O_ID = 256, O_DATA, O_CLUSTER, O_LOG, O_ELECTION, O_HEARTBEAT, O_SNAP, O_TRAIL,
-           O_TTL, O_MINTTL, O_MAXTTL, O_DELAY, O_MAXDELAY };
+           O_TTL, O_MINTTL, O_MAXTTL, O_DELAY, O_MAXDELAY, O_JOIN };
     static const struct option opts[] = {
         {"id", required_argument, NULL, O_ID},
         {"data", required_argument, NULL, O_DATA},
@@ -130,6 +136,7 @@ int config_parse(struct srv_config *c, int argc, char **argv)
         {"max-ttl", required_argument, NULL, O_MAXTTL},
         {"lock-delay", required_argument, NULL, O_DELAY},
         {"max-lock-delay", required_argument, NULL, O_MAXDELAY},
+        {"join", no_argument, NULL, O_JOIN},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -189,6 +196,9 @@ int config_parse(struct srv_config *c, int argc, char **argv)
             }
             break;
         case O_MAXDELAY: target = &c->max_lock_delay_ms; break;
+        case O_JOIN:
+            c->node.join = true;
+            break;
         default:
             fprintf(stderr, "batond: unknown or incomplete option '%s'\n", argv[optind - 1]);
             usage(stderr);

@@ -197,6 +197,8 @@ void dispatch(struct conn *c, const struct msg *m)
     case MSG_TRANSFER:
     case MSG_WATCH:
     case MSG_SNAPSHOT:
+    case MSG_MEMBERS:
+    case MSG_MEMBER_REMOVE:
         break;
     default:
         conn_send_error(c, m->req_id, BATON_EPROTO, "%s is not a request", msg_type_name(m->type));
@@ -233,6 +235,12 @@ void dispatch(struct conn *c, const struct msg *m)
         break;
     case MSG_SNAPSHOT:
         admin_snapshot(c, m);
+        break;
+    case MSG_MEMBERS:
+        admin_members(c, m);
+        break;
+    case MSG_MEMBER_REMOVE:
+        admin_member_remove(c, m);
         break;
     default:
         command(c, m);

@@ -9,7 +9,8 @@
  *               attached to connections; wait deadlines (leader only)
  *   liveness.c  session leases on the leader; EXPIRE_SESSION proposals
  *   admin.c     STATUS, LOCK_INFO, LIST_LOCKS, LIST_SESSIONS
- *   admin_cmds.c FORCE_RELEASE, EXPIRE_SESSION, TRANSFER, SNAPSHOT (operator commands)
+ *   admin_cmds.c FORCE_RELEASE, EXPIRE_SESSION, TRANSFER, SNAPSHOT, MEMBERS,
+ *                MEMBER_REMOVE (operator commands)
  *   watch.c     WATCH subscriptions and their WATCH_EVENT pushes
  *   server.c    start-up, the per-turn check handler, shutdown
  */
@@ -195,6 +196,11 @@ void admin_transfer(struct conn *c, const struct msg *m);
 /* SNAPSHOT: take a raft snapshot now (node_snapshot_now) and answer
  * SNAPSHOT_R with its index; ERROR(EBUSY) while one runs. */
 void admin_snapshot(struct conn *c, const struct msg *m);
+/* MEMBERS: answer MEMBERS_R with the current raft configuration. */
+void admin_members(struct conn *c, const struct msg *m);
+/* MEMBER_REMOVE: remove a server (node_member_remove) and answer MEMBERS_R
+ * once the change has committed; ERROR(EINVAL/EBUSY) otherwise. */
+void admin_member_remove(struct conn *c, const struct msg *m);
 /*
  * Send FORCE_RELEASE_R for an applied FORCE_RELEASE (pending p, result r),
  * taking the lost and new holders from the entry's effects fx. *cursor is

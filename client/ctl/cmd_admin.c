@@ -1,8 +1,8 @@
 /*
  * cmd_admin.c -- the operator's commands that change the cluster:
  * `batonctl release --force NAME`, `batonctl expire SESSION`,
- * `batonctl transfer-leader [ID]` and `batonctl snapshot`. Each is one
- * request to the leader.
+ * `batonctl transfer-leader [ID]`, `batonctl snapshot` and
+ * `batonctl member list|remove ID`. Each is one request to the leader.
  */
 #include <stdio.h>
 #include <string.h>
@@ -71,6 +71,31 @@ const char cmd_snapshot_help[] =
     "request runs); 69 if no leader answered within --timeout; 64 on a usage error.\n"
     "\n"
     "JSON (-o json): {\"index\": N}\n";
+
+const char cmd_member_help[] =
+    "usage: batonctl member list [-e ENDPOINTS] [-o table|json] [--timeout MS]\n"
+    "       batonctl member remove ID [-e ENDPOINTS] [-o table|json] [--timeout MS]\n"
+    "\n"
+    "member list prints the leader's current raft configuration: every server with\n"
+    "its id, role (voter, standby or spare), raft address and client address. The\n"
+    "client address is known only for servers in the leader's --cluster list and is\n"
+    "shown as - otherwise.\n"
+    "\n"
+    "member remove ID asks the leader to remove server ID (a raft id) from the\n"
+    "configuration and prints the configuration once the change has committed. The\n"
+    "leader cannot remove itself: transfer leadership first. Only one membership\n"
+    "change may run at a time. Stop the removed node's batond afterwards; it takes\n"
+    "no further part in the cluster. If the connection breaks after the request\n"
+    "was sent, batonctl sends it again, and the second attempt may then report that\n"
+    "ID is not a member although the first removed it.\n"
+    "\n"
+    "Exit status: 0; 64 on a usage error or an ID that is not a member (or is the\n"
+    "leader); 70 if the cluster refused (for instance while another membership\n"
+    "change runs); 69 if no leader answered within --timeout, or leadership was lost\n"
+    "before the change committed (its outcome is then unknown).\n"
+    "\n"
+    "JSON (-o json), one object:\n"
+    "  {\"members\": [{\"id\": N, \"role\": S, \"raft_addr\": S, \"client_addr\": S|null}, ...]}\n";
 
 /* `release`'s own option. */
 enum { OPT_FORCE = CTL_OPT_CMD_BASE };
@@ -334,5 +359,114 @@ int cmd_snapshot(struct ctl_opts *o, int argc, char **argv)
         printf("{\"index\":%llu}\n", (unsigned long long)index);
     else
         printf("snapshot taken at index %llu\n", (unsigned long long)index);
+    return CTL_EXIT_OK;
+}
+
+static const char *member_role_name(int role)
+{
+    switch (role) {
+    case MEMBER_VOTER:
+        return "voter";
+    case MEMBER_STANDBY:
+        return "standby";
+    case MEMBER_SPARE:
+        return "spare";
+    default:
+        return "?";
+    }
+}
+
+static void print_members(const struct ctl_opts *o, const struct msg_members_r *mr)
+{
+    struct jw w;
+
+    if (o->format == CTL_JSON) {
+        jw_init(&w, stdout);
+        jw_begin_object(&w, NULL);
+        jw_begin_array(&w, "members");
+        for (uint32_t i = 0; i < mr->n; i++) {
+            const struct msg_member_info *mb = &mr->members[i];
+            jw_begin_object(&w, NULL);
+            jw_u64(&w, "id", mb->id);
+            jw_cstring(&w, "role", member_role_name(mb->role));
+            jw_string(&w, "raft_addr", mb->raft_addr.p, mb->raft_addr.n);
+            if (mb->client_addr.n)
+                jw_string(&w, "client_addr", mb->client_addr.p, mb->client_addr.n);
+            else
+                jw_null(&w, "client_addr");
+            jw_end_object(&w);
+        }
+        jw_end_array(&w);
+        jw_end_object(&w);
+        jw_finish(&w);
+        return;
+    }
+    printf("%-6s %-8s %-22s %s\n", "ID", "ROLE", "RAFT", "CLIENT");
+    for (uint32_t i = 0; i < mr->n; i++) {
+        const struct msg_member_info *mb = &mr->members[i];
+        int len;
+
+        printf("%-6u %-8s ", mb->id, member_role_name(mb->role));
+        len = (int)ctl_sanitize(stdout, mb->raft_addr.p, mb->raft_addr.n);
+        printf("%*s ", len < 22 ? 22 - len : 0, "");
+        if (mb->client_addr.n)
+            ctl_sanitize(stdout, mb->client_addr.p, mb->client_addr.n);
+        else
+            fputs("-", stdout);
+        fputs("\n", stdout);
+    }
+}
+
+int cmd_member(struct ctl_opts *o, int argc, char **argv)
+{
+    struct ctl_optiter it;
+    struct admin_reply rep;
+    struct msg req;
+    const char *pos[3] = {NULL, NULL, NULL};
+    const char *arg;
+    uint64_t id = 0;
+    int n_pos = 0, opt, rv;
+    char err[512];
+
+    ctl_opt_init(&it, argc, argv, 1);
+    while ((opt = ctl_opt_next(&it, NULL, ctl_global_opts, &arg, err, sizeof err)) !=
+           CTL_OPT_END) {
+        if (opt == CTL_OPT_POSITIONAL) {
+            if (n_pos == 3) return ctl_usage_error("member", "unexpected argument '%s'", arg);
+            pos[n_pos++] = arg;
+        } else {
+            rv = ctl_common_opt(o, "member", cmd_member_help, opt, arg, err);
+            if (rv != CTL_CONTINUE) return rv;
+        }
+    }
+    if (pos[0] == NULL) return ctl_usage_error("member", "missing subcommand (list or remove)");
+
+    memset(&req, 0, sizeof req);
+    if (strcmp(pos[0], "list") == 0) {
+        if (pos[1] != NULL) return ctl_usage_error("member", "unexpected argument '%s'", pos[1]);
+        req.type = MSG_MEMBERS;
+    } else if (strcmp(pos[0], "remove") == 0) {
+        if (pos[1] == NULL) return ctl_usage_error("member", "remove: missing node ID");
+        if (pos[2] != NULL) return ctl_usage_error("member", "unexpected argument '%s'", pos[2]);
+        if (ctl_parse_uint(pos[1], UINT32_MAX, &id) != 0 || id == 0)
+            return ctl_usage_error("member", "bad node ID '%s' (a positive number)", pos[1]);
+        req.type = MSG_MEMBER_REMOVE;
+        req.u.member_remove.id = (uint32_t)id;
+    } else {
+        return ctl_usage_error("member", "unknown subcommand '%s' (list or remove)", pos[0]);
+    }
+
+    rv = admin_leader_request(o, &req, &rep, err, sizeof err);
+    if (rv != 0) {
+        ctl_error("member %s: %s", pos[0], err);
+        return ctl_exit_for(rv);
+    }
+    if (rep.m.type != MSG_MEMBERS_R) {
+        ctl_error("member %s: unexpected reply %s", pos[0], msg_type_name(rep.m.type));
+        admin_reply_free(&rep);
+        return CTL_EXIT_SOFTWARE;
+    }
+    print_members(o, &rep.m.u.members_r);
+    admin_reply_free(&rep);
     return CTL_EXIT_OK;
 }

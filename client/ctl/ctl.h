@@ -16,7 +16,7 @@
  *   cmd_lock.c      batonctl lock NAME -- CMD...
  *   cmd_sessions.c  batonctl sessions
  *   cmd_admin.c     batonctl release --force NAME, expire SESSION,
- *                   transfer-leader [ID], snapshot
+ *                   transfer-leader [ID], snapshot, member list|remove ID
  */
 #ifndef BATON_CTL_H
 #define BATON_CTL_H
@@ -312,6 +312,7 @@ int cmd_release(struct ctl_opts *o, int argc, char **argv);
 int cmd_expire(struct ctl_opts *o, int argc, char **argv);
 int cmd_transfer(struct ctl_opts *o, int argc, char **argv);
 int cmd_snapshot(struct ctl_opts *o, int argc, char **argv);
+int cmd_member(struct ctl_opts *o, int argc, char **argv);
 
 extern const char cmd_status_help[];
 extern const char cmd_locks_help[];
@@ -323,5 +324,6 @@ extern const char cmd_release_help[];
 extern const char cmd_expire_help[];
 extern const char cmd_transfer_help[];
 extern const char cmd_snapshot_help[];
+extern const char cmd_member_help[];
 
 #endif /* BATON_CTL_H */

@@ -29,6 +29,8 @@ static const char usage_text[] =
     "  expire SESSION            end a session as if its lease had run out\n"
     "  transfer-leader [ID]      hand leadership to node ID (or one raft picks)\n"
     "  snapshot                  have the leader take a raft snapshot now\n"
+    "  member list               the current raft configuration: id, role, addresses\n"
+    "  member remove ID          remove node ID from the raft configuration\n"
     "  help [COMMAND]            this text, or one command's\n"
     "\n"
     "Options (before or after COMMAND):\n"
@@ -77,6 +79,7 @@ static const struct command commands[] = {
     {"expire", cmd_expire, cmd_expire_help},
     {"transfer-leader", cmd_transfer, cmd_transfer_help},
     {"snapshot", cmd_snapshot, cmd_snapshot_help},
+    {"member", cmd_member, cmd_member_help},
     {NULL, NULL, NULL},
 };
 

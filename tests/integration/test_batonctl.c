@@ -2,7 +2,7 @@
  * test_batonctl.c -- batonctl against a real three-node cluster: status,
  * locks, lock-info, lock (environment, exit codes, busy/timeout, signals),
  * the operator's commands (release --force, expire, transfer-leader,
- * sessions), usage errors and JSON output.
+ * sessions, member list / remove), usage errors and JSON output.
  */
 #include <dirent.h>
 #include <limits.h>
@@ -576,6 +576,75 @@ TEST(transfer_leader)
     ASSERT_EQ(cluster_stop(&c), 0);
 }
 
+/* `member list` shows raft's current configuration, and `member remove`
+ * changes it: the cluster keeps serving with the two nodes left, and the
+ * removed node's batond still shuts down cleanly. */
+TEST(member_list_and_remove)
+{
+    struct cluster c;
+    struct ctl_result r;
+    char gone[16], self[16];
+    int leader, victim;
+
+    start3(&c);
+    leader = cluster_wait_leader(&c, 5000);
+    ASSERT_GE(leader, 0);
+    ASSERT_EQ(cluster_ctl(&c, &r, "member", "list", "-o", "json", NULL), 0);
+    ASSERT_EQ(count(r.out, "\"role\":\"voter\""), 3);
+    ASSERT_EQ(count(r.out, "\"client_addr\":\"127.0.0.1:"), 3);
+    ASSERT(strstr(r.out, cluster_endpoint(&c, 2)) != NULL);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(&c, &r, "member", "list", NULL), 0);
+    ASSERT(strstr(r.out, "ROLE") != NULL);
+    ASSERT_EQ(count(r.out, "voter"), 3);
+    ctl_result_free(&r);
+
+    /* Usage errors, a non-member and the leader itself are refused. */
+    ASSERT_EQ(cluster_ctl(&c, &r, "member", NULL), 64);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(&c, &r, "member", "frob", NULL), 64);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(&c, &r, "member", "remove", NULL), 64);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(&c, &r, "member", "remove", "x", NULL), 64);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(&c, &r, "member", "list", "extra", NULL), 64);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(&c, &r, "member", "remove", "9", NULL), 64);
+    ASSERT(strstr(r.err, "not a member") != NULL);
+    ctl_result_free(&r);
+    snprintf(self, sizeof self, "%d", leader + 1);
+    ASSERT_EQ(cluster_ctl(&c, &r, "member", "remove", self, NULL), 64);
+    ASSERT(strstr(r.err, "leader") != NULL);
+    ctl_result_free(&r);
+
+    /* Remove a follower: the reply is the new configuration. */
+    victim = (leader + 1) % 3;
+    snprintf(gone, sizeof gone, "%d", victim + 1);
+    ASSERT_EQ(cluster_ctl(&c, &r, "member", "remove", gone, "-o", "json", NULL), 0);
+    ASSERT_EQ(count(r.out, "\"role\":\"voter\""), 2);
+    ASSERT(strstr(r.out, cluster_endpoint(&c, victim)) == NULL);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(&c, &r, "member", "list", "-o", "json", NULL), 0);
+    ASSERT_EQ(count(r.out, "\"id\":"), 2);
+    ctl_result_free(&r);
+    /* Removing it again: it is no longer a member. */
+    ASSERT_EQ(cluster_ctl(&c, &r, "member", "remove", gone, NULL), 64);
+    ctl_result_free(&r);
+
+    /* Lock traffic still works with the two voters left. */
+    ASSERT_EQ(cluster_ctl(&c, &r, "lock", "after-remove", "--", "true", NULL), 0);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(&c, &r, "lock", "after-remove", "--", "true", NULL), 0);
+    ctl_result_free(&r);
+
+    /* The removed node's batond stops cleanly, and the rest keep serving. */
+    ASSERT_EQ(cluster_kill(&c, victim, SIGTERM), 0);
+    ASSERT_EQ(cluster_ctl(&c, &r, "lock", "after-stop", "--", "true", NULL), 0);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_stop(&c), 0);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -595,5 +664,6 @@ int main(int argc, char **argv)
     RUN(watch_follows_changes);
     RUN(watch_survives_leader_kill);
     RUN(snapshot_now);
+    RUN(member_list_and_remove);
     return runner_done();
 }

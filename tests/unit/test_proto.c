@@ -36,6 +36,7 @@ static char big_addr[BATON_MAX_ADDR];
 static char big_err[BATON_MAX_ERRMSG];
 static char item_names[BATON_MAX_LIST][BATON_MAX_NAME];
 static struct msg_member members[BATON_MAX_MEMBERS];
+static struct msg_member_info member_infos[BATON_MAX_MEMBERS];
 static struct msg_waiter waiters[BATON_MAX_LIST];
 static struct msg_lock_summary items[BATON_MAX_LIST];
 static struct msg_session_summary sess_items[BATON_MAX_LIST];
@@ -323,6 +324,26 @@ static void sample(int type, int v, struct msg *m)
     case MSG_SNAPSHOT_R:
         m->u.snapshot_r.index = U64(v, 0x5152535455565758ull);
         break;
+    case MSG_MEMBERS:
+        break;
+    case MSG_MEMBERS_R: {
+        struct msg_members_r *mr = &m->u.members_r;
+        mr->n = COUNT(v, 3, BATON_MAX_MEMBERS);
+        mr->members = mr->n ? member_infos : NULL;
+        for (uint32_t i = 0; i < mr->n; i++) {
+            member_infos[i].id = v == V_EXTREME ? UINT32_MAX - i : i + 1;
+            member_infos[i].role = U8(v, (uint8_t)(i == 1 ? MEMBER_SPARE : MEMBER_VOTER));
+            member_infos[i].raft_addr =
+                v == V_EXTREME ? psn(big_addr, BATON_MAX_ADDR) : ps(addrs[i] + 1);
+            /* An unknown client address travels as an empty string. */
+            member_infos[i].client_addr =
+                v == V_EXTREME ? psn(big_addr, BATON_MAX_ADDR) : i == 2 ? ps("") : ps(addrs[i]);
+        }
+        break;
+    }
+    case MSG_MEMBER_REMOVE:
+        m->u.member_remove.id = U32(v, 0x0A0B0C0D);
+        break;
     default:
         FAIL("no sample for type %d", type);
     }
@@ -540,6 +561,23 @@ static void assert_msg_eq(const struct msg *a, const struct msg *b)
     case MSG_SNAPSHOT_R:
         ASSERT_UEQ(a->u.snapshot_r.index, b->u.snapshot_r.index);
         break;
+    case MSG_MEMBERS:
+        break;
+    case MSG_MEMBERS_R: {
+        const struct msg_members_r *x = &a->u.members_r, *y = &b->u.members_r;
+        ASSERT_UEQ(x->n, y->n);
+        ASSERT((x->members == NULL) == (y->members == NULL));
+        for (uint32_t i = 0; i < x->n; i++) {
+            ASSERT_UEQ(x->members[i].id, y->members[i].id);
+            ASSERT_EQ(x->members[i].role, y->members[i].role);
+            ASSERT_PSTR_EQ(x->members[i].raft_addr, y->members[i].raft_addr);
+            ASSERT_PSTR_EQ(x->members[i].client_addr, y->members[i].client_addr);
+        }
+        break;
+    }
+    case MSG_MEMBER_REMOVE:
+        ASSERT_UEQ(a->u.member_remove.id, b->u.member_remove.id);
+        break;
     default:
         FAIL("unexpected type %d", a->type);
     }
@@ -647,6 +685,7 @@ TEST(roundtrip_every_type)
             ASSERT(d.u.lock_info_r.waiters == NULL || t != MSG_LOCK_INFO_R);
             ASSERT(d.u.watch_event.info.waiters == NULL || t != MSG_WATCH_EVENT);
             ASSERT(d.u.list_locks_r.items == NULL || t != MSG_LIST_LOCKS_R);
+            ASSERT(d.u.members_r.members == NULL || t != MSG_MEMBERS_R);
             buf_free(&b);
         }
     }
@@ -719,6 +758,30 @@ TEST(golden_bytes)
         0x06, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* req_id */
         0x02, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* index */
     };
+    static const uint8_t members_r[] = {
+        0x29, 0x00, 0x00, 0x00,                         /* len 41 */
+        0x24, 0x00,                                     /* MEMBERS_R (36) */
+        0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* req_id */
+        0x02, 0x00, 0x00, 0x00,                         /* n */
+        0x01, 0x00, 0x00, 0x00,                         /* id 1 */
+        0x02,                                           /* role: voter */
+        0x03, 0x00, '1', ':', '2',                      /* raft_addr */
+        0x03, 0x00, '1', ':', '3',                      /* client_addr */
+        0x04, 0x00, 0x00, 0x00,                         /* id 4 */
+        0x00,                                           /* role: spare */
+        0x03, 0x00, '4', ':', '2',                      /* raft_addr */
+        0x00, 0x00,                                     /* client_addr unknown */
+    };
+    static const uint8_t member_remove[] = {
+        0x0E, 0x00, 0x00, 0x00,                         /* len 14 */
+        0x25, 0x00,                                     /* MEMBER_REMOVE (37) */
+        0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* req_id */
+        0x03, 0x00, 0x00, 0x00,                         /* id */
+    };
+    struct msg_member_info infos[2] = {
+        {.id = 1, .role = MEMBER_VOTER, .raft_addr = {"1:2", 3}, .client_addr = {"1:3", 3}},
+        {.id = 4, .role = MEMBER_SPARE, .raft_addr = {"4:2", 3}, .client_addr = {"", 0}},
+    };
     struct msg_waiter ev_waiter = {.session = 8, .waiter = 4, .wait_ms = -1};
     struct msg m = {0};
     struct buf b = {0};
@@ -741,6 +804,12 @@ TEST(golden_bytes)
     ASSERT_EQ(MSG_WATCH_EVENT, 32);
     ASSERT_EQ(MSG_SNAPSHOT, 33);
     ASSERT_EQ(MSG_SNAPSHOT_R, 34);
+    ASSERT_EQ(MSG_MEMBERS, 35);
+    ASSERT_EQ(MSG_MEMBERS_R, 36);
+    ASSERT_EQ(MSG_MEMBER_REMOVE, 37);
+    ASSERT_EQ(MEMBER_SPARE, 0);
+    ASSERT_EQ(MEMBER_STANDBY, 1);
+    ASSERT_EQ(MEMBER_VOTER, 2);
 
     m.type = MSG_HELLO;
     m.req_id = 0x0102030405060708ull;
@@ -810,6 +879,32 @@ TEST(golden_bytes)
     ASSERT_EQ(proto_encode(&b, &m), 0);
     ASSERT_UEQ(b.len, sizeof snapshot_r);
     ASSERT(memcmp(b.data, snapshot_r, sizeof snapshot_r) == 0);
+
+    buf_reset(&b);
+    memset(&m, 0, sizeof m);
+    m.type = MSG_MEMBERS_R;
+    m.req_id = 7;
+    m.u.members_r.n = 2;
+    m.u.members_r.members = infos;
+    ASSERT_EQ(proto_encode(&b, &m), 0);
+    ASSERT_UEQ(b.len, sizeof members_r);
+    ASSERT(memcmp(b.data, members_r, sizeof members_r) == 0);
+    ASSERT_EQ(proto_decode(members_r, sizeof members_r, &m), 0);
+    ASSERT_EQ(m.type, MSG_MEMBERS_R);
+    ASSERT_UEQ(m.u.members_r.n, 2);
+    ASSERT_UEQ(m.u.members_r.members[1].id, 4);
+    ASSERT_EQ(m.u.members_r.members[1].role, MEMBER_SPARE);
+    ASSERT_UEQ(m.u.members_r.members[1].client_addr.n, 0);
+    msg_free(&m);
+
+    buf_reset(&b);
+    memset(&m, 0, sizeof m);
+    m.type = MSG_MEMBER_REMOVE;
+    m.req_id = 8;
+    m.u.member_remove.id = 3;
+    ASSERT_EQ(proto_encode(&b, &m), 0);
+    ASSERT_UEQ(b.len, sizeof member_remove);
+    ASSERT(memcmp(b.data, member_remove, sizeof member_remove) == 0);
     buf_free(&b);
 }
 
@@ -1256,6 +1351,22 @@ static void spec_frame(const struct msg *m, struct buf *w)
         break;
     case MSG_SNAPSHOT_R: /* {u64 index} */
         buf_put_u64(w, m->u.snapshot_r.index);
+        break;
+    case MSG_MEMBERS: /* {} */
+        break;
+    case MSG_MEMBERS_R: { /* {u32 n, n x {u32 id, u8 role, str raft_addr, str client_addr}} */
+        const struct msg_members_r *x = &m->u.members_r;
+        buf_put_u32(w, x->n);
+        for (uint32_t i = 0; i < x->n; i++) {
+            buf_put_u32(w, x->members[i].id);
+            buf_put_u8(w, x->members[i].role);
+            spec_str(w, x->members[i].raft_addr);
+            spec_str(w, x->members[i].client_addr);
+        }
+        break;
+    }
+    case MSG_MEMBER_REMOVE: /* {u32 id} */
+        buf_put_u32(w, m->u.member_remove.id);
         break;
     default:
         FAIL("no layout for type %d", m->type);
