@@ -13,6 +13,7 @@
 
 #include "proto/baton_errno.h"
 #include "raft/fsm.h"
+#include "raft/transport.h"
 
 #define NODE_POLL_MS 20
 
@@ -22,7 +23,7 @@ struct node {
     struct node_hooks hooks;
     struct raft raft;
     struct raft_io io;
-    struct raft_uv_transport transport;
+    struct transport transport;   /* raft_uv_tcp with TCP_NODELAY */
     struct fsm fsm;
     uv_timer_t poll;
     struct raft_barrier barrier;
@@ -503,12 +504,12 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
     }
     fsm_init(&n->fsm, s, fsm_applied, n);
 
-    rv = raft_uv_tcp_init(&n->transport, loop);
+    rv = transport_init(&n->transport, loop);
     if (rv != 0) {
         snprintf(errmsg, 256, "raft transport init failed (%d)", rv);
         goto err;
     }
-    rv = raft_uv_init(&n->io, loop, cfg->raft_dir, &n->transport);
+    rv = raft_uv_init(&n->io, loop, cfg->raft_dir, &n->transport.base);
     if (rv != 0) {
         snprintf(errmsg, 256, "raft io init: %.200s", n->io.errmsg);
         goto err_after_transport;
@@ -560,7 +561,7 @@ err_after_raft:
 err_after_io:
     raft_uv_close(&n->io);
 err_after_transport:
-    raft_uv_tcp_close(&n->transport);
+    transport_close(&n->transport);
 err:
     uv_run(loop, UV_RUN_DEFAULT);
     fsm_close(&n->fsm);
@@ -579,7 +580,7 @@ static void raft_closed(struct raft *r)
     struct node *n = r->data;
 
     raft_uv_close(&n->io);
-    raft_uv_tcp_close(&n->transport);
+    transport_close(&n->transport);
     if (n->close_cb != NULL) n->close_cb(n->close_data);
 }
 
