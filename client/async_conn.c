@@ -441,11 +441,16 @@ void baton__read(baton_async_t *ac)
             baton__conn_fail(ac, true);
             return;
         }
-        n = read(ac->fd, ac->in.data + ac->in.len, ac->in.cap - ac->in.len);
+        size_t room = ac->in.cap - ac->in.len;
+
+        n = read(ac->fd, ac->in.data + ac->in.len, room);
         if (n > 0) {
             ac->in.len += (size_t)n;
             process(ac);
             if (ac->gen != gen) return;
+            /* A short read emptied the socket: the next read would only
+             * say EAGAIN, so leave it to the next readiness event. */
+            if ((size_t)n < room) return;
             continue;
         }
         if (n < 0 && errno == EINTR) continue;

@@ -126,23 +126,43 @@ static void write_cb(uv_write_t *req, int status)
         conn_destroy(c);
 }
 
-/* Hand everything in `out` to one uv_write, unless a write is in flight
- * (its callback writes the rest). */
+/*
+ * Write everything in `out`, unless a write is in flight (its callback
+ * writes the rest). The common case, a socket with room, is one
+ * uv_try_write: one write(2). Only what does not fit goes to uv_write,
+ * whose completion makes libuv re-arm the poll watcher (an epoll_ctl per
+ * call), which is why it is not used for every reply.
+ */
 static void conn_flush(struct conn *c)
 {
     struct buf tmp;
     uv_buf_t b;
+    size_t done = 0;
     int rv;
 
     if (c->closed || c->write_pending || c->out.len == 0) {
         if (c->closing && !c->write_pending && c->out.len == 0) conn_destroy(c);
         return;
     }
+    b = uv_buf_init((char *)c->out.data, (unsigned)c->out.len);
+    rv = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    if (rv >= 0) {
+        done = (size_t)rv;
+    } else if (rv != UV_EAGAIN) {
+        log_debug("conn %llu: write failed: %s", (unsigned long long)c->id, uv_strerror(rv));
+        conn_destroy(c);
+        return;
+    }
+    if (done == c->out.len) {
+        buf_reset(&c->out);
+        if (c->closing) conn_destroy(c);
+        return;
+    }
     tmp = c->writing;
     c->writing = c->out;
     c->out = tmp;
     buf_reset(&c->out);
-    b = uv_buf_init((char *)c->writing.data, (unsigned)c->writing.len);
+    b = uv_buf_init((char *)c->writing.data + done, (unsigned)(c->writing.len - done));
     c->wreq.data = c;
     rv = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, write_cb);
     if (rv != 0) {
