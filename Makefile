@@ -6,6 +6,8 @@
 #   make SAN=address test     the same under AddressSanitizer + UBSan
 #   make bench      build lockbench, run the WORKLOAD.md sweep on a fresh local
 #                   cluster (make bench SECONDS=3 for a quick look)
+#   make bench-plot     docs/bench-w2.png from the last sweep's JSON lines (gnuplot)
+#   make bench-table    the README's table of figures from the same lines
 #
 # Targets that need the libraries (run, test, all, ...) first run `deps`,
 # which apt-get installs whatever pkg-config cannot find, and then re-invoke
@@ -50,12 +52,34 @@ BENCH_OBJ  := $(patsubst %.c,$(B)/%.o,$(wildcard tests/bench/*.c))
 EXAMPLE_BIN := $(patsubst client/examples/%.c,$(B)/examples/%,$(wildcard client/examples/*.c))
 SECONDS    ?= 10
 
+# Fuzzing (tests/fuzz/; the rules are near the end).
+FUZZ_CC       ?= clang
+FUZZ_B        := $(B)/fuzz
+FUZZ_FLAGS    := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+                 -fno-sanitize-recover=all
+FUZZ_TARGETS  := fuzz_frame fuzz_cmd
+FUZZ_BIN      := $(addprefix $(FUZZ_B)/,$(FUZZ_TARGETS))
+FUZZ_LIB_OBJ  := $(patsubst %.c,$(FUZZ_B)/obj/%.o,$(wildcard proto/*.c) $(wildcard storage/*.c))
+FUZZ_SECONDS  ?= 300
+FUZZ_TEST_SECONDS ?= 20
+DEB_FUZZ_PKGS := clang libclang-rt-dev
+
+# The fault harness (tests/fault/; the rules are near the end).
+FAULT_SECONDS ?= 600
+FAULT_DIR   := $(B)/tests/fault
+FAULT_PROGS := $(addprefix $(FAULT_DIR)/,faultrun faultproxy faultstore faultclient faultcheck)
+FAULT_TEST  := $(FAULT_DIR)/test_fault
+BROKEN      := $(B)/broken
+BROKEN_STORE_OBJ := $(patsubst %.c,$(BROKEN)/%.o,$(wildcard storage/*.c))
+FAULT_ALL   := $(FAULT_PROGS) $(FAULT_TEST) $(BROKEN)/batond $(BROKEN)/batonctl
+
 PROGS := $(B)/batond $(B)/batonctl $(B)/libbaton.a $(B)/libbaton.so
 ALL_OBJ := $(PROTO_OBJ) $(STORE_OBJ) $(RAFT_OBJ) $(SERVER_OBJ) $(B)/server/main.o \
            $(CLIENT_OBJ) $(CTL_OBJ) $(TESTLIB_OBJ)
 
 .PHONY: default all build deps run test unit cluster integration clean \
-        build-tests test-run bench bench-inner
+        build-tests test-run bench bench-inner \
+        deps-fuzz fuzz fuzz-inner fuzz-corpus fuzz-corpus-inner
 
 default: all
 
@@ -82,8 +106,9 @@ build-tests: $(UNIT_BIN) $(CLUSTER_BIN) $(INTEG_BIN)
 run-inner: $(PROGS)
 	@server/run-cluster.sh $(B)
 
-test-inner: $(PROGS) build-tests
-	@tests/run-tests.sh $(B) $(UNIT_BIN) $(CLUSTER_BIN) $(INTEG_BIN)
+test-inner: $(PROGS) build-tests $(FUZZ_BIN) $(FAULT_ALL) $(B)/lockbench
+	@FUZZ_SECONDS=$(FUZZ_TEST_SECONDS) tests/run-tests.sh $(B) $(UNIT_BIN) tests/fuzz/run-fuzz.sh \
+	    $(CLUSTER_BIN) $(INTEG_BIN) $(FAULT_TEST) tests/bench/smoke.sh
 unit-inner: $(UNIT_BIN)
 	@tests/run-tests.sh $(B) $(UNIT_BIN)
 cluster-inner: $(CLUSTER_BIN)
@@ -120,6 +145,25 @@ $(B)/batonctl: $(CTL_OBJ) $(B)/libbaton.a
 $(B)/lockbench: $(BENCH_OBJ) $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
 
+# ---- the README's benchmark chart and table (from make bench's JSON lines) ----
+# BENCH_JSONL: the lines to use (default: what `make bench` wrote last).
+# Only bench-plot needs gnuplot: deps-plot installs gnuplot-nox when missing.
+BENCH_JSONL ?= $(B)/bench.jsonl
+BENCH_PNG   ?= docs/bench-w2.png
+.PHONY: bench-plot bench-table deps-plot
+
+bench-plot: deps-plot
+	@mkdir -p $(dir $(BENCH_PNG))
+	@tests/bench/plot.sh $(BENCH_JSONL) $(BENCH_PNG)
+bench-table:
+	@tests/bench/table.sh $(BENCH_JSONL)
+deps-plot:
+	@if ! command -v gnuplot >/dev/null 2>&1; then \
+	    echo "installing gnuplot-nox"; \
+	    if [ "$$(id -u)" != 0 ]; then echo "need root to apt-get install gnuplot-nox"; exit 1; fi; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gnuplot-nox >/dev/null || exit 1; \
+	fi
+
 # Example programs of the client API (client/examples/), one binary each.
 $(EXAMPLE_BIN): $(B)/examples/%: $(B)/client/examples/%.o $(B)/libbaton.a
 	@mkdir -p $(dir $@)
@@ -139,6 +183,85 @@ $(CLUSTER_BIN): $(B)/tests/cluster/%: $(B)/tests/cluster/%.o $(B)/tests/cluster/
 $(B)/tests/integration/%: $(B)/tests/integration/%.o $(B)/libtest.a $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
 
+# ---- fuzzing (tests/fuzz/) -------------------------------------------------
+# libFuzzer targets, built with clang and ASan + UBSan into $(B)/fuzz/
+# whatever SAN is. `make fuzz` runs each for FUZZ_SECONDS (default 300) from
+# the committed seed corpus; `make test` runs each for FUZZ_TEST_SECONDS.
+# Only these targets need clang: `deps-fuzz` installs it (and libFuzzer's
+# runtime, libclang-rt-dev) when a test link with -fsanitize=fuzzer fails.
+
+test fuzz: deps-fuzz
+
+deps-fuzz:
+	@if ! printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return d == 0 && n; }\n' | \
+	    $(FUZZ_CC) -x c -fsanitize=fuzzer -o /dev/null - >/dev/null 2>&1; then \
+	    echo "installing $(DEB_FUZZ_PKGS)"; \
+	    if [ "$$(id -u)" != 0 ]; then echo "need root to apt-get install $(DEB_FUZZ_PKGS)"; exit 1; fi; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEB_FUZZ_PKGS) >/dev/null || exit 1; \
+	fi
+
+fuzz: deps
+	@$(MAKE) --no-print-directory SAN=$(SAN) fuzz-inner
+fuzz-inner: $(FUZZ_BIN)
+	@BATON_BUILD=$(B) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run-fuzz.sh
+
+# Regenerate the committed seed corpora from real encoded messages.
+fuzz-corpus: deps
+	@$(MAKE) --no-print-directory SAN=$(SAN) fuzz-corpus-inner
+fuzz-corpus-inner: $(B)/tests/fuzz/gen_corpus
+	rm -rf tests/fuzz/corpus/fuzz_frame tests/fuzz/corpus/fuzz_cmd
+	$(B)/tests/fuzz/gen_corpus tests/fuzz/corpus
+
+$(B)/tests/fuzz/gen_corpus: $(B)/tests/fuzz/gen_corpus.o $(B)/libstore.a $(B)/libproto.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_LMDB)
+
+$(FUZZ_B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  FUZZCC  $<"
+	@$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -I. $(WARN) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link \
+	    -MMD -MP -c $< -o $@
+$(FUZZ_B)/libfuzzlib.a: $(FUZZ_LIB_OBJ)
+	$(AR) rcs $@ $^
+$(FUZZ_BIN): $(FUZZ_B)/%: $(FUZZ_B)/obj/tests/fuzz/%.o $(FUZZ_B)/libfuzzlib.a
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(LIBS_LMDB)
+
+# ---- the fault harness (tests/fault/, README "Guarantees and how they are tested")
+# `make fault` runs FAULT_SECONDS of mixed faults and prints the numbers;
+# `make fault-selftest` runs it against $(BROKEN)/batond, whose storage is
+# compiled with -DBATON_TEST_BROKEN_GRANT_ALL (grants every lock to
+# everyone), and succeeds only if the checker fails that run. `make test`
+# runs a 2-minute version and the selftest ($(FAULT_TEST)).
+
+.PHONY: fault fault-inner fault-selftest fault-selftest-inner
+fault fault-selftest: deps
+	@$(MAKE) --no-print-directory SAN=$(SAN) $@-inner
+fault-inner: $(PROGS) $(FAULT_PROGS)
+	@BATON_BUILD=$(abspath $(B)) $(FAULT_DIR)/faultrun --seconds $(FAULT_SECONDS)
+fault-selftest-inner: $(FAULT_ALL)
+	@BATON_BUILD=$(abspath $(BROKEN)) $(FAULT_DIR)/faultrun --seconds 30 --expect-violations
+
+$(FAULT_DIR)/faultrun: $(addprefix $(FAULT_DIR)/,run.o nemesis.o procs.o) $(B)/libtest.a $(B)/libproto.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
+$(FAULT_DIR)/faultproxy: $(FAULT_DIR)/proxy.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV)
+$(FAULT_DIR)/faultstore: $(FAULT_DIR)/store.o
+	$(CC) $(LDFLAGS) -o $@ $^
+$(FAULT_DIR)/faultclient: $(FAULT_DIR)/client.o $(B)/libbaton.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
+$(FAULT_DIR)/faultcheck: $(FAULT_DIR)/check.o $(FAULT_DIR)/check_load.o
+	$(CC) $(LDFLAGS) -o $@ $^
+$(FAULT_TEST): $(FAULT_DIR)/test_fault.o
+	$(CC) $(LDFLAGS) -o $@ $^
+
+$(BROKEN)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $< (BROKEN_GRANT_ALL)"
+	@$(CC) $(ALL_CFLAGS) -DBATON_TEST_BROKEN_GRANT_ALL -c $< -o $@
+$(BROKEN)/batond: $(B)/server/main.o $(SERVER_OBJ) $(RAFT_OBJ) $(BROKEN_STORE_OBJ) $(B)/libproto.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_SYS)
+$(BROKEN)/batonctl: $(B)/batonctl
+	cp $< $@
+
 clean:
 	rm -rf build
 
@@ -146,3 +269,5 @@ clean:
 .SECONDARY:
 
 -include $(ALL_OBJ:.o=.d) $(wildcard $(B)/tests/*/*.d) $(wildcard $(B)/client/examples/*.d)
+-include $(wildcard $(BROKEN)/storage/*.d)
+-include $(wildcard $(FUZZ_B)/obj/*/*.d $(FUZZ_B)/obj/tests/fuzz/*.d)

@@ -323,6 +323,10 @@ static void run_completions(baton_async_t *ac)
         case BATON__K_HELD:
             if (ac->lost_cb) ac->lost_cb(ac, r->name, r->fence, r->status, ac->lost_data);
             break;
+        case BATON__K_QUEUED:
+            if (ac->queued_cb)
+                ac->queued_cb(ac, r->name, (uint32_t)r->fence, r->data, ac->queued_data);
+            break;
         default:
             if (r->cb.done) r->cb.done(ac, r->status, r->data);
             break;
@@ -512,6 +516,13 @@ void baton_async_on_lost(baton_async_t *ac, baton_async_lost_cb *cb, void *data)
     if (ac == NULL) return;
     ac->lost_cb = cb;
     ac->lost_data = data;
+}
+
+void baton_async_on_queued(baton_async_t *ac, baton_async_queued_cb *cb, void *data)
+{
+    if (ac == NULL) return;
+    ac->queued_cb = cb;
+    ac->queued_data = data;
 }
 
 void baton_async_on_session(baton_async_t *ac, baton_async_open_cb *cb, void *data)

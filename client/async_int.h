@@ -110,6 +110,9 @@ enum baton__kind {
     BATON__K_CANCEL,
     BATON__K_CLOSE,
     BATON__K_HELD, /* not a request: a held lock (see "Held locks" above) */
+    BATON__K_QUEUED, /* not a request: a queued-notice for the queued callback;
+                        on ac->done only (fence = the position, data = the
+                        lock call's data) */
 };
 
 /* States of a BATON__K_HELD entry. */
@@ -229,6 +232,8 @@ struct baton_async {
     void *lost_data;
     baton_async_open_cb *session_cb;
     void *session_data;
+    baton_async_queued_cb *queued_cb;
+    void *queued_data;
 
     /* Requests. */
     uint64_t next_id;

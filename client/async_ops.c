@@ -322,6 +322,21 @@ static void on_release_result(baton_async_t *ac, struct baton__req *r, int statu
 
 /* ---- replies and pushes ------------------------------------------------------------- */
 
+/* Queue the queued callback's notice for lock call r, now in the lock's
+ * queue at 1-based `position`. Best effort: skipped when nobody listens,
+ * or when out of memory (nothing else depends on it). */
+static void queued_notice(baton_async_t *ac, const struct baton__req *r, uint64_t position)
+{
+    struct baton__req *n;
+
+    if (ac->queued_cb == NULL) return;
+    n = baton__req_alloc(BATON__K_QUEUED, r->name, r->name_len);
+    if (n == NULL) return;
+    n->fence = position;
+    n->data = r->data;
+    baton__queue_done(ac, n);
+}
+
 /*
  * The answer to an ACQUIRE (first send or re-send). GRANTED and errors end
  * the call; QUEUED makes it wait for its push, re-arming the safety timer
@@ -346,6 +361,7 @@ static void on_acquire_result(baton_async_t *ac, struct baton__req *r, int statu
     case RESULT_QUEUED:
         r->state = BATON__R_WAITING;
         r->deadline = 0;
+        if (r->user) queued_notice(ac, r, value);
         if (!r->user && !r->cancel_id)
             (void)issue_cancel(ac, r, BATON_ECANCELED);
         else if (r->user && r->safety_at && !r->cancel_id)

@@ -146,6 +146,21 @@ typedef void baton_async_lost_cb(baton_async_t *ac, const char *lock, uint64_t f
                                  void *data);
 
 /*
+ * A lock call is queued: the cluster has committed its ACQUIRE and put it
+ * in the queue of `lock` at 1-based `position` (the number of waiters
+ * ahead of it, plus one), so every ACQUIRE of that lock committed later
+ * queues behind it. call_data is the data given to the lock call. Runs on
+ * the loop's thread like every other callback, after the QUEUED answer and
+ * before that call's own callback. It may run more than once for one call:
+ * a call re-sent after a reconnect is answered QUEUED again (with its
+ * position then). It is a notice, not a completion: the lock call's
+ * callback still runs exactly once. Best effort: skipped if memory runs
+ * out. `lock` is valid only during the callback.
+ */
+typedef void baton_async_queued_cb(baton_async_t *ac, const char *lock, uint32_t position,
+                                   void *call_data, void *data);
+
+/*
  * The event-loop hooks an adapter provides (see client/adapters/libuv.h).
  * The core calls them synchronously; none of them may call back into the
  * core. `data` is passed to every hook.
@@ -299,6 +314,14 @@ int baton_async_close_session(baton_async_t *ac, baton_async_done_cb *cb, void *
  * ignored.
  */
 void baton_async_on_lost(baton_async_t *ac, baton_async_lost_cb *cb, void *data);
+
+/*
+ * Install the queued callback (see baton_async_queued_cb); NULL removes it.
+ * It applies to QUEUED answers that arrive from now on. No error; a NULL ac
+ * is ignored. (The fault harness, tests/fault/, logs it to know which
+ * ACQUIREs were committed in which order.)
+ */
+void baton_async_on_queued(baton_async_t *ac, baton_async_queued_cb *cb, void *data);
 
 /*
  * Install the session callback; NULL removes it. It runs each time the

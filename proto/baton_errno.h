@@ -33,7 +33,8 @@
     XX(ECLOSED, -4019, "connection closed")                                 \
     XX(EBUSY, -4020, "another operation is in progress")                    \
     XX(EUNAVAIL, -4021, "cluster unavailable")                              \
-    XX(EMALFORMED, -4022, "malformed data")
+    XX(EMALFORMED, -4022, "malformed data")                                 \
+    XX(ENOSPC, -4023, "server's data disk is full")
 
 typedef enum {
 #define XX(name, val, msg) BATON_##name = (val),

@@ -76,6 +76,7 @@ static const char *const type_names[MSG_TYPE_MAX_] = {
     [MSG_MEMBERS] = "MEMBERS",
     [MSG_MEMBERS_R] = "MEMBERS_R",
     [MSG_MEMBER_REMOVE] = "MEMBER_REMOVE",
+    [MSG_MEMBER_ADD] = "MEMBER_ADD",
 };
 
 const char *msg_type_name(int type)
@@ -416,6 +417,11 @@ static int decode_body(struct rd *r, struct msg *m)
         return decode_members_r(r, &m->u.members_r);
     case MSG_MEMBER_REMOVE:
         rd_u32(r, &m->u.member_remove.id);
+        break;
+    case MSG_MEMBER_ADD:
+        rd_u32(r, &m->u.member_add.id);
+        get_str(r, BATON_MAX_ADDR, &m->u.member_add.raft_addr);
+        get_str(r, BATON_MAX_ADDR, &m->u.member_add.client_addr);
         break;
     default:
         rd_fail(r);
@@ -794,6 +800,11 @@ static void encode_body(struct wr *w, const struct msg *m)
         break;
     case MSG_MEMBER_REMOVE:
         put_u32(w, m->u.member_remove.id);
+        break;
+    case MSG_MEMBER_ADD:
+        put_u32(w, m->u.member_add.id);
+        put_str(w, &m->u.member_add.raft_addr, BATON_MAX_ADDR);
+        put_str(w, &m->u.member_add.client_addr, BATON_MAX_ADDR);
         break;
     default:
         if (w->err == 0) w->err = BATON_EINVAL;

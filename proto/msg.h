@@ -104,11 +104,42 @@
  *    empty string otherwise). MEMBER_REMOVE(id) asks the leader to remove
  *    server id from the configuration -> MEMBERS_R with the configuration
  *    once the change has committed; ERROR(BATON_EINVAL) for an id that is
- *    not a member or is the leader itself, ERROR(BATON_EBUSY) while another
- *    configuration change is in flight.
+ *    not a member, ERROR(BATON_EBUSY) while another configuration change
+ *    is in flight. Removing the leader itself: the leader first hands
+ *    leadership to another voter and then answers REDIRECT to it (or
+ *    NO_LEADER), so the client sends the request again to the new leader,
+ *    which removes the old one; ERROR(BATON_ECANCELED) if leadership did
+ *    not move, ERROR(BATON_EINVAL) if there is no other voter.
+ *  - MEMBER_ADD(id, raft_addr, client_addr) asks the leader to add server
+ *    id, which must already run batond --join listening on raft_addr.
+ *    The leader first commits the server's client address (and that of
+ *    every member it knows from --cluster whose address is not replicated
+ *    yet) to the replicated state, so that every node can redirect
+ *    clients there; then it adds the server to the raft configuration as
+ *    a spare and promotes it to voter once it has caught up with the log
+ *    -> MEMBERS_R with the configuration once the promotion has committed.
+ *    Both addresses are IPv4 a.b.c.d:port. ERROR(BATON_EINVAL) for id 0 or
+ *    above 2^31-1, a malformed address, an id that is already a voter, or
+ *    an address another member uses; ERROR(BATON_ELIMIT) when the
+ *    configuration already has BATON_MAX_MEMBERS servers; ERROR(BATON_EBUSY) while another
+ *    configuration change is in flight; ERROR(BATON_ECANCELED) when the
+ *    new server did not catch up in time (not running, or not at
+ *    raft_addr): it then stays in the configuration as a spare, and
+ *    MEMBER_ADD with the same id and raft_addr resumes the promotion.
+ *    Every member's client address, as MEMBERS_R, STATUS_R and REDIRECT
+ *    give it, comes from that replicated table, else from the answering
+ *    node's --cluster list.
  *  - A frame that cannot be parsed gets ERROR(BATON_EMALFORMED or
  *    BATON_ETOOBIG) and the connection is closed; a well-formed request the
  *    server refuses gets ERROR(code, message) and the connection stays.
+ *  - Limits (README "Limits"): a connection beyond batond's --max-conns
+ *    gets ERROR(BATON_ELIMIT) and is closed; a connection whose incomplete
+ *    frame is older than --frame-timeout gets ERROR(BATON_ETIMEDOUT) (req_id
+ *    0) and is closed; while the leader's data disk has less free space
+ *    than --min-free-mb, every state-changing request (OPEN_SESSION,
+ *    ACQUIRE, RELEASE, CANCEL, CLOSE_SESSION, FORCE_RELEASE, EXPIRE_SESSION)
+ *    gets ERROR(BATON_ENOSPC) at once: nothing was proposed, so it may be
+ *    retried later with the same seq.
  */
 #ifndef BATON_PROTO_MSG_H
 #define BATON_PROTO_MSG_H
@@ -179,6 +210,7 @@ enum msg_type {
     MSG_MEMBERS,        /* c->s {} (admin) (35) */
     MSG_MEMBERS_R,      /* s->c {u32 n, n x {u32 id, u8 role, str raft_addr, str client_addr}} (36) */
     MSG_MEMBER_REMOVE,  /* c->s {u32 id} (admin) -> MEMBERS_R (37) */
+    MSG_MEMBER_ADD,     /* c->s {u32 id, str raft_addr, str client_addr} (admin) -> MEMBERS_R (38) */
     MSG_TYPE_MAX_
 };
 
@@ -225,6 +257,11 @@ enum node_role { ROLE_UNAVAILABLE = 0, ROLE_FOLLOWER, ROLE_CANDIDATE, ROLE_LEADE
 /* Wire: {u32 node_id, u8 role, u32 leader_id, u64 term, u64 last_index,
  *        u64 commit_index, u64 applied_index, u32 n,
  *        n x {u32 id, str raft_addr, str client_addr}, u64 state_digest}
+ *
+ * The members are the servers of the node's current raft configuration
+ * (spares included), each with its client address as MEMBERS_R gives it
+ * (empty when unknown); a node that has no configuration yet (batond
+ * --join, not added) lists its --cluster instead.
  *
  * state_digest is the node's lock store digest (storage/store.h,
  * store_digest): a hash chained over every entry its state machine has
@@ -363,6 +400,7 @@ struct msg {
         struct { uint64_t index; } snapshot_r;
         struct msg_members_r members_r;
         struct { uint32_t id; } member_remove;
+        struct { uint32_t id; struct pstr raft_addr, client_addr; } member_add;
     } u;
 };
 

@@ -12,6 +12,41 @@
 
 #include "proto/baton_errno.h"
 
+/* The term of the entry at `index` in raft's in-memory log, 0 if it is not
+ * there (libraft 0.15's struct raft_log is public: a circular buffer of the
+ * entries after `offset`). */
+static raft_term log_term(const struct raft_log *l, raft_index index)
+{
+    size_t n = l->back >= l->front ? l->back - l->front : l->size - l->front + l->back;
+
+    if (index <= l->offset || index > l->offset + n) return 0;
+    return l->entries[(l->front + (index - l->offset - 1)) % l->size].term;
+}
+
+/*
+ * May the leader apply its committed entries yet? libraft 0.15 commits an
+ * entry of an earlier term as soon as a majority stores it, without first
+ * committing an entry of the leader's own term (canonical/raft#220, Raft
+ * paper figure 8): such an entry may still be replaced by another leader.
+ * A leader's commit index that reaches an entry of its own term is a real
+ * commit (everything before it is committed too); one that stops at an
+ * earlier term's entry may not be. So the leader applies nothing until its
+ * commit index is on an entry of its own term -- batond's node commits a
+ * barrier on every election (raft/node.c), which opens the gate. Followers
+ * cannot tell and apply what the leader says is committed.
+ *
+ * Refusing is safe on a leader only: there libraft 0.15 ignores the error
+ * of apply, keeps the entry, and applies it again on the next commit
+ * (notes, section 1); a follower that fails an apply while handling an
+ * AppendEntries stops its raft. README, "Guarantees and how they are
+ * tested", has the test that shows what this prevents.
+ */
+static bool leader_commit_unsure(struct raft *r)
+{
+    return raft_state(r) == RAFT_LEADER &&
+           log_term(&r->log, r->commit_index) != r->current_term;
+}
+
 /*
  * Apply one committed RAFT_COMMAND entry. The effects buffer is reused for
  * every entry: libraft calls the proposer's apply callback right after this
@@ -31,6 +66,10 @@ static int fsm_apply(struct raft_fsm *rf, const struct raft_buffer *buf, void **
     uint64_t len = 0;
     int rv;
 
+    if (leader_commit_unsure(f->raft)) {
+        f->n_deferred++;
+        return RAFT_BUSY;
+    }
     /* An entry that is not in our framing is applied as an empty (malformed)
      * batch: every node rejects it the same way and the log moves on. */
     if (buf->len >= 8) len = le_get_u64(payload);

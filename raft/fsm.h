@@ -25,6 +25,7 @@ struct fsm {
     fsm_applied_cb *applied;
     void *data;
     uint64_t n_skipped;     /* entries at or below the store's applied index */
+    uint64_t n_deferred;    /* applies refused until the leader's commit is sure (fsm.c) */
     uint64_t n_snapshots;
     uint64_t n_restores;
 };

@@ -26,10 +26,13 @@ struct node {
     struct transport transport;   /* raft_uv_tcp with TCP_NODELAY */
     struct fsm fsm;
     uv_timer_t poll;
+    uv_check_t watch;        /* node_poll at the end of every loop turn */
     struct raft_barrier barrier;
     bool barrier_pending;
     bool ready;
     uint64_t ready_term;     /* term whose barrier made us ready */
+    uint64_t lead_term;      /* term in which we last saw raft make us leader */
+    uint64_t lead_since;     /* when (uv_now) */
     bool closing;
     struct raft_transfer transfer;
     node_transfer_cb *transfer_cb; /* set while a transfer is running */
@@ -43,12 +46,22 @@ struct node {
     int snap_status;
     uint64_t snap_index;
     struct raft_change change;
-    uv_timer_t change_timer; /* finishes a membership change outside raft */
+    uv_timer_t change_timer; /* runs a membership change's steps outside raft */
     node_change_cb *change_cb; /* set while a membership change runs */
     void *change_data;
     int change_status;
     bool change_over;        /* raft's change callback ran */
+    int change_next;         /* enum change_step: the raft call still to make */
+    raft_id change_id;       /* the server being added */
+    char change_addr[BATON_MAX_ADDR + 1];
 };
+
+/* The steps of a membership change, each one raft call made on a loop turn
+ * of its own, outside raft's callbacks: member add is ADD (raft_add: the
+ * server joins as a spare) then PROMOTE (raft_assign to voter: raft runs
+ * catch-up rounds first), or PROMOTE alone to resume an add that stopped
+ * after its first step; member remove makes its one call at once. */
+enum change_step { CHANGE_DONE = 0, CHANGE_ADD, CHANGE_PROMOTE };
 
 /* One proposal in flight: raft's request plus our completion. */
 struct proposal {
@@ -123,11 +136,61 @@ static void transfer_finish(struct node *n, bool closing)
     cb(data, (uint32_t)id);
 }
 
+static void poll_timer_cb(uv_timer_t *t);
+
 /*
- * Compare raft's role with what we last saw. Runs every NODE_POLL_MS and
- * whenever a proposal reports lost leadership. A finished leadership
- * transfer is reported first, so that its reply goes out before the loss
- * of leadership closes the client connections.
+ * Is it time to propose the barrier of a new leadership? Two bugs of
+ * libraft 0.15 decide when (README, "Guarantees and how they are tested"):
+ *
+ *  - canonical/raft#220: 0.15 commits an entry of an earlier term as soon as
+ *    a majority stores it. A follower that rejects the new leader's first,
+ *    empty AppendEntries (it lacks the leader's last entry) is sent the
+ *    missing entries only at the next heartbeat, a heartbeat timeout later;
+ *    if the barrier is in the log by then it travels with them, and they
+ *    commit only with it.
+ *  - A follower that accepts that first AppendEntries reports its own last
+ *    index, and 0.15 takes it as the follower's match index capped to the
+ *    end of the leader's log *when the answer arrives*: a follower holding
+ *    a longer stale tail (the entries it took while it led, cut off) is
+ *    then credited with a barrier appended meanwhile -- the barrier counts
+ *    as committed while only the leader has it, and the follower's
+ *    rejections are ignored from then on, so it never catches up.
+ *
+ * So the barrier waits until every follower has answered (0.15 sets
+ * recent_recv in the follower's progress), or half a heartbeat timeout
+ * after the election, whichever comes first; node_poll runs at the end of
+ * every loop turn, so it goes in the turn the last answer arrives.
+ */
+static bool barrier_due(struct node *n)
+{
+    struct raft *r = &n->raft;
+    uint64_t now = uv_now(n->loop);
+    uint64_t wait = r->heartbeat_timeout / 2;
+
+    if (n->lead_term != r->current_term) {
+        n->lead_term = r->current_term;
+        n->lead_since = now;
+    }
+    if (now >= n->lead_since + wait) return true;
+    for (unsigned i = 0; i < r->configuration.n; i++) {
+        const struct raft_server *sv = &r->configuration.servers[i];
+
+        if (sv->id == r->id || sv->role == RAFT_SPARE) continue;
+        if (!r->leader_state.progress[i].recent_recv) {
+            /* Come back at the deadline if nothing else wakes the loop. */
+            uv_timer_start(&n->poll, poll_timer_cb, n->lead_since + wait - now, NODE_POLL_MS);
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * Compare raft's role with what we last saw. Runs at the end of every loop
+ * turn (the watch handle), every NODE_POLL_MS, and whenever a proposal
+ * reports lost leadership. A finished leadership transfer is reported
+ * first, so that its reply goes out before the loss of leadership closes
+ * the client connections.
  */
 static void node_poll(struct node *n)
 {
@@ -143,7 +206,7 @@ static void node_poll(struct node *n)
     }
     if (n->ready && n->ready_term == n->raft.current_term) return;
     if (n->ready) set_ready(n, false); /* leader again in a newer term */
-    if (n->barrier_pending) return;
+    if (n->barrier_pending || !barrier_due(n)) return;
     n->ready_term = n->raft.current_term;
     n->barrier.data = n;
     rv = raft_barrier(&n->raft, &n->barrier, barrier_cb);
@@ -153,6 +216,11 @@ static void node_poll(struct node *n)
 static void poll_timer_cb(uv_timer_t *t)
 {
     node_poll(t->data);
+}
+
+static void watch_cb(uv_check_t *h)
+{
+    node_poll(h->data);
 }
 
 /*
@@ -167,9 +235,22 @@ static void node_poll_soon(struct node *n)
     uv_timer_start(&n->poll, poll_timer_cb, 0, NODE_POLL_MS);
 }
 
+/*
+ * Every applied entry, on every node. A ready node that raft no longer
+ * makes leader of the term it became ready in (it stepped down, or leads a
+ * newer term whose barrier has not applied yet) stops being ready first,
+ * here, rather than at the end of the loop turn: the entry may have been
+ * committed by another leader -- in 0.15 possibly an entry of an earlier
+ * term committed by counting replicas -- and its effects must not reach a
+ * client from this node, whose server delivers them before the poll runs.
+ */
 static void fsm_applied(void *data, const struct effects *fx)
 {
     struct node *n = data;
+
+    if (n->ready && (raft_state(&n->raft) != RAFT_LEADER ||
+                     n->raft.current_term != n->ready_term))
+        set_ready(n, false);
     if (n->hooks.applied != NULL) n->hooks.applied(n->hooks.data, fx);
 }
 
@@ -352,25 +433,86 @@ static void change_finish(struct node *n, int status)
     if (cb == NULL) return;
     n->change_cb = NULL;
     n->change_data = NULL;
+    n->change_next = CHANGE_DONE;
     cb(data, status);
 }
 
-/* The loop turn after raft's change callback: report the outcome. */
+/* A RAFT_* code from raft_add / raft_assign / raft_remove or from their
+ * callback, as the BATON_E* code node.h documents. */
+static int change_status_from_raft(int rv)
+{
+    switch (rv) {
+    case RAFT_CANTCHANGE:
+        return BATON_EBUSY;
+    case RAFT_BADID:
+    case RAFT_NOTFOUND:
+    case RAFT_DUPLICATEID:
+    case RAFT_DUPLICATEADDRESS:
+    case RAFT_BADROLE:
+        return BATON_EINVAL;
+    case RAFT_NOCONNECTION:
+        /* raft gave up on the promotee's catch-up (the server did not
+         * answer, or kept falling behind). */
+        return BATON_ECANCELED;
+    default:
+        return status_from_raft(rv);
+    }
+}
+
+static void raft_change_done(struct raft_change *req, int status);
+
+/* Make the raft call of the next step. 0 once raft has accepted it (its
+ * callback follows), or a BATON_E* code. */
+static int change_step(struct node *n)
+{
+    int rv;
+
+    if (!n->ready || n->closing) return BATON_ENOTLEADER;
+    memset(&n->change, 0, sizeof n->change);
+    n->change.data = n;
+    n->change_over = false;
+    switch (n->change_next) {
+    case CHANGE_ADD:
+        n->change_next = CHANGE_PROMOTE;
+        rv = raft_add(&n->raft, &n->change, n->change_id, n->change_addr, raft_change_done);
+        break;
+    case CHANGE_PROMOTE:
+        n->change_next = CHANGE_DONE;
+        rv = raft_assign(&n->raft, &n->change, n->change_id, RAFT_VOTER, raft_change_done);
+        break;
+    default:
+        return BATON_EINVAL;
+    }
+    return change_status_from_raft(rv);
+}
+
+/*
+ * The change timer: runs on a loop turn of its own. Before raft's
+ * callback (change_over unset) it makes the next step's call; after it,
+ * it either goes on with the next step or reports the outcome.
+ */
 static void change_timer_cb(uv_timer_t *t)
 {
     struct node *n = t->data;
+    int rv;
 
-    if (n->closing) return;
-    change_finish(n, n->change_status);
+    if (n->closing || n->change_cb == NULL) return;
+    if (n->change_over && (n->change_status != 0 || n->change_next == CHANGE_DONE)) {
+        change_finish(n, n->change_status);
+        return;
+    }
+    rv = change_step(n);
+    if (rv != 0) change_finish(n, rv);
 }
 
-/* raft's change callback runs inside raft (possibly while it steps down),
- * so only note the outcome and report it on the next loop turn. */
+/* raft's change callback runs inside raft (possibly while it steps down,
+ * or from its tick when a promotion is abandoned), so only note the
+ * outcome and act on it on the next loop turn. */
 static void raft_change_done(struct raft_change *req, int status)
 {
     struct node *n = req->data;
 
-    n->change_status = status_from_raft(status);
+    n->change_status = change_status_from_raft(status);
     n->change_over = true;
     if (n->closing) {
         /* node_close has already answered the caller, or will. */
@@ -378,6 +520,50 @@ static void raft_change_done(struct raft_change *req, int status)
     }
     uv_timer_start(&n->change_timer, change_timer_cb, 0, 0);
     if (n->change_status == BATON_ENOTLEADER) node_poll_soon(n);
+}
+
+/* Is a configuration change running, ours or one raft still has open (an
+ * uncommitted configuration, or a promotion)? */
+static bool change_running(const struct node *n)
+{
+    return n->change_cb != NULL || n->raft.configuration_uncommitted_index != 0 ||
+           (n->raft.state == RAFT_LEADER && n->raft.leader_state.promotee_id != 0);
+}
+
+int node_member_add(struct node *n, uint32_t id, const char *raft_addr, node_change_cb *cb,
+                    void *data)
+{
+    const struct raft_configuration *conf = &n->raft.configuration;
+    int next = CHANGE_ADD;
+
+    if (!n->ready || n->closing) return BATON_ENOTLEADER;
+    if (change_running(n)) return BATON_EBUSY;
+    if (id == 0 || raft_addr == NULL || raft_addr[0] == '\0' || strlen(raft_addr) > BATON_MAX_ADDR)
+        return BATON_EINVAL;
+    for (unsigned i = 0; i < conf->n; i++) {
+        const struct raft_server *sv = &conf->servers[i];
+        bool same_addr = sv->address != NULL && strcmp(sv->address, raft_addr) == 0;
+
+        if (sv->id != id) {
+            if (same_addr) return BATON_EINVAL; /* another server's address */
+            continue;
+        }
+        /* Already a member: a voter is a duplicate; a spare or standby
+         * with this address is an add that stopped before its promotion. */
+        if (sv->role == RAFT_VOTER || !same_addr) return BATON_EINVAL;
+        next = CHANGE_PROMOTE;
+    }
+    n->change_cb = cb;
+    n->change_data = data;
+    n->change_status = 0;
+    n->change_over = false;
+    n->change_next = next;
+    n->change_id = id;
+    snprintf(n->change_addr, sizeof n->change_addr, "%s", raft_addr);
+    /* The first raft call too is made from the timer: the caller may be
+     * inside a raft callback (a proposal's completion). */
+    uv_timer_start(&n->change_timer, change_timer_cb, 0, 0);
+    return 0;
 }
 
 int node_member_remove(struct node *n, uint32_t id, node_change_cb *cb, void *data)
@@ -393,19 +579,17 @@ int node_member_remove(struct node *n, uint32_t id, node_change_cb *cb, void *da
     n->change_data = data;
     n->change_status = 0;
     n->change_over = false;
+    n->change_next = CHANGE_DONE;
     rv = raft_remove(&n->raft, &n->change, id, raft_change_done);
     if (rv == 0) return 0;
     n->change_cb = NULL;
     n->change_data = NULL;
-    switch (rv) {
-    case RAFT_CANTCHANGE:
-        return BATON_EBUSY;
-    case RAFT_BADID:
-    case RAFT_NOTFOUND:
-        return BATON_EINVAL;
-    default:
-        return status_from_raft(rv);
-    }
+    return change_status_from_raft(rv);
+}
+
+bool node_change_busy(const struct node *n)
+{
+    return change_running(n);
 }
 
 void node_get_status(struct node *n, struct node_status *st)
@@ -509,6 +693,11 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
         snprintf(errmsg, 256, "raft transport init failed (%d)", rv);
         goto err;
     }
+    if (cfg->raft_bind[0] != '\0' &&
+        (rv = transport_set_bind_address(&n->transport, cfg->raft_bind)) != 0) {
+        snprintf(errmsg, 256, "raft bind address '%s' refused (%d)", cfg->raft_bind, rv);
+        goto err_after_transport;
+    }
     rv = raft_uv_init(&n->io, loop, cfg->raft_dir, &n->transport.base);
     if (rv != 0) {
         snprintf(errmsg, 256, "raft io init: %.200s", n->io.errmsg);
@@ -540,6 +729,9 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
     }
     uv_timer_init(loop, &n->poll);
     n->poll.data = n;
+    uv_check_init(loop, &n->watch);
+    n->watch.data = n;
+    uv_check_start(&n->watch, watch_cb);
     uv_timer_init(loop, &n->snap_timer);
     n->snap_timer.data = n;
     uv_timer_init(loop, &n->change_timer);
@@ -593,6 +785,8 @@ void node_close(struct node *n, void (*cb)(void *data), void *data)
     n->close_data = data;
     uv_timer_stop(&n->poll);
     uv_close((uv_handle_t *)&n->poll, timer_closed);
+    uv_check_stop(&n->watch);
+    uv_close((uv_handle_t *)&n->watch, timer_closed);
     uv_timer_stop(&n->snap_timer);
     uv_close((uv_handle_t *)&n->snap_timer, timer_closed);
     uv_timer_stop(&n->change_timer);
@@ -603,8 +797,11 @@ void node_close(struct node *n, void (*cb)(void *data), void *data)
     /* No poll will run again: a transfer still running ends here. */
     transfer_finish(n, true);
     /* Neither will the change timer: a membership change whose outcome has
-     * not been reported yet ends here, as unknown. */
-    change_finish(n, n->change_over ? n->change_status : BATON_ENOTLEADER);
+     * not been reported yet ends here, as unknown -- unless its last step
+     * is over and only the report was due. */
+    change_finish(n, n->change_over && (n->change_status != 0 || n->change_next == CHANGE_DONE)
+                         ? n->change_status
+                         : BATON_ENOTLEADER);
 }
 
 void node_free(struct node *n)
@@ -612,4 +809,50 @@ void node_free(struct node *n)
     if (n == NULL) return;
     fsm_close(&n->fsm);
     free(n);
+}
+
+/* ---- leadership confirmation (node_confirm) ------------------------------------- */
+
+struct confirm {
+    struct raft_barrier req;
+    struct node *node;
+    uint64_t term;
+    node_confirm_cb *cb;
+    void *data;
+};
+
+static void confirm_cb(struct raft_barrier *req, int status)
+{
+    struct confirm *q = req->data;
+    struct node *n = q->node;
+    int st = status_from_raft(status);
+
+    /* The barrier is an entry of q->term, committed by a majority: no
+     * leader of a later term was elected before that majority stored it. */
+    if (st == 0 && (n->closing || !n->ready || n->raft.current_term != q->term))
+        st = BATON_ENOTLEADER;
+    q->cb(q->data, st);
+    free(q);
+    if (st == BATON_ENOTLEADER) node_poll_soon(n);
+}
+
+int node_confirm(struct node *n, node_confirm_cb *cb, void *data)
+{
+    struct confirm *q;
+    int rv;
+
+    if (!node_is_ready(n)) return BATON_ENOTLEADER;
+    q = malloc(sizeof *q);
+    if (q == NULL) return BATON_ENOMEM;
+    q->req.data = q;
+    q->node = n;
+    q->term = n->ready_term;
+    q->cb = cb;
+    q->data = data;
+    rv = raft_barrier(&n->raft, &q->req, confirm_cb);
+    if (rv != 0) {
+        free(q);
+        return status_from_raft(rv);
+    }
+    return 0;
 }

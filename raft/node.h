@@ -6,12 +6,16 @@
  * RAFT_* value leaves it (errors become BATON_E* codes). Everything here runs
  * on the loop thread; no function may be called from another thread.
  *
- * Leadership: 0.15 has no state callback, so the node polls raft_state()
- * every 20 ms (and at once when a proposal learns that leadership was lost).
- * On becoming leader it commits a raft_barrier first -- in 0.15 a new leader
- * appends no entry of its own, and the barrier commits every entry of earlier
- * terms -- and only then reports itself "ready". Only a ready leader serves
- * writes, pushes grants and decides leases.
+ * Leadership: 0.15 has no state callback, so the node checks raft_state()
+ * at the end of every loop turn (and every 20 ms). On becoming leader it
+ * commits a raft_barrier first -- in 0.15 a new leader appends no entry of
+ * its own, and the barrier commits every entry of earlier terms -- and only
+ * then reports itself "ready"; it proposes the barrier once every follower
+ * has answered its first AppendEntries, or half a heartbeat timeout after
+ * the election (node.c, barrier_due, says why). Only a ready leader serves
+ * writes, pushes grants and decides leases; a node that raft no longer makes
+ * leader of the term it became ready in stops being ready before the
+ * effects of the next entry it applies are delivered.
  */
 #ifndef BATON_RAFT_NODE_H
 #define BATON_RAFT_NODE_H
@@ -42,6 +46,10 @@ struct node_config {
     unsigned snapshot_trailing;     /* 0: 2048 */
     unsigned connect_retry_ms;      /* 0: 250 */
     bool join;                      /* skip the bootstrap: join a running cluster */
+    /* Listen for raft connections here ("a.b.c.d:port") rather than on this
+     * node's raft address in members, which stays the one advertised to the
+     * others; "" (the default): listen on the advertised address. */
+    char raft_bind[BATON_MAX_ADDR + 1];
 };
 
 struct node_status {
@@ -150,21 +158,84 @@ struct node_server {
  */
 uint32_t node_members(struct node *n, struct node_server *out, uint32_t max);
 
-/* Completion of a membership change: status 0 once the new configuration
- * has committed, or BATON_ENOTLEADER when leadership was lost first (the
- * outcome is then unknown) or the node is closing, or BATON_EIO. */
+/*
+ * Completion of a membership change, run on the loop and outside raft's
+ * callbacks (or from inside node_close when the node closes first). status:
+ *   0                  the new configuration has committed;
+ *   BATON_ENOTLEADER   leadership was lost first, or the node is closing:
+ *                      the outcome is unknown (the entry may still commit
+ *                      under the next leader);
+ *   BATON_EBUSY        raft refused the step because another configuration
+ *                      change was in flight (RAFT_CANTCHANGE: one started by
+ *                      an earlier leader and not yet committed);
+ *   BATON_EINVAL       raft refused the step (the server's id or address is
+ *                      taken, or it is not a member any more);
+ *   BATON_ECANCELED    member add only: raft gave up promoting the new server
+ *                      because it did not catch up with the log in time (it
+ *                      did not answer at its raft address, or kept falling
+ *                      behind: libraft 0.15 allows 10 catch-up rounds and
+ *                      5 s per round). The server stays in the
+ *                      configuration as a spare, which counts for nothing;
+ *                      node_member_add with the same id and address resumes
+ *                      the promotion, node_member_remove drops it;
+ *   BATON_ENOMEM / BATON_EIO  local failure.
+ */
 typedef void node_change_cb(void *data, int status);
 
 /*
+ * Add server `id` at raft address `raft_addr` ("a.b.c.d:port", copied) as a
+ * voter: raft_add (it joins as a spare, which gets no entries and has no
+ * vote), then, once that configuration has committed, raft_assign to
+ * RAFT_VOTER, for which libraft first replicates the log to the server in
+ * catch-up rounds and promotes it only when it has caught up; cb runs when
+ * the promotion has committed. Each raft call is made on a loop turn of its
+ * own, outside raft's callbacks, so this may be called from anywhere on the
+ * loop thread, a proposal's completion included. If `id` is already a
+ * spare or standby at raft_addr (an earlier add stopped before its
+ * promotion), only the promotion runs.
+ *
+ * Returns 0, and then cb runs exactly once, later, with one of the statuses
+ * listed at node_change_cb; or, and then cb never runs:
+ *   BATON_ENOTLEADER  not a ready leader;
+ *   BATON_EBUSY       a membership change is in flight (this node's, or an
+ *                     uncommitted configuration or promotion raft has open);
+ *   BATON_EINVAL      id 0, an empty or over-long raft_addr, id already a
+ *                     voter, id a member at another address, or raft_addr
+ *                     used by another server.
+ * Only one change may be in flight at a time, cluster-wide.
+ */
+int node_member_add(struct node *n, uint32_t id, const char *raft_addr, node_change_cb *cb,
+                    void *data);
+
+/*
  * Remove server `id` from the raft configuration (raft_remove). Returns 0,
- * and then cb runs exactly once, later, on the loop and outside raft's
- * callbacks (or from inside node_close when the node closes first); or
- * BATON_ENOTLEADER (not a ready leader), BATON_EBUSY (another membership
- * change is in flight), BATON_EINVAL (id is not a member, or is this node)
- * or BATON_ENOMEM / BATON_EIO, and then cb never runs. Only one change may
- * be in flight at a time, cluster-wide.
+ * and then cb runs exactly once, later, with one of the statuses listed at
+ * node_change_cb; or BATON_ENOTLEADER (not a ready leader), BATON_EBUSY
+ * (another membership change is in flight), BATON_EINVAL (id is not a
+ * member, or is this node: hand leadership away first) or BATON_ENOMEM /
+ * BATON_EIO, and then cb never runs. Only one change may be in flight at a
+ * time, cluster-wide.
  */
 int node_member_remove(struct node *n, uint32_t id, node_change_cb *cb, void *data);
+
+/*
+ * Confirm that this node is still the leader of its current term: propose a
+ * barrier (an empty entry of this term) and call cb once it has committed.
+ * A majority storing an entry of this term means no leader of a later term
+ * was elected before this call, so what the leader knew when it called
+ * (a session's lease, say) was not yet overruled. Returns 0, and then
+ * cb(data, status) runs exactly once, later, from inside raft's callbacks
+ * (so cb must not call raft functions: no node_propose, node_confirm...),
+ * with status 0, or BATON_ENOTLEADER when leadership was lost or the node
+ * is closing (also from inside node_close), or BATON_EIO; or returns
+ * BATON_ENOTLEADER (not a ready leader), BATON_ENOMEM or BATON_EIO, and
+ * then cb never runs.
+ */
+typedef void node_confirm_cb(void *data, int status);
+int node_confirm(struct node *n, node_confirm_cb *cb, void *data);
+
+/* Is a membership change in flight (see node_member_add's BATON_EBUSY)? */
+bool node_change_busy(const struct node *n);
 
 void node_get_status(struct node *n, struct node_status *st);
 bool node_is_ready(const struct node *n);

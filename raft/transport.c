@@ -113,6 +113,11 @@ int transport_init(struct transport *t, uv_loop_t *loop)
     return 0;
 }
 
+int transport_set_bind_address(struct transport *t, const char *address)
+{
+    return raft_uv_tcp_set_bind_address(&t->tcp, address);
+}
+
 void transport_close(struct transport *t)
 {
     raft_uv_tcp_close(&t->tcp);

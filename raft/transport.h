@@ -31,6 +31,16 @@ struct transport {
  */
 int transport_init(struct transport *t, uv_loop_t *loop);
 
+/*
+ * Make raft listen on `address` ("a.b.c.d:port") instead of the address it
+ * advertises in the configuration (raft_uv_tcp_set_bind_address): another
+ * process -- the fault harness's proxy, tests/fault/proxy.c -- then listens
+ * on the advertised address and forwards to this one. Call after
+ * transport_init and before raft_init. Returns 0, or RAFT_NOMEM /
+ * RAFT_INVALID (not an IPv4 address with a port).
+ */
+int transport_set_bind_address(struct transport *t, const char *address);
+
 /* Release what transport_init allocated (raft_uv_tcp_close). */
 void transport_close(struct transport *t);
 

@@ -9,12 +9,17 @@
 #include "server/log.h"
 #include "server/server.h"
 
+/* STATUS lists the members of the current raft configuration with their
+ * client addresses (members.c), so that `batonctl status` follows members
+ * added and removed at run time. */
 void admin_status(struct conn *c, const struct msg *m)
 {
     const struct node_config *cfg = &c->srv->cfg.node;
+    struct member_view views[BATON_MAX_MEMBERS];
     struct msg_member members[BATON_MAX_MEMBERS];
     struct msg r = {.type = MSG_STATUS_R, .req_id = m->req_id};
     struct node_status st;
+    uint32_t n;
 
     node_get_status(c->srv->node, &st);
     r.u.status_r.node_id = cfg->id;
@@ -33,14 +38,15 @@ void admin_status(struct conn *c, const struct msg *m)
     /* The store runs on this (the loop) thread, like raft: the digest is
      * read at the same moment as the indexes above. */
     r.u.status_r.state_digest = store_digest(c->srv->store);
-    r.u.status_r.n_members = cfg->n_members;
-    r.u.status_r.members = members;
-    for (uint32_t i = 0; i < cfg->n_members; i++) {
-        members[i].id = cfg->members[i].id;
-        members[i].raft_addr.p = cfg->members[i].raft_addr;
-        members[i].raft_addr.n = (uint16_t)strlen(cfg->members[i].raft_addr);
-        members[i].client_addr.p = cfg->members[i].client_addr;
-        members[i].client_addr.n = (uint16_t)strlen(cfg->members[i].client_addr);
+    n = member_views(c->srv, views, BATON_MAX_MEMBERS);
+    r.u.status_r.n_members = n;
+    r.u.status_r.members = n ? members : NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        members[i].id = views[i].id;
+        members[i].raft_addr.p = views[i].raft_addr;
+        members[i].raft_addr.n = (uint16_t)strlen(views[i].raft_addr);
+        members[i].client_addr.p = views[i].client_addr;
+        members[i].client_addr.n = (uint16_t)strlen(views[i].client_addr);
     }
     conn_send(c, &r);
 }

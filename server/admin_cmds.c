@@ -3,8 +3,7 @@
  * ready leader: FORCE_RELEASE and EXPIRE_SESSION become commands in this
  * loop turn's batch (answered by batch.c once applied), and TRANSFER hands
  * leadership to another node through raft/node.c, as SNAPSHOT asks it
- * for a raft snapshot, MEMBERS lists raft's current configuration and
- * MEMBER_REMOVE changes it.
+ * for a raft snapshot. The membership requests are in members.c.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -224,100 +223,4 @@ void admin_snapshot(struct conn *c, const struct msg *m)
         conn_send_error(c, m->req_id, rv, "snapshot: another snapshot request is running");
     else
         conn_send_error(c, m->req_id, rv, "snapshot: %s", baton_strerror(rv));
-}
-
-/* Send MEMBERS_R with the current raft configuration. A server's client
- * address is known only when it is in this node's --cluster list; it is
- * sent empty otherwise. */
-static void send_members(struct server *srv, struct conn *c, uint64_t req_id)
-{
-    struct node_server servers[BATON_MAX_MEMBERS];
-    struct msg_member_info infos[BATON_MAX_MEMBERS];
-    struct msg r = {.type = MSG_MEMBERS_R, .req_id = req_id};
-    uint32_t n = node_members(srv->node, servers, BATON_MAX_MEMBERS);
-
-    for (uint32_t i = 0; i < n; i++) {
-        const struct node_member *known = node_member_find(&srv->cfg.node, servers[i].id);
-        const char *client = known != NULL ? known->client_addr : "";
-
-        infos[i].id = servers[i].id;
-        infos[i].role = (uint8_t)servers[i].role;
-        infos[i].raft_addr.p = servers[i].raft_addr;
-        infos[i].raft_addr.n = (uint16_t)strlen(servers[i].raft_addr);
-        infos[i].client_addr.p = client;
-        infos[i].client_addr.n = (uint16_t)strlen(client);
-    }
-    r.u.members_r.n = n;
-    r.u.members_r.members = n ? infos : NULL;
-    conn_send(c, &r);
-}
-
-void admin_members(struct conn *c, const struct msg *m)
-{
-    send_members(c->srv, c, m->req_id);
-}
-
-/* A MEMBER_REMOVE waiting for its configuration change to commit. */
-struct member_req {
-    struct server *srv;
-    uint64_t conn_id;
-    uint64_t req_id;
-    uint32_t id;
-};
-
-/* node.c finished the change (on the loop, outside raft's callbacks):
- * answer with the new configuration, if the connection is still there. */
-static void member_remove_done(void *data, int status)
-{
-    struct member_req *q = data;
-    struct conn *c = conn_get(q->srv, q->conn_id);
-
-    if (status == 0) {
-        log_info("node %u removed from the cluster configuration", q->id);
-        if (c != NULL) send_members(q->srv, c, q->req_id);
-    } else {
-        log_warn("removal of node %u failed: %s", q->id, baton_strerror(status));
-        if (c != NULL)
-            conn_send_error(c, q->req_id, status, "member remove: %s", baton_strerror(status));
-    }
-    free(q);
-}
-
-void admin_member_remove(struct conn *c, const struct msg *m)
-{
-    struct server *srv = c->srv;
-    uint32_t id = m->u.member_remove.id;
-    struct member_req *q;
-    int rv;
-
-    if (id == srv->cfg.node.id) {
-        conn_send_error(c, m->req_id, BATON_EINVAL,
-                        "member remove: node %u is the leader; transfer leadership first", id);
-        return;
-    }
-    q = malloc(sizeof *q);
-    if (q == NULL) {
-        conn_send_error(c, m->req_id, BATON_ENOMEM, "member remove: out of memory");
-        return;
-    }
-    q->srv = srv;
-    q->conn_id = c->id;
-    q->req_id = m->req_id;
-    q->id = id;
-    rv = node_member_remove(srv->node, id, member_remove_done, q);
-    if (rv == 0) {
-        log_info("conn %llu (%s): removal of node %u requested", (unsigned long long)c->id,
-                 c->peer, id);
-        return;
-    }
-    free(q);
-    if (rv == BATON_ENOTLEADER)
-        dispatch_not_leader(c, m->req_id);
-    else if (rv == BATON_EINVAL)
-        conn_send_error(c, m->req_id, rv, "member remove: node %u is not a member", id);
-    else if (rv == BATON_EBUSY)
-        conn_send_error(c, m->req_id, rv,
-                        "member remove: another membership change is in flight");
-    else
-        conn_send_error(c, m->req_id, rv, "member remove: %s", baton_strerror(rv));
 }

@@ -24,11 +24,15 @@ static void usage(FILE *f)
           "                         e.g. 1=127.0.0.1:7101/127.0.0.1:7001,2=...; addresses are\n"
           "                         IPv4 a.b.c.d:port; identical on every node\n"
           "  --join                 do not bootstrap: this node waits, with no configuration,\n"
-          "                         until the leader of a running cluster adds it (batonctl\n"
-          "                         has no `member add` yet). --cluster must still list this\n"
-          "                         node; the members it lists give the client addresses for\n"
-          "                         redirects. Without --join, a node whose data directory is\n"
-          "                         empty bootstraps the --cluster configuration\n"
+          "                         until the leader of a running cluster adds it with\n"
+          "                         `batonctl member add ID RAFTADDR/CLIENTADDR`. --cluster\n"
+          "                         must list this node (with those addresses) and may list\n"
+          "                         only it: the other members' client addresses come from\n"
+          "                         the replicated state. Without --join, a node whose data\n"
+          "                         directory is empty bootstraps the --cluster configuration\n"
+          "  --raft-bind ADDR       listen for raft peers on ADDR (IPv4 a.b.c.d:port) while\n"
+          "                         advertising this node's RAFTADDR from --cluster: for a\n"
+          "                         proxy in front of the node (the fault harness uses one)\n"
           "  --log-level LEVEL      debug, info (default), warn or error; logs go to stderr\n"
           "  --election-timeout MS  raft election timeout (default 400)\n"
           "  --heartbeat MS         raft heartbeat interval (default 50)\n"
@@ -39,6 +43,17 @@ static void usage(FILE *f)
           "  --lock-delay MS        after a session expires, its locks are granted to no one\n"
           "                         for MS (default 0: none); an ACQUIRE may ask for its own\n"
           "  --max-lock-delay MS    bound on a per-acquire lock-delay (default 60000)\n"
+          "  --max-conns N          client connections served at once (default 10000, and at\n"
+          "                         most the open-files limit less 128); one more is answered\n"
+          "                         ERROR(BATON_ELIMIT) and closed\n"
+          "  --frame-timeout MS     a connection whose incomplete frame is older than MS is\n"
+          "                         answered ERROR(BATON_ETIMEDOUT) and closed (default 10000)\n"
+          "  --min-free-mb N        while the filesystem of --data has less than N MiB free,\n"
+          "                         client writes are answered ERROR(BATON_ENOSPC) (default\n"
+          "                         64; 0 turns the check off)\n"
+          "  --max-inflight N       the leader's log entries proposed and not yet applied at\n"
+          "                         once (default 1; 0: no bound); while N are, the commands\n"
+          "                         that arrive wait and go into one larger entry\n"
           "  -h, --help             this text\n"
           "\n"
           "SIGINT or SIGTERM shuts the node down cleanly.\n",
@@ -121,7 +136,8 @@ out:
 int config_parse(struct srv_config *c, int argc, char **argv)
 {
     enum { O_ID = 256, O_DATA, O_CLUSTER, O_LOG, O_ELECTION, O_HEARTBEAT, O_SNAP, O_TRAIL,
-           O_TTL, O_MINTTL, O_MAXTTL, O_DELAY, O_MAXDELAY, O_JOIN };
+           O_TTL, O_MINTTL, O_MAXTTL, O_DELAY, O_MAXDELAY, O_JOIN, O_RAFT_BIND,
+           O_MAXCONNS, O_FRAMETIMEOUT, O_MINFREE, O_MAXINFLIGHT };
     static const struct option opts[] = {
         {"id", required_argument, NULL, O_ID},
         {"data", required_argument, NULL, O_DATA},
@@ -136,7 +152,12 @@ int config_parse(struct srv_config *c, int argc, char **argv)
         {"max-ttl", required_argument, NULL, O_MAXTTL},
         {"lock-delay", required_argument, NULL, O_DELAY},
         {"max-lock-delay", required_argument, NULL, O_MAXDELAY},
+        {"max-conns", required_argument, NULL, O_MAXCONNS},
+        {"frame-timeout", required_argument, NULL, O_FRAMETIMEOUT},
+        {"min-free-mb", required_argument, NULL, O_MINFREE},
+        {"max-inflight", required_argument, NULL, O_MAXINFLIGHT},
         {"join", no_argument, NULL, O_JOIN},
+        {"raft-bind", required_argument, NULL, O_RAFT_BIND},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -151,6 +172,10 @@ int config_parse(struct srv_config *c, int argc, char **argv)
     c->min_ttl_ms = 1000;
     c->max_ttl_ms = 300000;
     c->max_lock_delay_ms = 60000;
+    c->max_conns = 10000;
+    c->frame_timeout_ms = 10000;
+    c->min_free_mb = 64;
+    c->max_inflight = 1;
     opterr = 0;
     optind = 1;
     while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -196,8 +221,29 @@ int config_parse(struct srv_config *c, int argc, char **argv)
             }
             break;
         case O_MAXDELAY: target = &c->max_lock_delay_ms; break;
+        case O_MAXCONNS: target = &c->max_conns; break;
+        case O_FRAMETIMEOUT: target = &c->frame_timeout_ms; break;
+        case O_MINFREE:
+            if (parse_uint(optarg, 1000000, &c->min_free_mb) != 0) {
+                fprintf(stderr, "batond: --min-free-mb needs a number of MiB\n");
+                return -1;
+            }
+            break;
+        case O_MAXINFLIGHT:
+            if (parse_uint(optarg, 1000000, &c->max_inflight) != 0) {
+                fprintf(stderr, "batond: --max-inflight needs a number of entries\n");
+                return -1;
+            }
+            break;
         case O_JOIN:
             c->node.join = true;
+            break;
+        case O_RAFT_BIND:
+            if (!addr_ok(optarg) || strlen(optarg) >= sizeof c->node.raft_bind) {
+                fprintf(stderr, "batond: --raft-bind must be IPv4 a.b.c.d:port\n");
+                return -1;
+            }
+            snprintf(c->node.raft_bind, sizeof c->node.raft_bind, "%s", optarg);
             break;
         default:
             fprintf(stderr, "batond: unknown or incomplete option '%s'\n", argv[optind - 1]);
@@ -242,4 +288,11 @@ int config_parse(struct srv_config *c, int argc, char **argv)
         return -1;
     }
     return 0;
+}
+
+/* Exported for the MEMBER_ADD handler (server/members.c), which takes
+ * addresses from the wire and must accept exactly what --cluster does. */
+int config_addr_ok(const char *s)
+{
+    return addr_ok(s) && strlen(s) <= BATON_MAX_ADDR;
 }

@@ -15,6 +15,10 @@ struct srv_config {
     unsigned max_ttl_ms;
     unsigned lock_delay_ms;         /* default lock-delay after an expiry; 0 = none */
     unsigned max_lock_delay_ms;     /* bound on a per-acquire lock-delay */
+    unsigned max_conns;             /* client connections; more are refused (ELIMIT) */
+    unsigned frame_timeout_ms;      /* an incomplete frame older than this closes its connection */
+    unsigned min_free_mb;           /* client writes refused below this free space; 0 = no check */
+    unsigned max_inflight;          /* entries in flight before batches wait; 0 = no bound */
 };
 
 /*
@@ -28,5 +32,9 @@ int config_parse(struct srv_config *c, int argc, char **argv);
  * (256 bytes) filled.
  */
 int config_parse_cluster(const char *s, struct node_config *nc, char *errmsg);
+
+/* Is s an address --cluster accepts: IPv4 "a.b.c.d:port" (libraft parses
+ * raft addresses this way only), at most BATON_MAX_ADDR bytes? */
+int config_addr_ok(const char *s);
 
 #endif

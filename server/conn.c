@@ -208,9 +208,12 @@ static void conn_process(struct conn *c)
         rv = proto_frame_check(c->in.data + off, c->in.len - off, &frame_len);
         if (rv == 0) break;
         if (rv < 0) {
-            log_warn("conn %llu (%s): bad frame: %s; closing", (unsigned long long)c->id, c->peer,
-                     baton_strerror(rv));
-            conn_send_error(c, 0, rv, "bad frame: %s", baton_strerror(rv));
+            uint32_t claimed = le_get_u32(c->in.data + off);
+            log_warn("conn %llu (%s): bad frame length %u: %s; closing", (unsigned long long)c->id,
+                     c->peer, claimed, baton_strerror(rv));
+            conn_send_error(c, 0, rv, "bad frame: length %u is %s (%u..%u)", claimed,
+                            rv == BATON_ETOOBIG ? "above the limit" : "below the minimum",
+                            PROTO_FRAME_MIN, BATON_MAX_FRAME);
             conn_close(c);
             break;
         }
@@ -218,8 +221,11 @@ static void conn_process(struct conn *c)
         if (rv != 0) {
             log_warn("conn %llu (%s): cannot decode %s frame: %s; closing",
                      (unsigned long long)c->id, c->peer, msg_type_name(m.type), baton_strerror(rv));
-            conn_send_error(c, m.req_id, rv, "cannot decode %s frame: %s", msg_type_name(m.type),
-                            baton_strerror(rv));
+            if (msg_type_name(m.type)[0] == '?')
+                conn_send_error(c, m.req_id, rv, "unknown message type %u", m.type);
+            else
+                conn_send_error(c, m.req_id, rv, "cannot decode %s frame: %s",
+                                msg_type_name(m.type), baton_strerror(rv));
             conn_close(c);
             break;
         }
@@ -227,7 +233,10 @@ static void conn_process(struct conn *c)
         msg_free(&m);
         off += frame_len;
     }
-    if (!c->closed) buf_consume(&c->in, off);
+    if (!c->closed) {
+        buf_consume(&c->in, off);
+        guard_input_done(c, off > 0);
+    }
 }
 
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
@@ -254,7 +263,7 @@ static void accept_cb(uv_stream_t *server, int status)
     struct conn *c;
 
     if (status < 0) {
-        log_warn("accept: %s", uv_strerror(status));
+        guard_accept_failed(srv, status);
         return;
     }
     c = calloc(1, sizeof *c);
@@ -278,6 +287,7 @@ static void accept_cb(uv_stream_t *server, int status)
         snprintf(c->peer, sizeof c->peer, "%s:%u", ip, ntohs(in->sin_port));
     }
     log_debug("conn %llu from %s", (unsigned long long)c->id, c->peer);
+    if (!guard_admit(c)) return; /* over --max-conns: answered and closing */
     uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
 }
 

@@ -12,24 +12,26 @@
 #include "server/log.h"
 #include "server/server.h"
 
-/* Answer a request this node cannot serve because it is not the leader. */
+/* Answer a request this node cannot serve because it is not the leader.
+ * The leader's client address comes from the replicated members table, else
+ * from --cluster (members.c); a leader whose address is unknown gets
+ * NO_LEADER, and the client tries its other endpoints. */
 void dispatch_not_leader(struct conn *c, uint64_t req_id)
 {
     struct node_status st;
-    const struct node_member *leader;
+    char addr[BATON_MAX_ADDR + 1] = "";
     struct msg m = {.req_id = req_id};
 
     node_get_status(c->srv->node, &st);
-    leader = st.leader_id && st.leader_id != c->srv->cfg.node.id
-                 ? node_member_by_id(c->srv->node, st.leader_id)
-                 : NULL;
-    if (leader == NULL) {
+    if (st.leader_id && st.leader_id != c->srv->cfg.node.id)
+        member_client_addr(c->srv, st.leader_id, addr);
+    if (addr[0] == '\0') {
         m.type = MSG_NO_LEADER;
     } else {
         m.type = MSG_REDIRECT;
-        m.u.redirect.leader_id = leader->id;
-        m.u.redirect.client_addr.p = leader->client_addr;
-        m.u.redirect.client_addr.n = (uint16_t)strlen(leader->client_addr);
+        m.u.redirect.leader_id = st.leader_id;
+        m.u.redirect.client_addr.p = addr;
+        m.u.redirect.client_addr.n = (uint16_t)strlen(addr);
     }
     conn_send(c, &m);
 }
@@ -157,13 +159,7 @@ static void command(struct conn *c, const struct msg *m)
 /* A keepalive is not a log entry: the leader renews the lease in memory. */
 static void keepalive(struct conn *c, const struct msg *m)
 {
-    struct msg r = {.type = MSG_RESULT, .req_id = m->req_id};
-    bool alive = liveness_touch(c->srv, m->u.keepalive.session);
-
-    if (alive) push_attach(c->srv, m->u.keepalive.session, c->id);
-    r.u.result.status = alive ? 0 : BATON_ESESSION;
-    r.u.result.kind = RESULT_OK;
-    conn_send(c, &r);
+    keepalive_received(c, m->req_id, m->u.keepalive.session);
 }
 
 void dispatch(struct conn *c, const struct msg *m)
@@ -199,6 +195,7 @@ void dispatch(struct conn *c, const struct msg *m)
     case MSG_SNAPSHOT:
     case MSG_MEMBERS:
     case MSG_MEMBER_REMOVE:
+    case MSG_MEMBER_ADD:
         break;
     default:
         conn_send_error(c, m->req_id, BATON_EPROTO, "%s is not a request", msg_type_name(m->type));
@@ -241,6 +238,9 @@ void dispatch(struct conn *c, const struct msg *m)
         break;
     case MSG_MEMBER_REMOVE:
         admin_member_remove(c, m);
+        break;
+    case MSG_MEMBER_ADD:
+        admin_member_add(c, m);
         break;
     default:
         command(c, m);

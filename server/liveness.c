@@ -2,8 +2,9 @@
  * liveness.c -- the leader decides which sessions are alive.
  *
  * Every request that names a session renews its lease on the leader's
- * monotonic clock (libuv's uv_now); keepalives are answered here and never
- * become log entries. A tick proposes EXPIRE_SESSION for every lease that
+ * monotonic clock (libuv's uv_now). Keepalives renew it here and are never
+ * log entries themselves; their replies wait for a leadership confirmation
+ * round (keepalive.c), one barrier entry for all the keepalives of a round. A tick proposes EXPIRE_SESSION for every lease that
  * ran out; the store then releases the session's locks (each to its next
  * waiter) and drops its waits.
  *

@@ -5,11 +5,29 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "proto/baton_errno.h"
 #include "server/log.h"
 #include "server/server.h"
+
+/*
+ * Every client connection is a descriptor: raise the soft open-files limit
+ * to the hard one, so that a default soft limit (often 1024) does not cap
+ * the sessions a leader can serve. Called once at start; failure only costs
+ * capacity, so it is logged and start-up goes on.
+ */
+static void raise_nofile_limit(void)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == rl.rlim_max) return;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        log_warn("cannot raise the open-files limit to %llu: %s",
+                 (unsigned long long)rl.rlim_max, strerror(errno));
+}
 
 static int mkdir_p(const char *dir)
 {
@@ -40,6 +58,7 @@ int main(int argc, char **argv)
     log_set_level(cfg.log_level);
     log_set_node(cfg.node.id);
     signal(SIGPIPE, SIG_IGN);
+    raise_nofile_limit();
 
     snprintf(raft_dir, sizeof raft_dir, "%s/raft", cfg.data_dir);
     snprintf(fsm_dir, sizeof fsm_dir, "%s/fsm", cfg.data_dir);

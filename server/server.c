@@ -18,6 +18,7 @@ static void check_cb(uv_check_t *h)
     struct server *srv = h->data;
 
     batch_flush(srv);
+    keepalive_kick(srv);
     push_deliver(srv);
     conn_flush_all(srv);
 }
@@ -49,6 +50,7 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     u64map_init(&srv->sessions);
     u64map_init(&srv->watches);
     batch_init(&srv->batch);
+    srv->batch.max_inflight = cfg->max_inflight;
     self = node_member_find(&srv->cfg.node, cfg->node.id);
 
     hooks.data = srv;
@@ -68,6 +70,9 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
         return BATON_EIO;
     }
     liveness_init(srv);
+    guard_init(srv);
+    disk_init(srv);
+    keepalive_init(srv);
     uv_check_init(loop, &srv->check);
     srv->check.data = srv;
     uv_check_start(&srv->check, check_cb);
@@ -102,6 +107,9 @@ void server_stop(struct server *srv)
     uv_close((uv_handle_t *)&srv->sigterm, noop_close);
     push_clear(srv);
     liveness_close(srv);
+    guard_close(srv);
+    disk_close(srv);
+    keepalive_close(srv);
     node_close(srv->node, node_closed, srv);
     /* raft_close failed pending proposals synchronously; drop their replies. */
     srv->dirty = NULL;
@@ -112,6 +120,7 @@ void server_free(struct server *srv)
 {
     node_free(srv->node);
     batch_free(&srv->batch);
+    keepalive_free(srv);
     u64map_free(&srv->conns);
     u64map_free(&srv->sessions);
     watch_clear(srv);

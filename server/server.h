@@ -4,14 +4,20 @@
  *
  *   conn.c      client connections: read, frame, write once per loop turn
  *   dispatch.c  one decoded request -> reply, redirect or a batched command
- *   batch.c     commands of one loop turn -> one raft entry -> replies
+ *   batch.c     commands of one loop turn (or, while --max-inflight entries
+ *               are uncommitted, of several) -> one raft entry -> replies
  *   push.c      applied effects -> GRANTED / WAIT_FAILED pushes; sessions
  *               attached to connections; wait deadlines (leader only)
  *   liveness.c  session leases on the leader; EXPIRE_SESSION proposals
+ *   keepalive.c KEEPALIVE replies, after a leadership confirmation round
  *   admin.c     STATUS, LOCK_INFO, LIST_LOCKS, LIST_SESSIONS
- *   admin_cmds.c FORCE_RELEASE, EXPIRE_SESSION, TRANSFER, SNAPSHOT, MEMBERS,
- *                MEMBER_REMOVE (operator commands)
+ *   admin_cmds.c FORCE_RELEASE, EXPIRE_SESSION, TRANSFER, SNAPSHOT (operator
+ *                commands)
+ *   members.c   MEMBERS, MEMBER_ADD, MEMBER_REMOVE, and members' client
+ *               addresses (replicated table, else --cluster)
  *   watch.c     WATCH subscriptions and their WATCH_EVENT pushes
+ *   guard.c     per-client limits: --max-conns, --frame-timeout
+ *   disk.c      refuse client writes while the data disk is nearly full
  *   server.c    start-up, the per-turn check handler, shutdown
  */
 #ifndef BATON_SERVER_SERVER_H
@@ -50,6 +56,8 @@ struct conn {
     bool closing;           /* close once `out` and `writing` are written */
     bool closed;            /* uv_close called */
     uint32_t n_watches;     /* locks this connection watches (watch.c) */
+    uint64_t partial_since; /* uv_now when `in` began to hold an incomplete
+                               frame, 0 if it holds none (guard.c) */
     struct conn *next_dirty;
     char peer[64];
 };
@@ -74,6 +82,8 @@ struct batch {
     uint32_t count;
     struct pending *p;
     size_t cap;
+    uint32_t inflight;      /* entries proposed and not yet applied here */
+    uint32_t max_inflight;  /* hold the next batch while this many are */
 };
 
 /* What the leader knows of a session beyond the store: where to push. */
@@ -91,6 +101,26 @@ struct wait_timer {
     bool fired;
     uint16_t name_len;
     char name[BATON_MAX_NAME];
+};
+
+/* A keepalive whose reply waits for a leadership confirmation (keepalive.c). */
+struct ka_reply {
+    uint64_t conn_id;
+    uint64_t req_id;
+    uint64_t session;
+};
+
+struct ka_list {
+    struct ka_reply *v;
+    size_t n, cap;
+};
+
+struct ka_rounds {
+    struct ka_list round;   /* answered when the in-flight round ends */
+    struct ka_list next;    /* arrived since: wait for the next round */
+    bool inflight;
+    uint64_t last_start;    /* uv_now of the last round's start */
+    uv_timer_t timer;       /* brings back a round held by the rate limit */
 };
 
 /* A lock freed by an expiry and not grantable until its lock-delay ends. */
@@ -122,11 +152,28 @@ struct server {
     uint32_t n_watches;
     uint64_t watch_turn;    /* counts push_deliver turns, so a lock is pushed once per turn */
     struct lease_table leases; /* ready leader only */
+    struct ka_rounds ka;    /* keepalives waiting for a confirmation round */
     uv_timer_t lease_timer;
+    uv_timer_t guard_timer; /* closes connections stuck in a frame (guard.c) */
+    uint64_t refused_conns; /* connections refused at --max-conns, since the last warning */
+    uint64_t refuse_logged; /* uv_now of that warning */
+    uint64_t accept_failures, accept_logged; /* the same for failed accepts */
+    uv_timer_t disk_timer;  /* measures the data disk's free space (disk.c) */
+    uint64_t disk_free;     /* bytes free at the last check */
+    bool disk_low;          /* below --min-free-mb: client writes refused */
+    struct member_op *member_op; /* MEMBER_ADD or MEMBER_REMOVE in flight (members.c) */
     bool ready;             /* mirror of node_is_ready */
     bool stopping;
     int exit_code;
 };
+
+/* keepalive.c: KEEPALIVE renews the lease now and is answered after the
+ * next leadership confirmation round. */
+void keepalive_init(struct server *srv);
+void keepalive_received(struct conn *c, uint64_t req_id, uint64_t session);
+void keepalive_kick(struct server *srv);   /* end of a loop turn */
+void keepalive_close(struct server *srv);  /* closes its timer */
+void keepalive_free(struct server *srv);   /* after the loop ran dry */
 
 /* server.c */
 /* Open the raft node over st and start serving. On error the node is
@@ -144,6 +191,27 @@ void conn_close(struct conn *c);           /* after pending output is written */
 void conn_close_all(struct server *srv);
 void conn_flush_all(struct server *srv);
 struct conn *conn_get(struct server *srv, uint64_t id);
+
+/* disk.c -- refuse client writes while the data disk is below --min-free-mb. */
+void disk_init(struct server *srv);
+void disk_close(struct server *srv);
+/* Is the disk below the floor? Then a client's command (p->conn_id != 0)
+ * has been answered ERROR(BATON_ENOSPC) and must not be proposed: true.
+ * The leader's own commands are never refused. */
+bool disk_refuse(struct server *srv, const struct pending *p);
+
+/* guard.c -- limits on what one client may hold (README, "Limits"). */
+void guard_init(struct server *srv);       /* start the frame-timeout sweep */
+void guard_close(struct server *srv);
+/* A connection was just accepted: false if it is over --max-conns, and then
+ * it has been answered ERROR(BATON_ELIMIT) and is closing. */
+bool guard_admit(struct conn *c);
+/* The input buffer was processed (whole frames were consumed if
+ * `consumed`): note when the incomplete frame left in it began, and give
+ * back the memory of an empty buffer. */
+void guard_input_done(struct conn *c, bool consumed);
+/* accept(2) failed (EMFILE, ENOMEM...): log it, at most once a second. */
+void guard_accept_failed(struct server *srv, int status);
 
 /* dispatch.c */
 void dispatch(struct conn *c, const struct msg *m);
@@ -196,11 +264,6 @@ void admin_transfer(struct conn *c, const struct msg *m);
 /* SNAPSHOT: take a raft snapshot now (node_snapshot_now) and answer
  * SNAPSHOT_R with its index; ERROR(EBUSY) while one runs. */
 void admin_snapshot(struct conn *c, const struct msg *m);
-/* MEMBERS: answer MEMBERS_R with the current raft configuration. */
-void admin_members(struct conn *c, const struct msg *m);
-/* MEMBER_REMOVE: remove a server (node_member_remove) and answer MEMBERS_R
- * once the change has committed; ERROR(EINVAL/EBUSY) otherwise. */
-void admin_member_remove(struct conn *c, const struct msg *m);
 /*
  * Send FORCE_RELEASE_R for an applied FORCE_RELEASE (pending p, result r),
  * taking the lost and new holders from the entry's effects fx. *cursor is
@@ -211,6 +274,42 @@ void admin_member_remove(struct conn *c, const struct msg *m);
 void admin_force_release_done(struct server *srv, const struct pending *p,
                               const struct cmd_result *r, const struct effects *fx,
                               size_t *cursor);
+
+/* members.c -- the requests on the ready leader; the address lookups on
+ * any node. proto/msg.h describes the requests and their errors. */
+/* MEMBERS: answer MEMBERS_R with the current raft configuration. */
+void admin_members(struct conn *c, const struct msg *m);
+/* MEMBER_ADD: replicate the new member's client address, then add it as a
+ * spare and promote it (node_member_add); answer MEMBERS_R once the
+ * promotion has committed, else ERROR / REDIRECT. */
+void admin_member_add(struct conn *c, const struct msg *m);
+/* MEMBER_REMOVE: remove a server (node_member_remove) and answer MEMBERS_R
+ * once the change has committed; for the leader itself, hand leadership
+ * away and answer REDIRECT to the new leader, which the client asks again. */
+void admin_member_remove(struct conn *c, const struct msg *m);
+
+/* One member as the answering node sees it. */
+struct member_view {
+    uint32_t id;
+    int role;                              /* enum member_role (proto/msg.h) */
+    char raft_addr[BATON_MAX_ADDR + 1];
+    char client_addr[BATON_MAX_ADDR + 1];  /* "" when unknown */
+};
+
+/*
+ * Member id's client address: the one in the replicated members table (set
+ * by MEMBER_ADD), else the one in this node's --cluster list, else "".
+ * Writes it into buf and returns buf.
+ */
+const char *member_client_addr(struct server *srv, uint32_t id, char buf[BATON_MAX_ADDR + 1]);
+
+/*
+ * The current raft configuration (the latest this node knows, committed or
+ * not), each member with its client address, into out[0..max); a node that
+ * has no configuration yet (started with --join, not added yet) gives its
+ * --cluster list instead, every member there as a voter. Returns the count.
+ */
+uint32_t member_views(struct server *srv, struct member_view *out, uint32_t max);
 
 /* watch.c -- on the loop thread; the table is filled on the ready leader only. */
 /* WATCH: subscribe c to changes of the lock and answer with its current

@@ -26,7 +26,7 @@
  *      revoke with "lease not found").
  * OPEN_SESSION has no session yet and is not deduplicated. The leader's and
  * the administrator's commands (EXPIRE_SESSION, WAIT_TIMEOUT, FORCE_RELEASE,
- * DELAY_END) are never deduplicated: their seq is ignored, and each is
+ * DELAY_END, SET_MEMBER_ADDR) are never deduplicated: their seq is ignored, and each is
  * harmless to repeat.
  */
 #include <stdlib.h>
@@ -170,6 +170,8 @@ static int run_op(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result 
         return op_force_release(c, cmd, res);
     case CMD_DELAY_END:
         return op_delay_end(c, cmd, res);
+    case CMD_SET_MEMBER_ADDR:
+        return op_set_member_addr(c, cmd, res);
     default:
         /* The batch was validated: unreachable, but deterministic anyway. */
         res->status = BATON_EINVAL;

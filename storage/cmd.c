@@ -5,8 +5,9 @@
  *
  * The decoder checks only the shape of each command: its type, and that its
  * name fits the type (a client name for OPEN_SESSION, a lock name for the
- * lock commands, nothing for CLOSE_SESSION and EXPIRE_SESSION). Whether a
- * lock name is legal (non-empty, no NUL) is decided when the command is
+ * lock commands, nothing for CLOSE_SESSION and EXPIRE_SESSION, an address
+ * for SET_MEMBER_ADDR). Whether a lock name (non-empty, no NUL) or an
+ * address is legal is decided when the command is
  * applied, so that one bad name fails one command with BATON_EINVAL rather
  * than the whole batch it travels in.
  */
@@ -37,6 +38,8 @@ static int name_max(int type)
     case CMD_CLOSE_SESSION:
     case CMD_EXPIRE_SESSION:
         return 0;
+    case CMD_SET_MEMBER_ADDR:
+        return BATON_MAX_ADDR;
     default:
         return -1;
     }
@@ -218,6 +221,8 @@ const char *cmd_type_name(int type)
         return "FORCE_RELEASE";
     case CMD_DELAY_END:
         return "DELAY_END";
+    case CMD_SET_MEMBER_ADDR:
+        return "SET_MEMBER_ADDR";
     default:
         return "?";
     }

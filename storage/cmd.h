@@ -35,8 +35,23 @@ enum cmd_type {
     CMD_WAIT_TIMEOUT,     /* session, waiter, name (leader)     -> OK; no-op if no longer waiting */
     CMD_FORCE_RELEASE,    /* name (admin)                       -> OK | ENOTHELD */
     CMD_DELAY_END,        /* name (leader-proposed)             -> OK; ends a lock-delay */
+    CMD_SET_MEMBER_ADDR,  /* session = member id, name = client address (admin)
+                                                                -> OK | EINVAL; below */
     CMD_TYPE_MAX_
 };
+
+/*
+ * Cluster members' client addresses (SET_MEMBER_ADDR). The leader proposes
+ * one before it adds a server to the raft configuration (batonctl member
+ * add), so that every node knows where clients reach that server and can
+ * redirect them there; and one with an empty address, which deletes the
+ * entry, after a removal. `session` carries the member id (1..UINT32_MAX)
+ * and `name` the address: 1..BATON_MAX_ADDR printable ASCII bytes (0x21 to
+ * 0x7e), or nothing to delete. Any other id or byte fails the command with
+ * BATON_EINVAL and changes nothing. The store checks only this shape; the
+ * leader checks that the address is an IPv4 a.b.c.d:port before proposing.
+ * Never deduplicated; repeating it is harmless. No effects.
+ */
 
 /*
  * Lock-delay (Chubby, Consul). Every hold carries the lock_delay_ms of the

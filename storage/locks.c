@@ -197,6 +197,25 @@ static int wait_drop(struct apply_ctx *c, uint64_t session, uint64_t waiter,
     return rc;
 }
 
+#ifdef BATON_TEST_BROKEN_GRANT_ALL
+/*
+ * DELIBERATELY BROKEN, for the fault harness's selftest only (make
+ * fault-selftest builds it into a separate batond; tests/fault/README.md):
+ * an ACQUIRE that would have to wait takes the lock from its holder
+ * instead, silently -- no LOST push, no effect -- so that everybody is
+ * granted at once. The store stays consistent (the old holder's owned
+ * entry goes), only the lock's guarantees are gone; the checker must see it.
+ */
+static int broken_forget_holder(struct apply_ctx *c, struct lock_rec *r)
+{
+    int rc = owned_del(c, r->holder_session, r->holder_waiter);
+    if (rc == 0) rc = sess_owned_add(c, r->holder_session, -1);
+    r->holder_session = 0;
+    r->holder_waiter = 0;
+    return rc;
+}
+#endif
+
 /*
  * ACQUIRE(session, seq, wait_ms, lock_delay_ms, name). The waiter id is seq.
  * Grants a lock that is free, not delayed and with an empty queue;
@@ -244,6 +263,11 @@ int op_acquire(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
     rc = lock_get(c, cmd->name, cmd->name_len, &r, &found);
     if (rc != 0) return rc;
     if (!found) memset(&r, 0, sizeof r);
+#ifdef BATON_TEST_BROKEN_GRANT_ALL
+    if (r.holder_session != 0 && cmd->wait_ms != BATON_WAIT_TRY &&
+        (rc = broken_forget_holder(c, &r)) != 0)
+        return rc;
+#endif
 
     if (r.holder_session == 0 && r.n_waiters == 0 && !r.delayed) {
         rc = grant(c, cmd->name, cmd->name_len, &r, cmd->session, cmd->seq, cmd->lock_delay_ms);

@@ -12,6 +12,11 @@
  * one changes nothing), then replaces every database in one write
  * transaction and forces the files to disk: raft may delete the log entries
  * the snapshot covers once restore returns.
+ *
+ * A format 3 snapshot (written before the members table existed, and still
+ * found on disk by a node upgraded in place: raft loads its latest
+ * snapshot at every start) lacks only the last database; it restores as
+ * one whose members table is empty.
  */
 #include <string.h>
 
@@ -128,6 +133,9 @@ static int entry_ok(int db, const uint8_t *k, size_t klen, const uint8_t *v, siz
                proto_lock_name_ok((const char *)v + OWNED_VAL_FIXED, vlen - OWNED_VAL_FIXED);
     case DB_DEDUP:
         return klen == 16 && vlen == DEDUP_VAL_LEN;
+    case DB_MEMBERS:
+        return klen == MEMBER_KEY_LEN && (k[0] | k[1] | k[2] | k[3]) != 0 &&
+               member_addr_ok(v, vlen);
     default:
         return 0;
     }
@@ -158,15 +166,23 @@ static int read_entry(struct rd *r, int db, int check, MDB_val *k, MDB_val *v, M
     return 0;
 }
 
-/* Read the header; 0 or BATON_EMALFORMED. Any digest value is valid. */
-static int read_header(struct rd *r, uint64_t *applied, uint64_t *digest)
+/* Read the header; 0 or BATON_EMALFORMED. Any digest value is valid.
+ * *n_dbs is the number of databases that follow: all of them, or all but
+ * the members table in a format 3 snapshot. */
+static int read_header(struct rd *r, uint64_t *applied, uint64_t *digest, int *n_dbs)
 {
     uint32_t magic, format;
 
     if (rd_u32(r, &magic) != 0 || rd_u32(r, &format) != 0 || rd_u64(r, applied) != 0 ||
         rd_u64(r, digest) != 0)
         return BATON_EMALFORMED;
-    if (magic != STORE_SNAP_MAGIC || format != STORE_FORMAT) return BATON_EMALFORMED;
+    if (magic != STORE_SNAP_MAGIC) return BATON_EMALFORMED;
+    if (format == STORE_FORMAT)
+        *n_dbs = DB_COUNT_;
+    else if (format == STORE_FORMAT_NO_MEMBERS)
+        *n_dbs = DB_MEMBERS;
+    else
+        return BATON_EMALFORMED;
     return 0;
 }
 
@@ -179,10 +195,11 @@ static int snapshot_valid(const void *data, size_t len, uint64_t *applied)
     uint64_t digest;
     uint32_t count;
     unsigned meta_seen = 0;
+    int n_dbs;
 
     rd_init(&r, data, len);
-    if (read_header(&r, applied, &digest) != 0) return 0;
-    for (int db = 0; db < DB_COUNT_; db++) {
+    if (read_header(&r, applied, &digest, &n_dbs) != 0) return 0;
+    for (int db = 0; db < n_dbs; db++) {
         if (rd_u32(&r, &count) != 0 || count > rd_left(&r) / 8) return 0;
         prev.mv_data = NULL;
         prev.mv_size = 0;
@@ -209,15 +226,15 @@ static int restore_txn(store *s, MDB_txn *txn, void *arg)
     MDB_val k, v;
     uint64_t applied;
     uint32_t count;
-    int rc;
+    int rc, n_dbs = DB_COUNT_;
 
     for (int db = 0; db < DB_COUNT_; db++) {
         rc = mdb_drop(txn, s->dbi[db], 0);
         if (rc != 0) return rc;
     }
     rd_init(&r, a->data, a->len);
-    read_header(&r, &applied, &a->digest);
-    for (int db = 0; db < DB_COUNT_; db++) {
+    read_header(&r, &applied, &a->digest, &n_dbs);
+    for (int db = 0; db < n_dbs; db++) {
         rd_u32(&r, &count);
         for (uint32_t i = 0; i < count; i++) {
             read_entry(&r, db, 0, &k, &v, NULL);

@@ -30,7 +30,7 @@
 const char *store__boot_id_path = "/proc/sys/kernel/random/boot_id";
 
 static const char *const db_names[DB_COUNT_] = {
-    "meta", "sessions", "locks", "waiters", "owned", "dedup",
+    "meta", "sessions", "locks", "waiters", "owned", "dedup", "members",
 };
 
 int store__err(int rc)
@@ -188,6 +188,13 @@ static int open_mark(store *s, MDB_txn *txn, void *arg)
     }
     rc = meta_get_u64(s, txn, META_FORMAT, &format, &found);
     if (rc != 0) return rc;
+    if (format == STORE_FORMAT_NO_MEMBERS) {
+        /* Format 3 differs only by the members table, which env_open has
+         * just created, empty: the upgrade is the new format number. */
+        rc = meta_put_u64(s, txn, META_FORMAT, STORE_FORMAT);
+        if (rc != 0) return rc;
+        format = STORE_FORMAT;
+    }
     if (format != STORE_FORMAT) return MDB_VERSION_MISMATCH;
     rc = meta_get_u64(s, txn, META_APPLIED, &s->applied, NULL);
     if (rc == 0) rc = meta_get_u64(s, txn, META_DIGEST, &s->digest, &found);
@@ -361,4 +368,14 @@ void store__abandon(store *s)
 void store__set_boot_id_path(const char *path)
 {
     store__boot_id_path = path;
+}
+
+static int put_format(store *s, MDB_txn *txn, void *arg)
+{
+    return meta_put_u64(s, txn, META_FORMAT, *(uint64_t *)arg);
+}
+
+int store__set_format(store *s, uint64_t format)
+{
+    return store__write(s, put_format, &format);
 }

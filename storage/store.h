@@ -19,6 +19,7 @@
  *   waiters   name \0 be64 enq                  -> session, waiter, wait_ms, lock_delay_ms
  *   owned     be64 session, be64 waiter         -> kind (hold|wait), enq, name
  *   dedup     be64 session, be64 seq            -> cached struct cmd_result
+ *   members   be32 member id                    -> client address (cmd.h, SET_MEMBER_ADDR)
  *
  * Lock state is keyed by (session, waiter): one session may hold or wait for
  * many locks, and several of its waiters may queue for the same lock (several
@@ -45,6 +46,15 @@
  * applied index, carried by snapshots and set by store_restore. Two nodes
  * at the same applied index with different digests have diverged. It is a
  * checksum for spotting accidents, not a cryptographic hash.
+ *
+ * The members table is inside the digest, as everything the store holds
+ * is: the digest chains the bytes of every applied entry, SET_MEMBER_ADDR
+ * commands included. That is wanted: the table decides where every node
+ * sends clients, so a node whose table had diverged would misroute them,
+ * and must show up as diverged. The raft configuration itself (which
+ * servers are members) never reaches the store -- configuration entries
+ * are not given to apply -- and is not in the digest; raft keeps it
+ * consistent.
  */
 #ifndef BATON_STORAGE_STORE_H
 #define BATON_STORAGE_STORE_H
@@ -103,10 +113,11 @@ int store_apply(store *s, uint64_t index, const void *data, size_t len, struct e
 
 /*
  * Serialise the whole state (applied index and digest included) into out
- * (appended). Format 3: u32 magic "BTN1", u32 format, u64 applied_index,
- * u64 digest, then for each database in a fixed order: u32 count and
- * count x {u32 klen, key, u32 vlen, val} in key order. Two stores with
- * equal state produce equal bytes.
+ * (appended). Format 4: u32 magic "BTN1", u32 format, u64 applied_index,
+ * u64 digest, then for each database in a fixed order (meta, sessions,
+ * locks, waiters, owned, dedup, members): u32 count and count x {u32 klen,
+ * key, u32 vlen, val} in key order. Two stores with equal state produce
+ * equal bytes.
  * Returns 0, BATON_EIO or BATON_ENOMEM.
  */
 int store_snapshot(store *s, struct buf *out);
@@ -114,7 +125,9 @@ int store_snapshot(store *s, struct buf *out);
 /*
  * Replace the state with a snapshot if the snapshot's applied index is
  * greater than the store's (the digest becomes the snapshot's); otherwise
- * do nothing and return 0. A snapshot of another format is malformed.
+ * do nothing and return 0. A format 3 snapshot (the same without the
+ * members database) is restored with an empty members table; a snapshot
+ * of any other format is malformed.
  * Returns 0, BATON_EMALFORMED (nothing changed) or BATON_EIO.
  */
 int store_restore(store *s, const void *data, size_t len);
@@ -193,5 +206,14 @@ int store_list_sessions(store *s, uint64_t after, uint32_t limit, store_session_
 
 /* Does this session exist? 1, 0, or BATON_EIO. */
 int store_session_exists(store *s, uint64_t session);
+
+/*
+ * The client address the members table holds for member `id` (set by
+ * SET_MEMBER_ADDR), copied NUL-terminated into out[0..cap). Returns 1 when
+ * there is one, 0 when there is none (out is then ""), BATON_EINVAL when
+ * cap is below BATON_MAX_ADDR + 1, or BATON_EIO (also for a corrupted
+ * record). One short read transaction on the caller's thread.
+ */
+int store_member_addr(store *s, uint32_t id, char *out, size_t cap);
 
 #endif /* BATON_STORAGE_STORE_H */

@@ -13,6 +13,7 @@
  *   sessions.c  opening, closing and expiring sessions
  *   snapshot.c  store_snapshot and store_restore
  *   reads.c     the short read transactions behind the admin requests
+ *   members.c   the members table: SET_MEMBER_ADDR and store_member_addr
  *
  * Error convention inside storage/: functions return 0, a raw LMDB code
  * (MDB_* or an errno value), or BATON_ENOMEM. Only store__err() turns these
@@ -34,8 +35,13 @@
 /* Version of the on-disk layout and of the snapshot format. Format 2 added
  * the lock-delay fields to the lock and waiter records; format 3 added the
  * state digest (meta "digest", and a u64 after the applied index in the
- * snapshot header). A store or a snapshot of another format is refused. */
-#define STORE_FORMAT 3
+ * snapshot header); format 4 added the members table (a seventh database,
+ * dumped last in snapshots). A format 3 store is upgraded in place when it
+ * is opened (its members table starts empty), and a format 3 snapshot is
+ * restored as one with an empty members table; any other format is
+ * refused. */
+#define STORE_FORMAT 4
+#define STORE_FORMAT_NO_MEMBERS 3
 /* The snapshot's leading u32: the bytes "BTN1" read as little-endian. */
 #define STORE_SNAP_MAGIC 0x314E5442u
 /* Initial map size: only address space, the file grows as needed. */
@@ -56,8 +62,11 @@
 
 #define STORE_BOOT_ID_MAX 64
 
-/* The named databases, in snapshot order. */
-enum store_db { DB_META, DB_SESSIONS, DB_LOCKS, DB_WAITERS, DB_OWNED, DB_DEDUP, DB_COUNT_ };
+/* The named databases, in snapshot order. A format 3 snapshot holds all
+ * but the last (DB_MEMBERS). */
+enum store_db {
+    DB_META, DB_SESSIONS, DB_LOCKS, DB_WAITERS, DB_OWNED, DB_DEDUP, DB_MEMBERS, DB_COUNT_
+};
 
 struct store {
     MDB_env *env;
@@ -147,6 +156,12 @@ struct owned_rec {
 
 /* dedup: be64 session, be64 seq -> struct cmd_result. */
 #define DEDUP_VAL_LEN 13
+
+/* members: be32 member id -> client address, 1..BATON_MAX_ADDR printable
+ * ASCII bytes (cmd.h, SET_MEMBER_ADDR). */
+#define MEMBER_KEY_LEN 4
+/* Is addr[0..n) a client address the members table may hold? */
+int member_addr_ok(const void *addr, size_t n);
 
 /* Keys. The returned length is the number of bytes written. */
 void key_u64(uint8_t k[8], uint64_t a);
@@ -238,6 +253,10 @@ int op_cancel(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res
 int op_wait_timeout(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
 int op_force_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
 int op_delay_end(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
+
+/* ---- members.c ---------------------------------------------------------- */
+
+int op_set_member_addr(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
 
 /*
  * A session is going away: drop one thing it owns without touching the

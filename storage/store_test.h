@@ -8,6 +8,7 @@
 #define BATON_STORAGE_STORE_TEST_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "storage/store.h"
 
@@ -25,5 +26,10 @@ void store__abandon(store *s);
 /* Read the boot id from `path` instead of /proc/sys/kernel/random/boot_id
  * at the next store_open calls. The string must stay valid. */
 void store__set_boot_id_path(const char *path);
+
+/* Overwrite the store's on-disk format number (meta "format"), as an older
+ * batond would have left it; takes effect at the next store_open. 0 or
+ * BATON_EIO. */
+int store__set_format(store *s, uint64_t format);
 
 #endif /* BATON_STORAGE_STORE_TEST_H */

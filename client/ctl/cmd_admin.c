@@ -2,8 +2,10 @@
  * cmd_admin.c -- the operator's commands that change the cluster:
  * `batonctl release --force NAME`, `batonctl expire SESSION`,
  * `batonctl transfer-leader [ID]`, `batonctl snapshot` and
- * `batonctl member list|remove ID`. Each is one request to the leader.
+ * `batonctl member list|add ID ADDRS|remove ID`. Each is one request to the
+ * leader.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -74,28 +76,51 @@ const char cmd_snapshot_help[] =
 
 const char cmd_member_help[] =
     "usage: batonctl member list [-e ENDPOINTS] [-o table|json] [--timeout MS]\n"
+    "       batonctl member add ID RAFTADDR/CLIENTADDR [-e ENDPOINTS] [-o table|json]\n"
+    "                           [--timeout MS]\n"
     "       batonctl member remove ID [-e ENDPOINTS] [-o table|json] [--timeout MS]\n"
     "\n"
     "member list prints the leader's current raft configuration: every server with\n"
-    "its id, role (voter, standby or spare), raft address and client address. The\n"
-    "client address is known only for servers in the leader's --cluster list and is\n"
-    "shown as - otherwise.\n"
+    "its id, role (voter, standby or spare), raft address and client address. Client\n"
+    "addresses come from the replicated state (member add records them), else from\n"
+    "the leader's --cluster list; - when neither knows one.\n"
     "\n"
-    "member remove ID asks the leader to remove server ID (a raft id) from the\n"
-    "configuration and prints the configuration once the change has committed. The\n"
-    "leader cannot remove itself: transfer leadership first. Only one membership\n"
-    "change may run at a time. Stop the removed node's batond afterwards; it takes\n"
-    "no further part in the cluster. If the connection breaks after the request\n"
-    "was sent, batonctl sends it again, and the second attempt may then report that\n"
-    "ID is not a member although the first removed it.\n"
+    "member add ID RAFTADDR/CLIENTADDR adds server ID (1..2147483647) as a voter.\n"
+    "The addresses are written as in batond --cluster: IPv4 a.b.c.d:port, raft\n"
+    "address first. Start the new node first, with batond --join --id ID and a\n"
+    "--cluster list that names it with the same addresses. The leader commits the\n"
+    "client address to the replicated state (so every node can redirect clients\n"
+    "there), adds the server as a spare, lets it catch up with the log, promotes it\n"
+    "to voter, and batonctl prints the configuration once that has committed.\n"
+    "Without --timeout, member add waits up to 30 s. If the new node does not\n"
+    "catch up (not running, or not at RAFTADDR), the add fails and the server stays\n"
+    "a spare, which has no vote: run the same member add again to retry, or member\n"
+    "remove ID.\n"
     "\n"
-    "Exit status: 0; 64 on a usage error or an ID that is not a member (or is the\n"
-    "leader); 70 if the cluster refused (for instance while another membership\n"
-    "change runs); 69 if no leader answered within --timeout, or leadership was lost\n"
-    "before the change committed (its outcome is then unknown).\n"
+    "member remove ID removes server ID (a raft id) from the configuration and\n"
+    "prints the configuration once the change has committed. When ID is the leader,\n"
+    "it first hands leadership to another voter, and the new leader removes it.\n"
+    "Stop the removed node's batond afterwards; it takes no further part in the\n"
+    "cluster.\n"
+    "\n"
+    "Only one membership change may run at a time. If the connection breaks after\n"
+    "the request was sent, batonctl sends it again, and the second attempt may then\n"
+    "report that ID is already a voter (add) or not a member (remove) although the\n"
+    "first one did the change.\n"
+    "\n"
+    "Exit status: 0; 64 on a usage error, a bad address, an ID that is not a member\n"
+    "(remove), or an ID or address already in the configuration (add); 70 if the\n"
+    "cluster refused (another membership change runs, the new node did not catch\n"
+    "up, leadership could not be handed away); 69 if no leader answered within\n"
+    "--timeout, or leadership was lost before the change committed (its outcome\n"
+    "is then unknown).\n"
     "\n"
     "JSON (-o json), one object:\n"
     "  {\"members\": [{\"id\": N, \"role\": S, \"raft_addr\": S, \"client_addr\": S|null}, ...]}\n";
+
+/* How long `member add` waits without --timeout: a new node may need to
+ * receive a snapshot and the log before raft promotes it. */
+#define MEMBER_ADD_TIMEOUT_MS 30000
 
 /* `release`'s own option. */
 enum { OPT_FORCE = CTL_OPT_CMD_BASE };
@@ -417,13 +442,61 @@ static void print_members(const struct ctl_opts *o, const struct msg_members_r *
     }
 }
 
+/* Is s an IPv4 "a.b.c.d:port", the only form libraft takes for raft
+ * addresses (and batond --cluster for both)? */
+static int ipv4_addr_ok(const char *s)
+{
+    unsigned a, b, c, d, port;
+    char tail;
+
+    return strlen(s) <= BATON_MAX_ADDR &&
+           sscanf(s, "%u.%u.%u.%u:%u%c", &a, &b, &c, &d, &port, &tail) == 5 && a < 256 &&
+           b < 256 && c < 256 && d < 256 && port > 0 && port < 65536 &&
+           strspn(s, "0123456789.:") == strlen(s);
+}
+
+/*
+ * Parse `member add ID RAFTADDR/CLIENTADDR` into req. addrs (at least
+ * strlen(spec) + 1 bytes) keeps the address strings req points to.
+ * Returns CTL_CONTINUE or the usage error's exit code.
+ */
+static int parse_member_add(const char *id_arg, const char *spec, char *addrs, struct msg *req)
+{
+    uint64_t id;
+    char *slash;
+
+    if (id_arg == NULL) return ctl_usage_error("member", "add: missing node ID");
+    if (spec == NULL)
+        return ctl_usage_error("member", "add: missing RAFTADDR/CLIENTADDR for node %s", id_arg);
+    if (ctl_parse_uint(id_arg, INT32_MAX, &id) != 0 || id == 0)
+        return ctl_usage_error("member", "bad node ID '%s' (1..2147483647)", id_arg);
+    strcpy(addrs, spec);
+    slash = strchr(addrs, '/');
+    if (slash == NULL)
+        return ctl_usage_error("member", "add: '%s' is not RAFTADDR/CLIENTADDR", spec);
+    *slash = '\0';
+    if (!ipv4_addr_ok(addrs) || !ipv4_addr_ok(slash + 1))
+        return ctl_usage_error("member", "add: '%s': both addresses must be IPv4 a.b.c.d:port",
+                               spec);
+    if (strcmp(addrs, slash + 1) == 0)
+        return ctl_usage_error("member", "add: the raft and client addresses must differ");
+    req->type = MSG_MEMBER_ADD;
+    req->u.member_add.id = (uint32_t)id;
+    req->u.member_add.raft_addr.p = addrs;
+    req->u.member_add.raft_addr.n = (uint16_t)strlen(addrs);
+    req->u.member_add.client_addr.p = slash + 1;
+    req->u.member_add.client_addr.n = (uint16_t)strlen(slash + 1);
+    return CTL_CONTINUE;
+}
+
 int cmd_member(struct ctl_opts *o, int argc, char **argv)
 {
     struct ctl_optiter it;
     struct admin_reply rep;
     struct msg req;
-    const char *pos[3] = {NULL, NULL, NULL};
+    const char *pos[4] = {NULL, NULL, NULL, NULL};
     const char *arg;
+    char addrs[2 * BATON_MAX_ADDR + 2];
     uint64_t id = 0;
     int n_pos = 0, opt, rv;
     char err[512];
@@ -432,19 +505,27 @@ int cmd_member(struct ctl_opts *o, int argc, char **argv)
     while ((opt = ctl_opt_next(&it, NULL, ctl_global_opts, &arg, err, sizeof err)) !=
            CTL_OPT_END) {
         if (opt == CTL_OPT_POSITIONAL) {
-            if (n_pos == 3) return ctl_usage_error("member", "unexpected argument '%s'", arg);
+            if (n_pos == 4) return ctl_usage_error("member", "unexpected argument '%s'", arg);
             pos[n_pos++] = arg;
         } else {
             rv = ctl_common_opt(o, "member", cmd_member_help, opt, arg, err);
             if (rv != CTL_CONTINUE) return rv;
         }
     }
-    if (pos[0] == NULL) return ctl_usage_error("member", "missing subcommand (list or remove)");
+    if (pos[0] == NULL)
+        return ctl_usage_error("member", "missing subcommand (list, add or remove)");
 
     memset(&req, 0, sizeof req);
     if (strcmp(pos[0], "list") == 0) {
         if (pos[1] != NULL) return ctl_usage_error("member", "unexpected argument '%s'", pos[1]);
         req.type = MSG_MEMBERS;
+    } else if (strcmp(pos[0], "add") == 0) {
+        if (pos[3] != NULL) return ctl_usage_error("member", "unexpected argument '%s'", pos[3]);
+        if (pos[2] != NULL && strlen(pos[2]) >= sizeof addrs)
+            return ctl_usage_error("member", "add: '%.40s...' is too long", pos[2]);
+        rv = parse_member_add(pos[1], pos[2], addrs, &req);
+        if (rv != CTL_CONTINUE) return rv;
+        if (!o->timeout_set) o->timeout_ms = MEMBER_ADD_TIMEOUT_MS;
     } else if (strcmp(pos[0], "remove") == 0) {
         if (pos[1] == NULL) return ctl_usage_error("member", "remove: missing node ID");
         if (pos[2] != NULL) return ctl_usage_error("member", "unexpected argument '%s'", pos[2]);
@@ -453,7 +534,7 @@ int cmd_member(struct ctl_opts *o, int argc, char **argv)
         req.type = MSG_MEMBER_REMOVE;
         req.u.member_remove.id = (uint32_t)id;
     } else {
-        return ctl_usage_error("member", "unknown subcommand '%s' (list or remove)", pos[0]);
+        return ctl_usage_error("member", "unknown subcommand '%s' (list, add or remove)", pos[0]);
     }
 
     rv = admin_leader_request(o, &req, &rep, err, sizeof err);

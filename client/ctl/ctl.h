@@ -16,7 +16,7 @@
  *   cmd_lock.c      batonctl lock NAME -- CMD...
  *   cmd_sessions.c  batonctl sessions
  *   cmd_admin.c     batonctl release --force NAME, expire SESSION,
- *                   transfer-leader [ID], snapshot, member list|remove ID
+ *                   transfer-leader [ID], snapshot, member list|add|remove
  */
 #ifndef BATON_CTL_H
 #define BATON_CTL_H

@@ -4,20 +4,33 @@
 #
 #   tests/bench/run-bench.sh BUILD_DIR [SECONDS]     (SECONDS defaults to 10)
 #
-# Every workload gets a FRESH cluster (W1 sweep, W2 sweep, W3, W4): three
+# Every workload gets a FRESH cluster (W1 sweep, W2 sweep, W3, W4, W5): three
 # batond on 127.0.0.1, client ports BASE+1..BASE+3 and raft ports
-# BASE+101..BASE+103 (BASE = $BENCH_PORT_BASE, default 27000), data under one
-# mktemp -d on disk (not tmpfs), fsync on as always. The script waits for a
-# leader, runs lockbench, stops the nodes and deletes their data.
+# BASE+101..BASE+103 (BASE = $BENCH_PORT_BASE, default 27000; better below
+# the kernel's ephemeral range, 32768 and up, where any outgoing connection
+# may hold the port), data under one mktemp -d on disk (not tmpfs), fsync on
+# as always. The script waits for a leader (and checks that all three nodes
+# run), runs lockbench, stops the nodes and deletes their data.
 #
 #   W1  clients 1, 16, 64
 #   W2  clients 2, 16, 64, 256, hold 0 ms
 #   W3  16 clients (W1 loop); after SECONDS/2 the leader (found with
 #       `batonctl status -o json`) gets kill -9; the killed node is restarted
 #       after the run to check that it comes back, then the cluster is stopped
-#   W4  one lockbench process, $BENCH_W4_CLIENTS threads, opens K sessions and
-#       acquires L locks; lockbench reads each server's VmRSS (--pids) while
-#       the locks are held. Its time limit is $BENCH_W4_TIMEOUT seconds.
+#   W4  one lockbench process opens K sessions and acquires L locks (async
+#       driver: one loop, up to 16 try-locks in flight per session; with
+#       BENCH_DRIVER=blocking, $BENCH_W4_CLIENTS threads); lockbench reads
+#       each server's VmRSS (--pids) while the locks are held. Its time
+#       limit is $BENCH_W4_TIMEOUT seconds.
+#   W5  $BENCH_W5_CLIENTS idle sessions (async API, one loop) that only send
+#       keepalives for max(SECONDS, 10) seconds; lockbench reads every
+#       server's CPU time from /proc (--pids) and reports the leader's
+#       (--leader-pid) as leader_cpu_pct. The leader is checked again after
+#       the run; a change is reported as a failure.
+#
+# W1/W2/W3 use lockbench's async driver (every client its own
+# baton_async_t, all on one libuv loop) unless BENCH_DRIVER=blocking (a
+# thread per client with the blocking API).
 #
 # Output: the JSON lines on stdout, also written to BUILD_DIR/bench.jsonl;
 # progress on stderr; the nodes' logs are copied to BUILD_DIR/bench-logs/.
@@ -25,7 +38,9 @@
 # temporary directory is removed.
 #
 # Environment:
-#   BENCH_WORKLOADS     which to run (default "W1 W2 W3 W4")
+#   BENCH_WORKLOADS     which to run (default "W1 W2 W3 W4 W5")
+#   BENCH_DRIVER        lockbench --driver for W1-W4: async (default) or blocking
+#   BENCH_LOOPS         lockbench --loops for the async driver (default 1)
 #   BENCH_W1_CLIENTS    default "1 16 64"
 #   BENCH_W2_CLIENTS    default "2 16 64 256"
 #   BENCH_W2_HOLD_MS    default 0
@@ -34,8 +49,11 @@
 #   BENCH_W4_LOCKS      default 100000 (L)
 #   BENCH_W4_CLIENTS    default 32 (threads of the one W4 client process)
 #   BENCH_W4_TIMEOUT    default 300 (seconds)
+#   BENCH_W5_CLIENTS    default 10000 (idle sessions)
+#   BENCH_W5_SECONDS    the idle window (default max(SECONDS, 10))
 #   BENCH_PORT_BASE     default 27000
 #   BENCH_TMPDIR        parent of the temp dir (default /var/tmp, else BUILD_DIR)
+#   BENCH_BATOND_ARGS   extra batond flags for every node (e.g. "--max-inflight 0")
 #   BATON_LOG_LEVEL     the nodes' --log-level (default warn)
 #
 # Exit status: 0 if every run printed its JSON line, 1 otherwise.
@@ -46,7 +64,9 @@ secs=${2:-10}
 batond=$build/batond
 batonctl=$build/batonctl
 lockbench=$build/lockbench
-workloads=${BENCH_WORKLOADS:-W1 W2 W3 W4}
+workloads=${BENCH_WORKLOADS:-W1 W2 W3 W4 W5}
+driver=${BENCH_DRIVER:-async}
+loops=${BENCH_LOOPS:-1}
 w1_clients=${BENCH_W1_CLIENTS:-1 16 64}
 w2_clients=${BENCH_W2_CLIENTS:-2 16 64 256}
 w2_hold=${BENCH_W2_HOLD_MS:-0}
@@ -55,6 +75,8 @@ w4_sessions=${BENCH_W4_SESSIONS:-1000}
 w4_locks=${BENCH_W4_LOCKS:-100000}
 w4_clients=${BENCH_W4_CLIENTS:-32}
 w4_timeout=${BENCH_W4_TIMEOUT:-300}
+w5_clients=${BENCH_W5_CLIENTS:-10000}
+w5_secs=${BENCH_W5_SECONDS:-$(awk -v s="$secs" 'BEGIN { print (s < 10 ? 10 : s) }')}
 base=${BENCH_PORT_BASE:-27000}
 level=${BATON_LOG_LEVEL:-warn}
 stop_timeout=10
@@ -78,9 +100,11 @@ members+=",3=127.0.0.1:$((base + 103))/127.0.0.1:$((base + 3))"
 endpoints="127.0.0.1:$((base + 1)),127.0.0.1:$((base + 2)),127.0.0.1:$((base + 3))"
 
 # 1000 sessions are 1000 client sockets plus each session's loop descriptors
-# in lockbench, and 1000 connections on a server: raise the soft limit (the
+# in lockbench, and 1000 connections on a server; W5's sessions are one
+# socket each in lockbench and on the leader: raise the soft limit (the
 # nodes, started below, inherit it).
 want_nofile=$((w4_sessions * 8 + 4096))
+[ $((w5_clients + 4096)) -gt "$want_nofile" ] && want_nofile=$((w5_clients + 4096))
 cur=$(ulimit -n)
 if [ "$cur" != unlimited ] && [ "$cur" -lt "$want_nofile" ]; then
     hard=$(ulimit -Hn)
@@ -88,7 +112,7 @@ if [ "$cur" != unlimited ] && [ "$cur" -lt "$want_nofile" ]; then
         ulimit -n "$want_nofile"
     else
         ulimit -n "$hard"
-        say "warning: open files limited to $hard (W4 wants $want_nofile)"
+        say "warning: open files limited to $hard (W4/W5 want $want_nofile)"
     fi
 fi
 
@@ -122,8 +146,9 @@ alive() {
 
 start_node() {
     local i=$1
+    # shellcheck disable=SC2086 # BENCH_BATOND_ARGS is split on purpose
     setsid "$batond" --id "$i" --data "$data/node$i" --cluster "$members" \
-        --log-level "$level" </dev/null >/dev/null 2>>"$data/node$i.log" &
+        --log-level "$level" ${BENCH_BATOND_ARGS:-} </dev/null >/dev/null 2>>"$data/node$i.log" &
     pids[$i]=$!
 }
 
@@ -217,6 +242,15 @@ start_cluster() {
         for i in 1 2 3; do tail -n 5 "$data/node$i.log" | sed "s/^/  node $i: /" >&2; done
         return 1
     }
+    # A node that could not start (a port taken by some other socket, say)
+    # would leave a 2-node cluster whose figures mean something else.
+    for i in 1 2 3; do
+        if ! alive "${pids[$i]}"; then
+            say "$tag: node $i exited at start; end of its log:"
+            tail -n 5 "$data/node$i.log" | sed "s/^/  node $i: /" >&2
+            return 1
+        fi
+    done
     say "$tag: cluster up, leader node $leader (pids ${pids[1]} ${pids[2]} ${pids[3]})"
 }
 
@@ -249,7 +283,7 @@ run_w1() {
     start_cluster W1 || { failed=1; stop_cluster; return; }
     for n in $w1_clients; do
         say "W1 clients=$n seconds=$secs"
-        lb_start --workload W1 --clients "$n" --seconds "$secs"
+        lb_start --workload W1 --clients "$n" --seconds "$secs" --driver "$driver" --loops "$loops"
         lb_finish "W1/$n"
     done
     stop_cluster
@@ -260,7 +294,8 @@ run_w2() {
     start_cluster W2 || { failed=1; stop_cluster; return; }
     for n in $w2_clients; do
         say "W2 clients=$n seconds=$secs hold_ms=$w2_hold"
-        lb_start --workload W2 --clients "$n" --seconds "$secs" --hold-ms "$w2_hold"
+        lb_start --workload W2 --clients "$n" --seconds "$secs" --hold-ms "$w2_hold" \
+            --driver "$driver" --loops "$loops"
         lb_finish "W2/$n"
     done
     stop_cluster
@@ -271,7 +306,8 @@ run_w3() {
     start_cluster W3 || { failed=1; stop_cluster; return; }
     half=$(awk -v s="$secs" 'BEGIN { printf "%.3f", s / 2 }')
     say "W3 clients=$w3_clients seconds=$secs; kill -9 of the leader after ${half}s"
-    lb_start --workload W3 --clients "$w3_clients" --seconds "$secs"
+    lb_start --workload W3 --clients "$w3_clients" --seconds "$secs" --driver "$driver" \
+        --loops "$loops"
     sleep "$half"
     leader=$(leader_id)
     if [ -n "$leader" ] && [ "${pids[$leader]}" != 0 ] && alive "${pids[$leader]}"; then
@@ -305,9 +341,31 @@ run_w3() {
 run_w4() {
     start_cluster W4 || { failed=1; stop_cluster; return; }
     say "W4 sessions=$w4_sessions locks=$w4_locks threads=$w4_clients limit=${w4_timeout}s"
-    lb_start --workload W4 --clients "$w4_clients" --seconds "$w4_timeout" \
+    lb_start --workload W4 --driver "$driver" --clients "$w4_clients" --seconds "$w4_timeout" \
         --sessions "$w4_sessions" --locks "$w4_locks" --pids "${pids[1]},${pids[2]},${pids[3]}"
     lb_finish W4
+    stop_cluster
+}
+
+run_w5() {
+    local leader after
+    start_cluster W5 || { failed=1; stop_cluster; return; }
+    leader=$(leader_id)
+    if [ -z "$leader" ]; then
+        say "W5: no leader"
+        failed=1
+        stop_cluster
+        return
+    fi
+    say "W5 sessions=$w5_clients idle window=${w5_secs}s; leader node $leader (pid ${pids[$leader]})"
+    lb_start --workload W5 --clients "$w5_clients" --seconds "$w5_secs" \
+        --pids "${pids[1]},${pids[2]},${pids[3]}" --leader-pid "${pids[$leader]}"
+    lb_finish W5
+    after=$(leader_id)
+    if [ "$after" != "$leader" ]; then
+        say "W5: the leader changed during the run (node $leader, now '${after}'): leader_cpu_pct is not one node's"
+        failed=1
+    fi
     stop_cluster
 }
 
@@ -317,6 +375,7 @@ for w in $workloads; do
         W2) run_w2 ;;
         W3) run_w3 ;;
         W4) run_w4 ;;
+        W5) run_w5 ;;
         *) die "unknown workload '$w' in BENCH_WORKLOADS" ;;
     esac
 done

@@ -313,6 +313,40 @@ bool cl_wait(struct cl *c, struct cl_prop *p, unsigned max_ms)
     return p->done;
 }
 
+struct barrier_arg {
+    struct raft_barrier req;
+    bool done;
+    int status;
+};
+
+static void barrier_done(struct raft_barrier *req, int status)
+{
+    struct barrier_arg *b = req->data;
+    b->done = true;
+    b->status = status;
+}
+
+static bool barrier_is_done(struct raft_fixture *f, void *arg)
+{
+    const struct barrier_arg *b = arg;
+    (void)f;
+    return b->done;
+}
+
+bool cl_barrier(struct cl *c, unsigned i, unsigned max_ms)
+{
+    struct barrier_arg b;
+
+    memset(&b, 0, sizeof b);
+    b.req.data = &b;
+    if (raft_barrier(cl_raft(c, i), &b.req, barrier_done) != 0) return false;
+    raft_fixture_step_until(c->f, barrier_is_done, &b, max_ms);
+    /* A barrier still pending when the fixture closes is failed from
+     * raft_close, which would write into this stack frame: wait for it. */
+    if (!b.done) FAIL("barrier on node %u not applied within %u ms", i, max_ms);
+    return b.status == 0;
+}
+
 struct applied_arg {
     struct cl *c;
     unsigned mask;

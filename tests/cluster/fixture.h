@@ -157,6 +157,14 @@ int cl_propose(struct cl *c, unsigned i, const struct cmd *cmds, size_t n, struc
 /* Step until p's callback ran; returns whether it did within max_ms. */
 bool cl_wait(struct cl *c, struct cl_prop *p, unsigned max_ms);
 
+/*
+ * Commit a barrier on node i (the leader) and step until its callback ran,
+ * as batond's node does on every election: a leader applies no entry before
+ * its commit index is on an entry of its own term (raft/fsm.c). Returns
+ * whether the barrier applied within max_ms.
+ */
+bool cl_barrier(struct cl *c, unsigned i, unsigned max_ms);
+
 /* Step until every node in mask has raft_last_applied >= index. */
 bool cl_wait_applied(struct cl *c, unsigned mask, uint64_t index, unsigned max_ms);
 

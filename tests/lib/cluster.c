@@ -290,7 +290,9 @@ static void guardian_main(struct slot *s, int rfd)
     } while (r < 0 && errno == EINTR);
     if (r == 1) _exit(0);
 
-    for (int i = 0; i < s->n; i++) {
+    /* Every possible node: cluster_add_node may have started some after
+     * this process was forked (their pid files say so). */
+    for (int i = 0; i < CLUSTER_MAX_NODES; i++) {
         char path[PATH_MAX + 32];
         FILE *f;
         int pid = 0;
@@ -306,8 +308,12 @@ static void guardian_main(struct slot *s, int rfd)
         deadline = now_ms() + 5000;
         while (pid > 0 && proc_is_ours(pid, s->root) && now_ms() < deadline) sleep_ms(10);
     }
-    for (int i = 0; i < s->n; i++)
-        report_tail(s->root, i, 15, "cluster: the test process died without cluster_stop");
+    for (int i = 0; i < CLUSTER_MAX_NODES; i++) {
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s/node%d.log", s->root, i + 1);
+        if (access(path, F_OK) == 0)
+            report_tail(s->root, i, 15, "cluster: the test process died without cluster_stop");
+    }
     if (getenv("BATON_KEEP_DATA") != NULL) {
         char msg[PATH_MAX + 64];
         int len = snprintf(msg, sizeof msg, "# cluster: data kept in %s\n", s->root);
@@ -349,7 +355,7 @@ static int start_guardian(struct slot *s)
  * at once (so none repeats), read the ports, close. */
 static int pick_ports(int *ports, int n)
 {
-    int fds[2 * CLUSTER_MAX_NODES], rv = 0, k;
+    int fds[3 * CLUSTER_MAX_NODES], rv = 0, k;
 
     for (k = 0; k < n; k++) {
         struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -374,8 +380,9 @@ static int spawn_node(struct cluster *c, int i)
 {
     struct cluster_node *nd = &c->nodes[i];
     struct slot *s = &slots[c->slot];
-    char path[PATH_MAX + 16], idbuf[16];
-    const char *argv[12 + MAX_EXTRA_ARGS];
+    char path[PATH_MAX + 16], idbuf[16], bindbuf[32];
+    const char *argv[14 + MAX_EXTRA_ARGS];
+    char join_members[96];
     int argc = 0, logfd, nullfd;
     pid_t parent = getpid(), pid;
     FILE *f;
@@ -388,9 +395,22 @@ static int spawn_node(struct cluster *c, int i)
     argv[argc++] = "--data";
     argv[argc++] = nd->dir;
     argv[argc++] = "--cluster";
-    argv[argc++] = c->members;
+    if (nd->joined) {
+        /* An added node: it names only itself and joins (cluster_add_node). */
+        snprintf(join_members, sizeof join_members, "%u=127.0.0.1:%d/127.0.0.1:%d", nd->id,
+                 nd->raft_port, nd->client_port);
+        argv[argc++] = join_members;
+        argv[argc++] = "--join";
+    } else {
+        argv[argc++] = c->members;
+    }
     argv[argc++] = "--log-level";
     argv[argc++] = c->log_level;
+    if (nd->raft_bind_port > 0) {
+        snprintf(bindbuf, sizeof bindbuf, "127.0.0.1:%d", nd->raft_bind_port);
+        argv[argc++] = "--raft-bind";
+        argv[argc++] = bindbuf;
+    }
     for (int k = 0; c->extra_args && c->extra_args[k] && k < MAX_EXTRA_ARGS; k++)
         argv[argc++] = c->extra_args[k];
     argv[argc] = NULL;
@@ -446,7 +466,7 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
     const char *build = getenv("BATON_BUILD"), *tmp = getenv("TMPDIR");
     const char *level = o && o->log_level ? o->log_level : getenv("BATON_TEST_LOG_LEVEL");
     char path[PATH_MAX + 16];
-    int ports[2 * CLUSTER_MAX_NODES], k;
+    int ports[3 * CLUSTER_MAX_NODES], per_node = o && o->raft_proxy ? 3 : 2, k;
     struct slot *s = NULL;
     size_t off;
 
@@ -476,7 +496,7 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
                 strerror(errno));
         return -1;
     }
-    if (pick_ports(ports, 2 * n) != 0) {
+    if (pick_ports(ports, per_node * n) != 0) {
         fprintf(stderr, "# cluster: cannot find free ports: %s\n", strerror(errno));
         return -1;
     }
@@ -492,8 +512,9 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
     for (int i = 0; i < n; i++) {
         struct cluster_node *nd = &c->nodes[i];
         nd->id = (uint32_t)(i + 1);
-        nd->raft_port = ports[2 * i];
-        nd->client_port = ports[2 * i + 1];
+        nd->raft_port = ports[per_node * i];
+        nd->client_port = ports[per_node * i + 1];
+        nd->raft_bind_port = per_node == 3 ? ports[per_node * i + 2] : 0;
         snprintf(nd->endpoint, sizeof nd->endpoint, "127.0.0.1:%d", nd->client_port);
         snprintf(nd->dir, sizeof nd->dir, "%s/node%d", c->root, i + 1);
         snprintf(nd->log, sizeof nd->log, "%s/node%d.log", c->root, i + 1);
@@ -536,6 +557,60 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
 int cluster_start(struct cluster *c, int n)
 {
     return cluster_start_opts(c, n, NULL);
+}
+
+int cluster_add_node(struct cluster *c)
+{
+    struct slot *s;
+    struct cluster_node *nd;
+    int ports[2], i = c->n;
+
+    if (c->n == 0 || c->owner != getpid()) return -1;
+    if (i >= CLUSTER_MAX_NODES) {
+        fprintf(stderr, "# cluster: already %d nodes\n", CLUSTER_MAX_NODES);
+        return -1;
+    }
+    if (pick_ports(ports, 2) != 0) {
+        fprintf(stderr, "# cluster: cannot find free ports: %s\n", strerror(errno));
+        return -1;
+    }
+    s = &slots[c->slot];
+    nd = &c->nodes[i];
+    memset(nd, 0, sizeof *nd);
+    nd->id = (uint32_t)(i + 1);
+    nd->raft_port = ports[0];
+    nd->client_port = ports[1];
+    nd->joined = 1;
+    snprintf(nd->endpoint, sizeof nd->endpoint, "127.0.0.1:%d", nd->client_port);
+    snprintf(nd->dir, sizeof nd->dir, "%s/node%d", c->root, i + 1);
+    snprintf(nd->log, sizeof nd->log, "%s/node%d.log", c->root, i + 1);
+    if (mkdir(nd->dir, 0755) != 0) {
+        fprintf(stderr, "# cluster: mkdir %s: %s\n", nd->dir, strerror(errno));
+        return -1;
+    }
+    /* Count the node in before it starts, so that cluster_stop and the
+     * atexit handler stop it whatever happens next. */
+    c->n = i + 1;
+    s->n = c->n;
+    s->pids[i] = 0;
+    s->stopped[i] = 0;
+    if (spawn_node(c, i) != 0) return -1;
+    if (cluster_wait_node(c, i, 10000) != 0) {
+        cluster_kill(c, i, SIGKILL);
+        return -1;
+    }
+    return i;
+}
+
+const char *cluster_member_addrs(const struct cluster *c, int i, char *buf, size_t cap)
+{
+    if (i < 0 || i >= c->n) {
+        snprintf(buf, cap, "%s", "");
+        return buf;
+    }
+    snprintf(buf, cap, "127.0.0.1:%d/127.0.0.1:%d", c->nodes[i].raft_port,
+             c->nodes[i].client_port);
+    return buf;
 }
 
 /* ---- STATUS --------------------------------------------------------------- */

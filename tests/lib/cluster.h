@@ -52,11 +52,13 @@ struct cluster_node {
     uint32_t id;                /* raft id: index + 1 */
     pid_t pid;                  /* 0 when not running */
     int stopped;                /* SIGSTOPped by cluster_kill */
-    int raft_port;
+    int raft_port;              /* advertised in --cluster */
+    int raft_bind_port;         /* --raft-bind port (cluster_opts.raft_proxy), else 0 */
     int client_port;
     char endpoint[32];          /* "127.0.0.1:CLIENTPORT" */
     char dir[PATH_MAX];         /* ROOT/nodeN */
     char log[PATH_MAX];         /* ROOT/nodeN.log */
+    int joined;                 /* started by cluster_add_node: --join, --cluster of itself */
 };
 
 struct cluster {
@@ -81,6 +83,12 @@ struct cluster_opts {
     const char *const *extra_args;
     /* --log-level for the nodes; NULL: $BATON_TEST_LOG_LEVEL, else "info". */
     const char *log_level;
+    /* Non-zero: every node listens for raft on a private port of its own
+     * (batond --raft-bind 127.0.0.1:raft_bind_port) while --cluster
+     * advertises raft_port, where the test runs a proxy that forwards to
+     * raft_bind_port (the fault harness, tests/fault/proxy.c). Nothing
+     * listens on raft_port until the proxy does. */
+    int raft_proxy;
 };
 
 /* One node's answer to STATUS. */
@@ -150,6 +158,24 @@ int cluster_restart(struct cluster *c, int i);
  * SIGTERM, else -1 (each bad exit is printed). Idempotent.
  */
 int cluster_stop(struct cluster *c);
+
+/*
+ * Start one more node, index c->n and raft id c->n + 1, on free ports with
+ * a fresh data directory: `batond --join` with a --cluster list that names
+ * only itself (the other members' client addresses reach it through the
+ * replicated state once it is added). Waits (at most 10 s) until it
+ * answers STATUS. It is not a member until the leader adds it: run
+ * `batonctl member add ID ADDRS` with cluster_member_addrs(). Its endpoint
+ * is NOT added to cluster_endpoints(), which keeps naming the nodes the
+ * cluster started with; cluster_restart() starts it with --join again.
+ * Returns the new node's index, or -1 after printing why (nothing is left
+ * running).
+ */
+int cluster_add_node(struct cluster *c);
+
+/* Node i's "RAFTADDR/CLIENTADDR", as batonctl member add takes it, in buf
+ * (at least 48 bytes). Returns buf. */
+const char *cluster_member_addrs(const struct cluster *c, int i, char *buf, size_t cap);
 
 /* "127.0.0.1:P1,127.0.0.1:P2,..." -- the client endpoints. */
 const char *cluster_endpoints(const struct cluster *c);

@@ -1016,6 +1016,86 @@ TEST(async_queued_waiter_granted_by_push)
     fake_stop(f);
 }
 
+/* What the queued callback saw. */
+struct queuedrec {
+    int calls;
+    struct {
+        char name[32];
+        uint32_t position;
+        void *call_data;
+        int order; /* in cb_seq */
+    } e[4];
+};
+
+static void rec_queued(baton_async_t *ac, const char *lock, uint32_t position, void *call_data,
+                       void *data)
+{
+    struct queuedrec *q = data;
+    int i = q->calls++;
+
+    (void)ac;
+    ASSERT(i < 4);
+    snprintf(q->e[i].name, sizeof q->e[i].name, "%s", lock);
+    q->e[i].position = position;
+    q->e[i].call_data = call_data;
+    q->e[i].order = ++cb_seq;
+}
+
+/* The queued callback reports each QUEUED answer with its position and the
+ * lock call's data, before that call's own callback; a granted-at-once
+ * call and a try get none. */
+TEST(async_queued_callback)
+{
+    struct fake *f = fake_start();
+    struct tloop t;
+    baton_async_t *a, *b;
+    struct rec ra, rt, r1 = {0}, r2 = {0};
+    struct queuedrec qa = {0}, qb = {0};
+
+    tloop_init(&t);
+    a = a_open(&t, f->addr, 0, 0);
+    b = a_open(&t, f->addr, 0, 0);
+    baton_async_on_queued(a, rec_queued, &qa);
+    baton_async_on_queued(b, rec_queued, &qb);
+    ra = a_lock(&t, a, "q", BATON_WAIT_FOREVER);
+    ASSERT_EQ(ra.status, 0);
+    rt = a_lock(&t, b, "q", BATON_WAIT_TRY);
+    ASSERT_EQ(rt.status, BATON_EWOULDBLOCK);
+    ASSERT_EQ(baton_async_lock(b, "q", BATON_WAIT_FOREVER, rec_lock, &r1), 0);
+    ASSERT_EQ(baton_async_lock(b, "q", BATON_WAIT_FOREVER, rec_lock, &r2), 0);
+    run_until(&t, &qb.calls, 2, 3000);
+    ASSERT_EQ(qb.calls, 2);
+    ASSERT_STREQ(qb.e[0].name, "q");
+    ASSERT_EQ(qb.e[0].position, 1);
+    ASSERT(qb.e[0].call_data == &r1);
+    ASSERT_EQ(qb.e[1].position, 2);
+    ASSERT(qb.e[1].call_data == &r2);
+    ASSERT_EQ(r1.calls, 0);
+    ASSERT_EQ(a_unlock(&t, a, "q", ra.value), 0);
+    run_until(&t, &r1.calls, 1, 3000);
+    ASSERT_EQ(r1.status, 0);
+    ASSERT_LT(qb.e[0].order, r1.order);
+    ASSERT_EQ(a_unlock(&t, b, "q", r1.value), 0);
+    run_until(&t, &r2.calls, 1, 3000);
+    ASSERT_EQ(r2.status, 0);
+    ASSERT_EQ(a_unlock(&t, b, "q", r2.value), 0);
+    /* Removed: no more notices. */
+    baton_async_on_queued(b, NULL, NULL);
+    ra = a_lock(&t, a, "q", BATON_WAIT_FOREVER);
+    ASSERT_EQ(baton_async_lock(b, "q", BATON_WAIT_FOREVER, rec_lock, &r1), 0);
+    run_for(&t, 100);
+    ASSERT_EQ(a_unlock(&t, a, "q", ra.value), 0);
+    run_until(&t, &r1.calls, 2, 3000);
+    ASSERT_EQ(r1.status, 0);
+    ASSERT_EQ(a_unlock(&t, b, "q", r1.value), 0);
+    ASSERT_EQ(qb.calls, 2);
+    ASSERT_EQ(qa.calls, 0);
+    a_close(&t, a);
+    a_close(&t, b);
+    tloop_done(&t);
+    fake_stop(f);
+}
+
 /* The cluster never reports the bounded wait's end: the client's safety
  * timer CANCELs it at wait_ms + op_timeout_ms. */
 TEST(async_safety_cancel)
@@ -2150,6 +2230,7 @@ int main(int argc, char **argv)
     RUN(async_open_close);
     RUN(async_lock_trylock_unlock);
     RUN(async_queued_waiter_granted_by_push);
+    RUN(async_queued_callback);
     RUN(async_safety_cancel);
     RUN(async_redirect);
     RUN(async_redirect_resends_pipelined);

@@ -225,6 +225,9 @@ TEST(encoder_refuses_bad_commands)
     c = make_cmd(CMD_ACQUIRE, NULL);
     c.name_len = 3;
     ASSERT_EQ(cmd_batch_add(&b, &c), BATON_EINVAL);
+    big[BATON_MAX_ADDR + 1] = 0;
+    c = make_cmd(CMD_SET_MEMBER_ADDR, big); /* 65 bytes */
+    ASSERT_EQ(cmd_batch_add(&b, &c), BATON_ETOOBIG);
     /* Refused commands leave the batch untouched. */
     ASSERT_EQ(b.len, len);
     cmd_batch_end(&b, start, 0);
@@ -333,6 +336,15 @@ TEST(decoder_rejects_bad_type_and_name_for_type)
     ASSERT_EQ(decode_with_type(CMD_EXPIRE_SESSION, "x"), BATON_EMALFORMED);
     ASSERT_EQ(decode_with_type(CMD_CLOSE_SESSION, ""), 1);
     ASSERT_EQ(decode_with_type(CMD_DELAY_END, "x"), 1);
+    /* SET_MEMBER_ADDR carries an address: at most BATON_MAX_ADDR bytes. */
+    ASSERT_EQ(decode_with_type(CMD_SET_MEMBER_ADDR, "127.0.0.1:7004"), 1);
+    ASSERT_EQ(decode_with_type(CMD_SET_MEMBER_ADDR, ""), 1);
+    client_plus[BATON_MAX_ADDR + 1] = 0;
+    ASSERT_EQ(decode_with_type(CMD_SET_MEMBER_ADDR, client_plus), BATON_EMALFORMED);
+    client_plus[BATON_MAX_ADDR] = 0;
+    ASSERT_EQ(decode_with_type(CMD_SET_MEMBER_ADDR, client_plus), 1);
+    memset(client_plus, 'c', sizeof client_plus - 1);
+    client_plus[sizeof client_plus - 1] = 0;
     ASSERT_EQ(decode_with_type(CMD_OPEN_SESSION, client_plus), BATON_EMALFORMED);
     client_plus[BATON_MAX_CLIENT_NAME] = 0;
     ASSERT_EQ(decode_with_type(CMD_OPEN_SESSION, client_plus), 1);
@@ -431,6 +443,7 @@ TEST(type_names)
     ASSERT_STREQ(cmd_type_name(CMD_WAIT_TIMEOUT), "WAIT_TIMEOUT");
     ASSERT_STREQ(cmd_type_name(CMD_FORCE_RELEASE), "FORCE_RELEASE");
     ASSERT_STREQ(cmd_type_name(CMD_DELAY_END), "DELAY_END");
+    ASSERT_STREQ(cmd_type_name(CMD_SET_MEMBER_ADDR), "SET_MEMBER_ADDR");
     ASSERT_STREQ(cmd_type_name(0), "?");
     ASSERT_STREQ(cmd_type_name(CMD_TYPE_MAX_), "?");
 }

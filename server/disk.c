@@ -1,0 +1,88 @@
+/*
+ * disk.c -- keep the data directory's filesystem from filling up under
+ * raft (README, "Limits" and "Disk full").
+ *
+ * libraft 0.15 handles a failed disk write badly: only the first request of
+ * a failed batch hears of it, the leader keeps leading, and a failure to
+ * prepare a new log segment leaves requests queued against a segment that
+ * no longer exists (notes/raft-0.15.md section 5, canonical/raft#126). So
+ * batond does not let a client's command reach raft while the filesystem
+ * that holds --data has less than --min-free-mb free: the command is
+ * answered ERROR(BATON_ENOSPC) at once and nothing is proposed. The floor
+ * leaves room for what raft and the store still write meanwhile: the
+ * leader's own small entries (lease expiries, wait timeouts, lock-delay
+ * ends), replicated entries on followers, snapshots, metadata.
+ *
+ * A timer checks the free space (statvfs) every DISK_CHECK_MS on every
+ * node; a transition is logged once. Reads (STATUS, LOCK_INFO, LIST_*),
+ * keepalives and pushes go on as usual. When space comes back the next
+ * check lifts the refusal; nothing needs a restart.
+ */
+#include <string.h>
+#include <sys/statvfs.h>
+
+#include "proto/baton_errno.h"
+#include "server/log.h"
+#include "server/server.h"
+
+#define DISK_CHECK_MS 250
+#define MIB (1024.0 * 1024.0)
+
+/* Measure the free space and update srv->disk_low. */
+static void disk_check(struct server *srv)
+{
+    struct statvfs sv;
+    uint64_t floor = (uint64_t)srv->cfg.min_free_mb << 20;
+    bool low;
+
+    if (floor == 0) return;
+    if (statvfs(srv->cfg.data_dir, &sv) != 0) return; /* keep the last answer */
+    srv->disk_free = (uint64_t)sv.f_bavail * sv.f_frsize;
+    low = srv->disk_free < floor;
+    if (low == srv->disk_low) return;
+    srv->disk_low = low;
+    if (low)
+        log_warn("data disk: %.1f MiB free, below --min-free-mb %u: refusing client writes",
+                 (double)srv->disk_free / MIB, srv->cfg.min_free_mb);
+    else
+        log_info("data disk: %.1f MiB free again: accepting client writes",
+                 (double)srv->disk_free / MIB);
+}
+
+static void disk_timer_cb(uv_timer_t *t)
+{
+    disk_check(t->data);
+}
+
+void disk_init(struct server *srv)
+{
+    uv_timer_init(srv->loop, &srv->disk_timer);
+    srv->disk_timer.data = srv;
+    disk_check(srv);
+    uv_timer_start(&srv->disk_timer, disk_timer_cb, DISK_CHECK_MS, DISK_CHECK_MS);
+}
+
+static void disk_closed(uv_handle_t *h)
+{
+    (void)h;
+}
+
+void disk_close(struct server *srv)
+{
+    if (!uv_is_closing((uv_handle_t *)&srv->disk_timer))
+        uv_close((uv_handle_t *)&srv->disk_timer, disk_closed);
+}
+
+bool disk_refuse(struct server *srv, const struct pending *p)
+{
+    struct conn *c;
+
+    if (!srv->disk_low || p->conn_id == 0) return false;
+    c = conn_get(srv, p->conn_id);
+    if (c != NULL)
+        conn_send_error(c, p->req_id, BATON_ENOSPC,
+                        "node %u's data disk has %.1f MiB free, below --min-free-mb %u: "
+                        "writes are refused until space is freed",
+                        srv->cfg.node.id, (double)srv->disk_free / MIB, srv->cfg.min_free_mb);
+    return true;
+}

@@ -1,0 +1,148 @@
+/*
+ * keepalive.c -- answer keepalives only once leadership is confirmed.
+ *
+ * A keepalive renews the session's lease on the leader at once (liveness.c)
+ * but its reply waits for a confirmation round: a barrier of the leader's
+ * term (node_confirm) proposed after the keepalive arrived. Once that
+ * barrier commits, no leader of a later term can have been elected before
+ * the keepalive arrived, and such a leader gives every session a full fresh
+ * lease when it starts -- so the lease the client counts from the send time
+ * of an acknowledged keepalive ends before any newer leader could expire
+ * the session. Without the round, a leader cut off from the majority would
+ * keep acknowledging keepalives until it noticed, up to an election timeout
+ * later, and a client could count on a lease the new leader does not.
+ *
+ * Rounds are cheap but are log entries: at most one is in flight, and a new
+ * one starts at most every KA_ROUND_MS, so an idle cluster of any number of
+ * sessions writes at most 1000 / KA_ROUND_MS barriers per second. A reply
+ * waits at most KA_ROUND_MS plus one commit.
+ *
+ * Keepalives that arrive while a round is in flight wait for the next one:
+ * the in-flight barrier may have been proposed before they arrived.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/baton_errno.h"
+#include "server/log.h"
+#include "server/server.h"
+
+#define KA_ROUND_MS 20
+
+static void kick_timer_cb(uv_timer_t *t);
+
+void keepalive_init(struct server *srv)
+{
+    memset(&srv->ka, 0, sizeof srv->ka);
+    uv_timer_init(srv->loop, &srv->ka.timer);
+    srv->ka.timer.data = srv;
+}
+
+static int list_push(struct ka_list *l, const struct ka_reply *r)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        struct ka_reply *v = realloc(l->v, cap * sizeof *v);
+        if (v == NULL) return BATON_ENOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = *r;
+    return 0;
+}
+
+/* Reply to every keepalive of l: alive (status 0) or go find the leader. */
+static void answer(struct server *srv, struct ka_list *l, int status)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        struct conn *c = conn_get(srv, l->v[i].conn_id);
+        struct msg r = {.type = MSG_RESULT, .req_id = l->v[i].req_id};
+
+        if (c == NULL) continue;
+        if (status != 0) {
+            dispatch_not_leader(c, l->v[i].req_id);
+            continue;
+        }
+        r.u.result.status = 0;
+        r.u.result.kind = RESULT_OK;
+        conn_send(c, &r);
+    }
+    l->n = 0;
+}
+
+/* The round's barrier committed (status 0) or leadership is gone. Runs
+ * inside raft's callbacks: the next round starts from keepalive_kick. */
+static void round_done(void *data, int status)
+{
+    struct server *srv = data;
+
+    srv->ka.inflight = false;
+    if (status != 0 && status != BATON_ENOTLEADER)
+        log_warn("keepalive round failed: %s", baton_strerror(status));
+    answer(srv, &srv->ka.round, status == 0 ? 0 : BATON_ENOTLEADER);
+}
+
+void keepalive_received(struct conn *c, uint64_t req_id, uint64_t session)
+{
+    struct server *srv = c->srv;
+    struct ka_reply r = {.conn_id = c->id, .req_id = req_id, .session = session};
+
+    if (!liveness_touch(srv, session)) {
+        struct msg m = {.type = MSG_RESULT, .req_id = req_id};
+        m.u.result.status = BATON_ESESSION;
+        m.u.result.kind = RESULT_OK;
+        conn_send(c, &m);
+        return;
+    }
+    push_attach(srv, session, c->id);
+    if (list_push(&srv->ka.next, &r) != 0)
+        conn_send_error(c, req_id, BATON_ENOMEM, "out of memory queueing a keepalive");
+}
+
+/* End of a loop turn (outside raft's callbacks): start a round for the
+ * keepalives that arrived, unless one is in flight or the last one started
+ * less than KA_ROUND_MS ago (then the timer comes back). */
+void keepalive_kick(struct server *srv)
+{
+    struct ka_list tmp;
+    uint64_t now, due;
+    int rv;
+
+    if (srv->ka.inflight || srv->ka.next.n == 0 || srv->stopping) return;
+    now = uv_now(srv->loop);
+    due = srv->ka.last_start + KA_ROUND_MS;
+    if (srv->ka.last_start != 0 && now < due) {
+        if (!uv_is_active((uv_handle_t *)&srv->ka.timer))
+            uv_timer_start(&srv->ka.timer, kick_timer_cb, due - now, 0);
+        return;
+    }
+    tmp = srv->ka.round; /* empty: answered by the last round_done */
+    srv->ka.round = srv->ka.next;
+    srv->ka.next = tmp;
+    srv->ka.last_start = now;
+    rv = node_confirm(srv->node, round_done, srv);
+    if (rv != 0) {
+        answer(srv, &srv->ka.round, BATON_ENOTLEADER);
+        return;
+    }
+    srv->ka.inflight = true;
+}
+
+static void kick_timer_cb(uv_timer_t *t)
+{
+    keepalive_kick(t->data);
+}
+
+void keepalive_close(struct server *srv)
+{
+    uv_timer_stop(&srv->ka.timer);
+    uv_close((uv_handle_t *)&srv->ka.timer, NULL);
+}
+
+void keepalive_free(struct server *srv)
+{
+    free(srv->ka.round.v);
+    free(srv->ka.next.v);
+    memset(&srv->ka.round, 0, sizeof srv->ka.round);
+    memset(&srv->ka.next, 0, sizeof srv->ka.next);
+}

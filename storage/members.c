@@ -1,0 +1,80 @@
+/*
+ * members.c -- the members table: the client address of each cluster
+ * member that an operator added with `batonctl member add` (cmd.h,
+ * SET_MEMBER_ADDR), replicated like the lock state so that every node can
+ * send clients to any member, including one missing from its own --cluster
+ * list.
+ *
+ * Key: the member id as be32 (numeric order). Value: the address bytes,
+ * 1..BATON_MAX_ADDR printable ASCII, no terminator.
+ */
+#include <string.h>
+
+#include "proto/baton_errno.h"
+#include "proto/buf.h"
+#include "storage/store_int.h"
+
+/* The key of member id: be32, so that LMDB's byte order is numeric. */
+static void member_key(uint8_t k[MEMBER_KEY_LEN], uint32_t id)
+{
+    k[0] = (uint8_t)(id >> 24);
+    k[1] = (uint8_t)(id >> 16);
+    k[2] = (uint8_t)(id >> 8);
+    k[3] = (uint8_t)id;
+}
+
+int member_addr_ok(const void *addr, size_t n)
+{
+    const uint8_t *p = addr;
+
+    if (n == 0 || n > BATON_MAX_ADDR) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (p[i] < 0x21 || p[i] > 0x7e) return 0;
+    return 1;
+}
+
+/*
+ * SET_MEMBER_ADDR: store (or, with an empty address, delete) member
+ * cmd->session's client address. A bad id or address fails the command
+ * with BATON_EINVAL and changes nothing; deleting an absent entry is fine.
+ */
+int op_set_member_addr(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
+{
+    uint8_t k[MEMBER_KEY_LEN];
+
+    res->kind = RESULT_OK;
+    if (cmd->session == 0 || cmd->session > UINT32_MAX ||
+        (cmd->name_len > 0 && !member_addr_ok(cmd->name, cmd->name_len))) {
+        res->status = BATON_EINVAL;
+        return 0;
+    }
+    member_key(k, (uint32_t)cmd->session);
+    if (cmd->name_len == 0) return db_del(c->txn, c->s->dbi[DB_MEMBERS], k, sizeof k, NULL);
+    return db_put(c->txn, c->s->dbi[DB_MEMBERS], k, sizeof k, cmd->name, cmd->name_len);
+}
+
+int store_member_addr(store *s, uint32_t id, char *out, size_t cap)
+{
+    uint8_t k[MEMBER_KEY_LEN];
+    MDB_txn *txn;
+    MDB_val v;
+    int found, rc;
+
+    if (cap > 0) out[0] = '\0';
+    if (cap <= BATON_MAX_ADDR) return BATON_EINVAL;
+    rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
+    if (rc != 0) return store__err(rc);
+    member_key(k, id);
+    rc = db_get(txn, s->dbi[DB_MEMBERS], k, sizeof k, &v, &found);
+    if (rc == 0 && found) {
+        if (member_addr_ok(v.mv_data, v.mv_size)) {
+            memcpy(out, v.mv_data, v.mv_size);
+            out[v.mv_size] = '\0';
+        } else {
+            rc = MDB_CORRUPTED;
+        }
+    }
+    mdb_txn_abort(txn);
+    if (rc != 0) return store__err(rc);
+    return found ? 1 : 0;
+}

@@ -1,0 +1,163 @@
+/*
+ * bench.h -- what lockbench's parts share (tests/bench/, WORKLOAD.md).
+ *
+ *   lockbench.c     options, usage, main
+ *   util.c          clock, sleeps, rate-limited error lines, records,
+ *                   /proc readers, watchdog, open-files limit
+ *   report.c        W1/W2/W3: merge the per-client results, run the checks
+ *                   and print the one JSON line
+ *   drv_blocking.c  W1/W2/W3 driver: one thread per client, blocking API
+ *   drv_async.c     W1/W2/W3 driver: clients as callback state machines on
+ *                   libuv loops, async API
+ *   w4.c            W4: K sessions holding L locks
+ *   w5.c            W5: N idle sessions, the servers' CPU while they idle
+ *
+ * Every driver fills one struct cres per client and leaves the checks and
+ * the output to report_clients(), so both drivers print the same line.
+ */
+#ifndef BATON_BENCH_BENCH_H
+#define BATON_BENCH_BENCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "tests/bench/hist.h"
+
+enum { W1 = 1, W2, W3, W4, W5 };
+enum { DRV_ASYNC = 1, DRV_BLOCKING };
+
+#define MAX_PIDS 16
+#define MAX_CLIENTS 100000
+#define MAX_LOOPS 64
+#define ERROR_PAUSE_NS 10000000LL /* after an error other than a lost session */
+#define RECONNECT_PAUSE_NS 50000000LL
+/* A wait that timed out this close to the end of the run ended with the run. */
+#define RUN_OVER_SLACK_NS 50000000LL
+#define NS_PER_MS 1000000LL
+#define NS_PER_S 1000000000LL
+
+struct cfg {
+    const char *endpoints;
+    int workload;
+    int driver;       /* DRV_ASYNC or DRV_BLOCKING (W1/W2/W3) */
+    int loops;        /* async driver: libuv loops (threads); W5 uses one */
+    int clients;
+    double seconds;
+    int hold_ms;
+    int sessions;
+    long locks;
+    unsigned op_timeout_ms;
+    unsigned connect_timeout_ms;
+    unsigned ttl_ms;  /* session_ttl_ms asked for (0: the library's default) */
+    int open_inflight; /* W5: session opens (and closes) in flight at once */
+    int npids;
+    pid_t pids[MAX_PIDS];
+    pid_t leader_pid; /* W5: which of pids is the leader (0: unknown) */
+};
+
+/* ---- util.c ------------------------------------------------------------------------ */
+
+int64_t now_ns(void);
+/* Sleep ns nanoseconds, but not past `until` (monotonic; 0: no bound). */
+void sleep_ns(int64_t ns, int64_t until);
+double us(uint64_t ns);
+/* CPU time (user + system) this process has used so far, in ns. */
+int64_t self_cpu_ns(void);
+
+/* One line to stderr, at most MAX_ERR_LOGS per run; thread-safe. */
+void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Report a failed call of `client` (msg: the context's detail, may be NULL). */
+void log_err(int client, const char *what, int rv, const char *msg);
+
+/* What a grant left behind for the checks at the end: in W2 the grant's
+ * sequence number, in W1/W3 its completion time (ns after the start). */
+struct rec {
+    uint64_t key;
+    uint64_t fence;
+};
+
+struct recs {
+    struct rec *v;
+    size_t n, cap;
+    bool oom; /* a record was dropped */
+};
+
+void recs_add(struct recs *r, uint64_t key, uint64_t fence);
+int cmp_u64(const void *a, const void *b);
+
+/* VmRSS of pid in kB; -1 if it cannot be read. */
+long read_rss_kb(pid_t pid);
+/* Print ,"field":[a,b,...] (null where a value is < 0). */
+void print_rss(const char *field, const long *kb, int n);
+/* utime + stime of pid in clock ticks (sysconf(_SC_CLK_TCK)); -1 if unreadable. */
+long long read_cpu_ticks(pid_t pid);
+
+/* End the process (exit 3, no JSON) if it is still running at hard_ns
+ * (monotonic). Every call is bounded, so this only fires on a bug. */
+void start_watchdog(int64_t hard_ns);
+
+/* Raise the soft open-files limit to at least `want` (up to the hard limit). */
+void raise_nofile(rlim_t want);
+
+/* ---- report.c: per-client results of W1/W2/W3 -------------------------------------- */
+
+struct cres {
+    int id;
+    bool connected;       /* the first session was opened */
+    struct hist acq, rel; /* ns */
+    uint64_t ops;         /* cycles (W1/W3) or grants (W2) within the run */
+    uint64_t errors;
+    uint64_t violations;
+    uint64_t last_fence;
+    struct recs recs;
+};
+
+/* n results with ids 0..n-1 and empty histograms. NULL if out of memory. */
+struct cres *cres_new(int n);
+void cres_free(struct cres *r, int n);
+
+/* A grant's fence must be greater than the last one this client got;
+ * counts a violation otherwise. */
+void cres_check_fence(struct cres *r, uint64_t fence);
+
+/*
+ * Merge the results of a W1/W2/W3 run from t_start to t_end (monotonic ns),
+ * run the cross-client checks (duplicate fences; W2: fences in grant order
+ * and the longest streak; W3: the gaps) and print the JSON line of
+ * WORKLOAD.md on stdout. grant_seq: W2 grants handed out (the keys of the
+ * records are 0..grant_seq-1). Returns 0 if any client connected, else 1.
+ */
+int report_clients(const struct cfg *cfg, struct cres *r, int n, int64_t t_start,
+                   int64_t t_end, uint64_t grant_seq);
+
+/* lockbench's own CPU over the run, on stderr (it competes with the servers
+ * for the same cores, so a busy driver caps what it measures). */
+void report_driver_cpu(const char *driver, int64_t cpu_ns, int64_t wall_ns);
+
+/* ---- the drivers and workloads ------------------------------------------------------ */
+
+/* Open a session with the blocking API for client `id` (client name
+ * "lockbench-<id>"), waiting at most timeout_ms; baton_connect's result. */
+struct baton;
+int bench_open_session(const struct cfg *cfg, int id, unsigned timeout_ms, struct baton **out);
+
+/* Start opening a session for client `id` (client name name_prefix<id>) with
+ * the async API on loop: baton_async_new, the libuv adapter, then
+ * baton_async_open(cb, data). 0, or the failing call's error (logged); on
+ * error *out, if not NULL, must still be freed with baton_async_free. */
+struct baton_async;
+struct uv_loop_s;
+int bench_async_open(const struct cfg *cfg, const char *name_prefix, int id,
+                     struct uv_loop_s *loop,
+                     void (*cb)(struct baton_async *, int, uint64_t, void *), void *data,
+                     struct baton_async **out);
+
+int run_blocking(const struct cfg *cfg); /* W1/W2/W3 */
+int run_async(const struct cfg *cfg);    /* W1/W2/W3 */
+int run_w4(const struct cfg *cfg);       /* W4, blocking driver (threads) */
+int run_w4_async(const struct cfg *cfg); /* W4, async driver (one loop) */
+int run_w5(const struct cfg *cfg);
+
+#endif /* BATON_BENCH_BENCH_H */

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# smoke.sh -- the short version of `make bench` that `make test` runs: it
+# checks that the benchmark tooling works, not how fast anything is.
+#
+#   BATON_BUILD=build/default tests/bench/smoke.sh
+#
+# It runs tests/bench/run-bench.sh with tiny settings (1-2 s runs, a few
+# clients, 300 idle sessions) on free 127.0.0.1 ports, with both lockbench
+# drivers, and checks every JSON line: present, no errors, no violations,
+# ops > 0, W2 fairness fields, W3 gap fields, W5 sessions all alive and the
+# leader's CPU read; then that table.sh turns the lines into a table with a
+# row each. The bench's binaries are linked into a temp dir, so the build
+# dir's bench.jsonl (the last real sweep) is left alone. run-bench.sh stops
+# every process it starts; the temp dir is removed on exit.
+#
+# Output: one line per test ("ok N - name (T ms)" / "not ok ..."), then
+# "N passed, N failed". Exit status 0 if all passed.
+set -u
+
+build=${BATON_BUILD:?set BATON_BUILD to the build directory}
+here=$(cd "$(dirname "$0")" && pwd)
+for f in batond batonctl lockbench; do
+    if [ ! -x "$build/$f" ]; then
+        echo "not ok 1 - $build/$f is missing (build it first)"
+        echo "0 passed, 1 failed"
+        exit 1
+    fi
+done
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/baton-bench-smoke.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+for f in batond batonctl lockbench; do ln -s "$(cd "$build" && pwd)/$f" "$tmp/$f"; done
+
+n=0
+passed=0
+failed=0
+ms() { date +%s%3N; }
+
+# report NAME T0 OK [DETAIL]
+report() {
+    local name=$1 t0=$2 ok=$3 detail=${4:-}
+    n=$((n + 1))
+    if [ "$ok" = 1 ]; then
+        echo "ok $n - $name ($(($(ms) - t0)) ms)"
+        passed=$((passed + 1))
+    else
+        echo "not ok $n - $name ($(($(ms) - t0)) ms)${detail:+: $detail}"
+        failed=$((failed + 1))
+    fi
+}
+
+# A free base port: BASE+1..3 and BASE+101..103 must all be unused; all
+# below 32768, where the kernel picks no ephemeral ports.
+free_base() {
+    local base p busy try
+    for try in $(seq 50); do
+        base=$((20000 + (RANDOM % 120) * 100))
+        busy=0
+        for p in 1 2 3 101 102 103; do
+            (: <"/dev/tcp/127.0.0.1/$((base + p))") 2>/dev/null && busy=1
+        done
+        [ "$busy" = 0 ] && { echo "$base"; return 0; }
+    done
+    return 1
+}
+
+# The raw value of "key" in a JSON line ("" if absent); see jsonl.awk.
+field() {
+    local prog="$tmp/field.awk"
+    [ -f "$prog" ] || { cat "$here/jsonl.awk"; echo '{ print jget($0, k) }'; } >"$prog"
+    printf '%s\n' "$1" | awk -v k="$2" -f "$prog"
+}
+
+# Run run-bench.sh with the given environment settings; its lines go to
+# $tmp/bench.jsonl (replaced), its stderr to $tmp/run.err.
+bench() {
+    local base
+    base=$(free_base) || return 1
+    env BENCH_PORT_BASE="$base" "$@" \
+        "$here/run-bench.sh" "$tmp" 2 >"$tmp/run.out" 2>"$tmp/run.err"
+}
+
+# check_line NAME LINE: a line that says the run went well.
+check_line() {
+    local name=$1 line=$2 t0=$3 err="" w
+    w=$(field "$line" workload)
+    if [ -z "$line" ]; then
+        err="no JSON line"
+    elif [ "$(field "$line" errors)" != 0 ]; then
+        err="errors $(field "$line" errors)"
+    elif [ "$w" != W5 ] && [ "$(field "$line" violations)" != 0 ]; then
+        err="violations $(field "$line" violations)"
+    elif [ "$w" != W5 ] && ! awk -v v="$(field "$line" ops)" 'BEGIN { exit !(v > 0) }'; then
+        err="no ops"
+    elif [ "$w" = W2 ] && { [ -z "$(field "$line" jain)" ] || [ "$(field "$line" max_streak)" = null ]; }; then
+        err="no fairness fields"
+    elif [ "$w" = W3 ] && [ -z "$(field "$line" gap_ms)" ]; then
+        err="no gap_ms"
+    elif [ "$w" = W5 ] && { [ "$(field "$line" sessions_alive)" != "$(field "$line" clients)" ] ||
+        [ "$(field "$line" sessions)" != "$(field "$line" clients)" ]; }; then
+        err="sessions $(field "$line" sessions), alive $(field "$line" sessions_alive)"
+    elif [ "$w" = W5 ] && ! awk -v v="$(field "$line" leader_cpu_pct)" 'BEGIN { exit !(v ~ /^[0-9.]+$/) }'; then
+        err="leader_cpu_pct not read"
+    fi
+    report "$name" "$t0" "$([ -z "$err" ] && echo 1 || echo 0)" "$err${err:+ in: $line}"
+}
+
+# The line of workload W with `clients` N from $tmp/bench.jsonl.
+line_of() {
+    grep "\"workload\":\"$1\",\"clients\":$2," "$tmp/bench.jsonl" | tail -n 1
+}
+
+t0=$(ms)
+if bench BENCH_WORKLOADS="W1 W2 W3 W5" BENCH_W1_CLIENTS="1 8" BENCH_W2_CLIENTS="2 8" \
+    BENCH_W3_CLIENTS=4 BENCH_W5_CLIENTS=300 BENCH_W5_SECONDS=2; then
+    report "run-bench.sh W1 W2 W3 W5 (async driver) exits 0" "$t0" 1
+else
+    report "run-bench.sh W1 W2 W3 W5 (async driver) exits 0" "$t0" 0 "$(tail -n 3 "$tmp/run.err" | tr '\n' ' ')"
+fi
+cp "$tmp/bench.jsonl" "$tmp/async.jsonl" 2>/dev/null
+for spec in "W1 1" "W1 8" "W2 2" "W2 8" "W3 4" "W5 300"; do
+    t0=$(ms)
+    set -- $spec
+    check_line "async $1 with $2 clients: line, no errors, no violations" "$(line_of "$1" "$2")" "$t0"
+done
+t0=$(ms)
+rows=$("$here/table.sh" "$tmp/async.jsonl" 2>/dev/null | grep -c '^| W[0-9]')
+report "table.sh makes one row per line" "$t0" "$([ "$rows" = 6 ] && echo 1 || echo 0)" "$rows rows"
+
+t0=$(ms)
+if bench BENCH_DRIVER=blocking BENCH_WORKLOADS="W1 W2" BENCH_W1_CLIENTS=4 BENCH_W2_CLIENTS=4; then
+    report "run-bench.sh W1 W2 (blocking driver) exits 0" "$t0" 1
+else
+    report "run-bench.sh W1 W2 (blocking driver) exits 0" "$t0" 0 "$(tail -n 3 "$tmp/run.err" | tr '\n' ' ')"
+fi
+for spec in "W1 4" "W2 4"; do
+    t0=$(ms)
+    set -- $spec
+    check_line "blocking $1 with $2 clients: line, no errors, no violations" "$(line_of "$1" "$2")" "$t0"
+done
+t0=$(ms)
+grep -q "blocking driver used" "$tmp/run.err"
+report "the blocking driver reports its CPU" "$t0" "$([ $? = 0 ] && echo 1 || echo 0)"
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,86 @@
+# table.awk -- the markdown table of table.sh; needs jsonl.awk's functions
+# (awk -f jsonl.awk -f table.awk BENCH_JSONL). One row per lockbench line.
+
+BEGIN { rows = 0 }
+
+function header() {
+    print "| run | clients | ops/s | acquire p50 / p99 (ms) | release p50 / p99 (ms) | Jain / max streak | errors / violations | notes |"
+    print "|---|---:|---:|---:|---:|---:|---:|---|"
+}
+
+# "a / b" of two values, each with d decimals ("-" where absent).
+function pair(a, b, d) {
+    return fmt(a, d) " / " fmt(b, d)
+}
+
+# Latency fields are in microseconds; the table shows milliseconds.
+function ms(v) {
+    return (v == "" || v == "null") ? "" : v / 1000.0
+}
+
+# kB as MB ("" where absent).
+function kb_to_mb(v) {
+    return (v == "" || v == "null") ? "" : v / 1024.0
+}
+
+# A list of kB values "[a,b,c]" as "a / b / c MB".
+function mbs(arr,    parts, k, i, s) {
+    gsub(/^\[|\]$/, "", arr)
+    k = split(arr, parts, ",")
+    s = ""
+    for (i = 1; i <= k; i++) s = s (i > 1 ? " / " : "") fmt(kb_to_mb(parts[i]), 0)
+    return s " MB"
+}
+
+# A list of percentages "[a,b,c]" as "a / b / c %".
+function pcts(arr,    parts, k, i, s) {
+    gsub(/^\[|\]$/, "", arr)
+    k = split(arr, parts, ",")
+    s = ""
+    for (i = 1; i <= k; i++) s = s (i > 1 ? " / " : "") fmt(parts[i], 1)
+    return s " %"
+}
+
+{
+    w = jget($0, "workload")
+    if (w == "") next
+    if (rows++ == 0) header()
+    n = jget($0, "clients")
+    errs = pair(jget($0, "errors"), jget($0, "violations"), 0)
+    if (w == "W1" || w == "W2" || w == "W3") {
+        name = w == "W1" ? "W1 uncontended" : w == "W2" ? "W2 one hot lock" : "W3 leader kill -9"
+        notes = ""
+        if (w == "W3")
+            notes = "longest gap " fmt(jget($0, "gap_ms"), 0) " ms (one client: " \
+                    fmt(jget($0, "client_gap_max_ms"), 0) " ms)"
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", name, n,
+               fmt(jget($0, "ops_per_s"), 0),
+               pair(ms(jget($0, "acq_p50_us")), ms(jget($0, "acq_p99_us")), 2),
+               pair(ms(jget($0, "rel_p50_us")), ms(jget($0, "rel_p99_us")), 2),
+               fmt(jget($0, "jain"), 4) " / " fmt(jget($0, "max_streak"), 0), errs, notes
+    } else if (w == "W4") {
+        notes = jget($0, "locks") " locks on " jget($0, "sessions") " sessions in " \
+                fmt(jget($0, "seconds"), 1) " s" \
+                (jget($0, "complete") == "true" ? "" : " (INCOMPLETE)")
+        if (jget($0, "rss_kb") != "") notes = notes "; servers' RSS " mbs(jget($0, "rss_kb"))
+        printf "| W4 many locks | %s threads | %s locks/s | %s | - | - | %s | %s |\n", n,
+               fmt(jget($0, "ops_per_s"), 0),
+               pair(ms(jget($0, "acq_p50_us")), ms(jget($0, "acq_p99_us")), 2),
+               fmt(jget($0, "errors"), 0) " / -", notes
+    } else if (w == "W5") {
+        notes = jget($0, "sessions_alive") " of " jget($0, "sessions") " sessions idle for " \
+                fmt(jget($0, "seconds"), 0) " s (" fmt(jget($0, "keepalives_per_s"), 0) \
+                " keepalives/s): **leader CPU " fmt(jget($0, "leader_cpu_pct"), 1) \
+                "% of one core** (nodes " pcts(jget($0, "cpu_pct")) "), leader RSS " \
+                fmt(kb_to_mb(jget($0, "leader_rss_kb")), 0) " MB"
+        printf "| W5 idle sessions | %s | - | - | - | - | %s | %s |\n", n,
+               fmt(jget($0, "errors"), 0) " / -", notes
+    }
+}
+
+END {
+    if (rows == 0) {
+        print "table.sh: no lockbench line in the input" > "/dev/stderr"
+        exit 1
+    }
+}

@@ -1,0 +1,81 @@
+/*
+ * check.h -- the fault harness's checker (faultcheck): what it reads from
+ * the logs (check_load.c) and the rules it applies (check.c). The rules
+ * and the log formats are described in tests/fault/README.md.
+ */
+#ifndef BATON_TESTS_FAULT_CHECK_H
+#define BATON_TESTS_FAULT_CHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CK_LOCK_MAX 32
+#define CK_NO_STATUS (-999999)
+
+/* One lock call of a client (ACQ ... GRANT | AFAIL). */
+struct ck_attempt {
+    int client;
+    char lock[CK_LOCK_MAX];
+    uint64_t t_sent;     /* ACQ: logged before the call, so before the send */
+    uint64_t t_queued;   /* first QUEUED, 0 if none */
+    uint64_t t_end;      /* GRANT or AFAIL, 0 if neither */
+    int granted;
+    uint64_t fence;      /* if granted */
+    int status;          /* AFAIL's status, or 0 */
+};
+
+/* One grant a client was told of, and how it ended. */
+struct ck_grant {
+    int client;
+    char lock[CK_LOCK_MAX];
+    uint64_t fence, session;
+    uint64_t t_grant;    /* the lock callback ran */
+    uint64_t t_rel;      /* unlock called: the holder stopped writing; 0: never */
+    uint64_t t_reld;     /* unlock's outcome; 0: none */
+    int rel_status;      /* CK_NO_STATUS if no outcome */
+    uint64_t t_told;     /* first notice: LOST, or unlock answered BATON_ELOST; 0: none */
+    int lost_cb;         /* the lost callback ran for it */
+    int n_ok, n_rej, n_err;
+};
+
+/* One decision of the fenced store. */
+struct ck_write {
+    uint64_t t;
+    char lock[CK_LOCK_MAX];
+    uint64_t fence;
+    int accepted;
+    uint64_t max;        /* rejected: the fence it had seen */
+};
+
+/* One nemesis line: FAULT (start) or HEAL (end) of a fault. */
+struct ck_fault {
+    uint64_t t;
+    int heal;
+    char kind[32];
+    char detail[96];
+};
+
+struct ck_data {
+    struct ck_attempt *att;
+    size_t n_att, cap_att;
+    struct ck_grant *gr;
+    size_t n_gr, cap_gr;
+    struct ck_write *wr;
+    size_t n_wr, cap_wr;
+    struct ck_fault *fa;
+    size_t n_fa, cap_fa;
+    int n_clients;
+    int clients_ended;       /* logs that end with END */
+    uint64_t sessions;       /* SESS lines */
+    uint64_t session_fails;
+    uint64_t lost_unmatched; /* LOST lines naming no grant of that client */
+    uint64_t t_first, t_last;
+    int parse_errors;
+};
+
+/* Read DIR/client-*.log, DIR/store.log and DIR/nemesis.log into d (zeroed
+ * first). 0, or -1 with a message on stderr (missing or unreadable logs). */
+int ck_load(const char *dir, struct ck_data *d);
+void ck_free(struct ck_data *d);
+
+#endif

@@ -1,0 +1,275 @@
+/*
+ * check_load.c -- read the fault harness's logs into struct ck_data: every
+ * client's lock calls and grants, the fenced store's decisions and the
+ * nemesis's faults. Formats: client.c, store.c, run.c (and README.md).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/baton_errno.h"
+#include "tests/fault/check.h"
+
+#define GROW(arr, n, cap)                                                                      \
+    do {                                                                                       \
+        if ((n) == (cap)) {                                                                    \
+            size_t c_ = (cap) ? (cap) * 2 : 1024;                                              \
+            void *p_ = realloc((arr), c_ * sizeof *(arr));                                     \
+            if (p_ == NULL) {                                                                  \
+                fprintf(stderr, "faultcheck: out of memory\n");                                \
+                exit(2);                                                                       \
+            }                                                                                  \
+            (arr) = p_;                                                                        \
+            (cap) = c_;                                                                        \
+        }                                                                                      \
+    } while (0)
+
+static void see_time(struct ck_data *d, uint64_t t)
+{
+    if (d->t_first == 0 || t < d->t_first) d->t_first = t;
+    if (t > d->t_last) d->t_last = t;
+}
+
+/* The latest grant of client c on (lock, fence), or NULL. */
+static struct ck_grant *grant_find(struct ck_data *d, int c, const char *lock, uint64_t fence)
+{
+    for (size_t i = d->n_gr; i-- > 0;) {
+        struct ck_grant *g = &d->gr[i];
+        if (g->client == c && g->fence == fence && strcmp(g->lock, lock) == 0) return g;
+    }
+    return NULL;
+}
+
+static void bad_line(struct ck_data *d, const char *path, int lineno, const char *line)
+{
+    if (d->parse_errors++ < 10)
+        fprintf(stderr, "faultcheck: %s:%d: cannot read '%.80s'\n", path, lineno, line);
+}
+
+/* One line of client c's log. cur_att: index of its attempt in progress. */
+static void client_line(struct ck_data *d, int c, const char *path, int lineno, char *line,
+                        long *cur_att)
+{
+    unsigned long long t, a, fence, x;
+    char ev[16], lock[CK_LOCK_MAX];
+    int st, k;
+    struct ck_grant *g;
+
+    if (sscanf(line, "%llu %15s", &t, ev) != 2) {
+        bad_line(d, path, lineno, line);
+        return;
+    }
+    see_time(d, t);
+    if (strcmp(ev, "ACQ") == 0) {
+        long long wait;
+        struct ck_attempt *at;
+        if (sscanf(line, "%*u %*s %llu %31s %lld", &a, lock, &wait) != 3) goto bad;
+        GROW(d->att, d->n_att, d->cap_att);
+        at = &d->att[d->n_att];
+        memset(at, 0, sizeof *at);
+        at->client = c;
+        snprintf(at->lock, sizeof at->lock, "%s", lock);
+        at->t_sent = t;
+        *cur_att = (long)d->n_att++;
+    } else if (strcmp(ev, "QUEUED") == 0) {
+        if (*cur_att < 0) goto bad;
+        if (d->att[*cur_att].t_queued == 0) d->att[*cur_att].t_queued = t;
+    } else if (strcmp(ev, "GRANT") == 0) {
+        struct ck_attempt *at;
+        if (sscanf(line, "%*u %*s %llu %31s %llu %llu", &a, lock, &fence, &x) != 4 || *cur_att < 0)
+            goto bad;
+        at = &d->att[*cur_att];
+        at->t_end = t;
+        at->granted = 1;
+        at->fence = fence;
+        *cur_att = -1;
+        GROW(d->gr, d->n_gr, d->cap_gr);
+        g = &d->gr[d->n_gr++];
+        memset(g, 0, sizeof *g);
+        g->client = c;
+        snprintf(g->lock, sizeof g->lock, "%s", lock);
+        g->fence = fence;
+        g->session = x;
+        g->t_grant = t;
+        g->rel_status = CK_NO_STATUS;
+    } else if (strcmp(ev, "AFAIL") == 0) {
+        if (sscanf(line, "%*u %*s %llu %31s %d", &a, lock, &st) != 3 || *cur_att < 0) goto bad;
+        d->att[*cur_att].t_end = t;
+        d->att[*cur_att].status = st;
+        *cur_att = -1;
+    } else if (strcmp(ev, "WRITE") == 0 || strcmp(ev, "WOK") == 0 || strcmp(ev, "WREJ") == 0 ||
+               strcmp(ev, "WERR") == 0) {
+        if (sscanf(line, "%*u %*s %31s %llu %d", lock, &fence, &k) != 3) goto bad;
+        g = grant_find(d, c, lock, fence);
+        if (g == NULL) goto bad;
+        if (ev[1] == 'O') g->n_ok++;
+        if (ev[1] == 'R' && ev[2] == 'E') g->n_rej++;
+        if (ev[1] == 'E') g->n_err++;
+    } else if (strcmp(ev, "REL") == 0) {
+        if (sscanf(line, "%*u %*s %31s %llu", lock, &fence) != 2) goto bad;
+        if ((g = grant_find(d, c, lock, fence)) == NULL) goto bad;
+        g->t_rel = t;
+    } else if (strcmp(ev, "RELD") == 0) {
+        if (sscanf(line, "%*u %*s %31s %llu %d", lock, &fence, &st) != 3) goto bad;
+        if ((g = grant_find(d, c, lock, fence)) == NULL) goto bad;
+        g->t_reld = t;
+        g->rel_status = st;
+        if (st == BATON_ELOST && g->t_told == 0) g->t_told = t;
+    } else if (strcmp(ev, "LOST") == 0) {
+        if (sscanf(line, "%*u %*s %31s %llu %d", lock, &fence, &st) != 3) goto bad;
+        if ((g = grant_find(d, c, lock, fence)) == NULL) {
+            d->lost_unmatched++;
+            return;
+        }
+        g->lost_cb = 1;
+        if (g->t_told == 0) g->t_told = t;
+    } else if (strcmp(ev, "SESS") == 0) {
+        d->sessions++;
+    } else if (strcmp(ev, "SESSFAIL") == 0) {
+        d->session_fails++;
+    } else if (strcmp(ev, "END") == 0) {
+        d->clients_ended++;
+    } else if (strcmp(ev, "CLOSED") != 0) {
+        goto bad;
+    }
+    return;
+bad:
+    bad_line(d, path, lineno, line);
+}
+
+static int load_client(struct ck_data *d, const char *path, int c)
+{
+    FILE *f = fopen(path, "r");
+    char line[512];
+    long cur = -1;
+    int lineno = 0;
+
+    if (f == NULL) {
+        fprintf(stderr, "faultcheck: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        line[strcspn(line, "\n")] = '\0';
+        if (line[0]) client_line(d, c, path, lineno, line, &cur);
+    }
+    fclose(f);
+    return 0;
+}
+
+static int load_store(struct ck_data *d, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char line[512];
+    int lineno = 0;
+
+    if (f == NULL) {
+        fprintf(stderr, "faultcheck: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long t, fence, max = 0;
+        char kind[4], lock[CK_LOCK_MAX];
+        int n = sscanf(line, "%llu %3s %31s %llu %*s %*d %llu", &t, kind, lock, &fence, &max);
+        struct ck_write *w;
+
+        lineno++;
+        if (n < 4 || (kind[0] != 'A' && kind[0] != 'R') || (kind[0] == 'R' && n != 5)) {
+            line[strcspn(line, "\n")] = '\0';
+            bad_line(d, path, lineno, line);
+            continue;
+        }
+        GROW(d->wr, d->n_wr, d->cap_wr);
+        w = &d->wr[d->n_wr++];
+        w->t = t;
+        snprintf(w->lock, sizeof w->lock, "%s", lock);
+        w->fence = fence;
+        w->accepted = kind[0] == 'A';
+        w->max = kind[0] == 'R' ? max : fence;
+        see_time(d, t);
+    }
+    fclose(f);
+    return 0;
+}
+
+static int load_nemesis(struct ck_data *d, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char line[512];
+    int lineno = 0;
+
+    if (f == NULL) {
+        fprintf(stderr, "faultcheck: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long t;
+        char what[16], kind[32];
+        int off = 0;
+        struct ck_fault *fa;
+
+        lineno++;
+        line[strcspn(line, "\n")] = '\0';
+        if (sscanf(line, "%llu %15s %31s %n", &t, what, kind, &off) < 3) {
+            bad_line(d, path, lineno, line);
+            continue;
+        }
+        if (strcmp(what, "FAULT") != 0 && strcmp(what, "HEAL") != 0) continue; /* NOTE lines */
+        GROW(d->fa, d->n_fa, d->cap_fa);
+        fa = &d->fa[d->n_fa++];
+        fa->t = t;
+        fa->heal = what[0] == 'H';
+        snprintf(fa->kind, sizeof fa->kind, "%s", kind);
+        snprintf(fa->detail, sizeof fa->detail, "%s", off > 0 ? line + off : "");
+    }
+    fclose(f);
+    return 0;
+}
+
+int ck_load(const char *dir, struct ck_data *d)
+{
+    char path[PATH_MAX];
+    struct dirent **names = NULL;
+    int n, rv = 0;
+
+    memset(d, 0, sizeof *d);
+    n = scandir(dir, &names, NULL, alphasort);
+    if (n < 0) {
+        fprintf(stderr, "faultcheck: %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        const char *nm = names[i]->d_name;
+        size_t len = strlen(nm);
+        if (rv == 0 && strncmp(nm, "client-", 7) == 0 && len > 4 &&
+            strcmp(nm + len - 4, ".log") == 0) {
+            snprintf(path, sizeof path, "%s/%s", dir, nm);
+            rv = load_client(d, path, d->n_clients++);
+        }
+        free(names[i]);
+    }
+    free(names);
+    if (rv != 0) return -1;
+    if (d->n_clients == 0) {
+        fprintf(stderr, "faultcheck: no client-*.log in %s\n", dir);
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/store.log", dir);
+    if (load_store(d, path) != 0) return -1;
+    snprintf(path, sizeof path, "%s/nemesis.log", dir);
+    if (load_nemesis(d, path) != 0) return -1;
+    return 0;
+}
+
+void ck_free(struct ck_data *d)
+{
+    free(d->att);
+    free(d->gr);
+    free(d->wr);
+    free(d->fa);
+    memset(d, 0, sizeof *d);
+}

@@ -1,0 +1,418 @@
+/*
+ * client.c -- faultclient: one worker of the fault harness. It loops
+ *
+ *     lock a random hot lock -> 2..4 guarded writes to the fenced store
+ *     (tests/fault/store.c) with the lock's fence -> unlock
+ *
+ * with libbaton's async API on a libuv loop, and logs every event with a
+ * CLOCK_MONOTONIC timestamp (flog.h) for the checker (check.c):
+ *
+ *     T SESS SESSION              a session is open (first or fresh one)
+ *     T SESSFAIL STATUS           opening a session failed
+ *     T ACQ A LOCK WAIT_MS        attempt A: lock call made (before it is sent)
+ *     T QUEUED A LOCK POS         the cluster committed A's ACQUIRE and queued it
+ *     T GRANT A LOCK FENCE SESSION   the lock callback: granted
+ *     T AFAIL A LOCK STATUS       the lock callback (or the call) failed
+ *     T WRITE LOCK FENCE K        guarded write K of this hold, about to be sent
+ *     T WOK LOCK FENCE K          the store accepted it
+ *     T WREJ LOCK FENCE K MAX     the store rejected it: it had seen fence MAX
+ *     T WERR LOCK FENCE K         no answer from the store (harness problem)
+ *     T REL LOCK FENCE            unlock called (the holder stops writing here)
+ *     T RELD LOCK FENCE STATUS    unlock's outcome (0, BATON_ELOST, ...)
+ *     T LOST LOCK FENCE WHY       the lost callback
+ *     T CLOSED STATUS             the session was closed at the end
+ *     T END                       the client exits
+ * STATUS values are BATON_E* numbers.
+ *
+ *   faultclient --endpoints E --store PORT --name N --log FILE
+ *               [--locks K] [--ttl MS] [--seed S]
+ *
+ * SIGTERM: start no new lock call, finish the current one (its hold and
+ * unlock), close the session, exit 0. A client that is told its lock is
+ * lost stops writing at once and unlocks (BATON_ELOST).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "client/adapters/libuv.h"
+#include "client/baton_async.h"
+#include "tests/fault/flog.h"
+
+enum cstate { C_OPENING, C_IDLE, C_ACQUIRING, C_HOLDING, C_RELEASING, C_CLOSING, C_DONE };
+
+struct app {
+    uv_loop_t *loop;
+    baton_opts opts;
+    baton_async_t *ac;
+    uv_timer_t timer;
+    void (*on_timer)(struct app *);
+    uv_signal_t sigterm;
+    FILE *log;
+    const char *name;
+    int n_locks;
+    int store_port;
+    int store_fd;
+    uint64_t rng;
+    int stopping;
+    enum cstate state;
+    uint64_t attempt;
+    char lock[32];
+    uint64_t fence;
+    int writes_left, write_no;
+    int lost;
+};
+
+static void next_op(struct app *a);
+
+static uint32_t rnd(struct app *a, uint32_t lo, uint32_t hi)
+{
+    a->rng ^= a->rng << 13;
+    a->rng ^= a->rng >> 7;
+    a->rng ^= a->rng << 17;
+    return lo + (uint32_t)(a->rng % (uint64_t)(hi - lo + 1));
+}
+
+static void timer_cb(uv_timer_t *t)
+{
+    struct app *a = t->data;
+    void (*f)(struct app *) = a->on_timer;
+
+    a->on_timer = NULL;
+    if (f) f(a);
+}
+
+static void after(struct app *a, uint64_t ms, void (*f)(struct app *))
+{
+    a->on_timer = f;
+    uv_timer_start(&a->timer, timer_cb, ms, 0);
+}
+
+/* ---- the fenced store ----------------------------------------------------- */
+
+static int store_connect(struct app *a)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct timeval tv = {10, 0};
+    int one = 1, fd;
+
+    sa.sin_port = htons((uint16_t)a->store_port);
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        close(fd);
+        return -1;
+    }
+    a->store_fd = fd;
+    return 0;
+}
+
+/* One request to the store; its answer line in out. 0, or -1. Blocking:
+ * the store answers at once on loopback. */
+static int store_call(struct app *a, const char *req, char *out, size_t cap)
+{
+    size_t len = 0;
+
+    if (a->store_fd < 0 && store_connect(a) != 0) return -1;
+    if (send(a->store_fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req)) goto fail;
+    while (len < cap - 1) {
+        ssize_t r = recv(a->store_fd, out + len, 1, 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) goto fail;
+        if (out[len] == '\n') {
+            out[len] = '\0';
+            return 0;
+        }
+        len++;
+    }
+fail:
+    close(a->store_fd);
+    a->store_fd = -1;
+    return -1;
+}
+
+/* ---- one hold: writes, then unlock ------------------------------------------ */
+
+static void on_unlocked(baton_async_t *ac, int status, void *data)
+{
+    struct app *a = data;
+
+    (void)ac;
+    flog(a->log, "RELD %s %" PRIu64 " %d", a->lock, a->fence, status);
+    a->state = C_IDLE;
+    next_op(a);
+}
+
+static void release(struct app *a)
+{
+    int rv;
+
+    a->state = C_RELEASING;
+    flog(a->log, "REL %s %" PRIu64, a->lock, a->fence);
+    rv = baton_async_unlock(a->ac, a->lock, a->fence, on_unlocked, a);
+    if (rv < 0) {
+        /* BATON_ELOST at once: the lost callback had run. */
+        flog(a->log, "RELD %s %" PRIu64 " %d", a->lock, a->fence, rv);
+        a->state = C_IDLE;
+        next_op(a);
+    }
+}
+
+static void write_once(struct app *a)
+{
+    char req[128], ans[64];
+    unsigned long long max;
+
+    if (a->lost) { /* told: stop using the resource */
+        release(a);
+        return;
+    }
+    a->write_no++;
+    snprintf(req, sizeof req, "W %s %" PRIu64 " %s %d\n", a->lock, a->fence, a->name, a->write_no);
+    flog(a->log, "WRITE %s %" PRIu64 " %d", a->lock, a->fence, a->write_no);
+    if (store_call(a, req, ans, sizeof ans) != 0)
+        flog(a->log, "WERR %s %" PRIu64 " %d", a->lock, a->fence, a->write_no);
+    else if (ans[0] == 'A')
+        flog(a->log, "WOK %s %" PRIu64 " %d", a->lock, a->fence, a->write_no);
+    else if (sscanf(ans, "R %llu", &max) == 1)
+        flog(a->log, "WREJ %s %" PRIu64 " %d %llu", a->lock, a->fence, a->write_no, max);
+    else
+        flog(a->log, "WERR %s %" PRIu64 " %d", a->lock, a->fence, a->write_no);
+    if (--a->writes_left > 0)
+        after(a, rnd(a, 5, 25), write_once);
+    else
+        release(a);
+}
+
+/* ---- lock calls ---------------------------------------------------------------- */
+
+static void on_locked(baton_async_t *ac, int status, const char *name, uint64_t fence, void *data)
+{
+    struct app *a = data;
+
+    if (status != 0) {
+        flog(a->log, "AFAIL %" PRIu64 " %s %d", a->attempt, name, status);
+        a->state = C_IDLE;
+        /* Back off a little when the cluster is unreachable. */
+        after(a, status == BATON_EUNAVAIL || status == BATON_ESESSION ? rnd(a, 50, 200)
+                                                                        : rnd(a, 0, 20),
+              next_op);
+        return;
+    }
+    flog(a->log, "GRANT %" PRIu64 " %s %" PRIu64 " %" PRIu64, a->attempt, name, fence,
+         baton_async_session_id(ac));
+    a->state = C_HOLDING;
+    a->fence = fence;
+    a->lost = 0;
+    a->write_no = 0;
+    a->writes_left = (int)rnd(a, 2, 4);
+    write_once(a);
+}
+
+static void on_queued(baton_async_t *ac, const char *lock, uint32_t position, void *call_data,
+                      void *data)
+{
+    struct app *a = data;
+
+    (void)ac;
+    (void)call_data;
+    flog(a->log, "QUEUED %" PRIu64 " %s %u", a->attempt, lock, position);
+}
+
+static void on_lost(baton_async_t *ac, const char *lock, uint64_t fence, int why, void *data)
+{
+    struct app *a = data;
+
+    (void)ac;
+    flog(a->log, "LOST %s %" PRIu64 " %d", lock, fence, why);
+    if (a->state == C_HOLDING && a->fence == fence && strcmp(a->lock, lock) == 0) a->lost = 1;
+}
+
+static void acquire(struct app *a)
+{
+    int64_t wait_ms = rnd(a, 1, 10) == 1 ? BATON_WAIT_TRY : (int64_t)rnd(a, 500, 5000);
+    int rv;
+
+    a->attempt++;
+    snprintf(a->lock, sizeof a->lock, "hot%u", rnd(a, 0, (uint32_t)a->n_locks - 1));
+    a->state = C_ACQUIRING;
+    flog(a->log, "ACQ %" PRIu64 " %s %" PRId64, a->attempt, a->lock, wait_ms);
+    rv = baton_async_lock(a->ac, a->lock, wait_ms, on_locked, a);
+    if (rv < 0) {
+        flog(a->log, "AFAIL %" PRIu64 " %s %d", a->attempt, a->lock, rv);
+        a->state = C_IDLE;
+        after(a, 100, next_op);
+    }
+}
+
+/* ---- session life ------------------------------------------------------------------ */
+
+static void finish(struct app *a)
+{
+    a->state = C_DONE;
+    uv_timer_stop(&a->timer);
+    uv_close((uv_handle_t *)&a->timer, NULL);
+    uv_close((uv_handle_t *)&a->sigterm, NULL);
+}
+
+static void on_closed(baton_async_t *ac, int status, void *data)
+{
+    struct app *a = data;
+
+    flog(a->log, "CLOSED %d", status);
+    baton_async_free(ac); /* deferred until this callback returns */
+    a->ac = NULL;
+    finish(a);
+}
+
+static void close_session(struct app *a)
+{
+    a->state = C_CLOSING;
+    if (baton_async_close_session(a->ac, on_closed, a) != 0) {
+        flog(a->log, "CLOSED %d", -1);
+        baton_async_free(a->ac);
+        a->ac = NULL;
+        finish(a);
+    }
+}
+
+static void next_op(struct app *a)
+{
+    if (a->state != C_IDLE) return;
+    if (a->stopping) {
+        uv_timer_stop(&a->timer);
+        close_session(a);
+        return;
+    }
+    if (a->on_timer == NULL) after(a, rnd(a, 0, 20), acquire);
+}
+
+static void open_session(struct app *a);
+
+static void on_open(baton_async_t *ac, int status, uint64_t session, void *data)
+{
+    struct app *a = data;
+
+    if (status != 0) {
+        /* A context whose first open failed can only be freed; try anew. */
+        flog(a->log, "SESSFAIL %d", status);
+        baton_async_free(ac);
+        a->ac = NULL;
+        if (a->stopping)
+            finish(a);
+        else
+            after(a, 500, open_session);
+        return;
+    }
+    flog(a->log, "SESS %" PRIu64, session);
+    a->state = C_IDLE;
+    next_op(a);
+}
+
+static void on_session(baton_async_t *ac, int status, uint64_t session, void *data)
+{
+    struct app *a = data;
+
+    (void)ac;
+    if (status == 0)
+        flog(a->log, "SESS %" PRIu64, session);
+    else
+        flog(a->log, "SESSFAIL %d", status);
+}
+
+static void open_session(struct app *a)
+{
+    a->state = C_OPENING;
+    if (baton_async_new(&a->opts, &a->ac) != 0 || baton_uv_attach(a->ac, a->loop) != 0) {
+        fprintf(stderr, "faultclient: cannot create a context\n");
+        exit(1);
+    }
+    baton_async_on_lost(a->ac, on_lost, a);
+    baton_async_on_queued(a->ac, on_queued, a);
+    baton_async_on_session(a->ac, on_session, a);
+    if (baton_async_open(a->ac, on_open, a) != 0) {
+        fprintf(stderr, "faultclient: baton_async_open failed\n");
+        exit(1);
+    }
+}
+
+static void on_sigterm(uv_signal_t *s, int sig)
+{
+    struct app *a = s->data;
+
+    (void)sig;
+    a->stopping = 1;
+    if (a->state == C_IDLE) {
+        a->on_timer = NULL;
+        next_op(a);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"endpoints", required_argument, NULL, 'e'}, {"store", required_argument, NULL, 's'},
+        {"name", required_argument, NULL, 'n'},      {"log", required_argument, NULL, 'l'},
+        {"locks", required_argument, NULL, 'k'},     {"ttl", required_argument, NULL, 't'},
+        {"seed", required_argument, NULL, 'r'},      {0},
+    };
+    struct app a = {.n_locks = 2, .store_fd = -1, .rng = 88172645463325252ull};
+    const char *logpath = NULL;
+    unsigned ttl = 3000;
+    int o;
+
+    a.opts.client_name = "faultclient";
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (o) {
+        case 'e': a.opts.endpoints = optarg; break;
+        case 's': a.store_port = atoi(optarg); break;
+        case 'n': a.name = optarg; break;
+        case 'l': logpath = optarg; break;
+        case 'k': a.n_locks = atoi(optarg); break;
+        case 't': ttl = (unsigned)atoi(optarg); break;
+        case 'r': a.rng ^= strtoull(optarg, NULL, 10) * 0x9E3779B97F4A7C15ull; break;
+        default: goto usage;
+        }
+    }
+    if (a.opts.endpoints == NULL || a.store_port <= 0 || a.name == NULL || logpath == NULL ||
+        a.n_locks < 1 || a.n_locks > 1000 || optind != argc)
+        goto usage;
+    if (a.rng == 0) a.rng = 1;
+    a.opts.session_ttl_ms = ttl;
+    a.log = fopen(logpath, "w");
+    if (a.log == NULL) {
+        fprintf(stderr, "faultclient: %s: %s\n", logpath, strerror(errno));
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    a.loop = uv_default_loop();
+    uv_timer_init(a.loop, &a.timer);
+    a.timer.data = &a;
+    uv_signal_init(a.loop, &a.sigterm);
+    a.sigterm.data = &a;
+    uv_signal_start(&a.sigterm, on_sigterm, SIGTERM);
+    open_session(&a);
+    uv_run(a.loop, UV_RUN_DEFAULT);
+    flog(a.log, "END");
+    if (a.store_fd >= 0) close(a.store_fd);
+    fclose(a.log);
+    return uv_loop_close(a.loop) == 0 ? 0 : 1;
+
+usage:
+    fprintf(stderr, "usage: faultclient --endpoints E --store PORT --name N --log FILE "
+                    "[--locks K] [--ttl MS] [--seed S]\n");
+    return 2;
+}

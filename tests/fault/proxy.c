@@ -1,0 +1,451 @@
+/*
+ * proxy.c -- faultproxy: a TCP proxy between batond nodes' raft links that
+ * can cut them, for the fault harness's network partitions.
+ *
+ *   faultproxy ID:LISTEN_PORT:TARGET_PORT ...
+ *
+ * For every node, the proxy listens on 127.0.0.1:LISTEN_PORT -- the raft
+ * address the node advertises in --cluster -- and forwards each connection
+ * to 127.0.0.1:TARGET_PORT, where the node really listens (batond
+ * --raft-bind). So every raft message of the cluster passes through here.
+ *
+ * Who is talking. libraft's TCP transport (raft_uv_tcp) opens one
+ * connection per direction: node I sends to node J on a connection that I
+ * opened to J's address, and starts it with a handshake of three
+ * little-endian u64 (protocol version 1, I's server id, the length of I's
+ * address) and the address. The first 16 bytes therefore tell the proxy
+ * the sender; the listener it arrived on tells the receiver.
+ *
+ * Commands, one per line on stdin, each answered with one line on stdout
+ * ("ok", or "error: ...") once it has taken effect:
+ *   cut I J   node I can no longer reach node J: the connections from I to
+ *             J are closed, and new ones are accepted but held: what I
+ *             sends is read and thrown away, nothing is forwarded (a
+ *             black hole, as a real partition is, rather than a refusal)
+ *   heal      every link works again; held connections are closed so that
+ *             their senders reconnect through a working link
+ * A partition {A} | {B, C} is "cut A B", "cut B A", "cut A C", "cut C A".
+ * End of file on stdin ends the proxy (so it dies with the harness).
+ * Connections in and out are logged to stderr.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "tests/fault/flog.h"
+
+#define MAX_NODES 8
+#define READ_SIZE 65536
+#define HIGH_WATER (8u << 20) /* stop reading a side whose peer has this much queued */
+
+struct node {
+    uint32_t id;
+    int listen_port, target_port;
+    uv_tcp_t server;
+};
+
+enum pstate { P_HANDSHAKE, P_CONNECTING, P_OPEN, P_HELD, P_CLOSING };
+
+/* One connection a node opened to another node's raft address. */
+struct pconn {
+    struct pconn *prev, *next;
+    int dst;                 /* index of the node it was sent to */
+    int src;                 /* index of the sender, -1 until known / unknown id */
+    enum pstate state;
+    uv_tcp_t down;           /* accepted from the sender */
+    uv_tcp_t up;             /* to the receiver's bind port */
+    bool up_init;
+    bool down_paused, up_paused;
+    uv_connect_t creq;
+    char *pend;              /* bytes read before `up` is connected */
+    size_t pend_len, pend_cap;
+    int handles;             /* initialised handles not yet closed */
+};
+
+struct wreq {
+    uv_write_t req;
+    struct pconn *pc;
+    char *base;
+};
+
+static uv_loop_t *loop;
+static struct node nodes[MAX_NODES];
+static int n_nodes;
+static bool cut[MAX_NODES][MAX_NODES]; /* [src][dst] */
+static struct pconn *conns;
+static uv_pipe_t in;
+static char line[256];
+static size_t line_len;
+
+static int node_by_id(uint64_t id)
+{
+    for (int i = 0; i < n_nodes; i++)
+        if (nodes[i].id == id) return i;
+    return -1;
+}
+
+static void pc_closed(uv_handle_t *h)
+{
+    struct pconn *pc = h->data;
+
+    if (--pc->handles > 0) return;
+    free(pc->pend);
+    free(pc);
+}
+
+/* Close both sides of pc (idempotent); pc is freed once both are closed. */
+static void pc_close(struct pconn *pc, const char *why)
+{
+    if (pc->state == P_CLOSING) return;
+    if (pc->src >= 0 || pc->state != P_HANDSHAKE)
+        fprintf(stderr, "%llu close %d->%d: %s\n", (unsigned long long)flog_now_us(),
+                pc->src >= 0 ? (int)nodes[pc->src].id : 0, (int)nodes[pc->dst].id, why);
+    pc->state = P_CLOSING;
+    if (pc->prev)
+        pc->prev->next = pc->next;
+    else
+        conns = pc->next;
+    if (pc->next) pc->next->prev = pc->prev;
+    uv_close((uv_handle_t *)&pc->down, pc_closed);
+    if (pc->up_init) uv_close((uv_handle_t *)&pc->up, pc_closed);
+}
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    (void)h;
+    (void)hint;
+    buf->base = malloc(READ_SIZE);
+    buf->len = buf->base ? READ_SIZE : 0;
+}
+
+static void on_read_down(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+static void on_read_up(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+
+static void on_written(uv_write_t *req, int status)
+{
+    struct wreq *w = (struct wreq *)req;
+    struct pconn *pc = w->pc;
+
+    free(w->base);
+    free(w);
+    if (pc->state == P_CLOSING) return;
+    if (status < 0) {
+        pc_close(pc, uv_strerror(status));
+        return;
+    }
+    /* Resume a side paused because its peer's queue was long. */
+    if (pc->down_paused && uv_stream_get_write_queue_size((uv_stream_t *)&pc->up) < HIGH_WATER / 8) {
+        pc->down_paused = false;
+        uv_read_start((uv_stream_t *)&pc->down, on_alloc, on_read_down);
+    }
+    if (pc->up_paused && uv_stream_get_write_queue_size((uv_stream_t *)&pc->down) < HIGH_WATER / 8) {
+        pc->up_paused = false;
+        uv_read_start((uv_stream_t *)&pc->up, on_alloc, on_read_up);
+    }
+}
+
+/* Send base[0..len) (owned, freed once written) to `to`; pause `from` if
+ * `to` is backed up. */
+static int forward(struct pconn *pc, uv_stream_t *to, uv_stream_t *from, bool *paused, char *base,
+                   size_t len)
+{
+    struct wreq *w = malloc(sizeof *w);
+    uv_buf_t b = uv_buf_init(base, (unsigned)len);
+    int rv;
+
+    if (w == NULL) {
+        free(base);
+        return UV_ENOMEM;
+    }
+    w->pc = pc;
+    w->base = base;
+    rv = uv_write(&w->req, to, &b, 1, on_written);
+    if (rv != 0) {
+        free(base);
+        free(w);
+        return rv;
+    }
+    if (uv_stream_get_write_queue_size(to) > HIGH_WATER) {
+        uv_read_stop(from);
+        *paused = true;
+    }
+    return 0;
+}
+
+static void on_read_up(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    struct pconn *pc = s->data;
+
+    if (n <= 0) {
+        free(buf->base);
+        if (n < 0) pc_close(pc, n == UV_EOF ? "receiver closed" : uv_strerror((int)n));
+        return;
+    }
+    if (forward(pc, (uv_stream_t *)&pc->down, s, &pc->up_paused, buf->base, (size_t)n) != 0)
+        pc_close(pc, "write to sender failed");
+}
+
+static void on_connected(uv_connect_t *req, int status)
+{
+    struct pconn *pc = req->data;
+    char *pend = pc->pend;
+
+    if (pc->state == P_CLOSING) return;
+    if (status < 0) {
+        pc_close(pc, status == UV_ECONNREFUSED ? "receiver not listening" : uv_strerror(status));
+        return;
+    }
+    pc->state = P_OPEN;
+    fprintf(stderr, "%llu open %d->%d\n", (unsigned long long)flog_now_us(),
+            pc->src >= 0 ? (int)nodes[pc->src].id : 0, (int)nodes[pc->dst].id);
+    uv_tcp_nodelay(&pc->up, 1);
+    pc->pend = NULL;
+    if (forward(pc, (uv_stream_t *)&pc->up, (uv_stream_t *)&pc->down, &pc->down_paused, pend,
+                pc->pend_len) != 0) {
+        pc_close(pc, "write to receiver failed");
+        return;
+    }
+    pc->pend_len = pc->pend_cap = 0;
+    uv_read_start((uv_stream_t *)&pc->up, on_alloc, on_read_up);
+}
+
+/* The first 16 bytes arrived: find the sender, then hold or connect. */
+static void handshake_done(struct pconn *pc)
+{
+    struct sockaddr_in a;
+    uint64_t proto = 0, id = 0;
+
+    for (int k = 7; k >= 0; k--) {
+        proto = proto << 8 | (uint8_t)pc->pend[k];
+        id = id << 8 | (uint8_t)pc->pend[8 + k];
+    }
+    pc->src = proto == 1 ? node_by_id(id) : -1;
+    if (pc->src >= 0 && cut[pc->src][pc->dst]) {
+        pc->state = P_HELD;
+        pc->pend_len = 0;
+        fprintf(stderr, "%llu hold %d->%d\n", (unsigned long long)flog_now_us(),
+                (int)nodes[pc->src].id, (int)nodes[pc->dst].id);
+        return;
+    }
+    pc->state = P_CONNECTING;
+    uv_tcp_init(loop, &pc->up);
+    pc->up.data = pc;
+    pc->up_init = true;
+    pc->handles++;
+    pc->creq.data = pc;
+    uv_ip4_addr("127.0.0.1", nodes[pc->dst].target_port, &a);
+    if (uv_tcp_connect(&pc->creq, &pc->up, (struct sockaddr *)&a, on_connected) != 0)
+        pc_close(pc, "connect failed");
+}
+
+static int pend_append(struct pconn *pc, const char *p, size_t n)
+{
+    if (pc->pend_len + n > pc->pend_cap) {
+        size_t cap = (pc->pend_len + n) * 2;
+        char *q = realloc(pc->pend, cap);
+        if (q == NULL) return -1;
+        pc->pend = q;
+        pc->pend_cap = cap;
+    }
+    memcpy(pc->pend + pc->pend_len, p, n);
+    pc->pend_len += n;
+    return 0;
+}
+
+static void on_read_down(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    struct pconn *pc = s->data;
+
+    if (n <= 0) {
+        free(buf->base);
+        if (n < 0) pc_close(pc, n == UV_EOF ? "sender closed" : uv_strerror((int)n));
+        return;
+    }
+    switch (pc->state) {
+    case P_HANDSHAKE:
+    case P_CONNECTING:
+        if (pend_append(pc, buf->base, (size_t)n) != 0) {
+            free(buf->base);
+            pc_close(pc, "out of memory");
+            return;
+        }
+        free(buf->base);
+        if (pc->state == P_HANDSHAKE && pc->pend_len >= 16) handshake_done(pc);
+        return;
+    case P_OPEN:
+        if (forward(pc, (uv_stream_t *)&pc->up, s, &pc->down_paused, buf->base, (size_t)n) != 0)
+            pc_close(pc, "write to receiver failed");
+        return;
+    default: /* held: the black hole */
+        free(buf->base);
+        return;
+    }
+}
+
+static void on_accept(uv_stream_t *server, int status)
+{
+    struct node *nd = server->data;
+    struct pconn *pc;
+
+    if (status < 0) return;
+    pc = calloc(1, sizeof *pc);
+    if (pc == NULL) return;
+    pc->dst = (int)(nd - nodes);
+    pc->src = -1;
+    uv_tcp_init(loop, &pc->down);
+    pc->down.data = pc;
+    pc->handles = 1;
+    pc->next = conns;
+    if (conns) conns->prev = pc;
+    conns = pc;
+    if (uv_accept(server, (uv_stream_t *)&pc->down) != 0) {
+        pc_close(pc, "accept failed");
+        return;
+    }
+    uv_tcp_nodelay(&pc->down, 1);
+    uv_read_start((uv_stream_t *)&pc->down, on_alloc, on_read_down);
+}
+
+/* ---- commands -------------------------------------------------------------- */
+
+static void reply(const char *s)
+{
+    fputs(s, stdout);
+    fputc('\n', stdout);
+    fflush(stdout);
+}
+
+static void do_cut(int src, int dst)
+{
+    struct pconn *pc, *next;
+
+    cut[src][dst] = true;
+    for (pc = conns; pc; pc = next) {
+        next = pc->next;
+        if (pc->src == src && pc->dst == dst && pc->state != P_HELD) pc_close(pc, "cut");
+    }
+}
+
+static void do_heal(void)
+{
+    struct pconn *pc, *next;
+
+    memset(cut, 0, sizeof cut);
+    for (pc = conns; pc; pc = next) {
+        next = pc->next;
+        if (pc->state == P_HELD) pc_close(pc, "healed");
+    }
+}
+
+static void shutdown_all(void)
+{
+    while (conns) pc_close(conns, "shutdown");
+    for (int i = 0; i < n_nodes; i++) uv_close((uv_handle_t *)&nodes[i].server, NULL);
+    uv_close((uv_handle_t *)&in, NULL);
+}
+
+static void command(char *s)
+{
+    unsigned a, b;
+    char tail;
+
+    fprintf(stderr, "%llu command: %s\n", (unsigned long long)flog_now_us(), s);
+    if (sscanf(s, "cut %u %u %c", &a, &b, &tail) == 2) {
+        int src = node_by_id(a), dst = node_by_id(b);
+        if (src < 0 || dst < 0 || src == dst) {
+            reply("error: cut needs two different node ids");
+            return;
+        }
+        do_cut(src, dst);
+        reply("ok");
+    } else if (strcmp(s, "heal") == 0) {
+        do_heal();
+        reply("ok");
+    } else {
+        reply("error: unknown command (cut I J | heal)");
+    }
+}
+
+static void on_stdin(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    (void)s;
+    if (n < 0) {
+        free(buf->base);
+        shutdown_all();
+        return;
+    }
+    for (ssize_t k = 0; k < n; k++) {
+        char ch = buf->base[k];
+        if (ch == '\n') {
+            line[line_len] = '\0';
+            command(line);
+            line_len = 0;
+        } else if (line_len < sizeof line - 1) {
+            line[line_len++] = ch;
+        }
+    }
+    free(buf->base);
+}
+
+/* ---- start ------------------------------------------------------------------ */
+
+static int parse_node(const char *arg, struct node *nd)
+{
+    unsigned id, lp, tp;
+    char tail;
+
+    if (sscanf(arg, "%u:%u:%u%c", &id, &lp, &tp, &tail) != 3 || id == 0 || lp == 0 ||
+        lp > 65535 || tp == 0 || tp > 65535)
+        return -1;
+    nd->id = id;
+    nd->listen_port = (int)lp;
+    nd->target_port = (int)tp;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int rv;
+
+    if (argc < 2 || argc - 1 > MAX_NODES) {
+        fprintf(stderr, "usage: faultproxy ID:LISTEN_PORT:TARGET_PORT ... (at most %d)\n",
+                MAX_NODES);
+        return 2;
+    }
+    loop = uv_default_loop();
+    for (int i = 1; i < argc; i++) {
+        struct node *nd = &nodes[n_nodes];
+        struct sockaddr_in a;
+
+        if (parse_node(argv[i], nd) != 0) {
+            fprintf(stderr, "faultproxy: bad node '%s' (want ID:LISTEN_PORT:TARGET_PORT)\n",
+                    argv[i]);
+            return 2;
+        }
+        uv_tcp_init(loop, &nd->server);
+        nd->server.data = nd;
+        uv_ip4_addr("127.0.0.1", nd->listen_port, &a);
+        rv = uv_tcp_bind(&nd->server, (struct sockaddr *)&a, 0);
+        if (rv == 0) rv = uv_listen((uv_stream_t *)&nd->server, 64, on_accept);
+        if (rv != 0) {
+            fprintf(stderr, "faultproxy: listen on port %d: %s\n", nd->listen_port,
+                    uv_strerror(rv));
+            return 1;
+        }
+        n_nodes++;
+    }
+    uv_pipe_init(loop, &in, 0);
+    if ((rv = uv_pipe_open(&in, 0)) != 0 ||
+        (rv = uv_read_start((uv_stream_t *)&in, on_alloc, on_stdin)) != 0) {
+        fprintf(stderr, "faultproxy: stdin must be a pipe: %s\n", uv_strerror(rv));
+        return 1;
+    }
+    reply("ready");
+    uv_run(loop, UV_RUN_DEFAULT);
+    rv = uv_loop_close(loop);
+    return rv == 0 ? 0 : 1;
+}

@@ -1,0 +1,398 @@
+/*
+ * run.c -- faultrun: the fault harness. Starts a three-node cluster whose
+ * raft links pass through a fault-injecting proxy, a fenced store and
+ * several clients that loop lock -> guarded writes -> unlock on a few hot
+ * locks; lets the nemesis inject faults for a while; heals everything,
+ * stops the clients and the cluster; compares the nodes' state digests;
+ * and runs the checker on the logs. tests/fault/README.md describes the
+ * whole design; this is the driver.
+ *
+ *   faultrun [--seconds N] [--clients N] [--locks N] [--ttl MS] [--seed S]
+ *            [--faults LIST] [--expect-violations] [--keep]
+ *
+ *   --seconds N         how long the nemesis runs (default 120)
+ *   --clients N         client processes (default 5), --locks N hot locks (2)
+ *   --ttl MS            the clients' session lease (default 3000)
+ *   --seed S            the nemesis's random seed (default: from the clock);
+ *                       printed, so a run can be repeated
+ *   --faults LIST       comma-separated fault kinds (nemesis.c), or "all"
+ *   --expect-violations succeed only if the checker FINDS violations: for
+ *                       the selftest against a deliberately broken batond
+ *   --keep              keep the logs (kept anyway when the run fails)
+ *
+ * batond and batonctl come from $BATON_BUILD (tests/lib/cluster.h); the
+ * harness's own programs from the directory faultrun is in.
+ *
+ * Exit status: 0 success; 1 the checker found violations (or, with
+ * --expect-violations, did not); 2 set-up failed; 3 the harness saw
+ * something else wrong: a node crashed, a client hung or died, the nodes'
+ * state digests differ, a node did not stop cleanly.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/fault/flog.h"
+#include "tests/fault/run.h"
+
+static struct run R;
+
+/* ---- options ------------------------------------------------------------------- */
+
+static int parse_faults(struct run *r, const char *s)
+{
+    char buf[256], *save = NULL, *tok;
+
+    if (strcmp(s, "all") == 0) {
+        r->faults_enabled = (1u << F_COUNT) - 1;
+        return 0;
+    }
+    snprintf(buf, sizeof buf, "%s", s);
+    r->faults_enabled = 0;
+    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int k;
+        for (k = 0; k < F_COUNT; k++)
+            if (strcmp(tok, fault_names[k]) == 0) break;
+        if (k == F_COUNT) {
+            fprintf(stderr, "faultrun: unknown fault '%s'\n", tok);
+            return -1;
+        }
+        r->faults_enabled |= 1u << k;
+    }
+    return r->faults_enabled ? 0 : -1;
+}
+
+static int parse_args(struct run *r, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"seconds", required_argument, NULL, 's'}, {"clients", required_argument, NULL, 'c'},
+        {"locks", required_argument, NULL, 'l'},   {"ttl", required_argument, NULL, 't'},
+        {"seed", required_argument, NULL, 'r'},    {"faults", required_argument, NULL, 'f'},
+        {"expect-violations", no_argument, NULL, 'x'}, {"keep", no_argument, NULL, 'k'},
+        {0},
+    };
+    int o;
+
+    r->seconds = 120;
+    r->n_clients = 5;
+    r->n_locks = 2;
+    r->ttl_ms = 3000;
+    r->seed = flog_now_us() ^ (uint64_t)getpid() << 32;
+    r->faults_enabled = (1u << F_COUNT) - 1;
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (o) {
+        case 's': r->seconds = (unsigned)atoi(optarg); break;
+        case 'c': r->n_clients = atoi(optarg); break;
+        case 'l': r->n_locks = atoi(optarg); break;
+        case 't': r->ttl_ms = (unsigned)atoi(optarg); break;
+        case 'r': r->seed = strtoull(optarg, NULL, 10); break;
+        case 'f':
+            if (parse_faults(r, optarg) != 0) return -1;
+            break;
+        case 'x': r->expect_violations = 1; break;
+        case 'k': r->keep = 1; break;
+        default: return -1;
+        }
+    }
+    if (optind != argc || r->n_clients < 1 || r->n_clients > RUN_MAX_CLIENTS || r->n_locks < 1 ||
+        r->ttl_ms < 1000 || r->seconds < 1)
+        return -1;
+    r->rng = r->seed ? r->seed : 1;
+    return 0;
+}
+
+/* ---- set-up ---------------------------------------------------------------------- */
+
+static void tool(const struct run *r, const char *name, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/%s", r->tools, name);
+}
+
+static int start_store(struct run *r)
+{
+    char path[PATH_MAX + 32], logp[PATH_MAX + 32], line[64];
+    const char *argv[] = {path, logp, NULL};
+    int in[2], out[2];
+
+    tool(r, "faultstore", path, sizeof path);
+    snprintf(logp, sizeof logp, "%s/store.log", r->dir);
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return -1;
+    r->store_pid = proc_spawn(argv, in[0], out[1], 2);
+    close(in[0]);
+    close(out[1]);
+    r->store_in = in[1];
+    if (r->store_pid < 0 || proc_read_line(out[0], line, sizeof line, 10000) != 0 ||
+        sscanf(line, "port %d", &r->store_port) != 1) {
+        close(out[0]);
+        fprintf(stderr, "faultrun: the fenced store did not start\n");
+        return -1;
+    }
+    close(out[0]);
+    return 0;
+}
+
+static int start_proxy(struct run *r)
+{
+    char path[PATH_MAX + 32], logp[PATH_MAX + 32], args[CLUSTER_MAX_NODES][48], line[64];
+    const char *argv[CLUSTER_MAX_NODES + 2];
+    int in[2], out[2], logfd, n = 0;
+
+    tool(r, "faultproxy", path, sizeof path);
+    argv[n++] = path;
+    for (int i = 0; i < r->c.n; i++) {
+        snprintf(args[i], sizeof args[i], "%u:%d:%d", r->c.nodes[i].id, r->c.nodes[i].raft_port,
+                 r->c.nodes[i].raft_bind_port);
+        argv[n++] = args[i];
+    }
+    argv[n] = NULL;
+    snprintf(logp, sizeof logp, "%s/proxy.log", r->dir);
+    logfd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (logfd < 0 || pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return -1;
+    r->proxy_pid = proc_spawn(argv, in[0], out[1], logfd);
+    close(in[0]);
+    close(out[1]);
+    close(logfd);
+    r->proxy_in = in[1];
+    r->proxy_out = out[0];
+    if (r->proxy_pid < 0 || proc_read_line(r->proxy_out, line, sizeof line, 10000) != 0 ||
+        strcmp(line, "ready") != 0) {
+        fprintf(stderr, "faultrun: the proxy did not start (see %s)\n", logp);
+        return -1;
+    }
+    return 0;
+}
+
+static int start_clients(struct run *r)
+{
+    for (int k = 0; k < r->n_clients; k++) {
+        char path[PATH_MAX + 32], logp[PATH_MAX + 32], errp[PATH_MAX + 32], port[16], name[16],
+            locks[16], ttl[16], seed[32];
+        const char *argv[] = {path,    "--endpoints", cluster_endpoints(&r->c),
+                              "--store", port,         "--name", name, "--log", logp,
+                              "--locks", locks,        "--ttl",  ttl,  "--seed", seed, NULL};
+        int errfd;
+
+        tool(r, "faultclient", path, sizeof path);
+        snprintf(logp, sizeof logp, "%s/client-%02d.log", r->dir, k);
+        snprintf(errp, sizeof errp, "%s/client-%02d.err", r->dir, k);
+        snprintf(port, sizeof port, "%d", r->store_port);
+        snprintf(name, sizeof name, "c%d", k);
+        snprintf(locks, sizeof locks, "%d", r->n_locks);
+        snprintf(ttl, sizeof ttl, "%u", r->ttl_ms);
+        snprintf(seed, sizeof seed, "%" PRIu64, r->seed + (uint64_t)k * 7919u);
+        errfd = open(errp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        r->clients[k] = proc_spawn(argv, -1, -1, errfd);
+        if (errfd >= 0) close(errfd);
+        if (r->clients[k] < 0) return -1;
+    }
+    return 0;
+}
+
+/* ---- the end of the run ---------------------------------------------------------------- */
+
+/* SIGTERM every client; each finishes its hold, closes its session and
+ * exits 0. One that does not within 60 s is a harness error. */
+static void stop_clients(struct run *r)
+{
+    for (int k = 0; k < r->n_clients; k++)
+        if (r->clients[k] > 0) kill(r->clients[k], SIGTERM);
+    for (int k = 0; k < r->n_clients; k++) {
+        int code;
+        if (r->clients[k] <= 0) continue;
+        code = proc_wait(r->clients[k], 60000);
+        if (code != 0) {
+            printf("# client c%d %s (see client-%02d.err)\n", k,
+                   code < 0 ? "did not stop within 60 s" : "exited with an error", k);
+            r->harness_errors++;
+            if (code < 0) {
+                kill(r->clients[k], SIGKILL);
+                proc_wait(r->clients[k], 5000);
+            }
+        }
+        r->clients[k] = 0;
+    }
+}
+
+/* Wait until every node has applied the same index, then compare their
+ * state digests: a difference would mean a node's state diverged. */
+static void compare_digests(struct run *r)
+{
+    uint64_t deadline = flog_now_us() + 30000000u;
+
+    for (;;) {
+        struct cluster_status st[CLUSTER_MAX_NODES];
+        int ok = 1;
+
+        for (int i = 0; i < r->c.n && ok; i++)
+            ok = cluster_node_status(&r->c, i, &st[i], 2000) == 0 &&
+                 st[i].applied_index == st[0].applied_index;
+        if (ok) {
+            for (int i = 1; i < r->c.n; i++)
+                if (st[i].state_digest != st[0].state_digest) {
+                    printf("# state digests differ at applied index %" PRIu64 ": node 1 %016" PRIx64
+                           ", node %d %016" PRIx64 "\n",
+                           st[0].applied_index, st[0].state_digest, i + 1, st[i].state_digest);
+                    r->harness_errors++;
+                    return;
+                }
+            printf("# state digests: all %d nodes agree at applied index %" PRIu64 "\n", r->c.n,
+                   st[0].applied_index);
+            return;
+        }
+        if (flog_now_us() > deadline) {
+            printf("# the nodes did not reach the same applied index within 30 s\n");
+            r->harness_errors++;
+            return;
+        }
+        proc_sleep_ms(200);
+    }
+}
+
+/* End of file on their stdin stops the proxy and the store. */
+static void stop_helpers(struct run *r)
+{
+    pid_t *pids[2] = {&r->proxy_pid, &r->store_pid};
+    int *fds[3] = {&r->proxy_in, &r->store_in, &r->proxy_out};
+
+    for (int k = 0; k < 3; k++)
+        if (*fds[k] >= 0) {
+            close(*fds[k]);
+            *fds[k] = -1;
+        }
+    for (int k = 0; k < 2; k++) {
+        if (*pids[k] <= 0) continue;
+        if (proc_wait(*pids[k], 10000) != 0) {
+            kill(*pids[k], SIGKILL);
+            proc_wait(*pids[k], 5000);
+            r->harness_errors++;
+        }
+        *pids[k] = 0;
+    }
+}
+
+/* Run faultcheck on the logs; its output goes to ours. Its exit code. */
+static int run_checker(struct run *r)
+{
+    char path[PATH_MAX + 32];
+    const char *argv[] = {path, r->dir, NULL};
+    pid_t pid;
+
+    tool(r, "faultcheck", path, sizeof path);
+    pid = proc_spawn(argv, -1, 1, 2);
+    return pid < 0 ? 2 : proc_wait(pid, 600000);
+}
+
+/* Kill whatever is still running (a failed set-up, SIGINT). */
+static void emergency_stop(void)
+{
+    for (int k = 0; k < RUN_MAX_CLIENTS; k++)
+        if (R.clients[k] > 0) {
+            kill(R.clients[k], SIGKILL);
+            proc_wait(R.clients[k], 2000);
+            R.clients[k] = 0;
+        }
+    if (R.proxy_pid > 0) kill(R.proxy_pid, SIGKILL), proc_wait(R.proxy_pid, 2000);
+    if (R.store_pid > 0) kill(R.store_pid, SIGKILL), proc_wait(R.store_pid, 2000);
+    R.proxy_pid = R.store_pid = 0;
+    cluster_stop(&R.c);
+}
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    /* Children die with us (PR_SET_PDEATHSIG); cluster.c's guardian stops
+     * the nodes and removes their data. */
+    _exit(130);
+}
+
+static void rm_dir(const char *dir)
+{
+    char cmd[PATH_MAX + 32];
+    /* Only files this run wrote, in a directory it created. */
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "faultrun: could not remove %s\n", dir);
+}
+
+int main(int argc, char **argv)
+{
+    static const char *const node_args[] = {"--snapshot-threshold", "1024",
+                                            "--snapshot-trailing", "256", NULL};
+    struct cluster_opts co = {.extra_args = node_args, .raft_proxy = 1};
+    const char *tmp = getenv("TMPDIR");
+    char self[PATH_MAX], nem[PATH_MAX + 32];
+    ssize_t n;
+    int check, rv;
+
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    R.store_in = R.proxy_in = R.proxy_out = -1;
+    if (parse_args(&R, argc, argv) != 0) {
+        fprintf(stderr, "usage: faultrun [--seconds N] [--clients N] [--locks N] [--ttl MS] "
+                        "[--seed S] [--faults LIST] [--expect-violations] [--keep]\n");
+        return 2;
+    }
+    n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) return 2;
+    self[n] = '\0';
+    *strrchr(self, '/') = '\0';
+    snprintf(R.tools, sizeof R.tools, "%s", self);
+    snprintf(R.dir, sizeof R.dir, "%s/baton-fault-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (mkdtemp(R.dir) == NULL) {
+        fprintf(stderr, "faultrun: mkdtemp: %s\n", strerror(errno));
+        return 2;
+    }
+    snprintf(nem, sizeof nem, "%s/nemesis.log", R.dir);
+    R.nemesis = fopen(nem, "w");
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGPIPE, SIG_IGN);
+    printf("# fault run: %u s, %d clients, %d locks, ttl %u ms, seed %" PRIu64 ", logs in %s\n",
+           R.seconds, R.n_clients, R.n_locks, R.ttl_ms, R.seed, R.dir);
+
+    if (R.nemesis == NULL || start_store(&R) != 0 || cluster_start_opts(&R.c, 3, &co) != 0 ||
+        start_proxy(&R) != 0 || cluster_wait_leader(&R.c, 30000) < 0 || start_clients(&R) != 0) {
+        fprintf(stderr, "faultrun: set-up failed; logs kept in %s\n", R.dir);
+        emergency_stop();
+        return 2;
+    }
+    R.t_start_us = flog_now_us();
+    flog(R.nemesis, "NOTE start");
+    nemesis_run(&R, R.t_start_us + (uint64_t)R.seconds * 1000000u);
+    flog(R.nemesis, "NOTE faults over; healing");
+    nemesis_heal_all(&R);
+    if (cluster_wait_leader(&R.c, 30000) < 0) R.harness_errors++;
+    proc_sleep_ms(2000); /* the clients get going again */
+    flog(R.nemesis, "NOTE stopping the clients");
+    stop_clients(&R);
+    compare_digests(&R);
+    if (cluster_stop(&R.c) != 0) {
+        printf("# a node did not stop cleanly on SIGTERM\n");
+        R.harness_errors++;
+    }
+    stop_helpers(&R);
+    flog(R.nemesis, "NOTE stopped");
+    fclose(R.nemesis);
+
+    printf("# harness: %d node crashes, %d other problems\n", R.node_crashes, R.harness_errors);
+    check = run_checker(&R);
+    if (check != 0 && check != 1) {
+        printf("# the checker could not read the logs (exit %d)\n", check);
+        rv = 2;
+    } else if (R.expect_violations) {
+        rv = check == 1 ? 0 : 1;
+        printf("# selftest: the checker %s violations in a run against the broken build: %s\n",
+               check == 1 ? "found" : "did NOT find", rv == 0 ? "as expected" : "FAILED");
+    } else {
+        rv = check == 1 ? 1 : (R.node_crashes || R.harness_errors) ? 3 : 0;
+    }
+    if (rv == 0 && !R.keep)
+        rm_dir(R.dir);
+    else
+        printf("# logs kept in %s\n", R.dir);
+    return rv;
+}

@@ -1,0 +1,242 @@
+/*
+ * test_diskfull.c -- the data directories' filesystem runs full while a
+ * client writes, on three real batond processes.
+ *
+ * main() mounts a small tmpfs (160 MiB) and points $TMPDIR at it, so that
+ * the cluster harness puts all three nodes' data there; the nodes run with
+ * --min-free-mb 24. The test then fills the filesystem with a filler file,
+ * step by step, locking and unlocking between the steps, and checks:
+ *  - once free space is below the floor, writes fail at once with
+ *    BATON_ENOSPC and a message that says why (no hang, no other error);
+ *  - with the filesystem completely full, the same, and every node stays
+ *    up and answers STATUS, and the session stays alive (keepalives);
+ *  - after the filler is deleted, writes succeed again without a restart;
+ *  - nothing was corrupted: the three nodes reach the same applied index
+ *    with the same state digest, also after a node is restarted on its
+ *    data.
+ * Mounting needs root (CAP_SYS_ADMIN); without it, or where mounting is not
+ * permitted, the test is skipped with a message saying why.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/baton.h"
+#include "proto/baton_errno.h"
+#include "tests/lib/cluster.h"
+#include "tests/lib/runner.h"
+
+#define FS_SIZE "160m"
+#define FLOOR_MB 24
+
+static char mnt[64];
+static struct cluster C;
+static const char *const EXTRA[] = {"--min-free-mb", "24", NULL};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint64_t free_bytes(void)
+{
+    struct statvfs sv;
+    if (statvfs(mnt, &sv) != 0) FAIL("statvfs %s: %s", mnt, strerror(errno));
+    return (uint64_t)sv.f_bavail * sv.f_frsize;
+}
+
+/* Append to the filler file until at most `target` bytes are free (or the
+ * filesystem refuses more), at most `step` bytes per call. Returns the
+ * bytes written. */
+static uint64_t fill(uint64_t target, uint64_t step)
+{
+    static char chunk[1 << 20];
+    char path[128];
+    uint64_t written = 0;
+    int fd;
+
+    memset(chunk, 'f', sizeof chunk);
+    snprintf(path, sizeof path, "%s/filler", mnt);
+    fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0) FAIL("open %s: %s", path, strerror(errno));
+    while (written < step && free_bytes() > target) {
+        uint64_t room = free_bytes() - target;
+        size_t n = room < sizeof chunk ? (size_t)room : sizeof chunk;
+        ssize_t w = write(fd, chunk, n);
+        if (w <= 0) break; /* ENOSPC: full */
+        written += (uint64_t)w;
+    }
+    close(fd);
+    return written;
+}
+
+static baton_t *client(void)
+{
+    baton_opts o = {.endpoints = cluster_endpoints(&C), .client_name = "diskfull",
+                    .connect_timeout_ms = 15000, .op_timeout_ms = 10000,
+                    .session_ttl_ms = 30000};
+    baton_t *b = NULL;
+    int rv = baton_connect(&o, &b);
+
+    if (rv != 0) FAIL("baton_connect: %s: %s", baton_err_name(rv), baton_connect_errmsg());
+    return b;
+}
+
+/* Lock and unlock `name`; returns 0 or the error of the lock. */
+static int write_once(baton_t *b, const char *name)
+{
+    baton_lock_t *l = NULL;
+    int rv = baton_lock_timeout(b, name, 5000, &l);
+
+    if (rv == 0) {
+        rv = baton_unlock(l);
+        if (rv != 0) FAIL("unlock %s: %s", name, baton_err_name(rv));
+    }
+    return rv;
+}
+
+static void all_alive(void)
+{
+    for (int i = 0; i < C.n; i++) {
+        struct cluster_status st;
+        if (kill(C.nodes[i].pid, 0) != 0) FAIL("node %d is gone", i + 1);
+        if (cluster_node_status(&C, i, &st, 10000) != 0) FAIL("node %d does not answer STATUS", i + 1);
+    }
+}
+
+/* Wait until every node stands at the same applied index, then check that
+ * their digests agree. */
+static void digests_agree(void)
+{
+    int64_t deadline = now_ms() + 30000;
+
+    for (;;) {
+        struct cluster_status st[3];
+        int same = 1;
+        for (int i = 0; i < C.n; i++)
+            if (cluster_node_status(&C, i, &st[i], 10000) != 0) FAIL("node %d: no STATUS", i + 1);
+        for (int i = 1; i < C.n; i++) same &= st[i].applied_index == st[0].applied_index;
+        if (same) {
+            for (int i = 1; i < C.n; i++)
+                if (st[i].state_digest != st[0].state_digest)
+                    FAIL("digests differ at index %llu: node 1 %016llx, node %d %016llx",
+                         (unsigned long long)st[0].applied_index,
+                         (unsigned long long)st[0].state_digest, i + 1,
+                         (unsigned long long)st[i].state_digest);
+            fprintf(stderr, "# all nodes at index %llu, digest %016llx\n",
+                    (unsigned long long)st[0].applied_index, (unsigned long long)st[0].state_digest);
+            return;
+        }
+        if (now_ms() > deadline) FAIL("the nodes did not reach the same applied index");
+        usleep(100000);
+    }
+}
+
+TEST(disk_full)
+{
+    struct cluster_opts o = {.extra_args = EXTRA};
+    int64_t deadline;
+    int rv = 0, ok_writes = 0, refused = 0, leader;
+    char path[128];
+    baton_t *b;
+
+    ASSERT_EQ(cluster_start_opts(&C, 3, &o), 0);
+    leader = cluster_wait_leader(&C, 15000);
+    ASSERT_GE(leader, 0);
+    b = client();
+    for (int i = 0; i < 20; i++) ASSERT_EQ(write_once(b, "before"), 0);
+    fprintf(stderr, "# %.1f MiB free with the cluster running\n", (double)free_bytes() / 1048576);
+    ASSERT_GT(free_bytes(), (uint64_t)(FLOOR_MB + 8) << 20);
+
+    /* Fill in 4 MiB steps while writing: every write either succeeds or,
+     * once below the floor, fails with ENOSPC. */
+    while (free_bytes() > ((uint64_t)FLOOR_MB << 20) / 2) {
+        fill(((uint64_t)FLOOR_MB << 20) / 2, 4 << 20);
+        rv = write_once(b, "filling");
+        if (rv == 0)
+            ok_writes++;
+        else if (rv == BATON_ENOSPC)
+            refused++;
+        else
+            FAIL("write while filling: %s (%s)", baton_err_name(rv), baton_errmsg(b));
+    }
+    fprintf(stderr, "# filled to %.1f MiB free: %d writes went through, %d refused\n",
+            (double)free_bytes() / 1048576, ok_writes, refused);
+
+    /* Below the floor: refused at once, with the reason. */
+    deadline = now_ms() + 10000;
+    while ((rv = write_once(b, "below-floor")) == 0 && now_ms() < deadline) usleep(100000);
+    if (rv != BATON_ENOSPC) FAIL("below the floor: %s, not BATON_ENOSPC", baton_err_name(rv));
+    fprintf(stderr, "# %s\n", baton_errmsg(b));
+    ASSERT(strstr(baton_errmsg(b), "disk is full") != NULL);
+    {
+        baton_lock_t *l = NULL;
+        ASSERT_EQ(baton_trylock(b, "try", &l), BATON_ENOSPC);
+    }
+    all_alive();
+
+    /* Completely full. */
+    fill(0, UINT64_MAX);
+    fprintf(stderr, "# filled to %llu bytes free\n", (unsigned long long)free_bytes());
+    usleep(500000);
+    ASSERT_EQ(write_once(b, "full"), BATON_ENOSPC);
+    sleep(2); /* keepalives and heartbeats go on meanwhile */
+    all_alive();
+    ASSERT_EQ(write_once(b, "full"), BATON_ENOSPC); /* the session is still alive */
+
+    /* Space returns: writes go through again, no restart needed. */
+    snprintf(path, sizeof path, "%s/filler", mnt);
+    ASSERT_EQ(unlink(path), 0);
+    deadline = now_ms() + 15000;
+    while ((rv = write_once(b, "after")) == BATON_ENOSPC && now_ms() < deadline) usleep(100000);
+    if (rv != 0) FAIL("after freeing space: %s (%s)", baton_err_name(rv), baton_errmsg(b));
+    for (int i = 0; i < 50; i++) ASSERT_EQ(write_once(b, "after"), 0);
+
+    /* Nothing diverged or broke, also across a restart from the data. */
+    digests_agree();
+    ASSERT_EQ(cluster_restart(&C, (leader + 1) % C.n), 0);
+    ASSERT_EQ(write_once(b, "restarted"), 0);
+    digests_agree();
+    all_alive();
+    baton_close(b);
+    ASSERT_EQ(cluster_stop(&C), 0);
+}
+
+int main(int argc, char **argv)
+{
+    int failed;
+
+    runner_init(argc, argv);
+    runner_set_timeout(180);
+    snprintf(mnt, sizeof mnt, "/tmp/baton-diskfull-XXXXXX");
+    if (geteuid() != 0) {
+        printf("# SKIP disk_full: mounting a small tmpfs needs root\n");
+        return runner_done();
+    }
+    if (mkdtemp(mnt) == NULL) {
+        printf("# SKIP disk_full: mkdtemp: %s\n", strerror(errno));
+        return runner_done();
+    }
+    if (mount("tmpfs", mnt, "tmpfs", 0, "size=" FS_SIZE ",mode=0700") != 0) {
+        printf("# SKIP disk_full: cannot mount a tmpfs on %s: %s\n", mnt, strerror(errno));
+        rmdir(mnt);
+        return runner_done();
+    }
+    setenv("TMPDIR", mnt, 1);
+    RUN(disk_full);
+    failed = runner_done();
+    if (umount2(mnt, MNT_DETACH) != 0) fprintf(stderr, "# umount %s: %s\n", mnt, strerror(errno));
+    rmdir(mnt);
+    return failed;
+}
