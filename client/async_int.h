@@ -220,8 +220,10 @@ struct baton_async {
     uint64_t ka_at;           /* next keepalive due (ms); 0: none */
     uint64_t ka_next_id;      /* next keepalive req_id */
     unsigned ka_pos;          /* next slot of ka[] */
-    struct {
+    struct baton__ka_slot {
         uint64_t id, sent_at, session;
+        uint64_t gen;         /* the connection it went out on (ac->gen) */
+        bool answered;
     } ka[BATON__KA_RING];     /* recent keepalives */
 
     /* Held locks (see "Held locks" above). */

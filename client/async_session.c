@@ -25,6 +25,16 @@
  * to a keepalive of an older session (or one that fell out of the ring)
  * is ignored.
  *
+ * A node that stops answering. A keepalive left unanswered on the current
+ * connection for ttl/6 means the node is stopped, cut off from the others
+ * (the leader answers a keepalive only after confirming its leadership
+ * through a majority) or overloaded: the connection is dropped and the next
+ * node tried. The first unanswered keepalive went out at most ttl/3 after
+ * the last answered one, so the node is left at most ttl/2 after that,
+ * while the lease (counted from that answered one) has ttl/2 to go. A
+ * healthy leader answers within milliseconds. ZooKeeper's client similarly
+ * gives up on a server that is silent for 2/3 of the session timeout.
+ *
  * The end of a session (baton__session_lost): the lease ran out here, a
  * SESSION_EXPIRED push came, or the cluster answered BATON_ESESSION. Every
  * held lock is declared lost; every call that the session had sent fails
@@ -85,6 +95,8 @@ static void keepalive_send(baton_async_t *ac)
     ac->ka[ac->ka_pos].id = m.req_id;
     ac->ka[ac->ka_pos].sent_at = now;
     ac->ka[ac->ka_pos].session = ac->session;
+    ac->ka[ac->ka_pos].gen = ac->gen;
+    ac->ka[ac->ka_pos].answered = false;
     ac->ka_pos = (ac->ka_pos + 1) % BATON__KA_RING;
 }
 
@@ -127,6 +139,7 @@ void baton__on_keepalive_reply(baton_async_t *ac, uint64_t req_id, int status)
         if (ac->ka[i].id == req_id) break;
     if (i == BATON__KA_RING || ac->ka[i].session != ac->session || !baton__session_known(ac))
         return;
+    ac->ka[i].answered = true;
     if (status == 0) {
         baton__lease_renew(ac, ac->ka[i].sent_at);
     } else if (status == BATON_ESESSION) {
@@ -136,13 +149,39 @@ void baton__on_keepalive_reply(baton_async_t *ac, uint64_t req_id, int status)
     }
 }
 
+/* How long a keepalive may wait for its answer before its node is left. */
+static uint64_t silence_limit(const baton_async_t *ac)
+{
+    uint64_t s = ttl_of(ac) / 6;
+    return s ? s : 1;
+}
+
+/* The send time of the oldest keepalive still unanswered on the current
+ * connection, 0 if there is none. */
+static uint64_t oldest_unanswered(const baton_async_t *ac)
+{
+    uint64_t t = 0;
+
+    if (ac->cstate != BATON__C_READY) return 0;
+    for (unsigned i = 0; i < BATON__KA_RING; i++) {
+        const struct baton__ka_slot *k = &ac->ka[i];
+        if (k->id == 0 || k->answered || k->gen != ac->gen || k->session != ac->session)
+            continue;
+        if (t == 0 || k->sent_at < t) t = k->sent_at;
+    }
+    return t;
+}
+
 /*
- * Timer fired: end the session if its lease ran out here, and send the
- * keepalive that is due. Returns false if the session ended (its requests
- * are settled already).
+ * Timer fired: end the session if its lease ran out here, leave a node
+ * that let a keepalive go unanswered too long, and send the keepalive that
+ * is due. Returns false if the session ended (its requests are settled
+ * already).
  */
 bool baton__session_check_timers(baton_async_t *ac, uint64_t now)
 {
+    uint64_t waiting;
+
     if (!baton__session_known(ac)) return true;
     if (now >= lease_end(ac)) {
         baton__seterr(ac,
@@ -152,6 +191,12 @@ bool baton__session_check_timers(baton_async_t *ac, uint64_t now)
         baton__session_lost(ac);
         return false;
     }
+    waiting = oldest_unanswered(ac);
+    if (waiting && now >= waiting + silence_limit(ac)) {
+        baton__seterr(ac, "%s left a keepalive unanswered for %llu ms: trying another node",
+                      ac->cur_text, (unsigned long long)(now - waiting));
+        baton__conn_fail(ac, false); /* the next connection sends a keepalive first */
+    }
     if (ac->ka_at && now >= ac->ka_at) keepalive_send(ac);
     return true;
 }
@@ -159,11 +204,13 @@ bool baton__session_check_timers(baton_async_t *ac, uint64_t now)
 /* The next keepalive or the lease's end, whichever is first (0: none). */
 uint64_t baton__session_next_timer(const baton_async_t *ac)
 {
-    uint64_t t;
+    uint64_t t, waiting;
 
     if (!baton__session_known(ac)) return 0;
     t = lease_end(ac);
     if (ac->ka_at && ac->ka_at < t) t = ac->ka_at;
+    waiting = oldest_unanswered(ac);
+    if (waiting && waiting + silence_limit(ac) < t) t = waiting + silence_limit(ac);
     return t;
 }
 

@@ -1857,6 +1857,45 @@ TEST(async_reconnect_sends_keepalive)
     fake_stop(f);
 }
 
+/* A node that stops answering keepalives (stopped, or a leader cut off
+ * from the majority) is left after ttl/6 of silence, before the lease runs
+ * out; the session carries on over the new connection. */
+TEST(async_silent_node_is_left)
+{
+    struct fake *f = fake_start();
+    struct tloop t;
+    baton_async_t *ac;
+    struct lostrec lr = {0};
+    struct rec r, r2;
+    uint64_t t0;
+
+    tloop_init(&t);
+    ac = a_open_ttl(&t, f->addr, 0, 3000, 0); /* keepalives every 1 s, left after 0.5 s */
+    baton_async_on_lost(ac, rec_lost, &lr);
+    r = a_lock(&t, ac, "k", BATON_WAIT_FOREVER);
+    ASSERT_EQ(r.status, 0);
+    run_for(&t, 100);
+    FK_SET(f, ka_silent, true);
+    t0 = now_ms();
+    while (FK_GET(f, n_conns) < 2) {
+        if (now_ms() - t0 > 2500) FAIL("still on the silent connection after 2500 ms");
+        run_for(&t, 10);
+    }
+    ASSERT(strstr(baton_async_errmsg(ac), "unanswered") != NULL);
+    FK_SET(f, ka_silent, false);
+    r2 = a_lock(&t, ac, "k2", BATON_WAIT_TRY);
+    ASSERT_EQ(r2.status, 0);
+    run_for(&t, 1300); /* a keepalive on the new connection is answered */
+    ASSERT_EQ(lr.calls, 0);
+    ASSERT_EQ(FK_GET(f, n_open), 1);
+    ASSERT_GE(FK_GET(f, last_ka_conn), 2);
+    ASSERT_EQ(a_unlock(&t, ac, "k", r.value), 0);
+    ASSERT_EQ(a_unlock(&t, ac, "k2", r2.value), 0);
+    a_close(&t, ac);
+    tloop_done(&t);
+    fake_stop(f);
+}
+
 /* Freeing the context from inside a lost callback is deferred: the other
  * lost callback and the failed wait, queued with it (the lease ran out, so
  * all three were settled in one go), still run once each with their own
@@ -1880,6 +1919,9 @@ TEST(async_free_in_lost_callback)
     ASSERT_EQ(baton_async_lock(a, "w", BATON_WAIT_FOREVER, rec_lock, &rw), 0);
     run_for(&t, 50);
     lr.free_me = a;
+    /* A stuck node: it answers nothing (the client's reconnects re-send
+     * the waiting ACQUIRE, which would otherwise renew the lease). */
+    FK_SET(f, silent_acquire, true);
     FK_SET(f, ka_silent, true);
     run_until(&t, &rw.calls, 1, 3000);
     ASSERT_EQ(lr.calls, 2);
@@ -2255,6 +2297,7 @@ int main(int argc, char **argv)
     RUN(async_session_expired);
     RUN(async_keepalive_esession);
     RUN(async_reconnect_sends_keepalive);
+    RUN(async_silent_node_is_left);
     RUN(async_free_in_lost_callback);
     RUN(blocking_basic);
     RUN(blocking_shared_by_8_threads);
