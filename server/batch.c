@@ -3,11 +3,14 @@
  * raft entry (one LMDB transaction, one fsync on each node), and answer each
  * request once its entry is applied on the leader.
  *
- * While --max-inflight entries (default 1) are proposed and not yet applied,
- * the batch is held and keeps growing over the following turns; the check
- * handler of the turn in which an entry applies proposes it. Under load the
- * followers then write a few large entries rather than one per loop turn
- * (each a synchronous disk write); an idle leader still proposes at once.
+ * Under load -- --max-inflight entries (default 1) proposed and not yet
+ * applied, carrying at least HOLD_MIN_CMDS commands between them -- the
+ * batch is held and keeps growing over the following turns; the check
+ * handler of the turn in which an entry applies proposes it. The followers
+ * then write a few large entries rather than one per loop turn (each a
+ * synchronous disk write). A lightly loaded leader proposes at once: when
+ * the entries in flight are a handful of commands (one hot lock's hand-offs,
+ * say), holding would only add a commit's latency to the next hand-off.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +18,8 @@
 #include "proto/baton_errno.h"
 #include "server/log.h"
 #include "server/server.h"
+
+#define HOLD_MIN_CMDS 8
 
 /* One proposed entry and the requests waiting for it. */
 struct inflight {
@@ -84,6 +89,7 @@ static void proposed_cb(void *data, int status, const struct effects *fx)
     struct inflight *f = data;
 
     f->srv->batch.inflight--;
+    f->srv->batch.inflight_cmds -= f->n;
     if (status != 0) {
         fail_all(f->srv, f->p, f->n, status);
     } else if (fx->n_results != f->n) {
@@ -141,10 +147,12 @@ void batch_flush(struct server *srv)
     int rv;
 
     if (b->count == 0) return;
-    /* While max_inflight entries are on their way, let the batch grow: one
-     * larger entry costs each node one disk write where many small ones
-     * would cost one each. A full batch goes anyway. */
-    if (b->max_inflight && b->inflight >= b->max_inflight && b->count < CMD_MAX_BATCH) return;
+    /* Under load let the batch grow (see the top of this file): one larger
+     * entry costs each node one disk write where many small ones would
+     * cost one each. A full batch goes anyway. */
+    if (b->max_inflight && b->inflight >= b->max_inflight && b->inflight_cmds >= HOLD_MIN_CMDS &&
+        b->count < CMD_MAX_BATCH)
+        return;
     cmd_batch_end(&b->payload, b->start, b->count);
     f = malloc(sizeof *f);
     if (f == NULL) {
@@ -159,9 +167,11 @@ void batch_flush(struct server *srv)
     b->cap = 0;
     b->count = 0;
     b->inflight++;
+    b->inflight_cmds += f->n;
     rv = node_propose(srv->node, b->payload.data, b->payload.len, proposed_cb, f);
     if (rv != 0) {
         b->inflight--;
+        b->inflight_cmds -= f->n;
         fail_all(srv, f->p, f->n, rv);
         free(f->p);
         free(f);

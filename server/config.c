@@ -51,9 +51,10 @@ static void usage(FILE *f)
           "  --min-free-mb N        while the filesystem of --data has less than N MiB free,\n"
           "                         client writes are answered ERROR(BATON_ENOSPC) (default\n"
           "                         64; 0 turns the check off)\n"
-          "  --max-inflight N       the leader's log entries proposed and not yet applied at\n"
-          "                         once (default 1; 0: no bound); while N are, the commands\n"
-          "                         that arrive wait and go into one larger entry\n"
+          "  --max-inflight N       under load (the entries in flight carry 8 commands or\n"
+          "                         more), the leader's entries proposed and not yet applied\n"
+          "                         at once (default 1; 0: no bound); while N are, the\n"
+          "                         commands that arrive wait and go into one larger entry\n"
           "  -h, --help             this text\n"
           "\n"
           "SIGINT or SIGTERM shuts the node down cleanly.\n",

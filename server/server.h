@@ -83,6 +83,7 @@ struct batch {
     struct pending *p;
     size_t cap;
     uint32_t inflight;      /* entries proposed and not yet applied here */
+    uint32_t inflight_cmds; /* the commands they carry */
     uint32_t max_inflight;  /* hold the next batch while this many are */
 };
 
