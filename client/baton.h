@@ -82,7 +82,9 @@ typedef struct baton_opts {
  * @param[in]  o    options; the strings are copied, o may be freed after.
  * @param[out] out  the new context; set to NULL on error.
  * @return 0, BATON_EINVAL (bad endpoints), BATON_ENOMEM, BATON_EUNAVAIL (no
- *         leader reachable within connect_timeout_ms), BATON_EVERSION.
+ *         leader reachable within connect_timeout_ms), BATON_EVERSION,
+ *         BATON_ENOSPC (the leader's data disk is below its floor: no new
+ *         sessions until space is freed), BATON_ELIMIT (too many sessions).
  * On error *out is NULL and baton_connect_errmsg() says why.
  */
 int baton_connect(const baton_opts *o, baton_t **out);
@@ -99,7 +101,9 @@ const char *baton_connect_errmsg(void);
  *         session ended while the call waited; the next call opens a fresh
  *         session), BATON_EUNAVAIL (cluster unreachable for longer than
  *         op_timeout_ms), BATON_ELIMIT, BATON_ECLOSED (baton_close ran),
- *         BATON_EBUSY (called from the lost callback).
+ *         BATON_EBUSY (called from the lost callback), BATON_ENOSPC (the
+ *         leader's data disk is below its floor: nothing was queued; retry
+ *         once space is freed. Releases are never refused for this).
  */
 int baton_lock(baton_t *b, const char *name, baton_lock_t **out);
 

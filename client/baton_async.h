@@ -111,7 +111,8 @@ typedef struct baton_async baton_async_t; /* opaque */
  * The session is open (status 0 and the session id) or could not be opened:
  * BATON_EUNAVAIL (no leader answered within connect_timeout_ms), BATON_EVERSION
  * (the cluster speaks another protocol version), BATON_ELIMIT (the cluster
- * refused more sessions), BATON_ECANCELED (freed first). After a failure the
+ * refused more sessions), BATON_ENOSPC (the leader's data disk is below its
+ * floor), BATON_ECANCELED (freed first). After a failure the
  * context can only be freed.
  */
 typedef void baton_async_open_cb(baton_async_t *ac, int status, uint64_t session, void *data);
@@ -121,8 +122,10 @@ typedef void baton_async_open_cb(baton_async_t *ac, int status, uint64_t session
  * `fence` until it is unlocked. Otherwise fence is 0 and status is
  * BATON_EWOULDBLOCK (try-lock of a held or contended lock), BATON_ETIMEDOUT
  * (a bounded wait ran out, or no reply within op_timeout_ms), BATON_EUNAVAIL,
- * BATON_ECANCELED, BATON_ESESSION (the session ended), BATON_ELIMIT or
- * another code from the cluster. `name` is valid only during the callback.
+ * BATON_ECANCELED, BATON_ESESSION (the session ended), BATON_ELIMIT,
+ * BATON_ENOSPC (the leader's data disk is below its floor; nothing was
+ * queued -- releases are never refused for it) or another code from the
+ * cluster. `name` is valid only during the callback.
  */
 typedef void baton_async_lock_cb(baton_async_t *ac, int status, const char *name,
                                  uint64_t fence, void *data);

@@ -38,6 +38,7 @@ struct node {
     node_transfer_cb *transfer_cb; /* set while a transfer is running */
     void *transfer_data;
     bool transfer_over;      /* raft's callback ran; ours is still due */
+    bool transfer_in_raft;   /* raft holds n->transfer: its callback is due */
     void (*close_cb)(void *data);
     void *close_data;
     uv_timer_t snap_timer;   /* finishes node_snapshot_now outside raft */
@@ -91,10 +92,21 @@ static int status_from_raft(int rv)
     }
 }
 
-/* Tell the server whenever our readiness to serve as leader flips. */
+static void transfer_finish(struct node *n, bool closing);
+
+/*
+ * Tell the server whenever our readiness to serve as leader flips. A node
+ * that stops serving because raft made it a follower has, if a transfer was
+ * running, handed leadership over: report that first, so that the transfer's
+ * reply goes out before the server closes every client connection (raft may
+ * call its own transfer callback only later, and a client that never saw
+ * the reply would re-send the transfer to the new leader).
+ */
 static void set_ready(struct node *n, bool ready)
 {
     if (n->ready == ready) return;
+    if (!ready && !n->closing && n->transfer_cb != NULL && raft_state(&n->raft) != RAFT_LEADER)
+        transfer_finish(n, false);
     n->ready = ready;
     if (n->hooks.ready != NULL) n->hooks.ready(n->hooks.data, ready);
 }
@@ -303,6 +315,8 @@ static void transfer_cb(struct raft_transfer *req)
 {
     struct node *n = req->data;
 
+    n->transfer_in_raft = false;
+    if (n->transfer_cb == NULL) return; /* already reported at step-down */
     n->transfer_over = true;
     node_poll_soon(n);
 }
@@ -312,14 +326,17 @@ int node_transfer(struct node *n, uint32_t id, node_transfer_cb *cb, void *data)
     int rv;
 
     if (!n->ready || n->closing) return BATON_ENOTLEADER;
-    if (n->transfer_cb != NULL) return BATON_EBUSY;
+    if (n->transfer_cb != NULL || n->transfer_in_raft) return BATON_EBUSY;
     memset(&n->transfer, 0, sizeof n->transfer);
     n->transfer.data = n;
     n->transfer_cb = cb;
     n->transfer_data = data;
     n->transfer_over = false;
     rv = raft_transfer(&n->raft, &n->transfer, id, transfer_cb);
-    if (rv == 0) return 0;
+    if (rv == 0) {
+        n->transfer_in_raft = true;
+        return 0;
+    }
     n->transfer_cb = NULL;
     n->transfer_data = NULL;
     n->transfer_over = false;

@@ -6,12 +6,17 @@
  * a failed batch hears of it, the leader keeps leading, and a failure to
  * prepare a new log segment leaves requests queued against a segment that
  * no longer exists (notes/raft-0.15.md section 5, canonical/raft#126). So
- * batond does not let a client's command reach raft while the filesystem
- * that holds --data has less than --min-free-mb free: the command is
- * answered ERROR(BATON_ENOSPC) at once and nothing is proposed. The floor
- * leaves room for what raft and the store still write meanwhile: the
- * leader's own small entries (lease expiries, wait timeouts, lock-delay
- * ends), replicated entries on followers, snapshots, metadata.
+ * batond does not let a client's command that grows the state (OPEN_SESSION,
+ * ACQUIRE) reach raft while the filesystem that holds --data has less than
+ * --min-free-mb free: the command is answered ERROR(BATON_ENOSPC) at once
+ * and nothing is proposed. Commands that give something back -- RELEASE,
+ * CANCEL, CLOSE_SESSION and the operator's FORCE_RELEASE / EXPIRE_SESSION --
+ * still go through, as etcd still allows deletes under its NOSPACE alarm:
+ * a holder must always be able to let go of its lock, and refusing it would
+ * only keep the lock from its next waiter until the lease ran out. The
+ * floor leaves room for those small entries and for what raft and the store
+ * write anyway: the leader's own entries (lease expiries, wait timeouts,
+ * lock-delay ends), replicated entries on followers, snapshots, metadata.
  *
  * A timer checks the free space (statvfs) every DISK_CHECK_MS on every
  * node; a transition is logged once. Reads (STATUS, LOCK_INFO, LIST_*),
@@ -24,6 +29,7 @@
 #include "proto/baton_errno.h"
 #include "server/log.h"
 #include "server/server.h"
+#include "storage/cmd.h"
 
 #define DISK_CHECK_MS 250
 #define MIB (1024.0 * 1024.0)
@@ -42,10 +48,10 @@ static void disk_check(struct server *srv)
     if (low == srv->disk_low) return;
     srv->disk_low = low;
     if (low)
-        log_warn("data disk: %.1f MiB free, below --min-free-mb %u: refusing client writes",
+        log_warn("data disk: %.1f MiB free, below --min-free-mb %u: refusing new sessions and locks",
                  (double)srv->disk_free / MIB, srv->cfg.min_free_mb);
     else
-        log_info("data disk: %.1f MiB free again: accepting client writes",
+        log_info("data disk: %.1f MiB free again: accepting new sessions and locks",
                  (double)srv->disk_free / MIB);
 }
 
@@ -73,16 +79,23 @@ void disk_close(struct server *srv)
         uv_close((uv_handle_t *)&srv->disk_timer, disk_closed);
 }
 
+/* Does this command make the state bigger (a new session, a new hold or
+ * wait)? Only those are refused while the disk is low. */
+static bool grows_state(uint8_t cmd_type)
+{
+    return cmd_type == CMD_OPEN_SESSION || cmd_type == CMD_ACQUIRE;
+}
+
 bool disk_refuse(struct server *srv, const struct pending *p)
 {
     struct conn *c;
 
-    if (!srv->disk_low || p->conn_id == 0) return false;
+    if (!srv->disk_low || p->conn_id == 0 || !grows_state(p->cmd_type)) return false;
     c = conn_get(srv, p->conn_id);
     if (c != NULL)
         conn_send_error(c, p->req_id, BATON_ENOSPC,
                         "node %u's data disk has %.1f MiB free, below --min-free-mb %u: "
-                        "writes are refused until space is freed",
+                        "new sessions and locks are refused until space is freed",
                         srv->cfg.node.id, (double)srv->disk_free / MIB, srv->cfg.min_free_mb);
     return true;
 }

@@ -196,9 +196,10 @@ struct conn *conn_get(struct server *srv, uint64_t id);
 /* disk.c -- refuse client writes while the data disk is below --min-free-mb. */
 void disk_init(struct server *srv);
 void disk_close(struct server *srv);
-/* Is the disk below the floor? Then a client's command (p->conn_id != 0)
- * has been answered ERROR(BATON_ENOSPC) and must not be proposed: true.
- * The leader's own commands are never refused. */
+/* Is the disk below the floor and is this a client's command (p->conn_id
+ * != 0) that grows the state (OPEN_SESSION, ACQUIRE)? Then it has been
+ * answered ERROR(BATON_ENOSPC) and must not be proposed: true. Releases,
+ * cancels, session closes and the leader's own commands are never refused. */
 bool disk_refuse(struct server *srv, const struct pending *p);
 
 /* guard.c -- limits on what one client may hold (README, "Limits"). */

@@ -6,8 +6,10 @@
  * the cluster harness puts all three nodes' data there; the nodes run with
  * --min-free-mb 24. The test then fills the filesystem with a filler file,
  * step by step, locking and unlocking between the steps, and checks:
- *  - once free space is below the floor, writes fail at once with
- *    BATON_ENOSPC and a message that says why (no hang, no other error);
+ *  - once free space is below the floor, writes that grow the state
+ *    (lock, trylock) fail at once with BATON_ENOSPC and a message that says
+ *    why (no hang, no other error), while a release still goes through: a
+ *    lock taken before the disk filled is unlocked below the floor;
  *  - with the filesystem completely full, the same, and every node stays
  *    up and answers STATUS, and the session stays alive (keepalives);
  *  - after the filler is deleted, writes succeed again without a restart;
@@ -150,12 +152,14 @@ TEST(disk_full)
     int rv = 0, ok_writes = 0, refused = 0, leader;
     char path[128];
     baton_t *b;
+    baton_lock_t *held = NULL;
 
     ASSERT_EQ(cluster_start_opts(&C, 3, &o), 0);
     leader = cluster_wait_leader(&C, 15000);
     ASSERT_GE(leader, 0);
     b = client();
     for (int i = 0; i < 20; i++) ASSERT_EQ(write_once(b, "before"), 0);
+    ASSERT_EQ(baton_lock(b, "held-across", &held), 0);
     fprintf(stderr, "# %.1f MiB free with the cluster running\n", (double)free_bytes() / 1048576);
     ASSERT_GT(free_bytes(), (uint64_t)(FLOOR_MB + 8) << 20);
 
@@ -184,6 +188,8 @@ TEST(disk_full)
         baton_lock_t *l = NULL;
         ASSERT_EQ(baton_trylock(b, "try", &l), BATON_ENOSPC);
     }
+    /* A release gives something back and is never refused. */
+    ASSERT_EQ(baton_unlock(held), 0);
     all_alive();
 
     /* Completely full. */
