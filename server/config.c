@@ -49,7 +49,7 @@ static void usage(FILE *f)
           "  --frame-timeout MS     a connection whose incomplete frame is older than MS is\n"
           "                         answered ERROR(BATON_ETIMEDOUT) and closed (default 10000)\n"
           "  --min-free-mb N        while the filesystem of --data has less than N MiB free,\n"
-          "                         client writes are answered ERROR(BATON_ENOSPC) (default\n"
+          "                         new sessions and acquires are answered ERROR(BATON_ENOSPC) (default\n"
           "                         64; 0 turns the check off)\n"
           "  --max-inflight N       under load (the entries in flight carry 8 commands or\n"
           "                         more), the leader's entries proposed and not yet applied\n"

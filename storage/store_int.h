@@ -44,8 +44,9 @@
 #define STORE_FORMAT_NO_MEMBERS 3
 /* The snapshot's leading u32: the bytes "BTN1" read as little-endian. */
 #define STORE_SNAP_MAGIC 0x314E5442u
-/* Initial map size: only address space, the file grows as needed. */
-#define STORE_MAP_SIZE ((size_t)4 << 30)
+/* Initial map size. The map is writable, so the data file is this long and
+ * fully allocated (store.c); it doubles, allocated first, on MDB_MAP_FULL. */
+#define STORE_MAP_SIZE ((size_t)8 << 20)
 
 /* Meta keys. The first group is replicated state (in snapshots: applied
  * and digest travel in the snapshot header, the three counters as meta
