@@ -310,7 +310,8 @@ err_after_env:
 err_after_dir:
     free(s->dir);
     free(s);
-    return rc == ENOMEM || rc == BATON_ENOMEM ? BATON_ENOMEM : BATON_EIO;
+    if (rc == ENOMEM || rc == BATON_ENOMEM) return BATON_ENOMEM;
+    return rc == ENOSPC || rc == BATON_ENOSPC ? BATON_ENOSPC : BATON_EIO;
 err_nomem_after_alloc:
     free(s);
 err_nomem:

@@ -7,7 +7,9 @@
  * loop thread); a store must not be used from two threads at once.
  *
  * One LMDB environment in `dir` (opened MDB_NOSYNC: the raft log is the
- * durable source, see notes/raft-0.15.md section 4) with named databases:
+ * durable source, see notes/raft-0.15.md section 4; and MDB_WRITEMAP, with
+ * the data file allocated on disk as far as the map reaches, 8 MiB at first,
+ * doubled when full) with named databases:
  *
  *   meta      "applied", "digest", "next_session", "next_fence", "next_enq",
  *             "format", "boot_id", "clean"
@@ -76,8 +78,9 @@ typedef struct store store;
  * If the previous run of this data directory did not shut down cleanly and
  * the machine rebooted since (boot id changed), the LMDB files cannot be
  * trusted after MDB_NOSYNC and are deleted and recreated empty: raft's
- * snapshot and log replay rebuild them. Returns 0, BATON_EIO or BATON_ENOMEM;
- * on error *out is NULL and errmsg (if not NULL, 256 bytes) says why.
+ * snapshot and log replay rebuild them. Returns 0, BATON_EIO, BATON_ENOMEM
+ * or BATON_ENOSPC (the data file's map could not be allocated on disk); on
+ * error *out is NULL and errmsg (if not NULL, 256 bytes) says why.
  */
 int store_open(const char *dir, store **out, char *errmsg);
 
@@ -106,8 +109,9 @@ int store_sync(store *s);
  * returned. A malformed batch applies nothing but still advances the applied
  * index and the digest (every node rejects it the same way) and returns 0
  * with out empty.
- * Returns BATON_EIO/BATON_ENOMEM only on a local failure (disk, memory), in
- * which case nothing was changed.
+ * Returns BATON_EIO/BATON_ENOMEM/BATON_ENOSPC only on a local failure
+ * (disk, memory, no room on disk to grow the map), in which case nothing was
+ * changed.
  */
 int store_apply(store *s, uint64_t index, const void *data, size_t len, struct effects *out);
 
