@@ -11,6 +11,10 @@
 #ifndef BATON_ERRNO_H
 #define BATON_ERRNO_H
 
+/* The reserved range: every BATON_E* code c has BATON_ERRNO_MIN <= c <= BATON_ERRNO_MAX. */
+#define BATON_ERRNO_MIN (-4099)
+#define BATON_ERRNO_MAX (-4001)
+
 #define BATON_ERRNO_MAP(XX)                                                  \
     XX(EINVAL, -4001, "invalid argument")                                   \
     XX(ENOMEM, -4002, "out of memory")                                      \

@@ -105,8 +105,7 @@ static void transfer_finish(struct node *n, bool closing);
 static void set_ready(struct node *n, bool ready)
 {
     if (n->ready == ready) return;
-    if (!ready && !n->closing && n->transfer_cb != NULL && raft_state(&n->raft) != RAFT_LEADER)
-        transfer_finish(n, false);
+    if (!ready && !n->closing && raft_state(&n->raft) != RAFT_LEADER) transfer_finish(n, false);
     n->ready = ready;
     if (n->hooks.ready != NULL) n->hooks.ready(n->hooks.data, ready);
 }

@@ -48,23 +48,26 @@ static const char *const db_names[DB_COUNT_] = {
 int store__err(int rc)
 {
     if (rc == 0) return 0;
-    if (rc <= BATON_EINVAL && rc >= BATON_EMALFORMED) return rc;
+    if (rc >= BATON_ERRNO_MIN && rc <= BATON_ERRNO_MAX) return rc; /* already ours */
     if (rc == ENOMEM) return BATON_ENOMEM;
     if (rc == ENOSPC) return BATON_ENOSPC;
     return BATON_EIO;
 }
 
 /*
- * Allocate the data file's blocks up to `bytes` (extending the file if it
- * is shorter), so that no page of a writable map of that size is a hole.
- * 0, or an errno value (ENOSPC). A filesystem that cannot preallocate
- * (EOPNOTSUPP, EINVAL) is left as it is: there a full disk could still
- * turn into a SIGBUS, as with any writable file mapping.
+ * Allocate the open environment's data file up to `bytes` (extending the
+ * file if it is shorter), so that no page of a writable map of that size is
+ * a hole. 0, or an errno/LMDB value (ENOSPC). A filesystem that cannot
+ * preallocate (EOPNOTSUPP, EINVAL) is left as it is: there a full disk could
+ * still turn into a SIGBUS, as with any writable file mapping.
  */
-static int map_reserve(int fd, size_t bytes)
+static int map_reserve(store *s, size_t bytes)
 {
-    int rc = posix_fallocate(fd, 0, (off_t)bytes);
+    mdb_filehandle_t fd;
+    int rc = mdb_env_get_fd(s->env, &fd);
 
+    if (rc != 0) return rc;
+    rc = posix_fallocate(fd, 0, (off_t)bytes);
     if (rc == EOPNOTSUPP || rc == EINVAL) return 0;
     return rc;
 }
@@ -123,13 +126,12 @@ int meta_put_u64(store *s, MDB_txn *txn, const char *key, uint64_t v)
 static int env_open(store *s, char *errmsg)
 {
     MDB_envinfo info;
-    mdb_filehandle_t fd;
     MDB_txn *txn;
     int rc;
 
-    s->map_size = STORE_MAP_SIZE;
     rc = mdb_env_create(&s->env);
     if (rc != 0) goto err;
+    s->map_size = STORE_MAP_SIZE;
     rc = mdb_env_set_mapsize(s->env, s->map_size);
     if (rc == 0) rc = mdb_env_set_maxdbs(s->env, 8);
     if (rc == 0) rc = mdb_env_open(s->env, s->dir, MDB_NOSYNC | MDB_NOTLS | MDB_WRITEMAP, 0600);
@@ -141,8 +143,7 @@ static int env_open(store *s, char *errmsg)
      * file for an existing environment.) */
     mdb_env_info(s->env, &info);
     s->map_size = info.me_mapsize;
-    rc = mdb_env_get_fd(s->env, &fd);
-    if (rc == 0) rc = map_reserve(fd, s->map_size);
+    rc = map_reserve(s, s->map_size);
     if (rc != 0) goto err_after_create;
     rc = mdb_txn_begin(s->env, NULL, 0, &txn);
     if (rc != 0) goto err_after_create;
@@ -310,8 +311,8 @@ err_after_env:
 err_after_dir:
     free(s->dir);
     free(s);
-    if (rc == ENOMEM || rc == BATON_ENOMEM) return BATON_ENOMEM;
-    return rc == ENOSPC || rc == BATON_ENOSPC ? BATON_ENOSPC : BATON_EIO;
+    rc = store__err(rc);
+    return rc == BATON_ENOMEM || rc == BATON_ENOSPC ? rc : BATON_EIO;
 err_nomem_after_alloc:
     free(s);
 err_nomem:
@@ -352,13 +353,11 @@ int store_sync(store *s)
 static int grow_map(store *s)
 {
     size_t bigger = s->map_size * 2;
-    mdb_filehandle_t fd;
     int rc;
 
     if (bigger < s->map_size) return MDB_MAP_FULL;
     /* Allocate the new part of the file first (see the top of this file). */
-    rc = mdb_env_get_fd(s->env, &fd);
-    if (rc == 0) rc = map_reserve(fd, bigger);
+    rc = map_reserve(s, bigger);
     if (rc != 0) return rc;
     rc = mdb_env_set_mapsize(s->env, bigger);
     if (rc != 0) return rc;
