@@ -582,6 +582,45 @@ int node_member_add(struct node *n, uint32_t id, const char *raft_addr, node_cha
     return 0;
 }
 
+/* How far (in entries) a voter's match index may trail the commit index
+ * and still count as caught up: a follower that is replicating normally
+ * trails by the entries in flight, a few at most. */
+#define CAUGHT_UP_SLACK 128
+
+/*
+ * Would the voters left without server `id` still include a majority that
+ * is caught up with this leader? libraft 0.15 walks a follower's diverged
+ * log back one entry per heartbeat (it ignores the follower's hint when the
+ * follower's log is the longer one), so a follower that returns from a
+ * partition with a stale tail of a few hundred entries takes tens of
+ * seconds to match again. While it does, the cluster commits with the
+ * other two; removing one of those two leaves it a voter that cannot
+ * acknowledge anything, and nothing commits -- the removal included --
+ * until it has caught up (seen in the fault harness: 30 s without a grant).
+ * So, like etcd's strict reconfiguration check, a removal is refused unless
+ * the leader plus the caught-up remaining voters make a majority of the
+ * remaining voters. A voter counts as caught up if raft heard from it within
+ * an election timeout and its match index is within CAUGHT_UP_SLACK of the
+ * commit index.
+ */
+static bool remove_keeps_quorum(const struct node *n, raft_id id)
+{
+    const struct raft *r = &n->raft;
+    unsigned voters = 0, caught_up = 0;
+
+    for (unsigned i = 0; i < r->configuration.n; i++) {
+        const struct raft_server *sv = &r->configuration.servers[i];
+        const struct raft_progress *p = &r->leader_state.progress[i];
+
+        if (sv->id == id || sv->role != RAFT_VOTER) continue;
+        voters++;
+        if (sv->id == r->id ||
+            (p->recent_recv && p->match_index + CAUGHT_UP_SLACK >= r->commit_index))
+            caught_up++;
+    }
+    return caught_up >= voters / 2 + 1;
+}
+
 int node_member_remove(struct node *n, uint32_t id, node_change_cb *cb, void *data)
 {
     int rv;
@@ -589,6 +628,7 @@ int node_member_remove(struct node *n, uint32_t id, node_change_cb *cb, void *da
     if (!n->ready || n->closing) return BATON_ENOTLEADER;
     if (n->change_cb != NULL) return BATON_EBUSY;
     if (id == n->cfg.id || id == 0) return BATON_EINVAL;
+    if (!remove_keeps_quorum(n, id)) return BATON_EBUSY;
     memset(&n->change, 0, sizeof n->change);
     n->change.data = n;
     n->change_cb = cb;

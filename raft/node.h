@@ -211,7 +211,10 @@ int node_member_add(struct node *n, uint32_t id, const char *raft_addr, node_cha
  * Remove server `id` from the raft configuration (raft_remove). Returns 0,
  * and then cb runs exactly once, later, with one of the statuses listed at
  * node_change_cb; or BATON_ENOTLEADER (not a ready leader), BATON_EBUSY
- * (another membership change is in flight), BATON_EINVAL (id is not a
+ * (another membership change is in flight -- node_change_busy() is then
+ * true -- or the voters that would remain hold no caught-up majority: one
+ * of them is still receiving the log, and removing `id` now would stop
+ * every commit until it has caught up), BATON_EINVAL (id is not a
  * member, or is this node: hand leadership away first) or BATON_ENOMEM /
  * BATON_EIO, and then cb never runs. Only one change may be in flight at a
  * time, cluster-wide.

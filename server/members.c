@@ -486,9 +486,13 @@ void admin_member_remove(struct conn *c, const struct msg *m)
         dispatch_not_leader(c, m->req_id);
     else if (rv == BATON_EINVAL)
         conn_send_error(c, m->req_id, rv, "member remove: node %u is not a member", id);
-    else if (rv == BATON_EBUSY)
+    else if (rv == BATON_EBUSY && node_change_busy(srv->node))
         conn_send_error(c, m->req_id, rv,
                         "member remove: another membership change is in flight");
+    else if (rv == BATON_EBUSY)
+        conn_send_error(c, m->req_id, rv,
+                        "member remove: without node %u the remaining voters hold no caught-up "
+                        "majority (a member is still catching up); try again shortly", id);
     else
         conn_send_error(c, m->req_id, rv, "member remove: %s", baton_strerror(rv));
 }
