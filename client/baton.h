@@ -10,7 +10,7 @@
  * queued in the cluster like separate clients and exclude each other).
  *
  * Errors: every call returns 0 on success or a negative BATON_E* code
- * (proto/baton_errno.h); baton_strerror() gives a short text and
+ * (client/baton_defs.h); baton_strerror() gives a short text and
  * baton_errmsg() the detailed message of the calling thread's last failed
  * call on that baton_t.
  *
@@ -35,7 +35,7 @@
 
 #include <stdint.h>
 
-#include "proto/baton_errno.h"
+#include "baton_defs.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -133,11 +133,7 @@ int baton_lock_timeout(baton_t *b, const char *name, int64_t ms, baton_lock_t **
  *   the server's --max-lock-delay), so that a holder that was paused and does
  *   not yet know it lost the lock cannot overlap with the next one.
  */
-/* The same values as in proto/msg.h (an identical redefinition is legal C). */
-#define BATON_WAIT_TRY 0
-#define BATON_WAIT_FOREVER (-1)
-#define BATON_LOCK_DELAY_DEFAULT 0
-#define BATON_LOCK_DELAY_NONE (-1)
+/* BATON_WAIT_* and BATON_LOCK_DELAY_* are defined in baton_defs.h. */
 
 typedef struct baton_lock_args {
     int64_t wait_ms;

@@ -91,15 +91,15 @@
  *    baton_async_free says (those already due with their own status, the
  *    rest with BATON_ECANCELED); nothing else runs after it.
  *
- * Errors are the negative codes of proto/baton_errno.h.
+ * Errors are the negative codes of client/baton_defs.h.
  */
 #ifndef BATON_ASYNC_H
 #define BATON_ASYNC_H
 
 #include <stdint.h>
 
-#include "client/baton.h"
-#include "proto/baton_errno.h"
+#include "baton.h"
+#include "baton_defs.h"
 
 #ifdef __cplusplus
 extern "C" {

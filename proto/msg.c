@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 
 /*
  * The smallest wire size of one list item. A count is rejected before

@@ -147,11 +147,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "client/baton_defs.h"
 #include "proto/buf.h"
 
 #define BATON_PROTO_VERSION 1
 #define BATON_MAX_FRAME (1u << 20)  /* largest `len` field (a frame is <= 4 + this) */
-#define BATON_MAX_NAME 256          /* lock name bytes */
 #define BATON_MAX_CLIENT_NAME 64    /* client name bytes */
 #define BATON_MAX_ADDR 64           /* "a.b.c.d:port" and then some */
 #define BATON_MAX_MEMBERS 16        /* cluster members in STATUS_R */
@@ -161,13 +161,6 @@
 #define PROTO_HDR_LEN 14            /* u32 len + u16 type + u64 req_id */
 #define PROTO_FRAME_MIN 10          /* smallest legal `len` field */
 
-/* ACQUIRE wait_ms values other than positive durations. */
-#define BATON_WAIT_TRY 0
-#define BATON_WAIT_FOREVER (-1)
-
-/* ACQUIRE lock_delay_ms values other than positive durations. */
-#define BATON_LOCK_DELAY_DEFAULT 0
-#define BATON_LOCK_DELAY_NONE (-1)
 
 enum msg_type {
     MSG_HELLO = 1,      /* c->s {u32 version, str client_name} */

@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 
 /* The term of the entry at `index` in raft's in-memory log, 0 if it is not
  * there (libraft 0.15's struct raft_log is public: a circular buffer of the

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 #include "raft/fsm.h"
 #include "raft/transport.h"
 

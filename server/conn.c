@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 #include "server/log.h"
 #include "server/server.h"
 

@@ -26,7 +26,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 #include "server/log.h"
 #include "server/server.h"
 #include "storage/cmd.h"

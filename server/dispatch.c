@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 #include "server/log.h"
 #include "server/server.h"
 

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 #include "server/log.h"
 #include "server/server.h"
 

@@ -9,7 +9,7 @@
 
 #include <stdlib.h>
 
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 
 void lease_init(struct lease_table *t)
 {

@@ -13,7 +13,7 @@
  * was silent before -- and only then starts expiring. A node that stops
  * leading forgets all leases at once.
  */
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 #include "server/log.h"
 #include "server/server.h"
 

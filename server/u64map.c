@@ -5,7 +5,7 @@
 
 #include <stdlib.h>
 
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 
 static size_t slot_of(uint64_t key, size_t cap)
 {

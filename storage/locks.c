@@ -23,7 +23,7 @@
  */
 #include <string.h>
 
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 #include "storage/store_int.h"
 
 static int lock_get(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r,

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 #include "storage/store_int.h"
 
 int sess_get(struct apply_ctx *c, uint64_t id, struct sess_rec *r, int *found)

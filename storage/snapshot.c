@@ -20,7 +20,7 @@
  */
 #include <string.h>
 
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 #include "proto/buf.h"
 #include "storage/store_int.h"
 

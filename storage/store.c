@@ -34,7 +34,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 #include "proto/buf.h"
 #include "storage/store_int.h"
 #include "storage/store_test.h"

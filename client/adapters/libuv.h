@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <uv.h>
 
-#include "client/baton_async.h"
+#include "../baton_async.h"
 
 struct baton_uv;
 

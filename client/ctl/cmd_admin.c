@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "client/ctl/ctl.h"
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 
 const char cmd_release_help[] =
     "usage: batonctl release --force NAME [-e ENDPOINTS] [-o table|json] [--timeout MS]\n"

@@ -40,7 +40,7 @@
 
 #include "client/baton.h"
 #include "client/ctl/ctl.h"
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 
 extern char **environ;
 

@@ -28,7 +28,7 @@
  */
 #include <stdarg.h>
 
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 #include "tests/cluster/fixture.h"
 #include "tests/lib/runner.h"
 

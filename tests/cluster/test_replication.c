@@ -9,7 +9,7 @@
  */
 #include "tests/lib/runner.h"
 
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 #include "tests/cluster/fixture.h"
 
 #define TTL 10000

@@ -44,7 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 #include "tests/fault/check.h"
 
 #define SHOW_MAX 10 /* detailed lines per kind */

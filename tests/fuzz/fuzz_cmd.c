@@ -40,7 +40,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 #include "proto/buf.h"
 #include "storage/cmd.h"
 #include "storage/store.h"

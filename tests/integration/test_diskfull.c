@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "client/baton.h"
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/runner.h"
 

@@ -32,7 +32,7 @@
 #include <time.h>
 
 #include "client/baton.h"
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 #include "proto/buf.h"
 #include "proto/msg.h"
 #include "tests/lib/cluster.h"

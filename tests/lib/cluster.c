@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 #include "proto/buf.h"
 #include "proto/msg.h"
 

@@ -41,7 +41,7 @@
 #include "client/adapters/libuv.h"
 #include "client/baton.h"
 #include "client/baton_async.h"
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 #include "proto/buf.h"
 #include "proto/msg.h"
 #include "tests/lib/runner.h"

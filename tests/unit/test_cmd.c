@@ -5,7 +5,7 @@
  */
 #include "tests/lib/runner.h"
 
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 #include "storage/cmd.h"
 
 /* A deterministic pseudo-random generator for the garbage tests. */

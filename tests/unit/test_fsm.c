@@ -17,7 +17,7 @@
 #include <ftw.h>
 #include <sys/stat.h>
 
-#include "proto/baton_errno.h"
+#include "client/baton_defs.h"
 #include "storage/cmd.h"
 #include "storage/store.h"
 #include "storage/store_test.h"

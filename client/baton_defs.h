@@ -1,6 +1,12 @@
 /*
- * baton_errno.h -- error codes shared by batond, libbaton and batonctl.
+ * baton_defs.h -- what libbaton's public API and baton's wire protocol
+ * share: the error codes, the special wait and lock-delay values, the
+ * lock-name limit, and the export marker of the public functions. It is
+ * part of the public API (baton.h includes it) and the one header under
+ * client/ that proto/, storage/, raft/ and server/ include: these values
+ * travel on the wire and must mean the same on both ends.
  *
+ * Errors.
  * Every baton call that can fail returns 0 (or a non-negative count) on
  * success and one of the negative codes below on failure, libuv style. All
  * codes live in baton's reserved range -4001 ... -4099 so that they mean the
@@ -8,8 +14,32 @@
  * on the wire. Modules translate foreign codes (errno, RAFT_*, MDB_*) into
  * these at their boundary.
  */
-#ifndef BATON_ERRNO_H
-#define BATON_ERRNO_H
+#ifndef BATON_DEFS_H
+#define BATON_DEFS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Marks a function of libbaton's public API: the library is built with
+ * -fvisibility=hidden, so only what carries this marker is exported. */
+#if defined(__GNUC__) || defined(__clang__)
+#define BATON_API __attribute__((visibility("default")))
+#else
+#define BATON_API
+#endif
+
+/* Longest lock name, in bytes. A lock name is 1..BATON_MAX_NAME bytes and
+ * contains no NUL byte. */
+#define BATON_MAX_NAME 256
+
+/* wait_ms values of an acquire other than a positive number of ms. */
+#define BATON_WAIT_TRY 0        /* never wait: BATON_EWOULDBLOCK if busy */
+#define BATON_WAIT_FOREVER (-1) /* wait until granted */
+
+/* lock_delay_ms values of an acquire other than a positive number of ms. */
+#define BATON_LOCK_DELAY_DEFAULT 0 /* the server's --lock-delay */
+#define BATON_LOCK_DELAY_NONE (-1) /* no lock-delay */
 
 /* The reserved range: every BATON_E* code c has BATON_ERRNO_MIN <= c <= BATON_ERRNO_MAX. */
 #define BATON_ERRNO_MIN (-4099)
@@ -47,9 +77,13 @@ typedef enum {
 } baton_errno_t;
 
 /** Human-readable message for a BATON_E* code. Never NULL; static storage. */
-const char *baton_strerror(int err);
+BATON_API const char *baton_strerror(int err);
 
 /** The code's name, e.g. "BATON_ENOTLEADER". Never NULL; static storage. */
-const char *baton_err_name(int err);
+BATON_API const char *baton_err_name(int err);
 
-#endif /* BATON_ERRNO_H */
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BATON_DEFS_H */
