@@ -1,0 +1,223 @@
+/*
+ * msg_samples.c -- one sample message of every wire type (msg_samples.h).
+ */
+#include "tests/lib/msg_samples.h"
+
+#include <string.h>
+
+#include "client/baton_defs.h"
+
+static struct pstr S(const char *s)
+{
+    struct pstr p = {s, (uint16_t)strlen(s)};
+    return p;
+}
+
+static struct msg_member members[3];
+static struct msg_member_info infos[2];
+static struct msg_waiter waiters[2] = {{7, 3, -1}, {9, 1, 500}};
+static struct msg_lock_summary locks[2];
+static struct msg_session_summary sessions[2];
+
+static void init_lists(void)
+{
+    members[0] = (struct msg_member){1, S("127.0.0.1:7101"), S("127.0.0.1:7001")};
+    members[1] = (struct msg_member){2, S("127.0.0.1:7102"), S("127.0.0.1:7002")};
+    members[2] = (struct msg_member){3, S("127.0.0.1:7103"), S("127.0.0.1:7003")};
+    infos[0] = (struct msg_member_info){1, MEMBER_VOTER, S("127.0.0.1:7101"), S("127.0.0.1:7001")};
+    infos[1] = (struct msg_member_info){4, MEMBER_SPARE, S("127.0.0.1:7104"), S("")};
+    locks[0] = (struct msg_lock_summary){S("jobs/1"), 7, 41, 2};
+    locks[1] = (struct msg_lock_summary){S("jobs/2"), 0, 0, 0};
+    sessions[0] = (struct msg_session_summary){7, 10000, 12, S("worker"), 1, 0};
+    sessions[1] = (struct msg_session_summary){9, 3000, 15, S(""), 0, 2};
+}
+
+static void lock_info(struct msg_lock_info_r *li)
+{
+    li->held = 1;
+    li->holder_session = 5;
+    li->holder_waiter = 2;
+    li->fence = 40;
+    li->granted_index = 100;
+    li->total_waiters = 2;
+    li->n_waiters = 2;
+    li->waiters = waiters;
+    li->lock = S("jobs/1");
+}
+
+int msg_sample(int type, struct msg *m)
+{
+    memset(m, 0, sizeof *m);
+    init_lists();
+    m->type = (uint16_t)type;
+    m->req_id = 1000 + (uint64_t)type;
+    switch (type) {
+    case MSG_HELLO:
+        m->u.hello.version = BATON_PROTO_VERSION;
+        m->u.hello.client_name = S("fuzz-seed");
+        break;
+    case MSG_HELLO_OK:
+        m->u.hello_ok.version = BATON_PROTO_VERSION;
+        m->u.hello_ok.node_id = 2;
+        break;
+    case MSG_OPEN_SESSION:
+        m->u.open_session.ttl_ms = 10000;
+        m->u.open_session.client_name = S("worker");
+        break;
+    case MSG_SESSION:
+        m->u.session.session = 7;
+        m->u.session.ttl_ms = 10000;
+        break;
+    case MSG_ACQUIRE:
+        m->u.acquire.session = 7;
+        m->u.acquire.seq = 1;
+        m->u.acquire.ack_below = 1;
+        m->u.acquire.wait_ms = BATON_WAIT_FOREVER;
+        m->u.acquire.lock = S("jobs/1");
+        m->u.acquire.lock_delay_ms = 250;
+        break;
+    case MSG_RELEASE:
+        m->u.release.session = 7;
+        m->u.release.seq = 2;
+        m->u.release.ack_below = 2;
+        m->u.release.fence = 41;
+        m->u.release.lock = S("jobs/1");
+        break;
+    case MSG_CANCEL:
+        m->u.cancel.session = 7;
+        m->u.cancel.seq = 3;
+        m->u.cancel.ack_below = 3;
+        m->u.cancel.waiter = 1;
+        m->u.cancel.lock = S("jobs/1");
+        break;
+    case MSG_CLOSE_SESSION:
+        m->u.close_session.session = 7;
+        m->u.close_session.seq = 4;
+        m->u.close_session.ack_below = 4;
+        break;
+    case MSG_KEEPALIVE:
+        m->u.keepalive.session = 7;
+        break;
+    case MSG_RESULT:
+        m->u.result.status = BATON_EWOULDBLOCK;
+        m->u.result.kind = RESULT_QUEUED;
+        m->u.result.value = 2;
+        break;
+    case MSG_GRANTED:
+        m->u.granted.session = 7;
+        m->u.granted.waiter = 1;
+        m->u.granted.fence = 42;
+        m->u.granted.lock = S("jobs/1");
+        break;
+    case MSG_WAIT_FAILED:
+        m->u.wait_failed.session = 7;
+        m->u.wait_failed.waiter = 5;
+        m->u.wait_failed.status = BATON_ETIMEDOUT;
+        m->u.wait_failed.lock = S("jobs/2");
+        break;
+    case MSG_STATUS:
+    case MSG_NO_LEADER:
+    case MSG_SNAPSHOT:
+    case MSG_MEMBERS:
+        break;
+    case MSG_STATUS_R:
+        m->u.status_r.node_id = 1;
+        m->u.status_r.role = ROLE_LEADER;
+        m->u.status_r.leader_id = 1;
+        m->u.status_r.term = 3;
+        m->u.status_r.last_index = 120;
+        m->u.status_r.commit_index = 121;
+        m->u.status_r.applied_index = 119;
+        m->u.status_r.n_members = 3;
+        m->u.status_r.members = members;
+        m->u.status_r.state_digest = 0x1234567890abcdefull;
+        break;
+    case MSG_LOCK_INFO:
+        m->u.lock_info.lock = S("jobs/1");
+        break;
+    case MSG_LOCK_INFO_R:
+        lock_info(&m->u.lock_info_r);
+        break;
+    case MSG_LIST_LOCKS:
+        m->u.list_locks.prefix = S("jobs/");
+        m->u.list_locks.limit = 100;
+        break;
+    case MSG_LIST_LOCKS_R:
+        m->u.list_locks_r.n = 2;
+        m->u.list_locks_r.items = locks;
+        m->u.list_locks_r.more = 1;
+        break;
+    case MSG_REDIRECT:
+        m->u.redirect.leader_id = 3;
+        m->u.redirect.client_addr = S("127.0.0.1:7003");
+        break;
+    case MSG_ERROR:
+        m->u.error.code = BATON_EMALFORMED;
+        m->u.error.message = S("cannot decode ACQUIRE frame: malformed data");
+        break;
+    case MSG_LOST:
+        m->u.lost.session = 7;
+        m->u.lost.waiter = 1;
+        m->u.lost.fence = 42;
+        m->u.lost.status = BATON_ESESSION;
+        m->u.lost.lock = S("jobs/1");
+        break;
+    case MSG_SESSION_EXPIRED:
+        m->u.session_expired.session = 7;
+        break;
+    case MSG_FORCE_RELEASE:
+        m->u.force_release.lock = S("jobs/1");
+        break;
+    case MSG_FORCE_RELEASE_R:
+        m->u.force_release_r.status = BATON_ENOTHELD;
+        m->u.force_release_r.lost_session = 7;
+        m->u.force_release_r.lost_fence = 42;
+        m->u.force_release_r.new_session = 9;
+        m->u.force_release_r.new_fence = 43;
+        break;
+    case MSG_EXPIRE_SESSION:
+        m->u.expire_session.session = 9;
+        break;
+    case MSG_TRANSFER:
+        m->u.transfer.id = 2;
+        break;
+    case MSG_TRANSFER_R:
+        m->u.transfer_r.leader_id = 3;
+        break;
+    case MSG_LIST_SESSIONS:
+        m->u.list_sessions.after = 6;
+        m->u.list_sessions.limit = 10;
+        break;
+    case MSG_SESSIONS_R:
+        m->u.sessions_r.n = 2;
+        m->u.sessions_r.items = sessions;
+        m->u.sessions_r.more = 1;
+        break;
+    case MSG_WATCH:
+        m->u.watch.lock = S("jobs/1");
+        break;
+    case MSG_WATCH_EVENT:
+        m->u.watch_event.seq = 2;
+        lock_info(&m->u.watch_event.info);
+        m->u.watch_event.info.delayed = 1;
+        break;
+    case MSG_SNAPSHOT_R:
+        m->u.snapshot_r.index = 8193;
+        break;
+    case MSG_MEMBERS_R:
+        m->u.members_r.n = 2;
+        m->u.members_r.members = infos;
+        break;
+    case MSG_MEMBER_REMOVE:
+        m->u.member_remove.id = 4;
+        break;
+    case MSG_MEMBER_ADD:
+        m->u.member_add.id = 4;
+        m->u.member_add.raft_addr = S("127.0.0.1:7104");
+        m->u.member_add.client_addr = S("127.0.0.1:7004");
+        break;
+    default:
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,193 @@
+/*
+ * test_wire.c -- the wire format is frozen: every message type keeps its
+ * number and its exact bytes.
+ *
+ * The numbers and the frames below were written down from the codec of
+ * protocol version 1 and must never change: a client of one release talks
+ * to a server of another. If a test here fails, a change renumbered a
+ * message or changed a body's layout; fix the change, not this file. A new
+ * message type gets a new number (the next free one) and a new line in
+ * both tables.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/msg.h"
+#include "tests/lib/msg_samples.h"
+#include "tests/lib/runner.h"
+
+/* Every message type: its name and its number on the wire. */
+static const struct {
+    const char *name;
+    int value;
+} wire_values[] = {
+    {"HELLO", 1},
+    {"HELLO_OK", 2},
+    {"OPEN_SESSION", 3},
+    {"SESSION", 4},
+    {"ACQUIRE", 5},
+    {"RELEASE", 6},
+    {"CANCEL", 7},
+    {"CLOSE_SESSION", 8},
+    {"KEEPALIVE", 9},
+    {"RESULT", 10},
+    {"GRANTED", 11},
+    {"WAIT_FAILED", 12},
+    {"STATUS", 13},
+    {"STATUS_R", 14},
+    {"LOCK_INFO", 15},
+    {"LOCK_INFO_R", 16},
+    {"LIST_LOCKS", 17},
+    {"LIST_LOCKS_R", 18},
+    {"REDIRECT", 19},
+    {"NO_LEADER", 20},
+    {"ERROR", 21},
+    {"LOST", 22},
+    {"SESSION_EXPIRED", 23},
+    {"FORCE_RELEASE", 24},
+    {"FORCE_RELEASE_R", 25},
+    {"EXPIRE_SESSION", 26},
+    {"TRANSFER", 27},
+    {"TRANSFER_R", 28},
+    {"LIST_SESSIONS", 29},
+    {"SESSIONS_R", 30},
+    {"WATCH", 31},
+    {"WATCH_EVENT", 32},
+    {"SNAPSHOT", 33},
+    {"SNAPSHOT_R", 34},
+    {"MEMBERS", 35},
+    {"MEMBERS_R", 36},
+    {"MEMBER_REMOVE", 37},
+    {"MEMBER_ADD", 38},
+};
+
+#define N_TYPES (sizeof wire_values / sizeof wire_values[0])
+
+/* The frame of each type's sample (tests/lib/msg_samples.c), in hex. */
+static const struct {
+    int type;
+    const char *hex;
+} golden[] = {
+    {MSG_HELLO, "190000000100e90300000000000001000000090066757a7a2d73656564"},
+    {MSG_HELLO_OK, "120000000200ea030000000000000100000002000000"},
+    {MSG_OPEN_SESSION, "160000000300eb03000000000000102700000600776f726b6572"},
+    {MSG_SESSION, "160000000400ec03000000000000070000000000000010270000"},
+    {MSG_ACQUIRE, "360000000500ed03000000000000070000000000000001000000000000000100000000000000ffffffffffffffff06006a6f62732f31fa000000"},
+    {MSG_RELEASE, "320000000600ee03000000000000070000000000000002000000000000000200000000000000290000000000000006006a6f62732f31"},
+    {MSG_CANCEL, "320000000700ef03000000000000070000000000000003000000000000000300000000000000010000000000000006006a6f62732f31"},
+    {MSG_CLOSE_SESSION, "220000000800f003000000000000070000000000000004000000000000000400000000000000"},
+    {MSG_KEEPALIVE, "120000000900f1030000000000000700000000000000"},
+    {MSG_RESULT, "170000000a00f20300000000000056f0ffff020200000000000000"},
+    {MSG_GRANTED, "2a0000000b00f303000000000000070000000000000001000000000000002a0000000000000006006a6f62732f31"},
+    {MSG_WAIT_FAILED, "260000000c00f403000000000000070000000000000005000000000000005df0ffff06006a6f62732f32"},
+    {MSG_STATUS, "0a0000000d00f503000000000000"},
+    {MSG_STATUS_R, "ab0000000e00f603000000000000010000000301000000030000000000000078000000000000007900000000000000770000000000000003000000010000000e003132372e302e302e313a373130310e003132372e302e302e313a37303031020000000e003132372e302e302e313a373130320e003132372e302e302e313a37303032030000000e003132372e302e302e313a373130330e003132372e302e302e313a37303033efcdab9078563412"},
+    {MSG_LOCK_INFO, "120000000f00f70300000000000006006a6f62732f31"},
+    {MSG_LOCK_INFO_R, "6c0000001000f803000000000000010500000000000000020000000000000028000000000000006400000000000000020000000200000007000000000000000300000000000000ffffffffffffffff09000000000000000100000000000000f4010000000000000006006a6f62732f31"},
+    {MSG_LIST_LOCKS, "150000001100f90300000000000005006a6f62732f64000000"},
+    {MSG_LIST_LOCKS_R, "470000001200fa030000000000000200000006006a6f62732f31070000000000000029000000000000000200000006006a6f62732f32000000000000000000000000000000000000000001"},
+    {MSG_REDIRECT, "1e0000001300fb03000000000000030000000e003132372e302e302e313a37303033"},
+    {MSG_NO_LEADER, "0a0000001400fc03000000000000"},
+    {MSG_ERROR, "3b0000001500fd030000000000004af0ffff2b0063616e6e6f74206465636f64652041435155495245206672616d653a206d616c666f726d65642064617461"},
+    {MSG_LOST, "2e0000001600fe03000000000000070000000000000001000000000000002a0000000000000057f0ffff06006a6f62732f31"},
+    {MSG_SESSION_EXPIRED, "120000001700ff030000000000000700000000000000"},
+    {MSG_FORCE_RELEASE, "120000001800000400000000000006006a6f62732f31"},
+    {MSG_FORCE_RELEASE_R, "2e0000001900010400000000000058f0ffff07000000000000002a0000000000000009000000000000002b00000000000000"},
+    {MSG_EXPIRE_SESSION, "120000001a0002040000000000000900000000000000"},
+    {MSG_TRANSFER, "0e0000001b00030400000000000002000000"},
+    {MSG_TRANSFER_R, "0e0000001c00040400000000000003000000"},
+    {MSG_LIST_SESSIONS, "160000001d00050400000000000006000000000000000a000000"},
+    {MSG_SESSIONS_R, "510000001e000604000000000000020000000700000000000000102700000c000000000000000600776f726b657201000000000000000900000000000000b80b00000f000000000000000000000000000200000001"},
+    {MSG_WATCH, "120000001f00070400000000000006006a6f62732f31"},
+    {MSG_WATCH_EVENT, "74000000200008040000000000000200000000000000010500000000000000020000000000000028000000000000006400000000000000020000000200000007000000000000000300000000000000ffffffffffffffff09000000000000000100000000000000f4010000000000000106006a6f62732f31"},
+    {MSG_SNAPSHOT, "0a00000021000904000000000000"},
+    {MSG_SNAPSHOT_R, "1200000022000a040000000000000120000000000000"},
+    {MSG_MEMBERS, "0a00000023000b04000000000000"},
+    {MSG_MEMBERS_R, "4a00000024000c040000000000000200000001000000020e003132372e302e302e313a373130310e003132372e302e302e313a3730303104000000000e003132372e302e302e313a373130340000"},
+    {MSG_MEMBER_REMOVE, "0e00000025000d0400000000000004000000"},
+    {MSG_MEMBER_ADD, "2e00000026000e04000000000000040000000e003132372e302e302e313a373130340e003132372e302e302e313a37303034"},
+};
+
+/* Decode a hex string into a malloc'd buffer; *n gets its length. */
+static uint8_t *unhex(const char *hex, size_t *n)
+{
+    size_t len = strlen(hex) / 2;
+    uint8_t *p = malloc(len ? len : 1);
+
+    ASSERT(p != NULL);
+    for (size_t i = 0; i < len; i++) {
+        unsigned v;
+        ASSERT(sscanf(hex + 2 * i, "%2x", &v) == 1);
+        p[i] = (uint8_t)v;
+    }
+    *n = len;
+    return p;
+}
+
+TEST(wire_values_never_change)
+{
+    ASSERT_EQ(N_TYPES, MSG_TYPE_MAX_ - 1);
+    for (size_t i = 0; i < N_TYPES; i++) {
+        if (strcmp(msg_type_name(wire_values[i].value), wire_values[i].name) != 0)
+            FAIL("wire value %d is %s, must be %s", wire_values[i].value,
+                 msg_type_name(wire_values[i].value), wire_values[i].name);
+    }
+    ASSERT_STREQ(msg_type_name(0), "?");
+    ASSERT_STREQ(msg_type_name(MSG_TYPE_MAX_), "?");
+}
+
+TEST(every_type_has_a_golden_frame)
+{
+    ASSERT_EQ(sizeof golden / sizeof golden[0], N_TYPES);
+    for (size_t i = 0; i < N_TYPES; i++) ASSERT_EQ(golden[i].type, wire_values[i].value);
+}
+
+/* Each sample encodes to exactly its frozen bytes. */
+TEST(samples_encode_to_frozen_bytes)
+{
+    for (size_t i = 0; i < N_TYPES; i++) {
+        struct msg m;
+        struct buf b = {0};
+        size_t n;
+        uint8_t *want = unhex(golden[i].hex, &n);
+
+        ASSERT_EQ(msg_sample(golden[i].type, &m), 0);
+        ASSERT_EQ(proto_encode(&b, &m), 0);
+        if (b.len != n || memcmp(b.data, want, n) != 0)
+            FAIL("%s encodes to other bytes than protocol version 1", msg_type_name(golden[i].type));
+        buf_free(&b);
+        free(want);
+    }
+}
+
+/* Each frozen frame decodes to its type and re-encodes to the same bytes. */
+TEST(frozen_bytes_decode_and_reencode)
+{
+    for (size_t i = 0; i < N_TYPES; i++) {
+        struct msg m;
+        struct buf b = {0};
+        size_t n;
+        uint8_t *frame = unhex(golden[i].hex, &n);
+
+        if (proto_decode(frame, n, &m) != 0) FAIL("%s: frozen frame does not decode",
+                                                  msg_type_name(golden[i].type));
+        ASSERT_EQ(m.type, golden[i].type);
+        ASSERT_UEQ(m.req_id, 1000 + (uint64_t)golden[i].type);
+        ASSERT_EQ(proto_encode(&b, &m), 0);
+        ASSERT(b.len == n && memcmp(b.data, frame, n) == 0);
+        msg_free(&m);
+        buf_free(&b);
+        free(frame);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    runner_init(argc, argv);
+    RUN(wire_values_never_change);
+    RUN(every_type_has_a_golden_frame);
+    RUN(samples_encode_to_frozen_bytes);
+    RUN(frozen_bytes_decode_and_reencode);
+    return runner_done();
+}
