@@ -31,7 +31,11 @@ ifneq ($(SAN),)
   LDFLAGS += $(SANFLAGS)
 endif
 
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -I. -fPIC $(WARN) $(CFLAGS) -MMD -MP
+# -fvisibility=hidden: libbaton.so exports exactly the functions the public
+# headers mark BATON_API (client/baton_defs.h); tests/check-exports.sh checks
+# it. Everything else links the static archives, where visibility does not
+# matter, so every object is built the same way.
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -I. -fPIC -fvisibility=hidden $(WARN) $(CFLAGS) -MMD -MP
 LIBS_UV    = -luv
 LIBS_RAFT  = -lraft
 LIBS_LMDB  = -llmdb
@@ -73,7 +77,10 @@ BROKEN      := $(B)/broken
 BROKEN_STORE_OBJ := $(patsubst %.c,$(BROKEN)/%.o,$(wildcard storage/*.c))
 FAULT_ALL   := $(FAULT_PROGS) $(FAULT_TEST) $(BROKEN)/batond $(BROKEN)/batonctl
 
-PROGS := $(B)/batond $(B)/batonctl $(B)/libbaton.a $(B)/libbaton.so
+# libbaton.so is a symlink to $(SONAME), the shared library; bump the number
+# when the ABI changes.
+SONAME := libbaton.so.1
+PROGS := $(B)/batond $(B)/batonctl $(B)/libbaton.a $(B)/libbaton.so $(B)/$(SONAME)
 ALL_OBJ := $(PROTO_OBJ) $(STORE_OBJ) $(RAFT_OBJ) $(SERVER_OBJ) $(B)/server/main.o \
            $(CLIENT_OBJ) $(CTL_OBJ) $(TESTLIB_OBJ)
 
@@ -108,7 +115,7 @@ run-inner: $(PROGS)
 
 test-inner: $(PROGS) build-tests $(FUZZ_BIN) $(FAULT_ALL) $(B)/lockbench
 	@FUZZ_SECONDS=$(FUZZ_TEST_SECONDS) tests/run-tests.sh $(B) $(UNIT_BIN) tests/fuzz/run-fuzz.sh \
-	    $(CLUSTER_BIN) $(INTEG_BIN) $(FAULT_TEST) tests/bench/smoke.sh
+	    $(CLUSTER_BIN) $(INTEG_BIN) $(FAULT_TEST) tests/bench/smoke.sh tests/check-exports.sh
 unit-inner: $(UNIT_BIN)
 	@tests/run-tests.sh $(B) $(UNIT_BIN)
 cluster-inner: $(CLUSTER_BIN)
@@ -119,7 +126,16 @@ bench-inner: $(PROGS) $(B)/lockbench
 	@tests/bench/run-bench.sh $(B) $(SECONDS)
 
 # ---- objects and archives ------------------------------------------------
-$(B)/%.o: %.c
+# $(B)/.cflags holds the compile flags of the last build in $(B); it changes
+# (and every object is rebuilt) when they do, e.g. when -fvisibility=hidden
+# came in, so that no object built with other flags stays behind.
+.PHONY: FORCE
+$(B)/.cflags: FORCE
+	@mkdir -p $(B)
+	@echo '$(CC) $(ALL_CFLAGS)' >$@.tmp.$$$$; \
+	if cmp -s $@.tmp.$$$$ $@; then rm -f $@.tmp.$$$$; else mv -f $@.tmp.$$$$ $@; fi
+
+$(B)/%.o: %.c $(B)/.cflags
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -c $< -o $@
@@ -130,8 +146,10 @@ $(B)/libstore.a: $(STORE_OBJ)
 	$(AR) rcs $@ $^
 $(B)/libbaton.a: $(CLIENT_OBJ) $(PROTO_OBJ)
 	$(AR) rcs $@ $^
-$(B)/libbaton.so: $(CLIENT_OBJ) $(PROTO_OBJ)
-	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
+$(B)/$(SONAME): $(CLIENT_OBJ) $(PROTO_OBJ)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,$(SONAME) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
+$(B)/libbaton.so: $(B)/$(SONAME)
+	ln -sf $(SONAME) $@
 $(B)/libtest.a: $(TESTLIB_OBJ)
 	$(AR) rcs $@ $^
 
@@ -142,7 +160,7 @@ $(B)/batonctl: $(CTL_OBJ) $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
 
 # lockbench: the benchmark driver (tests/bench/, WORKLOAD.md).
-$(B)/lockbench: $(BENCH_OBJ) $(B)/libbaton.a
+$(B)/lockbench: $(BENCH_OBJ) $(B)/libtest.a $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
 
 # ---- the README's benchmark chart and table (from make bench's JSON lines) ----
@@ -240,7 +258,7 @@ fault-inner: $(PROGS) $(FAULT_PROGS)
 fault-selftest-inner: $(FAULT_ALL)
 	@BATON_BUILD=$(abspath $(BROKEN)) $(FAULT_DIR)/faultrun --seconds 30 --expect-violations
 
-$(FAULT_DIR)/faultrun: $(addprefix $(FAULT_DIR)/,run.o nemesis.o procs.o) $(B)/libtest.a $(B)/libproto.a
+$(FAULT_DIR)/faultrun: $(addprefix $(FAULT_DIR)/,run.o nemesis.o) $(B)/libtest.a $(B)/libproto.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
 $(FAULT_DIR)/faultproxy: $(FAULT_DIR)/proxy.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV)
@@ -250,10 +268,10 @@ $(FAULT_DIR)/faultclient: $(FAULT_DIR)/client.o $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
 $(FAULT_DIR)/faultcheck: $(FAULT_DIR)/check.o $(FAULT_DIR)/check_load.o
 	$(CC) $(LDFLAGS) -o $@ $^
-$(FAULT_TEST): $(FAULT_DIR)/test_fault.o
+$(FAULT_TEST): $(FAULT_DIR)/test_fault.o $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^
 
-$(BROKEN)/%.o: %.c
+$(BROKEN)/%.o: %.c $(B)/.cflags
 	@mkdir -p $(dir $@)
 	@echo "  CC      $< (BROKEN_GRANT_ALL)"
 	@$(CC) $(ALL_CFLAGS) -DBATON_TEST_BROKEN_GRANT_ALL -c $< -o $@

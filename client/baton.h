@@ -87,11 +87,11 @@ typedef struct baton_opts {
  *         sessions until space is freed), BATON_ELIMIT (too many sessions).
  * On error *out is NULL and baton_connect_errmsg() says why.
  */
-int baton_connect(const baton_opts *o, baton_t **out);
+BATON_API int baton_connect(const baton_opts *o, baton_t **out);
 
 /* The message of the last failed baton_connect on this thread. Static,
  * thread-local storage; valid until this thread's next baton_connect. */
-const char *baton_connect_errmsg(void);
+BATON_API const char *baton_connect_errmsg(void);
 
 /*
  * Acquire lock `name`, waiting as long as it takes (GetLock).
@@ -105,14 +105,14 @@ const char *baton_connect_errmsg(void);
  *         leader's data disk is below its floor: nothing was queued; retry
  *         once space is freed. Releases are never refused for this).
  */
-int baton_lock(baton_t *b, const char *name, baton_lock_t **out);
+BATON_API int baton_lock(baton_t *b, const char *name, baton_lock_t **out);
 
 /*
  * Acquire lock `name` only if it is free and nobody is queued (TryGetLock).
  * @return as baton_lock, plus BATON_EWOULDBLOCK (held or queued; returns at
  *         once, nothing is left queued).
  */
-int baton_trylock(baton_t *b, const char *name, baton_lock_t **out);
+BATON_API int baton_trylock(baton_t *b, const char *name, baton_lock_t **out);
 
 /*
  * Acquire lock `name`, waiting at most `ms` milliseconds (ms > 0; ms == 0
@@ -120,7 +120,7 @@ int baton_trylock(baton_t *b, const char *name, baton_lock_t **out);
  * @return as baton_lock, plus BATON_ETIMEDOUT (not granted in time; the wait
  *         was withdrawn and the lock will not be granted later).
  */
-int baton_lock_timeout(baton_t *b, const char *name, int64_t ms, baton_lock_t **out);
+BATON_API int baton_lock_timeout(baton_t *b, const char *name, int64_t ms, baton_lock_t **out);
 
 /*
  * Options for one acquire (baton_lock_with).
@@ -145,14 +145,15 @@ typedef struct baton_lock_args {
  * @return as baton_lock_timeout; BATON_EINVAL also for wait_ms < -1 or
  *         lock_delay_ms < -1.
  */
-int baton_lock_with(baton_t *b, const char *name, const baton_lock_args *a, baton_lock_t **out);
+BATON_API int baton_lock_with(baton_t *b, const char *name, const baton_lock_args *a,
+                              baton_lock_t **out);
 
 /* The fencing token of a held lock: unique, and greater than every fence
  * granted before it for any lock. Pass it to the resource you protect. */
-uint64_t baton_lock_fence(const baton_lock_t *l);
+BATON_API uint64_t baton_lock_fence(const baton_lock_t *l);
 
 /* The lock's name; valid until baton_unlock(l). */
-const char *baton_lock_name(const baton_lock_t *l);
+BATON_API const char *baton_lock_name(const baton_lock_t *l);
 
 /*
  * Release a held lock and free l (always, whatever the result). NULL-safe
@@ -174,22 +175,22 @@ const char *baton_lock_name(const baton_lock_t *l);
  *         BATON_ECLOSED (baton_close ran first).
  * Inside the lost callback it does not wait: see baton_lost_cb.
  */
-int baton_unlock(baton_lock_t *l);
+BATON_API int baton_unlock(baton_lock_t *l);
 
 /* Detailed message of the last failed call on b made by the calling thread
  * ("" if none). Valid until that thread's next call on b. */
-const char *baton_errmsg(const baton_t *b);
+BATON_API const char *baton_errmsg(const baton_t *b);
 
 /* The session id (for logs and batonctl). It changes when a fresh session
  * replaces one that ended; until the fresh one is open it is the old id. */
-uint64_t baton_session_id(const baton_t *b);
+BATON_API uint64_t baton_session_id(const baton_t *b);
 
 /*
  * Install the lost callback (see baton_lost_cb); NULL removes it. It
  * applies to every lock declared lost after this returns. May be called at
  * any time, from any thread; data is passed to cb as is.
  */
-void baton_on_lost(baton_t *b, baton_lost_cb *cb, void *data);
+BATON_API void baton_on_lost(baton_t *b, baton_lost_cb *cb, void *data);
 
 /*
  * End the session (held locks are released and passed on, waits dropped),
@@ -199,7 +200,7 @@ void baton_on_lost(baton_t *b, baton_lost_cb *cb, void *data);
  * still be passed to baton_unlock, which then only frees them and returns
  * BATON_ECLOSED (b's memory lives until the last of them is freed).
  */
-void baton_close(baton_t *b);
+BATON_API void baton_close(baton_t *b);
 
 #ifdef __cplusplus
 }

@@ -208,14 +208,14 @@ typedef struct baton_async_hooks {
  *         "a.b.c.d:port", "[v6addr]:port" or "localhost:port", at most 16;
  *         a client name longer than 64 bytes), BATON_ENOMEM.
  */
-int baton_async_new(const baton_opts *o, baton_async_t **out);
+BATON_API int baton_async_new(const baton_opts *o, baton_async_t **out);
 
 /*
  * Install the event-loop hooks (done by an adapter, once, before
  * baton_async_open). The struct is copied.
  * @return 0, BATON_EINVAL (a NULL hook), BATON_EBUSY (already attached).
  */
-int baton_async_attach(baton_async_t *ac, const baton_async_hooks *hooks);
+BATON_API int baton_async_attach(baton_async_t *ac, const baton_async_hooks *hooks);
 
 /*
  * Start connecting and open the session. cb runs once the session is open
@@ -224,7 +224,7 @@ int baton_async_attach(baton_async_t *ac, const baton_async_hooks *hooks);
  * @return 0, BATON_EINVAL (no adapter attached), BATON_EBUSY (already
  *         opened), BATON_ENOMEM.
  */
-int baton_async_open(baton_async_t *ac, baton_async_open_cb *cb, void *data);
+BATON_API int baton_async_open(baton_async_t *ac, baton_async_open_cb *cb, void *data);
 
 /*
  * Acquire lock `name`.
@@ -247,8 +247,8 @@ int baton_async_open(baton_async_t *ac, baton_async_open_cb *cb, void *data);
  *         session could not be opened),
  *         BATON_ECLOSED (baton_async_close_session was called).
  */
-int baton_async_lock(baton_async_t *ac, const char *name, int64_t wait_ms,
-                     baton_async_lock_cb *cb, void *data);
+BATON_API int baton_async_lock(baton_async_t *ac, const char *name, int64_t wait_ms,
+                               baton_async_lock_cb *cb, void *data);
 
 /*
  * baton_async_lock with the options of baton_lock_args (client/baton.h):
@@ -256,8 +256,8 @@ int baton_async_lock(baton_async_t *ac, const char *name, int64_t wait_ms,
  * asks for should the session expire while holding it. *a is copied.
  * @return as baton_async_lock; BATON_EINVAL also for lock_delay_ms < -1.
  */
-int baton_async_lock_with(baton_async_t *ac, const char *name, const baton_lock_args *a,
-                          baton_async_lock_cb *cb, void *data);
+BATON_API int baton_async_lock_with(baton_async_t *ac, const char *name, const baton_lock_args *a,
+                                    baton_async_lock_cb *cb, void *data);
 
 /*
  * Withdraw the pending baton_async_lock calls on `name` that were made with
@@ -268,7 +268,7 @@ int baton_async_lock_with(baton_async_t *ac, const char *name, const baton_lock_
  * @return 0 (at least one call found), BATON_ENOTFOUND, BATON_EINVAL,
  *         BATON_ENOMEM.
  */
-int baton_async_cancel(baton_async_t *ac, const char *name, void *data);
+BATON_API int baton_async_cancel(baton_async_t *ac, const char *name, void *data);
 
 /*
  * Release lock `name` held with `fence` (from the lock callback). cb (may
@@ -290,8 +290,8 @@ int baton_async_cancel(baton_async_t *ac, const char *name, void *data);
  * While the context has no session (the old one ended), unlocking a lock
  * it does not know completes with BATON_ENOTHELD without opening one.
  */
-int baton_async_unlock(baton_async_t *ac, const char *name, uint64_t fence,
-                       baton_async_done_cb *cb, void *data);
+BATON_API int baton_async_unlock(baton_async_t *ac, const char *name, uint64_t fence,
+                                 baton_async_done_cb *cb, void *data);
 
 /*
  * End the session: the cluster releases its locks (granting them to the
@@ -308,7 +308,7 @@ int baton_async_unlock(baton_async_t *ac, const char *name, uint64_t fence,
  * @return 0, BATON_ESESSION (never opened, or already failed), BATON_ECLOSED
  *         (called twice), BATON_ENOMEM.
  */
-int baton_async_close_session(baton_async_t *ac, baton_async_done_cb *cb, void *data);
+BATON_API int baton_async_close_session(baton_async_t *ac, baton_async_done_cb *cb, void *data);
 
 /*
  * Install the lost-lock callback (see baton_async_lost_cb); NULL removes
@@ -316,7 +316,7 @@ int baton_async_close_session(baton_async_t *ac, baton_async_done_cb *cb, void *
  * whose callbacks are queued but have not run yet. No error; a NULL ac is
  * ignored.
  */
-void baton_async_on_lost(baton_async_t *ac, baton_async_lost_cb *cb, void *data);
+BATON_API void baton_async_on_lost(baton_async_t *ac, baton_async_lost_cb *cb, void *data);
 
 /*
  * Install the queued callback (see baton_async_queued_cb); NULL removes it.
@@ -324,7 +324,7 @@ void baton_async_on_lost(baton_async_t *ac, baton_async_lost_cb *cb, void *data)
  * is ignored. (The fault harness, tests/fault/, logs it to know which
  * ACQUIREs were committed in which order.)
  */
-void baton_async_on_queued(baton_async_t *ac, baton_async_queued_cb *cb, void *data);
+BATON_API void baton_async_on_queued(baton_async_t *ac, baton_async_queued_cb *cb, void *data);
 
 /*
  * Install the session callback; NULL removes it. It runs each time the
@@ -335,7 +335,7 @@ void baton_async_on_queued(baton_async_t *ac, baton_async_queued_cb *cb, void *d
  * with the same status, and the next call tries again). Runs on the loop's
  * thread, like every other callback. No error; a NULL ac is ignored.
  */
-void baton_async_on_session(baton_async_t *ac, baton_async_open_cb *cb, void *data);
+BATON_API void baton_async_on_session(baton_async_t *ac, baton_async_open_cb *cb, void *data);
 
 /*
  * Free the context. NULL-safe. Every pending callback runs first, from
@@ -347,26 +347,26 @@ void baton_async_on_session(baton_async_t *ac, baton_async_open_cb *cb, void *da
  * The adapter's cleanup hook is called last. Called from inside a callback
  * of ac, the free is deferred until that callback returns.
  */
-void baton_async_free(baton_async_t *ac);
+BATON_API void baton_async_free(baton_async_t *ac);
 
 /* For adapters: the socket is readable / writable, or the timer fired.
  * They may run callbacks (and so free the context). */
-void baton_async_handle_read(baton_async_t *ac);
-void baton_async_handle_write(baton_async_t *ac);
-void baton_async_handle_timeout(baton_async_t *ac);
+BATON_API void baton_async_handle_read(baton_async_t *ac);
+BATON_API void baton_async_handle_write(baton_async_t *ac);
+BATON_API void baton_async_handle_timeout(baton_async_t *ac);
 
 /* The session id: 0 until the session is open, and 0 again from the end of
  * a session until a fresh one is open. */
-uint64_t baton_async_session_id(const baton_async_t *ac);
+BATON_API uint64_t baton_async_session_id(const baton_async_t *ac);
 
 /* The detailed message of the context's last error ("" if none). Valid
  * until the next call into ac; inside a callback with a negative status it
  * describes that failure. */
-const char *baton_async_errmsg(const baton_async_t *ac);
+BATON_API const char *baton_async_errmsg(const baton_async_t *ac);
 
 /* The number of calls whose callback has not yet run (for tests and
  * shutdown logic). */
-unsigned baton_async_pending(const baton_async_t *ac);
+BATON_API unsigned baton_async_pending(const baton_async_t *ac);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,11 @@
  * Everything runs on the loop's thread: call the baton_async_* functions
  * only from that thread (for example from baton callbacks or other handles'
  * callbacks of the same loop).
+ *
+ * Like <uv.h> itself, this header needs the POSIX declarations: in a strict
+ * ISO C mode (-std=c11) define _POSIX_C_SOURCE to 200809L (or _GNU_SOURCE)
+ * before the first #include; the compilers' default gnu modes need nothing.
+ * Every function here is static: libbaton.so exports none of them.
  */
 #ifndef BATON_ADAPTERS_LIBUV_H
 #define BATON_ADAPTERS_LIBUV_H
