@@ -2,8 +2,8 @@
  * fsm.c -- the raft_fsm callbacks (apply, snapshot, restore) over the store.
  *
  * libraft 0.15 does not pass the entry index to apply; while apply runs, the
- * entry being applied is raft_last_applied() + 1 (notes/raft-0.15.md, section
- * 1). The store skips entries at or below its own applied index, which makes
+ * entry being applied is raft_last_applied() + 1 (docs/libraft-0.15.md,
+ * "apply has no index, and a refused apply is retried"). The store skips entries at or below its own applied index, which makes
  * the log replay that raft does on every restart harmless.
  */
 #include "raft/fsm.h"
@@ -37,9 +37,10 @@ static raft_term log_term(const struct raft_log *l, raft_index index)
  *
  * Refusing is safe on a leader only: there libraft 0.15 ignores the error
  * of apply, keeps the entry, and applies it again on the next commit
- * (notes, section 1); a follower that fails an apply while handling an
- * AppendEntries stops its raft. README, "Guarantees and how they are
- * tested", has the test that shows what this prevents.
+ * (docs/libraft-0.15.md, "apply has no index, and a refused apply is
+ * retried"); a follower that fails an apply while handling an
+ * AppendEntries stops its raft. docs/libraft-0.15.md, "Figure 8", has the
+ * test that shows what this prevents.
  */
 static bool leader_commit_unsure(struct raft *r)
 {

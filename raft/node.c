@@ -1,7 +1,7 @@
 /*
  * node.c -- libraft 0.15 set up over raft_uv, the TCP transport and the lock
  * store; proposals; leadership polling and the barrier on election. See
- * node.h and notes/raft-0.15.md.
+ * node.h and docs/libraft-0.15.md.
  */
 #include "raft/node.h"
 
@@ -151,7 +151,8 @@ static void poll_timer_cb(uv_timer_t *t);
 
 /*
  * Is it time to propose the barrier of a new leadership? Two bugs of
- * libraft 0.15 decide when (README, "Guarantees and how they are tested"):
+ * libraft 0.15 decide when (docs/libraft-0.15.md, "Figure 8" and "A
+ * follower credited with entries it lacks"):
  *
  *  - canonical/raft#220: 0.15 commits an entry of an earlier term as soon as
  *    a majority stores it. A follower that rejects the new leader's first,
@@ -298,7 +299,8 @@ int node_propose(struct node *n, const void *data, size_t len, node_propose_cb *
     p->data = cb_data;
     rv = raft_apply(&n->raft, &p->req, &buf, 1, apply_cb);
     if (rv != 0) {
-        /* On failure the buffer is still ours (notes, section 1). */
+        /* On failure the buffer is still ours (docs/libraft-0.15.md,
+         * "raft_apply: buffers and outcomes"). */
         raft_free(buf.base);
         free(p);
         rv = status_from_raft(rv);

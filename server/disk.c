@@ -1,11 +1,12 @@
 /*
  * disk.c -- keep the data directory's filesystem from filling up under
- * raft (README, "Limits" and "Disk full").
+ * raft (docs/operations.md, "Limits" and "Disk full").
  *
  * libraft 0.15 handles a failed disk write badly: only the first request of
  * a failed batch hears of it, the leader keeps leading, and a failure to
  * prepare a new log segment leaves requests queued against a segment that
- * no longer exists (notes/raft-0.15.md section 5, canonical/raft#126). So
+ * no longer exists (docs/libraft-0.15.md, "failed disk writes";
+ * canonical/raft#126). So
  * batond does not let a client's command that grows the state (OPEN_SESSION,
  * ACQUIRE) reach raft while the filesystem that holds --data has less than
  * --min-free-mb free: the command is answered ERROR(BATON_ENOSPC) at once

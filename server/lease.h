@@ -3,7 +3,8 @@
  * time (ms) by which it must be heard from again. Pure bookkeeping: the
  * caller passes the time in, so the table can be driven by libuv's clock in
  * batond and by simulated time in tests. Only the ready leader keeps one;
- * followers decide nothing about liveness (DESIGN.md section 4).
+ * followers decide nothing about liveness (docs/design.md, "Leases and
+ * liveness").
  */
 #ifndef BATON_SERVER_LEASE_H
 #define BATON_SERVER_LEASE_H

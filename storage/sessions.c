@@ -4,7 +4,8 @@
  *
  * A session's id comes from the replicated counter next_session (the first
  * is 1; 0 never names a session). Its lease lives only in the leader's
- * memory (DESIGN.md section 4): the store keeps ttl_ms so that a new leader
+ * memory (docs/design.md, "Leases and liveness"): the store keeps ttl_ms so
+ * that a new leader
  * can re-arm every lease, but never reads a clock.
  */
 #include <stdlib.h>

@@ -3,7 +3,8 @@
  * crash-after-reboot check), closing, the meta keys, the write-transaction
  * loop that grows the map, and the translation of LMDB codes into BATON_E*.
  *
- * Durability model (notes/raft-0.15.md section 4): the environment runs with
+ * Durability model (docs/libraft-0.15.md, "LMDB under raft: durability"):
+ * the environment runs with
  * MDB_NOSYNC because the raft log is the durable source of every entry. A
  * process crash loses nothing (the pages sit in the page cache), but an OS
  * crash may leave the files torn. So the meta db keeps a "clean" flag, set

@@ -1,5 +1,5 @@
 /*
- * store.h -- the lock state machine over LMDB (DESIGN.md section 3).
+ * store.h -- the lock state machine over LMDB (docs/design.md, "The state machine").
  *
  * Deterministic: given the same entries it yields the same state and the same
  * effects on every node. It reads no clock, no randomness, and knows nothing
@@ -7,7 +7,8 @@
  * loop thread); a store must not be used from two threads at once.
  *
  * One LMDB environment in `dir` (opened MDB_NOSYNC: the raft log is the
- * durable source, see notes/raft-0.15.md section 4; and MDB_WRITEMAP, with
+ * durable source, see docs/libraft-0.15.md, "LMDB under raft: durability";
+ * and MDB_WRITEMAP, with
  * the data file allocated on disk as far as the map reaches, 8 MiB at first,
  * doubled when full) with named databases:
  *

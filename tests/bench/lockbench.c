@@ -1,5 +1,5 @@
 /*
- * lockbench.c -- baton's benchmark driver (/work/shared/WORKLOAD.md): the
+ * lockbench.c -- baton's benchmark driver (docs/performance.md): the
  * options and main. The parts are listed in bench.h.
  *
  *   lockbench --endpoints E --workload W1|W2|W3|W4|W5 --clients N --seconds S

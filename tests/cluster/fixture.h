@@ -17,7 +17,7 @@
  * Nodes are indexed 0..CL_N-1 (raft ids 1..CL_N), as in raft_fixture. One
  * cluster may exist at a time per process: libraft 0.15's fixture lives in a
  * static struct that is zeroed before every raft_fixture_initialize (0.15
- * does not reset its server count, see notes/raft-0.15.md section 3).
+ * does not reset its server count, see docs/libraft-0.15.md, "raft_fixture").
  *
  * Directories: cl_suite_init makes one per-run directory under /tmp and
  * cl_suite_done removes it with everything inside, so that a test that fails
