@@ -4,10 +4,10 @@
 #   make run        install missing packages, build, start a local 3-node cluster
 #   make test       install missing packages, build, run every test
 #   make SAN=address test     the same under AddressSanitizer + UBSan
-#   make bench      build lockbench, run the WORKLOAD.md sweep on a fresh local
+#   make bench      build lockbench, run the benchmark sweep on a fresh local
 #                   cluster (make bench SECONDS=3 for a quick look)
 #   make bench-plot     docs/bench-w2.png from the last sweep's JSON lines (gnuplot)
-#   make bench-table    the README's table of figures from the same lines
+#   make bench-table    the table of figures (docs/performance.md) from the same lines
 #
 # Targets that need the libraries (run, test, all, ...) first run `deps`,
 # which apt-get installs whatever pkg-config cannot find, and then re-invoke
@@ -159,11 +159,11 @@ $(B)/batond: $(B)/server/main.o $(SERVER_OBJ) $(RAFT_OBJ) $(B)/libstore.a $(B)/l
 $(B)/batonctl: $(CTL_OBJ) $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
 
-# lockbench: the benchmark driver (tests/bench/, WORKLOAD.md).
+# lockbench: the benchmark driver (tests/bench/; workloads in docs/performance.md).
 $(B)/lockbench: $(BENCH_OBJ) $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
 
-# ---- the README's benchmark chart and table (from make bench's JSON lines) ----
+# ---- docs/performance.md's benchmark chart and table (from make bench's JSON lines) ----
 # BENCH_JSONL: the lines to use (default: what `make bench` wrote last).
 # Only bench-plot needs gnuplot: deps-plot installs gnuplot-nox when missing.
 BENCH_JSONL ?= $(B)/bench.jsonl
@@ -243,7 +243,7 @@ $(FUZZ_B)/libfuzzlib.a: $(FUZZ_LIB_OBJ)
 $(FUZZ_BIN): $(FUZZ_B)/%: $(FUZZ_B)/obj/tests/fuzz/%.o $(FUZZ_B)/libfuzzlib.a
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(LIBS_LMDB)
 
-# ---- the fault harness (tests/fault/, README "Guarantees and how they are tested")
+# ---- the fault harness (tests/fault/, docs/guarantees.md)
 # `make fault` runs FAULT_SECONDS of mixed faults and prints the numbers;
 # `make fault-selftest` runs it against $(BROKEN)/batond, whose storage is
 # compiled with -DBATON_TEST_BROKEN_GRANT_ALL (grants every lock to

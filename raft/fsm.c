@@ -3,7 +3,8 @@
  *
  * libraft 0.15 does not pass the entry index to apply; while apply runs, the
  * entry being applied is raft_last_applied() + 1 (docs/libraft-0.15.md,
- * "apply has no index, and a refused apply is retried"). The store skips entries at or below its own applied index, which makes
+ * "apply has no index, and a refused apply is retried"). The store skips
+ * entries at or below its own applied index, which makes
  * the log replay that raft does on every restart harmless.
  */
 #include "raft/fsm.h"

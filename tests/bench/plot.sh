@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# plot.sh -- the README's chart: W2 (one hot lock) grants per second and
+# plot.sh -- the chart of docs/performance.md: W2 (one hot lock) grants per second and
 # p99 acquire wait against the number of contenders, from lockbench's JSON
 # lines. This is what `make bench-plot` runs.
 #

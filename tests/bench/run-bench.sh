@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run-bench.sh -- run the WORKLOAD.md sweep against fresh local 3-node
+# run-bench.sh -- run the benchmark sweep (docs/performance.md) against fresh local 3-node
 # clusters. This is what `make bench` executes.
 #
 #   tests/bench/run-bench.sh BUILD_DIR [SECONDS]     (SECONDS defaults to 10)

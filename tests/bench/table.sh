@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# table.sh -- print the README's table of benchmark figures (markdown) from
+# table.sh -- print the table of benchmark figures (markdown) of docs/performance.md from
 # lockbench's JSON lines. This is what `make bench-table` runs.
 #
 #   tests/bench/table.sh BENCH_JSONL
@@ -8,7 +8,7 @@
 # BUILD_DIR/bench.jsonl), in the file's order: W1/W2/W3 with their rates,
 # latencies (ms), fairness, errors and violations; W3 adds the longest gap;
 # W4 the time to take every lock and the servers' memory; W5 the leader's
-# CPU while the sessions idle. Paste the output under README "Performance".
+# CPU while the sessions idle. Paste the output under docs/performance.md "Figures".
 #
 # Exit status: 0, 1 if the file has no lockbench line, 2 on a usage error.
 set -u
