@@ -160,7 +160,7 @@ $(B)/batonctl: $(CTL_OBJ) $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
 
 # lockbench: the benchmark driver (tests/bench/; workloads in docs/performance.md).
-$(B)/lockbench: $(BENCH_OBJ) $(B)/libbaton.a
+$(B)/lockbench: $(BENCH_OBJ) $(B)/libtest.a $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
 
 # ---- docs/performance.md's benchmark chart and table (from make bench's JSON lines) ----
@@ -258,7 +258,7 @@ fault-inner: $(PROGS) $(FAULT_PROGS)
 fault-selftest-inner: $(FAULT_ALL)
 	@BATON_BUILD=$(abspath $(BROKEN)) $(FAULT_DIR)/faultrun --seconds 30 --expect-violations
 
-$(FAULT_DIR)/faultrun: $(addprefix $(FAULT_DIR)/,run.o nemesis.o procs.o) $(B)/libtest.a $(B)/libproto.a
+$(FAULT_DIR)/faultrun: $(addprefix $(FAULT_DIR)/,run.o nemesis.o) $(B)/libtest.a $(B)/libproto.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
 $(FAULT_DIR)/faultproxy: $(FAULT_DIR)/proxy.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV)
@@ -268,7 +268,7 @@ $(FAULT_DIR)/faultclient: $(FAULT_DIR)/client.o $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
 $(FAULT_DIR)/faultcheck: $(FAULT_DIR)/check.o $(FAULT_DIR)/check_load.o
 	$(CC) $(LDFLAGS) -o $@ $^
-$(FAULT_TEST): $(FAULT_DIR)/test_fault.o
+$(FAULT_TEST): $(FAULT_DIR)/test_fault.o $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^
 
 $(BROKEN)/%.o: %.c $(B)/.cflags

@@ -24,6 +24,8 @@
 #include <sys/types.h>
 
 #include "tests/bench/hist.h"
+#include "tests/lib/clock.h"
+#include "tests/lib/proc.h"
 
 enum { W1 = 1, W2, W3, W4, W5 };
 enum { DRV_ASYNC = 1, DRV_BLOCKING };
@@ -59,9 +61,9 @@ struct cfg {
 
 /* ---- util.c ------------------------------------------------------------------------ */
 
-int64_t now_ns(void);
-/* Sleep ns nanoseconds, but not past `until` (monotonic; 0: no bound). */
-void sleep_ns(int64_t ns, int64_t until);
+/* now_ns and sleep_ns: tests/lib/clock.h. Sleep ns nanoseconds, but not
+ * past `until` (now_ns time; 0: no bound). */
+void sleep_ns_until(int64_t ns, int64_t until);
 double us(uint64_t ns);
 /* CPU time (user + system) this process has used so far, in ns. */
 int64_t self_cpu_ns(void);
@@ -87,8 +89,7 @@ struct recs {
 void recs_add(struct recs *r, uint64_t key, uint64_t fence);
 int cmp_u64(const void *a, const void *b);
 
-/* VmRSS of pid in kB; -1 if it cannot be read. */
-long read_rss_kb(pid_t pid);
+/* VmRSS of pid: proc_rss_kb (tests/lib/proc.h). */
 /* Print ,"field":[a,b,...] (null where a value is < 0). */
 void print_rss(const char *field, const long *kb, int n);
 /* utime + stime of pid in clock ticks (sysconf(_SC_CLK_TCK)); -1 if unreadable. */

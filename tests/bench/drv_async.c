@@ -423,7 +423,7 @@ int run_async(const struct cfg *cfg)
     cpu0 = self_cpu_ns();
     for (int k = 0; k < nl; k++) uv_async_send(&loops[k].go);
 
-    sleep_ns(B.t_end - B.t_start, 0);
+    sleep_ns(B.t_end - B.t_start);
     cpu1 = self_cpu_ns();
     for (int k = 0; k < nl; k++) pthread_join(loops[k].th, NULL);
 

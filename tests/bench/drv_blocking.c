@@ -84,7 +84,7 @@ static int reconnect(struct client *c)
         rv = bench_open_session(B->cfg, c->r->id, ms, &c->b);
         if (rv == 0) return 0;
         client_fail(c, "reconnect", rv);
-        sleep_ns(RECONNECT_PAUSE_NS, B->t_end);
+        sleep_ns_until(RECONNECT_PAUSE_NS, B->t_end);
     }
     return -1;
 }
@@ -95,7 +95,7 @@ static void recover(struct client *c, int rv)
     if (rv == BATON_ESESSION || rv == BATON_ECLOSED)
         (void)reconnect(c);
     else if (rv != BATON_ENOTHELD)
-        sleep_ns(ERROR_PAUSE_NS, c->bench->t_end);
+        sleep_ns_until(ERROR_PAUSE_NS, c->bench->t_end);
 }
 
 /* W1 and W3: lock and unlock this client's own lock until the run ends.
@@ -172,7 +172,7 @@ static void run_w2(struct client *c)
         cres_check_fence(c->r, fence);
         hist_record(&c->r->acq, (uint64_t)(t1 - t0));
         if (t1 <= B->t_end) c->r->ops++;
-        if (B->cfg->hold_ms > 0) sleep_ns(B->cfg->hold_ms * NS_PER_MS, 0);
+        if (B->cfg->hold_ms > 0) sleep_ns(B->cfg->hold_ms * NS_PER_MS);
         atomic_compare_exchange_strong(&B->holder, &me, 0);
         me = c->r->id + 1; /* the exchange may have overwritten it */
         t2 = now_ns();
@@ -275,7 +275,7 @@ int run_blocking(const struct cfg *cfg)
     pthread_cond_broadcast(&B.cv);
     pthread_mutex_unlock(&B.mu);
 
-    sleep_ns(B.t_end - B.t_start, 0);
+    sleep_ns(B.t_end - B.t_start);
     cpu1 = self_cpu_ns();
     pthread_mutex_lock(&B.mu);
     while (B.n_done < n) pthread_cond_wait(&B.cv, &B.mu);

@@ -3,7 +3,6 @@
  * rate-limited error lines, grant records, /proc readers, the watchdog and
  * the open-files limit.
  */
-#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -18,25 +17,12 @@
 
 #define MAX_ERR_LOGS 20 /* error lines printed to stderr per run */
 
-int64_t now_ns(void)
+void sleep_ns_until(int64_t ns, int64_t until)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
-}
-
-void sleep_ns(int64_t ns, int64_t until)
-{
-    struct timespec ts;
     int64_t now = now_ns();
 
     if (until != 0 && now + ns > until) ns = until - now;
-    if (ns <= 0) return;
-    ts.tv_sec = (time_t)(ns / NS_PER_S);
-    ts.tv_nsec = (long)(ns % NS_PER_S);
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
+    sleep_ns(ns);
 }
 
 double us(uint64_t ns)
@@ -101,21 +87,6 @@ int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-long read_rss_kb(pid_t pid)
-{
-    char path[64], line[256];
-    long kb = -1;
-    FILE *f;
-
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    f = fopen(path, "r");
-    if (f == NULL) return -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmRSS: %ld", &kb) == 1) break;
-    fclose(f);
-    return kb;
-}
-
 void print_rss(const char *field, const long *kb, int n)
 {
     printf(",\"%s\":[", field);
@@ -162,7 +133,7 @@ static void *watchdog_main(void *arg)
     for (;;) {
         int64_t left = watchdog_at - now_ns();
         if (left <= 0) break;
-        sleep_ns(left > NS_PER_S ? NS_PER_S : left, 0);
+        sleep_ns(left > NS_PER_S ? NS_PER_S : left);
     }
     fprintf(stderr, "lockbench: the run did not end within its bound; giving up\n");
     fflush(stderr);

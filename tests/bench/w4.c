@@ -140,7 +140,7 @@ int run_w4(const struct cfg *cfg)
             return 1;
         }
     }
-    for (int i = 0; i < cfg->npids; i++) rss0[i] = read_rss_kb(cfg->pids[i]);
+    for (int i = 0; i < cfg->npids; i++) rss0[i] = proc_rss_kb(cfg->pids[i]);
 
     /* --seconds bounds opening plus acquiring; closing is bounded per call. */
     t_open = now_ns();
@@ -154,7 +154,7 @@ int run_w4(const struct cfg *cfg)
             (double)(t_lock - t_open) / 1e9);
     w4_phase(wk, T, w4_lock_main);
     t_done = now_ns();
-    for (int i = 0; i < cfg->npids; i++) rss1[i] = read_rss_kb(cfg->pids[i]);
+    for (int i = 0; i < cfg->npids; i++) rss1[i] = proc_rss_kb(cfg->pids[i]);
 
     for (int t = 0; t < T; t++) {
         hist_merge(&acq, &wk[t].acq);

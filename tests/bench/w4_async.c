@@ -84,7 +84,7 @@ static void report(struct w4a *w)
 
     if (w->reported) return;
     w->reported = true;
-    for (int i = 0; i < cfg->npids; i++) rss1[i] = read_rss_kb(cfg->pids[i]);
+    for (int i = 0; i < cfg->npids; i++) rss1[i] = proc_rss_kb(cfg->pids[i]);
     fprintf(stderr, "lockbench: W4: %ld of %ld locks in %.2f s; closing the sessions\n",
             w->acquired, cfg->locks, secs);
     printf("{\"system\":\"baton\",\"workload\":\"W4\",\"clients\":%d,\"sessions\":%d,"
@@ -286,7 +286,7 @@ int run_w4_async(const struct cfg *cfg)
         w.s[i].id = i;
         for (int k = 0; k < W4_WINDOW; k++) w.s[i].slot[k].s = &w.s[i];
     }
-    for (int i = 0; i < cfg->npids; i++) w.rss0[i] = read_rss_kb(cfg->pids[i]);
+    for (int i = 0; i < cfg->npids; i++) w.rss0[i] = proc_rss_kb(cfg->pids[i]);
     start_watchdog(now_ns() + (int64_t)(cfg->seconds * NS_PER_S) +
                    2 * ((int64_t)w.K / cfg->open_inflight + 2) *
                        (int64_t)(cfg->connect_timeout_ms + cfg->op_timeout_ms) * NS_PER_MS +

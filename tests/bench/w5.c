@@ -130,7 +130,7 @@ static void report(struct w5 *w, int64_t t_win1, int64_t cpu_self1, const long l
     lost = w->n_open - alive;
     if (lost > 0) note("W5: %d sessions were lost during the idle window", lost);
     for (int i = 0; i < cfg->npids; i++) {
-        rss1[i] = read_rss_kb(cfg->pids[i]);
+        rss1[i] = proc_rss_kb(cfg->pids[i]);
         pct[i] = w->ticks0[i] < 0 || ticks1[i] < 0 || win_s <= 0
                      ? -1
                      : 100.0 * (double)(ticks1[i] - w->ticks0[i]) / hz / win_s;
@@ -277,7 +277,7 @@ int run_w5(const struct cfg *cfg)
         w.cl[i].w = &w;
         w.cl[i].id = i;
     }
-    for (int i = 0; i < cfg->npids; i++) w.rss0[i] = read_rss_kb(cfg->pids[i]);
+    for (int i = 0; i < cfg->npids; i++) w.rss0[i] = proc_rss_kb(cfg->pids[i]);
     /* Opening and closing: N / K rounds of at most one connect timeout each. */
     start_watchdog(now_ns() + (int64_t)(cfg->seconds * NS_PER_S) + SETTLE_MS * NS_PER_MS +
                    2 * ((int64_t)w.n / cfg->open_inflight + 2) *

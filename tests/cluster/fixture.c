@@ -3,9 +3,9 @@
  */
 #include "tests/cluster/fixture.h"
 
-#include <ftw.h>
 #include <sys/stat.h>
 
+#include "tests/lib/files.h"
 #include "tests/lib/runner.h"
 
 /* libraft 0.15's raft_fixture_initialize does not reset the server count, so
@@ -16,32 +16,17 @@ static char suite_dir[64];
 
 /* ---- directories ----------------------------------------------------------- */
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-static void rm_tree(const char *dir)
-{
-    nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
-}
-
 void cl_suite_init(void)
 {
-    strcpy(suite_dir, "/tmp/baton-cluster-XXXXXX");
-    if (mkdtemp(suite_dir) == NULL) {
-        perror("mkdtemp");
+    if (tmpdir_make(suite_dir, sizeof suite_dir, "baton-cluster") != 0) {
+        perror("tmpdir_make");
         exit(1);
     }
 }
 
 void cl_suite_done(void)
 {
-    if (suite_dir[0] != '\0') rm_tree(suite_dir);
+    if (suite_dir[0] != '\0') rm_rf(suite_dir);
 }
 
 /* ---- life cycle -------------------------------------------------------------- */
@@ -132,7 +117,7 @@ void cl_setup_at(struct cl *c)
 void cl_close(struct cl *c)
 {
     cl_stop(c);
-    rm_tree(c->dir);
+    rm_rf(c->dir);
 }
 
 /* ---- raft ---------------------------------------------------------------------- */

@@ -19,7 +19,8 @@
  * static struct that is zeroed before every raft_fixture_initialize (0.15
  * does not reset its server count, see docs/libraft-0.15.md, "raft_fixture").
  *
- * Directories: cl_suite_init makes one per-run directory under /tmp and
+ * Directories: cl_suite_init makes one per-run directory (tmpdir_make,
+ * tests/lib/files.h: under $TMPDIR, else /tmp) and
  * cl_suite_done removes it with everything inside, so that a test that fails
  * (and exits at once) leaves nothing behind. Each cluster lives in its own
  * subdirectory, removed by cl_close.

@@ -1,9 +1,9 @@
 /*
- * flog.h -- what every program of the fault harness shares: the clock and
- * the log line format.
+ * flog.h -- what every program of the fault harness shares: the log line
+ * format, stamped with the tests' clock (tests/lib/clock.h).
  *
  * Every log line of the harness (clients, fenced store, nemesis) starts with
- * the time in microseconds of CLOCK_MONOTONIC. That clock is one per
+ * the time in microseconds of CLOCK_MONOTONIC (now_us). That clock is one per
  * machine, shared by all processes, and never jumps, so the checker can
  * compare events of different processes: the whole harness runs on one
  * host (127.0.0.1).
@@ -14,14 +14,8 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <time.h>
 
-static inline uint64_t flog_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
+#include "tests/lib/clock.h"
 
 /* Write one line "T_US fmt..." to f and flush it, so that a process stopped
  * or killed later loses nothing it logged. */
@@ -31,7 +25,7 @@ static inline void flog(FILE *f, const char *fmt, ...)
     va_list ap;
 
     if (f == NULL) return;
-    fprintf(f, "%llu ", (unsigned long long)flog_now_us());
+    fprintf(f, "%lld ", (long long)now_us());
     va_start(ap, fmt);
     vfprintf(f, fmt, ap);
     va_end(ap);

@@ -23,7 +23,6 @@
  * near the longest unavailability. Anything else of note is a "T NOTE ..."
  * line.
  */
-#include <ftw.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,11 +32,21 @@
 
 #include "tests/fault/flog.h"
 #include "tests/fault/run.h"
+#include "tests/lib/files.h"
 
 const char *const fault_names[F_COUNT] = {
     "kill-leader", "kill-follower", "stop-leader", "stop-client", "partition-leader",
     "partition-follower", "restart-all", "member",
 };
+
+/* Uniform in [lo, hi], from the run's seed (xorshift64). */
+static uint64_t run_rand(struct run *r, uint64_t lo, uint64_t hi)
+{
+    r->rng ^= r->rng << 13;
+    r->rng ^= r->rng >> 7;
+    r->rng ^= r->rng << 17;
+    return lo + r->rng % (hi - lo + 1);
+}
 
 /* How often each fault is picked, relative to the others. */
 static const unsigned weight[F_COUNT] = {3, 1, 2, 2, 2, 1, 1, 1};
@@ -54,7 +63,7 @@ static void note(struct run *r, const char *what, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     flog(r->nemesis, "%s %s", what, msg);
-    printf("# +%.1f s %s %s\n", (double)(flog_now_us() - r->t_start_us) / 1e6, what, msg);
+    printf("# +%.1f s %s %s\n", (double)(now_us() - r->t_start_us) / 1e6, what, msg);
     fflush(stdout);
 }
 
@@ -123,7 +132,7 @@ static void fault_kill(struct run *r, enum fault_kind k, int l)
     note(r, "FAULT", "%s node %u", fault_names[k], id);
     r->down[t] = 1;
     cluster_kill(&r->c, t, SIGKILL);
-    proc_sleep_ms((unsigned)run_rand(r, 500, 3000));
+    sleep_ms((int64_t)run_rand(r, 500, 3000));
     restart_node(r, t);
     note(r, "HEAL", "%s node %u restarted", fault_names[k], id);
 }
@@ -135,7 +144,7 @@ static void fault_stop_leader(struct run *r, int l)
 
     note(r, "FAULT", "stop-leader node %u for %u ms", id, ms);
     cluster_kill(&r->c, l, SIGSTOP);
-    proc_sleep_ms(ms);
+    sleep_ms(ms);
     cluster_kill(&r->c, l, SIGCONT);
     note(r, "HEAL", "stop-leader node %u continued", id);
 }
@@ -145,18 +154,10 @@ static void fault_stop_leader(struct run *r, int l)
 static int client_holds(struct run *r, int k)
 {
     char path[PATH_MAX + 32], tail[256], *last;
-    FILE *f;
-    long size;
-    size_t n;
+    long n;
 
     snprintf(path, sizeof path, "%s/client-%02d.log", r->dir, k);
-    if ((f = fopen(path, "r")) == NULL) return 0;
-    fseek(f, 0, SEEK_END);
-    size = ftell(f);
-    fseek(f, size > (long)sizeof tail - 1 ? size - (long)sizeof tail + 1 : 0, SEEK_SET);
-    n = fread(tail, 1, sizeof tail - 1, f);
-    fclose(f);
-    tail[n] = '\0';
+    if ((n = read_tail(path, tail, sizeof tail)) < 0) return 0;
     if (n > 0 && tail[n - 1] == '\n') tail[n - 1] = '\0';
     last = strrchr(tail, '\n');
     last = last ? last + 1 : tail;
@@ -186,7 +187,7 @@ static void fault_stop_client(struct run *r)
     r->client_stopped[k] = 1;
     note(r, "FAULT", "stop-client c%d for %u ms%s", k, ms,
          client_holds(r, k) ? " (holding a lock)" : "");
-    proc_sleep_ms(ms);
+    sleep_ms(ms);
     kill(r->clients[k], SIGCONT);
     r->client_stopped[k] = 0;
     note(r, "HEAL", "stop-client c%d continued", k);
@@ -209,7 +210,7 @@ static void fault_partition(struct run *r, enum fault_kind k, int l)
         snprintf(cmd, sizeof cmd, "cut %u %u", r->c.nodes[j].id, id);
         proxy_command(r, cmd);
     }
-    proc_sleep_ms(ms);
+    sleep_ms(ms);
     proxy_command(r, "heal");
     note(r, "HEAL", "%s node %u reconnected", fault_names[k], id);
 }
@@ -222,18 +223,10 @@ static void fault_restart_all(struct run *r)
         r->down[i] = 1;
         cluster_kill(&r->c, i, SIGKILL);
     }
-    proc_sleep_ms((unsigned)run_rand(r, 500, 2000));
+    sleep_ms((int64_t)run_rand(r, 500, 2000));
     for (int i = 0; i < r->c.n; i++)
         if (r->down[i]) restart_node(r, i);
     note(r, "HEAL", "restart-all every node restarted");
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    if (ftw->level > 0) remove(path); /* everything under the directory */
-    return 0;
 }
 
 /* Run batonctl ARGS... (NULL-terminated); 0 if it exited 0, else print
@@ -293,11 +286,12 @@ static void fault_member(struct run *r, int l)
     }
     r->down[t] = 1;
     cluster_kill(&r->c, t, SIGTERM);
-    nftw(nd->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    rm_rf(nd->dir); /* its data: it comes back empty */
+    mkdir(nd->dir, 0755);
     nd->joined = 1;
     if (restart_node(r, t) == 0) {
         for (int attempt = 0; attempt < 3 && !ok; attempt++) {
-            if (attempt) proc_sleep_ms(1000);
+            if (attempt) sleep_ms(1000);
             ok = ctl(r, (const char *[]){"member", "add", id, addrs, "--timeout", "30000",
                                          NULL}) == 0;
         }
@@ -322,14 +316,14 @@ static enum fault_kind pick(struct run *r)
     return F_KILL_LEADER;
 }
 
-void nemesis_run(struct run *r, uint64_t deadline_us)
+void nemesis_run(struct run *r, int64_t deadline_us)
 {
-    while (flog_now_us() < deadline_us) {
+    while (now_us() < deadline_us) {
         enum fault_kind k;
         int l;
 
-        proc_sleep_ms((unsigned)run_rand(r, 1000, 3000));
-        if (flog_now_us() >= deadline_us) break;
+        sleep_ms((int64_t)run_rand(r, 1000, 3000));
+        if (now_us() >= deadline_us) break;
         l = leader(r, 15000);
         if (l < 0) continue;
         k = pick(r);

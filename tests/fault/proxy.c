@@ -102,7 +102,7 @@ static void pc_close(struct pconn *pc, const char *why)
 {
     if (pc->state == P_CLOSING) return;
     if (pc->src >= 0 || pc->state != P_HANDSHAKE)
-        fprintf(stderr, "%llu close %d->%d: %s\n", (unsigned long long)flog_now_us(),
+        fprintf(stderr, "%lld close %d->%d: %s\n", (long long)now_us(),
                 pc->src >= 0 ? (int)nodes[pc->src].id : 0, (int)nodes[pc->dst].id, why);
     pc->state = P_CLOSING;
     if (pc->prev)
@@ -200,7 +200,7 @@ static void on_connected(uv_connect_t *req, int status)
         return;
     }
     pc->state = P_OPEN;
-    fprintf(stderr, "%llu open %d->%d\n", (unsigned long long)flog_now_us(),
+    fprintf(stderr, "%lld open %d->%d\n", (long long)now_us(),
             pc->src >= 0 ? (int)nodes[pc->src].id : 0, (int)nodes[pc->dst].id);
     uv_tcp_nodelay(&pc->up, 1);
     pc->pend = NULL;
@@ -227,7 +227,7 @@ static void handshake_done(struct pconn *pc)
     if (pc->src >= 0 && cut[pc->src][pc->dst]) {
         pc->state = P_HELD;
         pc->pend_len = 0;
-        fprintf(stderr, "%llu hold %d->%d\n", (unsigned long long)flog_now_us(),
+        fprintf(stderr, "%lld hold %d->%d\n", (long long)now_us(),
                 (int)nodes[pc->src].id, (int)nodes[pc->dst].id);
         return;
     }
@@ -353,7 +353,7 @@ static void command(char *s)
     unsigned a, b;
     char tail;
 
-    fprintf(stderr, "%llu command: %s\n", (unsigned long long)flog_now_us(), s);
+    fprintf(stderr, "%lld command: %s\n", (long long)now_us(), s);
     if (sscanf(s, "cut %u %u %c", &a, &b, &tail) == 2) {
         int src = node_by_id(a), dst = node_by_id(b);
         if (src < 0 || dst < 0 || src == dst) {

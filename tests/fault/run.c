@@ -40,6 +40,7 @@
 
 #include "tests/fault/flog.h"
 #include "tests/fault/run.h"
+#include "tests/lib/files.h"
 
 static struct run R;
 
@@ -83,7 +84,7 @@ static int parse_args(struct run *r, int argc, char **argv)
     r->n_clients = 5;
     r->n_locks = 2;
     r->ttl_ms = 3000;
-    r->seed = flog_now_us() ^ (uint64_t)getpid() << 32;
+    r->seed = (uint64_t)now_us() ^ (uint64_t)getpid() << 32;
     r->faults_enabled = (1u << F_COUNT) - 1;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (o) {
@@ -123,7 +124,7 @@ static int start_store(struct run *r)
     tool(r, "faultstore", path, sizeof path);
     snprintf(logp, sizeof logp, "%s/store.log", r->dir);
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return -1;
-    r->store_pid = proc_spawn(argv, in[0], out[1], 2);
+    r->store_pid = proc_spawn(argv, in[0], out[1], PROC_INHERIT);
     close(in[0]);
     close(out[1]);
     r->store_in = in[1];
@@ -176,7 +177,6 @@ static int start_clients(struct run *r)
         const char *argv[] = {path,    "--endpoints", cluster_endpoints(&r->c),
                               "--store", port,         "--name", name, "--log", logp,
                               "--locks", locks,        "--ttl",  ttl,  "--seed", seed, NULL};
-        int errfd;
 
         tool(r, "faultclient", path, sizeof path);
         snprintf(logp, sizeof logp, "%s/client-%02d.log", r->dir, k);
@@ -186,9 +186,7 @@ static int start_clients(struct run *r)
         snprintf(locks, sizeof locks, "%d", r->n_locks);
         snprintf(ttl, sizeof ttl, "%u", r->ttl_ms);
         snprintf(seed, sizeof seed, "%" PRIu64, r->seed + (uint64_t)k * 7919u);
-        errfd = open(errp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        r->clients[k] = proc_spawn(argv, -1, -1, errfd);
-        if (errfd >= 0) close(errfd);
+        r->clients[k] = proc_spawn_files(argv, NULL, errp);
         if (r->clients[k] < 0) return -1;
     }
     return 0;
@@ -210,10 +208,7 @@ static void stop_clients(struct run *r)
             printf("# client c%d %s (see client-%02d.err)\n", k,
                    code < 0 ? "did not stop within 60 s" : "exited with an error", k);
             r->harness_errors++;
-            if (code < 0) {
-                kill(r->clients[k], SIGKILL);
-                proc_wait(r->clients[k], 5000);
-            }
+            if (code < 0) proc_stop(r->clients[k], SIGKILL, 5000);
         }
         r->clients[k] = 0;
     }
@@ -223,7 +218,7 @@ static void stop_clients(struct run *r)
  * state digests: a difference would mean a node's state diverged. */
 static void compare_digests(struct run *r)
 {
-    uint64_t deadline = flog_now_us() + 30000000u;
+    int64_t deadline = now_ms() + 30000;
 
     for (;;) {
         struct cluster_status st[CLUSTER_MAX_NODES];
@@ -245,12 +240,12 @@ static void compare_digests(struct run *r)
                    st[0].applied_index);
             return;
         }
-        if (flog_now_us() > deadline) {
+        if (now_ms() > deadline) {
             printf("# the nodes did not reach the same applied index within 30 s\n");
             r->harness_errors++;
             return;
         }
-        proc_sleep_ms(200);
+        sleep_ms(200);
     }
 }
 
@@ -268,8 +263,7 @@ static void stop_helpers(struct run *r)
     for (int k = 0; k < 2; k++) {
         if (*pids[k] <= 0) continue;
         if (proc_wait(*pids[k], 10000) != 0) {
-            kill(*pids[k], SIGKILL);
-            proc_wait(*pids[k], 5000);
+            proc_stop(*pids[k], SIGKILL, 5000);
             r->harness_errors++;
         }
         *pids[k] = 0;
@@ -284,7 +278,7 @@ static int run_checker(struct run *r)
     pid_t pid;
 
     tool(r, "faultcheck", path, sizeof path);
-    pid = proc_spawn(argv, -1, 1, 2);
+    pid = proc_spawn(argv, PROC_NULL, PROC_INHERIT, PROC_INHERIT);
     return pid < 0 ? 2 : proc_wait(pid, 600000);
 }
 
@@ -293,12 +287,11 @@ static void emergency_stop(void)
 {
     for (int k = 0; k < RUN_MAX_CLIENTS; k++)
         if (R.clients[k] > 0) {
-            kill(R.clients[k], SIGKILL);
-            proc_wait(R.clients[k], 2000);
+            proc_stop(R.clients[k], SIGKILL, 2000);
             R.clients[k] = 0;
         }
-    if (R.proxy_pid > 0) kill(R.proxy_pid, SIGKILL), proc_wait(R.proxy_pid, 2000);
-    if (R.store_pid > 0) kill(R.store_pid, SIGKILL), proc_wait(R.store_pid, 2000);
+    if (R.proxy_pid > 0) proc_stop(R.proxy_pid, SIGKILL, 2000);
+    if (R.store_pid > 0) proc_stop(R.store_pid, SIGKILL, 2000);
     R.proxy_pid = R.store_pid = 0;
     cluster_stop(&R.c);
 }
@@ -324,7 +317,6 @@ int main(int argc, char **argv)
     static const char *const node_args[] = {"--snapshot-threshold", "1024",
                                             "--snapshot-trailing", "256", NULL};
     struct cluster_opts co = {.extra_args = node_args, .raft_proxy = 1};
-    const char *tmp = getenv("TMPDIR");
     char self[PATH_MAX], nem[PATH_MAX + 32];
     ssize_t n;
     int check, rv;
@@ -341,9 +333,8 @@ int main(int argc, char **argv)
     self[n] = '\0';
     *strrchr(self, '/') = '\0';
     snprintf(R.tools, sizeof R.tools, "%s", self);
-    snprintf(R.dir, sizeof R.dir, "%s/baton-fault-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (mkdtemp(R.dir) == NULL) {
-        fprintf(stderr, "faultrun: mkdtemp: %s\n", strerror(errno));
+    if (tmpdir_make(R.dir, sizeof R.dir, "baton-fault") != 0) {
+        fprintf(stderr, "faultrun: cannot make a log directory: %s\n", strerror(errno));
         return 2;
     }
     snprintf(nem, sizeof nem, "%s/nemesis.log", R.dir);
@@ -360,13 +351,13 @@ int main(int argc, char **argv)
         emergency_stop();
         return 2;
     }
-    R.t_start_us = flog_now_us();
+    R.t_start_us = now_us();
     flog(R.nemesis, "NOTE start");
-    nemesis_run(&R, R.t_start_us + (uint64_t)R.seconds * 1000000u);
+    nemesis_run(&R, R.t_start_us + (int64_t)R.seconds * 1000000);
     flog(R.nemesis, "NOTE faults over; healing");
     nemesis_heal_all(&R);
     if (cluster_wait_leader(&R.c, 30000) < 0) R.harness_errors++;
-    proc_sleep_ms(2000); /* the clients get going again */
+    sleep_ms(2000); /* the clients get going again */
     flog(R.nemesis, "NOTE stopping the clients");
     stop_clients(&R);
     compare_digests(&R);

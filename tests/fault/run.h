@@ -1,7 +1,7 @@
 /*
  * run.h -- the fault harness driver (faultrun): shared state of run.c
- * (set-up, the clients, the end of the run, the checker), nemesis.c (the
- * faults) and procs.c (child processes).
+ * (set-up, the clients, the end of the run, the checker) and nemesis.c
+ * (the faults). Child processes: tests/lib/proc.h.
  */
 #ifndef BATON_TESTS_FAULT_RUN_H
 #define BATON_TESTS_FAULT_RUN_H
@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "tests/lib/cluster.h"
+#include "tests/lib/proc.h"
 
 #define RUN_MAX_CLIENTS 16
 
@@ -53,7 +54,7 @@ struct run {
 
     FILE *nemesis;           /* nemesis.log */
     uint64_t rng;
-    uint64_t t_start_us;
+    int64_t t_start_us;      /* now_us() when the faults began */
     unsigned n_faults[F_COUNT];
     int node_crashes;        /* nodes that died without being killed */
     int harness_errors;      /* anything else that went wrong */
@@ -61,16 +62,9 @@ struct run {
 
 extern const char *const fault_names[F_COUNT];
 
-/* procs.c */
-pid_t proc_spawn(const char *const *argv, int in_fd, int out_fd, int err_fd);
-int proc_wait(pid_t pid, int timeout_ms);       /* exit code, 128+sig, or -1 on timeout */
-int proc_read_line(int fd, char *buf, size_t cap, int timeout_ms); /* 0 or -1 */
-void proc_sleep_ms(unsigned ms);
-uint64_t run_rand(struct run *r, uint64_t lo, uint64_t hi);     /* uniform in [lo, hi] */
-
 /* nemesis.c */
-/* Run faults until the deadline (CLOCK_MONOTONIC µs). */
-void nemesis_run(struct run *r, uint64_t deadline_us);
+/* Run faults until the deadline (now_us time, tests/lib/clock.h). */
+void nemesis_run(struct run *r, int64_t deadline_us);
 /* Undo every fault still in effect: SIGCONT, restart killed nodes, heal. */
 void nemesis_heal_all(struct run *r);
 /* Send "cut I J" / "heal" to the proxy. 0 or -1. */

@@ -18,9 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/lib/proc.h"
 #include "tests/lib/runner.h"
 
 static char faultrun[PATH_MAX];
@@ -29,24 +29,19 @@ static char faultrun[PATH_MAX];
 static int run_faultrun(const char *const *args, const char *build)
 {
     const char *argv[16];
-    int n = 0, st;
+    int n = 0;
     pid_t pid;
 
     argv[n++] = faultrun;
     while (*args && n < 15) argv[n++] = *args++;
     argv[n] = NULL;
-    fflush(stdout);
-    pid = fork();
-    if (pid == 0) {
-        if (build) setenv("BATON_BUILD", build, 1);
-        dup2(1, 2); /* its numbers and notes in order with ours */
-        execv(faultrun, (char *const *)argv);
-        _exit(127);
-    }
+    /* The test runs in a process of its own (tests/lib/runner.h). */
+    if (build) setenv("BATON_BUILD", build, 1);
+    /* Its numbers and notes go to our stdout, in order with ours; it dies
+     * with the test if the test times out. */
+    pid = proc_spawn(argv, PROC_INHERIT, PROC_INHERIT, 1);
     ASSERT(pid > 0);
-    while (waitpid(pid, &st, 0) < 0) {
-    }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return proc_wait(pid, -1);
 }
 
 TEST(fault_mixed_short)

@@ -13,11 +13,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <uv.h>
 
 #include "client/adapters/libuv.h"
 #include "client/baton_async.h"
+#include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/jsonget.h"
 #include "tests/lib/runner.h"
@@ -28,14 +28,6 @@ static void start3(void)
 {
     ASSERT_EQ(cluster_start(&C, 3), 0);
     ASSERT_GE(cluster_wait_leader(&C, 15000), 0);
-}
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 /* ---- the loop ---------------------------------------------------------------- */
@@ -62,7 +54,7 @@ static void tloop_init(struct tloop *t)
 /* Run the loop until *flag >= want, failing after ms milliseconds. */
 static void run_until(struct tloop *t, const int *flag, int want, unsigned ms)
 {
-    uint64_t end = now_ms() + ms;
+    int64_t end = now_ms() + ms;
 
     while (*flag < want) {
         if (now_ms() > end) FAIL("run_until: still %d of %d after %u ms", *flag, want, ms);
@@ -73,7 +65,7 @@ static void run_until(struct tloop *t, const int *flag, int want, unsigned ms)
 /* Run the loop for about ms milliseconds. */
 static void run_for(struct tloop *t, unsigned ms)
 {
-    uint64_t end = now_ms() + ms;
+    int64_t end = now_ms() + ms;
 
     while (now_ms() < end) uv_run(&t->loop, UV_RUN_ONCE);
 }
@@ -100,7 +92,7 @@ static void tloop_done(struct tloop *t)
         const uv_handle_t *tick;
         int n;
     } c = {(const uv_handle_t *)&t->tick, 0};
-    uint64_t end = now_ms() + 5000;
+    int64_t end = now_ms() + 5000;
 
     for (;;) {
         c.n = 0;
@@ -218,7 +210,7 @@ static void lock_info(const char *name, struct ctl_result *r)
  */
 static void wait_waiters(struct tloop *t, const char *name, int64_t n, unsigned ms)
 {
-    uint64_t end = now_ms() + ms;
+    int64_t end = now_ms() + ms;
     int64_t got = -1;
 
     while (now_ms() < end) {
@@ -378,7 +370,8 @@ TEST(thousand_waiters_on_one_lock_granted_in_call_order)
     struct ctl_result r;
     struct tloop t;
     baton_async_t *holder, *ac;
-    uint64_t f0, t0;
+    uint64_t f0;
+    int64_t t0;
 
     start3();
     tloop_init(&t);
@@ -402,7 +395,7 @@ TEST(thousand_waiters_on_one_lock_granted_in_call_order)
     t0 = now_ms();
     ASSERT_EQ(baton_async_unlock(holder, "crowd", f0, rec_done, &unlock), 0);
     run_until(&t, &crowd.unlocks, CROWD, 15000);
-    fprintf(stderr, "# %d grants and releases in %" PRIu64 " ms\n", CROWD, now_ms() - t0);
+    fprintf(stderr, "# %d grants and releases in %" PRId64 " ms\n", CROWD, now_ms() - t0);
     ASSERT_EQ(unlock.calls, 1);
     ASSERT_EQ(unlock.status, 0);
 

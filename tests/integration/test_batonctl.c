@@ -13,8 +13,10 @@
 #include <string.h>
 
 #include "proto/msg.h"
+#include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/jsonget.h"
+#include "tests/lib/proc.h"
 #include "tests/lib/runner.h"
 
 /* Count occurrences of needle in hay. */
@@ -41,7 +43,7 @@ static void wait_info(struct cluster *c, const char *name, const char *want)
         found = r.status == 0 && strstr(r.out, want) != NULL;
         ctl_result_free(&r);
         if (found) return;
-        usleep(50000);
+        sleep_ms(50);
     }
     FAIL("lock-info %s never showed %s", name, want);
 }
@@ -194,8 +196,8 @@ TEST(lock_busy_and_queue)
     ASSERT(strstr(r.out, "forever") != NULL);
     ctl_result_free(&r);
 
-    ASSERT_EQ(cluster_wait_pid(holder, 10000), 0);
-    ASSERT_EQ(cluster_wait_pid(waiter, 10000), 0);
+    ASSERT_EQ(proc_wait(holder, 10000), 0);
+    ASSERT_EQ(proc_wait(waiter, 10000), 0);
     wait_info(&c, "busy", "\"held\":false");
     ASSERT_EQ(cluster_stop(&c), 0);
 }
@@ -216,11 +218,11 @@ TEST(lock_signals)
     waiter = cluster_ctl_spawn(&c, wait, NULL);
     wait_info(&c, "sig", "\"total_waiters\":1");
     kill(waiter, SIGINT);
-    ASSERT_EQ(cluster_wait_pid(waiter, 10000), 130);
+    ASSERT_EQ(proc_wait(waiter, 10000), 130);
     wait_info(&c, "sig", "\"total_waiters\":0");
 
     kill(holder, SIGTERM);
-    ASSERT_EQ(cluster_wait_pid(holder, 10000), 7);
+    ASSERT_EQ(proc_wait(holder, 10000), 7);
     wait_info(&c, "sig", "\"held\":false");
     ASSERT_EQ(cluster_stop(&c), 0);
 }
@@ -238,14 +240,14 @@ TEST(json_escaping_of_names)
         cluster_ctl(&c, &r, "locks", "q", "-o", "json", NULL);
         if (strstr(r.out, "\"held\":true") != NULL) break;
         ctl_result_free(&r);
-        usleep(50000);
+        sleep_ms(50);
     }
     ASSERT(strstr(r.out, "\"name\":\"q\\\"uo\\\\te\\tname\\ufffd\"") != NULL);
     ctl_result_free(&r);
     ASSERT_EQ(cluster_ctl(&c, &r, "locks", NULL), 0);
     ASSERT(strstr(r.out, "q\"uo\\te\\x09name\\xff") != NULL);
     ctl_result_free(&r);
-    ASSERT_EQ(cluster_wait_pid(holder, 10000), 0);
+    ASSERT_EQ(proc_wait(holder, 10000), 0);
     ASSERT_EQ(cluster_stop(&c), 0);
 }
 
@@ -329,9 +331,9 @@ TEST(watch_follows_changes)
     ASSERT_GT(json_i64(line[3], "fence", 0), json_i64(line[1], "fence", 0));
     ASSERT_EQ(json_i64(line[3], "seq", 0), 4);
 
-    ASSERT_EQ(cluster_wait_pid(watcher, 10000), 0);
-    ASSERT_EQ(cluster_wait_pid(holder, 10000), 0);
-    ASSERT_EQ(cluster_wait_pid(waiter, 10000), 0);
+    ASSERT_EQ(proc_wait(watcher, 10000), 0);
+    ASSERT_EQ(proc_wait(holder, 10000), 0);
+    ASSERT_EQ(proc_wait(waiter, 10000), 0);
     close(fd);
     ASSERT_EQ(cluster_stop(&c), 0);
 }
@@ -367,7 +369,7 @@ TEST(watch_survives_leader_kill)
     ASSERT(strstr(line, "\"held\":false") != NULL);
     ASSERT_EQ(json_i64(line, "seq", 0), 3);
     kill(watcher, SIGTERM);
-    ASSERT_EQ(cluster_wait_pid(watcher, 10000), 0);
+    ASSERT_EQ(proc_wait(watcher, 10000), 0);
     close(fd);
     ASSERT_EQ(cluster_restart(&c, leader), 0);
     ASSERT_EQ(cluster_stop(&c), 0);
@@ -418,7 +420,7 @@ TEST(snapshot_now)
     ASSERT_GE((long long)st.applied_index, index);
 
     /* The files are written in the background. */
-    for (int i = 0; i < 100 && !(found = count_snapshots(raft_dir) > 0); i++) usleep(50000);
+    for (int i = 0; i < 100 && !(found = count_snapshots(raft_dir) > 0); i++) sleep_ms(50);
     ASSERT(found);
 
     ASSERT_EQ(cluster_ctl(&c, &r, "snapshot", "extra", NULL), 64);
@@ -476,7 +478,7 @@ TEST(force_release)
     ASSERT(s2 != s1);
     ASSERT(f2 > f1);
     ctl_result_free(&r);
-    ASSERT_EQ(cluster_wait_pid(holder, 10000), 76);
+    ASSERT_EQ(proc_wait(holder, 10000), 76);
     ASSERT_UEQ(holder_of(&c, "fr"), s2);
 
     /* Again, now with nobody waiting, in JSON. */
@@ -485,7 +487,7 @@ TEST(force_release)
              "\"granted\":false,\"new_session\":0,\"new_fence\":0}\n", s2, f2);
     ASSERT_STREQ(r.out, want);
     ctl_result_free(&r);
-    ASSERT_EQ(cluster_wait_pid(waiter, 10000), 76);
+    ASSERT_EQ(proc_wait(waiter, 10000), 76);
     wait_info(&c, "fr", "\"held\":false");
     ASSERT_EQ(cluster_ctl(&c, &r, "release", "--force", "fr", "-o", "json", NULL), 70);
     ctl_result_free(&r);
@@ -533,7 +535,7 @@ TEST(sessions_and_expire)
     ASSERT_EQ(cluster_ctl(&c, &r, "expire", id, NULL), 0);
     ASSERT(strstr(r.out, "expired session") != NULL);
     ctl_result_free(&r);
-    ASSERT_EQ(cluster_wait_pid(holder, 10000), 76);
+    ASSERT_EQ(proc_wait(holder, 10000), 76);
     ASSERT_EQ(cluster_ctl(&c, &r, "expire", id, "-o", "json", NULL), 70);
     ctl_result_free(&r);
     ASSERT_EQ(cluster_ctl(&c, &r, "sessions", "-o", "json", NULL), 0);

@@ -9,9 +9,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "client/baton.h"
+#include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/jsonget.h"
 #include "tests/lib/runner.h"
@@ -31,12 +31,6 @@ static baton_t *connect_to(const char *endpoints, const char *name)
     int rv = baton_connect(&o, &b);
     if (rv != 0) FAIL("baton_connect(%s): %s: %s", endpoints, baton_err_name(rv), baton_connect_errmsg());
     return b;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
 }
 
 /* `batonctl -o json lock-info NAME` (the caller frees r). */

@@ -29,12 +29,13 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "client/baton.h"
 #include "client/baton_defs.h"
+#include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
+#include "tests/lib/files.h"
 #include "tests/lib/runner.h"
 
 #define FS_SIZE "160m"
@@ -43,13 +44,6 @@
 static char mnt[64];
 static struct cluster C;
 static const char *const EXTRA[] = {"--min-free-mb", "24", NULL};
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static uint64_t free_bytes(void)
 {
@@ -141,7 +135,7 @@ static void digests_agree(void)
             return;
         }
         if (now_ms() > deadline) FAIL("the nodes did not reach the same applied index");
-        usleep(100000);
+        sleep_ms(100);
     }
 }
 
@@ -180,7 +174,7 @@ TEST(disk_full)
 
     /* Below the floor: refused at once, with the reason. */
     deadline = now_ms() + 10000;
-    while ((rv = write_once(b, "below-floor")) == 0 && now_ms() < deadline) usleep(100000);
+    while ((rv = write_once(b, "below-floor")) == 0 && now_ms() < deadline) sleep_ms(100);
     if (rv != BATON_ENOSPC) FAIL("below the floor: %s, not BATON_ENOSPC", baton_err_name(rv));
     fprintf(stderr, "# %s\n", baton_errmsg(b));
     ASSERT(strstr(baton_errmsg(b), "disk is full") != NULL);
@@ -195,9 +189,9 @@ TEST(disk_full)
     /* Completely full. */
     fill(0, UINT64_MAX);
     fprintf(stderr, "# filled to %llu bytes free\n", (unsigned long long)free_bytes());
-    usleep(500000);
+    sleep_ms(500);
     ASSERT_EQ(write_once(b, "full"), BATON_ENOSPC);
-    sleep(2); /* keepalives and heartbeats go on meanwhile */
+    sleep_ms(2000); /* keepalives and heartbeats go on meanwhile */
     all_alive();
     ASSERT_EQ(write_once(b, "full"), BATON_ENOSPC); /* the session is still alive */
 
@@ -205,7 +199,7 @@ TEST(disk_full)
     snprintf(path, sizeof path, "%s/filler", mnt);
     ASSERT_EQ(unlink(path), 0);
     deadline = now_ms() + 15000;
-    while ((rv = write_once(b, "after")) == BATON_ENOSPC && now_ms() < deadline) usleep(100000);
+    while ((rv = write_once(b, "after")) == BATON_ENOSPC && now_ms() < deadline) sleep_ms(100);
     if (rv != 0) FAIL("after freeing space: %s (%s)", baton_err_name(rv), baton_errmsg(b));
     for (int i = 0; i < 50; i++) ASSERT_EQ(write_once(b, "after"), 0);
 
@@ -225,13 +219,12 @@ int main(int argc, char **argv)
 
     runner_init(argc, argv);
     runner_set_timeout(180);
-    snprintf(mnt, sizeof mnt, "/tmp/baton-diskfull-XXXXXX");
     if (geteuid() != 0) {
         printf("# SKIP disk_full: mounting a small tmpfs needs root\n");
         return runner_done();
     }
-    if (mkdtemp(mnt) == NULL) {
-        printf("# SKIP disk_full: mkdtemp: %s\n", strerror(errno));
+    if (tmpdir_make(mnt, sizeof mnt, "baton-diskfull") != 0) {
+        printf("# SKIP disk_full: no mount point: %s\n", strerror(errno));
         return runner_done();
     }
     if (mount("tmpfs", mnt, "tmpfs", 0, "size=" FS_SIZE ",mode=0700") != 0) {

@@ -29,14 +29,15 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "client/baton.h"
 #include "client/baton_defs.h"
 #include "proto/buf.h"
 #include "proto/msg.h"
+#include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
+#include "tests/lib/proc.h"
 #include "tests/lib/runner.h"
 
 #define MAX_CONNS 1000
@@ -59,13 +60,6 @@ static int L; /* the leader's index */
 static const char *const EXTRA[] = {"--max-conns", "1000", "--frame-timeout", "1500", NULL};
 
 /* ---- helpers ---------------------------------------------------------- */
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void start3(void)
 {
@@ -219,16 +213,9 @@ static void expect_reply(int fd, const struct msg *m, int type)
 
 static long vmrss_kb(pid_t pid)
 {
-    char path[64], line[256];
-    long kb = -1;
-    FILE *f;
+    long kb = proc_rss_kb(pid);
 
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    f = fopen(path, "r");
-    if (f == NULL) FAIL("cannot read %s: the process is gone", path);
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1) break;
-    fclose(f);
+    if (kb < 0) FAIL("cannot read the VmRSS of pid %d: the process is gone", (int)pid);
     return kb;
 }
 
@@ -612,7 +599,7 @@ TEST(ten_thousand_connections)
     /* How many served connections the node still holds open. A node that
      * loses leadership closes its connections, and then serves new ones
      * again, so that is what --max-conns bounds. */
-    usleep(300000);
+    sleep_ms(300);
     for (int i = 0; i < total; i++) {
         uint8_t byte;
         ssize_t r;
@@ -648,7 +635,7 @@ TEST(ten_thousand_connections)
         int rv = -1;
         for (int tries = 0; tries < 50 && rv != 0; tries++) {
             rv = baton_connect(&o, &b2);
-            if (rv != 0) usleep(100000);
+            if (rv != 0) sleep_ms(100);
         }
         if (rv != 0) FAIL("a new client after the flood: %s", baton_err_name(rv));
         normal_lock_unlock(b2, "late");
@@ -707,12 +694,12 @@ TEST(one_session_100k_waits)
                 memset(&m, 0, sizeof m);
                 m.type = MSG_ACQUIRE;
                 m.req_id = 100 + next_seq;
-                m.u.acquire.session = session;
-                m.u.acquire.seq = next_seq++;
-                m.u.acquire.ack_below = 1;
-                m.u.acquire.wait_ms = BATON_WAIT_FOREVER;
-                m.u.acquire.lock.p = "contended";
-                m.u.acquire.lock.n = 9;
+                m.u.op.session = session;
+                m.u.op.seq = next_seq++;
+                m.u.op.ack_below = 1;
+                m.u.op.wait_ms = BATON_WAIT_FOREVER;
+                m.u.op.lock.p = "contended";
+                m.u.op.lock.n = 9;
                 ASSERT_EQ(proto_encode(&out, &m), 0);
             }
             if (sent_off < out.len) p.events |= POLLOUT;
@@ -770,9 +757,9 @@ TEST(one_session_100k_waits)
     memset(&m, 0, sizeof m);
     m.type = MSG_CLOSE_SESSION;
     m.req_id = 7;
-    m.u.close_session.session = session;
-    m.u.close_session.seq = WAITS + 1;
-    m.u.close_session.ack_below = WAITS + 1;
+    m.u.op.session = session;
+    m.u.op.seq = WAITS + 1;
+    m.u.op.ack_below = WAITS + 1;
     send_msg(fd, &m);
     ASSERT_EQ(recv_msg(fd, &r, &frame), 1);
     ASSERT_EQ(r.type, MSG_RESULT);

@@ -14,22 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "proto/buf.h"
 #include "proto/msg.h"
+#include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/runner.h"
 
 static struct cluster C;
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* A raw protocol connection with its input buffer. */
 struct raw {

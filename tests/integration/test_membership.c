@@ -29,30 +29,18 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "client/baton.h"
 #include "client/baton_defs.h"
 #include "proto/buf.h"
 #include "proto/msg.h"
+#include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/jsonget.h"
+#include "tests/lib/proc.h"
 #include "tests/lib/runner.h"
 
 static struct cluster C;
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static baton_t *connect_to(const char *endpoints, const char *name)
 {
@@ -462,7 +450,7 @@ TEST(member_add_busy_duplicate_and_resume)
     ASSERT(strstr(r.err, "in flight") != NULL);
     ctl_result_free(&r);
     /* The add of node 5 fails: it did not catch up. It stays a spare. */
-    ASSERT_EQ(cluster_wait_pid(bg, 30000), 70);
+    ASSERT_EQ(proc_wait(bg, 30000), 70);
     ctl_expect(0, &r, (const char *[]){"-o", "json", "member", "list", NULL});
     ASSERT(strstr(r.out, "\"id\":5,\"role\":\"spare\"") != NULL);
     ASSERT_EQ(count(r.out, "\"role\":\"voter\""), 3);

@@ -5,7 +5,6 @@
  * while many entries were committed catches up.
  */
 #include <glob.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -13,27 +12,15 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "client/baton.h"
+#include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/jsonget.h"
+#include "tests/lib/proc.h"
 #include "tests/lib/runner.h"
 
 static struct cluster C;
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 static baton_t *connect_ttl(unsigned ttl_ms)
 {
@@ -65,18 +52,8 @@ static int64_t lock_info_i64(const char *name, const char *key)
 /* Read one line from fd within timeout_ms into buf. */
 static void read_line(int fd, char *buf, size_t cap, int timeout_ms)
 {
-    size_t n = 0;
-    int64_t end = now_ms() + timeout_ms;
-
-    while (n + 1 < cap) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int left = (int)(end - now_ms());
-        if (left <= 0 || poll(&p, 1, left) <= 0) FAIL("no line from child within %d ms", timeout_ms);
-        if (read(fd, buf + n, 1) != 1) FAIL("child closed its output");
-        if (buf[n] == '\n') break;
-        n++;
-    }
-    buf[n] = '\0';
+    if (proc_read_line(fd, buf, cap, timeout_ms) != 0)
+        FAIL("no line from child within %d ms (got \"%s\")", timeout_ms, buf);
 }
 
 /* ---- kill -9 a client holding a lock ---------------------------------------- */
@@ -132,7 +109,7 @@ TEST(dead_client_lock_goes_to_next_waiter_after_its_lease)
     killed_at = now_ms();
     kill(ctl, SIGKILL);
     kill(cmd, SIGKILL);
-    cluster_wait_pid(ctl, 5000);
+    proc_wait(ctl, 5000);
     pthread_join(t, NULL);
     close(fd);
     ASSERT_EQ(w.rv, 0);
@@ -318,7 +295,7 @@ static void check_lock_delay(const char *const *server_args, const char *ctl_del
     killed_at = now_ms();
     kill(ctl, SIGKILL);
     kill(cmd, SIGKILL);
-    cluster_wait_pid(ctl, 5000);
+    proc_wait(ctl, 5000);
     for (int i = 0; i < 100 && !seen_delayed && atomic_load(&w.granted_at) == 0; i++) {
         ASSERT_EQ(cluster_ctl(&C, &r, "-o", "json", "lock-info", "delayed", NULL), 0);
         seen_delayed = strstr(r.out, "\"delayed\":true") != NULL;
@@ -383,7 +360,7 @@ TEST(stopped_holder_loses_lock_to_next_waiter_and_learns_it_on_resume)
      * lock lost, stops its command and exits with the lost-lock code. */
     kill(cmd, SIGCONT);
     kill(ctl, SIGCONT);
-    st = cluster_wait_pid(ctl, 10000);
+    st = proc_wait(ctl, 10000);
     close(fd);
     kill(cmd, SIGKILL);
     ASSERT_EQ(st, 76);

@@ -11,7 +11,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -19,17 +18,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "client/baton_defs.h"
 #include "proto/buf.h"
 #include "proto/msg.h"
+#include "tests/lib/clock.h"
+#include "tests/lib/files.h"
+#include "tests/lib/proc.h"
 
 #define MAX_SLOTS 8
 #define STOP_TIMEOUT_MS 10000
@@ -53,57 +53,6 @@ static int atexit_registered;
 
 /* ---- small helpers ----------------------------------------------------- */
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
-/* Turn a wait status into 0..255 or 128+signal. */
-static int status_code(int wstatus)
-{
-    if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
-    if (WIFSIGNALED(wstatus)) return 128 + WTERMSIG(wstatus);
-    return -1;
-}
-
-/* Wait at most timeout_ms for child pid to exit; its status code, or -1. */
-static int wait_exit(pid_t pid, int timeout_ms)
-{
-    int64_t deadline = now_ms() + timeout_ms;
-
-    for (;;) {
-        int st;
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        if (r == pid) return status_code(st);
-        if (r < 0 && errno != EINTR) return -1;
-        if (now_ms() >= deadline) return -1;
-        sleep_ms(5);
-    }
-}
-
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-static void rm_rf(const char *path)
-{
-    nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 static void write_pid_file(const char *root, int i, pid_t pid)
 {
     char path[PATH_MAX + 32];
@@ -121,23 +70,14 @@ static void tail_file(FILE *f, const char *path, int lines)
 {
     enum { WINDOW = 16384 };
     char *buf = malloc(WINDOW + 1), *p;
-    FILE *in = fopen(path, "r");
-    long size;
-    size_t n;
+    long n = buf ? read_tail(path, buf, WINDOW + 1) : -1;
     int seen = 0;
 
-    if (buf == NULL || in == NULL) {
+    if (n < 0) {
         fprintf(f, "# (cannot read %s)\n", path);
         free(buf);
-        if (in) fclose(in);
         return;
     }
-    fseek(in, 0, SEEK_END);
-    size = ftell(in);
-    fseek(in, size > WINDOW ? size - WINDOW : 0, SEEK_SET);
-    n = fread(buf, 1, WINDOW, in);
-    fclose(in);
-    buf[n] = '\0';
     if (n > 0 && buf[n - 1] == '\n') buf[--n] = '\0';
     /* Walk back over `lines` newlines. */
     for (p = buf + n; p > buf; p--) {
@@ -195,7 +135,7 @@ static int slot_stop(struct slot *s)
             if (s->pids[i] <= 0) continue;
             pid_t r = waitpid(s->pids[i], &st, WNOHANG);
             if (r == s->pids[i] || (r < 0 && errno == ECHILD)) {
-                int code = r == s->pids[i] ? status_code(st) : -1;
+                int code = r == s->pids[i] ? proc_status(st) : -1;
                 if (code != 0) {
                     fprintf(stderr, "# cluster: node %d (pid %d) exited with status %d on SIGTERM\n",
                             i + 1, (int)s->pids[i], code);
@@ -213,8 +153,7 @@ static int slot_stop(struct slot *s)
         if (s->pids[i] <= 0) continue;
         fprintf(stderr, "# cluster: node %d (pid %d) did not stop within %d ms; SIGKILL\n", i + 1,
                 (int)s->pids[i], STOP_TIMEOUT_MS);
-        kill(s->pids[i], SIGKILL);
-        wait_exit(s->pids[i], 5000);
+        proc_stop(s->pids[i], SIGKILL, 5000);
         s->pids[i] = 0;
         rv = -1;
     }
@@ -226,7 +165,7 @@ static int slot_stop(struct slot *s)
         close(s->guardian_fd);
         s->guardian_fd = -1;
     }
-    if (s->guardian > 0) wait_exit(s->guardian, 5000);
+    if (s->guardian > 0) proc_wait(s->guardian, 5000);
     s->guardian = 0;
 
     if (getenv("BATON_KEEP_DATA") != NULL)
@@ -383,8 +322,8 @@ static int spawn_node(struct cluster *c, int i)
     char path[PATH_MAX + 16], idbuf[16], bindbuf[32];
     const char *argv[14 + MAX_EXTRA_ARGS];
     char join_members[96];
-    int argc = 0, logfd, nullfd;
-    pid_t parent = getpid(), pid;
+    int argc = 0;
+    pid_t pid;
     FILE *f;
 
     snprintf(path, sizeof path, "%s/batond", c->build);
@@ -420,37 +359,10 @@ static int spawn_node(struct cluster *c, int i)
         fprintf(f, "=== cluster harness: starting node %u ===\n", nd->id);
         fclose(f);
     }
-    logfd = open(nd->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (logfd < 0 || nullfd < 0) {
-        fprintf(stderr, "# cluster: cannot open %s: %s\n", nd->log, strerror(errno));
-        if (logfd >= 0) close(logfd);
-        if (nullfd >= 0) close(nullfd);
-        return -1;
-    }
-    fflush(stdout);
-    fflush(stderr);
-    pid = fork();
-    if (pid == 0) {
-        /* Only async-signal-safe calls from here to exec. */
-        sigset_t none;
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) _exit(126);
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        signal(SIGPIPE, SIG_DFL);
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        dup2(nullfd, 0);
-        dup2(nullfd, 1);
-        dup2(logfd, 2);
-        execv(path, (char *const *)argv);
-        _exit(127);
-    }
-    close(logfd);
-    close(nullfd);
+    pid = proc_spawn_files(argv, NULL, nd->log);
     if (pid < 0) {
-        fprintf(stderr, "# cluster: fork: %s\n", strerror(errno));
+        fprintf(stderr, "# cluster: cannot start %s (log %s): %s\n", path, nd->log,
+                strerror(errno));
         return -1;
     }
     nd->pid = pid;
@@ -463,7 +375,7 @@ static int spawn_node(struct cluster *c, int i)
 
 int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
 {
-    const char *build = getenv("BATON_BUILD"), *tmp = getenv("TMPDIR");
+    const char *build = getenv("BATON_BUILD");
     const char *level = o && o->log_level ? o->log_level : getenv("BATON_TEST_LOG_LEVEL");
     char path[PATH_MAX + 16];
     int ports[3 * CLUSTER_MAX_NODES], per_node = o && o->raft_proxy ? 3 : 2, k;
@@ -500,9 +412,9 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
         fprintf(stderr, "# cluster: cannot find free ports: %s\n", strerror(errno));
         return -1;
     }
-    snprintf(c->root, sizeof c->root, "%s/baton-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (mkdtemp(c->root) == NULL) {
-        fprintf(stderr, "# cluster: mkdtemp %s: %s\n", c->root, strerror(errno));
+    if (tmpdir_make(c->root, sizeof c->root, "baton-test") != 0) {
+        fprintf(stderr, "# cluster: cannot make a data directory %s: %s\n", c->root,
+                strerror(errno));
         return -1;
     }
 
@@ -692,7 +604,7 @@ static void check_exited(struct cluster *c, int i)
 
     if (nd->pid <= 0 || waitpid(nd->pid, &st, WNOHANG) != nd->pid) return;
     snprintf(head, sizeof head, "cluster: node %u (pid %d) exited unexpectedly with status %d",
-             nd->id, (int)nd->pid, status_code(st));
+             nd->id, (int)nd->pid, proc_status(st));
     report_tail(c->root, i, 20, head);
     nd->pid = 0;
     slots[c->slot].pids[i] = 0;
@@ -754,15 +666,7 @@ int cluster_kill(struct cluster *c, int i, int sig)
         nd->stopped = s->stopped[i] = sig == SIGSTOP;
         return 0;
     }
-    kill(nd->pid, sig);
-    if (nd->stopped && sig != SIGKILL) kill(nd->pid, SIGCONT);
-    code = wait_exit(nd->pid, STOP_TIMEOUT_MS);
-    if (code < 0) {
-        fprintf(stderr, "# cluster: node %u did not exit within %d ms of signal %d; SIGKILL\n",
-                nd->id, STOP_TIMEOUT_MS, sig);
-        kill(nd->pid, SIGKILL);
-        code = wait_exit(nd->pid, 5000);
-    }
+    code = proc_stop(nd->pid, sig, STOP_TIMEOUT_MS);
     nd->pid = 0;
     nd->stopped = 0;
     s->pids[i] = 0;
@@ -848,34 +752,6 @@ static const char **ctl_argv(struct cluster *c, const char *const *args, char *p
     return argv;
 }
 
-/* fork + exec batonctl with the given fds for stdout and stderr (-1:
- * /dev/null); it dies with the test process. */
-static pid_t ctl_fork(const char *path, const char **argv, int outfd, int errfd)
-{
-    int nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
-    pid_t parent = getpid(), pid;
-
-    if (nullfd < 0) return -1;
-    fflush(stdout);
-    fflush(stderr);
-    pid = fork();
-    if (pid == 0) {
-        sigset_t none;
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) _exit(126);
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        signal(SIGPIPE, SIG_DFL);
-        dup2(nullfd, 0);
-        dup2(outfd >= 0 ? outfd : nullfd, 1);
-        dup2(errfd >= 0 ? errfd : 2, 2);
-        execv(path, (char *const *)argv);
-        _exit(127);
-    }
-    close(nullfd);
-    return pid;
-}
-
 int cluster_ctlv(struct cluster *c, int timeout_ms, struct ctl_result *r,
                  const char *const *args)
 {
@@ -889,7 +765,7 @@ int cluster_ctlv(struct cluster *c, int timeout_ms, struct ctl_result *r,
     r->status = -1;
     r->out = r->err = NULL;
     if (argv == NULL || pipe2(po, O_CLOEXEC) != 0 || pipe2(pe, O_CLOEXEC) != 0) goto fail;
-    pid = ctl_fork(path, argv, po[1], pe[1]);
+    pid = proc_spawn(argv, PROC_NULL, po[1], pe[1]);
     close(po[1]);
     close(pe[1]);
     if (pid < 0) {
@@ -926,17 +802,16 @@ int cluster_ctlv(struct cluster *c, int timeout_ms, struct ctl_result *r,
     if (killed) {
         fprintf(stderr, "# cluster: batonctl %s did not finish within %d ms; killed\n",
                 args[0] ? args[0] : "", timeout_ms);
-        wait_exit(pid, 5000);
+        proc_wait(pid, 5000);
         r->status = -1;
     } else {
         int64_t left = deadline - now_ms();
-        int code = wait_exit(pid, left > 0 ? (int)left : 0);
+        int code = proc_wait(pid, left > 0 ? (int)left : 0);
         if (code < 0) {
             /* It closed its output but did not exit in time. */
             fprintf(stderr, "# cluster: batonctl %s did not exit within %d ms; killed\n",
                     args[0] ? args[0] : "", timeout_ms);
-            kill(pid, SIGKILL);
-            wait_exit(pid, 5000);
+            proc_stop(pid, SIGKILL, 5000);
         }
         r->status = code;
     }
@@ -985,7 +860,7 @@ pid_t cluster_ctl_spawn(struct cluster *c, const char *const *args, int *out_fd)
         free(argv);
         return -1;
     }
-    pid = ctl_fork(path, argv, p[1], -1);
+    pid = proc_spawn(argv, PROC_NULL, out_fd != NULL ? p[1] : PROC_NULL, PROC_INHERIT);
     free(argv);
     if (p[1] >= 0) close(p[1]);
     if (pid < 0) {
@@ -994,9 +869,4 @@ pid_t cluster_ctl_spawn(struct cluster *c, const char *const *args, int *out_fd)
     }
     if (out_fd != NULL) *out_fd = p[0];
     return pid;
-}
-
-int cluster_wait_pid(pid_t pid, int timeout_ms)
-{
-    return wait_exit(pid, timeout_ms);
 }

@@ -28,8 +28,8 @@
  *  - An atexit() handler calls cluster_stop() for clusters still running
  *    when the test process exits normally.
  *  - A failed assertion _exit()s and skips atexit, and a timeout kills the
- *    test with SIGALRM. For those, every node is started with
- *    PR_SET_PDEATHSIG = SIGKILL, so it dies with the test process; and a
+ *    test with SIGALRM. For those, every node is started by proc_spawn
+ *    (tests/lib/proc.h), so it dies with the test process; and a
  *    small guardian process, which waits on a pipe from the test process,
  *    sees the test die, SIGKILLs any node still listed in a pid file,
  *    prints the last lines of every node's log to stderr, and removes ROOT
@@ -209,14 +209,8 @@ void ctl_result_free(struct ctl_result *r);
  * Start `$BATON_BUILD/batonctl -e ENDPOINTS ARGS...` in the background (it
  * dies with the test process). Its stdout goes to *out_fd (a pipe; pass
  * NULL to discard it), stderr to the test's stderr. Returns the pid or -1.
- * Reap it with cluster_wait_pid.
+ * Reap it with proc_wait (tests/lib/proc.h).
  */
 pid_t cluster_ctl_spawn(struct cluster *c, const char *const *args, int *out_fd);
-
-/*
- * Wait at most timeout_ms for child pid to exit. Returns its status as
- * cluster_kill does, or -1 on timeout (the child is left running).
- */
-int cluster_wait_pid(pid_t pid, int timeout_ms);
 
 #endif /* BATON_TESTS_CLUSTER_H */
