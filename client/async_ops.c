@@ -45,53 +45,38 @@ bool baton__session_known(const baton_async_t *ac)
            (ac->sstate == BATON__S_OPEN || ac->sstate == BATON__S_CLOSING);
 }
 
-/* Encode r and queue it on the current connection. */
+/* The message each request kind is sent as (0: not a request). */
+static const uint16_t kind_msg[] = {
+    [BATON__K_OPEN] = MSG_OPEN_SESSION, [BATON__K_ACQUIRE] = MSG_ACQUIRE,
+    [BATON__K_RELEASE] = MSG_RELEASE,   [BATON__K_CANCEL] = MSG_CANCEL,
+    [BATON__K_CLOSE] = MSG_CLOSE_SESSION,
+};
+
+/* Encode r and queue it on the current connection. The session's requests
+ * share one body (struct msg_op): every field is filled, and each message
+ * type puts only its own on the wire (proto/msg_table.h). */
 void baton__req_send(baton_async_t *ac, struct baton__req *r)
 {
     struct msg m = {.req_id = r->id};
-    struct pstr lock = {r->name, r->name_len};
     int rv;
 
-    switch (r->kind) {
-    case BATON__K_OPEN:
-        m.type = MSG_OPEN_SESSION;
+    if ((size_t)r->kind >= sizeof kind_msg / sizeof kind_msg[0] || kind_msg[r->kind] == 0) return;
+    m.type = kind_msg[r->kind];
+    if (r->kind == BATON__K_OPEN) {
         m.u.open_session.ttl_ms = ac->session_ttl_ms;
         m.u.open_session.client_name.p = ac->client_name;
         m.u.open_session.client_name.n = (uint16_t)strlen(ac->client_name);
-        break;
-    case BATON__K_ACQUIRE:
-        m.type = MSG_ACQUIRE;
-        m.u.acquire.session = ac->session;
-        m.u.acquire.seq = r->id;
-        m.u.acquire.ack_below = baton__ack_below(ac);
-        m.u.acquire.wait_ms = r->wait_ms;
-        m.u.acquire.lock_delay_ms = r->lock_delay_ms;
-        m.u.acquire.lock = lock;
-        break;
-    case BATON__K_RELEASE:
-        m.type = MSG_RELEASE;
-        m.u.release.session = ac->session;
-        m.u.release.seq = r->id;
-        m.u.release.ack_below = baton__ack_below(ac);
-        m.u.release.fence = r->fence;
-        m.u.release.lock = lock;
-        break;
-    case BATON__K_CANCEL:
-        m.type = MSG_CANCEL;
-        m.u.cancel.session = ac->session;
-        m.u.cancel.seq = r->id;
-        m.u.cancel.ack_below = baton__ack_below(ac);
-        m.u.cancel.waiter = r->target;
-        m.u.cancel.lock = lock;
-        break;
-    case BATON__K_CLOSE:
-        m.type = MSG_CLOSE_SESSION;
-        m.u.close_session.session = ac->session;
-        m.u.close_session.seq = r->id;
-        m.u.close_session.ack_below = baton__ack_below(ac);
-        break;
-    default:
-        return;
+    } else {
+        m.u.op = (struct msg_op){
+            .session = ac->session,
+            .seq = r->id,
+            .ack_below = baton__ack_below(ac),
+            .wait_ms = r->wait_ms,
+            .lock_delay_ms = r->lock_delay_ms,
+            .fence = r->fence,
+            .waiter = r->target,
+            .lock = {r->name, r->name_len},
+        };
     }
     rv = baton__send_msg(ac, &m);
     if (rv != 0) {
@@ -478,12 +463,12 @@ void baton__on_msg(baton_async_t *ac, const struct msg *m)
         return;
     case MSG_GRANTED:
         confirm(ac);
-        on_push(ac, m->u.granted.session, m->u.granted.waiter, true, 0, m->u.granted.fence);
+        on_push(ac, m->u.push.session, m->u.push.waiter, true, 0, m->u.push.fence);
         return;
     case MSG_WAIT_FAILED:
         confirm(ac);
-        on_push(ac, m->u.wait_failed.session, m->u.wait_failed.waiter, false,
-                m->u.wait_failed.status, 0);
+        on_push(ac, m->u.push.session, m->u.push.waiter, false,
+                m->u.push.status, 0);
         return;
     case MSG_LOST:
         confirm(ac);

@@ -240,8 +240,8 @@ void baton__held_add(baton_async_t *ac, struct baton__req *t, uint64_t fence)
     /* Fences are unique; a map that cannot grow (or a fence seen twice,
      * which a sane cluster never sends) leaves the entry to the list,
      * which lookups then scan. */
-    if (fence == 0 || baton__map_get(&ac->held_map, fence) != NULL ||
-        baton__map_put(&ac->held_map, fence, h) != 0)
+    if (fence == 0 || u64map_get(&ac->held_map, fence) != NULL ||
+        u64map_put(&ac->held_map, fence, h) != 0)
         ac->held_unmapped++;
 }
 
@@ -254,7 +254,7 @@ static bool held_matches(const struct baton__req *h, uint64_t fence, const char 
 struct baton__req *baton__held_find(const baton_async_t *ac, uint64_t fence, const char *name,
                                     size_t name_len)
 {
-    struct baton__req *h = baton__map_get(&ac->held_map, fence);
+    struct baton__req *h = u64map_get(&ac->held_map, fence);
 
     if (h && held_matches(h, fence, name, name_len)) return h;
     if (ac->held_unmapped == 0) return NULL;
@@ -278,8 +278,8 @@ void baton__held_remove(baton_async_t *ac, struct baton__req *h)
         ac->held_tail = h->prev;
     h->prev = h->next = NULL;
     h->in_held = false;
-    if (baton__map_get(&ac->held_map, h->fence) == h)
-        baton__map_del(&ac->held_map, h->fence);
+    if (u64map_get(&ac->held_map, h->fence) == h)
+        u64map_del(&ac->held_map, h->fence);
     else
         ac->held_unmapped--;
     if (!h->in_done) baton__req_free(h);
@@ -323,10 +323,10 @@ void baton__held_free_all(baton_async_t *ac)
 void baton__on_lost_push(baton_async_t *ac, const struct msg *m)
 {
     struct baton__req *h;
-    int why = m->u.lost.status == BATON_ESESSION ? BATON_ESESSION : BATON_ELOST;
+    int why = m->u.push.status == BATON_ESESSION ? BATON_ESESSION : BATON_ELOST;
 
-    if (m->u.lost.session != ac->session || !baton__session_known(ac)) return;
-    h = baton__held_find(ac, m->u.lost.fence, m->u.lost.lock.p, m->u.lost.lock.n);
+    if (m->u.push.session != ac->session || !baton__session_known(ac)) return;
+    h = baton__held_find(ac, m->u.push.fence, m->u.push.lock.p, m->u.push.lock.n);
     if (h == NULL || h->session != ac->session) return;
     if (h->state == BATON__H_RELEASING) {
         /* Its RELEASE will be answered ENOTHELD: report BATON_ELOST then. */

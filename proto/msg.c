@@ -1,13 +1,19 @@
 /*
  * msg.c -- the wire codec: framing, decoding and encoding of baton's
- * messages. See msg.h for the frame layout and every message body.
+ * messages, driven by the table of proto/msg_table.h. See msg.h for the
+ * frame layout and what every message means.
+ *
+ * Each row of the table becomes a field list (an array of struct field,
+ * ended by FK_END) that says where each wire field lives in the body
+ * struct; one decoder and one encoder walk those lists, so a message has
+ * no code of its own here.
  *
  * The decoder reads through a struct rd, whose error is sticky: a body is
  * read field by field and checked once at the end, so a short frame simply
  * leaves the reader failed and nothing past the frame is ever touched.
- * Strings are borrowed from the frame; only the five list bodies allocate,
- * and only after their count has been checked against its limit and against
- * the bytes that are left. The encoder mirrors the decoder with a small
+ * Strings are borrowed from the frame; only LIST fields allocate, and only
+ * after their count has been checked against its limit and against the
+ * bytes that are left. The encoder mirrors the decoder with a small
  * writer whose error is sticky too, and it rolls `out` back to its starting
  * length when anything fails, so a refused message leaves no partial frame.
  *
@@ -21,68 +27,131 @@
 
 #include "client/baton_defs.h"
 
-/*
- * The smallest wire size of one list item. A count is rejected before
- * anything is allocated when the rest of the frame could not hold that many
- * items, so a forged count can never cause a large allocation.
- */
-#define MEMBER_MIN_WIRE (4 + 2 + 2)          /* u32 id and two empty strings */
-#define MEMBER_INFO_MIN_WIRE (4 + 1 + 2 + 2) /* u32 id, u8 role and two empty strings */
-#define WAITER_WIRE (8 + 8 + 8)              /* u64 session, u64 waiter, i64 wait_ms */
-#define SUMMARY_MIN_WIRE (2 + 1 + 8 + 8 + 4) /* a lock name has at least one byte */
-#define SESSION_MIN_WIRE (8 + 4 + 8 + 2 + 4 + 4) /* an empty client name */
+/* ---- the field lists, from proto/msg_table.h ------------------------------ */
 
-/* Bytes that follow a list in its body, at the least. */
-#define STATUS_R_TAIL 8          /* u64 state_digest */
-#define LOCK_INFO_R_TAIL (1 + 2 + 1) /* u8 delayed and the lock name */
-#define LIST_LOCKS_R_TAIL 1      /* u8 more */
-#define SESSIONS_R_TAIL 1        /* u8 more */
+enum field_kind { FK_END = 0, FK_U8, FK_U32, FK_U64, FK_I32, FK_I64, FK_I32_MIN, FK_STR, FK_LOCK, FK_LIST };
 
-static const char *const type_names[MSG_TYPE_MAX_] = {
-    [MSG_HELLO] = "HELLO",
-    [MSG_HELLO_OK] = "HELLO_OK",
-    [MSG_OPEN_SESSION] = "OPEN_SESSION",
-    [MSG_SESSION] = "SESSION",
-    [MSG_ACQUIRE] = "ACQUIRE",
-    [MSG_RELEASE] = "RELEASE",
-    [MSG_CANCEL] = "CANCEL",
-    [MSG_CLOSE_SESSION] = "CLOSE_SESSION",
-    [MSG_KEEPALIVE] = "KEEPALIVE",
-    [MSG_RESULT] = "RESULT",
-    [MSG_GRANTED] = "GRANTED",
-    [MSG_WAIT_FAILED] = "WAIT_FAILED",
-    [MSG_STATUS] = "STATUS",
-    [MSG_STATUS_R] = "STATUS_R",
-    [MSG_LOCK_INFO] = "LOCK_INFO",
-    [MSG_LOCK_INFO_R] = "LOCK_INFO_R",
-    [MSG_LIST_LOCKS] = "LIST_LOCKS",
-    [MSG_LIST_LOCKS_R] = "LIST_LOCKS_R",
-    [MSG_REDIRECT] = "REDIRECT",
-    [MSG_NO_LEADER] = "NO_LEADER",
-    [MSG_ERROR] = "ERROR",
-    [MSG_LOST] = "LOST",
-    [MSG_SESSION_EXPIRED] = "SESSION_EXPIRED",
-    [MSG_FORCE_RELEASE] = "FORCE_RELEASE",
-    [MSG_FORCE_RELEASE_R] = "FORCE_RELEASE_R",
-    [MSG_EXPIRE_SESSION] = "EXPIRE_SESSION",
-    [MSG_TRANSFER] = "TRANSFER",
-    [MSG_TRANSFER_R] = "TRANSFER_R",
-    [MSG_LIST_SESSIONS] = "LIST_SESSIONS",
-    [MSG_SESSIONS_R] = "SESSIONS_R",
-    [MSG_WATCH] = "WATCH",
-    [MSG_WATCH_EVENT] = "WATCH_EVENT",
-    [MSG_SNAPSHOT] = "SNAPSHOT",
-    [MSG_SNAPSHOT_R] = "SNAPSHOT_R",
-    [MSG_MEMBERS] = "MEMBERS",
-    [MSG_MEMBERS_R] = "MEMBERS_R",
-    [MSG_MEMBER_REMOVE] = "MEMBER_REMOVE",
-    [MSG_MEMBER_ADD] = "MEMBER_ADD",
+/* One wire field of a body (or of a list item). */
+struct field {
+    uint8_t kind;           /* enum field_kind */
+    uint32_t off;           /* where the member is in the body; LIST: its count */
+    uint32_t off_items;     /* LIST: where the pointer to the items is */
+    int64_t arg;            /* STR, LOCK, LIST: the most bytes or items; I32_MIN: the least value */
+    size_t item_size;       /* LIST: sizeof one item */
+    const struct field *(*item)(void); /* LIST: the item's fields */
 };
+
+/* The smallest wire size of each kind: a string may be empty, a lock name
+ * has at least one byte, a list at least its count. */
+static const size_t min_wire[] = {
+    [FK_U8] = 1, [FK_U32] = 4, [FK_U64] = 8, [FK_I32] = 4, [FK_I64] = 8,
+    [FK_I32_MIN] = 4, [FK_STR] = 2, [FK_LOCK] = 3, [FK_LIST] = 4,
+};
+
+/* The row macros of proto/msg_table.h, as initialisers of struct field.
+ * T is the body (or item) type, a typedef in each generated function. */
+#define U8(m) {FK_U8, offsetof(T, m), 0, 0, 0, NULL},
+#define U32(m) {FK_U32, offsetof(T, m), 0, 0, 0, NULL},
+#define U64(m) {FK_U64, offsetof(T, m), 0, 0, 0, NULL},
+#define I32(m) {FK_I32, offsetof(T, m), 0, 0, 0, NULL},
+#define I64(m) {FK_I64, offsetof(T, m), 0, 0, 0, NULL},
+#define I32_MIN(m, min) {FK_I32_MIN, offsetof(T, m), 0, (min), 0, NULL},
+#define STR(m, max) {FK_STR, offsetof(T, m), 0, (max), 0, NULL},
+#define LOCK(m) {FK_LOCK, offsetof(T, m), 0, BATON_MAX_NAME, 0, NULL},
+#define LIST(n, v, max, it) \
+    {FK_LIST, offsetof(T, n), offsetof(T, v), (max), sizeof(struct msg_##it), item_fields_##it},
+
+/* item_fields_<item>(): the fields of one list item. */
+#define X(it, flds)                                       \
+    static const struct field *item_fields_##it(void)    \
+    {                                                     \
+        typedef struct msg_##it T;                        \
+        static const struct field f[] = {flds{FK_END}};   \
+        return f;                                         \
+    }
+BATON_MSG_ITEMS(X)
+#undef X
+
+/* fields_<NAME>(): the body of message NAME on the wire. */
+#define X(name, wire, dir, leader, role, body, flds)      \
+    static const struct field *fields_##name(void)       \
+    {                                                     \
+        typedef struct msg_##body T;                      \
+        static const struct field f[] = {flds{FK_END}};   \
+        (void)sizeof(T);                                  \
+        return f;                                         \
+    }
+BATON_MESSAGES(X)
+#undef X
+
+#undef U8
+#undef U32
+#undef U64
+#undef I32
+#undef I64
+#undef I32_MIN
+#undef STR
+#undef LOCK
+#undef LIST
+
+/* A row of the table: what msg_info() returns, and the body's fields. */
+struct msg_desc {
+    struct msg_info info;
+    const struct field *(*fields)(void);
+};
+
+static const struct msg_desc descs[MSG_TYPE_MAX_] = {
+#define X(name, wire, dir, leader, role, body, flds) \
+    [wire] = {{#name, MSG_##dir, leader, MSG_ROLE_##role}, fields_##name},
+    BATON_MESSAGES(X)
+#undef X
+};
+
+static const struct msg_desc *desc_of(int type)
+{
+    if (type <= 0 || type >= MSG_TYPE_MAX_ || descs[type].fields == NULL) return NULL;
+    return &descs[type];
+}
+
+const struct msg_info *msg_info(int type)
+{
+    const struct msg_desc *d = desc_of(type);
+    return d ? &d->info : NULL;
+}
 
 const char *msg_type_name(int type)
 {
-    if (type <= 0 || type >= MSG_TYPE_MAX_ || type_names[type] == NULL) return "?";
-    return type_names[type];
+    const struct msg_desc *d = desc_of(type);
+    return d ? d->info.name : "?";
+}
+
+/* The least number of bytes the fields from f to the end take. */
+static size_t fields_min_wire(const struct field *f)
+{
+    size_t n = 0;
+
+    for (; f->kind != FK_END; f++) n += min_wire[f->kind];
+    return n;
+}
+
+/* A LIST member's count and items pointer, by offset. The items pointer is
+ * copied with memcpy: its declared type differs per list. */
+static uint32_t *list_count(uint8_t *body, const struct field *f)
+{
+    return (uint32_t *)(void *)(body + f->off);
+}
+
+static void *list_items(const uint8_t *body, const struct field *f)
+{
+    void *p;
+
+    memcpy(&p, body + f->off_items, sizeof p);
+    return p;
+}
+
+static void list_set_items(uint8_t *body, const struct field *f, void *p)
+{
+    memcpy(body + f->off_items, &p, sizeof p);
 }
 
 int proto_lock_name_ok(const char *name, size_t n)
@@ -161,271 +230,75 @@ static void *alloc_items(uint32_t n, size_t size, int *err)
     return p;
 }
 
-static int decode_status_r(struct rd *r, struct msg_status_r *s)
+static int decode_fields(struct rd *r, const struct field *f, uint8_t *body);
+
+/* Decode a LIST field: the count, checked against its limit and against
+ * what the rest of the frame (the items, then the fields after the list)
+ * could hold, then the items into a new array. */
+static int decode_list(struct rd *r, const struct field *f, uint8_t *body)
 {
+    const struct field *item = f->item();
+    uint32_t n = get_count(r, (uint32_t)f->arg, fields_min_wire(item), fields_min_wire(f + 1));
     int err = 0;
+    uint8_t *items;
 
-    rd_u32(r, &s->node_id);
-    rd_u8(r, &s->role);
-    rd_u32(r, &s->leader_id);
-    rd_u64(r, &s->term);
-    rd_u64(r, &s->last_index);
-    rd_u64(r, &s->commit_index);
-    rd_u64(r, &s->applied_index);
-    s->n_members = get_count(r, BATON_MAX_MEMBERS, MEMBER_MIN_WIRE, STATUS_R_TAIL);
     if (r->err != 0) return r->err;
-    s->members = alloc_items(s->n_members, sizeof *s->members, &err);
+    items = alloc_items(n, f->item_size, &err);
     if (err != 0) return err;
-    for (uint32_t i = 0; i < s->n_members && r->err == 0; i++) {
-        struct msg_member *mb = &s->members[i];
-        rd_u32(r, &mb->id);
-        get_str(r, BATON_MAX_ADDR, &mb->raft_addr);
-        get_str(r, BATON_MAX_ADDR, &mb->client_addr);
+    *list_count(body, f) = n;
+    list_set_items(body, f, items);
+    for (uint32_t i = 0; i < n && r->err == 0; i++) {
+        err = decode_fields(r, item, items + (size_t)i * f->item_size);
+        if (err != 0) return err;
     }
-    rd_u64(r, &s->state_digest);
-    return r->err;
-}
-
-static int decode_members_r(struct rd *r, struct msg_members_r *mr)
-{
-    int err = 0;
-
-    mr->n = get_count(r, BATON_MAX_MEMBERS, MEMBER_INFO_MIN_WIRE, 0);
-    if (r->err != 0) return r->err;
-    mr->members = alloc_items(mr->n, sizeof *mr->members, &err);
-    if (err != 0) return err;
-    for (uint32_t i = 0; i < mr->n && r->err == 0; i++) {
-        struct msg_member_info *mb = &mr->members[i];
-        rd_u32(r, &mb->id);
-        rd_u8(r, &mb->role);
-        get_str(r, BATON_MAX_ADDR, &mb->raft_addr);
-        get_str(r, BATON_MAX_ADDR, &mb->client_addr);
-    }
-    return r->err;
-}
-
-static int decode_lock_info_r(struct rd *r, struct msg_lock_info_r *li)
-{
-    int err = 0;
-
-    rd_u8(r, &li->held);
-    rd_u64(r, &li->holder_session);
-    rd_u64(r, &li->holder_waiter);
-    rd_u64(r, &li->fence);
-    rd_u64(r, &li->granted_index);
-    rd_u32(r, &li->total_waiters);
-    li->n_waiters = get_count(r, BATON_MAX_LIST, WAITER_WIRE, LOCK_INFO_R_TAIL);
-    if (r->err != 0) return r->err;
-    li->waiters = alloc_items(li->n_waiters, sizeof *li->waiters, &err);
-    if (err != 0) return err;
-    for (uint32_t i = 0; i < li->n_waiters && r->err == 0; i++) {
-        struct msg_waiter *w = &li->waiters[i];
-        rd_u64(r, &w->session);
-        rd_u64(r, &w->waiter);
-        rd_i64(r, &w->wait_ms);
-    }
-    rd_u8(r, &li->delayed);
-    get_lock(r, &li->lock);
-    return r->err;
-}
-
-static int decode_list_locks_r(struct rd *r, struct msg_list_locks_r *ll)
-{
-    int err = 0;
-
-    ll->n = get_count(r, BATON_MAX_LIST, SUMMARY_MIN_WIRE, LIST_LOCKS_R_TAIL);
-    if (r->err != 0) return r->err;
-    ll->items = alloc_items(ll->n, sizeof *ll->items, &err);
-    if (err != 0) return err;
-    for (uint32_t i = 0; i < ll->n && r->err == 0; i++) {
-        struct msg_lock_summary *it = &ll->items[i];
-        get_lock(r, &it->name);
-        rd_u64(r, &it->holder_session);
-        rd_u64(r, &it->fence);
-        rd_u32(r, &it->n_waiters);
-    }
-    rd_u8(r, &ll->more);
-    return r->err;
-}
-
-static int decode_sessions_r(struct rd *r, struct msg_sessions_r *sr)
-{
-    int err = 0;
-
-    sr->n = get_count(r, BATON_MAX_LIST, SESSION_MIN_WIRE, SESSIONS_R_TAIL);
-    if (r->err != 0) return r->err;
-    sr->items = alloc_items(sr->n, sizeof *sr->items, &err);
-    if (err != 0) return err;
-    for (uint32_t i = 0; i < sr->n && r->err == 0; i++) {
-        struct msg_session_summary *it = &sr->items[i];
-        rd_u64(r, &it->id);
-        rd_u32(r, &it->ttl_ms);
-        rd_u64(r, &it->created_index);
-        get_str(r, BATON_MAX_CLIENT_NAME, &it->client_name);
-        rd_u32(r, &it->n_holds);
-        rd_u32(r, &it->n_waits);
-    }
-    rd_u8(r, &sr->more);
     return r->err;
 }
 
 /*
- * Decode the body of m->type from r into m->u. Returns 0, BATON_EMALFORMED
- * or BATON_ENOMEM; on error the caller frees whatever was allocated. The
- * caller also checks that no bytes are left over.
+ * Decode the fields f into the body (or item) at `body`. Returns 0,
+ * BATON_EMALFORMED or BATON_ENOMEM; on error the caller frees whatever
+ * was allocated. The caller also checks that no bytes are left over.
  */
-static int decode_body(struct rd *r, struct msg *m)
+static int decode_fields(struct rd *r, const struct field *f, uint8_t *body)
 {
-    switch (m->type) {
-    case MSG_HELLO:
-        rd_u32(r, &m->u.hello.version);
-        get_str(r, BATON_MAX_CLIENT_NAME, &m->u.hello.client_name);
-        break;
-    case MSG_HELLO_OK:
-        rd_u32(r, &m->u.hello_ok.version);
-        rd_u32(r, &m->u.hello_ok.node_id);
-        break;
-    case MSG_OPEN_SESSION:
-        rd_u32(r, &m->u.open_session.ttl_ms);
-        get_str(r, BATON_MAX_CLIENT_NAME, &m->u.open_session.client_name);
-        break;
-    case MSG_SESSION:
-        rd_u64(r, &m->u.session.session);
-        rd_u32(r, &m->u.session.ttl_ms);
-        break;
-    case MSG_ACQUIRE:
-        rd_u64(r, &m->u.acquire.session);
-        rd_u64(r, &m->u.acquire.seq);
-        rd_u64(r, &m->u.acquire.ack_below);
-        rd_i64(r, &m->u.acquire.wait_ms);
-        get_lock(r, &m->u.acquire.lock);
-        rd_i32(r, &m->u.acquire.lock_delay_ms);
-        if (r->err == 0 && m->u.acquire.lock_delay_ms < BATON_LOCK_DELAY_NONE) rd_fail(r);
-        break;
-    case MSG_RELEASE:
-        rd_u64(r, &m->u.release.session);
-        rd_u64(r, &m->u.release.seq);
-        rd_u64(r, &m->u.release.ack_below);
-        rd_u64(r, &m->u.release.fence);
-        get_lock(r, &m->u.release.lock);
-        break;
-    case MSG_CANCEL:
-        rd_u64(r, &m->u.cancel.session);
-        rd_u64(r, &m->u.cancel.seq);
-        rd_u64(r, &m->u.cancel.ack_below);
-        rd_u64(r, &m->u.cancel.waiter);
-        get_lock(r, &m->u.cancel.lock);
-        break;
-    case MSG_CLOSE_SESSION:
-        rd_u64(r, &m->u.close_session.session);
-        rd_u64(r, &m->u.close_session.seq);
-        rd_u64(r, &m->u.close_session.ack_below);
-        break;
-    case MSG_KEEPALIVE:
-        rd_u64(r, &m->u.keepalive.session);
-        break;
-    case MSG_RESULT:
-        rd_i32(r, &m->u.result.status);
-        rd_u8(r, &m->u.result.kind);
-        rd_u64(r, &m->u.result.value);
-        break;
-    case MSG_GRANTED:
-        rd_u64(r, &m->u.granted.session);
-        rd_u64(r, &m->u.granted.waiter);
-        rd_u64(r, &m->u.granted.fence);
-        get_lock(r, &m->u.granted.lock);
-        break;
-    case MSG_WAIT_FAILED:
-        rd_u64(r, &m->u.wait_failed.session);
-        rd_u64(r, &m->u.wait_failed.waiter);
-        rd_i32(r, &m->u.wait_failed.status);
-        get_lock(r, &m->u.wait_failed.lock);
-        break;
-    case MSG_STATUS:
-    case MSG_NO_LEADER:
-        break;
-    case MSG_STATUS_R:
-        return decode_status_r(r, &m->u.status_r);
-    case MSG_LOCK_INFO:
-        get_lock(r, &m->u.lock_info.lock);
-        break;
-    case MSG_LOCK_INFO_R:
-        return decode_lock_info_r(r, &m->u.lock_info_r);
-    case MSG_LIST_LOCKS:
-        get_str(r, BATON_MAX_NAME, &m->u.list_locks.prefix);
-        rd_u32(r, &m->u.list_locks.limit);
-        break;
-    case MSG_LIST_LOCKS_R:
-        return decode_list_locks_r(r, &m->u.list_locks_r);
-    case MSG_REDIRECT:
-        rd_u32(r, &m->u.redirect.leader_id);
-        get_str(r, BATON_MAX_ADDR, &m->u.redirect.client_addr);
-        break;
-    case MSG_ERROR:
-        rd_i32(r, &m->u.error.code);
-        get_str(r, BATON_MAX_ERRMSG, &m->u.error.message);
-        break;
-    case MSG_LOST:
-        rd_u64(r, &m->u.lost.session);
-        rd_u64(r, &m->u.lost.waiter);
-        rd_u64(r, &m->u.lost.fence);
-        rd_i32(r, &m->u.lost.status);
-        get_lock(r, &m->u.lost.lock);
-        break;
-    case MSG_SESSION_EXPIRED:
-        rd_u64(r, &m->u.session_expired.session);
-        break;
-    case MSG_FORCE_RELEASE:
-        get_lock(r, &m->u.force_release.lock);
-        break;
-    case MSG_FORCE_RELEASE_R:
-        rd_i32(r, &m->u.force_release_r.status);
-        rd_u64(r, &m->u.force_release_r.lost_session);
-        rd_u64(r, &m->u.force_release_r.lost_fence);
-        rd_u64(r, &m->u.force_release_r.new_session);
-        rd_u64(r, &m->u.force_release_r.new_fence);
-        break;
-    case MSG_EXPIRE_SESSION:
-        rd_u64(r, &m->u.expire_session.session);
-        break;
-    case MSG_TRANSFER:
-        rd_u32(r, &m->u.transfer.id);
-        break;
-    case MSG_TRANSFER_R:
-        rd_u32(r, &m->u.transfer_r.leader_id);
-        break;
-    case MSG_LIST_SESSIONS:
-        rd_u64(r, &m->u.list_sessions.after);
-        rd_u32(r, &m->u.list_sessions.limit);
-        break;
-    case MSG_SESSIONS_R:
-        return decode_sessions_r(r, &m->u.sessions_r);
-    case MSG_WATCH:
-        get_lock(r, &m->u.watch.lock);
-        break;
-    case MSG_WATCH_EVENT:
-        rd_u64(r, &m->u.watch_event.seq);
-        return decode_lock_info_r(r, &m->u.watch_event.info);
-    case MSG_SNAPSHOT:
-        break;
-    case MSG_SNAPSHOT_R:
-        rd_u64(r, &m->u.snapshot_r.index);
-        break;
-    case MSG_MEMBERS:
-        break;
-    case MSG_MEMBERS_R:
-        return decode_members_r(r, &m->u.members_r);
-    case MSG_MEMBER_REMOVE:
-        rd_u32(r, &m->u.member_remove.id);
-        break;
-    case MSG_MEMBER_ADD:
-        rd_u32(r, &m->u.member_add.id);
-        get_str(r, BATON_MAX_ADDR, &m->u.member_add.raft_addr);
-        get_str(r, BATON_MAX_ADDR, &m->u.member_add.client_addr);
-        break;
-    default:
-        rd_fail(r);
-        break;
+    for (; f->kind != FK_END && r->err == 0; f++) {
+        void *p = body + f->off;
+        int err;
+
+        switch (f->kind) {
+        case FK_U8:
+            rd_u8(r, p);
+            break;
+        case FK_U32:
+            rd_u32(r, p);
+            break;
+        case FK_U64:
+            rd_u64(r, p);
+            break;
+        case FK_I32:
+            rd_i32(r, p);
+            break;
+        case FK_I64:
+            rd_i64(r, p);
+            break;
+        case FK_I32_MIN:
+            rd_i32(r, p);
+            if (r->err == 0 && *(int32_t *)p < f->arg) rd_fail(r);
+            break;
+        case FK_STR:
+            get_str(r, (size_t)f->arg, p);
+            break;
+        case FK_LOCK:
+            get_lock(r, p);
+            break;
+        case FK_LIST:
+            err = decode_list(r, f, body);
+            if (err != 0) return err;
+            break;
+        default:
+            rd_fail(r);
+            break;
+        }
     }
     return r->err;
 }
@@ -444,7 +317,8 @@ int proto_decode(const uint8_t *frame, size_t frame_len, struct msg *m)
     rd_u64(&r, &m->req_id);
     /* The length field must describe exactly the bytes we were given. */
     if (len != frame_len - 4 || len > BATON_MAX_FRAME) return BATON_EMALFORMED;
-    rv = decode_body(&r, m);
+    if (desc_of(m->type) == NULL) return BATON_EMALFORMED;
+    rv = decode_fields(&r, desc_of(m->type)->fields(), (uint8_t *)&m->u);
     if (rv == 0 && rd_left(&r) != 0) rv = BATON_EMALFORMED;
     if (rv != 0) msg_free(m);
     return rv;
@@ -452,40 +326,14 @@ int proto_decode(const uint8_t *frame, size_t frame_len, struct msg *m)
 
 void msg_free(struct msg *m)
 {
-    if (m == NULL) return;
-    switch (m->type) {
-    case MSG_STATUS_R:
-        free(m->u.status_r.members);
-        m->u.status_r.members = NULL;
-        m->u.status_r.n_members = 0;
-        break;
-    case MSG_LOCK_INFO_R:
-        free(m->u.lock_info_r.waiters);
-        m->u.lock_info_r.waiters = NULL;
-        m->u.lock_info_r.n_waiters = 0;
-        break;
-    case MSG_LIST_LOCKS_R:
-        free(m->u.list_locks_r.items);
-        m->u.list_locks_r.items = NULL;
-        m->u.list_locks_r.n = 0;
-        break;
-    case MSG_SESSIONS_R:
-        free(m->u.sessions_r.items);
-        m->u.sessions_r.items = NULL;
-        m->u.sessions_r.n = 0;
-        break;
-    case MSG_WATCH_EVENT:
-        free(m->u.watch_event.info.waiters);
-        m->u.watch_event.info.waiters = NULL;
-        m->u.watch_event.info.n_waiters = 0;
-        break;
-    case MSG_MEMBERS_R:
-        free(m->u.members_r.members);
-        m->u.members_r.members = NULL;
-        m->u.members_r.n = 0;
-        break;
-    default:
-        break;
+    const struct msg_desc *d;
+
+    if (m == NULL || (d = desc_of(m->type)) == NULL) return;
+    for (const struct field *f = d->fields(); f->kind != FK_END; f++) {
+        if (f->kind != FK_LIST) continue;
+        free(list_items((uint8_t *)&m->u, f));
+        list_set_items((uint8_t *)&m->u, f, NULL);
+        *list_count((uint8_t *)&m->u, f) = 0;
     }
 }
 
@@ -574,241 +422,54 @@ static void put_count(struct wr *w, uint32_t n, uint32_t max, const void *items)
     put_u32(w, n);
 }
 
-static void encode_status_r(struct wr *w, const struct msg_status_r *s)
+/* Append the fields f of the body (or item) at `body`: the exact mirror
+ * of decode_fields, with the same limits, so that the encoder never writes
+ * a frame the peer would refuse. */
+static void encode_fields(struct wr *w, const struct field *f, const uint8_t *body)
 {
-    put_u32(w, s->node_id);
-    put_u8(w, s->role);
-    put_u32(w, s->leader_id);
-    put_u64(w, s->term);
-    put_u64(w, s->last_index);
-    put_u64(w, s->commit_index);
-    put_u64(w, s->applied_index);
-    put_count(w, s->n_members, BATON_MAX_MEMBERS, s->members);
-    for (uint32_t i = 0; i < s->n_members && w->err == 0; i++) {
-        put_u32(w, s->members[i].id);
-        put_str(w, &s->members[i].raft_addr, BATON_MAX_ADDR);
-        put_str(w, &s->members[i].client_addr, BATON_MAX_ADDR);
-    }
-    put_u64(w, s->state_digest);
-}
+    for (; f->kind != FK_END && w->err == 0; f++) {
+        const void *p = body + f->off;
 
-static void encode_members_r(struct wr *w, const struct msg_members_r *mr)
-{
-    put_count(w, mr->n, BATON_MAX_MEMBERS, mr->members);
-    for (uint32_t i = 0; i < mr->n && w->err == 0; i++) {
-        put_u32(w, mr->members[i].id);
-        put_u8(w, mr->members[i].role);
-        put_str(w, &mr->members[i].raft_addr, BATON_MAX_ADDR);
-        put_str(w, &mr->members[i].client_addr, BATON_MAX_ADDR);
-    }
-}
+        switch (f->kind) {
+        case FK_U8:
+            put_u8(w, *(const uint8_t *)p);
+            break;
+        case FK_U32:
+            put_u32(w, *(const uint32_t *)p);
+            break;
+        case FK_U64:
+            put_u64(w, *(const uint64_t *)p);
+            break;
+        case FK_I32:
+            put_i32(w, *(const int32_t *)p);
+            break;
+        case FK_I64:
+            put_i64(w, *(const int64_t *)p);
+            break;
+        case FK_I32_MIN:
+            if (*(const int32_t *)p < f->arg) w->err = BATON_EINVAL;
+            put_i32(w, *(const int32_t *)p);
+            break;
+        case FK_STR:
+            put_str(w, p, (size_t)f->arg);
+            break;
+        case FK_LOCK:
+            put_lock(w, p);
+            break;
+        case FK_LIST: {
+            uint32_t n = *(const uint32_t *)p;
+            const uint8_t *items = list_items(body, f);
+            const struct field *item = f->item();
 
-static void encode_lock_info_r(struct wr *w, const struct msg_lock_info_r *li)
-{
-    put_u8(w, li->held);
-    put_u64(w, li->holder_session);
-    put_u64(w, li->holder_waiter);
-    put_u64(w, li->fence);
-    put_u64(w, li->granted_index);
-    put_u32(w, li->total_waiters);
-    put_count(w, li->n_waiters, BATON_MAX_LIST, li->waiters);
-    for (uint32_t i = 0; i < li->n_waiters && w->err == 0; i++) {
-        put_u64(w, li->waiters[i].session);
-        put_u64(w, li->waiters[i].waiter);
-        put_i64(w, li->waiters[i].wait_ms);
-    }
-    put_u8(w, li->delayed);
-    put_lock(w, &li->lock);
-}
-
-static void encode_list_locks_r(struct wr *w, const struct msg_list_locks_r *ll)
-{
-    put_count(w, ll->n, BATON_MAX_LIST, ll->items);
-    for (uint32_t i = 0; i < ll->n && w->err == 0; i++) {
-        put_lock(w, &ll->items[i].name);
-        put_u64(w, ll->items[i].holder_session);
-        put_u64(w, ll->items[i].fence);
-        put_u32(w, ll->items[i].n_waiters);
-    }
-    put_u8(w, ll->more);
-}
-
-static void encode_sessions_r(struct wr *w, const struct msg_sessions_r *sr)
-{
-    put_count(w, sr->n, BATON_MAX_LIST, sr->items);
-    for (uint32_t i = 0; i < sr->n && w->err == 0; i++) {
-        put_u64(w, sr->items[i].id);
-        put_u32(w, sr->items[i].ttl_ms);
-        put_u64(w, sr->items[i].created_index);
-        put_str(w, &sr->items[i].client_name, BATON_MAX_CLIENT_NAME);
-        put_u32(w, sr->items[i].n_holds);
-        put_u32(w, sr->items[i].n_waits);
-    }
-    put_u8(w, sr->more);
-}
-
-/* Append the body of m; the exact mirror of decode_body. */
-static void encode_body(struct wr *w, const struct msg *m)
-{
-    switch (m->type) {
-    case MSG_HELLO:
-        put_u32(w, m->u.hello.version);
-        put_str(w, &m->u.hello.client_name, BATON_MAX_CLIENT_NAME);
-        break;
-    case MSG_HELLO_OK:
-        put_u32(w, m->u.hello_ok.version);
-        put_u32(w, m->u.hello_ok.node_id);
-        break;
-    case MSG_OPEN_SESSION:
-        put_u32(w, m->u.open_session.ttl_ms);
-        put_str(w, &m->u.open_session.client_name, BATON_MAX_CLIENT_NAME);
-        break;
-    case MSG_SESSION:
-        put_u64(w, m->u.session.session);
-        put_u32(w, m->u.session.ttl_ms);
-        break;
-    case MSG_ACQUIRE:
-        put_u64(w, m->u.acquire.session);
-        put_u64(w, m->u.acquire.seq);
-        put_u64(w, m->u.acquire.ack_below);
-        put_i64(w, m->u.acquire.wait_ms);
-        put_lock(w, &m->u.acquire.lock);
-        /* The same values the decoder accepts, so that the encoder never
-         * writes a frame the peer would refuse. */
-        if (w->err == 0 && m->u.acquire.lock_delay_ms < BATON_LOCK_DELAY_NONE)
+            put_count(w, n, (uint32_t)f->arg, items);
+            for (uint32_t i = 0; i < n && w->err == 0; i++)
+                encode_fields(w, item, items + (size_t)i * f->item_size);
+            break;
+        }
+        default:
             w->err = BATON_EINVAL;
-        put_i32(w, m->u.acquire.lock_delay_ms);
-        break;
-    case MSG_RELEASE:
-        put_u64(w, m->u.release.session);
-        put_u64(w, m->u.release.seq);
-        put_u64(w, m->u.release.ack_below);
-        put_u64(w, m->u.release.fence);
-        put_lock(w, &m->u.release.lock);
-        break;
-    case MSG_CANCEL:
-        put_u64(w, m->u.cancel.session);
-        put_u64(w, m->u.cancel.seq);
-        put_u64(w, m->u.cancel.ack_below);
-        put_u64(w, m->u.cancel.waiter);
-        put_lock(w, &m->u.cancel.lock);
-        break;
-    case MSG_CLOSE_SESSION:
-        put_u64(w, m->u.close_session.session);
-        put_u64(w, m->u.close_session.seq);
-        put_u64(w, m->u.close_session.ack_below);
-        break;
-    case MSG_KEEPALIVE:
-        put_u64(w, m->u.keepalive.session);
-        break;
-    case MSG_RESULT:
-        put_i32(w, m->u.result.status);
-        put_u8(w, m->u.result.kind);
-        put_u64(w, m->u.result.value);
-        break;
-    case MSG_GRANTED:
-        put_u64(w, m->u.granted.session);
-        put_u64(w, m->u.granted.waiter);
-        put_u64(w, m->u.granted.fence);
-        put_lock(w, &m->u.granted.lock);
-        break;
-    case MSG_WAIT_FAILED:
-        put_u64(w, m->u.wait_failed.session);
-        put_u64(w, m->u.wait_failed.waiter);
-        put_i32(w, m->u.wait_failed.status);
-        put_lock(w, &m->u.wait_failed.lock);
-        break;
-    case MSG_STATUS:
-    case MSG_NO_LEADER:
-        break;
-    case MSG_STATUS_R:
-        encode_status_r(w, &m->u.status_r);
-        break;
-    case MSG_LOCK_INFO:
-        put_lock(w, &m->u.lock_info.lock);
-        break;
-    case MSG_LOCK_INFO_R:
-        encode_lock_info_r(w, &m->u.lock_info_r);
-        break;
-    case MSG_LIST_LOCKS:
-        put_str(w, &m->u.list_locks.prefix, BATON_MAX_NAME);
-        put_u32(w, m->u.list_locks.limit);
-        break;
-    case MSG_LIST_LOCKS_R:
-        encode_list_locks_r(w, &m->u.list_locks_r);
-        break;
-    case MSG_REDIRECT:
-        put_u32(w, m->u.redirect.leader_id);
-        put_str(w, &m->u.redirect.client_addr, BATON_MAX_ADDR);
-        break;
-    case MSG_ERROR:
-        put_i32(w, m->u.error.code);
-        put_str(w, &m->u.error.message, BATON_MAX_ERRMSG);
-        break;
-    case MSG_LOST:
-        put_u64(w, m->u.lost.session);
-        put_u64(w, m->u.lost.waiter);
-        put_u64(w, m->u.lost.fence);
-        put_i32(w, m->u.lost.status);
-        put_lock(w, &m->u.lost.lock);
-        break;
-    case MSG_SESSION_EXPIRED:
-        put_u64(w, m->u.session_expired.session);
-        break;
-    case MSG_FORCE_RELEASE:
-        put_lock(w, &m->u.force_release.lock);
-        break;
-    case MSG_FORCE_RELEASE_R:
-        put_i32(w, m->u.force_release_r.status);
-        put_u64(w, m->u.force_release_r.lost_session);
-        put_u64(w, m->u.force_release_r.lost_fence);
-        put_u64(w, m->u.force_release_r.new_session);
-        put_u64(w, m->u.force_release_r.new_fence);
-        break;
-    case MSG_EXPIRE_SESSION:
-        put_u64(w, m->u.expire_session.session);
-        break;
-    case MSG_TRANSFER:
-        put_u32(w, m->u.transfer.id);
-        break;
-    case MSG_TRANSFER_R:
-        put_u32(w, m->u.transfer_r.leader_id);
-        break;
-    case MSG_LIST_SESSIONS:
-        put_u64(w, m->u.list_sessions.after);
-        put_u32(w, m->u.list_sessions.limit);
-        break;
-    case MSG_SESSIONS_R:
-        encode_sessions_r(w, &m->u.sessions_r);
-        break;
-    case MSG_WATCH:
-        put_lock(w, &m->u.watch.lock);
-        break;
-    case MSG_WATCH_EVENT:
-        put_u64(w, m->u.watch_event.seq);
-        encode_lock_info_r(w, &m->u.watch_event.info);
-        break;
-    case MSG_SNAPSHOT:
-        break;
-    case MSG_SNAPSHOT_R:
-        put_u64(w, m->u.snapshot_r.index);
-        break;
-    case MSG_MEMBERS:
-        break;
-    case MSG_MEMBERS_R:
-        encode_members_r(w, &m->u.members_r);
-        break;
-    case MSG_MEMBER_REMOVE:
-        put_u32(w, m->u.member_remove.id);
-        break;
-    case MSG_MEMBER_ADD:
-        put_u32(w, m->u.member_add.id);
-        put_str(w, &m->u.member_add.raft_addr, BATON_MAX_ADDR);
-        put_str(w, &m->u.member_add.client_addr, BATON_MAX_ADDR);
-        break;
-    default:
-        if (w->err == 0) w->err = BATON_EINVAL;
-        break;
+            break;
+        }
     }
 }
 
@@ -823,14 +484,14 @@ int proto_encode(struct buf *out, const struct msg *m)
     size_t start, len = 0;
 
     if (out == NULL || m == NULL) return BATON_EINVAL;
-    if (m->type == 0 || m->type >= MSG_TYPE_MAX_) return BATON_EINVAL;
+    if (desc_of(m->type) == NULL) return BATON_EINVAL;
     start = out->len;
     w.b = out;
     w.err = 0;
     put_u32(&w, 0); /* the length, patched below */
     put_u16(&w, m->type);
     put_u64(&w, m->req_id);
-    encode_body(&w, m);
+    encode_fields(&w, desc_of(m->type)->fields(), (const uint8_t *)&m->u);
     if (w.err == 0) {
         len = out->len - start - 4;
         if (len > BATON_MAX_FRAME) w.err = BATON_ETOOBIG;

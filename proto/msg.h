@@ -1,6 +1,10 @@
 /*
  * msg.h -- baton's wire protocol: frames and messages. No I/O.
  *
+ * proto/msg_table.h lists every message with its number and its body's
+ * fields on the wire; this comment says what they mean and how batond
+ * answers each.
+ *
  * Frame (all integers little-endian):
  *
  *     u32 len      bytes that follow this field; PROTO_FRAME_MIN <= len <= BATON_MAX_FRAME
@@ -51,7 +55,7 @@
  *    pushes of an expiry: the session no longer exists, every lock it held
  *    is lost and every wait it had is over (no WAIT_FAILED is sent for
  *    them). Both are best effort: the connection may be gone, and the
- *    client library counts its lease itself (DESIGN.md section 4).
+ *    client library counts its lease itself (docs/design.md, "Leases").
  *  - A queued ACQUIRE (RESULT_QUEUED) later gets exactly one push: GRANTED
  *    (the session holds the lock with that fence) or WAIT_FAILED (status
  *    BATON_ETIMEDOUT for a wait_ms that ran out). Pushes have req_id 0 and
@@ -149,6 +153,7 @@
 
 #include "client/baton_defs.h"
 #include "proto/buf.h"
+#include "proto/msg_table.h"
 
 #define BATON_PROTO_VERSION 1
 #define BATON_MAX_FRAME (1u << 20)  /* largest `len` field (a frame is <= 4 + this) */
@@ -161,50 +166,27 @@
 #define PROTO_HDR_LEN 14            /* u32 len + u16 type + u64 req_id */
 #define PROTO_FRAME_MIN 10          /* smallest legal `len` field */
 
-
+/* The message types and their wire numbers (proto/msg_table.h). */
 enum msg_type {
-    MSG_HELLO = 1,      /* c->s {u32 version, str client_name} */
-    MSG_HELLO_OK,       /* s->c {u32 version, u32 node_id} */
-    MSG_OPEN_SESSION,   /* c->s {u32 ttl_ms, str client_name} */
-    MSG_SESSION,        /* s->c {u64 session, u32 ttl_ms} */
-    MSG_ACQUIRE,        /* c->s {u64 session, u64 seq, u64 ack_below, i64 wait_ms, str lock,
-                                 i32 lock_delay_ms} */
-    MSG_RELEASE,        /* c->s {u64 session, u64 seq, u64 ack_below, u64 fence, str lock} */
-    MSG_CANCEL,         /* c->s {u64 session, u64 seq, u64 ack_below, u64 waiter, str lock} */
-    MSG_CLOSE_SESSION,  /* c->s {u64 session, u64 seq, u64 ack_below} */
-    MSG_KEEPALIVE,      /* c->s {u64 session} */
-    MSG_RESULT,         /* s->c {i32 status, u8 kind, u64 value} reply to the five above */
-    MSG_GRANTED,        /* s->c push {u64 session, u64 waiter, u64 fence, str lock} */
-    MSG_WAIT_FAILED,    /* s->c push {u64 session, u64 waiter, i32 status, str lock} */
-    MSG_STATUS,         /* c->s {} answered by every node, leader or not */
-    MSG_STATUS_R,       /* s->c see struct msg_status_r */
-    MSG_LOCK_INFO,      /* c->s {str lock} */
-    MSG_LOCK_INFO_R,    /* s->c see struct msg_lock_info_r */
-    MSG_LIST_LOCKS,     /* c->s {str prefix, u32 limit} */
-    MSG_LIST_LOCKS_R,   /* s->c {u32 n, n x {str name, u64 holder_session, u64 fence, u32 n_waiters}, u8 more} */
-    MSG_REDIRECT,       /* s->c {u32 leader_id, str client_addr} */
-    MSG_NO_LEADER,      /* s->c {} */
-    MSG_ERROR,          /* s->c {i32 code, str message} */
-    MSG_LOST,           /* s->c push {u64 session, u64 waiter, u64 fence, i32 status, str lock} */
-    MSG_SESSION_EXPIRED, /* s->c push {u64 session} */
-    MSG_FORCE_RELEASE,  /* c->s {str lock} (admin) */
-    MSG_FORCE_RELEASE_R, /* s->c {i32 status, u64 lost_session, u64 lost_fence, u64 new_session,
-                                 u64 new_fence} */
-    MSG_EXPIRE_SESSION, /* c->s {u64 session} (admin) -> RESULT */
-    MSG_TRANSFER,       /* c->s {u32 id} (admin; 0 = let raft pick a voter) */
-    MSG_TRANSFER_R,     /* s->c {u32 leader_id} */
-    MSG_LIST_SESSIONS,  /* c->s {u64 after, u32 limit} */
-    MSG_SESSIONS_R,     /* s->c {u32 n, n x {u64 id, u32 ttl_ms, u64 created_index,
-                                 str client_name, u32 n_holds, u32 n_waits}, u8 more} */
-    MSG_WATCH,          /* c->s {str lock} (31) */
-    MSG_WATCH_EVENT,    /* s->c {u64 seq, then the body of LOCK_INFO_R} (32) */
-    MSG_SNAPSHOT,       /* c->s {} (admin) (33) */
-    MSG_SNAPSHOT_R,     /* s->c {u64 index} (34) */
-    MSG_MEMBERS,        /* c->s {} (admin) (35) */
-    MSG_MEMBERS_R,      /* s->c {u32 n, n x {u32 id, u8 role, str raft_addr, str client_addr}} (36) */
-    MSG_MEMBER_REMOVE,  /* c->s {u32 id} (admin) -> MEMBERS_R (37) */
-    MSG_MEMBER_ADD,     /* c->s {u32 id, str raft_addr, str client_addr} (admin) -> MEMBERS_R (38) */
-    MSG_TYPE_MAX_
+#define X(name, wire, dir, leader, role, body, fields) MSG_##name = wire,
+    BATON_MESSAGES(X)
+#undef X
+    MSG_TYPE_MAX_ /* one above the highest number: rows are in number order */
+};
+
+/* Who sends a message (the `dir` column of proto/msg_table.h). */
+enum msg_dir { MSG_C2S = 1, MSG_S2C = 2 };
+
+/* What a connection's principal needs to send a request (the `role`
+ * column): each role includes the ones before it. */
+enum msg_role { MSG_ROLE_NONE = 0, MSG_ROLE_READ, MSG_ROLE_LOCK, MSG_ROLE_ADMIN };
+
+/* One row of proto/msg_table.h, as the server and the logs use it. */
+struct msg_info {
+    const char *name;       /* "ACQUIRE" */
+    uint8_t dir;            /* enum msg_dir */
+    uint8_t leader;         /* 1: served by the ready leader only */
+    uint8_t role;           /* enum msg_role */
 };
 
 /* MSG_RESULT kinds: what `value` means. */
@@ -341,59 +323,102 @@ struct msg_sessions_r {
     uint8_t more;           /* 1 if sessions with higher ids exist than were returned */
 };
 
+/* The bodies of the other messages; proto/msg_table.h says which fields of
+ * each go on the wire for which message. */
+struct msg_none { uint8_t unused; };  /* STATUS, NO_LEADER, SNAPSHOT, MEMBERS */
+struct msg_hello { uint32_t version; struct pstr client_name; };
+struct msg_hello_ok { uint32_t version; uint32_t node_id; };
+struct msg_open_session { uint32_t ttl_ms; struct pstr client_name; };
+struct msg_session { uint64_t session; uint32_t ttl_ms; };
+struct msg_keepalive { uint64_t session; };
+struct msg_result { int32_t status; uint8_t kind; uint64_t value; };
+struct msg_lock_info { struct pstr lock; };
+struct msg_list_locks { struct pstr prefix; uint32_t limit; };
+struct msg_redirect { uint32_t leader_id; struct pstr client_addr; };
+struct msg_error { int32_t code; struct pstr message; };
+struct msg_session_expired { uint64_t session; };
+struct msg_force_release { struct pstr lock; };
+struct msg_expire_session { uint64_t session; };
+struct msg_transfer { uint32_t id; };           /* 0: let raft pick a voter */
+struct msg_transfer_r { uint32_t leader_id; };
+struct msg_list_sessions { uint64_t after; uint32_t limit; };
+struct msg_watch { struct pstr lock; };
+struct msg_snapshot_r { uint64_t index; };
+struct msg_member_remove { uint32_t id; };
+struct msg_member_add { uint32_t id; struct pstr raft_addr, client_addr; };
+
 /*
- * A decoded (or to-be-encoded) message. Only the member that matches `type`
- * is meaningful. After proto_decode, every pstr points into the frame's
- * memory and the arrays (members, waiters, items) are malloc'd and owned by
- * the message: release them with msg_free. For proto_encode the caller owns
- * everything and msg_free must not be called.
+ * A request of a session that changes lock state: ACQUIRE, RELEASE,
+ * CANCEL and CLOSE_SESSION share it; each puts only its own fields on the
+ * wire (the others stay 0 after decoding).
+ */
+struct msg_op {
+    uint64_t session, seq, ack_below; /* every op */
+    int64_t wait_ms;        /* ACQUIRE: BATON_WAIT_TRY, BATON_WAIT_FOREVER or > 0 */
+    int32_t lock_delay_ms;  /* ACQUIRE: BATON_LOCK_DELAY_DEFAULT, _NONE or > 0 */
+    uint64_t fence;         /* RELEASE: the fence of the hold being released */
+    uint64_t waiter;        /* CANCEL: the seq of the ACQUIRE that waits */
+    struct pstr lock;       /* all but CLOSE_SESSION */
+};
+
+/*
+ * A push about one acquire of a session (named by its seq, `waiter`):
+ * GRANTED (fence), WAIT_FAILED (status) and LOST (fence and status) share
+ * it, each with its own fields on the wire.
+ */
+struct msg_push {
+    uint64_t session, waiter, fence;
+    int32_t status;
+    struct pstr lock;
+};
+
+struct msg_watch_event {
+    uint64_t seq;           /* 1 for the first event of a WATCH, then +1 per event */
+    struct msg_lock_info_r info;
+};
+
+/*
+ * A decoded (or to-be-encoded) message. Only the union member named by
+ * `type`'s row in proto/msg_table.h is meaningful. After proto_decode,
+ * every pstr points into the frame's memory and the arrays (members,
+ * waiters, items) are malloc'd and owned by the message: release them with
+ * msg_free. For proto_encode the caller owns everything and msg_free must
+ * not be called.
  */
 struct msg {
     uint16_t type;
     uint64_t req_id;
     union {
-        struct { uint32_t version; struct pstr client_name; } hello;
-        struct { uint32_t version; uint32_t node_id; } hello_ok;
-        struct { uint32_t ttl_ms; struct pstr client_name; } open_session;
-        struct { uint64_t session; uint32_t ttl_ms; } session;
-        struct {
-            uint64_t session, seq, ack_below;
-            int64_t wait_ms;
-            struct pstr lock;
-            int32_t lock_delay_ms; /* BATON_LOCK_DELAY_DEFAULT, _NONE or > 0 */
-        } acquire;
-        struct { uint64_t session, seq, ack_below, fence; struct pstr lock; } release;
-        struct { uint64_t session, seq, ack_below, waiter; struct pstr lock; } cancel;
-        struct { uint64_t session, seq, ack_below; } close_session;
-        struct { uint64_t session; } keepalive;
-        struct { int32_t status; uint8_t kind; uint64_t value; } result;
-        struct { uint64_t session, waiter, fence; struct pstr lock; } granted;
-        struct { uint64_t session, waiter; int32_t status; struct pstr lock; } wait_failed;
+        struct msg_none none;
+        struct msg_hello hello;
+        struct msg_hello_ok hello_ok;
+        struct msg_open_session open_session;
+        struct msg_session session;
+        struct msg_op op;
+        struct msg_keepalive keepalive;
+        struct msg_result result;
+        struct msg_push push;
         struct msg_status_r status_r;
-        struct { struct pstr lock; } lock_info;
+        struct msg_lock_info lock_info;
         struct msg_lock_info_r lock_info_r;
-        struct { struct pstr prefix; uint32_t limit; } list_locks;
+        struct msg_list_locks list_locks;
         struct msg_list_locks_r list_locks_r;
-        struct { uint32_t leader_id; struct pstr client_addr; } redirect;
-        struct { int32_t code; struct pstr message; } error;
-        struct { uint64_t session, waiter, fence; int32_t status; struct pstr lock; } lost;
-        struct { uint64_t session; } session_expired;
-        struct { struct pstr lock; } force_release;
+        struct msg_redirect redirect;
+        struct msg_error error;
+        struct msg_session_expired session_expired;
+        struct msg_force_release force_release;
         struct msg_force_release_r force_release_r;
-        struct { uint64_t session; } expire_session;
-        struct { uint32_t id; } transfer;
-        struct { uint32_t leader_id; } transfer_r;
-        struct { uint64_t after; uint32_t limit; } list_sessions;
+        struct msg_expire_session expire_session;
+        struct msg_transfer transfer;
+        struct msg_transfer_r transfer_r;
+        struct msg_list_sessions list_sessions;
         struct msg_sessions_r sessions_r;
-        struct { struct pstr lock; } watch;
-        struct {
-            uint64_t seq;   /* 1 for the first event of a WATCH, then +1 per event */
-            struct msg_lock_info_r info;
-        } watch_event;
-        struct { uint64_t index; } snapshot_r;
+        struct msg_watch watch;
+        struct msg_watch_event watch_event;
+        struct msg_snapshot_r snapshot_r;
         struct msg_members_r members_r;
-        struct { uint32_t id; } member_remove;
-        struct { uint32_t id; struct pstr raft_addr, client_addr; } member_add;
+        struct msg_member_remove member_remove;
+        struct msg_member_add member_add;
     } u;
 };
 
@@ -434,6 +459,9 @@ int proto_encode(struct buf *out, const struct msg *m);
 
 /* Name of a message type for logs, e.g. "ACQUIRE"; "?" if unknown. */
 const char *msg_type_name(int type);
+
+/* The row of proto/msg_table.h for a message type; NULL if unknown. */
+const struct msg_info *msg_info(int type);
 
 /* Is name a legal lock name (1..BATON_MAX_NAME bytes, no NUL)? */
 int proto_lock_name_ok(const char *name, size_t n);

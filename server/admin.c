@@ -103,12 +103,8 @@ void admin_list_locks(struct conn *c, const struct msg *m)
     const uint32_t frame_cap = (BATON_MAX_FRAME - 64) / (BATON_MAX_NAME + 32);
     if (limit == 0 || limit > BATON_MAX_LIST) limit = BATON_MAX_LIST;
     if (limit > frame_cap) limit = frame_cap;
-    l.items = malloc(sizeof *l.items * limit);
-    l.names = malloc((size_t)BATON_MAX_NAME * limit);
-    if (l.items == NULL || l.names == NULL) {
-        conn_send_error(c, m->req_id, BATON_ENOMEM, "list-locks: out of memory");
-        goto out;
-    }
+    l.items = xmalloc(sizeof *l.items * limit);
+    l.names = xmalloc((size_t)BATON_MAX_NAME * limit);
     rv = store_list_locks(c->srv->store, m->u.list_locks.prefix.p, m->u.list_locks.prefix.n, limit,
                           list_one, &l, &more);
     if (rv != 0) {
@@ -160,12 +156,8 @@ void admin_list_sessions(struct conn *c, const struct msg *m)
 
     /* BATON_MAX_LIST items of at most 94 bytes fit one frame easily. */
     if (limit == 0 || limit > BATON_MAX_LIST) limit = BATON_MAX_LIST;
-    l.items = malloc(sizeof *l.items * limit);
-    l.names = malloc(sizeof *l.names * limit);
-    if (l.items == NULL || l.names == NULL) {
-        conn_send_error(c, m->req_id, BATON_ENOMEM, "sessions: out of memory");
-        goto out;
-    }
+    l.items = xmalloc(sizeof *l.items * limit);
+    l.names = xmalloc(sizeof *l.names * limit);
     rv = store_list_sessions(c->srv->store, m->u.list_sessions.after, limit, list_session, &l,
                              &more);
     if (rv != 0) {

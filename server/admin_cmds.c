@@ -1,9 +1,9 @@
 /*
  * admin_cmds.c -- the operator's state-changing requests, served by the
  * ready leader: FORCE_RELEASE and EXPIRE_SESSION become commands in this
- * loop turn's batch (answered by batch.c once applied), and TRANSFER hands
- * leadership to another node through raft/node.c, as SNAPSHOT asks it
- * for a raft snapshot. The membership requests are in members.c.
+ * loop turn's batch (answered by their completions once applied), TRANSFER
+ * hands leadership to another node through raft/node.c, and SNAPSHOT asks
+ * it for a raft snapshot. The membership requests are in members.c.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -13,18 +13,42 @@
 #include "server/log.h"
 #include "server/server.h"
 
-/* A pending record for an admin command: no session, no seq, never
- * deduplicated (the store only deduplicates commands with a seq). */
-static void admin_pending(struct pending *p, struct conn *c, const struct msg *m,
-                          const struct cmd *cmd)
+/*
+ * Answer an applied FORCE_RELEASE with who lost the lock and who got it:
+ * the entry's FX_LOST with status BATON_ELOST that this command caused
+ * (effect.cmd is its index in the entry), and the FX_GRANT of the same
+ * command and name, the hand-off to the next waiter, if any.
+ */
+static void force_release_done(struct server *srv, const struct pending *p,
+                               const struct cmd_outcome *o)
 {
-    memset(p, 0, offsetof(struct pending, name));
-    p->conn_id = c->id;
-    p->req_id = m->req_id;
-    p->cmd_type = cmd->type;
-    p->session = cmd->session;
-    p->name_len = cmd->name_len;
-    if (cmd->name_len) memcpy(p->name, cmd->name, cmd->name_len);
+    struct conn *c = p->conn_id ? conn_get(srv, p->conn_id) : NULL;
+    struct msg m = {.type = MSG_FORCE_RELEASE_R, .req_id = p->req_id};
+    struct msg_force_release_r *fr = &m.u.force_release_r;
+
+    if (o->status != 0) {
+        if (c != NULL) reply_not_applied(c, p->req_id, o->status);
+        return;
+    }
+    fr->status = o->r->status;
+    for (size_t i = 0; fr->status == 0 && i < o->fx->n_fx; i++) {
+        const struct effect *e = &o->fx->fx[i];
+        if (e->cmd != o->index || e->name_len != p->name_len ||
+            memcmp(e->name, p->name, p->name_len) != 0)
+            continue;
+        if (e->type == FX_LOST && e->status == BATON_ELOST) {
+            fr->lost_session = e->session;
+            fr->lost_fence = e->fence;
+        } else if (e->type == FX_GRANT) {
+            fr->new_session = e->session;
+            fr->new_fence = e->fence;
+        }
+    }
+    if (fr->status == 0)
+        log_info("lock '%.*s' force-released from session %llu (fence %llu)", (int)p->name_len,
+                 p->name, (unsigned long long)fr->lost_session,
+                 (unsigned long long)fr->lost_fence);
+    if (c != NULL) conn_send(c, &m);
 }
 
 void admin_force_release(struct conn *c, const struct msg *m)
@@ -37,7 +61,7 @@ void admin_force_release(struct conn *c, const struct msg *m)
     cmd.name_len = m->u.force_release.lock.n;
     log_info("conn %llu (%s): forced release of '%.*s' requested", (unsigned long long)c->id,
              c->peer, (int)cmd.name_len, cmd.name);
-    admin_pending(&p, c, m, &cmd);
+    pending_init(&p, force_release_done, c->id, m->req_id, &cmd);
     batch_add(c->srv, &cmd, &p);
 }
 
@@ -54,49 +78,8 @@ void admin_expire_session(struct conn *c, const struct msg *m)
     cmd.session = m->u.expire_session.session;
     log_info("conn %llu (%s): expiry of session %llu requested", (unsigned long long)c->id,
              c->peer, (unsigned long long)cmd.session);
-    admin_pending(&p, c, m, &cmd);
+    pending_init(&p, reply_result, c->id, m->req_id, &cmd);
     batch_add(c->srv, &cmd, &p);
-}
-
-/*
- * Answer an applied FORCE_RELEASE. Its effects are found in fx by name:
- * only FORCE_RELEASE emits FX_LOST with BATON_ELOST, and effects are in
- * apply order, so the first such FX_LOST for this name at or after *cursor
- * is this command's, and the FX_GRANT right after it (same name), if any,
- * is the hand-off to the next waiter. *cursor moves past it, so that a
- * second forced release of the same lock in the same entry finds its own.
- */
-void admin_force_release_done(struct server *srv, const struct pending *p,
-                              const struct cmd_result *r, const struct effects *fx,
-                              size_t *cursor)
-{
-    struct conn *c = p->conn_id ? conn_get(srv, p->conn_id) : NULL;
-    struct msg m = {.type = MSG_FORCE_RELEASE_R, .req_id = p->req_id};
-    struct msg_force_release_r *fr = &m.u.force_release_r;
-
-    fr->status = r->status;
-    for (size_t i = *cursor; r->status == 0 && i < fx->n_fx; i++) {
-        const struct effect *e = &fx->fx[i];
-        if (e->type != FX_LOST || e->status != BATON_ELOST || e->name_len != p->name_len ||
-            memcmp(e->name, p->name, p->name_len) != 0)
-            continue;
-        fr->lost_session = e->session;
-        fr->lost_fence = e->fence;
-        *cursor = i + 1;
-        if (i + 1 < fx->n_fx && fx->fx[i + 1].type == FX_GRANT &&
-            fx->fx[i + 1].name_len == p->name_len &&
-            memcmp(fx->fx[i + 1].name, p->name, p->name_len) == 0) {
-            fr->new_session = fx->fx[i + 1].session;
-            fr->new_fence = fx->fx[i + 1].fence;
-            *cursor = i + 2;
-        }
-        break;
-    }
-    if (r->status == 0)
-        log_info("lock '%.*s' force-released from session %llu (fence %llu)", (int)p->name_len,
-                 p->name, (unsigned long long)fr->lost_session,
-                 (unsigned long long)fr->lost_fence);
-    if (c != NULL) conn_send(c, &m);
 }
 
 /* A TRANSFER waiting for raft to finish the hand-over. */
@@ -149,11 +132,7 @@ void admin_transfer(struct conn *c, const struct msg *m)
         conn_send(c, &r);
         return;
     }
-    t = malloc(sizeof *t);
-    if (t == NULL) {
-        conn_send_error(c, m->req_id, BATON_ENOMEM, "transfer: out of memory");
-        return;
-    }
+    t = xmalloc(sizeof *t);
     t->srv = srv;
     t->conn_id = c->id;
     t->req_id = m->req_id;
@@ -166,7 +145,7 @@ void admin_transfer(struct conn *c, const struct msg *m)
     }
     free(t);
     if (rv == BATON_ENOTLEADER)
-        dispatch_not_leader(c, m->req_id);
+        reply_not_leader(c, m->req_id);
     else if (rv == BATON_EINVAL && id != 0)
         conn_send_error(c, m->req_id, rv, "transfer: node %u is not another voting member", id);
     else if (rv == BATON_EINVAL)
@@ -204,13 +183,9 @@ static void snapshot_done(void *data, int status, uint64_t index)
 
 void admin_snapshot(struct conn *c, const struct msg *m)
 {
-    struct snapshot_req *q = malloc(sizeof *q);
+    struct snapshot_req *q = xmalloc(sizeof *q);
     int rv;
 
-    if (q == NULL) {
-        conn_send_error(c, m->req_id, BATON_ENOMEM, "snapshot: out of memory");
-        return;
-    }
     q->srv = c->srv;
     q->conn_id = c->id;
     q->req_id = m->req_id;
@@ -218,7 +193,7 @@ void admin_snapshot(struct conn *c, const struct msg *m)
     if (rv == 0) return;
     free(q);
     if (rv == BATON_ENOTLEADER)
-        dispatch_not_leader(c, m->req_id);
+        reply_not_leader(c, m->req_id);
     else if (rv == BATON_EBUSY)
         conn_send_error(c, m->req_id, rv, "snapshot: another snapshot request is running");
     else

@@ -1,7 +1,9 @@
 /*
  * batch.c -- group every command that arrives during one loop turn into one
- * raft entry (one LMDB transaction, one fsync on each node), and answer each
- * request once its entry is applied on the leader.
+ * raft entry (one LMDB transaction, one fsync on each node), and complete
+ * each command once its entry is applied on the leader: every command
+ * carries its own completion (struct pending's `done`), so this file
+ * knows nothing of requests, replies or what a command is for.
  *
  * Under load -- --max-inflight entries (default 1) proposed and not yet
  * applied, carrying at least HOLD_MIN_CMDS commands between them -- the
@@ -12,6 +14,7 @@
  * the entries in flight are a handful of commands (one hot lock's hand-offs,
  * say), holding would only add a commit's latency to the next hand-off.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,49 +43,36 @@ void batch_free(struct batch *b)
     memset(b, 0, sizeof *b);
 }
 
-/* Answer every request of a batch that cannot be applied here. */
-static void fail_all(struct server *srv, struct pending *p, uint32_t n, int status)
+void pending_init(struct pending *p, pending_done_fn *done, uint64_t conn_id, uint64_t req_id,
+                  const struct cmd *cmd)
 {
-    for (uint32_t i = 0; i < n; i++) {
-        struct conn *c = p[i].conn_id ? conn_get(srv, p[i].conn_id) : NULL;
-        if (c == NULL) continue;
-        if (status == BATON_ENOTLEADER)
-            dispatch_not_leader(c, p[i].req_id);
-        else
-            conn_send_error(c, p[i].req_id, status, "could not commit: %s", baton_strerror(status));
-    }
+    memset(p, 0, offsetof(struct pending, name));
+    p->done = done;
+    p->conn_id = conn_id;
+    p->req_id = req_id;
+    p->cmd_type = cmd->type;
+    p->session = cmd->session;
+    p->seq = cmd->seq;
+    p->wait_ms = cmd->wait_ms;
+    p->ttl_ms = cmd->ttl_ms;
+    p->name_len = cmd->name_len;
+    if (cmd->name_len) memcpy(p->name, cmd->name, cmd->name_len);
 }
 
-/* Send the applied result of one command to the request that asked for it. */
-static void reply(struct server *srv, const struct pending *p, const struct cmd_result *r)
+/* Tell every command of a batch that it was not applied here. */
+static void fail_all(struct server *srv, const struct pending *p, uint32_t n, int status)
 {
-    struct conn *c = p->conn_id ? conn_get(srv, p->conn_id) : NULL;
-    struct msg m = {.req_id = p->req_id};
+    struct cmd_outcome o = {.status = status};
 
-    if (p->cmd_type == CMD_ACQUIRE && r->status == 0 && r->kind == RESULT_QUEUED && p->wait_ms > 0)
-        push_wait_arm(srv, p->session, p->seq, p->wait_ms, p->name, p->name_len);
-    if (p->cmd_type == CMD_OPEN_SESSION && r->status == 0) {
-        liveness_opened(srv, r->value, p->ttl_ms);
-        if (p->conn_id) push_attach(srv, r->value, p->conn_id);
-    }
-    if (c == NULL) return;
-    if (p->cmd_type == CMD_OPEN_SESSION && r->status == 0) {
-        m.type = MSG_SESSION;
-        m.u.session.session = r->value;
-        m.u.session.ttl_ms = p->ttl_ms;
-    } else {
-        m.type = MSG_RESULT;
-        m.u.result.status = r->status;
-        m.u.result.kind = r->kind;
-        m.u.result.value = r->value;
-    }
-    conn_send(c, &m);
+    for (uint32_t i = 0; i < n; i++)
+        if (p[i].done) p[i].done(srv, &p[i], &o);
 }
 
 /*
  * The entry has been applied on this leader (status 0), or its fate is
  * unknown because leadership was lost (BATON_ENOTLEADER: the client retries
  * with the same seq and the store's dedup table keeps it exactly-once).
+ * Each command's own completion answers it.
  */
 static void proposed_cb(void *data, int status, const struct effects *fx)
 {
@@ -97,12 +87,9 @@ static void proposed_cb(void *data, int status, const struct effects *fx)
                   fx->n_results, f->n);
         fail_all(f->srv, f->p, f->n, BATON_EIO);
     } else {
-        size_t cursor = 0; /* where the next FORCE_RELEASE's effects may start */
         for (uint32_t i = 0; i < f->n; i++) {
-            if (f->p[i].cmd_type == CMD_FORCE_RELEASE)
-                admin_force_release_done(f->srv, &f->p[i], &fx->results[i], fx, &cursor);
-            else
-                reply(f->srv, &f->p[i], &fx->results[i]);
+            struct cmd_outcome o = {.status = 0, .r = &fx->results[i], .fx = fx, .index = i};
+            if (f->p[i].done) f->p[i].done(f->srv, &f->p[i], &o);
         }
     }
     free(f->p);
@@ -114,16 +101,10 @@ void batch_add(struct server *srv, const struct cmd *cmd, const struct pending *
     struct batch *b = &srv->batch;
     int rv = 0;
 
-    if (disk_refuse(srv, p)) return; /* answered ERROR(BATON_ENOSPC) */
     if (b->count == CMD_MAX_BATCH) batch_flush(srv);
     if (b->count == b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 64;
-        struct pending *np = realloc(b->p, cap * sizeof *np);
-        if (np == NULL) {
-            rv = BATON_ENOMEM;
-            goto fail;
-        }
-        b->p = np;
+        b->p = xrealloc(b->p, cap * sizeof *b->p);
         b->cap = cap;
     }
     if (b->count == 0) {
@@ -137,7 +118,7 @@ void batch_add(struct server *srv, const struct cmd *cmd, const struct pending *
     return;
 
 fail:
-    fail_all(srv, (struct pending *)p, 1, rv);
+    fail_all(srv, p, 1, rv);
 }
 
 void batch_flush(struct server *srv)
@@ -154,12 +135,7 @@ void batch_flush(struct server *srv)
         b->count < CMD_MAX_BATCH)
         return;
     cmd_batch_end(&b->payload, b->start, b->count);
-    f = malloc(sizeof *f);
-    if (f == NULL) {
-        fail_all(srv, b->p, b->count, BATON_ENOMEM);
-        b->count = 0;
-        return;
-    }
+    f = xmalloc(sizeof *f);
     f->srv = srv;
     f->p = b->p;
     f->n = b->count;

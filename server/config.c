@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/addr.h"
+#include "proto/errmsg.h"
 #include "server/log.h"
 
 static void usage(FILE *f)
@@ -71,23 +73,25 @@ static int parse_uint(const char *s, unsigned long max, unsigned *out)
     return 0;
 }
 
-/* Is s an IPv4 "a.b.c.d:port"? libraft parses raft addresses this way only. */
-static int addr_ok(const char *s)
+/* Why s is not an address batond can use, or NULL if it is: the grammar of
+ * proto/addr.h, and IPv4, because the client listener (server/conn.c) and
+ * libraft's transport take nothing else yet. */
+static const char *addr_why(const char *s)
 {
-    unsigned a, b, c, d, port;
-    char tail;
-    return sscanf(s, "%u.%u.%u.%u:%u%c", &a, &b, &c, &d, &port, &tail) == 5 && a < 256 &&
-           b < 256 && c < 256 && d < 256 && port > 0 && port < 65536;
+    struct proto_addr a;
+
+    return proto_addr_parse_ipv4(s, strlen(s), &a) == 0 ? NULL : a.why;
 }
 
 int config_parse_cluster(const char *s, struct node_config *nc, char *errmsg)
 {
     char *copy = strdup(s), *save = NULL, *item;
+    const char *bad, *why;
     int rv = -1;
 
     nc->n_members = 0;
     if (copy == NULL) {
-        snprintf(errmsg, 256, "out of memory");
+        snprintf(errmsg, BATON_ERRMSG_SIZE, "out of memory");
         return -1;
     }
     for (item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
@@ -96,28 +100,30 @@ int config_parse_cluster(const char *s, struct node_config *nc, char *errmsg)
         unsigned id;
 
         if (nc->n_members == BATON_MAX_MEMBERS) {
-            snprintf(errmsg, 256, "more than %d members", BATON_MAX_MEMBERS);
+            snprintf(errmsg, BATON_ERRMSG_SIZE, "more than %d members", BATON_MAX_MEMBERS);
             goto out;
         }
         slash = eq ? strchr(eq, '/') : NULL;
         if (eq == NULL || slash == NULL) {
-            snprintf(errmsg, 256, "member '%.64s' is not ID=RAFTADDR/CLIENTADDR", item);
+            snprintf(errmsg, BATON_ERRMSG_SIZE, "member '%.64s' is not ID=RAFTADDR/CLIENTADDR",
+                     item);
             goto out;
         }
         *eq = '\0';
         *slash = '\0';
         if (parse_uint(item, INT_MAX, &id) != 0 || id == 0) {
-            snprintf(errmsg, 256, "bad member id '%.32s'", item);
+            snprintf(errmsg, BATON_ERRMSG_SIZE, "bad member id '%.32s'", item);
             goto out;
         }
-        if (!addr_ok(eq + 1) || !addr_ok(slash + 1) || strlen(eq + 1) > BATON_MAX_ADDR ||
-            strlen(slash + 1) > BATON_MAX_ADDR) {
-            snprintf(errmsg, 256, "member %u: addresses must be IPv4 a.b.c.d:port", id);
+        bad = eq + 1;
+        if ((why = addr_why(bad)) == NULL) why = addr_why(bad = slash + 1);
+        if (why != NULL) {
+            snprintf(errmsg, BATON_ERRMSG_SIZE, "member %u: address '%.64s': %s", id, bad, why);
             goto out;
         }
         for (uint32_t i = 0; i < nc->n_members; i++)
             if (nc->members[i].id == id) {
-                snprintf(errmsg, 256, "member id %u appears twice", id);
+                snprintf(errmsg, BATON_ERRMSG_SIZE, "member id %u appears twice", id);
                 goto out;
             }
         m = &nc->members[nc->n_members++];
@@ -126,7 +132,7 @@ int config_parse_cluster(const char *s, struct node_config *nc, char *errmsg)
         snprintf(m->client_addr, sizeof m->client_addr, "%s", slash + 1);
     }
     if (nc->n_members == 0) {
-        snprintf(errmsg, 256, "no members");
+        snprintf(errmsg, BATON_ERRMSG_SIZE, "no members");
         goto out;
     }
     rv = 0;
@@ -163,8 +169,8 @@ int config_parse(struct srv_config *c, int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {0},
     };
-    char errmsg[256];
-    const char *cluster = NULL;
+    char errmsg[BATON_ERRMSG_SIZE];
+    const char *cluster = NULL, *why;
     unsigned *target;
     int o;
 
@@ -241,8 +247,8 @@ int config_parse(struct srv_config *c, int argc, char **argv)
             c->node.join = true;
             break;
         case O_RAFT_BIND:
-            if (!addr_ok(optarg) || strlen(optarg) >= sizeof c->node.raft_bind) {
-                fprintf(stderr, "batond: --raft-bind must be IPv4 a.b.c.d:port\n");
+            if ((why = addr_why(optarg)) != NULL) {
+                fprintf(stderr, "batond: --raft-bind '%.64s': %s\n", optarg, why);
                 return -1;
             }
             snprintf(c->node.raft_bind, sizeof c->node.raft_bind, "%s", optarg);
@@ -296,5 +302,5 @@ int config_parse(struct srv_config *c, int argc, char **argv)
  * addresses from the wire and must accept exactly what --cluster does. */
 int config_addr_ok(const char *s)
 {
-    return addr_ok(s) && strlen(s) <= BATON_MAX_ADDR;
+    return addr_why(s) == NULL;
 }

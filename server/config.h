@@ -29,12 +29,13 @@ int config_parse(struct srv_config *c, int argc, char **argv);
 
 /*
  * Parse "1=RAFT/CLIENT,2=...,3=..." into members. 0, or -1 with errmsg
- * (256 bytes) filled.
+ * (BATON_ERRMSG_SIZE bytes, proto/errmsg.h) filled.
  */
 int config_parse_cluster(const char *s, struct node_config *nc, char *errmsg);
 
-/* Is s an address --cluster accepts: IPv4 "a.b.c.d:port" (libraft parses
- * raft addresses this way only), at most BATON_MAX_ADDR bytes? */
+/* Is s an address --cluster accepts: one of the grammar of proto/addr.h
+ * whose host is IPv4 (proto_addr_parse_ipv4), since batond's listener and
+ * libraft's transport take nothing else yet? */
 int config_addr_ok(const char *s);
 
 #endif

@@ -1,7 +1,7 @@
 /*
- * conn.c -- client connections.
+ * conn.c -- a client connection's output and lifetime. (Accepting and
+ * reading connections is listen.c.)
  *
- * Reads are framed with proto_frame_check and decoded one frame at a time.
  * Replies are appended to the connection's `out` buffer and written with one
  * uv_write per connection per loop turn (conn_flush_all, from the check
  * handler), as Redis flushes its replies in beforeSleep. A malformed frame
@@ -27,14 +27,14 @@ static void conn_closed_cb(uv_handle_t *h)
 }
 
 /* Close now: drop from the map and the dirty list, and free in close_cb. */
-static void conn_destroy(struct conn *c)
+void conn_destroy(struct conn *c)
 {
     struct conn **pp;
 
     if (c->closed) return;
     c->closed = true;
     u64map_del(&c->srv->conns, c->id);
-    if (c->n_watches > 0) watch_conn_gone(c->srv, c);
+    if (c->n_watches > 0 && c->srv->conn_gone != NULL) c->srv->conn_gone(c->srv, c);
     for (pp = &c->srv->dirty; *pp; pp = &(*pp)->next_dirty)
         if (*pp == c) {
             *pp = c->next_dirty;
@@ -42,6 +42,17 @@ static void conn_destroy(struct conn *c)
         }
     log_debug("conn %llu (%s) closed", (unsigned long long)c->id, c->peer);
     uv_close((uv_handle_t *)&c->tcp, conn_closed_cb);
+}
+
+struct conn *conn_new(struct server *srv)
+{
+    struct conn *c = xcalloc(1, sizeof *c);
+
+    c->srv = srv;
+    c->id = ++srv->next_conn_id;
+    c->tcp.data = c;
+    xu64map_put(&srv->conns, c->id, c);
+    return c;
 }
 
 struct conn *conn_get(struct server *srv, uint64_t id)
@@ -183,141 +194,13 @@ void conn_flush_all(struct server *srv)
     }
 }
 
-static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
-{
-    struct conn *c = h->data;
-    (void)suggested;
-    if (buf_reserve(&c->in, 64 * 1024) != 0) {
-        b->base = NULL;
-        b->len = 0;
-        return;
-    }
-    b->base = (char *)c->in.data + c->in.len;
-    b->len = c->in.cap - c->in.len;
-}
-
-/* Frame and handle every whole frame in the input buffer. */
-static void conn_process(struct conn *c)
-{
-    size_t off = 0, frame_len;
-    int rv;
-
-    while (!c->closing && !c->closed) {
-        struct msg m;
-
-        rv = proto_frame_check(c->in.data + off, c->in.len - off, &frame_len);
-        if (rv == 0) break;
-        if (rv < 0) {
-            uint32_t claimed = le_get_u32(c->in.data + off);
-            log_warn("conn %llu (%s): bad frame length %u: %s; closing", (unsigned long long)c->id,
-                     c->peer, claimed, baton_strerror(rv));
-            conn_send_error(c, 0, rv, "bad frame: length %u is %s (%u..%u)", claimed,
-                            rv == BATON_ETOOBIG ? "above the limit" : "below the minimum",
-                            PROTO_FRAME_MIN, BATON_MAX_FRAME);
-            conn_close(c);
-            break;
-        }
-        rv = proto_decode(c->in.data + off, frame_len, &m);
-        if (rv != 0) {
-            log_warn("conn %llu (%s): cannot decode %s frame: %s; closing",
-                     (unsigned long long)c->id, c->peer, msg_type_name(m.type), baton_strerror(rv));
-            if (msg_type_name(m.type)[0] == '?')
-                conn_send_error(c, m.req_id, rv, "unknown message type %u", m.type);
-            else
-                conn_send_error(c, m.req_id, rv, "cannot decode %s frame: %s",
-                                msg_type_name(m.type), baton_strerror(rv));
-            conn_close(c);
-            break;
-        }
-        dispatch(c, &m);
-        msg_free(&m);
-        off += frame_len;
-    }
-    if (!c->closed) {
-        buf_consume(&c->in, off);
-        guard_input_done(c, off > 0);
-    }
-}
-
-static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
-{
-    struct conn *c = s->data;
-    (void)b;
-
-    if (nread < 0) {
-        if (nread != UV_EOF)
-            log_debug("conn %llu: read: %s", (unsigned long long)c->id, uv_strerror((int)nread));
-        conn_destroy(c);
-        return;
-    }
-    if (nread == 0) return;
-    c->in.len += (size_t)nread;
-    conn_process(c);
-}
-
-static void accept_cb(uv_stream_t *server, int status)
-{
-    struct server *srv = server->data;
-    struct sockaddr_storage ss;
-    int sslen = sizeof ss;
-    struct conn *c;
-
-    if (status < 0) {
-        guard_accept_failed(srv, status);
-        return;
-    }
-    c = calloc(1, sizeof *c);
-    if (c == NULL) return;
-    uv_tcp_init(srv->loop, &c->tcp);
-    c->tcp.data = c;
-    c->srv = srv;
-    c->id = ++srv->next_conn_id;
-    if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 ||
-        u64map_put(&srv->conns, c->id, c) != 0) {
-        c->closed = true;
-        uv_close((uv_handle_t *)&c->tcp, conn_closed_cb);
-        return;
-    }
-    uv_tcp_nodelay(&c->tcp, 1);
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sslen) == 0 &&
-        ss.ss_family == AF_INET) {
-        struct sockaddr_in *in = (struct sockaddr_in *)&ss;
-        char ip[INET_ADDRSTRLEN] = "?";
-        uv_ip4_name(in, ip, sizeof ip);
-        snprintf(c->peer, sizeof c->peer, "%s:%u", ip, ntohs(in->sin_port));
-    }
-    log_debug("conn %llu from %s", (unsigned long long)c->id, c->peer);
-    if (!guard_admit(c)) return; /* over --max-conns: answered and closing */
-    uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
-}
-
-int conn_listen(struct server *srv, const char *addr)
-{
-    char host[64];
-    const char *colon = strrchr(addr, ':');
-    struct sockaddr_in sa;
-    int rv;
-
-    uv_tcp_init(srv->loop, &srv->listener);
-    srv->listener.data = srv;
-    if (colon == NULL || (size_t)(colon - addr) >= sizeof host) return UV_EINVAL;
-    memcpy(host, addr, (size_t)(colon - addr));
-    host[colon - addr] = '\0';
-    rv = uv_ip4_addr(host, atoi(colon + 1), &sa);
-    if (rv != 0) return rv;
-    rv = uv_tcp_bind(&srv->listener, (const struct sockaddr *)&sa, 0);
-    if (rv == 0) rv = uv_listen((uv_stream_t *)&srv->listener, 1024, accept_cb);
-    return rv;
-}
-
 /* Close every client connection at once (shutdown, or leadership lost: the
  * clients reconnect and find the new leader). */
 void conn_close_all(struct server *srv)
 {
     size_t n = 0;
-    uint64_t *ids = malloc(sizeof *ids * (srv->conns.n + 1));
+    uint64_t *ids = xmalloc(sizeof *ids * (srv->conns.n + 1));
 
-    if (ids == NULL) return;
     for (size_t i = 0; i < srv->conns.cap; i++)
         if (srv->conns.slots[i].key) ids[n++] = srv->conns.slots[i].key;
     for (size_t i = 0; i < n; i++) {

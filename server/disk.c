@@ -82,21 +82,19 @@ void disk_close(struct server *srv)
 
 /* Does this command make the state bigger (a new session, a new hold or
  * wait)? Only those are refused while the disk is low. */
-static bool grows_state(uint8_t cmd_type)
+static bool grows_state(int cmd_type)
 {
     return cmd_type == CMD_OPEN_SESSION || cmd_type == CMD_ACQUIRE;
 }
 
-bool disk_refuse(struct server *srv, const struct pending *p)
+bool disk_refuse(struct conn *c, uint64_t req_id, int cmd_type)
 {
-    struct conn *c;
+    struct server *srv = c->srv;
 
-    if (!srv->disk_low || p->conn_id == 0 || !grows_state(p->cmd_type)) return false;
-    c = conn_get(srv, p->conn_id);
-    if (c != NULL)
-        conn_send_error(c, p->req_id, BATON_ENOSPC,
-                        "node %u's data disk has %.1f MiB free, below --min-free-mb %u: "
-                        "new sessions and locks are refused until space is freed",
-                        srv->cfg.node.id, (double)srv->disk_free / MIB, srv->cfg.min_free_mb);
+    if (!srv->disk_low || !grows_state(cmd_type)) return false;
+    conn_send_error(c, req_id, BATON_ENOSPC,
+                    "node %u's data disk has %.1f MiB free, below --min-free-mb %u: "
+                    "new sessions and locks are refused until space is freed",
+                    srv->cfg.node.id, (double)srv->disk_free / MIB, srv->cfg.min_free_mb);
     return true;
 }

@@ -1,10 +1,17 @@
 /*
  * dispatch.c -- what batond does with one decoded client request.
  *
- * HELLO and STATUS are answered by any node. Everything else needs the
- * ready leader; other nodes answer REDIRECT (or NO_LEADER while no leader is
- * known). State-changing requests become commands in this loop turn's batch
- * and are answered once their entry is applied (batch.c).
+ * proto/msg_table.h says, for every message type, whether a client may
+ * send it and whether only the ready leader serves it; the handler table
+ * below says which function serves it. dispatch() checks the first and
+ * calls the second: the first frame must be HELLO, a server-to-client type
+ * is refused, and a request for the leader gets REDIRECT (or NO_LEADER)
+ * on any other node.
+ *
+ * The session's lock requests (OPEN_SESSION, ACQUIRE, RELEASE, CANCEL,
+ * CLOSE_SESSION) are served here: each becomes a command in this loop
+ * turn's batch (batch.c), with a completion that answers it once its entry
+ * is applied.
  */
 #include <string.h>
 
@@ -12,29 +19,7 @@
 #include "server/log.h"
 #include "server/server.h"
 
-/* Answer a request this node cannot serve because it is not the leader.
- * The leader's client address comes from the replicated members table, else
- * from --cluster (members.c); a leader whose address is unknown gets
- * NO_LEADER, and the client tries its other endpoints. */
-void dispatch_not_leader(struct conn *c, uint64_t req_id)
-{
-    struct node_status st;
-    char addr[BATON_MAX_ADDR + 1] = "";
-    struct msg m = {.req_id = req_id};
-
-    node_get_status(c->srv->node, &st);
-    if (st.leader_id && st.leader_id != c->srv->cfg.node.id)
-        member_client_addr(c->srv, st.leader_id, addr);
-    if (addr[0] == '\0') {
-        m.type = MSG_NO_LEADER;
-    } else {
-        m.type = MSG_REDIRECT;
-        m.u.redirect.leader_id = st.leader_id;
-        m.u.redirect.client_addr.p = addr;
-        m.u.redirect.client_addr.n = (uint16_t)strlen(addr);
-    }
-    conn_send(c, &m);
-}
+typedef void handler_fn(struct conn *c, const struct msg *m);
 
 static void hello(struct conn *c, const struct msg *m)
 {
@@ -51,21 +36,6 @@ static void hello(struct conn *c, const struct msg *m)
     r.u.hello_ok.version = BATON_PROTO_VERSION;
     r.u.hello_ok.node_id = c->srv->cfg.node.id;
     conn_send(c, &r);
-}
-
-/* Fill the parts of a pending reply record that every command shares. */
-static void pending_for(struct pending *p, struct conn *c, const struct msg *m, const struct cmd *cmd)
-{
-    memset(p, 0, offsetof(struct pending, name));
-    p->conn_id = c->id;
-    p->req_id = m->req_id;
-    p->cmd_type = cmd->type;
-    p->session = cmd->session;
-    p->seq = cmd->seq;
-    p->wait_ms = cmd->wait_ms;
-    p->ttl_ms = cmd->ttl_ms;
-    p->name_len = cmd->name_len;
-    if (cmd->name_len) memcpy(p->name, cmd->name, cmd->name_len);
 }
 
 static uint32_t clamp_ttl(const struct srv_config *cfg, uint32_t ttl)
@@ -86,74 +56,105 @@ static int32_t effective_lock_delay(const struct srv_config *cfg, int32_t asked)
     return asked;
 }
 
-/* Turn a state-changing request into a command for this turn's batch. */
-static void command(struct conn *c, const struct msg *m)
+/* An applied OPEN_SESSION: the leader starts the session's lease and
+ * attaches it to the connection, which gets SESSION. */
+static void open_session_done(struct server *srv, const struct pending *p,
+                              const struct cmd_outcome *o)
 {
-    struct cmd cmd = {0};
+    struct conn *c = p->conn_id ? conn_get(srv, p->conn_id) : NULL;
+    struct msg m = {.type = MSG_SESSION, .req_id = p->req_id};
+
+    if (o->status != 0 || o->r->status != 0) {
+        reply_result(srv, p, o);
+        return;
+    }
+    liveness_opened(srv, o->r->value, p->ttl_ms);
+    if (p->conn_id) push_attach(srv, o->r->value, p->conn_id);
+    if (c == NULL) return;
+    m.u.session.session = o->r->value;
+    m.u.session.ttl_ms = p->ttl_ms;
+    conn_send(c, &m);
+}
+
+/* An applied ACQUIRE that queued with a deadline gets its timer; then it
+ * is answered like every lock request, with RESULT. */
+static void acquire_done(struct server *srv, const struct pending *p, const struct cmd_outcome *o)
+{
+    if (o->status == 0 && o->r->status == 0 && o->r->kind == RESULT_QUEUED && p->wait_ms > 0)
+        deadline_wait_arm(srv, p->session, p->seq, p->wait_ms, p->name, p->name_len);
+    reply_result(srv, p, o);
+}
+
+/* Batch cmd for the request m of c, to be completed by done. Commands of a
+ * session renew its lease and attach it to this connection; an unknown or
+ * expiring session gets RESULT(BATON_ESESSION). */
+static void propose(struct conn *c, const struct msg *m, const struct cmd *cmd,
+                    pending_done_fn *done)
+{
     struct pending p;
 
-    switch (m->type) {
-    case MSG_OPEN_SESSION:
-        cmd.type = CMD_OPEN_SESSION;
-        cmd.ttl_ms = clamp_ttl(&c->srv->cfg, m->u.open_session.ttl_ms);
-        cmd.name = m->u.open_session.client_name.p;
-        cmd.name_len = m->u.open_session.client_name.n;
-        break;
-    case MSG_ACQUIRE:
-        if (m->u.acquire.wait_ms < BATON_WAIT_FOREVER) {
-            conn_send_error(c, m->req_id, BATON_EINVAL, "wait_ms must be -1, 0 or positive");
-            return;
-        }
-        cmd.type = CMD_ACQUIRE;
-        cmd.session = m->u.acquire.session;
-        cmd.seq = m->u.acquire.seq;
-        cmd.ack_below = m->u.acquire.ack_below;
-        cmd.wait_ms = m->u.acquire.wait_ms;
-        cmd.lock_delay_ms = effective_lock_delay(&c->srv->cfg, m->u.acquire.lock_delay_ms);
-        cmd.name = m->u.acquire.lock.p;
-        cmd.name_len = m->u.acquire.lock.n;
-        break;
-    case MSG_RELEASE:
-        cmd.type = CMD_RELEASE;
-        cmd.session = m->u.release.session;
-        cmd.seq = m->u.release.seq;
-        cmd.ack_below = m->u.release.ack_below;
-        cmd.fence = m->u.release.fence;
-        cmd.name = m->u.release.lock.p;
-        cmd.name_len = m->u.release.lock.n;
-        break;
-    case MSG_CANCEL:
-        cmd.type = CMD_CANCEL;
-        cmd.session = m->u.cancel.session;
-        cmd.seq = m->u.cancel.seq;
-        cmd.ack_below = m->u.cancel.ack_below;
-        cmd.waiter = m->u.cancel.waiter;
-        cmd.name = m->u.cancel.lock.p;
-        cmd.name_len = m->u.cancel.lock.n;
-        break;
-    case MSG_CLOSE_SESSION:
-        cmd.type = CMD_CLOSE_SESSION;
-        cmd.session = m->u.close_session.session;
-        cmd.seq = m->u.close_session.seq;
-        cmd.ack_below = m->u.close_session.ack_below;
-        break;
-    default:
-        return;
-    }
-    if (cmd.type != CMD_OPEN_SESSION && (cmd.session == 0 || cmd.seq == 0)) {
-        conn_send_error(c, m->req_id, BATON_EINVAL, "%s needs a session and a non-zero seq",
-                        msg_type_name(m->type));
-        return;
-    }
-    if (cmd.session && !liveness_touch(c->srv, cmd.session)) {
+    if (cmd->session && !liveness_touch(c->srv, cmd->session)) {
         struct msg r = {.type = MSG_RESULT, .req_id = m->req_id};
         r.u.result.status = BATON_ESESSION;
         conn_send(c, &r);
         return;
     }
-    if (cmd.session) push_attach(c->srv, cmd.session, c->id);
-    pending_for(&p, c, m, &cmd);
-    batch_add(c->srv, &cmd, &p);
+    if (cmd->session) push_attach(c->srv, cmd->session, c->id);
+    if (disk_refuse(c, m->req_id, cmd->type)) return; /* answered ERROR(BATON_ENOSPC) */
+    pending_init(&p, done, c->id, m->req_id, cmd);
+    batch_add(c->srv, cmd, &p);
+}
+
+static void open_session(struct conn *c, const struct msg *m)
+{
+    struct cmd cmd = {.type = CMD_OPEN_SESSION};
+
+    cmd.ttl_ms = clamp_ttl(&c->srv->cfg, m->u.open_session.ttl_ms);
+    cmd.name = m->u.open_session.client_name.p;
+    cmd.name_len = m->u.open_session.client_name.n;
+    propose(c, m, &cmd, open_session_done);
+}
+
+/* The command each lock request becomes. */
+static const uint8_t op_cmd[MSG_TYPE_MAX_] = {
+    [MSG_ACQUIRE] = CMD_ACQUIRE,
+    [MSG_RELEASE] = CMD_RELEASE,
+    [MSG_CANCEL] = CMD_CANCEL,
+    [MSG_CLOSE_SESSION] = CMD_CLOSE_SESSION,
+};
+
+/* ACQUIRE, RELEASE, CANCEL, CLOSE_SESSION: one body (struct msg_op) into
+ * one command; the fields a type does not carry are 0. */
+static void lock_op(struct conn *c, const struct msg *m)
+{
+    const struct msg_op *op = &m->u.op;
+    struct cmd cmd = {
+        .type = op_cmd[m->type],
+        .session = op->session,
+        .seq = op->seq,
+        .ack_below = op->ack_below,
+        .wait_ms = op->wait_ms,
+        .fence = op->fence,
+        .waiter = op->waiter,
+        .name = op->lock.p,
+        .name_len = op->lock.n,
+    };
+
+    if (m->type == MSG_ACQUIRE && op->wait_ms < BATON_WAIT_FOREVER) {
+        conn_send_error(c, m->req_id, BATON_EINVAL, "wait_ms must be -1, 0 or positive");
+        return;
+    }
+    if (op->session == 0 || op->seq == 0) {
+        conn_send_error(c, m->req_id, BATON_EINVAL, "%s needs a session and a non-zero seq",
+                        msg_type_name(m->type));
+        return;
+    }
+    if (m->type == MSG_ACQUIRE) {
+        cmd.lock_delay_ms = effective_lock_delay(&c->srv->cfg, op->lock_delay_ms);
+        propose(c, m, &cmd, acquire_done);
+    } else {
+        propose(c, m, &cmd, reply_result);
+    }
 }
 
 /* A keepalive is not a log entry: the leader renews the lease in memory. */
@@ -162,87 +163,46 @@ static void keepalive(struct conn *c, const struct msg *m)
     keepalive_received(c, m->req_id, m->u.keepalive.session);
 }
 
+/* Who serves each request (proto/msg_table.h lists them all). */
+static handler_fn *const handlers[MSG_TYPE_MAX_] = {
+    [MSG_HELLO] = hello,
+    [MSG_OPEN_SESSION] = open_session,
+    [MSG_ACQUIRE] = lock_op,
+    [MSG_RELEASE] = lock_op,
+    [MSG_CANCEL] = lock_op,
+    [MSG_CLOSE_SESSION] = lock_op,
+    [MSG_KEEPALIVE] = keepalive,
+    [MSG_STATUS] = admin_status,
+    [MSG_LOCK_INFO] = admin_lock_info,
+    [MSG_LIST_LOCKS] = admin_list_locks,
+    [MSG_LIST_SESSIONS] = admin_list_sessions,
+    [MSG_FORCE_RELEASE] = admin_force_release,
+    [MSG_EXPIRE_SESSION] = admin_expire_session,
+    [MSG_TRANSFER] = admin_transfer,
+    [MSG_WATCH] = watch_request,
+    [MSG_SNAPSHOT] = admin_snapshot,
+    [MSG_MEMBERS] = admin_members,
+    [MSG_MEMBER_REMOVE] = admin_member_remove,
+    [MSG_MEMBER_ADD] = admin_member_add,
+};
+
 void dispatch(struct conn *c, const struct msg *m)
 {
-    if (m->type == MSG_HELLO) {
-        hello(c, m);
-        return;
-    }
-    if (!c->hello) {
+    const struct msg_info *info = msg_info(m->type);
+
+    if (m->type != MSG_HELLO && !c->hello) {
         conn_send_error(c, m->req_id, BATON_EPROTO, "the first message must be HELLO, not %s",
                         msg_type_name(m->type));
         conn_close(c);
         return;
     }
-    if (m->type == MSG_STATUS) {
-        admin_status(c, m);
-        return;
-    }
-    switch (m->type) {
-    case MSG_OPEN_SESSION:
-    case MSG_ACQUIRE:
-    case MSG_RELEASE:
-    case MSG_CANCEL:
-    case MSG_CLOSE_SESSION:
-    case MSG_KEEPALIVE:
-    case MSG_LOCK_INFO:
-    case MSG_LIST_LOCKS:
-    case MSG_LIST_SESSIONS:
-    case MSG_FORCE_RELEASE:
-    case MSG_EXPIRE_SESSION:
-    case MSG_TRANSFER:
-    case MSG_WATCH:
-    case MSG_SNAPSHOT:
-    case MSG_MEMBERS:
-    case MSG_MEMBER_REMOVE:
-    case MSG_MEMBER_ADD:
-        break;
-    default:
+    if (info == NULL || info->dir != MSG_C2S || handlers[m->type] == NULL) {
         conn_send_error(c, m->req_id, BATON_EPROTO, "%s is not a request", msg_type_name(m->type));
         return;
     }
-    if (!c->srv->ready) {
-        dispatch_not_leader(c, m->req_id);
+    if (info->leader && !c->srv->ready) {
+        reply_not_leader(c, m->req_id);
         return;
     }
-    switch (m->type) {
-    case MSG_KEEPALIVE:
-        keepalive(c, m);
-        break;
-    case MSG_LOCK_INFO:
-        admin_lock_info(c, m);
-        break;
-    case MSG_LIST_LOCKS:
-        admin_list_locks(c, m);
-        break;
-    case MSG_LIST_SESSIONS:
-        admin_list_sessions(c, m);
-        break;
-    case MSG_FORCE_RELEASE:
-        admin_force_release(c, m);
-        break;
-    case MSG_EXPIRE_SESSION:
-        admin_expire_session(c, m);
-        break;
-    case MSG_TRANSFER:
-        admin_transfer(c, m);
-        break;
-    case MSG_WATCH:
-        watch_request(c, m);
-        break;
-    case MSG_SNAPSHOT:
-        admin_snapshot(c, m);
-        break;
-    case MSG_MEMBERS:
-        admin_members(c, m);
-        break;
-    case MSG_MEMBER_REMOVE:
-        admin_member_remove(c, m);
-        break;
-    case MSG_MEMBER_ADD:
-        admin_member_add(c, m);
-        break;
-    default:
-        command(c, m);
-    }
+    handlers[m->type](c, m);
 }

@@ -67,10 +67,8 @@ static void sweep_cb(uv_timer_t *t)
         if (c->closing || c->closed || c->partial_since == 0 || now - c->partial_since < limit)
             continue;
         if (n == cap) {
-            uint64_t *p = realloc(ids, (cap ? cap * 2 : 16) * sizeof *ids);
-            if (p == NULL) break; /* the next sweep gets the rest */
-            ids = p;
             cap = cap ? cap * 2 : 16;
+            ids = xrealloc(ids, cap * sizeof *ids);
         }
         ids[n++] = c->id;
     }

@@ -38,17 +38,14 @@ void keepalive_init(struct server *srv)
     srv->ka.timer.data = srv;
 }
 
-static int list_push(struct ka_list *l, const struct ka_reply *r)
+static void list_push(struct ka_list *l, const struct ka_reply *r)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 64;
-        struct ka_reply *v = realloc(l->v, cap * sizeof *v);
-        if (v == NULL) return BATON_ENOMEM;
-        l->v = v;
+        l->v = xrealloc(l->v, cap * sizeof *l->v);
         l->cap = cap;
     }
     l->v[l->n++] = *r;
-    return 0;
 }
 
 /* Reply to every keepalive of l: alive (status 0) or go find the leader. */
@@ -60,7 +57,7 @@ static void answer(struct server *srv, struct ka_list *l, int status)
 
         if (c == NULL) continue;
         if (status != 0) {
-            dispatch_not_leader(c, l->v[i].req_id);
+            reply_not_leader(c, l->v[i].req_id);
             continue;
         }
         r.u.result.status = 0;
@@ -95,8 +92,7 @@ void keepalive_received(struct conn *c, uint64_t req_id, uint64_t session)
         return;
     }
     push_attach(srv, session, c->id);
-    if (list_push(&srv->ka.next, &r) != 0)
-        conn_send_error(c, req_id, BATON_ENOMEM, "out of memory queueing a keepalive");
+    list_push(&srv->ka.next, &r);
 }
 
 /* End of a loop turn (outside raft's callbacks): start a round for the

@@ -6,6 +6,7 @@
  * microseconds, so a heap would not pay for itself yet.
  */
 #include "server/lease.h"
+#include "server/xmalloc.h"
 
 #include <stdlib.h>
 
@@ -23,24 +24,19 @@ void lease_free(struct lease_table *t)
     u64map_free(&t->map);
 }
 
-int lease_grant(struct lease_table *t, uint64_t session, uint32_t ttl_ms, uint64_t now)
+void lease_grant(struct lease_table *t, uint64_t session, uint32_t ttl_ms, uint64_t now)
 {
     struct lease *l = u64map_get(&t->map, session);
 
     if (l == NULL) {
-        l = calloc(1, sizeof *l);
-        if (l == NULL) return BATON_ENOMEM;
-        if (u64map_put(&t->map, session, l) != 0) {
-            free(l);
-            return BATON_ENOMEM;
-        }
+        l = xcalloc(1, sizeof *l);
+        xu64map_put(&t->map, session, l);
     }
     l->session = session;
     l->ttl_ms = ttl_ms;
     l->deadline = now + ttl_ms;
     l->expiring = false;
     l->retry_at = 0;
-    return 0;
 }
 
 bool lease_renew(struct lease_table *t, uint64_t session, uint64_t now)

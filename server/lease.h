@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/u64map.h"
+#include "proto/u64map.h"
 
 /* How long an expiry proposal may stay unanswered before it is proposed
  * again (it can be lost to a failed proposal). */
@@ -35,8 +35,8 @@ void lease_init(struct lease_table *t);
 void lease_free(struct lease_table *t);   /* forgets everything */
 
 /* Start or restart a full lease for session: deadline = now + ttl_ms.
- * 0 or BATON_ENOMEM. */
-int lease_grant(struct lease_table *t, uint64_t session, uint32_t ttl_ms, uint64_t now);
+ * Aborts when out of memory (server.h, "Allocation failure"). */
+void lease_grant(struct lease_table *t, uint64_t session, uint32_t ttl_ms, uint64_t now);
 
 /* The session was heard from: push its deadline to now + ttl. Returns true
  * if the session has a lease (a live session), false if unknown or already

@@ -22,13 +22,10 @@
 
 static void propose_expiry(struct server *srv, uint64_t session)
 {
-    struct cmd cmd = {0};
-    struct pending p = {0};
+    struct cmd cmd = {.type = CMD_EXPIRE_SESSION, .session = session};
+    struct pending p;
 
-    cmd.type = CMD_EXPIRE_SESSION;
-    cmd.session = session;
-    p.cmd_type = CMD_EXPIRE_SESSION;
-    p.session = session;
+    pending_init(&p, NULL, 0, 0, &cmd);
     log_info("session %llu: lease expired", (unsigned long long)session);
     batch_add(srv, &cmd, &p);
 }
@@ -56,7 +53,9 @@ void liveness_init(struct server *srv)
 static int grant_fresh(void *data, uint64_t session, uint32_t ttl_ms)
 {
     struct server *srv = data;
-    return lease_grant(&srv->leases, session, ttl_ms, uv_now(srv->loop));
+
+    lease_grant(&srv->leases, session, ttl_ms, uv_now(srv->loop));
+    return 0;
 }
 
 void liveness_start(struct server *srv)
@@ -66,7 +65,9 @@ void liveness_start(struct server *srv)
     lease_free(&srv->leases);
     uv_update_time(srv->loop);
     rv = store_foreach_session(srv->store, grant_fresh, srv);
-    if (rv != 0) log_error("cannot load sessions: %s", baton_strerror(rv));
+    if (rv != 0)
+        log_error("cannot load sessions: %s; the sessions not loaded never expire while this "
+                  "node leads", baton_strerror(rv));
     log_info("%zu sessions get a fresh lease", lease_count(&srv->leases));
     uv_timer_start(&srv->lease_timer, tick, LIVENESS_TICK_MS, LIVENESS_TICK_MS);
 }

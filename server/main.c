@@ -37,7 +37,7 @@ static int mkdir_p(const char *dir)
 
 int main(int argc, char **argv)
 {
-    char raft_dir[4200], fsm_dir[4200], errmsg[256] = "";
+    char raft_dir[4200], fsm_dir[4200], errmsg[BATON_ERRMSG_SIZE] = "";
     struct srv_config cfg;
     struct server srv;
     uv_loop_t loop;

@@ -1,7 +1,7 @@
 /*
  * members.c -- cluster membership: the operator's MEMBERS, MEMBER_ADD and
- * MEMBER_REMOVE (served by the ready leader), and where any node finds a
- * member's client address for REDIRECT, STATUS_R and MEMBERS_R.
+ * MEMBER_REMOVE (served by the ready leader). Where any node finds a
+ * member's client address is member_addrs.c.
  *
  * Client addresses. Raft knows each member's id and raft address only.
  * The client address of a member added at run time is committed to the
@@ -37,44 +37,6 @@ struct member_op {
     char client_addr[BATON_MAX_ADDR + 1]; /* MEMBER_ADD only */
 };
 
-/* ---- addresses ------------------------------------------------------------ */
-
-const char *member_client_addr(struct server *srv, uint32_t id, char buf[BATON_MAX_ADDR + 1])
-{
-    const struct node_member *known;
-    int rv = store_member_addr(srv->store, id, buf, BATON_MAX_ADDR + 1);
-
-    if (rv == 1) return buf;
-    if (rv < 0) log_warn("reading member %u's client address: %s", id, baton_strerror(rv));
-    known = node_member_find(&srv->cfg.node, id);
-    snprintf(buf, BATON_MAX_ADDR + 1, "%s", known != NULL ? known->client_addr : "");
-    return buf;
-}
-
-uint32_t member_views(struct server *srv, struct member_view *out, uint32_t max)
-{
-    struct node_server servers[BATON_MAX_MEMBERS];
-    const struct node_config *cfg = &srv->cfg.node;
-    uint32_t n = node_members(srv->node, servers, BATON_MAX_MEMBERS);
-
-    if (n > max) n = max;
-    for (uint32_t i = 0; i < n; i++) {
-        out[i].id = servers[i].id;
-        out[i].role = servers[i].role;
-        memcpy(out[i].raft_addr, servers[i].raft_addr, sizeof out[i].raft_addr);
-        member_client_addr(srv, servers[i].id, out[i].client_addr);
-    }
-    if (n > 0) return n;
-    /* No configuration yet: a --join node waiting to be added. */
-    for (n = 0; n < cfg->n_members && n < max; n++) {
-        out[n].id = cfg->members[n].id;
-        out[n].role = MEMBER_VOTER;
-        snprintf(out[n].raft_addr, sizeof out[n].raft_addr, "%s", cfg->members[n].raft_addr);
-        member_client_addr(srv, cfg->members[n].id, out[n].client_addr);
-    }
-    return n;
-}
-
 /* ---- MEMBERS -------------------------------------------------------------- */
 
 /* Send MEMBERS_R with the current raft configuration. */
@@ -107,9 +69,8 @@ void admin_members(struct conn *c, const struct msg *m)
 
 static struct member_op *op_new(struct conn *c, const struct msg *m, uint32_t id)
 {
-    struct member_op *q = calloc(1, sizeof *q);
+    struct member_op *q = xcalloc(1, sizeof *q);
 
-    if (q == NULL) return NULL;
     q->srv = c->srv;
     q->conn_id = c->id;
     q->req_id = m->req_id;
@@ -173,7 +134,7 @@ static void add_finish(struct member_op *q, int status)
         send_members(srv, c, q->req_id);
         break;
     case BATON_ENOTLEADER:
-        dispatch_not_leader(c, q->req_id);
+        reply_not_leader(c, q->req_id);
         break;
     case BATON_EBUSY:
         conn_send_error(c, q->req_id, status,
@@ -309,10 +270,6 @@ void admin_member_add(struct conn *c, const struct msg *m)
         return;
     }
     q = op_new(c, m, id);
-    if (q == NULL) {
-        conn_send_error(c, m->req_id, BATON_ENOMEM, "member add: out of memory");
-        return;
-    }
     if (!copy_addr(q->raft_addr, m->u.member_add.raft_addr) ||
         !copy_addr(q->client_addr, m->u.member_add.client_addr) ||
         strcmp(q->raft_addr, q->client_addr) == 0) {
@@ -337,7 +294,7 @@ void admin_member_add(struct conn *c, const struct msg *m)
     if (rv != 0) {
         free(q);
         if (rv == BATON_ENOTLEADER)
-            dispatch_not_leader(c, m->req_id);
+            reply_not_leader(c, m->req_id);
         else
             conn_send_error(c, m->req_id, rv, "member add: %s", baton_strerror(rv));
         return;
@@ -380,7 +337,7 @@ static void remove_changed(void *data, int status)
     } else {
         log_warn("removal of node %u failed: %s", q->id, baton_strerror(status));
         if (c != NULL && status == BATON_ENOTLEADER)
-            dispatch_not_leader(c, q->req_id);
+            reply_not_leader(c, q->req_id);
         else if (c != NULL)
             conn_send_error(c, q->req_id, status, "member remove: %s", baton_strerror(status));
     }
@@ -440,7 +397,7 @@ static void remove_self(struct conn *c, const struct msg *m, struct member_op *q
     }
     free(q);
     if (rv == BATON_ENOTLEADER)
-        dispatch_not_leader(c, m->req_id);
+        reply_not_leader(c, m->req_id);
     else if (rv == BATON_EINVAL)
         conn_send_error(c, m->req_id, rv,
                         "member remove: node %u is the only voter; there is no one to hand "
@@ -466,10 +423,6 @@ void admin_member_remove(struct conn *c, const struct msg *m)
         return;
     }
     q = op_new(c, m, id);
-    if (q == NULL) {
-        conn_send_error(c, m->req_id, BATON_ENOMEM, "member remove: out of memory");
-        return;
-    }
     if (id == srv->cfg.node.id) {
         remove_self(c, m, q);
         return;
@@ -483,7 +436,7 @@ void admin_member_remove(struct conn *c, const struct msg *m)
     }
     free(q);
     if (rv == BATON_ENOTLEADER)
-        dispatch_not_leader(c, m->req_id);
+        reply_not_leader(c, m->req_id);
     else if (rv == BATON_EINVAL)
         conn_send_error(c, m->req_id, rv, "member remove: node %u is not a member", id);
     else if (rv == BATON_EBUSY && node_change_busy(srv->node))

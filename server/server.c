@@ -1,5 +1,8 @@
 /*
- * server.c -- batond's start-up, per-loop-turn work and shutdown.
+ * server.c -- batond's start-up, per-loop-turn work and shutdown, and the
+ * two things only the whole server can decide: what a node does when it
+ * starts or stops being the ready leader, and which module each applied
+ * effect goes to. The modules below it know nothing of each other.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -8,10 +11,40 @@
 #include "server/log.h"
 #include "server/server.h"
 
+/* Node hook: an entry was applied (on every node). The ready leader queues
+ * its effects, to be routed in this loop turn's check handler. */
+static void effects_applied(void *data, const struct effects *fx)
+{
+    struct server *srv = data;
+    size_t need;
+
+    if (!srv->ready || fx->n_fx == 0) return;
+    need = srv->n_pushq + fx->n_fx;
+    if (need > srv->cap_pushq) {
+        size_t cap = srv->cap_pushq ? srv->cap_pushq : 64;
+        while (cap < need) cap *= 2;
+        srv->pushq = xrealloc(srv->pushq, cap * sizeof *srv->pushq);
+        srv->cap_pushq = cap;
+    }
+    memcpy(srv->pushq + srv->n_pushq, fx->fx, fx->n_fx * sizeof *fx->fx);
+    srv->n_pushq += fx->n_fx;
+}
+
+/* Send one applied effect to each module it concerns. */
+static void route_effect(struct server *srv, const struct effect *e)
+{
+    deadlines_effect(srv, e);
+    if (e->type == FX_SESSION_GONE) liveness_gone(srv, e->session);
+    if (e->type == FX_LOCK_CHANGED) watch_changed(srv, e->name, e->name_len);
+    push_effect(srv, e);
+}
+
 /*
  * Runs once per loop turn, after I/O: propose the commands that arrived
- * this turn as one entry, deliver the pushes of entries applied this turn,
- * then write every connection's output with one write each.
+ * this turn as one entry, deliver the effects of entries applied this turn
+ * (after this turn's replies: a QUEUED reply reaches the client before the
+ * push that ends the wait), then write every connection's output with one
+ * write each.
  */
 static void check_cb(uv_check_t *h)
 {
@@ -19,8 +52,44 @@ static void check_cb(uv_check_t *h)
 
     batch_flush(srv);
     keepalive_kick(srv);
-    push_deliver(srv);
+    srv->watch_turn++;
+    for (size_t i = 0; i < srv->n_pushq; i++) route_effect(srv, &srv->pushq[i]);
+    srv->n_pushq = 0;
     conn_flush_all(srv);
+}
+
+/* Forget everything only the ready leader keeps. */
+static void leader_state_clear(struct server *srv)
+{
+    deadlines_stop(srv);
+    push_clear(srv);
+    watch_clear(srv);
+    srv->n_pushq = 0;
+}
+
+/*
+ * Node hook: this node became the ready leader (its barrier committed), or
+ * stopped being it. A new leader gives every session a fresh lease and
+ * re-arms every wait deadline and lock-delay with its full duration (it
+ * cannot know how much of them had passed). A node that stops leading
+ * forgets all of that and closes its client connections, so that the
+ * clients find the new leader and re-send what is unanswered.
+ */
+static void leadership_changed(void *data, bool ready)
+{
+    struct server *srv = data;
+
+    srv->ready = ready;
+    if (ready) {
+        log_info("leader: serving");
+        liveness_start(srv);
+        deadlines_start(srv);
+    } else {
+        log_info("no longer the leader");
+        liveness_stop(srv);
+        leader_state_clear(srv);
+        if (!srv->stopping) conn_close_all(srv);
+    }
 }
 
 static void noop_close(uv_handle_t *h)
@@ -39,7 +108,7 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
 {
     const struct node_member *self;
     struct node_hooks hooks;
-    char errmsg[256] = "";
+    char errmsg[BATON_ERRMSG_SIZE] = "";
     int rv;
 
     memset(srv, 0, sizeof *srv);
@@ -48,20 +117,22 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     srv->cfg = *cfg;
     u64map_init(&srv->conns);
     u64map_init(&srv->sessions);
+    u64map_init(&srv->waits);
+    srv->conn_gone = watch_conn_gone;
     u64map_init(&srv->watches);
     batch_init(&srv->batch);
     srv->batch.max_inflight = cfg->max_inflight;
     self = node_member_find(&srv->cfg.node, cfg->node.id);
 
     hooks.data = srv;
-    hooks.applied = push_applied;
-    hooks.ready = push_ready;
+    hooks.applied = effects_applied;
+    hooks.ready = leadership_changed;
     rv = node_open(loop, srv->store, &srv->cfg.node, &hooks, &srv->node, errmsg);
     if (rv != 0) {
         log_error("%s", errmsg);
         return rv;
     }
-    rv = conn_listen(srv, self->client_addr);
+    rv = listen_start(srv, self->client_addr);
     if (rv != 0) {
         log_error("cannot listen on %s: %s", self->client_addr, uv_strerror(rv));
         uv_close((uv_handle_t *)&srv->listener, noop_close);
@@ -105,7 +176,7 @@ void server_stop(struct server *srv)
     uv_close((uv_handle_t *)&srv->check, noop_close);
     uv_close((uv_handle_t *)&srv->sigint, noop_close);
     uv_close((uv_handle_t *)&srv->sigterm, noop_close);
-    push_clear(srv);
+    leader_state_clear(srv);
     liveness_close(srv);
     guard_close(srv);
     disk_close(srv);
@@ -113,7 +184,7 @@ void server_stop(struct server *srv)
     node_close(srv->node, node_closed, srv);
     /* raft_close failed pending proposals synchronously; drop their replies. */
     srv->dirty = NULL;
-    push_clear(srv);
+    leader_state_clear(srv);
 }
 
 void server_free(struct server *srv)
@@ -123,6 +194,7 @@ void server_free(struct server *srv)
     keepalive_free(srv);
     u64map_free(&srv->conns);
     u64map_free(&srv->sessions);
+    u64map_free(&srv->waits);
     watch_clear(srv);
     free(srv->pushq);
 }

@@ -2,23 +2,36 @@
  * server.h -- batond's internals, shared by the files of server/. Not a
  * public API. Everything runs on the one loop thread.
  *
- *   conn.c      client connections: read, frame, write once per loop turn
- *   dispatch.c  one decoded request -> reply, redirect or a batched command
- *   batch.c     commands of one loop turn (or, while --max-inflight entries
- *               are uncommitted, of several) -> one raft entry -> replies
- *   push.c      applied effects -> GRANTED / WAIT_FAILED pushes; sessions
- *               attached to connections; wait deadlines (leader only)
- *   liveness.c  session leases on the leader; EXPIRE_SESSION proposals
- *   keepalive.c KEEPALIVE replies, after a leadership confirmation round
- *   admin.c     STATUS, LOCK_INFO, LIST_LOCKS, LIST_SESSIONS
- *   admin_cmds.c FORCE_RELEASE, EXPIRE_SESSION, TRANSFER, SNAPSHOT (operator
- *                commands)
- *   members.c   MEMBERS, MEMBER_ADD, MEMBER_REMOVE, and members' client
- *               addresses (replicated table, else --cluster)
- *   watch.c     WATCH subscriptions and their WATCH_EVENT pushes
- *   guard.c     per-client limits: --max-conns, --frame-timeout
- *   disk.c      refuse client writes while the data disk is nearly full
- *   server.c    start-up, the per-turn check handler, shutdown
+ * A request flows one way through these files; each calls only files
+ * further down this list (or the helpers at the end), never back up:
+ *
+ *   server.c     start-up, the per-turn check handler, shutdown, and the
+ *                leadership switch (what a node does when it starts or
+ *                stops being the ready leader); routes applied effects
+ *   listen.c     accept and read client connections, frame and decode them
+ *   guard.c      per-client limits: --max-conns, --frame-timeout
+ *   dispatch.c   the handler table: one decoded request -> its handler;
+ *                HELLO and the session's lock requests
+ *   admin.c      STATUS, LOCK_INFO, LIST_LOCKS, LIST_SESSIONS (reads)
+ *   admin_cmds.c FORCE_RELEASE, EXPIRE_SESSION, TRANSFER, SNAPSHOT
+ *   members.c    MEMBERS, MEMBER_ADD, MEMBER_REMOVE
+ *   watch.c      WATCH subscriptions and their WATCH_EVENT pushes
+ *   keepalive.c  KEEPALIVE replies, after a leadership confirmation round
+ *   liveness.c   session leases on the leader; EXPIRE_SESSION proposals
+ *   deadlines.c  wait deadlines and lock-delays; WAIT_TIMEOUT, DELAY_END
+ *   disk.c       refuse state-growing requests while the disk is nearly full
+ *   batch.c      commands of one loop turn (or, while --max-inflight entries
+ *                are uncommitted, of several) -> one raft entry; each
+ *                command's pending record completes itself once applied
+ *   push.c       applied effects -> GRANTED / WAIT_FAILED / LOST /
+ *                SESSION_EXPIRED pushes to the connection of each session
+ *   reply.c      answers every handler shares: REDIRECT / NO_LEADER, a
+ *                command that could not be committed, a command's RESULT
+ *   member_addrs.c  where any node finds a member's client address
+ *   conn.c       a client connection: send, close, write once per loop turn
+ *
+ * Allocation failure: batond aborts (xmalloc below) -- see "Allocation
+ * failure" further down.
  */
 #ifndef BATON_SERVER_SERVER_H
 #define BATON_SERVER_SERVER_H
@@ -32,7 +45,8 @@
 #include "raft/node.h"
 #include "server/config.h"
 #include "server/lease.h"
-#include "server/u64map.h"
+#include "server/xmalloc.h"
+#include "proto/u64map.h"
 #include "storage/cmd.h"
 #include "storage/store.h"
 
@@ -62,9 +76,31 @@ struct conn {
     char peer[64];
 };
 
-/* A request waiting for its command to be applied. */
+/* What became of one batched command (batch.c). */
+struct cmd_outcome {
+    int status;                 /* 0: its entry was applied on this leader */
+    const struct cmd_result *r; /* status 0: the command's result */
+    const struct effects *fx;   /* status 0: the effects of the whole entry */
+    uint32_t index;             /* status 0: the command's place in the entry,
+                                   as in struct effect's `cmd` */
+};
+
+struct pending;
+
+/*
+ * A batched command's completion, run once on the loop thread: when its
+ * entry has been applied on this leader (o->status 0), or when it will not
+ * be applied here: BATON_ENOTLEADER when leadership was lost (its fate is
+ * unknown; the client re-sends with the same seq, which the store
+ * deduplicates), another code when it could not be proposed.
+ */
+typedef void pending_done_fn(struct server *srv, const struct pending *p,
+                             const struct cmd_outcome *o);
+
+/* A command waiting for its entry: its completion and what that needs. */
 struct pending {
-    uint64_t conn_id;       /* 0: proposed by the leader itself, no reply */
+    pending_done_fn *done;  /* NULL: nothing to do (the leader's own commands) */
+    uint64_t conn_id;       /* the connection to answer, 0 if none */
     uint64_t req_id;
     uint8_t cmd_type;
     uint64_t session;
@@ -87,19 +123,19 @@ struct batch {
     uint32_t max_inflight;  /* hold the next batch while this many are */
 };
 
-/* What the leader knows of a session beyond the store: where to push. */
+/* Where the leader pushes a session's news: the connection it was last
+ * attached to (push.c). */
 struct srv_session {
     uint64_t id;
-    uint64_t conn_id;       /* connection last attached, 0 if none */
-    struct wait_timer *waits;
+    uint64_t conn_id;       /* 0 if none */
 };
 
+/* A queued ACQUIRE's wait deadline (deadlines.c). */
 struct wait_timer {
     uv_timer_t t;
     struct server *srv;
     struct wait_timer *next;
     uint64_t session, waiter;
-    bool fired;
     uint16_t name_len;
     char name[BATON_MAX_NAME];
 };
@@ -142,16 +178,20 @@ struct server {
     uv_check_t check;
     uv_signal_t sigint, sigterm;
     struct u64map conns;    /* id -> struct conn */
+    /* Called by conn.c when a connection that watches locks closes (set
+     * by server.c to watch.c's watch_conn_gone: conn.c is below watch.c). */
+    void (*conn_gone)(struct server *srv, struct conn *c);
     uint64_t next_conn_id;
     struct conn *dirty;     /* connections with output this turn */
-    struct u64map sessions; /* id -> struct srv_session (ready leader only) */
+    struct u64map sessions; /* id -> struct srv_session (push.c; ready leader only) */
+    struct u64map waits;    /* session id -> its struct wait_timer list (deadlines.c) */
     struct batch batch;
-    struct delay_timer *delays; /* ready leader only */
-    struct effect *pushq;   /* effects applied this turn, delivered in check */
+    struct delay_timer *delays; /* deadlines.c; ready leader only */
+    struct effect *pushq;   /* effects applied this turn, routed in check (server.c) */
     size_t n_pushq, cap_pushq;
     struct u64map watches;  /* hash of a lock name -> watchers (watch.c; ready leader only) */
     uint32_t n_watches;
-    uint64_t watch_turn;    /* counts push_deliver turns, so a lock is pushed once per turn */
+    uint64_t watch_turn;    /* counts effect-routing turns, so a lock is pushed once per turn */
     struct lease_table leases; /* ready leader only */
     struct ka_rounds ka;    /* keepalives waiting for a confirmation round */
     uv_timer_t lease_timer;
@@ -168,6 +208,8 @@ struct server {
     int exit_code;
 };
 
+/* Allocation failure: server/xmalloc.h (batond logs and aborts). */
+
 /* keepalive.c: KEEPALIVE renews the lease now and is answered after the
  * next leadership confirmation round. */
 void keepalive_init(struct server *srv);
@@ -183,24 +225,42 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
 void server_stop(struct server *srv);
 void server_free(struct server *srv);
 
-/* conn.c */
-int conn_listen(struct server *srv, const char *addr);
+/* listen.c -- accept client connections and feed their frames to dispatch. */
+int listen_start(struct server *srv, const char *addr);
+
+/* conn.c -- a client connection's output and lifetime. */
+/* A new connection on srv (its id is set and it is in srv->conns); the
+ * caller initialises and accepts its tcp handle. */
+struct conn *conn_new(struct server *srv);
 void conn_send(struct conn *c, const struct msg *m);
 void conn_send_error(struct conn *c, uint64_t req_id, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void conn_close(struct conn *c);           /* after pending output is written */
+void conn_destroy(struct conn *c);         /* now, dropping pending output */
 void conn_close_all(struct server *srv);
 void conn_flush_all(struct server *srv);
 struct conn *conn_get(struct server *srv, uint64_t id);
 
+/* reply.c -- answers shared by the request handlers. */
+/* REDIRECT to the leader, or NO_LEADER while none is known (or its client
+ * address is unknown): the client tries again there with the same req_id. */
+void reply_not_leader(struct conn *c, uint64_t req_id);
+/* A command that was not applied here (a pending_done_fn's o->status):
+ * REDIRECT / NO_LEADER after a lost leadership, else ERROR. */
+void reply_not_applied(struct conn *c, uint64_t req_id, int status);
+/* A pending_done_fn that answers RESULT(status, kind, value), or as
+ * reply_not_applied; nothing when the connection is gone. */
+void reply_result(struct server *srv, const struct pending *p, const struct cmd_outcome *o);
+
 /* disk.c -- refuse client writes while the data disk is below --min-free-mb. */
 void disk_init(struct server *srv);
 void disk_close(struct server *srv);
-/* Is the disk below the floor and is this a client's command (p->conn_id
- * != 0) that grows the state (OPEN_SESSION, ACQUIRE)? Then it has been
- * answered ERROR(BATON_ENOSPC) and must not be proposed: true. Releases,
- * cancels, session closes and the leader's own commands are never refused. */
-bool disk_refuse(struct server *srv, const struct pending *p);
+/* Is the disk below the floor and is cmd_type a command that grows the
+ * state (OPEN_SESSION, ACQUIRE)? Then c has been answered
+ * ERROR(BATON_ENOSPC) and the command must not be proposed: true.
+ * Releases, cancels, session closes and the leader's own commands are
+ * never refused. */
+bool disk_refuse(struct conn *c, uint64_t req_id, int cmd_type);
 
 /* guard.c -- limits on what one client may hold (README, "Limits"). */
 void guard_init(struct server *srv);       /* start the frame-timeout sweep */
@@ -215,26 +275,41 @@ void guard_input_done(struct conn *c, bool consumed);
 /* accept(2) failed (EMFILE, ENOMEM...): log it, at most once a second. */
 void guard_accept_failed(struct server *srv, int status);
 
-/* dispatch.c */
+/* dispatch.c -- one decoded request to its handler (a table by type). */
 void dispatch(struct conn *c, const struct msg *m);
-void dispatch_not_leader(struct conn *c, uint64_t req_id);
 
 /* batch.c */
 void batch_init(struct batch *b);
 void batch_free(struct batch *b);
-/* Add a command; its reply goes to p->conn_id (0: none). */
+/* Fill a pending record for cmd: completion done (NULL for none), answered
+ * on connection conn_id (0: none) with req_id. */
+void pending_init(struct pending *p, pending_done_fn *done, uint64_t conn_id, uint64_t req_id,
+                  const struct cmd *cmd);
+/* Add a command to this turn's batch; p->done runs once it is applied or
+ * has failed (possibly before this returns, when it cannot be added). */
 void batch_add(struct server *srv, const struct cmd *cmd, const struct pending *p);
 /* Propose what was collected (called once per loop turn). */
 void batch_flush(struct server *srv);
 
-/* push.c */
-void push_applied(void *data, const struct effects *fx);   /* node hook */
-void push_ready(void *data, bool ready);                   /* node hook */
-void push_deliver(struct server *srv);                     /* once per turn */
+/* push.c -- applied effects to the connection each session is attached to
+ * (ready leader only). */
 void push_attach(struct server *srv, uint64_t session, uint64_t conn_id);
-void push_wait_arm(struct server *srv, uint64_t session, uint64_t waiter, int64_t wait_ms,
-                   const char *name, size_t name_len);
-void push_clear(struct server *srv);                       /* drop all sessions and timers */
+/* Deliver one effect's push: GRANTED, WAIT_FAILED, LOST, SESSION_EXPIRED
+ * (and forget a session that is gone). Other effects are ignored. */
+void push_effect(struct server *srv, const struct effect *e);
+void push_clear(struct server *srv);       /* forget every session */
+
+/* deadlines.c -- wait deadlines and lock-delays (ready leader only). */
+void deadline_wait_arm(struct server *srv, uint64_t session, uint64_t waiter, int64_t wait_ms,
+                       const char *name, size_t name_len);
+/* An applied effect: a wait that ended disarms its deadline, a lock freed
+ * with a lock-delay gets its timer, a session that is gone loses its
+ * deadlines. Other effects are ignored. */
+void deadlines_effect(struct server *srv, const struct effect *e);
+/* Became the ready leader: re-arm every wait deadline and lock-delay of
+ * the store with its full duration. */
+void deadlines_start(struct server *srv);
+void deadlines_stop(struct server *srv);   /* drop every timer */
 
 /* liveness.c */
 void liveness_init(struct server *srv);
@@ -254,8 +329,8 @@ void admin_list_locks(struct conn *c, const struct msg *m);
 void admin_list_sessions(struct conn *c, const struct msg *m);
 
 /* admin_cmds.c -- ready leader only, on the loop thread. */
-/* FORCE_RELEASE: batch CMD_FORCE_RELEASE; answered by
- * admin_force_release_done once applied (or failed like any command). */
+/* FORCE_RELEASE: batch CMD_FORCE_RELEASE; answered FORCE_RELEASE_R once
+ * applied (or failed like any command). */
 void admin_force_release(struct conn *c, const struct msg *m);
 /* EXPIRE_SESSION: batch CMD_EXPIRE_SESSION; answered with RESULT once
  * applied (status 0 or BATON_ESESSION); session 0 gets ERROR(EINVAL). */
@@ -266,19 +341,8 @@ void admin_transfer(struct conn *c, const struct msg *m);
 /* SNAPSHOT: take a raft snapshot now (node_snapshot_now) and answer
  * SNAPSHOT_R with its index; ERROR(EBUSY) while one runs. */
 void admin_snapshot(struct conn *c, const struct msg *m);
-/*
- * Send FORCE_RELEASE_R for an applied FORCE_RELEASE (pending p, result r),
- * taking the lost and new holders from the entry's effects fx. *cursor is
- * the index in fx->fx to search from, shared by the commands of one entry
- * (start it at 0); it is advanced past the effects used. The connection
- * may be gone: then nothing is sent.
- */
-void admin_force_release_done(struct server *srv, const struct pending *p,
-                              const struct cmd_result *r, const struct effects *fx,
-                              size_t *cursor);
-
-/* members.c -- the requests on the ready leader; the address lookups on
- * any node. proto/msg.h describes the requests and their errors. */
+/* members.c -- the requests on the ready leader. proto/msg.h describes
+ * the requests and their errors. */
 /* MEMBERS: answer MEMBERS_R with the current raft configuration. */
 void admin_members(struct conn *c, const struct msg *m);
 /* MEMBER_ADD: replicate the new member's client address, then add it as a
@@ -290,7 +354,7 @@ void admin_member_add(struct conn *c, const struct msg *m);
  * away and answer REDIRECT to the new leader, which the client asks again. */
 void admin_member_remove(struct conn *c, const struct msg *m);
 
-/* One member as the answering node sees it. */
+/* member_addrs.c -- on any node. One member as the answering node sees it. */
 struct member_view {
     uint32_t id;
     int role;                              /* enum member_role (proto/msg.h) */
@@ -319,7 +383,7 @@ uint32_t member_views(struct server *srv, struct member_view *out, uint32_t max)
  * WATCH_MAX_TOTAL, ERROR(ENOMEM) when out of memory. */
 void watch_request(struct conn *c, const struct msg *m);
 /* FX_LOCK_CHANGED for name was applied: push the lock's state to each of its
- * watchers (once per push_deliver turn). Called from push_deliver. */
+ * watchers (once per loop turn: srv->watch_turn). Called by server.c. */
 void watch_changed(struct server *srv, const char *name, size_t len);
 /* c is closing: drop its watches. */
 void watch_conn_gone(struct server *srv, struct conn *c);

@@ -87,19 +87,10 @@ void watch_request(struct conn *c, const struct msg *m)
             return;
         }
         if (l == NULL) {
-            l = calloc(1, sizeof *l);
-            if (l == NULL || u64map_put(&srv->watches, key, l) != 0) {
-                free(l);
-                conn_send_error(c, m->req_id, BATON_ENOMEM, "watch: out of memory");
-                return;
-            }
+            l = xcalloc(1, sizeof *l);
+            xu64map_put(&srv->watches, key, l);
         }
-        w = calloc(1, sizeof *w);
-        if (w == NULL) {
-            if (l->first == NULL) free(u64map_del(&srv->watches, key));
-            conn_send_error(c, m->req_id, BATON_ENOMEM, "watch: out of memory");
-            return;
-        }
+        w = xcalloc(1, sizeof *w);
         w->conn_id = c->id;
         w->name_len = name->n;
         memcpy(w->name, name->p, name->n);

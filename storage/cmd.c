@@ -196,7 +196,8 @@ int effects_add_fx(struct effects *e, const struct effect *fx)
 
     e->fx = arr;
     if (rv != 0) return rv;
-    e->fx[e->n_fx++] = *fx;
+    e->fx[e->n_fx] = *fx;
+    e->fx[e->n_fx++].cmd = (uint32_t)e->n_results;
     return 0;
 }
 

@@ -46,10 +46,11 @@ enum cmd_type {
  * add), so that every node knows where clients reach that server and can
  * redirect them there; and one with an empty address, which deletes the
  * entry, after a removal. `session` carries the member id (1..UINT32_MAX)
- * and `name` the address: 1..BATON_MAX_ADDR printable ASCII bytes (0x21 to
- * 0x7e), or nothing to delete. Any other id or byte fails the command with
- * BATON_EINVAL and changes nothing. The store checks only this shape; the
- * leader checks that the address is an IPv4 a.b.c.d:port before proposing.
+ * and `name` the address: a HOST:PORT of the grammar of proto/addr.h
+ * (1..BATON_MAX_ADDR bytes), or nothing to delete. Any other id or address
+ * fails the command with BATON_EINVAL and changes nothing. The store checks
+ * only the syntax; the leader also checks that the host is IPv4, the only
+ * kind batond's transports take yet, before proposing (server/config.c).
  * Never deduplicated; repeating it is harmless. No effects.
  */
 
@@ -139,6 +140,8 @@ struct effect {
     uint64_t waiter;
     uint64_t fence;
     int32_t lock_delay_ms; /* FX_LOCK_DELAY only: the delay in ms; 0 otherwise */
+    uint32_t cmd;   /* which command of the entry caused it: its index in the batch
+                       (n_results for FX_LOCK_CHANGED, which sums up the entry) */
     uint16_t name_len;
     char name[BATON_MAX_NAME];
 };
@@ -157,6 +160,8 @@ void effects_init(struct effects *e);
 void effects_reset(struct effects *e);
 void effects_free(struct effects *e);   /* NULL-safe */
 int effects_add_result(struct effects *e, const struct cmd_result *r);
+/* Append an effect of the command being applied (stamped with its index,
+ * the number of results added so far). */
 int effects_add_fx(struct effects *e, const struct effect *fx);
 
 const char *cmd_type_name(int type);

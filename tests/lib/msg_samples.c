@@ -69,31 +69,31 @@ int msg_sample(int type, struct msg *m)
         m->u.session.ttl_ms = 10000;
         break;
     case MSG_ACQUIRE:
-        m->u.acquire.session = 7;
-        m->u.acquire.seq = 1;
-        m->u.acquire.ack_below = 1;
-        m->u.acquire.wait_ms = BATON_WAIT_FOREVER;
-        m->u.acquire.lock = S("jobs/1");
-        m->u.acquire.lock_delay_ms = 250;
+        m->u.op.session = 7;
+        m->u.op.seq = 1;
+        m->u.op.ack_below = 1;
+        m->u.op.wait_ms = BATON_WAIT_FOREVER;
+        m->u.op.lock = S("jobs/1");
+        m->u.op.lock_delay_ms = 250;
         break;
     case MSG_RELEASE:
-        m->u.release.session = 7;
-        m->u.release.seq = 2;
-        m->u.release.ack_below = 2;
-        m->u.release.fence = 41;
-        m->u.release.lock = S("jobs/1");
+        m->u.op.session = 7;
+        m->u.op.seq = 2;
+        m->u.op.ack_below = 2;
+        m->u.op.fence = 41;
+        m->u.op.lock = S("jobs/1");
         break;
     case MSG_CANCEL:
-        m->u.cancel.session = 7;
-        m->u.cancel.seq = 3;
-        m->u.cancel.ack_below = 3;
-        m->u.cancel.waiter = 1;
-        m->u.cancel.lock = S("jobs/1");
+        m->u.op.session = 7;
+        m->u.op.seq = 3;
+        m->u.op.ack_below = 3;
+        m->u.op.waiter = 1;
+        m->u.op.lock = S("jobs/1");
         break;
     case MSG_CLOSE_SESSION:
-        m->u.close_session.session = 7;
-        m->u.close_session.seq = 4;
-        m->u.close_session.ack_below = 4;
+        m->u.op.session = 7;
+        m->u.op.seq = 4;
+        m->u.op.ack_below = 4;
         break;
     case MSG_KEEPALIVE:
         m->u.keepalive.session = 7;
@@ -104,16 +104,16 @@ int msg_sample(int type, struct msg *m)
         m->u.result.value = 2;
         break;
     case MSG_GRANTED:
-        m->u.granted.session = 7;
-        m->u.granted.waiter = 1;
-        m->u.granted.fence = 42;
-        m->u.granted.lock = S("jobs/1");
+        m->u.push.session = 7;
+        m->u.push.waiter = 1;
+        m->u.push.fence = 42;
+        m->u.push.lock = S("jobs/1");
         break;
     case MSG_WAIT_FAILED:
-        m->u.wait_failed.session = 7;
-        m->u.wait_failed.waiter = 5;
-        m->u.wait_failed.status = BATON_ETIMEDOUT;
-        m->u.wait_failed.lock = S("jobs/2");
+        m->u.push.session = 7;
+        m->u.push.waiter = 5;
+        m->u.push.status = BATON_ETIMEDOUT;
+        m->u.push.lock = S("jobs/2");
         break;
     case MSG_STATUS:
     case MSG_NO_LEADER:
@@ -156,11 +156,11 @@ int msg_sample(int type, struct msg *m)
         m->u.error.message = S("cannot decode ACQUIRE frame: malformed data");
         break;
     case MSG_LOST:
-        m->u.lost.session = 7;
-        m->u.lost.waiter = 1;
-        m->u.lost.fence = 42;
-        m->u.lost.status = BATON_ESESSION;
-        m->u.lost.lock = S("jobs/1");
+        m->u.push.session = 7;
+        m->u.push.waiter = 1;
+        m->u.push.fence = 42;
+        m->u.push.status = BATON_ESESSION;
+        m->u.push.lock = S("jobs/1");
         break;
     case MSG_SESSION_EXPIRED:
         m->u.session_expired.session = 7;

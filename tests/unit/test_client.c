@@ -263,11 +263,11 @@ static void fk_grant_next(struct fake *f, struct fk_lock *l)
     l->holder_waiter = w.waiter;
     l->fence = ++f->next_fence;
     fk_remember(f, w.session, w.waiter, 0, RESULT_GRANTED, l->fence);
-    m.u.granted.session = w.session;
-    m.u.granted.waiter = w.waiter;
-    m.u.granted.fence = l->fence;
-    m.u.granted.lock.p = l->name;
-    m.u.granted.lock.n = l->len;
+    m.u.push.session = w.session;
+    m.u.push.waiter = w.waiter;
+    m.u.push.fence = l->fence;
+    m.u.push.lock.p = l->name;
+    m.u.push.lock.n = l->len;
     fk_push(f, w.session, &m);
 }
 
@@ -286,29 +286,29 @@ static void fk_remove_waiter(struct fk_lock *l, int i)
 
 static void fk_acquire(struct fake *f, struct fk_conn *c, const struct msg *m)
 {
-    uint64_t s = m->u.acquire.session, seq = m->u.acquire.seq;
+    uint64_t s = m->u.op.session, seq = m->u.op.seq;
     struct fk_dedup *d = fk_dedup(f, s, seq);
     struct fk_lock *l;
 
     f->last_acquire_seq = seq;
-    f->last_ack_below = m->u.acquire.ack_below;
+    f->last_ack_below = m->u.op.ack_below;
     if (d) {
         f->n_dedup_hits++;
-        l = fk_lock(f, m->u.acquire.lock, false);
+        l = fk_lock(f, m->u.op.lock, false);
         if (d->kind == RESULT_QUEUED && l && fk_find_waiter(l, s, seq) >= 0)
             fk_result(c, m->req_id, 0, RESULT_QUEUED, (uint64_t)fk_find_waiter(l, s, seq) + 1);
         else
             fk_result(c, m->req_id, d->status, d->kind, d->value);
         return;
     }
-    l = fk_lock(f, m->u.acquire.lock, true);
+    l = fk_lock(f, m->u.op.lock, true);
     if (l->holder_session == 0 && l->nq == 0) {
         l->holder_session = s;
         l->holder_waiter = seq;
         l->fence = ++f->next_fence;
         fk_remember(f, s, seq, 0, RESULT_GRANTED, l->fence);
         fk_result(c, m->req_id, 0, RESULT_GRANTED, l->fence);
-    } else if (m->u.acquire.wait_ms == BATON_WAIT_TRY) {
+    } else if (m->u.op.wait_ms == BATON_WAIT_TRY) {
         fk_remember(f, s, seq, BATON_EWOULDBLOCK, RESULT_OK, 0);
         fk_result(c, m->req_id, BATON_EWOULDBLOCK, RESULT_OK, 0);
     } else {
@@ -317,8 +317,8 @@ static void fk_acquire(struct fake *f, struct fk_conn *c, const struct msg *m)
         w = &l->q[l->nq++];
         w->session = s;
         w->waiter = seq;
-        w->deadline = m->u.acquire.wait_ms > 0 && !f->no_wait_timeouts
-                          ? now_ms() + (uint64_t)m->u.acquire.wait_ms
+        w->deadline = m->u.op.wait_ms > 0 && !f->no_wait_timeouts
+                          ? now_ms() + (uint64_t)m->u.op.wait_ms
                           : 0;
         fk_remember(f, s, seq, 0, RESULT_QUEUED, 0);
         fk_result(c, m->req_id, 0, RESULT_QUEUED, (uint64_t)l->nq);
@@ -331,7 +331,7 @@ static void fk_acquire(struct fake *f, struct fk_conn *c, const struct msg *m)
 
 static void fk_release(struct fake *f, struct fk_conn *c, const struct msg *m)
 {
-    uint64_t s = m->u.release.session, seq = m->u.release.seq;
+    uint64_t s = m->u.op.session, seq = m->u.op.seq;
     struct fk_dedup *d = fk_dedup(f, s, seq);
     struct fk_lock *l;
     int32_t st = BATON_ENOTHELD;
@@ -341,8 +341,8 @@ static void fk_release(struct fake *f, struct fk_conn *c, const struct msg *m)
         fk_result(c, m->req_id, d->status, d->kind, d->value);
         return;
     }
-    l = fk_lock(f, m->u.release.lock, false);
-    if (l && l->holder_session == s && l->fence == m->u.release.fence) {
+    l = fk_lock(f, m->u.op.lock, false);
+    if (l && l->holder_session == s && l->fence == m->u.op.fence) {
         l->holder_session = l->holder_waiter = 0;
         fk_grant_next(f, l);
         st = 0;
@@ -353,7 +353,7 @@ static void fk_release(struct fake *f, struct fk_conn *c, const struct msg *m)
 
 static void fk_cancel(struct fake *f, struct fk_conn *c, const struct msg *m)
 {
-    uint64_t s = m->u.cancel.session, seq = m->u.cancel.seq, w = m->u.cancel.waiter;
+    uint64_t s = m->u.op.session, seq = m->u.op.seq, w = m->u.op.waiter;
     struct fk_dedup *d = fk_dedup(f, s, seq);
     struct fk_lock *l;
     int i;
@@ -363,7 +363,7 @@ static void fk_cancel(struct fake *f, struct fk_conn *c, const struct msg *m)
         fk_result(c, m->req_id, d->status, d->kind, d->value);
         return;
     }
-    l = fk_lock(f, m->u.cancel.lock, false);
+    l = fk_lock(f, m->u.op.lock, false);
     if (l && (i = fk_find_waiter(l, s, w)) >= 0) {
         fk_remove_waiter(l, i);
         fk_remember(f, s, w, BATON_ECANCELED, RESULT_OK, 0);
@@ -382,7 +382,7 @@ static void fk_cancel(struct fake *f, struct fk_conn *c, const struct msg *m)
  * waits, forget it. */
 static void fk_close_session(struct fake *f, struct fk_conn *c, const struct msg *m)
 {
-    uint64_t s = m->u.close_session.session;
+    uint64_t s = m->u.op.session;
 
     for (int i = 0; i < f->nlocks; i++) {
         struct fk_lock *l = &f->locks[i];
@@ -428,9 +428,9 @@ static void fk_handle(struct fake *f, struct fk_conn *c, const struct msg *m)
         return;
     }
     /* A request naming a session the fake does not know (any more). */
-    if ((m->type == MSG_ACQUIRE && !f->silent_acquire && !fk_session(f, m->u.acquire.session)) ||
-        (m->type == MSG_RELEASE && !fk_session(f, m->u.release.session)) ||
-        (m->type == MSG_CANCEL && !fk_session(f, m->u.cancel.session))) {
+    if ((m->type == MSG_ACQUIRE && !f->silent_acquire && !fk_session(f, m->u.op.session)) ||
+        (m->type == MSG_RELEASE && !fk_session(f, m->u.op.session)) ||
+        (m->type == MSG_CANCEL && !fk_session(f, m->u.op.session))) {
         fk_result(c, m->req_id, BATON_ESESSION, RESULT_OK, 0);
         return;
     }
@@ -463,7 +463,7 @@ static void fk_handle(struct fake *f, struct fk_conn *c, const struct msg *m)
     case MSG_ACQUIRE:
         f->n_acquire++;
         if (f->silent_acquire) return;
-        fk_attach(f, m->u.acquire.session, c->id);
+        fk_attach(f, m->u.op.session, c->id);
         if (f->drop_unanswered > 0) {
             /* Apply, then "crash" before the reply leaves: the reply is
              * written to a socket that is shut down first. */
@@ -475,12 +475,12 @@ static void fk_handle(struct fake *f, struct fk_conn *c, const struct msg *m)
         return;
     case MSG_RELEASE:
         f->n_release++;
-        fk_attach(f, m->u.release.session, c->id);
+        fk_attach(f, m->u.op.session, c->id);
         fk_release(f, c, m);
         return;
     case MSG_CANCEL:
         f->n_cancel++;
-        fk_attach(f, m->u.cancel.session, c->id);
+        fk_attach(f, m->u.op.session, c->id);
         fk_cancel(f, c, m);
         return;
     case MSG_CLOSE_SESSION:
@@ -508,11 +508,11 @@ static void fk_expire_waits(struct fake *f)
             }
             fk_remove_waiter(l, j);
             fk_remember(f, w.session, w.waiter, BATON_ETIMEDOUT, RESULT_OK, 0);
-            m.u.wait_failed.session = w.session;
-            m.u.wait_failed.waiter = w.waiter;
-            m.u.wait_failed.status = BATON_ETIMEDOUT;
-            m.u.wait_failed.lock.p = l->name;
-            m.u.wait_failed.lock.n = l->len;
+            m.u.push.session = w.session;
+            m.u.push.waiter = w.waiter;
+            m.u.push.status = BATON_ETIMEDOUT;
+            m.u.push.lock.p = l->name;
+            m.u.push.lock.n = l->len;
             fk_push(f, w.session, &m);
         }
     }
@@ -524,12 +524,12 @@ static void fk_take_away(struct fake *f, struct fk_lock *l, int32_t status)
 {
     struct msg m = {.type = MSG_LOST};
 
-    m.u.lost.session = l->holder_session;
-    m.u.lost.waiter = l->holder_waiter;
-    m.u.lost.fence = l->fence;
-    m.u.lost.status = status;
-    m.u.lost.lock.p = l->name;
-    m.u.lost.lock.n = l->len;
+    m.u.push.session = l->holder_session;
+    m.u.push.waiter = l->holder_waiter;
+    m.u.push.fence = l->fence;
+    m.u.push.status = status;
+    m.u.push.lock.p = l->name;
+    m.u.push.lock.n = l->len;
     fk_push(f, l->holder_session, &m);
     l->holder_session = l->holder_waiter = 0;
     fk_grant_next(f, l);

@@ -132,34 +132,34 @@ static void sample(int type, int v, struct msg *m)
         m->u.session.ttl_ms = U32(v, 0x0A0B0C0D);
         break;
     case MSG_ACQUIRE:
-        m->u.acquire.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
-        m->u.acquire.seq = U64(v, 0xB1B2B3B4B5B6B7B8ull);
-        m->u.acquire.ack_below = U64(v, 0xC1C2C3C4C5C6C7C8ull);
-        m->u.acquire.wait_ms = I64(v, -0x0102030405060708ll);
-        m->u.acquire.lock = LOCK(v, "jobs/nightly");
+        m->u.op.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
+        m->u.op.seq = U64(v, 0xB1B2B3B4B5B6B7B8ull);
+        m->u.op.ack_below = U64(v, 0xC1C2C3C4C5C6C7C8ull);
+        m->u.op.wait_ms = I64(v, -0x0102030405060708ll);
+        m->u.op.lock = LOCK(v, "jobs/nightly");
         /* Every legal extreme: the largest delay, and -1 (none), the
          * smallest value the decoder accepts. */
-        m->u.acquire.lock_delay_ms =
+        m->u.op.lock_delay_ms =
             v == V_TYPICAL ? 0x01020304 : v == V_EXTREME ? INT32_MAX : BATON_LOCK_DELAY_NONE;
         break;
     case MSG_RELEASE:
-        m->u.release.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
-        m->u.release.seq = U64(v, 0xB1B2B3B4B5B6B7B8ull);
-        m->u.release.ack_below = U64(v, 0xC1C2C3C4C5C6C7C8ull);
-        m->u.release.fence = U64(v, 0xD1D2D3D4D5D6D7D8ull);
-        m->u.release.lock = LOCK(v, "db/primary");
+        m->u.op.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
+        m->u.op.seq = U64(v, 0xB1B2B3B4B5B6B7B8ull);
+        m->u.op.ack_below = U64(v, 0xC1C2C3C4C5C6C7C8ull);
+        m->u.op.fence = U64(v, 0xD1D2D3D4D5D6D7D8ull);
+        m->u.op.lock = LOCK(v, "db/primary");
         break;
     case MSG_CANCEL:
-        m->u.cancel.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
-        m->u.cancel.seq = U64(v, 0xB1B2B3B4B5B6B7B8ull);
-        m->u.cancel.ack_below = U64(v, 0xC1C2C3C4C5C6C7C8ull);
-        m->u.cancel.waiter = U64(v, 0xE1E2E3E4E5E6E7E8ull);
-        m->u.cancel.lock = LOCK(v, "q");
+        m->u.op.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
+        m->u.op.seq = U64(v, 0xB1B2B3B4B5B6B7B8ull);
+        m->u.op.ack_below = U64(v, 0xC1C2C3C4C5C6C7C8ull);
+        m->u.op.waiter = U64(v, 0xE1E2E3E4E5E6E7E8ull);
+        m->u.op.lock = LOCK(v, "q");
         break;
     case MSG_CLOSE_SESSION:
-        m->u.close_session.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
-        m->u.close_session.seq = U64(v, 0xB1B2B3B4B5B6B7B8ull);
-        m->u.close_session.ack_below = U64(v, 0xC1C2C3C4C5C6C7C8ull);
+        m->u.op.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
+        m->u.op.seq = U64(v, 0xB1B2B3B4B5B6B7B8ull);
+        m->u.op.ack_below = U64(v, 0xC1C2C3C4C5C6C7C8ull);
         break;
     case MSG_KEEPALIVE:
         m->u.keepalive.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
@@ -170,16 +170,16 @@ static void sample(int type, int v, struct msg *m)
         m->u.result.value = U64(v, 0x0F0E0D0C0B0A0908ull);
         break;
     case MSG_GRANTED:
-        m->u.granted.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
-        m->u.granted.waiter = U64(v, 0xE1E2E3E4E5E6E7E8ull);
-        m->u.granted.fence = U64(v, 0xD1D2D3D4D5D6D7D8ull);
-        m->u.granted.lock = LOCK(v, "jobs/nightly");
+        m->u.push.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
+        m->u.push.waiter = U64(v, 0xE1E2E3E4E5E6E7E8ull);
+        m->u.push.fence = U64(v, 0xD1D2D3D4D5D6D7D8ull);
+        m->u.push.lock = LOCK(v, "jobs/nightly");
         break;
     case MSG_WAIT_FAILED:
-        m->u.wait_failed.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
-        m->u.wait_failed.waiter = U64(v, 0xE1E2E3E4E5E6E7E8ull);
-        m->u.wait_failed.status = I32(v, BATON_ETIMEDOUT);
-        m->u.wait_failed.lock = LOCK(v, "jobs/nightly");
+        m->u.push.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
+        m->u.push.waiter = U64(v, 0xE1E2E3E4E5E6E7E8ull);
+        m->u.push.status = I32(v, BATON_ETIMEDOUT);
+        m->u.push.lock = LOCK(v, "jobs/nightly");
         break;
     case MSG_STATUS:
     case MSG_NO_LEADER:
@@ -260,11 +260,11 @@ static void sample(int type, int v, struct msg *m)
         m->u.error.message = STR(v, "expected HELLO", big_err, BATON_MAX_ERRMSG);
         break;
     case MSG_LOST:
-        m->u.lost.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
-        m->u.lost.waiter = U64(v, 0xE1E2E3E4E5E6E7E8ull);
-        m->u.lost.fence = U64(v, 0xD1D2D3D4D5D6D7D8ull);
-        m->u.lost.status = I32(v, BATON_ESESSION);
-        m->u.lost.lock = LOCK(v, "jobs/nightly");
+        m->u.push.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
+        m->u.push.waiter = U64(v, 0xE1E2E3E4E5E6E7E8ull);
+        m->u.push.fence = U64(v, 0xD1D2D3D4D5D6D7D8ull);
+        m->u.push.status = I32(v, BATON_ESESSION);
+        m->u.push.lock = LOCK(v, "jobs/nightly");
         break;
     case MSG_SESSION_EXPIRED:
         m->u.session_expired.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
@@ -386,31 +386,31 @@ static void assert_msg_eq(const struct msg *a, const struct msg *b)
         ASSERT_UEQ(a->u.session.ttl_ms, b->u.session.ttl_ms);
         break;
     case MSG_ACQUIRE:
-        ASSERT_UEQ(a->u.acquire.session, b->u.acquire.session);
-        ASSERT_UEQ(a->u.acquire.seq, b->u.acquire.seq);
-        ASSERT_UEQ(a->u.acquire.ack_below, b->u.acquire.ack_below);
-        ASSERT_EQ(a->u.acquire.wait_ms, b->u.acquire.wait_ms);
-        ASSERT_PSTR_EQ(a->u.acquire.lock, b->u.acquire.lock);
-        ASSERT_EQ(a->u.acquire.lock_delay_ms, b->u.acquire.lock_delay_ms);
+        ASSERT_UEQ(a->u.op.session, b->u.op.session);
+        ASSERT_UEQ(a->u.op.seq, b->u.op.seq);
+        ASSERT_UEQ(a->u.op.ack_below, b->u.op.ack_below);
+        ASSERT_EQ(a->u.op.wait_ms, b->u.op.wait_ms);
+        ASSERT_PSTR_EQ(a->u.op.lock, b->u.op.lock);
+        ASSERT_EQ(a->u.op.lock_delay_ms, b->u.op.lock_delay_ms);
         break;
     case MSG_RELEASE:
-        ASSERT_UEQ(a->u.release.session, b->u.release.session);
-        ASSERT_UEQ(a->u.release.seq, b->u.release.seq);
-        ASSERT_UEQ(a->u.release.ack_below, b->u.release.ack_below);
-        ASSERT_UEQ(a->u.release.fence, b->u.release.fence);
-        ASSERT_PSTR_EQ(a->u.release.lock, b->u.release.lock);
+        ASSERT_UEQ(a->u.op.session, b->u.op.session);
+        ASSERT_UEQ(a->u.op.seq, b->u.op.seq);
+        ASSERT_UEQ(a->u.op.ack_below, b->u.op.ack_below);
+        ASSERT_UEQ(a->u.op.fence, b->u.op.fence);
+        ASSERT_PSTR_EQ(a->u.op.lock, b->u.op.lock);
         break;
     case MSG_CANCEL:
-        ASSERT_UEQ(a->u.cancel.session, b->u.cancel.session);
-        ASSERT_UEQ(a->u.cancel.seq, b->u.cancel.seq);
-        ASSERT_UEQ(a->u.cancel.ack_below, b->u.cancel.ack_below);
-        ASSERT_UEQ(a->u.cancel.waiter, b->u.cancel.waiter);
-        ASSERT_PSTR_EQ(a->u.cancel.lock, b->u.cancel.lock);
+        ASSERT_UEQ(a->u.op.session, b->u.op.session);
+        ASSERT_UEQ(a->u.op.seq, b->u.op.seq);
+        ASSERT_UEQ(a->u.op.ack_below, b->u.op.ack_below);
+        ASSERT_UEQ(a->u.op.waiter, b->u.op.waiter);
+        ASSERT_PSTR_EQ(a->u.op.lock, b->u.op.lock);
         break;
     case MSG_CLOSE_SESSION:
-        ASSERT_UEQ(a->u.close_session.session, b->u.close_session.session);
-        ASSERT_UEQ(a->u.close_session.seq, b->u.close_session.seq);
-        ASSERT_UEQ(a->u.close_session.ack_below, b->u.close_session.ack_below);
+        ASSERT_UEQ(a->u.op.session, b->u.op.session);
+        ASSERT_UEQ(a->u.op.seq, b->u.op.seq);
+        ASSERT_UEQ(a->u.op.ack_below, b->u.op.ack_below);
         break;
     case MSG_KEEPALIVE:
         ASSERT_UEQ(a->u.keepalive.session, b->u.keepalive.session);
@@ -421,16 +421,16 @@ static void assert_msg_eq(const struct msg *a, const struct msg *b)
         ASSERT_UEQ(a->u.result.value, b->u.result.value);
         break;
     case MSG_GRANTED:
-        ASSERT_UEQ(a->u.granted.session, b->u.granted.session);
-        ASSERT_UEQ(a->u.granted.waiter, b->u.granted.waiter);
-        ASSERT_UEQ(a->u.granted.fence, b->u.granted.fence);
-        ASSERT_PSTR_EQ(a->u.granted.lock, b->u.granted.lock);
+        ASSERT_UEQ(a->u.push.session, b->u.push.session);
+        ASSERT_UEQ(a->u.push.waiter, b->u.push.waiter);
+        ASSERT_UEQ(a->u.push.fence, b->u.push.fence);
+        ASSERT_PSTR_EQ(a->u.push.lock, b->u.push.lock);
         break;
     case MSG_WAIT_FAILED:
-        ASSERT_UEQ(a->u.wait_failed.session, b->u.wait_failed.session);
-        ASSERT_UEQ(a->u.wait_failed.waiter, b->u.wait_failed.waiter);
-        ASSERT_EQ(a->u.wait_failed.status, b->u.wait_failed.status);
-        ASSERT_PSTR_EQ(a->u.wait_failed.lock, b->u.wait_failed.lock);
+        ASSERT_UEQ(a->u.push.session, b->u.push.session);
+        ASSERT_UEQ(a->u.push.waiter, b->u.push.waiter);
+        ASSERT_EQ(a->u.push.status, b->u.push.status);
+        ASSERT_PSTR_EQ(a->u.push.lock, b->u.push.lock);
         break;
     case MSG_STATUS:
     case MSG_NO_LEADER:
@@ -502,11 +502,11 @@ static void assert_msg_eq(const struct msg *a, const struct msg *b)
         ASSERT_PSTR_EQ(a->u.error.message, b->u.error.message);
         break;
     case MSG_LOST:
-        ASSERT_UEQ(a->u.lost.session, b->u.lost.session);
-        ASSERT_UEQ(a->u.lost.waiter, b->u.lost.waiter);
-        ASSERT_UEQ(a->u.lost.fence, b->u.lost.fence);
-        ASSERT_EQ(a->u.lost.status, b->u.lost.status);
-        ASSERT_PSTR_EQ(a->u.lost.lock, b->u.lost.lock);
+        ASSERT_UEQ(a->u.push.session, b->u.push.session);
+        ASSERT_UEQ(a->u.push.waiter, b->u.push.waiter);
+        ASSERT_UEQ(a->u.push.fence, b->u.push.fence);
+        ASSERT_EQ(a->u.push.status, b->u.push.status);
+        ASSERT_PSTR_EQ(a->u.push.lock, b->u.push.lock);
         break;
     case MSG_SESSION_EXPIRED:
         ASSERT_UEQ(a->u.session_expired.session, b->u.session_expired.session);
@@ -710,9 +710,9 @@ TEST(decoded_strings_borrow_from_frame)
     sample(MSG_ACQUIRE, V_TYPICAL, &m);
     encode_ok(&m, &b);
     ASSERT_EQ(proto_decode(b.data, b.len, &d), 0);
-    ASSERT((const uint8_t *)d.u.acquire.lock.p > b.data);
+    ASSERT((const uint8_t *)d.u.op.lock.p > b.data);
     /* The lock name is followed only by the i32 lock_delay_ms. */
-    ASSERT((const uint8_t *)d.u.acquire.lock.p + d.u.acquire.lock.n == b.data + b.len - 4);
+    ASSERT((const uint8_t *)d.u.op.lock.p + d.u.op.lock.n == b.data + b.len - 4);
     msg_free(&d);
     buf_free(&b);
 }
@@ -1016,12 +1016,12 @@ TEST(golden_bytes_lock_delay)
     memset(&m, 0, sizeof m);
     m.type = MSG_ACQUIRE;
     m.req_id = 2;
-    m.u.acquire.session = 7;
-    m.u.acquire.seq = 3;
-    m.u.acquire.ack_below = 1;
-    m.u.acquire.wait_ms = BATON_WAIT_FOREVER;
-    m.u.acquire.lock = ps("L");
-    m.u.acquire.lock_delay_ms = 1500;
+    m.u.op.session = 7;
+    m.u.op.seq = 3;
+    m.u.op.ack_below = 1;
+    m.u.op.wait_ms = BATON_WAIT_FOREVER;
+    m.u.op.lock = ps("L");
+    m.u.op.lock_delay_ms = 1500;
     ASSERT_EQ(proto_encode(&b, &m), 0);
     ASSERT_UEQ(b.len, sizeof acquire);
     ASSERT(memcmp(b.data, acquire, sizeof acquire) == 0);
@@ -1031,11 +1031,11 @@ TEST(golden_bytes_lock_delay)
     buf_reset(&b);
     memset(&m, 0, sizeof m);
     m.type = MSG_LOST;
-    m.u.lost.session = 7;
-    m.u.lost.waiter = 3;
-    m.u.lost.fence = 9;
-    m.u.lost.status = BATON_ESESSION;
-    m.u.lost.lock = ps("L");
+    m.u.push.session = 7;
+    m.u.push.waiter = 3;
+    m.u.push.fence = 9;
+    m.u.push.status = BATON_ESESSION;
+    m.u.push.lock = ps("L");
     ASSERT_EQ(proto_encode(&b, &m), 0);
     ASSERT_UEQ(b.len, sizeof lost);
     ASSERT(memcmp(b.data, lost, sizeof lost) == 0);
@@ -1144,10 +1144,10 @@ TEST(acquire_lock_delay_values)
     ASSERT_EQ(BATON_LOCK_DELAY_NONE, -1);
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         sample(MSG_ACQUIRE, V_TYPICAL, &m);
-        m.u.acquire.lock_delay_ms = good[i];
+        m.u.op.lock_delay_ms = good[i];
         encode_ok(&m, &b);
         ASSERT_EQ(proto_decode(b.data, b.len, &d), 0);
-        ASSERT_EQ(d.u.acquire.lock_delay_ms, good[i]);
+        ASSERT_EQ(d.u.op.lock_delay_ms, good[i]);
         buf_free(&b);
     }
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -1156,12 +1156,12 @@ TEST(acquire_lock_delay_values)
         /* The encoder refuses it, so write a legal frame and patch its
          * last four bytes (the field is last in the body). */
         sample(MSG_ACQUIRE, V_TYPICAL, &m);
-        m.u.acquire.lock_delay_ms = bad[i];
+        m.u.op.lock_delay_ms = bad[i];
         buf_init(&b);
         ASSERT_EQ(proto_encode(&b, &m), BATON_EINVAL);
         ASSERT_UEQ(b.len, 0);
         buf_free(&b);
-        m.u.acquire.lock_delay_ms = 0;
+        m.u.op.lock_delay_ms = 0;
         encode_ok(&m, &b);
         le_put_u32(b.data + b.len - 4, (uint32_t)bad[i]);
         p = dup_exact(b.data, b.len);
@@ -1220,31 +1220,31 @@ static void spec_frame(const struct msg *m, struct buf *w)
         break;
     case MSG_ACQUIRE: /* {u64 session, u64 seq, u64 ack_below, i64 wait_ms, str lock,
                          i32 lock_delay_ms} */
-        buf_put_u64(w, m->u.acquire.session);
-        buf_put_u64(w, m->u.acquire.seq);
-        buf_put_u64(w, m->u.acquire.ack_below);
-        buf_put_i64(w, m->u.acquire.wait_ms);
-        spec_str(w, m->u.acquire.lock);
-        buf_put_i32(w, m->u.acquire.lock_delay_ms);
+        buf_put_u64(w, m->u.op.session);
+        buf_put_u64(w, m->u.op.seq);
+        buf_put_u64(w, m->u.op.ack_below);
+        buf_put_i64(w, m->u.op.wait_ms);
+        spec_str(w, m->u.op.lock);
+        buf_put_i32(w, m->u.op.lock_delay_ms);
         break;
     case MSG_RELEASE: /* {u64 session, u64 seq, u64 ack_below, u64 fence, str lock} */
-        buf_put_u64(w, m->u.release.session);
-        buf_put_u64(w, m->u.release.seq);
-        buf_put_u64(w, m->u.release.ack_below);
-        buf_put_u64(w, m->u.release.fence);
-        spec_str(w, m->u.release.lock);
+        buf_put_u64(w, m->u.op.session);
+        buf_put_u64(w, m->u.op.seq);
+        buf_put_u64(w, m->u.op.ack_below);
+        buf_put_u64(w, m->u.op.fence);
+        spec_str(w, m->u.op.lock);
         break;
     case MSG_CANCEL: /* {u64 session, u64 seq, u64 ack_below, u64 waiter, str lock} */
-        buf_put_u64(w, m->u.cancel.session);
-        buf_put_u64(w, m->u.cancel.seq);
-        buf_put_u64(w, m->u.cancel.ack_below);
-        buf_put_u64(w, m->u.cancel.waiter);
-        spec_str(w, m->u.cancel.lock);
+        buf_put_u64(w, m->u.op.session);
+        buf_put_u64(w, m->u.op.seq);
+        buf_put_u64(w, m->u.op.ack_below);
+        buf_put_u64(w, m->u.op.waiter);
+        spec_str(w, m->u.op.lock);
         break;
     case MSG_CLOSE_SESSION: /* {u64 session, u64 seq, u64 ack_below} */
-        buf_put_u64(w, m->u.close_session.session);
-        buf_put_u64(w, m->u.close_session.seq);
-        buf_put_u64(w, m->u.close_session.ack_below);
+        buf_put_u64(w, m->u.op.session);
+        buf_put_u64(w, m->u.op.seq);
+        buf_put_u64(w, m->u.op.ack_below);
         break;
     case MSG_KEEPALIVE: /* {u64 session} */
         buf_put_u64(w, m->u.keepalive.session);
@@ -1255,16 +1255,16 @@ static void spec_frame(const struct msg *m, struct buf *w)
         buf_put_u64(w, m->u.result.value);
         break;
     case MSG_GRANTED: /* {u64 session, u64 waiter, u64 fence, str lock} */
-        buf_put_u64(w, m->u.granted.session);
-        buf_put_u64(w, m->u.granted.waiter);
-        buf_put_u64(w, m->u.granted.fence);
-        spec_str(w, m->u.granted.lock);
+        buf_put_u64(w, m->u.push.session);
+        buf_put_u64(w, m->u.push.waiter);
+        buf_put_u64(w, m->u.push.fence);
+        spec_str(w, m->u.push.lock);
         break;
     case MSG_WAIT_FAILED: /* {u64 session, u64 waiter, i32 status, str lock} */
-        buf_put_u64(w, m->u.wait_failed.session);
-        buf_put_u64(w, m->u.wait_failed.waiter);
-        buf_put_i32(w, m->u.wait_failed.status);
-        spec_str(w, m->u.wait_failed.lock);
+        buf_put_u64(w, m->u.push.session);
+        buf_put_u64(w, m->u.push.waiter);
+        buf_put_i32(w, m->u.push.status);
+        spec_str(w, m->u.push.lock);
         break;
     case MSG_STATUS: /* {} */
     case MSG_NO_LEADER: /* {} */
@@ -1333,11 +1333,11 @@ static void spec_frame(const struct msg *m, struct buf *w)
         spec_str(w, m->u.error.message);
         break;
     case MSG_LOST: /* {u64 session, u64 waiter, u64 fence, i32 status, str lock} */
-        buf_put_u64(w, m->u.lost.session);
-        buf_put_u64(w, m->u.lost.waiter);
-        buf_put_u64(w, m->u.lost.fence);
-        buf_put_i32(w, m->u.lost.status);
-        spec_str(w, m->u.lost.lock);
+        buf_put_u64(w, m->u.push.session);
+        buf_put_u64(w, m->u.push.waiter);
+        buf_put_u64(w, m->u.push.fence);
+        buf_put_i32(w, m->u.push.status);
+        spec_str(w, m->u.push.lock);
         break;
     case MSG_SESSION_EXPIRED: /* {u64 session} */
         buf_put_u64(w, m->u.session_expired.session);
@@ -1884,11 +1884,11 @@ TEST(trailing_bytes)
 /* Accessors for each string field of a sample (the typical variant). */
 static struct pstr *f_hello(struct msg *m) { return &m->u.hello.client_name; }
 static struct pstr *f_open(struct msg *m) { return &m->u.open_session.client_name; }
-static struct pstr *f_acquire(struct msg *m) { return &m->u.acquire.lock; }
-static struct pstr *f_release(struct msg *m) { return &m->u.release.lock; }
-static struct pstr *f_cancel(struct msg *m) { return &m->u.cancel.lock; }
-static struct pstr *f_granted(struct msg *m) { return &m->u.granted.lock; }
-static struct pstr *f_wait_failed(struct msg *m) { return &m->u.wait_failed.lock; }
+static struct pstr *f_acquire(struct msg *m) { return &m->u.op.lock; }
+static struct pstr *f_release(struct msg *m) { return &m->u.op.lock; }
+static struct pstr *f_cancel(struct msg *m) { return &m->u.op.lock; }
+static struct pstr *f_granted(struct msg *m) { return &m->u.push.lock; }
+static struct pstr *f_wait_failed(struct msg *m) { return &m->u.push.lock; }
 static struct pstr *f_raft_addr(struct msg *m) { return &m->u.status_r.members[1].raft_addr; }
 static struct pstr *f_client_addr(struct msg *m) { return &m->u.status_r.members[2].client_addr; }
 static struct pstr *f_lock_info(struct msg *m) { return &m->u.lock_info.lock; }
@@ -1899,7 +1899,7 @@ static struct pstr *f_prefix(struct msg *m) { return &m->u.list_locks.prefix; }
 static struct pstr *f_item_name(struct msg *m) { return &m->u.list_locks_r.items[1].name; }
 static struct pstr *f_redirect(struct msg *m) { return &m->u.redirect.client_addr; }
 static struct pstr *f_error(struct msg *m) { return &m->u.error.message; }
-static struct pstr *f_lost(struct msg *m) { return &m->u.lost.lock; }
+static struct pstr *f_lost(struct msg *m) { return &m->u.push.lock; }
 static struct pstr *f_force(struct msg *m) { return &m->u.force_release.lock; }
 static struct pstr *f_sess_name(struct msg *m) { return &m->u.sessions_r.items[0].client_name; }
 static struct pstr *f_add_raft(struct msg *m) { return &m->u.member_add.raft_addr; }
@@ -2313,9 +2313,9 @@ TEST(encoder_rollback)
 
     /* A lock_delay_ms the decoder would refuse, found after the name. */
     sample(MSG_ACQUIRE, V_TYPICAL, &m);
-    m.u.acquire.lock_delay_ms = -2;
+    m.u.op.lock_delay_ms = -2;
     EXPECT_REFUSED(BATON_EINVAL);
-    m.u.acquire.lock_delay_ms = INT32_MIN;
+    m.u.op.lock_delay_ms = INT32_MIN;
     EXPECT_REFUSED(BATON_EINVAL);
 
     memset(&m, 0, sizeof m);

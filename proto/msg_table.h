@@ -1,0 +1,124 @@
+/*
+ * msg_table.h -- every message of baton's wire protocol, described once.
+ *
+ * One row per message type. From these rows come the message numbers
+ * (enum msg_type in msg.h), the names in logs, what the server checks
+ * before it hands a request to its handler (direction, ready leader,
+ * role), and the whole codec: proto/msg.c walks a row's field list to
+ * encode and to decode the body, so no message has code of its own there.
+ *
+ * Columns:
+ *   name    MSG_<name> in C, "<name>" in logs.
+ *   wire    the number on the wire. FROZEN: a number never changes and is
+ *           never reused (tests/unit/test_wire.c fails if one does). A new
+ *           message takes the next free number; rows stay in number order.
+ *   dir     C2S (a request a client sends) or S2C (a reply or push).
+ *   leader  1: only the ready leader serves it (other nodes answer
+ *           REDIRECT or NO_LEADER); 0: any node answers. 0 for S2C.
+ *   role    what the connection's principal needs to send it:
+ *           NONE (anyone, even before authenticating), READ (look at
+ *           state), LOCK (hold sessions and locks), ADMIN (operator
+ *           commands). NONE for S2C.
+ *   body    the member of struct msg's union that holds the body; its
+ *           type is struct msg_<body> (msg.h). Several messages may share
+ *           one body type and put different subsets of it on the wire.
+ *   fields  the body on the wire, in order, each a member of the body:
+ *             U8(m) U32(m) U64(m) I32(m) I64(m)   little-endian integers
+ *             I32_MIN(m, min)   an i32 that must be >= min
+ *             STR(m, max)       u16 byte count + bytes, at most max bytes
+ *             LOCK(m)           a lock name: 1..BATON_MAX_NAME bytes, no NUL
+ *             LIST(n, v, max, item)   u32 count n (at most max) then n items
+ *                               v[0..n) of struct msg_<item>, each encoded
+ *                               by the fields of its row in BATON_MSG_ITEMS
+ *
+ * Adding a message: a row here (and a struct msg_<body> in msg.h if no
+ * existing body fits), a handler in server/dispatch.c's table for a
+ * request, and a line in each table of tests/unit/test_wire.c.
+ */
+#ifndef BATON_PROTO_MSG_TABLE_H
+#define BATON_PROTO_MSG_TABLE_H
+
+/* The body of LOCK_INFO_R, which WATCH_EVENT carries too; P is the path
+ * of the struct msg_lock_info_r inside the body (empty, or "info."). */
+#define BATON_LOCK_INFO_FIELDS(P)                                                              \
+    U8(P held) U64(P holder_session) U64(P holder_waiter) U64(P fence) U64(P granted_index)    \
+    U32(P total_waiters) LIST(P n_waiters, P waiters, BATON_MAX_LIST, waiter) U8(P delayed)   \
+    LOCK(P lock)
+
+/* clang-format off */
+#define BATON_MESSAGES(X)                                                                      \
+/*  name             wire dir  leader role   body            fields */                         \
+  X(HELLO,            1,  C2S, 0, NONE,  hello,          U32(version)                          \
+                                                         STR(client_name, BATON_MAX_CLIENT_NAME)) \
+  X(HELLO_OK,         2,  S2C, 0, NONE,  hello_ok,       U32(version) U32(node_id))            \
+  X(OPEN_SESSION,     3,  C2S, 1, LOCK,  open_session,   U32(ttl_ms)                           \
+                                                         STR(client_name, BATON_MAX_CLIENT_NAME)) \
+  X(SESSION,          4,  S2C, 0, NONE,  session,        U64(session) U32(ttl_ms))             \
+  X(ACQUIRE,          5,  C2S, 1, LOCK,  op,             U64(session) U64(seq) U64(ack_below)  \
+                                                         I64(wait_ms) LOCK(lock)               \
+                                                         I32_MIN(lock_delay_ms, BATON_LOCK_DELAY_NONE)) \
+  X(RELEASE,          6,  C2S, 1, LOCK,  op,             U64(session) U64(seq) U64(ack_below)  \
+                                                         U64(fence) LOCK(lock))                \
+  X(CANCEL,           7,  C2S, 1, LOCK,  op,             U64(session) U64(seq) U64(ack_below)  \
+                                                         U64(waiter) LOCK(lock))               \
+  X(CLOSE_SESSION,    8,  C2S, 1, LOCK,  op,             U64(session) U64(seq) U64(ack_below)) \
+  X(KEEPALIVE,        9,  C2S, 1, LOCK,  keepalive,      U64(session))                         \
+  X(RESULT,          10,  S2C, 0, NONE,  result,         I32(status) U8(kind) U64(value))      \
+  X(GRANTED,         11,  S2C, 0, NONE,  push,           U64(session) U64(waiter) U64(fence)   \
+                                                         LOCK(lock))                           \
+  X(WAIT_FAILED,     12,  S2C, 0, NONE,  push,           U64(session) U64(waiter) I32(status)  \
+                                                         LOCK(lock))                           \
+  X(STATUS,          13,  C2S, 0, READ,  none,           )                                     \
+  X(STATUS_R,        14,  S2C, 0, NONE,  status_r,       U32(node_id) U8(role) U32(leader_id)  \
+                                                         U64(term) U64(last_index)             \
+                                                         U64(commit_index) U64(applied_index)  \
+                                                         LIST(n_members, members,              \
+                                                              BATON_MAX_MEMBERS, member)       \
+                                                         U64(state_digest))                    \
+  X(LOCK_INFO,       15,  C2S, 1, READ,  lock_info,      LOCK(lock))                           \
+  X(LOCK_INFO_R,     16,  S2C, 0, NONE,  lock_info_r,    BATON_LOCK_INFO_FIELDS())             \
+  X(LIST_LOCKS,      17,  C2S, 1, READ,  list_locks,     STR(prefix, BATON_MAX_NAME) U32(limit)) \
+  X(LIST_LOCKS_R,    18,  S2C, 0, NONE,  list_locks_r,   LIST(n, items, BATON_MAX_LIST,        \
+                                                              lock_summary) U8(more))          \
+  X(REDIRECT,        19,  S2C, 0, NONE,  redirect,       U32(leader_id)                        \
+                                                         STR(client_addr, BATON_MAX_ADDR))     \
+  X(NO_LEADER,       20,  S2C, 0, NONE,  none,           )                                     \
+  X(ERROR,           21,  S2C, 0, NONE,  error,          I32(code)                             \
+                                                         STR(message, BATON_MAX_ERRMSG))       \
+  X(LOST,            22,  S2C, 0, NONE,  push,           U64(session) U64(waiter) U64(fence)   \
+                                                         I32(status) LOCK(lock))               \
+  X(SESSION_EXPIRED, 23,  S2C, 0, NONE,  session_expired, U64(session))                        \
+  X(FORCE_RELEASE,   24,  C2S, 1, ADMIN, force_release,  LOCK(lock))                           \
+  X(FORCE_RELEASE_R, 25,  S2C, 0, NONE,  force_release_r, I32(status) U64(lost_session)        \
+                                                         U64(lost_fence) U64(new_session)      \
+                                                         U64(new_fence))                       \
+  X(EXPIRE_SESSION,  26,  C2S, 1, ADMIN, expire_session, U64(session))                         \
+  X(TRANSFER,        27,  C2S, 1, ADMIN, transfer,       U32(id))                              \
+  X(TRANSFER_R,      28,  S2C, 0, NONE,  transfer_r,     U32(leader_id))                       \
+  X(LIST_SESSIONS,   29,  C2S, 1, READ,  list_sessions,  U64(after) U32(limit))                \
+  X(SESSIONS_R,      30,  S2C, 0, NONE,  sessions_r,     LIST(n, items, BATON_MAX_LIST,        \
+                                                              session_summary) U8(more))       \
+  X(WATCH,           31,  C2S, 1, READ,  watch,          LOCK(lock))                           \
+  X(WATCH_EVENT,     32,  S2C, 0, NONE,  watch_event,    U64(seq) BATON_LOCK_INFO_FIELDS(info.)) \
+  X(SNAPSHOT,        33,  C2S, 1, ADMIN, none,           )                                     \
+  X(SNAPSHOT_R,      34,  S2C, 0, NONE,  snapshot_r,     U64(index))                           \
+  X(MEMBERS,         35,  C2S, 1, ADMIN, none,           )                                     \
+  X(MEMBERS_R,       36,  S2C, 0, NONE,  members_r,      LIST(n, members, BATON_MAX_MEMBERS,   \
+                                                              member_info))                    \
+  X(MEMBER_REMOVE,   37,  C2S, 1, ADMIN, member_remove,  U32(id))                              \
+  X(MEMBER_ADD,      38,  C2S, 1, ADMIN, member_add,     U32(id) STR(raft_addr, BATON_MAX_ADDR) \
+                                                         STR(client_addr, BATON_MAX_ADDR))
+
+/* The items of the LIST fields above: X(item, fields), the body of one
+ * struct msg_<item>. */
+#define BATON_MSG_ITEMS(X)                                                                     \
+  X(member,          U32(id) STR(raft_addr, BATON_MAX_ADDR) STR(client_addr, BATON_MAX_ADDR))  \
+  X(member_info,     U32(id) U8(role) STR(raft_addr, BATON_MAX_ADDR)                           \
+                     STR(client_addr, BATON_MAX_ADDR))                                         \
+  X(waiter,          U64(session) U64(waiter) I64(wait_ms))                                    \
+  X(lock_summary,    LOCK(name) U64(holder_session) U64(fence) U32(n_waiters))                 \
+  X(session_summary, U64(id) U32(ttl_ms) U64(created_index)                                    \
+                     STR(client_name, BATON_MAX_CLIENT_NAME) U32(n_holds) U32(n_waits))
+/* clang-format on */
+
+#endif /* BATON_PROTO_MSG_TABLE_H */

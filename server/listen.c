@@ -1,0 +1,141 @@
+/*
+ * listen.c -- where a request enters batond: accept client connections,
+ * read them, frame the bytes with proto_frame_check and decode one frame
+ * at a time, then hand each message to dispatch(). A malformed frame gets
+ * an ERROR and the connection is closed once that is written; nothing
+ * else is affected. guard.c bounds what one connection may hold.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/baton_defs.h"
+#include "proto/addr.h"
+#include "server/log.h"
+#include "server/server.h"
+
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
+{
+    struct conn *c = h->data;
+    (void)suggested;
+    if (buf_reserve(&c->in, 64 * 1024) != 0) {
+        b->base = NULL;
+        b->len = 0;
+        return;
+    }
+    b->base = (char *)c->in.data + c->in.len;
+    b->len = c->in.cap - c->in.len;
+}
+
+/* Frame and handle every whole frame in the input buffer. */
+static void conn_process(struct conn *c)
+{
+    size_t off = 0, frame_len;
+    int rv;
+
+    while (!c->closing && !c->closed) {
+        struct msg m;
+
+        rv = proto_frame_check(c->in.data + off, c->in.len - off, &frame_len);
+        if (rv == 0) break;
+        if (rv < 0) {
+            uint32_t claimed = le_get_u32(c->in.data + off);
+            log_warn("conn %llu (%s): bad frame length %u: %s; closing", (unsigned long long)c->id,
+                     c->peer, claimed, baton_strerror(rv));
+            conn_send_error(c, 0, rv, "bad frame: length %u is %s (%u..%u)", claimed,
+                            rv == BATON_ETOOBIG ? "above the limit" : "below the minimum",
+                            PROTO_FRAME_MIN, BATON_MAX_FRAME);
+            conn_close(c);
+            break;
+        }
+        rv = proto_decode(c->in.data + off, frame_len, &m);
+        if (rv != 0) {
+            log_warn("conn %llu (%s): cannot decode %s frame: %s; closing",
+                     (unsigned long long)c->id, c->peer, msg_type_name(m.type), baton_strerror(rv));
+            if (msg_type_name(m.type)[0] == '?')
+                conn_send_error(c, m.req_id, rv, "unknown message type %u", m.type);
+            else
+                conn_send_error(c, m.req_id, rv, "cannot decode %s frame: %s",
+                                msg_type_name(m.type), baton_strerror(rv));
+            conn_close(c);
+            break;
+        }
+        dispatch(c, &m);
+        msg_free(&m);
+        off += frame_len;
+    }
+    if (!c->closed) {
+        buf_consume(&c->in, off);
+        guard_input_done(c, off > 0);
+    }
+}
+
+static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
+{
+    struct conn *c = s->data;
+    (void)b;
+
+    if (nread < 0) {
+        if (nread != UV_EOF)
+            log_debug("conn %llu: read: %s", (unsigned long long)c->id, uv_strerror((int)nread));
+        conn_destroy(c);
+        return;
+    }
+    if (nread == 0) return;
+    c->in.len += (size_t)nread;
+    conn_process(c);
+}
+
+static void accept_cb(uv_stream_t *server, int status)
+{
+    struct server *srv = server->data;
+    struct sockaddr_storage ss;
+    int sslen = sizeof ss, rv;
+    struct conn *c;
+
+    if (status < 0) {
+        guard_accept_failed(srv, status);
+        return;
+    }
+    c = conn_new(srv);
+    uv_tcp_init(srv->loop, &c->tcp);
+    rv = uv_accept(server, (uv_stream_t *)&c->tcp);
+    if (rv != 0) {
+        guard_accept_failed(srv, rv);
+        conn_destroy(c);
+        return;
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sslen) == 0 &&
+        ss.ss_family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+        char ip[INET_ADDRSTRLEN] = "?";
+        uv_ip4_name(in, ip, sizeof ip);
+        snprintf(c->peer, sizeof c->peer, "%s:%u", ip, ntohs(in->sin_port));
+    }
+    log_debug("conn %llu from %s", (unsigned long long)c->id, c->peer);
+    if (!guard_admit(c)) return; /* over --max-conns: answered and closing */
+    uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+}
+
+int listen_start(struct server *srv, const char *addr)
+{
+    struct proto_addr a;
+    struct sockaddr_in sa;
+    int rv;
+
+    uv_tcp_init(srv->loop, &srv->listener);
+    srv->listener.data = srv;
+    /* The one address grammar (proto/addr.h), then IPv4: uv_ip4_addr is
+     * all this listener knows yet. --cluster has checked the same already
+     * (server/config.c), so this refusal is only a safety net. */
+    if (proto_addr_parse_ipv4(addr, strlen(addr), &a) != 0) {
+        log_error("client address '%s': %s", addr, a.why);
+        return UV_EINVAL;
+    }
+    rv = uv_ip4_addr(a.host, a.port, &sa);
+    if (rv != 0) return rv;
+    rv = uv_tcp_bind(&srv->listener, (const struct sockaddr *)&sa, 0);
+    if (rv == 0) rv = uv_listen((uv_stream_t *)&srv->listener, 1024, accept_cb);
+    return rv;
+}
