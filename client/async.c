@@ -52,98 +52,6 @@ void baton__seterr(baton_async_t *ac, const char *fmt, ...)
     va_end(ap);
 }
 
-/* ---- the id -> request map ---------------------------------------------------- */
-
-/* The home slot of key: ids are sequential, so mix them (murmur3's
- * finaliser) before masking. */
-static size_t map_slot(uint64_t key, size_t cap)
-{
-    key ^= key >> 33;
-    key *= 0xff51afd7ed558ccdULL;
-    key ^= key >> 33;
-    return (size_t)key & (cap - 1);
-}
-
-/* Double the table (or create it) and re-insert every entry. */
-static int map_grow(struct baton__map *m)
-{
-    size_t cap = m->cap ? m->cap * 2 : 64;
-    uint64_t *keys = calloc(cap, sizeof *keys);
-    struct baton__req **vals = calloc(cap, sizeof *vals);
-
-    if (keys == NULL || vals == NULL) {
-        free(keys);
-        free(vals);
-        return BATON_ENOMEM;
-    }
-    for (size_t i = 0; i < m->cap; i++) {
-        size_t j;
-        if (m->keys[i] == 0) continue;
-        for (j = map_slot(m->keys[i], cap); keys[j] != 0; j = (j + 1) & (cap - 1)) {
-        }
-        keys[j] = m->keys[i];
-        vals[j] = m->vals[i];
-    }
-    free(m->keys);
-    free(m->vals);
-    m->keys = keys;
-    m->vals = vals;
-    m->cap = cap;
-    return 0;
-}
-
-/* Insert key (not 0, not present yet), growing the table at 3/4 load.
- * Returns 0 or BATON_ENOMEM (then the map is unchanged). */
-int baton__map_put(struct baton__map *m, uint64_t key, struct baton__req *r)
-{
-    size_t i;
-
-    if ((m->n + 1) * 4 > m->cap * 3) {
-        int rv = map_grow(m);
-        if (rv != 0) return rv;
-    }
-    for (i = map_slot(key, m->cap); m->keys[i] != 0; i = (i + 1) & (m->cap - 1)) {
-    }
-    m->keys[i] = key;
-    m->vals[i] = r;
-    m->n++;
-    return 0;
-}
-
-struct baton__req *baton__map_get(const struct baton__map *m, uint64_t key)
-{
-    if (m->cap == 0 || key == 0) return NULL;
-    for (size_t i = map_slot(key, m->cap); m->keys[i] != 0; i = (i + 1) & (m->cap - 1))
-        if (m->keys[i] == key) return m->vals[i];
-    return NULL;
-}
-
-/*
- * Remove key by backward-shift deletion: the entries after the hole that
- * would no longer be reachable from their home slot are moved into it, so
- * no tombstones are needed.
- */
-void baton__map_del(struct baton__map *m, uint64_t key)
-{
-    size_t mask = m->cap - 1, i, j;
-
-    if (m->cap == 0) return;
-    for (i = map_slot(key, m->cap); m->keys[i] != key; i = (i + 1) & mask)
-        if (m->keys[i] == 0) return;
-    for (j = (i + 1) & mask; m->keys[j] != 0; j = (j + 1) & mask) {
-        size_t home = map_slot(m->keys[j], m->cap);
-        /* Move j into the hole i unless home lies cyclically in (i, j]. */
-        bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
-        if (stays) continue;
-        m->keys[i] = m->keys[j];
-        m->vals[i] = m->vals[j];
-        i = j;
-    }
-    m->keys[i] = 0;
-    m->vals[i] = NULL;
-    m->n--;
-}
-
 /* ---- requests ------------------------------------------------------------------- */
 
 /* Allocate a zeroed struct baton__req of `kind` for lock `name` (may be
@@ -171,7 +79,7 @@ struct baton__req *baton__req_new(baton_async_t *ac, int kind, const char *name,
 
     if (r == NULL) return NULL;
     r->id = ac->next_id++;
-    if (baton__map_put(&ac->map, r->id, r) != 0) {
+    if (u64map_put(&ac->map, r->id, r) != 0) {
         free(r);
         return NULL;
     }
@@ -187,7 +95,7 @@ struct baton__req *baton__req_new(baton_async_t *ac, int kind, const char *name,
 
 struct baton__req *baton__req_find(baton_async_t *ac, uint64_t id)
 {
-    return baton__map_get(&ac->map, id);
+    return u64map_get(&ac->map, id);
 }
 
 /* Free r and what it owns (its message, a held-lock entry it reserved and
@@ -259,7 +167,7 @@ void baton__req_remove(baton_async_t *ac, struct baton__req *r)
     else
         ac->tail = r->prev;
     r->prev = r->next = NULL;
-    baton__map_del(&ac->map, r->id);
+    u64map_del(&ac->map, r->id);
     r->in_table = false;
     if (!r->in_done) baton__req_free(r);
 }
@@ -417,10 +325,8 @@ static void destroy(baton_async_t *ac)
     /* Nothing is left in the table, on the queue or among the held locks:
      * fail_all emptied the first, run_completions the second and
      * held_free_all the third. */
-    free(ac->map.keys);
-    free(ac->map.vals);
-    free(ac->held_map.keys);
-    free(ac->held_map.vals);
+    u64map_free(&ac->map);
+    u64map_free(&ac->held_map);
     buf_free(&ac->in);
     buf_free(&ac->out);
     free(ac->client_name);
@@ -432,7 +338,7 @@ static void destroy(baton_async_t *ac)
 /* Split the comma-separated endpoint list into parsed addresses. */
 static int parse_endpoints(baton_async_t *ac, const char *s)
 {
-    const char *p = s;
+    const char *p = s, *why;
 
     while (*p) {
         const char *end = strchr(p, ',');
@@ -445,8 +351,9 @@ static int parse_endpoints(baton_async_t *ac, const char *s)
                 baton__seterr(ac, "more than %d endpoints", BATON__MAX_ENDPOINTS);
                 return BATON_EINVAL;
             }
-            if (baton__parse_addr(p, n, &ac->eps[ac->n_eps]) != 0) {
-                baton__seterr(ac, "bad endpoint '%.*s' (want ip:port)", (int)n, p);
+            if (baton__parse_addr(p, n, &ac->eps[ac->n_eps], &why) != 0) {
+                baton__seterr(ac, "bad endpoint '%.*s': %s (want a.b.c.d:port, [v6]:port or "
+                              "localhost:port)", (int)n, p, why);
                 return BATON_EINVAL;
             }
             ac->n_eps++;

@@ -34,56 +34,52 @@
 #include <unistd.h>
 
 #include "client/async_int.h"
+#include "proto/addr.h"
 
 #define READ_CHUNK 16384
 #define READS_PER_EVENT 16
 
 /*
- * Parse "a.b.c.d:port", "[v6]:port" or "localhost:port" (s need not be
- * NUL-terminated). Names other than localhost are refused: resolving them
- * would block the caller's loop.
+ * Parse an endpoint or a redirect's address (s need not be NUL-terminated)
+ * with the one address grammar (proto/addr.h) into the socket address to
+ * connect to. This connector takes IPv4, bracketed IPv6, and the name
+ * localhost as 127.0.0.1; other host names are refused, since resolving
+ * them would block the caller's loop. Returns 0, or BATON_EINVAL with *why
+ * (static storage) saying what is wrong.
  */
-int baton__parse_addr(const char *s, size_t n, struct baton__addr *a)
+int baton__parse_addr(const char *s, size_t n, struct baton__addr *a, const char **why)
 {
-    char tmp[BATON_MAX_ADDR + 8], *colon, *end;
-    const char *host;
-    unsigned long port;
+    struct proto_addr pa;
 
-    if (n == 0 || n >= sizeof tmp) return BATON_EINVAL;
-    memcpy(tmp, s, n);
-    tmp[n] = '\0';
     memset(a, 0, sizeof *a);
-    snprintf(a->text, sizeof a->text, "%s", tmp);
-    if (tmp[0] == '[') {
-        host = tmp + 1;
-        end = strchr(tmp + 1, ']');
-        if (end == NULL || end[1] != ':') return BATON_EINVAL;
-        *end = '\0';
-        colon = end + 1;
-    } else {
-        host = tmp;
-        colon = strrchr(tmp, ':');
-        if (colon == NULL) return BATON_EINVAL;
-        *colon = '\0';
+    if (proto_addr_parse(s, n, &pa) != 0) {
+        *why = pa.why;
+        return BATON_EINVAL;
     }
-    errno = 0;
-    port = strtoul(colon + 1, &end, 10);
-    if (errno || end == colon + 1 || *end != '\0' || port == 0 || port > 65535) return BATON_EINVAL;
-    if (strcmp(host, "localhost") == 0) host = "127.0.0.1";
-    if (tmp[0] != '[') {
+    snprintf(a->text, sizeof a->text, "%.*s", (int)n, s);
+    if (pa.kind == PROTO_ADDR_NAME && strcmp(pa.host, "localhost") == 0) {
+        static const uint8_t loopback[4] = {127, 0, 0, 1};
+        pa.kind = PROTO_ADDR_IPV4;
+        memcpy(pa.ip, loopback, sizeof loopback);
+    }
+    if (pa.kind == PROTO_ADDR_IPV4) {
         struct sockaddr_in *in = (struct sockaddr_in *)&a->sa;
-        if (inet_pton(AF_INET, host, &in->sin_addr) != 1) return BATON_EINVAL;
         in->sin_family = AF_INET;
-        in->sin_port = htons((uint16_t)port);
+        in->sin_port = htons(pa.port);
+        memcpy(&in->sin_addr, pa.ip, 4);
         a->len = sizeof *in;
-    } else {
-        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&a->sa;
-        if (inet_pton(AF_INET6, host, &in6->sin6_addr) != 1) return BATON_EINVAL;
-        in6->sin6_family = AF_INET6;
-        in6->sin6_port = htons((uint16_t)port);
-        a->len = sizeof *in6;
+        return 0;
     }
-    return 0;
+    if (pa.kind == PROTO_ADDR_IPV6) {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&a->sa;
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons(pa.port);
+        memcpy(&in6->sin6_addr, pa.ip, 16);
+        a->len = sizeof *in6;
+        return 0;
+    }
+    *why = "host names other than localhost are not supported yet";
+    return BATON_EINVAL;
 }
 
 /* Remember a connection-level error for messages (both the current error
@@ -217,10 +213,11 @@ void baton__conn_fail(baton_async_t *ac, bool force_backoff)
 void baton__conn_redirect(baton_async_t *ac, const char *addr, size_t n)
 {
     struct baton__addr a;
+    const char *why;
     bool was_confirmed = ac->confirmed;
 
-    if (baton__parse_addr(addr, n, &a) != 0) {
-        conn_err(ac, "REDIRECT to a bad address", "ignored");
+    if (baton__parse_addr(addr, n, &a, &why) != 0) {
+        conn_err(ac, "REDIRECT to a bad address ignored", why);
         baton__conn_fail(ac, true);
         return;
     }

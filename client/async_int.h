@@ -56,14 +56,15 @@
 
 #include "client/baton_async.h"
 #include "proto/buf.h"
+#include "proto/errmsg.h"
 #include "proto/msg.h"
+#include "proto/u64map.h"
 
 #define BATON__MAX_ENDPOINTS 16
 #define BATON__ATTEMPT_MS 1000    /* connect + HELLO must finish within this */
 #define BATON__BACKOFF_MIN_MS 50  /* back-off before retrying: 50..100 ms */
 #define BATON__BACKOFF_MAX_MS 100
 #define BATON__MAX_REDIRECTS 3    /* redirects in a row followed at once */
-#define BATON__ERRMSG 256
 
 #define BATON__DEFAULT_CONNECT_MS 5000
 #define BATON__DEFAULT_OP_MS 10000
@@ -170,15 +171,6 @@ struct baton__req {
     char name[]; /* NUL-terminated */
 };
 
-/* An open-addressing map u64 -> request (linear probing, no tombstones):
- * request id -> request, and fence -> held lock. */
-struct baton__map {
-    uint64_t *keys; /* 0: empty slot */
-    struct baton__req **vals;
-    size_t cap;     /* a power of two, or 0 */
-    size_t n;
-};
-
 struct baton_async {
     /* Options. */
     char *client_name;
@@ -228,7 +220,7 @@ struct baton_async {
 
     /* Held locks (see "Held locks" above). */
     struct baton__req *held_head, *held_tail;
-    struct baton__map held_map; /* fence -> entry */
+    struct u64map held_map;   /* fence -> entry (proto/u64map.h) */
     size_t held_unmapped;     /* entries the map had no room for */
     baton_async_lost_cb *lost_cb;
     void *lost_data;
@@ -240,7 +232,7 @@ struct baton_async {
     /* Requests. */
     uint64_t next_id;
     struct baton__req *head, *tail;
-    struct baton__map map;
+    struct u64map map;        /* request id -> request (proto/u64map.h) */
     struct baton__req *done_head, *done_tail;
     unsigned n_user;          /* callbacks owed */
 
@@ -250,8 +242,8 @@ struct baton_async {
     bool freeing;
 
     uint64_t rng;
-    char errmsg[BATON__ERRMSG];  /* the last error, as baton_async_errmsg */
-    char connerr[BATON__ERRMSG]; /* the last connection error, for EUNAVAIL */
+    char errmsg[BATON_ERRMSG_SIZE];  /* the last error, as baton_async_errmsg */
+    char connerr[BATON_ERRMSG_SIZE]; /* the last connection error, for EUNAVAIL */
 };
 
 /* async.c */
@@ -266,9 +258,6 @@ struct baton__req *baton__req_alloc(int kind, const char *name, size_t name_len)
 struct baton__req *baton__req_new(baton_async_t *ac, int kind, const char *name, size_t name_len);
 void baton__req_free(struct baton__req *r);
 void baton__queue_done(baton_async_t *ac, struct baton__req *r);
-int baton__map_put(struct baton__map *m, uint64_t key, struct baton__req *r);
-struct baton__req *baton__map_get(const struct baton__map *m, uint64_t key);
-void baton__map_del(struct baton__map *m, uint64_t key);
 struct baton__req *baton__req_find(baton_async_t *ac, uint64_t id);
 void baton__req_complete(baton_async_t *ac, struct baton__req *r, int status, uint64_t fence);
 void baton__req_remove(baton_async_t *ac, struct baton__req *r);
@@ -277,7 +266,7 @@ uint64_t baton__ack_below(const baton_async_t *ac);
 void baton__fail_all(baton_async_t *ac, int status, const struct baton__req *keep);
 
 /* async_conn.c */
-int baton__parse_addr(const char *s, size_t n, struct baton__addr *a);
+int baton__parse_addr(const char *s, size_t n, struct baton__addr *a, const char **why);
 void baton__conn_start(baton_async_t *ac);
 void baton__conn_drop(baton_async_t *ac);
 void baton__conn_fail(baton_async_t *ac, bool backoff);

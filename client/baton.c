@@ -38,9 +38,9 @@
 #include "client/adapters/libuv.h"
 #include "client/baton.h"
 #include "client/baton_async.h"
+#include "proto/errmsg.h"
 #include "proto/msg.h"
 
-#define ERRMSG_LEN 256
 #define ERR_SLOTS 4              /* batons per thread whose messages are kept */
 #define CLOSE_BOUND_MS 5000      /* baton_close waits at most this for CLOSE_SESSION */
 
@@ -60,7 +60,7 @@ struct bop {
     bool done;
     int status;
     uint64_t value; /* fence, or session id for BOP_OPEN */
-    char errmsg[ERRMSG_LEN];
+    char errmsg[BATON_ERRMSG_SIZE];
 };
 
 struct baton {
@@ -101,10 +101,10 @@ static _Thread_local baton_t *tls_io;
 
 /* ---- error messages ---------------------------------------------------------------- */
 
-static _Thread_local char connect_err[ERRMSG_LEN];
+static _Thread_local char connect_err[BATON_ERRMSG_SIZE];
 static _Thread_local struct {
     uint64_t uid;
-    char msg[ERRMSG_LEN];
+    char msg[BATON_ERRMSG_SIZE];
 } tls_err[ERR_SLOTS];
 static _Thread_local unsigned tls_err_next;
 
@@ -201,7 +201,7 @@ static void io_shutdown(baton_t *b)
 static void open_cb(baton_async_t *ac, int status, uint64_t session, void *data)
 {
     struct bop *op = data;
-    char msg[ERRMSG_LEN];
+    char msg[BATON_ERRMSG_SIZE];
 
     snprintf(msg, sizeof msg, "%s", status < 0 ? baton_async_errmsg(ac) : "");
     if (status < 0) io_shutdown(op->b);

@@ -719,7 +719,7 @@ static int node_bootstrap(struct node *n, char *errmsg)
     if (rv == 0) rv = raft_bootstrap(&n->raft, &conf);
     raft_configuration_close(&conf);
     if (rv != 0 && rv != RAFT_CANTBOOTSTRAP) {
-        snprintf(errmsg, 256, "raft bootstrap: %s", raft_errmsg(&n->raft));
+        snprintf(errmsg, BATON_ERRMSG_SIZE, "raft bootstrap: %s", raft_errmsg(&n->raft));
         return BATON_EIO;
     }
     return 0;
@@ -740,7 +740,8 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
     n->hooks = *hooks;
     self = node_member_by_id(n, cfg->id);
     if (self == NULL) {
-        snprintf(errmsg, 256, "node id %u is not in the cluster configuration", cfg->id);
+        snprintf(errmsg, BATON_ERRMSG_SIZE, "node id %u is not in the cluster configuration",
+                 cfg->id);
         free(n);
         return BATON_EINVAL;
     }
@@ -748,23 +749,24 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
 
     rv = transport_init(&n->transport, loop);
     if (rv != 0) {
-        snprintf(errmsg, 256, "raft transport init failed (%d)", rv);
+        snprintf(errmsg, BATON_ERRMSG_SIZE, "raft transport init failed (%d)", rv);
         goto err;
     }
     if (cfg->raft_bind[0] != '\0' &&
         (rv = transport_set_bind_address(&n->transport, cfg->raft_bind)) != 0) {
-        snprintf(errmsg, 256, "raft bind address '%s' refused (%d)", cfg->raft_bind, rv);
+        snprintf(errmsg, BATON_ERRMSG_SIZE, "raft bind address '%s' refused (%d)", cfg->raft_bind,
+                 rv);
         goto err_after_transport;
     }
     rv = raft_uv_init(&n->io, loop, cfg->raft_dir, &n->transport.base);
     if (rv != 0) {
-        snprintf(errmsg, 256, "raft io init: %.200s", n->io.errmsg);
+        snprintf(errmsg, BATON_ERRMSG_SIZE, "raft io init: %.200s", n->io.errmsg);
         goto err_after_transport;
     }
     raft_uv_set_connect_retry_delay(&n->io, or_default(cfg->connect_retry_ms, 250));
     rv = raft_init(&n->raft, &n->io, &n->fsm.base, cfg->id, self->raft_addr);
     if (rv != 0) {
-        snprintf(errmsg, 256, "raft init: %s", raft_errmsg(&n->raft));
+        snprintf(errmsg, BATON_ERRMSG_SIZE, "raft init: %s", raft_errmsg(&n->raft));
         goto err_after_io;
     }
     n->raft.data = n;
@@ -782,7 +784,7 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
     if (!cfg->join && node_bootstrap(n, errmsg) != 0) goto err_after_raft;
     rv = raft_start(&n->raft);
     if (rv != 0) {
-        snprintf(errmsg, 256, "raft start: %s", raft_errmsg(&n->raft));
+        snprintf(errmsg, BATON_ERRMSG_SIZE, "raft start: %s", raft_errmsg(&n->raft));
         goto err_after_raft;
     }
     uv_timer_init(loop, &n->poll);

@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "proto/errmsg.h"
 #include "proto/msg.h"
 #include "storage/cmd.h"
 #include "storage/store.h"
@@ -81,9 +82,10 @@ struct node;
  * given in cfg (identical on every node; a no-op when the node already has
  * state; skipped when cfg->join is set, for a node that an operator adds to
  * a running cluster), and start it. `s`, `loop` and the hooks must outlive the node.
- * Returns 0 or BATON_EIO / BATON_ENOMEM / BATON_EINVAL with errmsg (256
- * bytes) filled; on error *out is NULL. On error it runs the loop until
- * raft's handles are closed, so call it before starting other handles.
+ * Returns 0 or BATON_EIO / BATON_ENOMEM / BATON_EINVAL with errmsg
+ * (BATON_ERRMSG_SIZE bytes, proto/errmsg.h) filled; on error *out is NULL.
+ * On error it runs the loop until raft's handles are closed, so call it
+ * before starting other handles.
  */
 int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
               const struct node_hooks *hooks, struct node **out, char *errmsg);

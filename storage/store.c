@@ -79,7 +79,7 @@ static void set_errmsg(char *errmsg, const char *fmt, ...)
 
     if (errmsg == NULL) return;
     va_start(ap, fmt);
-    vsnprintf(errmsg, 256, fmt, ap);
+    vsnprintf(errmsg, BATON_ERRMSG_SIZE, fmt, ap);
     va_end(ap);
 }
 

@@ -66,6 +66,7 @@
 #include <stdint.h>
 
 #include "proto/buf.h"
+#include "proto/errmsg.h"
 #include "storage/cmd.h"
 
 /* Limits enforced in apply (results carry BATON_ELIMIT). */
@@ -81,7 +82,8 @@ typedef struct store store;
  * trusted after MDB_NOSYNC and are deleted and recreated empty: raft's
  * snapshot and log replay rebuild them. Returns 0, BATON_EIO, BATON_ENOMEM
  * or BATON_ENOSPC (the data file's map could not be allocated on disk); on
- * error *out is NULL and errmsg (if not NULL, 256 bytes) says why.
+ * error *out is NULL and errmsg (if not NULL, BATON_ERRMSG_SIZE bytes,
+ * proto/errmsg.h) says why.
  */
 int store_open(const char *dir, store **out, char *errmsg);
 

@@ -158,8 +158,8 @@ struct owned_rec {
 /* dedup: be64 session, be64 seq -> struct cmd_result. */
 #define DEDUP_VAL_LEN 13
 
-/* members: be32 member id -> client address, 1..BATON_MAX_ADDR printable
- * ASCII bytes (cmd.h, SET_MEMBER_ADDR). */
+/* members: be32 member id -> client address, 1..BATON_MAX_ADDR bytes of the
+ * grammar of proto/addr.h (cmd.h, SET_MEMBER_ADDR). */
 #define MEMBER_KEY_LEN 4
 /* Is addr[0..n) a client address the members table may hold? */
 int member_addr_ok(const void *addr, size_t n);

@@ -11,6 +11,7 @@
 
 #include "client/ctl/ctl.h"
 #include "client/baton_defs.h"
+#include "proto/addr.h"
 
 const char cmd_release_help[] =
     "usage: batonctl release --force NAME [-e ENDPOINTS] [-o table|json] [--timeout MS]\n"
@@ -143,7 +144,7 @@ static int parse_args(struct ctl_opts *o, int argc, char **argv, const char *cmd
 {
     struct ctl_optiter it;
     const char *arg;
-    char err[256];
+    char err[BATON_ERRMSG_SIZE];
     int id, rv;
 
     ctl_opt_init(&it, argc, argv, 1);
@@ -287,7 +288,7 @@ int cmd_expire(struct ctl_opts *o, int argc, char **argv)
  */
 static uint32_t find_leader(const struct ctl_opts *o, int64_t deadline)
 {
-    char storage[1024], err[256];
+    char storage[1024], err[BATON_ERRMSG_SIZE];
     const char *eps[CTL_MAX_ENDPOINTS];
     int n;
 
@@ -445,19 +446,6 @@ static void print_members(const struct ctl_opts *o, const struct msg_members_r *
     }
 }
 
-/* Is s an IPv4 "a.b.c.d:port", the only form libraft takes for raft
- * addresses (and batond --cluster for both)? */
-static int ipv4_addr_ok(const char *s)
-{
-    unsigned a, b, c, d, port;
-    char tail;
-
-    return strlen(s) <= BATON_MAX_ADDR &&
-           sscanf(s, "%u.%u.%u.%u:%u%c", &a, &b, &c, &d, &port, &tail) == 5 && a < 256 &&
-           b < 256 && c < 256 && d < 256 && port > 0 && port < 65536 &&
-           strspn(s, "0123456789.:") == strlen(s);
-}
-
 /*
  * Parse `member add ID RAFTADDR/CLIENTADDR` into req. addrs (at least
  * strlen(spec) + 1 bytes) keeps the address strings req points to.
@@ -465,6 +453,7 @@ static int ipv4_addr_ok(const char *s)
  */
 static int parse_member_add(const char *id_arg, const char *spec, char *addrs, struct msg *req)
 {
+    struct proto_addr pa;
     uint64_t id;
     char *slash;
 
@@ -478,9 +467,13 @@ static int parse_member_add(const char *id_arg, const char *spec, char *addrs, s
     if (slash == NULL)
         return ctl_usage_error("member", "add: '%s' is not RAFTADDR/CLIENTADDR", spec);
     *slash = '\0';
-    if (!ipv4_addr_ok(addrs) || !ipv4_addr_ok(slash + 1))
-        return ctl_usage_error("member", "add: '%s': both addresses must be IPv4 a.b.c.d:port",
-                               spec);
+    /* The check batond's MEMBER_ADD handler makes (config_addr_ok in
+     * server/config.c): the grammar of proto/addr.h with an IPv4 host, so
+     * that batonctl refuses up front exactly what the server would. */
+    if (proto_addr_parse_ipv4(addrs, strlen(addrs), &pa) != 0)
+        return ctl_usage_error("member", "add: raft address '%s': %s", addrs, pa.why);
+    if (proto_addr_parse_ipv4(slash + 1, strlen(slash + 1), &pa) != 0)
+        return ctl_usage_error("member", "add: client address '%s': %s", slash + 1, pa.why);
     if (strcmp(addrs, slash + 1) == 0)
         return ctl_usage_error("member", "add: the raft and client addresses must differ");
     req->type = MSG_MEMBER_ADD;

@@ -59,7 +59,7 @@ struct row {
     char client[BATON_MAX_ADDR + 1];
     int reachable;
     struct msg_status_r st;               /* scalars only; members unused */
-    char err[256];                        /* why not reachable, or a remark */
+    char err[BATON_ERRMSG_SIZE];          /* why not reachable, or a remark */
     int64_t deadline;
     pthread_t th;
     int started;
@@ -233,8 +233,8 @@ int cmd_status(struct ctl_opts *o, int argc, char **argv)
 {
     struct ctl_optiter it;
     const char *arg, *eps[CTL_MAX_ENDPOINTS];
-    char err[256], *storage;
-    static char ep_err[CTL_MAX_ENDPOINTS][256];
+    char err[BATON_ERRMSG_SIZE], *storage;
+    static char ep_err[CTL_MAX_ENDPOINTS][BATON_ERRMSG_SIZE];
     struct row *rows = NULL;
     const struct row *leader = NULL;
     struct admin_reply first = {0};

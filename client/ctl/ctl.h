@@ -26,6 +26,7 @@
 #include <stddef.h>
 
 #include "proto/buf.h"
+#include "proto/errmsg.h"
 #include "proto/msg.h"
 
 /* ---- exit codes (documented in `batonctl --help`) ---------------------- */
