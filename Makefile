@@ -192,6 +192,11 @@ $(EXAMPLE_BIN): $(B)/examples/%: $(B)/client/examples/%.o $(B)/libbaton.a
 $(B)/tests/unit/test_client: $(B)/tests/unit/test_client.o $(B)/libbaton.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
 
+# The state machine's unit tests (test_fsm_*.c) share tests/unit/fsm_fixture.c.
+$(B)/tests/unit/test_fsm_%: $(B)/tests/unit/test_fsm_%.o $(B)/tests/unit/fsm_fixture.o \
+                            $(B)/libstore.a $(B)/libproto.a $(B)/libtest.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_LMDB) $(LIBS_SYS)
+
 $(B)/tests/unit/%: $(B)/tests/unit/%.o $(B)/libstore.a $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_LMDB) $(LIBS_SYS)
 

@@ -1,5 +1,5 @@
 /*
- * store_test.h -- hooks for tests/unit/test_fsm.c. Not for batond: they let
+ * store_test.h -- hooks for tests/unit/test_fsm_*.c. Not for batond: they let
  * a test shrink the map (to exercise MDB_MAP_FULL handling), simulate a crash
  * and a reboot. Declared apart from store.h so that the store's API stays as
  * the header describes it, and free of <lmdb.h>.

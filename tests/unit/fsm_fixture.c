@@ -1,0 +1,378 @@
+/*
+ * fsm_fixture.c -- what the unit tests of the lock state machine share; see
+ * fsm_fixture.h.
+ */
+#include "tests/unit/fsm_fixture.h"
+
+#include "tests/lib/files.h"
+
+/* ---- the per-run directory, and a store per test ------------------------ */
+
+static char run_dir[64];
+
+void fsm_suite_init(void)
+{
+    if (tmpdir_make(run_dir, sizeof run_dir, "baton-fsm") != 0) {
+        perror("tmpdir_make");
+        exit(1);
+    }
+}
+
+void fsm_suite_done(void)
+{
+    if (run_dir[0] != '\0') rm_rf(run_dir);
+}
+
+static void rm_dir(const char *dir)
+{
+    char path[192];
+
+    snprintf(path, sizeof path, "%s/data.mdb", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/lock.mdb", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/boot_id", dir);
+    unlink(path);
+    ASSERT_EQ(rmdir(dir), 0);
+}
+
+void setup(struct fixture *f)
+{
+    char err[256];
+
+    memset(f, 0, sizeof *f);
+    snprintf(f->dir, sizeof f->dir, "%s/t-XXXXXX", run_dir);
+    ASSERT(mkdtemp(f->dir) != NULL);
+    if (store_open(f->dir, &f->s, err) != 0) FAIL("store_open: %s", err);
+    effects_init(&f->fx);
+    effects_init(&f->changed);
+}
+
+void teardown(struct fixture *f)
+{
+    store_close(f->s);
+    f->s = NULL;
+    effects_free(&f->fx);
+    effects_free(&f->changed);
+    rm_dir(f->dir);
+}
+
+/* ---- commands ----------------------------------------------------------- */
+
+struct cmd cmd_of(uint8_t type, uint64_t session, uint64_t seq, const char *name)
+{
+    struct cmd c;
+
+    memset(&c, 0, sizeof c);
+    c.type = type;
+    c.session = session;
+    c.seq = seq;
+    c.name = name;
+    c.name_len = (uint16_t)(name ? strlen(name) : 0);
+    return c;
+}
+
+struct cmd c_open(uint32_t ttl_ms, const char *client)
+{
+    struct cmd c = cmd_of(CMD_OPEN_SESSION, 0, 0, client);
+    c.ttl_ms = ttl_ms;
+    return c;
+}
+
+struct cmd c_acq(uint64_t s, uint64_t seq, int64_t wait_ms, const char *name)
+{
+    struct cmd c = cmd_of(CMD_ACQUIRE, s, seq, name);
+    c.wait_ms = wait_ms;
+    return c;
+}
+
+struct cmd c_rel(uint64_t s, uint64_t seq, uint64_t fence, const char *name)
+{
+    struct cmd c = cmd_of(CMD_RELEASE, s, seq, name);
+    c.fence = fence;
+    return c;
+}
+
+struct cmd c_cancel(uint64_t s, uint64_t seq, uint64_t waiter, const char *name)
+{
+    struct cmd c = cmd_of(CMD_CANCEL, s, seq, name);
+    c.waiter = waiter;
+    return c;
+}
+
+struct cmd c_timeout(uint64_t s, uint64_t waiter, const char *name)
+{
+    struct cmd c = cmd_of(CMD_WAIT_TIMEOUT, s, 0, name);
+    c.waiter = waiter;
+    return c;
+}
+
+/* An ACQUIRE whose hold carries a lock-delay of delay_ms. */
+struct cmd c_acq_d(uint64_t s, uint64_t seq, int64_t wait_ms, const char *name,
+                   int32_t delay_ms)
+{
+    struct cmd c = c_acq(s, seq, wait_ms, name);
+    c.lock_delay_ms = delay_ms;
+    return c;
+}
+
+void encode(struct buf *b, const struct cmd *cmds, size_t n)
+{
+    size_t start;
+
+    ASSERT_EQ(cmd_batch_begin(b, &start), 0);
+    for (size_t i = 0; i < n; i++) ASSERT_EQ(cmd_batch_add(b, &cmds[i]), 0);
+    cmd_batch_end(b, start, (uint32_t)n);
+}
+
+/*
+ * Move the entry's FX_LOCK_CHANGED effects from f->fx to f->changed, so that
+ * the tests of the other effects see only those. They must all come after
+ * every other effect of the entry.
+ */
+static void strip_changed(struct fixture *f)
+{
+    size_t first = f->fx.n_fx;
+
+    effects_reset(&f->changed);
+    while (first > 0 && f->fx.fx[first - 1].type == FX_LOCK_CHANGED) first--;
+    for (size_t i = 0; i < first; i++) ASSERT_NE(f->fx.fx[i].type, FX_LOCK_CHANGED);
+    for (size_t i = first; i < f->fx.n_fx; i++)
+        ASSERT_EQ(effects_add_fx(&f->changed, &f->fx.fx[i]), 0);
+    f->fx.n_fx = first;
+}
+
+/* Apply cmds as the next entry; every command must yield a result. */
+void apply_n(struct fixture *f, const struct cmd *cmds, size_t n)
+{
+    struct buf b = {0};
+
+    encode(&b, cmds, n);
+    ASSERT_EQ(store_apply(f->s, ++f->index, b.data, b.len, &f->fx), 0);
+    strip_changed(f);
+    ASSERT_EQ(f->fx.n_results, n);
+    ASSERT_UEQ(f->fx.index, f->index);
+    ASSERT_UEQ(store_applied_index(f->s), f->index);
+    buf_free(&b);
+}
+
+struct cmd_result run(struct fixture *f, struct cmd c)
+{
+    apply_n(f, &c, 1);
+    return f->fx.results[0];
+}
+
+uint64_t open_session(struct fixture *f)
+{
+    struct cmd_result r = run(f, c_open(10000, "test"));
+
+    ASSERT_EQ(r.status, 0);
+    ASSERT_EQ(r.kind, RESULT_OK);
+    ASSERT_NE(r.value, 0);
+    return r.value;
+}
+
+/* Acquire and expect a grant; returns the fence. */
+uint64_t grant(struct fixture *f, uint64_t s, uint64_t seq, const char *name)
+{
+    struct cmd_result r = run(f, c_acq(s, seq, BATON_WAIT_FOREVER, name));
+
+    ASSERT_EQ(r.status, 0);
+    ASSERT_EQ(r.kind, RESULT_GRANTED);
+    ASSERT_NE(r.value, 0);
+    return r.value;
+}
+
+/* Acquire and expect to be queued at `pos`. */
+void queue(struct fixture *f, uint64_t s, uint64_t seq, const char *name, uint64_t pos)
+{
+    struct cmd_result r = run(f, c_acq(s, seq, BATON_WAIT_FOREVER, name));
+
+    ASSERT_EQ(r.status, 0);
+    ASSERT_EQ(r.kind, RESULT_QUEUED);
+    ASSERT_UEQ(r.value, pos);
+}
+
+/* ---- effects ------------------------------------------------------------ */
+
+void assert_fx(const struct effect *e, uint8_t type, int32_t status, uint64_t session,
+               uint64_t waiter, const char *name)
+{
+    ASSERT_EQ(e->type, type);
+    ASSERT_EQ(e->status, status);
+    ASSERT_UEQ(e->session, session);
+    ASSERT_UEQ(e->waiter, waiter);
+    if (name != NULL) {
+        ASSERT_EQ(e->name_len, strlen(name));
+        ASSERT(memcmp(e->name, name, e->name_len) == 0);
+    }
+}
+
+/* Two applies gave the same results and effects (field by field: the
+ * structs have padding). */
+void assert_same_effects(const struct effects *a, const struct effects *b)
+{
+    ASSERT_EQ(a->n_results, b->n_results);
+    for (size_t i = 0; i < a->n_results; i++) {
+        ASSERT_EQ(a->results[i].status, b->results[i].status);
+        ASSERT_EQ(a->results[i].kind, b->results[i].kind);
+        ASSERT_UEQ(a->results[i].value, b->results[i].value);
+    }
+    ASSERT_EQ(a->n_fx, b->n_fx);
+    for (size_t i = 0; i < a->n_fx; i++) {
+        const struct effect *x = &a->fx[i], *y = &b->fx[i];
+        ASSERT_EQ(x->type, y->type);
+        ASSERT_EQ(x->status, y->status);
+        ASSERT_UEQ(x->session, y->session);
+        ASSERT_UEQ(x->waiter, y->waiter);
+        ASSERT_UEQ(x->fence, y->fence);
+        ASSERT_EQ(x->lock_delay_ms, y->lock_delay_ms);
+        ASSERT_EQ(x->name_len, y->name_len);
+        ASSERT(memcmp(x->name, y->name, x->name_len) == 0);
+    }
+}
+
+int count_fx(const struct effects *e, uint8_t type)
+{
+    int n = 0;
+
+    for (size_t i = 0; i < e->n_fx; i++) n += e->fx[i].type == type;
+    return n;
+}
+
+/* The last entry's FX_LOCK_CHANGED names are exactly `names` (NULL-ended),
+ * in that order: each changed lock once. */
+void assert_changed(const struct fixture *f, const char *const *names)
+{
+    size_t n = 0;
+
+    for (; names[n] != NULL; n++) {
+        ASSERT_LT(n, f->changed.n_fx);
+        assert_fx(&f->changed.fx[n], FX_LOCK_CHANGED, 0, 0, 0, names[n]);
+        ASSERT_UEQ(f->changed.fx[n].fence, 0);
+    }
+    ASSERT_UEQ(f->changed.n_fx, n);
+}
+
+/* ---- state inspection --------------------------------------------------- */
+
+void snap(struct fixture *f, struct buf *b)
+{
+    buf_free(b);
+    ASSERT_EQ(store_snapshot(f->s, b), 0);
+    ASSERT_GE(b->len, SNAP_HDR);
+}
+
+int same_state(const struct buf *a, const struct buf *b)
+{
+    return a->len == b->len &&
+           memcmp(a->data + SNAP_HDR, b->data + SNAP_HDR, a->len - SNAP_HDR) == 0;
+}
+
+/* Number of entries of database db in a snapshot. */
+uint32_t snap_count(const struct buf *b, int db)
+{
+    size_t off = SNAP_HDR;
+
+    for (int i = 0;; i++) {
+        uint32_t n = le_get_u32(b->data + off);
+        if (i == db) return n;
+        off += 4;
+        for (uint32_t j = 0; j < n; j++) {
+            off += 4 + le_get_u32(b->data + off);
+            off += 4 + le_get_u32(b->data + off);
+        }
+    }
+}
+
+uint32_t count_in(struct fixture *f, int db)
+{
+    struct buf b = {0};
+    uint32_t n;
+
+    snap(f, &b);
+    n = snap_count(&b, db);
+    buf_free(&b);
+    return n;
+}
+
+struct msg_lock_info_r info(struct fixture *f, const char *name)
+{
+    struct msg_lock_info_r i;
+
+    memset(&i, 0, sizeof i);
+    ASSERT_EQ(store_lock_info(f->s, name, strlen(name), BATON_MAX_LIST, &i), 0);
+    return i;
+}
+
+void assert_holder(struct fixture *f, const char *name, uint64_t session, uint64_t fence,
+                   uint32_t waiters)
+{
+    struct msg_lock_info_r i = info(f, name);
+
+    ASSERT_EQ(i.held, session != 0);
+    ASSERT_UEQ(i.holder_session, session);
+    if (fence) ASSERT_UEQ(i.fence, fence);
+    ASSERT_EQ(i.total_waiters, waiters);
+    ASSERT_EQ(i.n_waiters, waiters);
+    free(i.waiters);
+}
+
+/* Build a state that touches every table. */
+void populate(struct fixture *f)
+{
+    uint64_t a = open_session(f), b = open_session(f), c = open_session(f);
+    uint64_t fa = grant(f, a, 1, "alpha");
+    struct cmd x;
+
+    grant(f, b, 1, "beta");
+    queue(f, b, 2, "alpha", 1);
+    queue(f, c, 1, "alpha", 2);
+    x = c_acq(c, 2, 5000, "beta");
+    ASSERT_EQ(run(f, x).kind, RESULT_QUEUED);
+    ASSERT_EQ(run(f, c_rel(a, 2, fa, "alpha")).status, 0);
+    ASSERT_EQ(run(f, c_acq(a, 3, BATON_WAIT_TRY, "alpha")).status, BATON_EWOULDBLOCK);
+    open_session(f);
+    ASSERT_EQ(run(f, c_member(4, "127.0.0.1:7004")).status, 0);
+}
+
+/* ---- what the store's iterators report ---------------------------------- */
+
+int collect_timed(void *data, uint64_t session, uint64_t waiter, int64_t wait_ms,
+                  const char *name, size_t name_len)
+{
+    struct timed *t = data;
+    t->n++;
+    t->session = session;
+    t->waiter = waiter;
+    t->wait_ms = wait_ms;
+    memcpy(t->name, name, name_len < 15 ? name_len : 15);
+    return 0;
+}
+
+int collect_lock(void *data, const char *name, size_t name_len, uint64_t holder,
+                 uint64_t fence, uint32_t n_waiters)
+{
+    struct listed *l = data;
+    (void)fence;
+    ASSERT_LT(l->n, 8);
+    memcpy(l->names[l->n], name, name_len);
+    l->names[l->n][name_len] = 0;
+    l->holder[l->n] = holder;
+    l->waiters[l->n] = n_waiters;
+    l->n++;
+    return 0;
+}
+
+int collect_delayed(void *data, const char *name, size_t name_len, int32_t delay_ms)
+{
+    struct delayed_seen *d = data;
+
+    ASSERT_LT(d->n, 8);
+    ASSERT_LT(name_len, 16);
+    memcpy(d->names[d->n], name, name_len);
+    d->names[d->n][name_len] = 0;
+    d->delay[d->n] = delay_ms;
+    d->n++;
+    return 0;
+}

@@ -1,0 +1,144 @@
+/*
+ * fsm_fixture.h -- what the unit tests of the lock state machine
+ * (storage/store.h; tests/unit/test_fsm_*.c) share: a store on a fresh
+ * LMDB directory per test, commands built and applied as raft entries
+ * through store_apply, and ways to look at the state.
+ *
+ * Every test's directory lives under one per-run directory that main makes
+ * with fsm_suite_init and removes with fsm_suite_done, so that a failed test
+ * (which exits at once) leaves nothing behind either.
+ *
+ * "Nothing changed" is checked by comparing store_snapshot bytes after the
+ * 24-byte header (magic, format, applied index, state digest): the applied
+ * index and the digest move with every entry, the rest of the state must
+ * not.
+ *
+ * Every helper that can fail FAILs the running test (tests/lib/runner.h).
+ */
+#ifndef BATON_TESTS_UNIT_FSM_FIXTURE_H
+#define BATON_TESTS_UNIT_FSM_FIXTURE_H
+
+#include "tests/lib/runner.h"
+
+#include "client/baton_defs.h"
+#include "storage/cmd.h"
+#include "storage/store.h"
+
+#define SNAP_HDR 24
+enum { DB_META, DB_SESSIONS, DB_LOCKS, DB_WAITERS, DB_OWNED, DB_DEDUP, DB_MEMBERS, N_DB };
+
+struct fixture {
+    char dir[128];
+    store *s;
+    struct effects fx;
+    struct effects changed; /* apply_n moves the entry's FX_LOCK_CHANGED here */
+    uint64_t index;
+};
+
+/* ---- the per-run directory, and a store per test ------------------------ */
+
+/* Make the per-run directory (call it once, in main, before any test) and
+ * remove it with everything inside (at the end of main). */
+void fsm_suite_init(void);
+void fsm_suite_done(void);
+
+/* A new store in a new directory under the per-run one; and its end. */
+void setup(struct fixture *f);
+void teardown(struct fixture *f);
+
+/* ---- commands ------------------------------------------------------------ */
+
+struct cmd cmd_of(uint8_t type, uint64_t session, uint64_t seq, const char *name);
+struct cmd c_open(uint32_t ttl_ms, const char *client);
+struct cmd c_acq(uint64_t s, uint64_t seq, int64_t wait_ms, const char *name);
+struct cmd c_rel(uint64_t s, uint64_t seq, uint64_t fence, const char *name);
+struct cmd c_cancel(uint64_t s, uint64_t seq, uint64_t waiter, const char *name);
+struct cmd c_timeout(uint64_t s, uint64_t waiter, const char *name);
+/* An ACQUIRE whose hold carries a lock-delay of delay_ms. */
+struct cmd c_acq_d(uint64_t s, uint64_t seq, int64_t wait_ms, const char *name, int32_t delay_ms);
+
+#define c_delay_end(name) cmd_of(CMD_DELAY_END, 0, 0, (name))
+#define c_close(s, seq) cmd_of(CMD_CLOSE_SESSION, (s), (seq), NULL)
+#define c_expire(s) cmd_of(CMD_EXPIRE_SESSION, (s), 0, NULL)
+#define c_force(name) cmd_of(CMD_FORCE_RELEASE, 0, 0, (name))
+#define c_member(id, addr) cmd_of(CMD_SET_MEMBER_ADDR, (id), 0, (addr))
+
+/* Encode cmds as one batch (appended to b). */
+void encode(struct buf *b, const struct cmd *cmds, size_t n);
+/* Apply cmds as the next entry; every command must yield a result. The
+ * entry's FX_LOCK_CHANGED effects go to f->changed, the others stay in
+ * f->fx. */
+void apply_n(struct fixture *f, const struct cmd *cmds, size_t n);
+/* Apply one command as the next entry; its result. */
+struct cmd_result run(struct fixture *f, struct cmd c);
+/* Open a session (ttl 10 s) and expect success; its id. */
+uint64_t open_session(struct fixture *f);
+/* Acquire and expect a grant; returns the fence. */
+uint64_t grant(struct fixture *f, uint64_t s, uint64_t seq, const char *name);
+/* Acquire and expect to be queued at `pos`. */
+void queue(struct fixture *f, uint64_t s, uint64_t seq, const char *name, uint64_t pos);
+
+/* ---- effects ------------------------------------------------------------- */
+
+/* One effect, field by field (name NULL: not checked). */
+void assert_fx(const struct effect *e, uint8_t type, int32_t status, uint64_t session,
+               uint64_t waiter, const char *name);
+/* Two applies gave the same results and effects. */
+void assert_same_effects(const struct effects *a, const struct effects *b);
+/* How many effects of this type e holds. */
+int count_fx(const struct effects *e, uint8_t type);
+/* The last entry's FX_LOCK_CHANGED names are exactly `names` (NULL-ended),
+ * in that order: each changed lock once. */
+void assert_changed(const struct fixture *f, const char *const *names);
+#define CHANGED(f, ...) assert_changed((f), (const char *const[]){__VA_ARGS__, NULL})
+#define UNCHANGED(f) ASSERT_UEQ((f)->changed.n_fx, 0)
+
+/* ---- state inspection ---------------------------------------------------- */
+
+/* Replace b's contents with the store's snapshot. */
+void snap(struct fixture *f, struct buf *b);
+/* The two snapshots hold the same state (their headers aside). */
+int same_state(const struct buf *a, const struct buf *b);
+/* Number of entries of database db (DB_*) in a snapshot; in the store. */
+uint32_t snap_count(const struct buf *b, int db);
+uint32_t count_in(struct fixture *f, int db);
+/* store_lock_info of name (free its waiters). */
+struct msg_lock_info_r info(struct fixture *f, const char *name);
+/* name is held by session (0: free) with this fence (0: any) and has
+ * `waiters` waiters. */
+void assert_holder(struct fixture *f, const char *name, uint64_t session, uint64_t fence,
+                   uint32_t waiters);
+/* Build a state that touches every table. */
+void populate(struct fixture *f);
+
+/* ---- what the store's iterators report ----------------------------------- */
+
+/* store_foreach_timed_waiter: how many calls, and the last one's values. */
+struct timed {
+    int n;
+    uint64_t session, waiter;
+    int64_t wait_ms;
+    char name[16];
+};
+int collect_timed(void *data, uint64_t session, uint64_t waiter, int64_t wait_ms,
+                  const char *name, size_t name_len);
+
+/* store_list_locks: up to 8 locks. */
+struct listed {
+    int n;
+    char names[8][16];
+    uint64_t holder[8];
+    uint32_t waiters[8];
+};
+int collect_lock(void *data, const char *name, size_t name_len, uint64_t holder,
+                 uint64_t fence, uint32_t n_waiters);
+
+/* store_foreach_delayed_lock: up to 8 delayed locks. */
+struct delayed_seen {
+    int n;
+    char names[8][16];
+    int32_t delay[8];
+};
+int collect_delayed(void *data, const char *name, size_t name_len, int32_t delay_ms);
+
+#endif /* BATON_TESTS_UNIT_FSM_FIXTURE_H */
