@@ -88,11 +88,13 @@ TEST(member_addr_set_replace_delete)
     ASSERT(same_state(&before, &after));
     ASSERT(store_digest(f.s) != digest);
 
-    /* The largest id, and an address of exactly BATON_MAX_ADDR bytes. */
+    /* The largest id, and an address of exactly BATON_MAX_ADDR bytes: a
+     * one-label host name and ":1" (proto/addr.h). */
     memset(small, 'a', sizeof small);
     {
         char full[BATON_MAX_ADDR + 1];
         memcpy(full, small, BATON_MAX_ADDR);
+        memcpy(full + BATON_MAX_ADDR - 2, ":1", 2);
         full[BATON_MAX_ADDR] = '\0';
         ASSERT_EQ(run(&f, c_member(UINT32_MAX, full)).status, 0);
         ASSERT_STREQ(member_addr(&f, UINT32_MAX, 1), full);
