@@ -136,7 +136,7 @@
  *  - A frame that cannot be parsed gets ERROR(BATON_EMALFORMED or
  *    BATON_ETOOBIG) and the connection is closed; a well-formed request the
  *    server refuses gets ERROR(code, message) and the connection stays.
- *  - Limits (README "Limits"): a connection beyond batond's --max-conns
+ *  - Limits (docs/operations.md, "Limits"): a connection beyond batond's --max-conns
  *    gets ERROR(BATON_ELIMIT) and is closed; a connection whose incomplete
  *    frame is older than --frame-timeout gets ERROR(BATON_ETIMEDOUT) (req_id
  *    0) and is closed; while the leader's data disk has less free space

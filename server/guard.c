@@ -1,7 +1,7 @@
 /*
  * guard.c -- limits on what one client may hold on the server, so that a
  * misbehaving or hostile client costs a bounded amount of memory and
- * descriptors and never blocks the others (README, "Limits"):
+ * descriptors and never blocks the others (docs/operations.md, "Limits"):
  *
  *  - --max-conns: connections beyond it are accepted only to be answered
  *    ERROR(BATON_ELIMIT) and closed. The limit is lowered at start-up to

@@ -262,7 +262,7 @@ void disk_close(struct server *srv);
  * never refused. */
 bool disk_refuse(struct conn *c, uint64_t req_id, int cmd_type);
 
-/* guard.c -- limits on what one client may hold (README, "Limits"). */
+/* guard.c -- limits on what one client may hold (docs/operations.md, "Limits"). */
 void guard_init(struct server *srv);       /* start the frame-timeout sweep */
 void guard_close(struct server *srv);
 /* A connection was just accepted: false if it is over --max-conns, and then

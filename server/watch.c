@@ -5,7 +5,7 @@
  * The table maps a hash of the lock name to a list of watchers (one per
  * connection and name; names that share a hash share the list and are told
  * apart by comparing them). Applied entries yield FX_LOCK_CHANGED per
- * changed lock; push_deliver hands each to watch_changed, which reads the
+ * changed lock; server.c routes each to watch_changed, which reads the
  * lock's state once and pushes it to every watcher of that name. A lock that
  * changed in several entries of one loop turn is read and pushed once, since
  * the state read is already the latest.

@@ -12,7 +12,7 @@
 /*
  * Allocation failure. batond treats running out of memory like Redis's
  * zmalloc does: it logs and aborts. Every resource a client can make it
- * hold is bounded (README, "Limits"), so only the machine running out of
+ * hold is bounded (docs/operations.md, "Limits"), so only the machine running out of
  * memory gets here, and a node that stops is the failure raft is built
  * for: another node leads and clients move there with their sessions.
  * Carrying on instead would mean dropping a push, a timer or a reply

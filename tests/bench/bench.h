@@ -1,5 +1,5 @@
 /*
- * bench.h -- what lockbench's parts share (tests/bench/, WORKLOAD.md).
+ * bench.h -- what lockbench's parts share (tests/bench/; the workloads are in docs/performance.md).
  *
  *   lockbench.c     options, usage, main
  *   util.c          clock, sleeps, rate-limited error lines, records,
@@ -127,7 +127,7 @@ void cres_check_fence(struct cres *r, uint64_t fence);
  * Merge the results of a W1/W2/W3 run from t_start to t_end (monotonic ns),
  * run the cross-client checks (duplicate fences; W2: fences in grant order
  * and the longest streak; W3: the gaps) and print the JSON line of
- * WORKLOAD.md on stdout. grant_seq: W2 grants handed out (the keys of the
+ * docs/performance.md on stdout. grant_seq: W2 grants handed out (the keys of the
  * records are 0..grant_seq-1). Returns 0 if any client connected, else 1.
  */
 int report_clients(const struct cfg *cfg, struct cres *r, int n, int64_t t_start,

@@ -2,7 +2,7 @@
  * drv_async.c -- the async driver of W1/W2/W3 (lockbench --driver async, the
  * default): every client is a small callback state machine with its own
  * baton_async_t (client/baton_async.h) -- its own session, connection and
- * keepalives, as WORKLOAD.md asks -- and the clients are spread over
+ * keepalives, as docs/performance.md describes -- and the clients are spread over
  * --loops libuv loops, one thread each (client i on loop i mod loops).
  *
  * Why: with the blocking driver every client is two threads and every call

@@ -59,7 +59,7 @@ static const char usage_text[] =
     "                 [--ttl-ms MS] [--open-inflight N]\n"
     "                 [--op-timeout-ms MS] [--connect-timeout-ms MS]\n"
     "\n"
-    "Drives a running baton cluster and prints one JSON line (WORKLOAD.md).\n"
+    "Drives a running baton cluster and prints one JSON line (docs/performance.md).\n"
     "  --endpoints E          ip:port,... client endpoints of the cluster\n"
     "  --workload W           W1 uncontended, W2 hot lock, W3 failover (W1 while the\n"
     "                         harness kills the leader), W4 many sessions and locks,\n"

@@ -1,7 +1,7 @@
 /*
  * report.c -- the end of a W1/W2/W3 run, whichever driver ran it: merge the
  * per-client results, run the checks that need every client's records, and
- * print the JSON line of WORKLOAD.md.
+ * print the JSON line described in docs/performance.md.
  *
  * violations: a driver counts, per client, grants whose fence is not greater
  * than the client's previous fence (cres_check_fence) and, in W2, grants

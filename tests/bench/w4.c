@@ -1,5 +1,5 @@
 /*
- * w4.c -- W4 scale (WORKLOAD.md): one client process opens K sessions and
+ * w4.c -- W4 scale (docs/performance.md): one client process opens K sessions and
  * holds L distinct locks "w4-<j>" (lock j on session j mod K), taken with
  * baton_trylock by --clients threads; "seconds" is the time to acquire them
  * all, --seconds the time limit. With --pids, each server's VmRSS is read

@@ -14,7 +14,7 @@
  *    bound: a resource bound, not a timing assertion.
  *
  * The cluster runs with --max-conns 1000 and --frame-timeout 1500 so that
- * those limits are reached quickly; README "Limits" lists the defaults.
+ * those limits are reached quickly; docs/operations.md, "Limits", lists the defaults.
  */
 #include <errno.h>
 #include <fcntl.h>

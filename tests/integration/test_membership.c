@@ -3,7 +3,7 @@
  * batond processes on 127.0.0.1 (tests/lib/cluster.h starts and always
  * stops them), while clients lock and unlock.
  *
- * The replacement is the README's procedure: start node 4 with --join
+ * The replacement is the procedure of docs/operations.md, "Replacing a node": start node 4 with --join
  * (its --cluster names only itself), `batonctl member add 4 ...`, wait
  * until it has caught up, `batonctl member remove 1`, stop node 1. Worker
  * threads, each with its own libbaton session whose endpoints are the
