@@ -190,8 +190,11 @@ $(EXAMPLE_BIN): $(B)/examples/%: $(B)/client/examples/%.o $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
 
 # ---- tests -------------------------------------------------------------------
-# The client's unit test runs libbaton against an in-test fake server.
-$(B)/tests/unit/test_client: $(B)/tests/unit/test_client.o $(B)/libbaton.a $(B)/libtest.a
+# The client's unit tests (test_client_*.c) run libbaton against the fake
+# servers of tests/unit/fake_server.c, the async ones through
+# tests/unit/client_fixture.c.
+$(B)/tests/unit/test_client_%: $(B)/tests/unit/test_client_%.o $(B)/tests/unit/fake_server.o \
+                               $(B)/tests/unit/client_fixture.o $(B)/libbaton.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
 
 # The state machine's unit tests (test_fsm_*.c) share tests/unit/fsm_fixture.c.

@@ -1,0 +1,607 @@
+/*
+ * fake_server.c -- a TEST DOUBLE of batond for libbaton's unit tests; see
+ * fake_server.h.
+ */
+#include "tests/unit/fake_server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "proto/msg.h"
+#include "tests/lib/clock.h"
+#include "tests/lib/runner.h"
+
+static void fk_send(struct fk_conn *c, const struct msg *m)
+{
+    struct buf b;
+    size_t off = 0;
+
+    buf_init(&b);
+    if (proto_encode(&b, m) != 0) FAIL("fake: cannot encode %s", msg_type_name(m->type));
+    while (off < b.len) {
+        ssize_t n = send(c->fd, b.data + off, b.len - off, MSG_NOSIGNAL);
+        if (n <= 0) break;
+        off += (size_t)n;
+    }
+    buf_free(&b);
+}
+
+static struct fk_conn *fk_conn(struct fake *f, uint64_t id)
+{
+    for (int i = 0; i < f->nconns; i++)
+        if (f->conns[i].id == id && !f->conns[i].dead) return &f->conns[i];
+    return NULL;
+}
+
+static struct fk_session *fk_session(struct fake *f, uint64_t id)
+{
+    for (int i = 0; i < f->nsessions; i++)
+        if (f->sessions[i].id == id) return &f->sessions[i];
+    return NULL;
+}
+
+static void fk_attach(struct fake *f, uint64_t session, uint64_t conn_id)
+{
+    struct fk_session *s = fk_session(f, session);
+
+    if (s) s->conn_id = conn_id;
+}
+
+static struct fk_lock *fk_lock(struct fake *f, struct pstr name, bool create)
+{
+    struct fk_lock *l;
+
+    for (int i = 0; i < f->nlocks; i++)
+        if (f->locks[i].len == name.n && memcmp(f->locks[i].name, name.p, name.n) == 0)
+            return &f->locks[i];
+    if (!create) return NULL;
+    if (f->nlocks == FK_LOCKS) FAIL("fake: too many locks");
+    l = &f->locks[f->nlocks++];
+    memset(l, 0, sizeof *l);
+    memcpy(l->name, name.p, name.n);
+    l->len = name.n;
+    return l;
+}
+
+static struct fk_dedup *fk_dedup(struct fake *f, uint64_t session, uint64_t seq)
+{
+    for (int i = 0; i < f->ndedup; i++)
+        if (f->dedup[i].session == session && f->dedup[i].seq == seq) return &f->dedup[i];
+    return NULL;
+}
+
+static void fk_remember(struct fake *f, uint64_t session, uint64_t seq, int32_t status,
+                        uint8_t kind, uint64_t value)
+{
+    struct fk_dedup *d = fk_dedup(f, session, seq);
+
+    if (d == NULL) {
+        if (f->ndedup == FK_DEDUP) FAIL("fake: dedup table full");
+        d = &f->dedup[f->ndedup++];
+        d->session = session;
+        d->seq = seq;
+    }
+    d->status = status;
+    d->kind = kind;
+    d->value = value;
+}
+
+static void fk_result(struct fk_conn *c, uint64_t req_id, int32_t status, uint8_t kind,
+                      uint64_t value)
+{
+    struct msg m = {.type = MSG_RESULT, .req_id = req_id};
+
+    if (status != BATON_ESESSION) c->f->last_ok_at = now_ms(); /* under f->mu */
+    m.u.result.status = status;
+    m.u.result.kind = kind;
+    m.u.result.value = value;
+    fk_send(c, &m);
+}
+
+/* Push to the connection the session is attached to, if it is still open. */
+static void fk_push(struct fake *f, uint64_t session, const struct msg *m)
+{
+    struct fk_session *s = fk_session(f, session);
+    struct fk_conn *c = s ? fk_conn(f, s->conn_id) : NULL;
+
+    if (c) fk_send(c, m);
+}
+
+/* The lock is free: hand it to the head of its queue, if any. */
+static void fk_grant_next(struct fake *f, struct fk_lock *l)
+{
+    struct msg m = {.type = MSG_GRANTED};
+    struct fk_waiter w;
+
+    if (l->holder_session || l->nq == 0) return;
+    w = l->q[0];
+    memmove(l->q, l->q + 1, (size_t)(l->nq - 1) * sizeof l->q[0]);
+    l->nq--;
+    l->holder_session = w.session;
+    l->holder_waiter = w.waiter;
+    l->fence = ++f->next_fence;
+    fk_remember(f, w.session, w.waiter, 0, RESULT_GRANTED, l->fence);
+    m.u.push.session = w.session;
+    m.u.push.waiter = w.waiter;
+    m.u.push.fence = l->fence;
+    m.u.push.lock.p = l->name;
+    m.u.push.lock.n = l->len;
+    fk_push(f, w.session, &m);
+}
+
+static int fk_find_waiter(const struct fk_lock *l, uint64_t session, uint64_t waiter)
+{
+    for (int i = 0; i < l->nq; i++)
+        if (l->q[i].session == session && l->q[i].waiter == waiter) return i;
+    return -1;
+}
+
+static void fk_remove_waiter(struct fk_lock *l, int i)
+{
+    memmove(l->q + i, l->q + i + 1, (size_t)(l->nq - i - 1) * sizeof l->q[0]);
+    l->nq--;
+}
+
+static void fk_acquire(struct fake *f, struct fk_conn *c, const struct msg *m)
+{
+    uint64_t s = m->u.op.session, seq = m->u.op.seq;
+    struct fk_dedup *d = fk_dedup(f, s, seq);
+    struct fk_lock *l;
+
+    f->last_acquire_seq = seq;
+    f->last_ack_below = m->u.op.ack_below;
+    if (d) {
+        f->n_dedup_hits++;
+        l = fk_lock(f, m->u.op.lock, false);
+        if (d->kind == RESULT_QUEUED && l && fk_find_waiter(l, s, seq) >= 0)
+            fk_result(c, m->req_id, 0, RESULT_QUEUED, (uint64_t)fk_find_waiter(l, s, seq) + 1);
+        else
+            fk_result(c, m->req_id, d->status, d->kind, d->value);
+        return;
+    }
+    l = fk_lock(f, m->u.op.lock, true);
+    if (l->holder_session == 0 && l->nq == 0) {
+        l->holder_session = s;
+        l->holder_waiter = seq;
+        l->fence = ++f->next_fence;
+        fk_remember(f, s, seq, 0, RESULT_GRANTED, l->fence);
+        fk_result(c, m->req_id, 0, RESULT_GRANTED, l->fence);
+    } else if (m->u.op.wait_ms == BATON_WAIT_TRY) {
+        fk_remember(f, s, seq, BATON_EWOULDBLOCK, RESULT_OK, 0);
+        fk_result(c, m->req_id, BATON_EWOULDBLOCK, RESULT_OK, 0);
+    } else {
+        struct fk_waiter *w;
+        if (l->nq == FK_WAITERS) FAIL("fake: queue full");
+        w = &l->q[l->nq++];
+        w->session = s;
+        w->waiter = seq;
+        w->deadline = m->u.op.wait_ms > 0 && !f->no_wait_timeouts
+                          ? now_ms() + (uint64_t)m->u.op.wait_ms
+                          : 0;
+        fk_remember(f, s, seq, 0, RESULT_QUEUED, 0);
+        fk_result(c, m->req_id, 0, RESULT_QUEUED, (uint64_t)l->nq);
+        if (f->drop_after_queued > 0) {
+            f->drop_after_queued--;
+            c->dead = true;
+        }
+    }
+}
+
+static void fk_release(struct fake *f, struct fk_conn *c, const struct msg *m)
+{
+    uint64_t s = m->u.op.session, seq = m->u.op.seq;
+    struct fk_dedup *d = fk_dedup(f, s, seq);
+    struct fk_lock *l;
+    int32_t st = BATON_ENOTHELD;
+
+    if (d) {
+        f->n_dedup_hits++;
+        fk_result(c, m->req_id, d->status, d->kind, d->value);
+        return;
+    }
+    l = fk_lock(f, m->u.op.lock, false);
+    if (l && l->holder_session == s && l->fence == m->u.op.fence) {
+        l->holder_session = l->holder_waiter = 0;
+        fk_grant_next(f, l);
+        st = 0;
+    }
+    fk_remember(f, s, seq, st, RESULT_OK, 0);
+    fk_result(c, m->req_id, st, RESULT_OK, 0);
+}
+
+static void fk_cancel(struct fake *f, struct fk_conn *c, const struct msg *m)
+{
+    uint64_t s = m->u.op.session, seq = m->u.op.seq, w = m->u.op.waiter;
+    struct fk_dedup *d = fk_dedup(f, s, seq);
+    struct fk_lock *l;
+    int i;
+
+    if (d) {
+        f->n_dedup_hits++;
+        fk_result(c, m->req_id, d->status, d->kind, d->value);
+        return;
+    }
+    l = fk_lock(f, m->u.op.lock, false);
+    if (l && (i = fk_find_waiter(l, s, w)) >= 0) {
+        fk_remove_waiter(l, i);
+        fk_remember(f, s, w, BATON_ECANCELED, RESULT_OK, 0);
+        fk_remember(f, s, seq, 0, RESULT_CANCELLED, 0);
+        fk_result(c, m->req_id, 0, RESULT_CANCELLED, 0);
+    } else if (l && l->holder_session == s && l->holder_waiter == w) {
+        fk_remember(f, s, seq, 0, RESULT_GRANTED, l->fence);
+        fk_result(c, m->req_id, 0, RESULT_GRANTED, l->fence);
+    } else {
+        fk_remember(f, s, seq, BATON_ENOTFOUND, RESULT_OK, 0);
+        fk_result(c, m->req_id, BATON_ENOTFOUND, RESULT_OK, 0);
+    }
+}
+
+/* CLOSE_SESSION: release the session's locks (granting them on), drop its
+ * waits, forget it. */
+static void fk_close_session(struct fake *f, struct fk_conn *c, const struct msg *m)
+{
+    uint64_t s = m->u.op.session;
+
+    for (int i = 0; i < f->nlocks; i++) {
+        struct fk_lock *l = &f->locks[i];
+        for (int j = l->nq - 1; j >= 0; j--)
+            if (l->q[j].session == s) fk_remove_waiter(l, j);
+        if (l->holder_session == s) {
+            l->holder_session = l->holder_waiter = 0;
+            fk_grant_next(f, l);
+        }
+    }
+    for (int i = 0; i < f->nsessions; i++)
+        if (f->sessions[i].id == s) f->sessions[i] = f->sessions[--f->nsessions];
+    fk_result(c, m->req_id, 0, RESULT_OK, 0);
+}
+
+static void fk_handle(struct fake *f, struct fk_conn *c, const struct msg *m)
+{
+    struct msg r = {.req_id = m->req_id};
+
+    if (m->type == MSG_HELLO) {
+        c->hello = true;
+        r.type = MSG_HELLO_OK;
+        r.u.hello_ok.version = f->hello_version ? f->hello_version : BATON_PROTO_VERSION;
+        r.u.hello_ok.node_id = 1;
+        fk_send(c, &r);
+        return;
+    }
+    if (!c->hello) FAIL("fake: %s before HELLO", msg_type_name(m->type));
+    if (f->redirect_to[0]) {
+        f->n_redirect++;
+        r.type = MSG_REDIRECT;
+        r.u.redirect.leader_id = 2;
+        r.u.redirect.client_addr.p = f->redirect_to;
+        r.u.redirect.client_addr.n = (uint16_t)strlen(f->redirect_to);
+        fk_send(c, &r);
+        return;
+    }
+    if (f->no_leader > 0) {
+        f->no_leader--;
+        f->n_no_leader++;
+        r.type = MSG_NO_LEADER;
+        fk_send(c, &r);
+        return;
+    }
+    /* A request naming a session the fake does not know (any more). */
+    if ((m->type == MSG_ACQUIRE && !f->silent_acquire && !fk_session(f, m->u.op.session)) ||
+        (m->type == MSG_RELEASE && !fk_session(f, m->u.op.session)) ||
+        (m->type == MSG_CANCEL && !fk_session(f, m->u.op.session))) {
+        fk_result(c, m->req_id, BATON_ESESSION, RESULT_OK, 0);
+        return;
+    }
+    switch (m->type) {
+    case MSG_OPEN_SESSION:
+        f->n_open++;
+        if (f->nsessions == FK_SESSIONS) FAIL("fake: too many sessions");
+        f->sessions[f->nsessions].id = ++f->next_session;
+        f->sessions[f->nsessions].conn_id = c->id;
+        f->nsessions++;
+        r.type = MSG_SESSION;
+        r.u.session.session = f->next_session;
+        r.u.session.ttl_ms = m->u.open_session.ttl_ms ? m->u.open_session.ttl_ms : 10000;
+        f->last_ok_at = now_ms();
+        fk_send(c, &r);
+        return;
+    case MSG_KEEPALIVE:
+        f->n_keepalive++;
+        f->last_ka_req_id = m->req_id;
+        f->last_ka_conn = c->id;
+        if (f->ka_silent) return;
+        if (fk_session(f, m->u.keepalive.session) == NULL) {
+            fk_result(c, m->req_id, BATON_ESESSION, RESULT_OK, 0);
+            return;
+        }
+        f->n_keepalive_ok++;
+        fk_attach(f, m->u.keepalive.session, c->id);
+        fk_result(c, m->req_id, 0, RESULT_OK, 0);
+        return;
+    case MSG_ACQUIRE:
+        f->n_acquire++;
+        if (f->silent_acquire) return;
+        fk_attach(f, m->u.op.session, c->id);
+        if (f->drop_unanswered > 0) {
+            /* Apply, then "crash" before the reply leaves: the reply is
+             * written to a socket that is shut down first. */
+            f->drop_unanswered--;
+            shutdown(c->fd, SHUT_RDWR);
+            c->dead = true;
+        }
+        fk_acquire(f, c, m);
+        return;
+    case MSG_RELEASE:
+        f->n_release++;
+        fk_attach(f, m->u.op.session, c->id);
+        fk_release(f, c, m);
+        return;
+    case MSG_CANCEL:
+        f->n_cancel++;
+        fk_attach(f, m->u.op.session, c->id);
+        fk_cancel(f, c, m);
+        return;
+    case MSG_CLOSE_SESSION:
+        f->n_close++;
+        fk_close_session(f, c, m);
+        return;
+    default:
+        FAIL("fake: unexpected %s", msg_type_name(m->type));
+    }
+}
+
+/* Wait deadlines: a waiter whose time ran out leaves with WAIT_FAILED. */
+static void fk_expire_waits(struct fake *f)
+{
+    uint64_t now = now_ms();
+
+    for (int i = 0; i < f->nlocks; i++) {
+        struct fk_lock *l = &f->locks[i];
+        for (int j = 0; j < l->nq;) {
+            struct fk_waiter w = l->q[j];
+            struct msg m = {.type = MSG_WAIT_FAILED};
+            if (w.deadline == 0 || now < w.deadline) {
+                j++;
+                continue;
+            }
+            fk_remove_waiter(l, j);
+            fk_remember(f, w.session, w.waiter, BATON_ETIMEDOUT, RESULT_OK, 0);
+            m.u.push.session = w.session;
+            m.u.push.waiter = w.waiter;
+            m.u.push.status = BATON_ETIMEDOUT;
+            m.u.push.lock.p = l->name;
+            m.u.push.lock.n = l->len;
+            fk_push(f, w.session, &m);
+        }
+    }
+}
+
+/* Push LOST for the lock l that session s holds, and free the lock for the
+ * next waiter. */
+static void fk_take_away(struct fake *f, struct fk_lock *l, int32_t status)
+{
+    struct msg m = {.type = MSG_LOST};
+
+    m.u.push.session = l->holder_session;
+    m.u.push.waiter = l->holder_waiter;
+    m.u.push.fence = l->fence;
+    m.u.push.status = status;
+    m.u.push.lock.p = l->name;
+    m.u.push.lock.n = l->len;
+    fk_push(f, l->holder_session, &m);
+    l->holder_session = l->holder_waiter = 0;
+    fk_grant_next(f, l);
+}
+
+/* Expire session s as batond does: a LOST push per lock it held, its waits
+ * dropped, SESSION_EXPIRED, and it is gone. */
+static void fk_expire_session(struct fake *f, uint64_t s)
+{
+    struct msg m = {.type = MSG_SESSION_EXPIRED};
+
+    for (int i = 0; i < f->nlocks; i++) {
+        struct fk_lock *l = &f->locks[i];
+        for (int j = l->nq - 1; j >= 0; j--)
+            if (l->q[j].session == s) fk_remove_waiter(l, j);
+        if (l->holder_session == s) fk_take_away(f, l, BATON_ESESSION);
+    }
+    m.u.session_expired.session = s;
+    fk_push(f, s, &m);
+    for (int i = 0; i < f->nsessions; i++)
+        if (f->sessions[i].id == s) f->sessions[i] = f->sessions[--f->nsessions];
+}
+
+/* Perform what the test asked for (under mu). */
+static void fk_actions(struct fake *f)
+{
+    if (f->do_expire) {
+        fk_expire_session(f, f->do_expire);
+        f->do_expire = 0;
+    }
+    if (f->do_forget) {
+        /* Like an expiry whose pushes got lost on the way. */
+        for (int i = 0; i < f->nlocks; i++) {
+            struct fk_lock *l = &f->locks[i];
+            for (int j = l->nq - 1; j >= 0; j--)
+                if (l->q[j].session == f->do_forget) fk_remove_waiter(l, j);
+            if (l->holder_session == f->do_forget) {
+                l->holder_session = l->holder_waiter = 0;
+                fk_grant_next(f, l);
+            }
+        }
+        for (int i = 0; i < f->nsessions; i++)
+            if (f->sessions[i].id == f->do_forget) f->sessions[i] = f->sessions[--f->nsessions];
+        f->do_forget = 0;
+    }
+    if (f->do_force[0]) {
+        struct pstr name = {f->do_force, (uint16_t)strlen(f->do_force)};
+        struct fk_lock *l = fk_lock(f, name, false);
+        if (l && l->holder_session) fk_take_away(f, l, BATON_ELOST);
+        f->do_force[0] = '\0';
+    }
+    if (f->do_drop_all) {
+        for (int i = 0; i < f->nconns; i++) f->conns[i].dead = true;
+        f->do_drop_all = false;
+    }
+}
+
+static void fk_read(struct fake *f, struct fk_conn *c)
+{
+    size_t off = 0, flen;
+    ssize_t n;
+
+    if (buf_reserve(&c->in, 65536) != 0) FAIL("fake: out of memory");
+    n = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, 0);
+    if (n <= 0) {
+        c->dead = true;
+        return;
+    }
+    c->in.len += (size_t)n;
+    while (!c->dead && proto_frame_check(c->in.data + off, c->in.len - off, &flen) == 1) {
+        struct msg m;
+        if (proto_decode(c->in.data + off, flen, &m) != 0) FAIL("fake: bad frame from client");
+        pthread_mutex_lock(&f->mu);
+        fk_handle(f, c, &m);
+        pthread_mutex_unlock(&f->mu);
+        msg_free(&m);
+        off += flen;
+    }
+    buf_consume(&c->in, off);
+}
+
+static void *fk_main(void *arg)
+{
+    struct fake *f = arg;
+
+    for (;;) {
+        struct pollfd p[FK_CONNS + 2];
+        int n = 0;
+
+        p[n].fd = f->stop[0];
+        p[n++].events = POLLIN;
+        p[n].fd = f->lfd;
+        p[n++].events = POLLIN;
+        for (int i = 0; i < f->nconns; i++) {
+            p[n].fd = f->conns[i].fd;
+            p[n++].events = POLLIN;
+        }
+        if (poll(p, (nfds_t)n, 5) < 0 && errno != EINTR) FAIL("fake: poll: %s", strerror(errno));
+        if (p[0].revents) break;
+        if (p[1].revents & POLLIN) {
+            int fd = accept(f->lfd, NULL, NULL);
+            if (fd >= 0) {
+                int one = 1;
+                setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+                if (f->nconns == FK_CONNS) FAIL("fake: too many connections");
+                memset(&f->conns[f->nconns], 0, sizeof f->conns[0]);
+                f->conns[f->nconns].fd = fd;
+                f->conns[f->nconns].f = f;
+                f->conns[f->nconns].id = ++f->next_conn_id;
+                f->nconns++;
+                pthread_mutex_lock(&f->mu);
+                f->n_conns++;
+                pthread_mutex_unlock(&f->mu);
+            }
+        }
+        for (int i = 2; i < n; i++)
+            if (p[i].revents) fk_read(f, &f->conns[i - 2]);
+        pthread_mutex_lock(&f->mu);
+        fk_expire_waits(f);
+        fk_actions(f);
+        pthread_mutex_unlock(&f->mu);
+        for (int i = 0; i < f->nconns;) {
+            if (!f->conns[i].dead) {
+                i++;
+                continue;
+            }
+            close(f->conns[i].fd);
+            buf_free(&f->conns[i].in);
+            f->conns[i] = f->conns[--f->nconns];
+        }
+    }
+    return NULL;
+}
+
+struct fake *fake_start(void)
+{
+    struct fake *f = calloc(1, sizeof *f);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    socklen_t len = sizeof sa;
+    int one = 1;
+
+    ASSERT(f != NULL);
+    f->locks = calloc(FK_LOCKS, sizeof *f->locks);
+    f->dedup = calloc(FK_DEDUP, sizeof *f->dedup);
+    ASSERT(f->locks && f->dedup);
+    pthread_mutex_init(&f->mu, NULL);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    f->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT(f->lfd >= 0);
+    setsockopt(f->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    ASSERT_EQ(bind(f->lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+    ASSERT_EQ(listen(f->lfd, 64), 0);
+    ASSERT_EQ(getsockname(f->lfd, (struct sockaddr *)&sa, &len), 0);
+    f->port = ntohs(sa.sin_port);
+    snprintf(f->addr, sizeof f->addr, "127.0.0.1:%u", f->port);
+    ASSERT_EQ(pipe(f->stop), 0);
+    ASSERT_EQ(pthread_create(&f->th, NULL, fk_main, f), 0);
+    return f;
+}
+
+void fake_stop(struct fake *f)
+{
+    ASSERT_EQ(write(f->stop[1], "x", 1), 1);
+    pthread_join(f->th, NULL);
+    for (int i = 0; i < f->nconns; i++) {
+        close(f->conns[i].fd);
+        buf_free(&f->conns[i].in);
+    }
+    close(f->lfd);
+    close(f->stop[0]);
+    close(f->stop[1]);
+    pthread_mutex_destroy(&f->mu);
+    free(f->locks);
+    free(f->dedup);
+    free(f);
+}
+
+/* Read a counter of f safely (the fake thread updates them under mu). */
+int64_t fk_get_(struct fake *f, const void *field, size_t size)
+{
+    int64_t v;
+
+    pthread_mutex_lock(&f->mu);
+    v = size == sizeof(int) ? (int64_t) * (const int *)field : (int64_t) * (const uint64_t *)field;
+    pthread_mutex_unlock(&f->mu);
+    return v;
+}
+
+/* Ask the fake to force the release of lock `name`. */
+void fk_force(struct fake *f, const char *name)
+{
+    pthread_mutex_lock(&f->mu);
+    snprintf(f->do_force, sizeof f->do_force, "%s", name);
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* An address where nothing listens (bound, then closed again). */
+void dead_addr(char *out, size_t n)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    socklen_t len = sizeof sa;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    ASSERT_EQ(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    close(fd);
+    snprintf(out, n, "127.0.0.1:%u", ntohs(sa.sin_port));
+}
