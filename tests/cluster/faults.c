@@ -24,34 +24,12 @@ void note(const char *fmt, ...)
 
 /* ---- links -------------------------------------------------------------------- */
 
-/*
- * Cut or restore the link between nodes i and j, both directions. As in
- * fixture.c, a link is both disconnected (sends fail, as with a refused TCP
- * connection) and saturated (the fixture's leader detection knows). 0.15's
- * raft_fixture_kill only saturates a node's links: never restore a link to
- * a killed node, or it receives messages again.
- */
-void link_set(struct cl *c, unsigned i, unsigned j, bool up)
-{
-    if (up) {
-        raft_fixture_reconnect(c->f, i, j);
-        raft_fixture_reconnect(c->f, j, i);
-        raft_fixture_desaturate(c->f, i, j);
-        raft_fixture_desaturate(c->f, j, i);
-    } else {
-        raft_fixture_disconnect(c->f, i, j);
-        raft_fixture_disconnect(c->f, j, i);
-        raft_fixture_saturate(c->f, i, j);
-        raft_fixture_saturate(c->f, j, i);
-    }
-}
-
-/* Restore every link between live nodes. */
+/* Restore every link between live nodes (cl_link, fixture.h). */
 void heal_all(struct cl *c)
 {
     for (unsigned i = 0; i < CL_N; i++)
         for (unsigned j = i + 1; j < CL_N; j++)
-            if (raft_fixture_alive(c->f, i) && raft_fixture_alive(c->f, j)) link_set(c, i, j, true);
+            if (raft_fixture_alive(c->f, i) && raft_fixture_alive(c->f, j)) cl_link(c, i, j, true);
     c->sync = 0;
     for (unsigned i = 0; i < CL_N; i++)
         if (raft_fixture_alive(c->f, i)) c->sync |= 1u << i;
@@ -395,7 +373,7 @@ int propose(struct cl *c, unsigned i, const struct cmd *cmds, size_t n, struct p
     memset(p, 0, sizeof *p);
     p->cb = cb;
     p->data = data;
-    cl_encode(cmds, n, &b);
+    cmds_encode(&b, cmds, n);
     rb.len = fsm_entry_size(b.len);
     rb.base = raft_malloc(rb.len);
     ASSERT(rb.base != NULL);

@@ -17,9 +17,10 @@
  * included); open_cluster also checks, at every index, that every store
  * that applies it ends with the same digest.
  *
- * faults_init (call it in main) reads BATON_FAULT_VERBOSE=1, which makes
- * note() narrate, and BATON_FAULT_BARRIER=N, which proposes the barrier a
- * fixed N ms after the election instead (barrier_mode), to compare.
+ * faults_init (faults_main_begin calls it) reads BATON_FAULT_VERBOSE=1,
+ * which makes note() narrate, and BATON_FAULT_BARRIER=N, which proposes the
+ * barrier a fixed N ms after the election instead (barrier_mode), to
+ * compare.
  *
  * Every helper that can fail FAILs the running test (tests/lib/runner.h).
  */
@@ -30,6 +31,7 @@
 
 #include "client/baton_defs.h"
 #include "tests/cluster/fixture.h"
+#include "tests/lib/runner.h"
 
 #define TTL 60000
 #define FOREVER BATON_WAIT_FOREVER
@@ -89,14 +91,34 @@ struct lock_view {
 extern bool verbose;        /* BATON_FAULT_VERBOSE */
 extern int barrier_mode;    /* BARRIER_BATOND, or BATON_FAULT_BARRIER */
 void faults_init(void);
+
+/*
+ * main's first and last steps in every test_faults_*.c: the settings, the
+ * per-run directory (cl_suite_init), the runner. Inline: the runner's
+ * state is per file (tests/lib/runner.h).
+ */
+static inline void faults_main_begin(int argc, char **argv)
+{
+    faults_init();
+    cl_suite_init();
+    runner_init(argc, argv);
+    runner_set_timeout(120);
+}
+
+static inline int faults_main_end(void)
+{
+    int rv = runner_done();
+
+    cl_suite_done();
+    return rv;
+}
+
 /* One line of narration to stderr, if verbose. */
 void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- links ------------------------------------------------------------------ */
 
-/* Cut or restore the link between nodes i and j, both directions. */
-void link_set(struct cl *c, unsigned i, unsigned j, bool up);
-/* Restore every link between live nodes. */
+/* Restore every link between live nodes (one link: cl_link, fixture.h). */
 void heal_all(struct cl *c);
 
 /* ---- the leader duties, and stepping with them ------------------------------- */

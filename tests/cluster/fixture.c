@@ -12,21 +12,16 @@
  * the fixture must start zeroed: it is static and memset before each use. */
 static struct raft_fixture fixture_;
 
-static char suite_dir[64];
-
 /* ---- directories ----------------------------------------------------------- */
 
 void cl_suite_init(void)
 {
-    if (tmpdir_make(suite_dir, sizeof suite_dir, "baton-cluster") != 0) {
-        perror("tmpdir_make");
-        exit(1);
-    }
+    suite_dir_init("baton-cluster");
 }
 
 void cl_suite_done(void)
 {
-    if (suite_dir[0] != '\0') rm_rf(suite_dir);
+    suite_dir_done();
 }
 
 /* ---- life cycle -------------------------------------------------------------- */
@@ -68,10 +63,10 @@ void cl_setup(struct cl *c, const struct cl_opts *o)
 {
     struct raft_configuration conf;
 
-    ASSERT(suite_dir[0] != '\0');
+    ASSERT(suite_dir()[0] != '\0');
     memset(c, 0, sizeof *c);
     if (o != NULL) c->opts = *o;
-    snprintf(c->dir, sizeof c->dir, "%s/c-XXXXXX", suite_dir);
+    snprintf(c->dir, sizeof c->dir, "%s/c-XXXXXX", suite_dir());
     ASSERT(mkdtemp(c->dir) != NULL);
     for (unsigned i = 0; i < CL_N; i++) {
         snprintf(c->node[i].dir, sizeof c->node[i].dir, "%s/n%u", c->dir, i);
@@ -168,7 +163,6 @@ unsigned cl_wait_leader(struct cl *c, unsigned old, unsigned max_ms)
 }
 
 /*
- * Cut or restore every link between node i and the others, both directions.
  * In 0.15 raft_fixture_disconnect is one-way and makes sends fail with
  * RAFT_NOCONNECTION, while the fixture's leader detection only discounts
  * peers that are dead or *saturated* (messages silently dropped): with a
@@ -177,22 +171,26 @@ unsigned cl_wait_leader(struct cl *c, unsigned old, unsigned max_ms)
  * sender sees the failure, as with a refused TCP connection) and saturated
  * (the fixture knows the link is down).
  */
+void cl_link(struct cl *c, unsigned i, unsigned j, bool up)
+{
+    if (up) {
+        raft_fixture_reconnect(c->f, i, j);
+        raft_fixture_reconnect(c->f, j, i);
+        raft_fixture_desaturate(c->f, i, j);
+        raft_fixture_desaturate(c->f, j, i);
+    } else {
+        raft_fixture_disconnect(c->f, i, j);
+        raft_fixture_disconnect(c->f, j, i);
+        raft_fixture_saturate(c->f, i, j);
+        raft_fixture_saturate(c->f, j, i);
+    }
+}
+
+/* Cut or restore every link between node i and the others. */
 static void connect_all(struct cl *c, unsigned i, bool on)
 {
-    for (unsigned j = 0; j < CL_N; j++) {
-        if (j == i) continue;
-        if (on) {
-            raft_fixture_reconnect(c->f, i, j);
-            raft_fixture_reconnect(c->f, j, i);
-            raft_fixture_desaturate(c->f, i, j);
-            raft_fixture_desaturate(c->f, j, i);
-        } else {
-            raft_fixture_disconnect(c->f, i, j);
-            raft_fixture_disconnect(c->f, j, i);
-            raft_fixture_saturate(c->f, i, j);
-            raft_fixture_saturate(c->f, j, i);
-        }
-    }
+    for (unsigned j = 0; j < CL_N; j++)
+        if (j != i) cl_link(c, i, j, on);
 }
 
 void cl_isolate(struct cl *c, unsigned i)
@@ -220,15 +218,6 @@ void cl_revive(struct cl *c, unsigned i)
 }
 
 /* ---- proposals ------------------------------------------------------------------- */
-
-void cl_encode(const struct cmd *cmds, size_t n, struct buf *out)
-{
-    size_t start;
-
-    ASSERT_EQ(cmd_batch_begin(out, &start), 0);
-    for (size_t i = 0; i < n; i++) ASSERT_EQ(cmd_batch_add(out, &cmds[i]), 0);
-    cmd_batch_end(out, start, (uint32_t)n);
-}
 
 /* The apply callback: runs on the proposing node only, right after its fsm
  * applied the entry (result is that fsm's struct effects, valid only now), or
@@ -272,7 +261,7 @@ int cl_propose(struct cl *c, unsigned i, const struct cmd *cmds, size_t n, struc
 
     ASSERT(n <= CL_MAX_RESULTS);
     memset(p, 0, sizeof *p);
-    cl_encode(cmds, n, &b);
+    cmds_encode(&b, cmds, n);
     rb.len = fsm_entry_size(b.len);
     rb.base = raft_malloc(rb.len);
     ASSERT(rb.base != NULL);
@@ -375,47 +364,6 @@ void cl_run(struct cl *c, const struct cmd *cmds, size_t n, struct cl_prop *p)
 void cl_run1(struct cl *c, struct cmd cmd, struct cl_prop *p)
 {
     cl_run(c, &cmd, 1, p);
-}
-
-/* ---- commands ----------------------------------------------------------------------- */
-
-static struct cmd cmd_of(uint8_t type, uint64_t session, uint64_t seq, const char *name)
-{
-    struct cmd c;
-
-    memset(&c, 0, sizeof c);
-    c.type = type;
-    c.session = session;
-    c.seq = seq;
-    c.name = name;
-    c.name_len = (uint16_t)(name != NULL ? strlen(name) : 0);
-    return c;
-}
-
-struct cmd cl_open_session(uint32_t ttl_ms, const char *client)
-{
-    struct cmd c = cmd_of(CMD_OPEN_SESSION, 0, 0, client);
-    c.ttl_ms = ttl_ms;
-    return c;
-}
-
-struct cmd cl_acquire(uint64_t session, uint64_t seq, int64_t wait_ms, const char *lock)
-{
-    struct cmd c = cmd_of(CMD_ACQUIRE, session, seq, lock);
-    c.wait_ms = wait_ms;
-    return c;
-}
-
-struct cmd cl_release(uint64_t session, uint64_t seq, uint64_t fence, const char *lock)
-{
-    struct cmd c = cmd_of(CMD_RELEASE, session, seq, lock);
-    c.fence = fence;
-    return c;
-}
-
-struct cmd cl_close_session(uint64_t session, uint64_t seq)
-{
-    return cmd_of(CMD_CLOSE_SESSION, session, seq, NULL);
 }
 
 /* ---- state ------------------------------------------------------------------------------ */

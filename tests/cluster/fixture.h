@@ -19,11 +19,11 @@
  * static struct that is zeroed before every raft_fixture_initialize (0.15
  * does not reset its server count, see docs/libraft-0.15.md, "raft_fixture").
  *
- * Directories: cl_suite_init makes one per-run directory (tmpdir_make,
- * tests/lib/files.h: under $TMPDIR, else /tmp) and
- * cl_suite_done removes it with everything inside, so that a test that fails
- * (and exits at once) leaves nothing behind. Each cluster lives in its own
- * subdirectory, removed by cl_close.
+ * Directories: cl_suite_init makes one per-run directory and cl_suite_done
+ * removes it with everything inside (suite_dir_init/_done,
+ * tests/lib/files.h), so that a test that fails (and exits at once) leaves
+ * nothing behind. Each cluster lives in its own subdirectory, removed by
+ * cl_close.
  *
  * Every helper that can fail FAILs the running test (tests/lib/runner.h).
  */
@@ -40,6 +40,7 @@
 #include "raft/fsm.h"
 #include "storage/cmd.h"
 #include "storage/store.h"
+#include "tests/lib/cmds.h"
 
 #define CL_N 3
 #define CL_ALL ((1u << CL_N) - 1)   /* This node mask names every node. */
@@ -136,8 +137,13 @@ void cl_elect(struct cl *c, unsigned i);
  * one: pass that one as `old`. */
 unsigned cl_wait_leader(struct cl *c, unsigned old, unsigned max_ms);
 
-/* Partitions, both directions. isolate/heal and kill/revive also drop the
- * node from, or return it to, the set that cl_run waits for. */
+/* Partitions, both directions. cl_link cuts or restores the link between
+ * nodes i and j (never restore a link to a killed node: 0.15's
+ * raft_fixture_kill only saturates its links, so it would receive messages
+ * again). isolate/heal cut or restore all of node i's links, and they and
+ * kill/revive also drop the node from, or return it to, the set that cl_run
+ * waits for. */
+void cl_link(struct cl *c, unsigned i, unsigned j, bool up);
 void cl_isolate(struct cl *c, unsigned i);
 void cl_heal(struct cl *c, unsigned i);
 void cl_kill(struct cl *c, unsigned i);
@@ -145,8 +151,7 @@ void cl_revive(struct cl *c, unsigned i);
 
 /* ---- proposals ------------------------------------------------------------------- */
 
-/* Encode cmds as one batch (appended to out). */
-void cl_encode(const struct cmd *cmds, size_t n, struct buf *out);
+/* Commands are encoded as one batch with cmds_encode (tests/lib/cmds.h). */
 
 /*
  * Propose cmds as one entry on node i: the batch goes to raft_apply in a
@@ -178,10 +183,11 @@ void cl_run1(struct cl *c, struct cmd cmd, struct cl_prop *p);
 
 /* ---- commands ----------------------------------------------------------------------- */
 
-struct cmd cl_open_session(uint32_t ttl_ms, const char *client);
-struct cmd cl_acquire(uint64_t session, uint64_t seq, int64_t wait_ms, const char *lock);
-struct cmd cl_release(uint64_t session, uint64_t seq, uint64_t fence, const char *lock);
-struct cmd cl_close_session(uint64_t session, uint64_t seq);
+/* The builders of tests/lib/cmds.h under these tests' names. */
+#define cl_open_session c_open
+#define cl_acquire c_acq
+#define cl_release c_rel
+#define cl_close_session c_close
 
 /* ---- state ------------------------------------------------------------------------------ */
 

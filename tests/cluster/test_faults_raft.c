@@ -9,7 +9,6 @@
  * BATON_FAULT_VERBOSE=1 narrates.
  */
 #include "tests/cluster/faults.h"
-#include "tests/lib/runner.h"
 
 /* ---- 6. canonical/raft#220 ------------------------------------------------------------------------------ */
 
@@ -83,7 +82,7 @@ static void fig8_run(int delay_ms, struct fig8 *out)
     cl_snapshot(&c, a, &before_x);
 
     /* 1. X on A only. */
-    for (unsigned j = 1; j < CL_N; j++) link_set(&c, a, j, false);
+    for (unsigned j = 1; j < CL_N; j++) cl_link(&c, a, j, false);
     cmds[0] = cl_release(1, 2, 1, "L");
     ASSERT_EQ(propose(&c, a, cmds, 1, &x), 0);
     ASSERT_UEQ(x.req.index, k);
@@ -100,7 +99,7 @@ static void fig8_run(int delay_ms, struct fig8 *out)
     }
     ASSERT(cc != CL_N);
     b = cc == 1 ? 2 : 1;
-    link_set(&c, b, cc, false);
+    cl_link(&c, b, cc, false);
     cmds[0] = cl_acquire(2, 2, TRY, "M");
     ASSERT_EQ(propose(&c, cc, cmds, 1, &y), 0);
     ASSERT_UEQ(y.req.index, k);
@@ -111,7 +110,7 @@ static void fig8_run(int delay_ms, struct fig8 *out)
     ASSERT_GT(log_term(&c, cc, k), log_term(&c, a, k));
 
     /* 3. A comes back (to B only) and wins. */
-    link_set(&c, a, b, true);
+    cl_link(&c, a, b, true);
     if (!run_until(&c, raft_leads, &(unsigned){a}, CL_ELECT_MS)) FAIL("A was not elected");
     term_a = cl_raft(&c, a)->current_term;
     note("delay %d: X (term %llu) on A, Y (term %llu) on C=%u, both at %llu; A leads in term "
@@ -135,7 +134,7 @@ static void fig8_run(int delay_ms, struct fig8 *out)
     /* 4. A crashes before telling B. C comes back. */
     cl_kill(&c, a);
     cl_revive(&c, cc);
-    link_set(&c, b, cc, true);
+    cl_link(&c, b, cc, true);
     c.sync = (1u << b) | (1u << cc);
     l = wait_ready(&c, CL_N, CL_ELECT_MS);
     out->winner = l;
@@ -247,7 +246,7 @@ TEST(prevote_outdated_term_waits_for_third_node)
     ASSERT_EQ(ready_leader(&c), 0);
     cl_snapshot(&c, 0, &before);
 
-    for (unsigned j = 1; j < CL_N; j++) link_set(&c, 0, j, false);
+    for (unsigned j = 1; j < CL_N; j++) cl_link(&c, 0, j, false);
     cmd = cl_release(1, 2, 1, "L");
     ASSERT_EQ(propose(&c, 0, &cmd, 1, &x), 0);
     for (raft_time end = raft_fixture_time(c.f) + CL_ELECT_MS;
@@ -258,13 +257,13 @@ TEST(prevote_outdated_term_waits_for_third_node)
     }
     ASSERT(cc != CL_N);
     b = cc == 1 ? 2 : 1;
-    link_set(&c, b, cc, false);
+    cl_link(&c, b, cc, false);
     run_for(&c, 100);
     cl_kill(&c, cc);
     ASSERT_GT(raft_last_index(cl_raft(&c, 0)), raft_last_index(cl_raft(&c, b)));
     ASSERT_GT(cl_raft(&c, b)->current_term, cl_raft(&c, 0)->current_term);
 
-    link_set(&c, 0, b, true);
+    cl_link(&c, 0, b, true);
     c.sync = 1u | (1u << b);
     for (raft_time end = raft_fixture_time(c.f) + 10000; raft_fixture_time(c.f) < end;) {
         step(&c);
@@ -299,15 +298,8 @@ TEST(prevote_outdated_term_waits_for_third_node)
 
 int main(int argc, char **argv)
 {
-    int rv;
-
-    faults_init();
-    cl_suite_init();
-    runner_init(argc, argv);
-    runner_set_timeout(120);
+    faults_main_begin(argc, argv);
     RUN(raft220_commit_of_earlier_term_entries);
     RUN(prevote_outdated_term_waits_for_third_node);
-    rv = runner_done();
-    cl_suite_done();
-    return rv;
+    return faults_main_end();
 }

@@ -13,7 +13,7 @@
  * the election instead, to compare.
  */
 #include "tests/cluster/faults.h"
-#include "tests/lib/runner.h"
+#include "tests/lib/rng.h"
 
 /* ---- 5. random schedules ------------------------------------------------------------------------------ */
 
@@ -22,10 +22,7 @@ static uint64_t rng_state;
 
 static uint64_t rng(void)
 {
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545F4914F6CDD1Dull;
+    return xorshift64star(&rng_state);
 }
 
 static unsigned rnd(unsigned n)
@@ -336,11 +333,11 @@ static void schedule(uint64_t seed, unsigned rounds)
         case 2: /* cut one node off */
             for (unsigned j = 0; j < CL_N; j++)
                 if (j != x && raft_fixture_alive(c.f, j) && raft_fixture_alive(c.f, x))
-                    link_set(&c, x, j, false);
+                    cl_link(&c, x, j, false);
             n_cut++;
             break;
         case 3: /* cut one link */
-            if (raft_fixture_alive(c.f, x) && raft_fixture_alive(c.f, y)) link_set(&c, x, y, false);
+            if (raft_fixture_alive(c.f, x) && raft_fixture_alive(c.f, y)) cl_link(&c, x, y, false);
             n_cut++;
             break;
         case 4:
@@ -419,14 +416,7 @@ TEST(random_schedules)
 
 int main(int argc, char **argv)
 {
-    int rv;
-
-    faults_init();
-    cl_suite_init();
-    runner_init(argc, argv);
-    runner_set_timeout(120);
+    faults_main_begin(argc, argv);
     RUN(random_schedules);
-    rv = runner_done();
-    cl_suite_done();
-    return rv;
+    return faults_main_end();
 }

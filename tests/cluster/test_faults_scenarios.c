@@ -12,7 +12,6 @@
  * barrier a fixed N ms after the election instead, to compare.
  */
 #include "tests/cluster/faults.h"
-#include "tests/lib/runner.h"
 
 /* ---- 1. partitions ------------------------------------------------------------------------------ */
 
@@ -45,7 +44,7 @@ TEST(partition_minority_never_applies_majority_decides)
     cl_snapshot(&c, old, &before);
 
     /* Minority {0}: a releases L (would grant b), c releases M, d takes N. */
-    for (unsigned j = 1; j < CL_N; j++) link_set(&c, old, j, false);
+    for (unsigned j = 1; j < CL_N; j++) cl_link(&c, old, j, false);
     c.sync = CL_ALL & ~(1u << old);
     cmd = cl_release(1, 2, 1, "L");
     ASSERT_EQ(propose(&c, old, &cmd, 1, &minority[0]), 0);
@@ -94,7 +93,7 @@ TEST(partition_minority_never_applies_majority_decides)
     {
         unsigned f = (leader + 1) % CL_N;
         for (unsigned j = 0; j < CL_N; j++)
-            if (j != f) link_set(&c, f, j, false);
+            if (j != f) cl_link(&c, f, j, false);
         c.sync = CL_ALL & ~(1u << f);
         index_before = store_applied_index(c.node[f].store);
         cmd = cl_acquire(1, 3, TRY, "L"); /* a holds L already: a no-op result */
@@ -141,7 +140,7 @@ TEST(isolated_leader_with_queued_waiters)
     old = ready_leader(&c);
 
     for (unsigned j = 0; j < CL_N; j++)
-        if (j != old) link_set(&c, old, j, false);
+        if (j != old) cl_link(&c, old, j, false);
     c.sync = CL_ALL & ~(1u << old);
     cmd = cl_release(1, 2, 1, "L");
     ASSERT_EQ(propose(&c, old, &cmd, 1, &lost[0]), 0);
@@ -211,7 +210,7 @@ TEST(cut_off_leader_catches_up_by_snapshot)
     old = ready_leader(&c);
 
     for (unsigned j = 0; j < CL_N; j++)
-        if (j != old) link_set(&c, old, j, false);
+        if (j != old) cl_link(&c, old, j, false);
     c.sync = CL_ALL & ~(1u << old);
     for (int k = 0; k < 4; k++) {
         snprintf(name, sizeof name, "x%d", k);
@@ -342,18 +341,11 @@ TEST(crash_during_hand_off_restart_every_node)
 
 int main(int argc, char **argv)
 {
-    int rv;
-
-    faults_init();
-    cl_suite_init();
-    runner_init(argc, argv);
-    runner_set_timeout(120);
+    faults_main_begin(argc, argv);
     RUN(partition_minority_never_applies_majority_decides);
     RUN(isolated_leader_with_queued_waiters);
     RUN(cut_off_leader_catches_up_by_snapshot);
     RUN(crash_during_hand_off_kill_and_revive);
     RUN(crash_during_hand_off_restart_every_node);
-    rv = runner_done();
-    cl_suite_done();
-    return rv;
+    return faults_main_end();
 }

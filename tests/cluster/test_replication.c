@@ -450,7 +450,7 @@ static struct raft_entry replay_raft_entry(int k, raft_term term)
     size_t n;
 
     replay_entry(k, cmds, &n);
-    cl_encode(cmds, n, &b);
+    cmds_encode(&b, cmds, n);
     memset(&e, 0, sizeof e);
     e.term = term;
     e.type = RAFT_COMMAND;
@@ -570,7 +570,7 @@ TEST(replay_after_restart_is_skipped)
     effects_init(&fx);
     cmds[0] = cl_release(3, 2, 3, "M");
     buf_reset(&now);
-    cl_encode(cmds, 1, &now);
+    cmds_encode(&now, cmds, 1);
     ASSERT_EQ(store_apply(c.node[1].store, 3, now.data, now.len, &fx), 0);
     ASSERT_EQ(fx.n_results, 0);
     ASSERT_EQ(fx.n_fx, 0);

@@ -48,6 +48,7 @@
 #include "client/adapters/libuv.h"
 #include "client/baton_async.h"
 #include "tests/fault/flog.h"
+#include "tests/lib/rng.h"
 
 enum cstate { C_OPENING, C_IDLE, C_ACQUIRING, C_HOLDING, C_RELEASING, C_CLOSING, C_DONE };
 
@@ -77,10 +78,7 @@ static void next_op(struct app *a);
 
 static uint32_t rnd(struct app *a, uint32_t lo, uint32_t hi)
 {
-    a->rng ^= a->rng << 13;
-    a->rng ^= a->rng >> 7;
-    a->rng ^= a->rng << 17;
-    return lo + (uint32_t)(a->rng % (uint64_t)(hi - lo + 1));
+    return lo + (uint32_t)(xorshift64(&a->rng) % (uint64_t)(hi - lo + 1));
 }
 
 static void timer_cb(uv_timer_t *t)

@@ -33,6 +33,7 @@
 #include "tests/fault/flog.h"
 #include "tests/fault/run.h"
 #include "tests/lib/files.h"
+#include "tests/lib/rng.h"
 
 const char *const fault_names[F_COUNT] = {
     "kill-leader", "kill-follower", "stop-leader", "stop-client", "partition-leader",
@@ -42,10 +43,7 @@ const char *const fault_names[F_COUNT] = {
 /* Uniform in [lo, hi], from the run's seed (xorshift64). */
 static uint64_t run_rand(struct run *r, uint64_t lo, uint64_t hi)
 {
-    r->rng ^= r->rng << 13;
-    r->rng ^= r->rng >> 7;
-    r->rng ^= r->rng << 17;
-    return lo + r->rng % (hi - lo + 1);
+    return lo + xorshift64(&r->rng) % (hi - lo + 1);
 }
 
 /* How often each fault is picked, relative to the others. */

@@ -7,6 +7,7 @@
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 int tmpdir_make(char *buf, size_t cap, const char *prefix)
@@ -34,6 +35,28 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 void rm_rf(const char *path)
 {
     nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static char suite_path[64];
+
+void suite_dir_init(const char *prefix)
+{
+    if (tmpdir_make(suite_path, sizeof suite_path, prefix) != 0) {
+        fprintf(stderr, "cannot make a directory for the tests (%s): %s\n",
+                suite_path[0] ? suite_path : prefix, strerror(errno));
+        exit(1);
+    }
+}
+
+const char *suite_dir(void)
+{
+    return suite_path;
+}
+
+void suite_dir_done(void)
+{
+    if (suite_path[0] != '\0') rm_rf(suite_path);
+    suite_path[0] = '\0';
 }
 
 long read_tail(const char *path, char *buf, size_t cap)

@@ -1,6 +1,7 @@
 /*
  * files.h -- files and directories of the tests: a fresh temporary
- * directory, removing a whole tree, and the tail of a (log) file.
+ * directory, a test program's per-run directory, removing a whole tree,
+ * and the tail of a (log) file.
  *
  *     char dir[PATH_MAX];
  *     if (tmpdir_make(dir, sizeof dir, "baton-fsm") != 0) ...
@@ -22,6 +23,18 @@ int tmpdir_make(char *buf, size_t cap, const char *prefix);
 /* Remove path and everything below it (links are removed, not followed);
  * what cannot be removed is left. */
 void rm_rf(const char *path);
+
+/*
+ * A test program's per-run directory, for suites whose tests each make a
+ * directory of their own inside it: suite_dir_init makes it (tmpdir_make;
+ * call it once, in main, before the tests; it exits the process with
+ * status 1 if it cannot), suite_dir_done removes it with everything inside,
+ * so that a test that failed (and exited at once) leaves nothing behind.
+ * suite_dir is its path ("" before suite_dir_init).
+ */
+void suite_dir_init(const char *prefix);
+const char *suite_dir(void);
+void suite_dir_done(void);
 
 /*
  * Read the last cap - 1 bytes of the file at path (all of it if it is

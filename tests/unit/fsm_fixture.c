@@ -4,24 +4,7 @@
  */
 #include "tests/unit/fsm_fixture.h"
 
-#include "tests/lib/files.h"
-
 /* ---- the per-run directory, and a store per test ------------------------ */
-
-static char run_dir[64];
-
-void fsm_suite_init(void)
-{
-    if (tmpdir_make(run_dir, sizeof run_dir, "baton-fsm") != 0) {
-        perror("tmpdir_make");
-        exit(1);
-    }
-}
-
-void fsm_suite_done(void)
-{
-    if (run_dir[0] != '\0') rm_rf(run_dir);
-}
 
 static void rm_dir(const char *dir)
 {
@@ -41,7 +24,7 @@ void setup(struct fixture *f)
     char err[256];
 
     memset(f, 0, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "%s/t-XXXXXX", run_dir);
+    snprintf(f->dir, sizeof f->dir, "%s/t-XXXXXX", suite_dir());
     ASSERT(mkdtemp(f->dir) != NULL);
     if (store_open(f->dir, &f->s, err) != 0) FAIL("store_open: %s", err);
     effects_init(&f->fx);
@@ -58,72 +41,6 @@ void teardown(struct fixture *f)
 }
 
 /* ---- commands ----------------------------------------------------------- */
-
-struct cmd cmd_of(uint8_t type, uint64_t session, uint64_t seq, const char *name)
-{
-    struct cmd c;
-
-    memset(&c, 0, sizeof c);
-    c.type = type;
-    c.session = session;
-    c.seq = seq;
-    c.name = name;
-    c.name_len = (uint16_t)(name ? strlen(name) : 0);
-    return c;
-}
-
-struct cmd c_open(uint32_t ttl_ms, const char *client)
-{
-    struct cmd c = cmd_of(CMD_OPEN_SESSION, 0, 0, client);
-    c.ttl_ms = ttl_ms;
-    return c;
-}
-
-struct cmd c_acq(uint64_t s, uint64_t seq, int64_t wait_ms, const char *name)
-{
-    struct cmd c = cmd_of(CMD_ACQUIRE, s, seq, name);
-    c.wait_ms = wait_ms;
-    return c;
-}
-
-struct cmd c_rel(uint64_t s, uint64_t seq, uint64_t fence, const char *name)
-{
-    struct cmd c = cmd_of(CMD_RELEASE, s, seq, name);
-    c.fence = fence;
-    return c;
-}
-
-struct cmd c_cancel(uint64_t s, uint64_t seq, uint64_t waiter, const char *name)
-{
-    struct cmd c = cmd_of(CMD_CANCEL, s, seq, name);
-    c.waiter = waiter;
-    return c;
-}
-
-struct cmd c_timeout(uint64_t s, uint64_t waiter, const char *name)
-{
-    struct cmd c = cmd_of(CMD_WAIT_TIMEOUT, s, 0, name);
-    c.waiter = waiter;
-    return c;
-}
-
-/* An ACQUIRE whose hold carries a lock-delay of delay_ms. */
-struct cmd c_acq_d(uint64_t s, uint64_t seq, int64_t wait_ms, const char *name,
-                   int32_t delay_ms)
-{
-    struct cmd c = c_acq(s, seq, wait_ms, name);
-    c.lock_delay_ms = delay_ms;
-    return c;
-}
-
-void encode(struct buf *b, const struct cmd *cmds, size_t n)
-{
-    size_t start;
-
-    ASSERT_EQ(cmd_batch_begin(b, &start), 0);
-    for (size_t i = 0; i < n; i++) ASSERT_EQ(cmd_batch_add(b, &cmds[i]), 0);
-    cmd_batch_end(b, start, (uint32_t)n);
-}
 
 /*
  * Move the entry's FX_LOCK_CHANGED effects from f->fx to f->changed, so that
@@ -147,7 +64,7 @@ void apply_n(struct fixture *f, const struct cmd *cmds, size_t n)
 {
     struct buf b = {0};
 
-    encode(&b, cmds, n);
+    cmds_encode(&b, cmds, n);
     ASSERT_EQ(store_apply(f->s, ++f->index, b.data, b.len, &f->fx), 0);
     strip_changed(f);
     ASSERT_EQ(f->fx.n_results, n);

@@ -4,9 +4,10 @@
  * LMDB directory per test, commands built and applied as raft entries
  * through store_apply, and ways to look at the state.
  *
- * Every test's directory lives under one per-run directory that main makes
- * with fsm_suite_init and removes with fsm_suite_done, so that a failed test
- * (which exits at once) leaves nothing behind either.
+ * Every test's directory lives under one per-run directory (suite_dir,
+ * tests/lib/files.h) that main makes and removes with fsm_main_begin and
+ * fsm_main_end, so that a failed test (which exits at once) leaves nothing
+ * behind either.
  *
  * "Nothing changed" is checked by comparing store_snapshot bytes after the
  * 24-byte header (magic, format, applied index, state digest): the applied
@@ -18,11 +19,12 @@
 #ifndef BATON_TESTS_UNIT_FSM_FIXTURE_H
 #define BATON_TESTS_UNIT_FSM_FIXTURE_H
 
-#include "tests/lib/runner.h"
-
 #include "client/baton_defs.h"
 #include "storage/cmd.h"
 #include "storage/store.h"
+#include "tests/lib/cmds.h"
+#include "tests/lib/files.h"
+#include "tests/lib/runner.h"
 
 #define SNAP_HDR 24
 enum { DB_META, DB_SESSIONS, DB_LOCKS, DB_WAITERS, DB_OWNED, DB_DEDUP, DB_MEMBERS, N_DB };
@@ -37,34 +39,39 @@ struct fixture {
 
 /* ---- the per-run directory, and a store per test ------------------------ */
 
-/* Make the per-run directory (call it once, in main, before any test) and
- * remove it with everything inside (at the end of main). */
-void fsm_suite_init(void);
-void fsm_suite_done(void);
+/*
+ * main's first and last steps in every test_fsm_*.c:
+ *
+ *     int main(int argc, char **argv)
+ *     {
+ *         fsm_main_begin(argc, argv);
+ *         RUN(...);
+ *         return fsm_main_end();
+ *     }
+ *
+ * Inline: the runner's state is per file (tests/lib/runner.h).
+ */
+static inline void fsm_main_begin(int argc, char **argv)
+{
+    suite_dir_init("baton-fsm");
+    runner_init(argc, argv);
+    runner_set_timeout(120);
+}
+
+static inline int fsm_main_end(void)
+{
+    int rv = runner_done();
+
+    suite_dir_done();
+    return rv;
+}
 
 /* A new store in a new directory under the per-run one; and its end. */
 void setup(struct fixture *f);
 void teardown(struct fixture *f);
 
-/* ---- commands ------------------------------------------------------------ */
+/* ---- commands (built, and encoded, with tests/lib/cmds.h) ---------------- */
 
-struct cmd cmd_of(uint8_t type, uint64_t session, uint64_t seq, const char *name);
-struct cmd c_open(uint32_t ttl_ms, const char *client);
-struct cmd c_acq(uint64_t s, uint64_t seq, int64_t wait_ms, const char *name);
-struct cmd c_rel(uint64_t s, uint64_t seq, uint64_t fence, const char *name);
-struct cmd c_cancel(uint64_t s, uint64_t seq, uint64_t waiter, const char *name);
-struct cmd c_timeout(uint64_t s, uint64_t waiter, const char *name);
-/* An ACQUIRE whose hold carries a lock-delay of delay_ms. */
-struct cmd c_acq_d(uint64_t s, uint64_t seq, int64_t wait_ms, const char *name, int32_t delay_ms);
-
-#define c_delay_end(name) cmd_of(CMD_DELAY_END, 0, 0, (name))
-#define c_close(s, seq) cmd_of(CMD_CLOSE_SESSION, (s), (seq), NULL)
-#define c_expire(s) cmd_of(CMD_EXPIRE_SESSION, (s), 0, NULL)
-#define c_force(name) cmd_of(CMD_FORCE_RELEASE, 0, 0, (name))
-#define c_member(id, addr) cmd_of(CMD_SET_MEMBER_ADDR, (id), 0, (addr))
-
-/* Encode cmds as one batch (appended to b). */
-void encode(struct buf *b, const struct cmd *cmds, size_t n);
 /* Apply cmds as the next entry; every command must yield a result. The
  * entry's FX_LOCK_CHANGED effects go to f->changed, the others stay in
  * f->fx. */

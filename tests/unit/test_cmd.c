@@ -7,35 +7,20 @@
 
 #include "client/baton_defs.h"
 #include "storage/cmd.h"
+#include "tests/lib/cmds.h"
+#include "tests/lib/rng.h"
 
 /* A deterministic pseudo-random generator for the garbage tests. */
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static uint64_t rng(void)
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
+    return xorshift64(&rng_state);
 }
 
+/* A command with only its type and name set. */
 static struct cmd make_cmd(uint8_t type, const char *name)
 {
-    struct cmd c;
-
-    memset(&c, 0, sizeof c);
-    c.type = type;
-    c.name = name;
-    c.name_len = (uint16_t)(name ? strlen(name) : 0);
-    return c;
-}
-
-static void encode(struct buf *b, const struct cmd *cmds, size_t n)
-{
-    size_t start;
-
-    ASSERT_EQ(cmd_batch_begin(b, &start), 0);
-    for (size_t i = 0; i < n; i++) ASSERT_EQ(cmd_batch_add(b, &cmds[i]), 0);
-    cmd_batch_end(b, start, (uint32_t)n);
+    return cmd_of(type, 0, 0, name);
 }
 
 /* Decode everything; returns the number of commands read, or the error. */
@@ -123,7 +108,7 @@ TEST(roundtrip_every_type)
     in[11] = make_cmd(CMD_ACQUIRE, "neg");
     in[11].lock_delay_ms = INT32_MIN;
 
-    encode(&b, in, 12);
+    cmds_encode(&b, in, 12);
     ASSERT_EQ(decode_all(b.data, b.len, out, 12), 12);
     for (int i = 0; i < 12; i++) assert_cmd_eq(&in[i], &out[i]);
     /* Decoded names borrow from the batch. */
@@ -158,7 +143,7 @@ TEST(layout_matches_header)
     ASSERT_EQ(buf_put_u64(&want, in.waiter), 0);
     ASSERT_EQ(buf_put_i32(&want, in.lock_delay_ms), 0);
     ASSERT_EQ(buf_put_str(&want, "L", 1), 0);
-    encode(&got, &in, 1);
+    cmds_encode(&got, &in, 1);
     ASSERT_UEQ(got.len, want.len);
     ASSERT(memcmp(got.data, want.data, want.len) == 0);
     ASSERT_EQ(decode_all(want.data, want.len, &out, 1), 1);
@@ -174,7 +159,7 @@ TEST(empty_batch)
     struct cmd c;
     uint32_t count = 99;
 
-    encode(&b, NULL, 0);
+    cmds_encode(&b, NULL, 0);
     ASSERT_EQ(b.len, 5);
     ASSERT_EQ(cmd_reader_init(&r, b.data, b.len, &count), 0);
     ASSERT_EQ(count, 0);
@@ -285,7 +270,7 @@ TEST(decoder_rejects_truncation_at_every_length)
     in[0] = make_cmd(CMD_ACQUIRE, "alpha");
     in[1] = make_cmd(CMD_OPEN_SESSION, "client");
     in[2] = make_cmd(CMD_RELEASE, "beta");
-    encode(&b, in, 3);
+    cmds_encode(&b, in, 3);
     for (size_t len = 0; len < b.len; len++) {
         /* Copy so that ASan sees any read past the shorter length. */
         uint8_t *copy = malloc(len ? len : 1);
@@ -303,7 +288,7 @@ TEST(decoder_rejects_trailing_bytes)
     struct cmd in = make_cmd(CMD_FORCE_RELEASE, "x");
     struct buf b = {0};
 
-    encode(&b, &in, 1);
+    cmds_encode(&b, &in, 1);
     ASSERT_EQ(buf_put_u8(&b, 0), 0);
     ASSERT_EQ(decode_all(b.data, b.len, NULL, 0), BATON_EMALFORMED);
     buf_free(&b);
@@ -316,7 +301,7 @@ static int decode_with_type(uint8_t type, const char *name)
     struct buf b = {0};
     int rv;
 
-    encode(&b, &in, 1);
+    cmds_encode(&b, &in, 1);
     b.data[5] = type;
     rv = decode_all(b.data, b.len, NULL, 0);
     buf_free(&b);
@@ -361,7 +346,7 @@ TEST(decoder_reader_stays_failed)
 
     in[0] = make_cmd(CMD_FORCE_RELEASE, "a");
     in[1] = make_cmd(CMD_FORCE_RELEASE, "b");
-    encode(&b, in, 2);
+    cmds_encode(&b, in, 2);
     ASSERT_EQ(cmd_reader_init(&r, b.data, b.len - 1, NULL), 0);
     ASSERT_EQ(cmd_reader_next(&r, &c), 1);
     ASSERT_EQ(cmd_reader_next(&r, &c), BATON_EMALFORMED);
@@ -379,7 +364,7 @@ TEST(decoder_survives_random_garbage)
     in[1] = make_cmd(CMD_CANCEL, "lock-b");
     in[2] = make_cmd(CMD_OPEN_SESSION, "c");
     in[3] = make_cmd(CMD_CLOSE_SESSION, NULL);
-    encode(&b, in, 4);
+    cmds_encode(&b, in, 4);
     for (int i = 0; i < 20000; i++) {
         size_t len = (size_t)(rng() % sizeof data);
         for (size_t j = 0; j < len; j++) data[j] = (uint8_t)rng();

@@ -321,11 +321,7 @@ TEST(format3_store_upgraded_on_open)
 
 int main(int argc, char **argv)
 {
-    int rv;
-
-    fsm_suite_init();
-    runner_init(argc, argv);
-    runner_set_timeout(120);
+    fsm_main_begin(argc, argv);
     RUN(force_release);
     RUN(member_addr_set_replace_delete);
     RUN(member_addr_rejects_bad_ids_and_addresses);
@@ -333,7 +329,5 @@ int main(int argc, char **argv)
     RUN(restore_rejects_bad_member_entries);
     RUN(restore_accepts_format3_snapshot);
     RUN(format3_store_upgraded_on_open);
-    rv = runner_done();
-    fsm_suite_done();
-    return rv;
+    return fsm_main_end();
 }

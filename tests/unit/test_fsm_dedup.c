@@ -8,6 +8,8 @@
  */
 #include "tests/unit/fsm_fixture.h"
 
+#include "tests/lib/rng.h"
+
 /* ---- deduplication ------------------------------------------------------ */
 
 TEST(repeated_request_returns_cached_result_and_changes_nothing)
@@ -123,7 +125,7 @@ TEST(reapplying_old_index_changes_nothing)
     grant(&f, a, 1, "L");
     snap(&f, &before);
     c = c_acq(a, 2, BATON_WAIT_FOREVER, "M");
-    encode(&batch, &c, 1);
+    cmds_encode(&batch, &c, 1);
     for (uint64_t idx = 0; idx <= f.index; idx++) {
         ASSERT_EQ(store_apply(f.s, idx, batch.data, batch.len, &f.fx), 0);
         ASSERT_EQ(f.fx.n_results, 0);
@@ -156,7 +158,7 @@ TEST(malformed_batch_changes_nothing_but_applied)
     snap(&f, &before);
     cmds[0] = c_acq(a, 2, BATON_WAIT_FOREVER, "M");
     cmds[1] = c_rel(a, 3, 1, "L");
-    encode(&batch, cmds, 2);
+    cmds_encode(&batch, cmds, 2);
     /* Every truncation, a trailing byte, and random garbage. */
     for (size_t len = 0; len < batch.len; len++) {
         ASSERT_EQ(store_apply(f.s, ++f.index, batch.data, len, &f.fx), 0);
@@ -185,10 +187,7 @@ TEST(malformed_batch_changes_nothing_but_applied)
 static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
 static uint64_t rng(void)
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
+    return xorshift64(&rng_state);
 }
 
 /*
@@ -342,17 +341,11 @@ TEST(random_workload_is_deterministic)
 
 int main(int argc, char **argv)
 {
-    int rv;
-
-    fsm_suite_init();
-    runner_init(argc, argv);
-    runner_set_timeout(120);
+    fsm_main_begin(argc, argv);
     RUN(repeated_request_returns_cached_result_and_changes_nothing);
     RUN(ack_below_prunes_and_stale_retries_are_refused);
     RUN(reapplying_old_index_changes_nothing);
     RUN(malformed_batch_changes_nothing_but_applied);
     RUN(random_workload_is_deterministic);
-    rv = runner_done();
-    fsm_suite_done();
-    return rv;
+    return fsm_main_end();
 }

@@ -526,11 +526,7 @@ TEST(list_locks_and_lock_info)
 
 int main(int argc, char **argv)
 {
-    int rv;
-
-    fsm_suite_init();
-    runner_init(argc, argv);
-    runner_set_timeout(120);
+    fsm_main_begin(argc, argv);
     RUN(acquire_free_lock_grants);
     RUN(try_on_held_lock_wouldblock_and_queues_nothing);
     RUN(fifo_order_with_many_waiters);
@@ -545,7 +541,5 @@ int main(int argc, char **argv)
     RUN(invalid_names_and_waits);
     RUN(limit_owned_per_session);
     RUN(list_locks_and_lock_info);
-    rv = runner_done();
-    fsm_suite_done();
-    return rv;
+    return fsm_main_end();
 }

@@ -775,11 +775,7 @@ TEST(restore_rejects_bad_delay_fields)
 
 int main(int argc, char **argv)
 {
-    int rv;
-
-    fsm_suite_init();
-    runner_init(argc, argv);
-    runner_set_timeout(120);
+    fsm_main_begin(argc, argv);
     RUN(new_store_is_empty);
     RUN(open_session_ids_and_reads);
     RUN(foreach_session);
@@ -799,7 +795,5 @@ int main(int argc, char **argv)
     RUN(negative_lock_delay_is_einval);
     RUN(snapshot_restore_keeps_delay);
     RUN(restore_rejects_bad_delay_fields);
-    rv = runner_done();
-    fsm_suite_done();
-    return rv;
+    return fsm_main_end();
 }

@@ -410,19 +410,19 @@ static void feed_entries(struct fixture *f, const char *variant)
     struct buf b = {0};
 
     cmds[0] = c_open(5000, "digest");
-    encode(&b, cmds, 1);
+    cmds_encode(&b, cmds, 1);
     apply_raw(f, 1, b.data, b.len);
     buf_reset(&b);
     cmds[0] = c_acq(1, 1, BATON_WAIT_FOREVER, "L");
     cmds[1] = c_acq(1, 2, BATON_WAIT_TRY, "M");
     cmds[2] = c_rel(1, 3, 99, "L");
-    encode(&b, cmds, 3);
+    cmds_encode(&b, cmds, 3);
     apply_raw(f, 2, b.data, b.len);
     apply_raw(f, 3, variant, strlen(variant)); /* malformed */
     apply_raw(f, 4, NULL, 0);                  /* malformed (empty) */
     buf_reset(&b);
     cmds[0] = c_acq(1, 4, BATON_WAIT_FOREVER, "N");
-    encode(&b, cmds, 1);
+    cmds_encode(&b, cmds, 1);
     apply_raw(f, 7, b.data, b.len); /* indexes may skip */
     buf_free(&b);
 }
@@ -436,7 +436,7 @@ TEST(digest_follows_the_documented_hash)
 
     setup(&f);
     ASSERT_UEQ(store_digest(f.s), 0);
-    encode(&b, &c, 1);
+    cmds_encode(&b, &c, 1);
     apply_raw(&f, 1, b.data, b.len);
     d = expected_digest(0, 1, b.data, b.len);
     ASSERT_UEQ(store_digest(f.s), d);
@@ -576,7 +576,7 @@ TEST(digest_unchanged_by_replay)
     grant(&f, a, 1, "L");
     d = store_digest(f.s);
     c = c_acq(a, 2, BATON_WAIT_FOREVER, "M");
-    encode(&b, &c, 1);
+    cmds_encode(&b, &c, 1);
     for (uint64_t idx = 0; idx <= f.index; idx++) {
         ASSERT_EQ(store_apply(f.s, idx, b.data, b.len, &f.fx), 0);
         ASSERT_UEQ(store_digest(f.s), d);
@@ -629,11 +629,7 @@ TEST(restore_rejects_previous_format)
 
 int main(int argc, char **argv)
 {
-    int rv;
-
-    fsm_suite_init();
-    runner_init(argc, argv);
-    runner_set_timeout(120);
+    fsm_main_begin(argc, argv);
     RUN(snapshot_restore_roundtrip);
     RUN(snapshot_excludes_local_meta);
     RUN(restore_older_snapshot_is_noop);
@@ -651,7 +647,5 @@ int main(int argc, char **argv)
     RUN(digest_restored_from_snapshot);
     RUN(digest_unchanged_by_replay);
     RUN(restore_rejects_previous_format);
-    rv = runner_done();
-    fsm_suite_done();
-    return rv;
+    return fsm_main_end();
 }

@@ -1,0 +1,97 @@
+/*
+ * cmds.h -- a struct cmd (storage/cmd.h) in one call, and commands encoded
+ * as one batch, for the tests that drive the lock state machine: the
+ * command codec's and the fsm's unit tests (tests/unit/test_cmd.c,
+ * tests/unit/fsm_fixture.h) and the raft-level cluster tests
+ * (tests/cluster/fixture.h).
+ *
+ *     run(&f, c_acq(session, seq, BATON_WAIT_FOREVER, "L"));
+ *
+ * Names are not copied: a command points at the caller's string, which
+ * must live until the command is encoded. Header only (static inline).
+ */
+#ifndef BATON_TESTS_CMDS_H
+#define BATON_TESTS_CMDS_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "proto/buf.h"
+#include "storage/cmd.h"
+#include "tests/lib/runner.h"
+
+static inline struct cmd cmd_of(uint8_t type, uint64_t session, uint64_t seq, const char *name)
+{
+    struct cmd c;
+
+    memset(&c, 0, sizeof c);
+    c.type = type;
+    c.session = session;
+    c.seq = seq;
+    c.name = name;
+    c.name_len = (uint16_t)(name ? strlen(name) : 0);
+    return c;
+}
+
+static inline struct cmd c_open(uint32_t ttl_ms, const char *client)
+{
+    struct cmd c = cmd_of(CMD_OPEN_SESSION, 0, 0, client);
+    c.ttl_ms = ttl_ms;
+    return c;
+}
+
+static inline struct cmd c_acq(uint64_t s, uint64_t seq, int64_t wait_ms, const char *name)
+{
+    struct cmd c = cmd_of(CMD_ACQUIRE, s, seq, name);
+    c.wait_ms = wait_ms;
+    return c;
+}
+
+/* An ACQUIRE whose hold carries a lock-delay of delay_ms. */
+static inline struct cmd c_acq_d(uint64_t s, uint64_t seq, int64_t wait_ms, const char *name,
+                                 int32_t delay_ms)
+{
+    struct cmd c = c_acq(s, seq, wait_ms, name);
+    c.lock_delay_ms = delay_ms;
+    return c;
+}
+
+static inline struct cmd c_rel(uint64_t s, uint64_t seq, uint64_t fence, const char *name)
+{
+    struct cmd c = cmd_of(CMD_RELEASE, s, seq, name);
+    c.fence = fence;
+    return c;
+}
+
+static inline struct cmd c_cancel(uint64_t s, uint64_t seq, uint64_t waiter, const char *name)
+{
+    struct cmd c = cmd_of(CMD_CANCEL, s, seq, name);
+    c.waiter = waiter;
+    return c;
+}
+
+static inline struct cmd c_timeout(uint64_t s, uint64_t waiter, const char *name)
+{
+    struct cmd c = cmd_of(CMD_WAIT_TIMEOUT, s, 0, name);
+    c.waiter = waiter;
+    return c;
+}
+
+#define c_delay_end(name) cmd_of(CMD_DELAY_END, 0, 0, (name))
+#define c_close(s, seq) cmd_of(CMD_CLOSE_SESSION, (s), (seq), NULL)
+#define c_expire(s) cmd_of(CMD_EXPIRE_SESSION, (s), 0, NULL)
+#define c_force(name) cmd_of(CMD_FORCE_RELEASE, 0, 0, (name))
+#define c_member(id, addr) cmd_of(CMD_SET_MEMBER_ADDR, (id), 0, (addr))
+
+/* Append cmds to b as one batch (cmd_batch_begin/add/end), FAILing the
+ * test if a command cannot be encoded. */
+static inline void cmds_encode(struct buf *b, const struct cmd *cmds, size_t n)
+{
+    size_t start;
+
+    ASSERT_EQ(cmd_batch_begin(b, &start), 0);
+    for (size_t i = 0; i < n; i++) ASSERT_EQ(cmd_batch_add(b, &cmds[i]), 0);
+    cmd_batch_end(b, start, (uint32_t)n);
+}
+
+#endif /* BATON_TESTS_CMDS_H */
