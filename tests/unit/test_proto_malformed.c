@@ -14,6 +14,7 @@
 #include "proto/buf.h"
 #include "proto/msg.h"
 #include "tests/lib/msg_samples.h"
+#include "tests/lib/rng.h"
 #include "tests/lib/runner.h"
 #include "tests/unit/proto_fixture.h"
 
@@ -56,15 +57,12 @@ static int feed(const uint8_t *data, size_t len)
     return decoded;
 }
 
-/* A small deterministic PRNG (xorshift64*), so failures reproduce. */
+/* Seeded pseudo-random numbers (tests/lib/rng.h), so failures reproduce. */
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 
 static uint64_t rng(void)
 {
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545F4914F6CDD1Dull;
+    return xorshift64star(&rng_state);
 }
 
 static size_t rng_below(size_t n)
