@@ -250,7 +250,7 @@ fuzz-corpus-inner: $(B)/tests/fuzz/gen_corpus
 	rm -rf tests/fuzz/corpus/fuzz_frame tests/fuzz/corpus/fuzz_cmd
 	$(B)/tests/fuzz/gen_corpus tests/fuzz/corpus
 
-$(B)/tests/fuzz/gen_corpus: $(B)/tests/fuzz/gen_corpus.o $(B)/libstore.a $(B)/libproto.a
+$(B)/tests/fuzz/gen_corpus: $(B)/tests/fuzz/gen_corpus.o $(B)/libtest.a $(B)/libstore.a $(B)/libproto.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_LMDB)
 
 $(FUZZ_B)/obj/%.o: %.c

@@ -18,14 +18,9 @@
 #include "proto/buf.h"
 #include "proto/msg.h"
 #include "storage/cmd.h"
+#include "tests/lib/msg_samples.h"
 
 static const char *outdir;
-
-static struct pstr S(const char *s)
-{
-    struct pstr p = {s, (uint16_t)strlen(s)};
-    return p;
-}
 
 static void write_file(const char *sub, const char *name, const struct buf *b)
 {
@@ -40,212 +35,33 @@ static void write_file(const char *sub, const char *name, const struct buf *b)
     }
 }
 
-/* Encode m; the file is named after its type. */
-static void frame(struct buf *stream, struct msg *m)
-{
-    struct buf b = {0};
-    char name[64];
-    int rv = proto_encode(&b, m);
-
-    if (rv != 0) {
-        fprintf(stderr, "gen_corpus: encoding %s: %s\n", msg_type_name(m->type), baton_strerror(rv));
-        exit(1);
-    }
-    snprintf(name, sizeof name, "%02u-%s", m->type, msg_type_name(m->type));
-    write_file("fuzz_frame", name, &b);
-    if (stream != NULL) buf_put(stream, b.data, b.len);
-    buf_free(&b);
-}
-
+/*
+ * One file per message type, its sample (tests/lib/msg_samples.c) named
+ * after its number and type; and what a client and a server send on one
+ * connection, back to back (every request, every reply and push), plus a
+ * stream that ends in the middle of a frame.
+ */
 static void gen_frames(void)
 {
-    struct msg_member members[3] = {{1, S("127.0.0.1:7101"), S("127.0.0.1:7001")},
-                                    {2, S("127.0.0.1:7102"), S("127.0.0.1:7002")},
-                                    {3, S("127.0.0.1:7103"), S("127.0.0.1:7003")}};
-    struct msg_member_info infos[2] = {{1, MEMBER_VOTER, S("127.0.0.1:7101"), S("127.0.0.1:7001")},
-                                       {4, MEMBER_SPARE, S("127.0.0.1:7104"), S("")}};
-    struct msg_waiter waiters[2] = {{7, 3, -1}, {9, 1, 500}};
-    struct msg_lock_summary locks[2] = {{S("jobs/1"), 7, 41, 2}, {S("jobs/2"), 0, 0, 0}};
-    struct msg_session_summary sessions[2] = {{7, 10000, 12, S("worker"), 1, 0},
-                                              {9, 3000, 15, S(""), 0, 2}};
     struct buf client = {0}, server = {0};
-    struct msg m;
 
-#define M(t, id) (memset(&m, 0, sizeof m), m.type = (t), m.req_id = (id))
-    M(MSG_HELLO, 1);
-    m.u.hello.version = BATON_PROTO_VERSION;
-    m.u.hello.client_name = S("fuzz-seed");
-    frame(&client, &m);
-    M(MSG_HELLO_OK, 1);
-    m.u.hello_ok.version = BATON_PROTO_VERSION;
-    m.u.hello_ok.node_id = 2;
-    frame(&server, &m);
-    M(MSG_OPEN_SESSION, 2);
-    m.u.open_session.ttl_ms = 10000;
-    m.u.open_session.client_name = S("worker");
-    frame(&client, &m);
-    M(MSG_SESSION, 2);
-    m.u.session.session = 7;
-    m.u.session.ttl_ms = 10000;
-    frame(&server, &m);
-    M(MSG_ACQUIRE, 3);
-    m.u.op.session = 7;
-    m.u.op.seq = 1;
-    m.u.op.ack_below = 1;
-    m.u.op.wait_ms = BATON_WAIT_FOREVER;
-    m.u.op.lock = S("jobs/1");
-    m.u.op.lock_delay_ms = 250;
-    frame(&client, &m);
-    M(MSG_RELEASE, 4);
-    m.u.op.session = 7;
-    m.u.op.seq = 2;
-    m.u.op.ack_below = 2;
-    m.u.op.fence = 41;
-    m.u.op.lock = S("jobs/1");
-    frame(&client, &m);
-    M(MSG_CANCEL, 5);
-    m.u.op.session = 7;
-    m.u.op.seq = 3;
-    m.u.op.ack_below = 3;
-    m.u.op.waiter = 1;
-    m.u.op.lock = S("jobs/1");
-    frame(&client, &m);
-    M(MSG_CLOSE_SESSION, 6);
-    m.u.op.session = 7;
-    m.u.op.seq = 4;
-    m.u.op.ack_below = 4;
-    frame(NULL, &m);
-    M(MSG_KEEPALIVE, 7);
-    m.u.keepalive.session = 7;
-    frame(&client, &m);
-    M(MSG_RESULT, 3);
-    m.u.result.status = 0;
-    m.u.result.kind = RESULT_QUEUED;
-    m.u.result.value = 2;
-    frame(&server, &m);
-    M(MSG_GRANTED, 0);
-    m.u.push.session = 7;
-    m.u.push.waiter = 1;
-    m.u.push.fence = 42;
-    m.u.push.lock = S("jobs/1");
-    frame(&server, &m);
-    M(MSG_WAIT_FAILED, 0);
-    m.u.push.session = 7;
-    m.u.push.waiter = 5;
-    m.u.push.status = BATON_ETIMEDOUT;
-    m.u.push.lock = S("jobs/2");
-    frame(&server, &m);
-    M(MSG_STATUS, 8);
-    frame(&client, &m);
-    M(MSG_STATUS_R, 8);
-    m.u.status_r.node_id = 1;
-    m.u.status_r.role = ROLE_LEADER;
-    m.u.status_r.leader_id = 1;
-    m.u.status_r.term = 3;
-    m.u.status_r.last_index = 120;
-    m.u.status_r.commit_index = 120;
-    m.u.status_r.applied_index = 119;
-    m.u.status_r.n_members = 3;
-    m.u.status_r.members = members;
-    m.u.status_r.state_digest = 0x1234567890abcdefull;
-    frame(&server, &m);
-    M(MSG_LOCK_INFO, 9);
-    m.u.lock_info.lock = S("jobs/1");
-    frame(&client, &m);
-    M(MSG_LOCK_INFO_R, 9);
-    m.u.lock_info_r.held = 1;
-    m.u.lock_info_r.holder_session = 5;
-    m.u.lock_info_r.holder_waiter = 2;
-    m.u.lock_info_r.fence = 40;
-    m.u.lock_info_r.granted_index = 100;
-    m.u.lock_info_r.total_waiters = 2;
-    m.u.lock_info_r.n_waiters = 2;
-    m.u.lock_info_r.waiters = waiters;
-    m.u.lock_info_r.lock = S("jobs/1");
-    frame(&server, &m);
-    M(MSG_LIST_LOCKS, 10);
-    m.u.list_locks.prefix = S("jobs/");
-    m.u.list_locks.limit = 100;
-    frame(&client, &m);
-    M(MSG_LIST_LOCKS_R, 10);
-    m.u.list_locks_r.n = 2;
-    m.u.list_locks_r.items = locks;
-    m.u.list_locks_r.more = 1;
-    frame(&server, &m);
-    M(MSG_REDIRECT, 11);
-    m.u.redirect.leader_id = 3;
-    m.u.redirect.client_addr = S("127.0.0.1:7003");
-    frame(&server, &m);
-    M(MSG_NO_LEADER, 12);
-    frame(&server, &m);
-    M(MSG_ERROR, 13);
-    m.u.error.code = BATON_EMALFORMED;
-    m.u.error.message = S("cannot decode ACQUIRE frame: malformed data");
-    frame(&server, &m);
-    M(MSG_LOST, 0);
-    m.u.push.session = 7;
-    m.u.push.waiter = 1;
-    m.u.push.fence = 42;
-    m.u.push.status = BATON_ESESSION;
-    m.u.push.lock = S("jobs/1");
-    frame(&server, &m);
-    M(MSG_SESSION_EXPIRED, 0);
-    m.u.session_expired.session = 7;
-    frame(&server, &m);
-    M(MSG_FORCE_RELEASE, 14);
-    m.u.force_release.lock = S("jobs/1");
-    frame(&client, &m);
-    M(MSG_FORCE_RELEASE_R, 14);
-    m.u.force_release_r.lost_session = 7;
-    m.u.force_release_r.lost_fence = 42;
-    m.u.force_release_r.new_session = 9;
-    m.u.force_release_r.new_fence = 43;
-    frame(&server, &m);
-    M(MSG_EXPIRE_SESSION, 15);
-    m.u.expire_session.session = 9;
-    frame(&client, &m);
-    M(MSG_TRANSFER, 16);
-    m.u.transfer.id = 2;
-    frame(&client, &m);
-    M(MSG_TRANSFER_R, 16);
-    m.u.transfer_r.leader_id = 2;
-    frame(&server, &m);
-    M(MSG_LIST_SESSIONS, 17);
-    m.u.list_sessions.after = 0;
-    m.u.list_sessions.limit = 10;
-    frame(&client, &m);
-    M(MSG_SESSIONS_R, 17);
-    m.u.sessions_r.n = 2;
-    m.u.sessions_r.items = sessions;
-    frame(&server, &m);
-    M(MSG_WATCH, 18);
-    m.u.watch.lock = S("jobs/1");
-    frame(&client, &m);
-    M(MSG_WATCH_EVENT, 0);
-    m.u.watch_event.seq = 2;
-    m.u.watch_event.info.delayed = 1;
-    m.u.watch_event.info.total_waiters = 1;
-    m.u.watch_event.info.n_waiters = 1;
-    m.u.watch_event.info.waiters = waiters;
-    m.u.watch_event.info.lock = S("jobs/1");
-    frame(&server, &m);
-    M(MSG_SNAPSHOT, 19);
-    frame(&client, &m);
-    M(MSG_SNAPSHOT_R, 19);
-    m.u.snapshot_r.index = 8193;
-    frame(&server, &m);
-    M(MSG_MEMBERS, 20);
-    frame(&client, &m);
-    M(MSG_MEMBERS_R, 20);
-    m.u.members_r.n = 2;
-    m.u.members_r.members = infos;
-    frame(&server, &m);
-    M(MSG_MEMBER_REMOVE, 21);
-    m.u.member_remove.id = 3;
-    frame(&client, &m);
-#undef M
-    /* What a client and a server send on one connection, back to back; and
-     * a stream that ends in the middle of a frame. */
+    for (int t = 1; t < MSG_TYPE_MAX_; t++) {
+        struct msg m;
+        struct buf b = {0};
+        char name[64];
+        int rv;
+
+        if (msg_sample(t, &m) != 0) continue;
+        rv = proto_encode(&b, &m);
+        if (rv != 0) {
+            fprintf(stderr, "gen_corpus: encoding %s: %s\n", msg_type_name(t), baton_strerror(rv));
+            exit(1);
+        }
+        snprintf(name, sizeof name, "%02d-%s", t, msg_type_name(t));
+        write_file("fuzz_frame", name, &b);
+        if (buf_put(msg_info(t)->dir == MSG_C2S ? &client : &server, b.data, b.len) != 0) exit(1);
+        buf_free(&b);
+    }
     write_file("fuzz_frame", "stream-client", &client);
     write_file("fuzz_frame", "stream-server", &server);
     client.len -= 5;

@@ -1,8 +1,10 @@
 /*
  * msg_samples.h -- one sample message of every wire type, with every field
  * set to a recognisable value. Used by the wire-format test
- * (tests/unit/test_wire.c, which compares their encodings with frozen bytes)
- * and by the fuzz corpus generator (tests/fuzz/gen_corpus.c).
+ * (tests/unit/test_wire.c, which compares their encodings with frozen bytes),
+ * by the codec tests (tests/unit/test_proto_*.c) where one ordinary message
+ * of a type will do, and by the fuzz corpus generator
+ * (tests/fuzz/gen_corpus.c).
  */
 #ifndef BATON_TESTS_MSG_SAMPLES_H
 #define BATON_TESTS_MSG_SAMPLES_H
