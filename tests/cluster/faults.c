@@ -363,7 +363,6 @@ static void prop_apply_cb(struct raft_apply *req, int status, void *result)
  * callback never runs). cb/data are kept. */
 int propose(struct cl *c, unsigned i, const struct cmd *cmds, size_t n, struct prop *p)
 {
-    struct buf b = {0};
     struct raft_buffer rb;
     prop_done_cb *cb = p->cb;
     void *data = p->data;
@@ -373,12 +372,7 @@ int propose(struct cl *c, unsigned i, const struct cmd *cmds, size_t n, struct p
     memset(p, 0, sizeof *p);
     p->cb = cb;
     p->data = data;
-    cmds_encode(&b, cmds, n);
-    rb.len = fsm_entry_size(b.len);
-    rb.base = raft_malloc(rb.len);
-    ASSERT(rb.base != NULL);
-    fsm_entry_encode(rb.base, b.data, b.len);
-    buf_free(&b);
+    rb = cl_entry_buf(cmds, n);
     p->req.data = p;
     p->busy = true;
     rv = raft_apply(cl_raft(c, i), &p->req, &rb, 1, prop_apply_cb);

@@ -253,20 +253,28 @@ static void prop_cb(struct raft_apply *req, int status, void *result)
     }
 }
 
-int cl_propose(struct cl *c, unsigned i, const struct cmd *cmds, size_t n, struct cl_prop *p)
+struct raft_buffer cl_entry_buf(const struct cmd *cmds, size_t n)
 {
     struct buf b = {0};
     struct raft_buffer rb;
-    int rv;
 
-    ASSERT(n <= CL_MAX_RESULTS);
-    memset(p, 0, sizeof *p);
     cmds_encode(&b, cmds, n);
     rb.len = fsm_entry_size(b.len);
     rb.base = raft_malloc(rb.len);
     ASSERT(rb.base != NULL);
     fsm_entry_encode(rb.base, b.data, b.len);
     buf_free(&b);
+    return rb;
+}
+
+int cl_propose(struct cl *c, unsigned i, const struct cmd *cmds, size_t n, struct cl_prop *p)
+{
+    struct raft_buffer rb;
+    int rv;
+
+    ASSERT(n <= CL_MAX_RESULTS);
+    memset(p, 0, sizeof *p);
+    rb = cl_entry_buf(cmds, n);
     p->req.data = p;
     rv = raft_apply(cl_raft(c, i), &p->req, &rb, 1, prop_cb);
     /* raft owns the buffer only if raft_apply succeeded. */

@@ -151,7 +151,11 @@ void cl_revive(struct cl *c, unsigned i);
 
 /* ---- proposals ------------------------------------------------------------------- */
 
-/* Commands are encoded as one batch with cmds_encode (tests/lib/cmds.h). */
+/* Commands are encoded as one batch with cmds_encode (tests/lib/cmds.h);
+ * cl_entry_buf makes that batch a raft entry's payload (fsm_entry_encode)
+ * in a raft_malloc'd buffer, as raft_apply and raft_fixture_add_entry take
+ * it. */
+struct raft_buffer cl_entry_buf(const struct cmd *cmds, size_t n);
 
 /*
  * Propose cmds as one entry on node i: the batch goes to raft_apply in a

@@ -445,20 +445,14 @@ static void replay_entry(int k, struct cmd *cmds, size_t *n)
 static struct raft_entry replay_raft_entry(int k, raft_term term)
 {
     struct cmd cmds[2];
-    struct buf b = {0};
     struct raft_entry e;
     size_t n;
 
     replay_entry(k, cmds, &n);
-    cmds_encode(&b, cmds, n);
     memset(&e, 0, sizeof e);
     e.term = term;
     e.type = RAFT_COMMAND;
-    e.buf.len = fsm_entry_size(b.len);
-    e.buf.base = raft_malloc(e.buf.len);
-    ASSERT(e.buf.base != NULL);
-    fsm_entry_encode(e.buf.base, b.data, b.len);
-    buf_free(&b);
+    e.buf = cl_entry_buf(cmds, n);
     return e;
 }
 

@@ -141,17 +141,23 @@ bad:
     bad_line(d, path, lineno, line);
 }
 
-static int load_client(struct ck_data *d, const char *path, int c)
+/* Open a log for reading, or say why not. */
+static FILE *open_log(const char *path)
 {
     FILE *f = fopen(path, "r");
+
+    if (f == NULL) fprintf(stderr, "faultcheck: %s: %s\n", path, strerror(errno));
+    return f;
+}
+
+static int load_client(struct ck_data *d, const char *path, int c)
+{
+    FILE *f = open_log(path);
     char line[512];
     long cur = -1;
     int lineno = 0;
 
-    if (f == NULL) {
-        fprintf(stderr, "faultcheck: %s: %s\n", path, strerror(errno));
-        return -1;
-    }
+    if (f == NULL) return -1;
     while (fgets(line, sizeof line, f)) {
         lineno++;
         line[strcspn(line, "\n")] = '\0';
@@ -163,14 +169,11 @@ static int load_client(struct ck_data *d, const char *path, int c)
 
 static int load_store(struct ck_data *d, const char *path)
 {
-    FILE *f = fopen(path, "r");
+    FILE *f = open_log(path);
     char line[512];
     int lineno = 0;
 
-    if (f == NULL) {
-        fprintf(stderr, "faultcheck: %s: %s\n", path, strerror(errno));
-        return -1;
-    }
+    if (f == NULL) return -1;
     while (fgets(line, sizeof line, f)) {
         unsigned long long t, fence, max = 0;
         char kind[4], lock[CK_LOCK_MAX];
@@ -198,14 +201,11 @@ static int load_store(struct ck_data *d, const char *path)
 
 static int load_nemesis(struct ck_data *d, const char *path)
 {
-    FILE *f = fopen(path, "r");
+    FILE *f = open_log(path);
     char line[512];
     int lineno = 0;
 
-    if (f == NULL) {
-        fprintf(stderr, "faultcheck: %s: %s\n", path, strerror(errno));
-        return -1;
-    }
+    if (f == NULL) return -1;
     while (fgets(line, sizeof line, f)) {
         unsigned long long t;
         char what[16], kind[32];

@@ -194,13 +194,6 @@ static void a_close(struct tloop *t, baton_async_t *ac)
     ASSERT_EQ(r.calls, 1);
 }
 
-/* `batonctl -o json lock-info NAME` (the caller frees r). */
-static void lock_info(const char *name, struct ctl_result *r)
-{
-    int st = cluster_ctl(&C, r, "-o", "json", "lock-info", name, NULL);
-    if (st != 0) FAIL("batonctl lock-info %s exited %d: %s", name, st, r->err);
-}
-
 /*
  * Keep the loop running (so that the contexts send what they queued and
  * keep their sessions alive) and ask batonctl, between turns, how many
@@ -214,12 +207,8 @@ static void wait_waiters(struct tloop *t, const char *name, int64_t n, unsigned 
     int64_t got = -1;
 
     while (now_ms() < end) {
-        struct ctl_result r;
-
         run_for(t, 20);
-        lock_info(name, &r);
-        got = json_i64(r.out, "total_waiters", -1);
-        ctl_result_free(&r);
+        got = cluster_lock_i64(&C, name, "total_waiters");
         if (got == n) return;
     }
     FAIL("lock %s has %lld waiters, not %lld, after %u ms", name, (long long)got, (long long)n, ms);
@@ -263,7 +252,7 @@ TEST(basic_callbacks_counted_exactly)
     ASSERT_EQ(lock.status, 0);
     ASSERT_STREQ(lock.name, "basic");
     ASSERT_NE(lock.value, 0);
-    lock_info("basic", &r);
+    ASSERT_EQ(cluster_lock_info(&C, "basic", &r), 0);
     ASSERT_UEQ(json_i64(r.out, "holder_session", 0), session);
     ASSERT_UEQ(json_i64(r.out, "fence", 0), lock.value);
     ctl_result_free(&r);
@@ -275,7 +264,7 @@ TEST(basic_callbacks_counted_exactly)
     ASSERT_EQ(busy.status, BATON_EWOULDBLOCK);
     ASSERT_UEQ(busy.value, 0);
     ASSERT_STREQ(busy.name, "basic");
-    lock_info("basic", &r);
+    ASSERT_EQ(cluster_lock_info(&C, "basic", &r), 0);
     ASSERT_EQ(json_i64(r.out, "total_waiters", -1), 0);
     ctl_result_free(&r);
 
@@ -288,7 +277,7 @@ TEST(basic_callbacks_counted_exactly)
     ASSERT_EQ(baton_async_unlock(ac, "basic", lock.value, rec_done, &again), 0);
     run_until(&t, &again.calls, 1, 10000);
     ASSERT_EQ(again.status, BATON_ENOTHELD);
-    lock_info("basic", &r);
+    ASSERT_EQ(cluster_lock_info(&C, "basic", &r), 0);
     ASSERT_EQ(json_i64(r.out, "holder_session", -1), 0);
     ctl_result_free(&r);
 
@@ -412,7 +401,7 @@ TEST(thousand_waiters_on_one_lock_granted_in_call_order)
     }
     ASSERT_EQ(baton_async_pending(ac), 0);
     ASSERT_EQ(baton_async_pending(holder), 0);
-    lock_info("crowd", &r);
+    ASSERT_EQ(cluster_lock_info(&C, "crowd", &r), 0);
     ASSERT_EQ(json_i64(r.out, "total_waiters", -1), 0);
     ASSERT_EQ(json_i64(r.out, "holder_session", -1), 0);
     ctl_result_free(&r);

@@ -33,26 +33,11 @@ static baton_t *connect_to(const char *endpoints, const char *name)
     return b;
 }
 
-/* `batonctl -o json lock-info NAME` (the caller frees r). */
-static void lock_info(const char *name, struct ctl_result *r)
-{
-    int st = cluster_ctl(&C, r, "-o", "json", "lock-info", name, NULL);
-    if (st != 0) FAIL("batonctl lock-info %s exited %d: %s", name, st, r->err);
-}
-
 /* Wait until lock `name` has n waiters queued. */
 static void wait_queue_len(const char *name, int64_t n)
 {
-    for (int i = 0; i < 300; i++) {
-        struct ctl_result r;
-        int64_t got;
-        lock_info(name, &r);
-        got = json_i64(r.out, "total_waiters", -1);
-        ctl_result_free(&r);
-        if (got == n) return;
-        sleep_ms(50);
-    }
-    FAIL("lock %s never had %lld waiters", name, (long long)n);
+    if (cluster_wait_lock_i64(&C, name, "total_waiters", n, 15000) != 0)
+        FAIL("lock %s never had %lld waiters", name, (long long)n);
 }
 
 /* ---- 16 threads, one lock: mutual exclusion and increasing fences ------- */
@@ -170,7 +155,7 @@ TEST(trylock_on_held_lock_fails_at_once)
      * would never return. */
     ASSERT_EQ(baton_trylock(b, "busy", &l), BATON_EWOULDBLOCK);
     ASSERT(l == NULL);
-    lock_info("busy", &r);
+    ASSERT_EQ(cluster_lock_info(&C, "busy", &r), 0);
     ASSERT_EQ(json_i64(r.out, "total_waiters", -1), 0);
     ASSERT_UEQ(json_i64(r.out, "fence", 0), baton_lock_fence(held));
     ctl_result_free(&r);
@@ -259,7 +244,7 @@ TEST(kill_leader_clients_carry_on_and_holds_survive)
     ASSERT_GE(atomic_load(&kl_cycles), before + 100);
     ASSERT_EQ(atomic_load(&kl_errors), 0);
 
-    lock_info("survivor", &r);
+    ASSERT_EQ(cluster_lock_info(&C, "survivor", &r), 0);
     ASSERT_UEQ(json_i64(r.out, "holder_session", 0), baton_session_id(holder));
     ASSERT_UEQ(json_i64(r.out, "fence", 0), baton_lock_fence(held));
     ctl_result_free(&r);
@@ -375,7 +360,7 @@ TEST(restart_whole_cluster_keeps_holders_queues_and_fences)
     last_fence = baton_lock_fence(probe);
     ASSERT_EQ(baton_unlock(probe), 0);
 
-    lock_info("kept", &r);
+    ASSERT_EQ(cluster_lock_info(&C, "kept", &r), 0);
     holder_before = json_i64(r.out, "holder_session", 0);
     fence_before = json_i64(r.out, "fence", 0);
     json_array(r.out, "waiters", queue_before, sizeof queue_before);
@@ -386,7 +371,7 @@ TEST(restart_whole_cluster_keeps_holders_queues_and_fences)
     for (int i = 0; i < 3; i++) ASSERT_EQ(cluster_restart(&C, i), 0);
     ASSERT_GE(cluster_wait_leader(&C, 15000), 0);
 
-    lock_info("kept", &r);
+    ASSERT_EQ(cluster_lock_info(&C, "kept", &r), 0);
     ASSERT_EQ(json_i64(r.out, "holder_session", 0), holder_before);
     ASSERT_EQ(json_i64(r.out, "fence", 0), fence_before);
     json_array(r.out, "waiters", queue_after, sizeof queue_after);

@@ -16,7 +16,6 @@
 #include "client/baton.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
-#include "tests/lib/jsonget.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/runner.h"
 
@@ -38,16 +37,6 @@ static void start3(void)
     ASSERT_GE(cluster_wait_leader(&C, 15000), 0);
 }
 
-static int64_t lock_info_i64(const char *name, const char *key)
-{
-    struct ctl_result r;
-    int64_t v;
-    if (cluster_ctl(&C, &r, "-o", "json", "lock-info", name, NULL) != 0)
-        FAIL("lock-info %s: %s", name, r.err);
-    v = json_i64(r.out, key, -1);
-    ctl_result_free(&r);
-    return v;
-}
 
 /* Read one line from fd within timeout_ms into buf. */
 static void read_line(int fd, char *buf, size_t cap, int timeout_ms)
@@ -98,13 +87,12 @@ TEST(dead_client_lock_goes_to_next_waiter_after_its_lease)
     read_line(fd, line, sizeof line, 15000);
     cmd = (pid_t)atoi(line);
     ASSERT_GT(cmd, 0);
-    fence0 = lock_info_i64("dead", "fence");
+    fence0 = cluster_lock_i64(&C, "dead", "fence");
     ASSERT_GT(fence0, 0);
 
     w.b = connect_ttl(0);
     pthread_create(&t, NULL, waiter_thread, &w);
-    for (int i = 0; i < 200 && lock_info_i64("dead", "total_waiters") != 1; i++) sleep_ms(50);
-    ASSERT_EQ(lock_info_i64("dead", "total_waiters"), 1);
+    ASSERT_EQ(cluster_wait_lock_i64(&C, "dead", "total_waiters", 1, 10000), 0);
 
     killed_at = now_ms();
     kill(ctl, SIGKILL);
@@ -290,14 +278,14 @@ static void check_lock_delay(const char *const *server_args, const char *ctl_del
     cmd = (pid_t)atoi(line);
     w.b = connect_ttl(0);
     pthread_create(&t, NULL, waiter_thread, &w);
-    for (int i = 0; i < 200 && lock_info_i64("delayed", "total_waiters") != 1; i++) sleep_ms(50);
+    cluster_wait_lock_i64(&C, "delayed", "total_waiters", 1, 10000);
 
     killed_at = now_ms();
     kill(ctl, SIGKILL);
     kill(cmd, SIGKILL);
     proc_wait(ctl, 5000);
     for (int i = 0; i < 100 && !seen_delayed && atomic_load(&w.granted_at) == 0; i++) {
-        ASSERT_EQ(cluster_ctl(&C, &r, "-o", "json", "lock-info", "delayed", NULL), 0);
+        ASSERT_EQ(cluster_lock_info(&C, "delayed", &r), 0);
         seen_delayed = strstr(r.out, "\"delayed\":true") != NULL;
         ctl_result_free(&r);
         sleep_ms(50);
@@ -342,11 +330,11 @@ TEST(stopped_holder_loses_lock_to_next_waiter_and_learns_it_on_resume)
     ASSERT_GT(ctl, 0);
     read_line(fd, line, sizeof line, 15000);
     cmd = (pid_t)atoi(line);
-    fence0 = lock_info_i64("paused", "fence");
+    fence0 = cluster_lock_i64(&C, "paused", "fence");
     ASSERT_GT(fence0, 0);
     w.b = connect_ttl(0);
     pthread_create(&t, NULL, waiter_thread, &w);
-    for (int i = 0; i < 200 && lock_info_i64("paused", "total_waiters") != 1; i++) sleep_ms(50);
+    cluster_wait_lock_i64(&C, "paused", "total_waiters", 1, 10000);
 
     /* Freeze the holder (batonctl and its command) like a paused VM, for
      * longer than its lease. */

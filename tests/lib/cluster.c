@@ -29,6 +29,7 @@
 #include "proto/msg.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/files.h"
+#include "tests/lib/jsonget.h"
 #include "tests/lib/proc.h"
 
 #define MAX_SLOTS 8
@@ -846,6 +847,41 @@ void ctl_result_free(struct ctl_result *r)
     free(r->out);
     free(r->err);
     r->out = r->err = NULL;
+}
+
+int cluster_lock_info(struct cluster *c, const char *name, struct ctl_result *r)
+{
+    return cluster_ctl(c, r, "-o", "json", "lock-info", name, NULL);
+}
+
+int64_t cluster_lock_i64(struct cluster *c, const char *name, const char *key)
+{
+    struct ctl_result r;
+    int64_t v = -1;
+    int st = cluster_lock_info(c, name, &r);
+
+    if (st == 0)
+        v = json_i64(r.out, key, -1);
+    else
+        fprintf(stderr, "# cluster: batonctl lock-info %s exited %d: %s", name, st, r.err);
+    ctl_result_free(&r);
+    return v;
+}
+
+int cluster_wait_lock_i64(struct cluster *c, const char *name, const char *key, int64_t want,
+                          int timeout_ms)
+{
+    int64_t deadline = now_ms() + timeout_ms, got;
+
+    while ((got = cluster_lock_i64(c, name, key)) != want) {
+        if (now_ms() >= deadline) {
+            fprintf(stderr, "# cluster: lock %s: %s is %lld, not %lld, after %d ms\n", name, key,
+                    (long long)got, (long long)want, timeout_ms);
+            return -1;
+        }
+        sleep_ms(50);
+    }
+    return 0;
 }
 
 pid_t cluster_ctl_spawn(struct cluster *c, const char *const *args, int *out_fd)

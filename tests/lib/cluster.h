@@ -205,6 +205,20 @@ int cluster_ctlv(struct cluster *c, int timeout_ms, struct ctl_result *r,
 
 void ctl_result_free(struct ctl_result *r);
 
+/* `batonctl -o json lock-info NAME`: its exit status (r filled either way;
+ * free it with ctl_result_free). */
+int cluster_lock_info(struct cluster *c, const char *name, struct ctl_result *r);
+
+/* The number under `key` (e.g. "total_waiters", "fence") in lock-info's
+ * JSON for lock `name`, or -1 if batonctl failed (said on stderr) or the
+ * key is absent. */
+int64_t cluster_lock_i64(struct cluster *c, const char *name, const char *key);
+
+/* Poll cluster_lock_i64 every 50 ms until it is `want`: 0, or -1 after
+ * timeout_ms (said on stderr, with the last value). */
+int cluster_wait_lock_i64(struct cluster *c, const char *name, const char *key, int64_t want,
+                          int timeout_ms);
+
 /*
  * Start `$BATON_BUILD/batonctl -e ENDPOINTS ARGS...` in the background (it
  * dies with the test process). Its stdout goes to *out_fd (a pipe; pass
