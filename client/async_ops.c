@@ -283,8 +283,11 @@ static void session_gone(baton_async_t *ac)
  * lock's entry goes; an ENOTHELD for a lock that the cluster had said was
  * taken away (a LOST push that crossed the RELEASE) becomes BATON_ELOST.
  */
-static void on_release_result(baton_async_t *ac, struct baton__req *r, int status)
+static void on_release_result(baton_async_t *ac, struct baton__req *r, int status, int kind,
+                              uint64_t value)
 {
+    (void)kind;
+    (void)value;
     struct baton__req *h;
 
     if (status == BATON_ESESSION) {
@@ -386,35 +389,44 @@ static void on_cancel_result(baton_async_t *ac, struct baton__req *c, int status
         not_granted(ac, t, status < 0 ? status : BATON_EPROTO);
 }
 
+static void on_open_result(baton_async_t *ac, struct baton__req *r, int status, int kind,
+                           uint64_t value)
+{
+    (void)kind;
+    if (status == 0) {
+        on_session(ac, r, value, 0);
+    } else {
+        baton__seterr(ac, "open session: %s", baton_strerror(status));
+        open_failed(ac, r, status);
+    }
+}
+
+static void on_close_result(baton_async_t *ac, struct baton__req *r, int status, int kind,
+                            uint64_t value)
+{
+    (void)kind;
+    (void)value;
+    /* ESESSION: the cluster had already forgotten it; closed either way. */
+    baton__session_closed(ac, r, status == BATON_ESESSION ? 0 : status);
+}
+
+typedef void result_fn(baton_async_t *ac, struct baton__req *r, int status, int kind,
+                       uint64_t value);
+
+/* What ends each kind of request. */
+static result_fn *const result_handlers[] = {
+    [BATON__K_OPEN] = on_open_result,       [BATON__K_ACQUIRE] = on_acquire_result,
+    [BATON__K_RELEASE] = on_release_result, [BATON__K_CANCEL] = on_cancel_result,
+    [BATON__K_CLOSE] = on_close_result,
+};
+
 /* The outcome of request r: a RESULT, or an ERROR the server sent instead
  * (status = its code). */
 static void on_result(baton_async_t *ac, struct baton__req *r, int status, int kind, uint64_t value)
 {
-    switch (r->kind) {
-    case BATON__K_OPEN:
-        if (status == 0) {
-            on_session(ac, r, value, 0);
-        } else {
-            baton__seterr(ac, "open session: %s", baton_strerror(status));
-            open_failed(ac, r, status);
-        }
-        return;
-    case BATON__K_ACQUIRE:
-        on_acquire_result(ac, r, status, kind, value);
-        return;
-    case BATON__K_RELEASE:
-        on_release_result(ac, r, status);
-        return;
-    case BATON__K_CANCEL:
-        on_cancel_result(ac, r, status, kind, value);
-        return;
-    case BATON__K_CLOSE:
-        /* ESESSION: the cluster had already forgotten it; closed either way. */
-        baton__session_closed(ac, r, status == BATON_ESESSION ? 0 : status);
-        return;
-    default:
-        return;
-    }
+    if ((size_t)r->kind < sizeof result_handlers / sizeof result_handlers[0] &&
+        result_handlers[r->kind] != NULL)
+        result_handlers[r->kind](ac, r, status, kind, value);
 }
 
 /* A GRANTED or WAIT_FAILED push for waiter `waiter` of the session. Pushes
@@ -616,6 +628,15 @@ static int check_name(const char *name, size_t *n)
     return proto_lock_name_ok(name, *n) ? 0 : BATON_EINVAL;
 }
 
+/* r is a call of the user's: it counts as pending (baton_async_pending)
+ * and its callback gets data. */
+static void user_call(baton_async_t *ac, struct baton__req *r, void *data)
+{
+    r->user = true;
+    ac->n_user++;
+    r->data = data;
+}
+
 int baton_async_open(baton_async_t *ac, baton_async_open_cb *cb, void *data)
 {
     struct baton__req *r;
@@ -625,10 +646,8 @@ int baton_async_open(baton_async_t *ac, baton_async_open_cb *cb, void *data)
     if (ac->opened) return BATON_EBUSY;
     r = baton__req_new(ac, BATON__K_OPEN, NULL, 0);
     if (r == NULL) return BATON_ENOMEM;
-    r->user = true;
-    ac->n_user++;
+    user_call(ac, r, data);
     r->cb.open = cb;
-    r->data = data;
     ac->opened = true;
     ac->sstate = BATON__S_OPENING;
     baton__set_deadline(ac, r, baton__now() + ac->connect_timeout_ms);
@@ -667,10 +686,8 @@ int baton_async_lock_with(baton_async_t *ac, const char *name, const baton_lock_
         baton__req_remove(ac, r);
         return BATON_ENOMEM;
     }
-    r->user = true;
-    ac->n_user++;
+    user_call(ac, r, data);
     r->cb.lock = cb;
-    r->data = data;
     r->wait_ms = wait_ms;
     r->lock_delay_ms = a->lock_delay_ms;
     now = baton__now();
@@ -730,10 +747,8 @@ int baton_async_unlock(baton_async_t *ac, const char *name, uint64_t fence, bato
     if (h == NULL && ac->sstate == BATON__S_GONE) {
         r = baton__req_alloc(BATON__K_RELEASE, name, n);
         if (r == NULL) return BATON_ENOMEM;
-        r->user = true;
-        ac->n_user++;
+        user_call(ac, r, data);
         r->cb.done = cb;
-        r->data = data;
         baton__seterr(ac, "unlock '%s': the context has no session, so it holds no lock", name);
         baton__req_complete(ac, r, BATON_ENOTHELD, 0);
         return 0;
@@ -742,10 +757,8 @@ int baton_async_unlock(baton_async_t *ac, const char *name, uint64_t fence, bato
     if (rv != 0) return rv;
     r = baton__req_new(ac, BATON__K_RELEASE, name, n);
     if (r == NULL) return BATON_ENOMEM;
-    r->user = true;
-    ac->n_user++;
+    user_call(ac, r, data);
     r->cb.done = cb;
-    r->data = data;
     r->fence = fence;
     if (h && h->state == BATON__H_HELD) {
         h->state = BATON__H_RELEASING;
@@ -759,29 +772,22 @@ int baton_async_unlock(baton_async_t *ac, const char *name, uint64_t fence, bato
 int baton_async_close_session(baton_async_t *ac, baton_async_done_cb *cb, void *data)
 {
     struct baton__req *r;
+    bool gone;
     int rv;
 
     if (ac == NULL) return BATON_EINVAL;
-    if (ac->sstate == BATON__S_GONE && !ac->freeing) {
+    gone = ac->sstate == BATON__S_GONE && !ac->freeing;
+    if (!gone && (rv = check_session(ac)) != 0) return rv;
+    r = baton__req_new(ac, BATON__K_CLOSE, NULL, 0);
+    if (r == NULL) return BATON_ENOMEM;
+    user_call(ac, r, data);
+    r->cb.done = cb;
+    if (gone) {
         /* No session to close: done at once (the callback runs from the
          * loop). */
-        r = baton__req_new(ac, BATON__K_CLOSE, NULL, 0);
-        if (r == NULL) return BATON_ENOMEM;
-        r->user = true;
-        ac->n_user++;
-        r->cb.done = cb;
-        r->data = data;
         baton__session_closed(ac, r, 0);
         return 0;
     }
-    rv = check_session(ac);
-    if (rv != 0) return rv;
-    r = baton__req_new(ac, BATON__K_CLOSE, NULL, 0);
-    if (r == NULL) return BATON_ENOMEM;
-    r->user = true;
-    ac->n_user++;
-    r->cb.done = cb;
-    r->data = data;
     ac->sstate = BATON__S_CLOSING;
     baton__set_deadline(ac, r, baton__now() + ac->op_timeout_ms);
     baton__try_send(ac, r);

@@ -37,13 +37,8 @@ die() { echo "run-cluster: $*" >&2; exit 1; }
 [ -x "$batond" ] || die "$batond not found; build it first (make)"
 mkdir -p "$data" || die "cannot create $data"
 
-# Is pid a live process (not a zombie)?
-alive() {
-    local pid=$1
-    [ -n "$pid" ] && [ "$pid" -gt 0 ] 2>/dev/null || return 1
-    kill -0 "$pid" 2>/dev/null || return 1
-    ! grep -q '^[0-9]* (.*) Z' "/proc/$pid/stat" 2>/dev/null
-}
+# alive, nodes_running, nodes_stop
+. "$(dirname "$0")/nodes.sh"
 
 # Is pid a live batond (for pid files left by an earlier run)?
 is_batond() {
@@ -73,44 +68,22 @@ failed=0
 
 # Stop every node that is still running: SIGTERM, wait, then SIGKILL.
 stop_all() {
+    local i
     [ "$stopping" = 1 ] && return
     stopping=1
     trap '' INT TERM HUP
     [ "$tail_pid" != 0 ] && kill "$tail_pid" 2>/dev/null
-    local i n left
-    left=0
+    nodes_running && say "stopping the nodes"
+    nodes_stop
     for i in 1 2 3; do
-        if [ "${pids[$i]}" != 0 ] && alive "${pids[$i]}"; then
-            kill -TERM "${pids[$i]}" 2>/dev/null
-            left=1
-        fi
-    done
-    [ "$left" = 1 ] && say "stopping the nodes"
-    for ((n = 0; n < stop_timeout * 10; n++)); do
-        left=0
-        for i in 1 2 3; do
-            [ "${pids[$i]}" != 0 ] && alive "${pids[$i]}" && left=1
-        done
-        [ "$left" = 0 ] && break
-        sleep 0.1
-    done
-    for i in 1 2 3; do
-        [ "${pids[$i]}" = 0 ] && continue
-        if alive "${pids[$i]}"; then
-            say "node $i (pid ${pids[$i]}) did not stop within ${stop_timeout}s; killing it"
-            kill -KILL "${pids[$i]}" 2>/dev/null
-            failed=1
-        fi
-        wait "${pids[$i]}" 2>/dev/null
-        local st=$?
-        if [ "$st" != 0 ] && [ "${reported[$i]}" = 0 ]; then
-            say "node $i exited with status $st (see $data/node$i.log)"
+        [ "${node_killed[$i]}" = 1 ] && failed=1
+        if [ "${node_status[$i]}" != 0 ] && [ "${reported[$i]}" = 0 ]; then
+            say "node $i exited with status ${node_status[$i]} (see $data/node$i.log)"
             failed=1
         fi
         rm -f "$data/node$i.pid"
-        pids[$i]=0
     done
-    [ "$left" = 0 ] && say "all nodes stopped; data kept in $data"
+    say "all nodes stopped; data kept in $data"
 }
 
 on_exit() {

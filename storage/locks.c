@@ -164,6 +164,32 @@ static int lock_handoff(struct apply_ctx *c, const char *name, size_t len, struc
     return fx_emit(c, FX_GRANT, 0, w.session, w.waiter, r->fence, name, len);
 }
 
+/*
+ * The lock a command names, read into *r (*found 0 if there is none). A
+ * name that cannot be a lock name makes the command's result
+ * BATON_EINVAL: callers return when rc or res->status is set.
+ */
+static int lock_of_cmd(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res,
+                       struct lock_rec *r, int *found)
+{
+    if (!proto_lock_name_ok(cmd->name, cmd->name_len)) {
+        res->status = BATON_EINVAL;
+        return 0;
+    }
+    return lock_get(c, cmd->name, cmd->name_len, r, found);
+}
+
+/* The holder of r lets the lock go (a release, or an operator's forced
+ * release): its hold is forgotten and the lock goes to the queue head. */
+static int hold_end(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r)
+{
+    int rc = owned_del(c, r->holder_session, r->holder_waiter);
+
+    if (rc == 0) rc = sess_owned_add(c, r->holder_session, -1);
+    if (rc == 0) rc = lock_handoff(c, name, len, r);
+    return rc;
+}
+
 /* Take the waiter enqueued as `enq` out of the queue of `name`, anywhere in
  * it, and save the lock record. */
 static int queue_remove(struct apply_ctx *c, const char *name, size_t len, uint64_t enq,
@@ -308,25 +334,15 @@ int op_acquire(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
 int op_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
 {
     struct lock_rec r;
-    int found, rc;
+    int found, rc = lock_of_cmd(c, cmd, res, &r, &found);
 
-    if (!proto_lock_name_ok(cmd->name, cmd->name_len)) {
-        res->status = BATON_EINVAL;
-        return 0;
-    }
-    rc = lock_get(c, cmd->name, cmd->name_len, &r, &found);
-    if (rc != 0) return rc;
+    if (rc != 0 || res->status != 0) return rc;
     if (!found || r.holder_session == 0 || r.holder_session != cmd->session ||
         r.fence != cmd->fence) {
         res->status = BATON_ENOTHELD;
         return 0;
     }
-    rc = owned_del(c, r.holder_session, r.holder_waiter);
-    if (rc == 0) rc = sess_owned_add(c, r.holder_session, -1);
-    if (rc == 0) rc = lock_handoff(c, cmd->name, cmd->name_len, &r);
-    if (rc != 0) return rc;
-    res->kind = RESULT_OK;
-    return 0;
+    return hold_end(c, cmd->name, cmd->name_len, &r); /* RESULT_OK (apply_one zeroed res) */
 }
 
 /*
@@ -417,26 +433,17 @@ int op_wait_timeout(struct apply_ctx *c, const struct cmd *cmd, struct cmd_resul
 int op_force_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
 {
     struct lock_rec r;
-    int found, rc;
+    int found, rc = lock_of_cmd(c, cmd, res, &r, &found);
 
-    if (!proto_lock_name_ok(cmd->name, cmd->name_len)) {
-        res->status = BATON_EINVAL;
-        return 0;
-    }
-    rc = lock_get(c, cmd->name, cmd->name_len, &r, &found);
-    if (rc != 0) return rc;
+    if (rc != 0 || res->status != 0) return rc;
     if (!found || r.holder_session == 0) {
         res->status = BATON_ENOTHELD;
         return 0;
     }
     rc = fx_emit(c, FX_LOST, BATON_ELOST, r.holder_session, r.holder_waiter, r.fence, cmd->name,
                  cmd->name_len);
-    if (rc == 0) rc = owned_del(c, r.holder_session, r.holder_waiter);
-    if (rc == 0) rc = sess_owned_add(c, r.holder_session, -1);
-    if (rc == 0) rc = lock_handoff(c, cmd->name, cmd->name_len, &r);
-    if (rc != 0) return rc;
-    res->kind = RESULT_OK;
-    return 0;
+    if (rc == 0) rc = hold_end(c, cmd->name, cmd->name_len, &r);
+    return rc; /* RESULT_OK (apply_one zeroed res) */
 }
 
 /*

@@ -369,7 +369,7 @@ int admin_leader_open(const struct ctl_opts *o, struct msg *req, struct admin_re
     char *storage = malloc(strlen(o->endpoints) + 1);
     const char *eps[CTL_MAX_ENDPOINTS];
     char redirect[BATON_MAX_ADDR + 1] = "";
-    char last[512] = "no endpoint tried";
+    char last[CTL_ERR_SIZE] = "no endpoint tried";
     int n, next = 0, failed_in_row = 0, hops = 0, rv = BATON_EUNAVAIL;
 
     memset(rep, 0, sizeof *rep);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "client/ctl/ctl.h"
+#include "proto/addr.h"
 
 const struct ctl_optspec ctl_global_opts[] = {
     {"help", 'h', 0, CTL_OPT_HELP},
@@ -184,30 +185,11 @@ int ctl_parse_ms(const char *s, int64_t *out)
 
 int ctl_split_hostport(const char *addr, char *host, size_t hostlen, char *port, size_t portlen)
 {
-    const char *colon, *h = addr;
-    uint64_t p;
-    size_t hn;
+    struct proto_addr a;
 
-    if (addr[0] == '[') {
-        const char *close = strchr(addr, ']');
-        if (close == NULL || close[1] != ':') return -1;
-        h = addr + 1;
-        hn = (size_t)(close - h);
-        colon = close + 1;
-    } else {
-        colon = strrchr(addr, ':');
-        if (colon == NULL) return -1;
-        hn = (size_t)(colon - addr);
-        /* An unbracketed host with another colon would be an IPv6 address
-         * whose port cannot be told apart. */
-        if (memchr(addr, ':', hn) != NULL) return -1;
-    }
-    if (hn == 0 || hn >= hostlen) return -1;
-    if (ctl_parse_uint(colon + 1, 65535, &p) != 0 || p == 0) return -1;
-    if (strlen(colon + 1) >= portlen) return -1;
-    memcpy(host, h, hn);
-    host[hn] = '\0';
-    strcpy(port, colon + 1);
+    if (proto_addr_parse(addr, strlen(addr), &a) != 0 || strlen(a.host) >= hostlen) return -1;
+    if ((size_t)snprintf(port, portlen, "%u", a.port) >= portlen) return -1;
+    strcpy(host, a.host);
     return 0;
 }
 

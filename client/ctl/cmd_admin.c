@@ -144,7 +144,7 @@ static int parse_args(struct ctl_opts *o, int argc, char **argv, const char *cmd
 {
     struct ctl_optiter it;
     const char *arg;
-    char err[BATON_ERRMSG_SIZE];
+    char err[CTL_ERR_SIZE];
     int id, rv;
 
     ctl_opt_init(&it, argc, argv, 1);
@@ -196,7 +196,7 @@ int cmd_release(struct ctl_opts *o, int argc, char **argv)
     struct admin_reply rep;
     struct msg req;
     const char *name = NULL;
-    char err[512];
+    char err[CTL_ERR_SIZE];
     int force = 0, rv;
 
     rv = parse_args(o, argc, argv, "release", cmd_release_help, &name, &force);
@@ -242,7 +242,7 @@ int cmd_expire(struct ctl_opts *o, int argc, char **argv)
     struct msg req;
     const char *arg = NULL;
     uint64_t session;
-    char err[512];
+    char err[CTL_ERR_SIZE];
     int rv;
 
     rv = parse_args(o, argc, argv, "expire", cmd_expire_help, &arg, NULL);
@@ -288,7 +288,7 @@ int cmd_expire(struct ctl_opts *o, int argc, char **argv)
  */
 static uint32_t find_leader(const struct ctl_opts *o, int64_t deadline)
 {
-    char storage[1024], err[BATON_ERRMSG_SIZE];
+    char storage[1024], err[CTL_ERR_SIZE];
     const char *eps[CTL_MAX_ENDPOINTS];
     int n;
 
@@ -316,7 +316,7 @@ int cmd_transfer(struct ctl_opts *o, int argc, char **argv)
     const char *arg = NULL;
     uint64_t target = 0;
     uint32_t leader;
-    char err[512];
+    char err[CTL_ERR_SIZE];
     int rv;
 
     rv = parse_args(o, argc, argv, "transfer-leader", cmd_transfer_help, &arg, NULL);
@@ -363,7 +363,7 @@ int cmd_snapshot(struct ctl_opts *o, int argc, char **argv)
     struct msg req;
     const char *arg = NULL;
     uint64_t index;
-    char err[512];
+    char err[CTL_ERR_SIZE];
     int rv;
 
     rv = parse_args(o, argc, argv, "snapshot", cmd_snapshot_help, &arg, NULL);
@@ -495,7 +495,7 @@ int cmd_member(struct ctl_opts *o, int argc, char **argv)
     char addrs[2 * BATON_MAX_ADDR + 2];
     uint64_t id = 0;
     int n_pos = 0, opt, rv;
-    char err[512];
+    char err[CTL_ERR_SIZE];
 
     ctl_opt_init(&it, argc, argv, 1);
     while ((opt = ctl_opt_next(&it, NULL, ctl_global_opts, &arg, err, sizeof err)) !=

@@ -384,7 +384,7 @@ int cmd_lock(struct ctl_opts *o, int argc, char **argv)
 {
     struct ctl_optiter it;
     const char *arg, *name = NULL, *eps[CTL_MAX_ENDPOINTS];
-    char err[512], *storage, **cmd = NULL, **env;
+    char err[CTL_ERR_SIZE], *storage, **cmd = NULL, **env;
     int64_t wait_ms = -1, ttl_ms = 0, grace_ms = DEFAULT_GRACE_MS, delay_ms = -2;
     int id, rv, verbose = 0, sig, lost, spawned = 0;
     baton_opts bo;

@@ -122,7 +122,7 @@ int cmd_lock_info(struct ctl_opts *o, int argc, char **argv)
     struct admin_reply rep;
     struct msg req;
     const char *arg, *name = NULL;
-    char err[512];
+    char err[CTL_ERR_SIZE];
     int id, rv;
 
     ctl_opt_init(&it, argc, argv, 1);

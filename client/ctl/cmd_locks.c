@@ -94,7 +94,7 @@ int cmd_locks(struct ctl_opts *o, int argc, char **argv)
     struct msg req;
     const char *arg, *prefix = NULL;
     uint64_t limit = 0;
-    char err[512];
+    char err[CTL_ERR_SIZE];
     int id, rv;
 
     ctl_opt_init(&it, argc, argv, 1);

@@ -101,7 +101,7 @@ int cmd_sessions(struct ctl_opts *o, int argc, char **argv)
     struct msg req;
     const char *arg;
     uint64_t after = 0, limit = 0;
-    char err[512];
+    char err[CTL_ERR_SIZE];
     int id, rv;
 
     ctl_opt_init(&it, argc, argv, 1);

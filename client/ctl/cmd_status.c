@@ -59,7 +59,7 @@ struct row {
     char client[BATON_MAX_ADDR + 1];
     int reachable;
     struct msg_status_r st;               /* scalars only; members unused */
-    char err[BATON_ERRMSG_SIZE];          /* why not reachable, or a remark */
+    char err[CTL_ERR_SIZE];          /* why not reachable, or a remark */
     int64_t deadline;
     pthread_t th;
     int started;
@@ -233,8 +233,8 @@ int cmd_status(struct ctl_opts *o, int argc, char **argv)
 {
     struct ctl_optiter it;
     const char *arg, *eps[CTL_MAX_ENDPOINTS];
-    char err[BATON_ERRMSG_SIZE], *storage;
-    static char ep_err[CTL_MAX_ENDPOINTS][BATON_ERRMSG_SIZE];
+    char err[CTL_ERR_SIZE], *storage;
+    static char ep_err[CTL_MAX_ENDPOINTS][CTL_ERR_SIZE];
     struct row *rows = NULL;
     const struct row *leader = NULL;
     struct admin_reply first = {0};
@@ -301,7 +301,7 @@ int cmd_status(struct ctl_opts *o, int argc, char **argv)
             if (i == first_ok)
                 fill_row(&rows[i], &first.m.u.status_r);
             else
-                snprintf(rows[i].err, sizeof rows[i].err, "%s",
+                snprintf(rows[i].err, sizeof rows[i].err, "%.*s", (int)sizeof rows[i].err - 1,
                          i < first_ok || first_ok < 0 ? ep_err[i] : "not asked");
         }
     }

@@ -80,7 +80,7 @@ int cmd_watch(struct ctl_opts *o, int argc, char **argv)
     struct sigaction sa;
     const char *arg, *name = NULL;
     uint64_t count = 0, printed = 0;
-    char err[512];
+    char err[CTL_ERR_SIZE];
     int id, rv;
 
     ctl_opt_init(&it, argc, argv, 1);

@@ -29,6 +29,11 @@
 #include "proto/errmsg.h"
 #include "proto/msg.h"
 
+/* The size of every error-message buffer of batonctl: an endpoint's
+ * address, a few words of context and a server's ERROR message
+ * (BATON_ERRMSG_SIZE, proto/errmsg.h) fit without being cut. */
+#define CTL_ERR_SIZE (BATON_MAX_ADDR + 64 + BATON_ERRMSG_SIZE)
+
 /* ---- exit codes (documented in `batonctl --help`) ---------------------- */
 
 #define CTL_EXIT_OK 0
@@ -127,8 +132,8 @@ int ctl_parse_uint(const char *s, uint64_t max, uint64_t *out);
 int ctl_split_endpoints(const char *list, char *storage, const char **out, int max, char *err,
                         size_t errlen);
 
-/* Split "host:port" / "[v6]:port" into host (brackets removed) and port
- * strings. 0 or -1. */
+/* Split an address of proto/addr.h's grammar ("host:port", "[v6]:port")
+ * into host (brackets removed) and port strings. 0 or -1. */
 int ctl_split_hostport(const char *addr, char *host, size_t hostlen, char *port, size_t portlen);
 
 /* Is this a lock name the protocol accepts (1..BATON_MAX_NAME bytes)? */

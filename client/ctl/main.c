@@ -154,7 +154,7 @@ const char *ctl_role_name(int role)
 int ctl_common_opt(struct ctl_opts *o, const char *cmd, const char *help_text, int id,
                    const char *arg, const char *err)
 {
-    char msg[BATON_ERRMSG_SIZE];
+    char msg[CTL_ERR_SIZE];
 
     if (id == CTL_OPT_HELP) {
         fputs(help_text, stdout);
@@ -192,7 +192,7 @@ int main(int argc, char **argv)
     struct ctl_optiter it;
     const struct command *c;
     const char *arg, *env = getenv("BATON_ENDPOINTS");
-    char err[BATON_ERRMSG_SIZE];
+    char err[CTL_ERR_SIZE];
     int id, rv;
 
     memset(&o, 0, sizeof o);

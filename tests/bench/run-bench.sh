@@ -137,12 +137,8 @@ tag=""
 lb_pid=0
 failed=0
 
-alive() {
-    local pid=$1
-    [ -n "$pid" ] && [ "$pid" -gt 0 ] 2>/dev/null || return 1
-    kill -0 "$pid" 2>/dev/null || return 1
-    ! grep -q '^[0-9]* (.*) Z' "/proc/$pid/stat" 2>/dev/null
-}
+# alive, nodes_running, nodes_stop
+. "$(dirname "$0")/../../server/nodes.sh"
 
 start_node() {
     local i=$1
@@ -152,35 +148,10 @@ start_node() {
     pids[$i]=$!
 }
 
-# Stop every node still running: SIGTERM, then SIGKILL after stop_timeout.
-stop_nodes() {
-    local i n left
-    for i in 1 2 3; do
-        [ "${pids[$i]}" != 0 ] && alive "${pids[$i]}" && kill -TERM "${pids[$i]}" 2>/dev/null
-    done
-    for ((n = 0; n < stop_timeout * 10; n++)); do
-        left=0
-        for i in 1 2 3; do
-            [ "${pids[$i]}" != 0 ] && alive "${pids[$i]}" && left=1
-        done
-        [ "$left" = 0 ] && break
-        sleep 0.1
-    done
-    for i in 1 2 3; do
-        [ "${pids[$i]}" = 0 ] && continue
-        if alive "${pids[$i]}"; then
-            say "node $i (pid ${pids[$i]}) did not stop within ${stop_timeout}s; killing it"
-            kill -KILL "${pids[$i]}" 2>/dev/null
-        fi
-        wait "${pids[$i]}" 2>/dev/null
-        pids[$i]=0
-    done
-}
-
 # Stop the cluster, keep its logs, delete its data.
 stop_cluster() {
     [ -n "$data" ] || return 0
-    stop_nodes
+    nodes_stop
     for i in 1 2 3; do
         [ -f "$data/node$i.log" ] && cp "$data/node$i.log" "$logs_dir/$tag-node$i.log"
     done
