@@ -64,7 +64,10 @@ FUZZ_FLAGS    := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
                  -fno-sanitize-recover=all
 FUZZ_TARGETS  := fuzz_frame fuzz_cmd
 FUZZ_BIN      := $(addprefix $(FUZZ_B)/,$(FUZZ_TARGETS))
-FUZZ_LIB_OBJ  := $(patsubst %.c,$(FUZZ_B)/obj/%.o,$(wildcard proto/*.c) $(wildcard storage/*.c))
+# What the targets link, built with clang: proto/, storage/, and the
+# temporary directory of fuzz_cmd (tests/lib/files.c).
+FUZZ_LIB_OBJ  := $(patsubst %.c,$(FUZZ_B)/obj/%.o,$(wildcard proto/*.c) $(wildcard storage/*.c) \
+                 tests/lib/files.c)
 FUZZ_SECONDS  ?= 300
 FUZZ_TEST_SECONDS ?= 20
 DEB_FUZZ_PKGS := clang libclang-rt-dev
@@ -192,9 +195,10 @@ $(EXAMPLE_BIN): $(B)/examples/%: $(B)/client/examples/%.o $(B)/libbaton.a
 # ---- tests -------------------------------------------------------------------
 # The client's unit tests (test_client_*.c) run libbaton against the fake
 # servers of tests/unit/fake_server.c, the async ones through
-# tests/unit/client_fixture.c.
+# tests/unit/client_fixture.c. libtest.a comes before libbaton.a: its
+# tests/lib/aclient.c calls libbaton.
 $(B)/tests/unit/test_client_%: $(B)/tests/unit/test_client_%.o $(B)/tests/unit/fake_server.o \
-                               $(B)/tests/unit/client_fixture.o $(B)/libbaton.a $(B)/libtest.a
+                               $(B)/tests/unit/client_fixture.o $(B)/libtest.a $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
 
 # The state machine's unit tests (test_fsm_*.c) share tests/unit/fsm_fixture.c.
@@ -308,4 +312,4 @@ clean:
 
 -include $(ALL_OBJ:.o=.d) $(wildcard $(B)/tests/*/*.d) $(wildcard $(B)/client/examples/*.d)
 -include $(wildcard $(BROKEN)/storage/*.d)
--include $(wildcard $(FUZZ_B)/obj/*/*.d $(FUZZ_B)/obj/tests/fuzz/*.d)
+-include $(wildcard $(FUZZ_B)/obj/*/*.d $(FUZZ_B)/obj/tests/fuzz/*.d $(FUZZ_B)/obj/tests/lib/*.d)

@@ -32,7 +32,6 @@
  * /dev/shm when it is writable (else $TMPDIR or /tmp) and are removed at
  * exit. A failed check calls abort().
  */
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +43,8 @@
 #include "proto/buf.h"
 #include "storage/cmd.h"
 #include "storage/store.h"
+#include "tests/lib/cmds.h"
+#include "tests/lib/files.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -59,36 +60,22 @@ static void fail(const char *what)
     abort();
 }
 
-static void remove_store_files(const char *dir)
-{
-    char path[400];
-
-    snprintf(path, sizeof path, "%s/data.mdb", dir);
-    unlink(path);
-    snprintf(path, sizeof path, "%s/lock.mdb", dir);
-    unlink(path);
-}
-
 static void cleanup(void)
 {
     if (root[0] == '\0') return;
     store_close(st_a);
     store_close(st_b);
-    remove_store_files(dir_a);
-    remove_store_files(dir_b);
-    rmdir(dir_a);
-    rmdir(dir_b);
-    rmdir(root);
+    rm_rf(root);
     buf_free(&baseline);
     effects_free(&fx);
 }
 
+/* A store in the new, empty directory dir. */
 static store *open_fresh(const char *dir)
 {
     char errmsg[256];
     store *s;
 
-    remove_store_files(dir);
     if (store_open(dir, &s, errmsg) != 0) {
         fprintf(stderr, "fuzz_cmd: store_open %s: %s\n", dir, errmsg);
         abort();
@@ -96,30 +83,20 @@ static store *open_fresh(const char *dir)
     return s;
 }
 
-static void add(struct buf *b, uint8_t type, uint64_t session, uint64_t seq, int64_t wait_ms,
-                int32_t delay, const char *name)
-{
-    struct cmd c = {.type = type, .session = session, .seq = seq, .ttl_ms = 10000,
-                    .wait_ms = wait_ms, .lock_delay_ms = delay, .name = name,
-                    .name_len = (uint16_t)(name ? strlen(name) : 0)};
-
-    if (cmd_batch_add(b, &c) != 0) fail("preamble: cmd_batch_add");
-}
-
-/* Entry 1: the state every input starts from. */
+/* Entry 1: the state every input starts from (commands of tests/lib/cmds.h). */
 static void apply_preamble(store *s)
 {
+    const struct cmd pre[] = {
+        c_open(10000, "one"),
+        c_open(10000, "two"),
+        c_open(10000, "three"),
+        c_acq(1, 1, BATON_WAIT_TRY, "x"),
+        c_acq(2, 1, BATON_WAIT_FOREVER, "x"),
+        c_acq_d(3, 1, 500, "y", 1000),
+    };
     struct buf b = {0};
-    size_t start;
 
-    if (cmd_batch_begin(&b, &start) != 0) fail("preamble: begin");
-    add(&b, CMD_OPEN_SESSION, 0, 0, 0, 0, "one");
-    add(&b, CMD_OPEN_SESSION, 0, 0, 0, 0, "two");
-    add(&b, CMD_OPEN_SESSION, 0, 0, 0, 0, "three");
-    add(&b, CMD_ACQUIRE, 1, 1, BATON_WAIT_TRY, 0, "x");
-    add(&b, CMD_ACQUIRE, 2, 1, BATON_WAIT_FOREVER, 0, "x");
-    add(&b, CMD_ACQUIRE, 3, 1, 500, 1000, "y");
-    cmd_batch_end(&b, start, 6);
+    if (cmds_batch(&b, pre, 6, NULL) != 0) fail("preamble: cmds_batch");
     if (store_apply(s, 1, b.data, b.len, &fx) != 0) fail("preamble: store_apply");
     if (fx.n_results != 6) fail("preamble: results");
     buf_free(&b);
@@ -128,12 +105,10 @@ static void apply_preamble(store *s)
 /* Create the directories and the stores once per process. */
 static void setup(void)
 {
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR");
+    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : NULL;
 
     if (root[0] != '\0') return;
-    if (base == NULL || base[0] == '\0') base = "/tmp";
-    snprintf(root, sizeof root, "%s/baton-fuzz-cmd-XXXXXX", base);
-    if (mkdtemp(root) == NULL) fail("mkdtemp");
+    if (tmpdir_make_in(root, sizeof root, base, "baton-fuzz-cmd") != 0) fail("tmpdir_make_in");
     snprintf(dir_a, sizeof dir_a, "%s/a", root);
     snprintf(dir_b, sizeof dir_b, "%s/b", root);
     if (mkdir(dir_a, 0700) != 0 || mkdir(dir_b, 0700) != 0) fail("mkdir");

@@ -18,6 +18,7 @@
 #include "proto/buf.h"
 #include "proto/msg.h"
 #include "storage/cmd.h"
+#include "tests/lib/cmds.h"
 #include "tests/lib/msg_samples.h"
 
 static const char *outdir;
@@ -70,19 +71,18 @@ static void gen_frames(void)
     buf_free(&server);
 }
 
-/* Write one batch of n commands. */
-static void batch(const char *name, const struct cmd *cmds, uint32_t n)
+/* Write one batch of n commands (tests/lib/cmds.h's encoding). */
+static void batch(const char *name, const struct cmd *cmds, size_t n)
 {
     struct buf b = {0};
-    size_t start;
+    size_t bad;
+    int rv = cmds_batch(&b, cmds, n, &bad);
 
-    if (cmd_batch_begin(&b, &start) != 0) exit(1);
-    for (uint32_t i = 0; i < n; i++)
-        if (cmd_batch_add(&b, &cmds[i]) != 0) {
-            fprintf(stderr, "gen_corpus: batch %s: command %u refused\n", name, i);
-            exit(1);
-        }
-    cmd_batch_end(&b, start, n);
+    if (rv != 0) {
+        fprintf(stderr, "gen_corpus: batch %s: command %zu refused: %s\n", name, bad,
+                baton_strerror(rv));
+        exit(1);
+    }
     write_file("fuzz_cmd", name, &b);
     buf_free(&b);
 }

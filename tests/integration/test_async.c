@@ -17,10 +17,12 @@
 
 #include "client/adapters/libuv.h"
 #include "client/baton_async.h"
+#include "tests/lib/aclient.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/jsonget.h"
 #include "tests/lib/runner.h"
+#include "tests/lib/tloop.h"
 
 static struct cluster C;
 
@@ -30,121 +32,7 @@ static void start3(void)
     ASSERT_GE(cluster_wait_leader(&C, 15000), 0);
 }
 
-/* ---- the loop ---------------------------------------------------------------- */
-
-/* A loop with a ticker, so that UV_RUN_ONCE returns regularly and the
- * run_* helpers can check their deadlines. */
-struct tloop {
-    uv_loop_t loop;
-    uv_timer_t tick;
-};
-
-static void tick_cb(uv_timer_t *t)
-{
-    (void)t;
-}
-
-static void tloop_init(struct tloop *t)
-{
-    ASSERT_EQ(uv_loop_init(&t->loop), 0);
-    ASSERT_EQ(uv_timer_init(&t->loop, &t->tick), 0);
-    ASSERT_EQ(uv_timer_start(&t->tick, tick_cb, 5, 5), 0);
-}
-
-/* Run the loop until *flag >= want, failing after ms milliseconds. */
-static void run_until(struct tloop *t, const int *flag, int want, unsigned ms)
-{
-    int64_t end = now_ms() + ms;
-
-    while (*flag < want) {
-        if (now_ms() > end) FAIL("run_until: still %d of %d after %u ms", *flag, want, ms);
-        uv_run(&t->loop, UV_RUN_ONCE);
-    }
-}
-
-/* Run the loop for about ms milliseconds. */
-static void run_for(struct tloop *t, unsigned ms)
-{
-    int64_t end = now_ms() + ms;
-
-    while (now_ms() < end) uv_run(&t->loop, UV_RUN_ONCE);
-}
-
-/* uv_walk callback: count the handles other than the ticker. */
-static void count_handle(uv_handle_t *h, void *arg)
-{
-    struct {
-        const uv_handle_t *tick;
-        int n;
-    } *c = arg;
-
-    if (h != c->tick) c->n++;
-}
-
-/*
- * The end of every test: once the contexts are freed, their adapters close
- * their handles. Wait (at most 5 s) until the ticker is the only handle
- * left, close it, and check that the loop closes cleanly.
- */
-static void tloop_done(struct tloop *t)
-{
-    struct {
-        const uv_handle_t *tick;
-        int n;
-    } c = {(const uv_handle_t *)&t->tick, 0};
-    int64_t end = now_ms() + 5000;
-
-    for (;;) {
-        c.n = 0;
-        uv_walk(&t->loop, count_handle, &c);
-        if (c.n == 0) break;
-        if (now_ms() > end) FAIL("%d handles still open 5 s after the last free", c.n);
-        uv_run(&t->loop, UV_RUN_ONCE);
-    }
-    uv_close((uv_handle_t *)&t->tick, NULL);
-    uv_run(&t->loop, UV_RUN_DEFAULT);
-    ASSERT_EQ(uv_loop_close(&t->loop), 0);
-}
-
-/* ---- recording callbacks ------------------------------------------------------- */
-
-/* What one call's callback saw, and how many times it ran. */
-struct rec {
-    int calls;
-    int status;
-    uint64_t value; /* the session id (open) or the fence (lock) */
-    char name[64];  /* the lock name (lock) */
-};
-
-static void rec_open(baton_async_t *ac, int status, uint64_t session, void *data)
-{
-    struct rec *r = data;
-
-    (void)ac;
-    r->calls++;
-    r->status = status;
-    r->value = session;
-}
-
-static void rec_lock(baton_async_t *ac, int status, const char *name, uint64_t fence, void *data)
-{
-    struct rec *r = data;
-
-    (void)ac;
-    r->calls++;
-    r->status = status;
-    r->value = fence;
-    snprintf(r->name, sizeof r->name, "%s", name);
-}
-
-static void rec_done(baton_async_t *ac, int status, void *data)
-{
-    struct rec *r = data;
-
-    (void)ac;
-    r->calls++;
-    r->status = status;
-}
+/* ---- one call each (tests/lib/tloop.h, tests/lib/aclient.h) ------------------ */
 
 /* A context on t's loop with its session open (the open callback is
  * checked here: once, status 0, the context's session id). */
@@ -153,10 +41,8 @@ static baton_async_t *a_open(struct tloop *t, const char *client_name)
     baton_opts o = {.endpoints = cluster_endpoints(&C), .client_name = client_name,
                     .connect_timeout_ms = 10000};
     struct rec r = {0};
-    baton_async_t *ac;
+    baton_async_t *ac = a_new(t, &o);
 
-    ASSERT_EQ(baton_async_new(&o, &ac), 0);
-    ASSERT_EQ(baton_uv_attach(ac, &t->loop), 0);
     ASSERT_EQ(baton_async_open(ac, rec_open, &r), 0);
     run_until(t, &r.calls, 1, 10000);
     if (r.status != 0)
@@ -229,8 +115,7 @@ TEST(basic_callbacks_counted_exactly)
     start3();
     tloop_init(&t);
     o.endpoints = cluster_endpoints(&C);
-    ASSERT_EQ(baton_async_new(&o, &ac), 0);
-    ASSERT_EQ(baton_uv_attach(ac, &t.loop), 0);
+    ac = a_new(&t, &o);
     ASSERT_EQ(baton_async_session_id(ac), 0);
 
     /* Open: a public call never runs a callback before it returns. */

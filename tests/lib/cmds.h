@@ -2,8 +2,9 @@
  * cmds.h -- a struct cmd (storage/cmd.h) in one call, and commands encoded
  * as one batch, for the tests that drive the lock state machine: the
  * command codec's and the fsm's unit tests (tests/unit/test_cmd.c,
- * tests/unit/fsm_fixture.h) and the raft-level cluster tests
- * (tests/cluster/fixture.h).
+ * tests/unit/fsm_fixture.h), the raft-level cluster tests
+ * (tests/cluster/fixture.h), and the fuzz target of the command codec and
+ * its corpus generator (tests/fuzz/fuzz_cmd.c, tests/fuzz/gen_corpus.c).
  *
  *     run(&f, c_acq(session, seq, BATON_WAIT_FOREVER, "L"));
  *
@@ -16,6 +17,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "client/baton_defs.h"
 #include "proto/buf.h"
 #include "storage/cmd.h"
 #include "tests/lib/runner.h"
@@ -83,15 +85,41 @@ static inline struct cmd c_timeout(uint64_t s, uint64_t waiter, const char *name
 #define c_force(name) cmd_of(CMD_FORCE_RELEASE, 0, 0, (name))
 #define c_member(id, addr) cmd_of(CMD_SET_MEMBER_ADDR, (id), 0, (addr))
 
-/* Append cmds to b as one batch (cmd_batch_begin/add/end), FAILing the
- * test if a command cannot be encoded. */
-static inline void cmds_encode(struct buf *b, const struct cmd *cmds, size_t n)
+/*
+ * Append cmds to b as one batch (cmd_batch_begin/add/end): 0, or the error
+ * of the first step that failed (b then ends in a partial batch) with in
+ * *bad (if not NULL) the index of the command refused, n if the batch could
+ * not begin. For the programs that are not tests and must not FAIL like
+ * one: the fuzz target and the corpus generator (tests/fuzz/).
+ */
+static inline int cmds_batch(struct buf *b, const struct cmd *cmds, size_t n, size_t *bad)
 {
     size_t start;
+    int rv = cmd_batch_begin(b, &start);
 
-    ASSERT_EQ(cmd_batch_begin(b, &start), 0);
-    for (size_t i = 0; i < n; i++) ASSERT_EQ(cmd_batch_add(b, &cmds[i]), 0);
+    if (rv != 0) {
+        if (bad) *bad = n;
+        return rv;
+    }
+    for (size_t i = 0; i < n; i++) {
+        rv = cmd_batch_add(b, &cmds[i]);
+        if (rv != 0) {
+            if (bad) *bad = i;
+            return rv;
+        }
+    }
     cmd_batch_end(b, start, (uint32_t)n);
+    return 0;
+}
+
+/* cmds_batch for the tests: FAILs the test if a command cannot be
+ * encoded. */
+static inline void cmds_encode(struct buf *b, const struct cmd *cmds, size_t n)
+{
+    size_t bad;
+    int rv = cmds_batch(b, cmds, n, &bad);
+
+    if (rv != 0) FAIL("cmds_encode: command %zu of %zu: %s", bad, n, baton_err_name(rv));
 }
 
 #endif /* BATON_TESTS_CMDS_H */

@@ -12,7 +12,12 @@
 
 int tmpdir_make(char *buf, size_t cap, const char *prefix)
 {
-    const char *tmp = getenv("TMPDIR");
+    return tmpdir_make_in(buf, cap, NULL, prefix);
+}
+
+int tmpdir_make_in(char *buf, size_t cap, const char *base, const char *prefix)
+{
+    const char *tmp = base && *base ? base : getenv("TMPDIR");
     int n = snprintf(buf, cap, "%s/%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", prefix);
 
     if (n < 0 || (size_t)n >= cap) {

@@ -19,6 +19,9 @@
  * if the path does not fit in cap).
  */
 int tmpdir_make(char *buf, size_t cap, const char *prefix);
+/* The same in the directory base ($TMPDIR or /tmp if base is NULL or
+ * empty): BASE/PREFIX-XXXXXX. */
+int tmpdir_make_in(char *buf, size_t cap, const char *base, const char *prefix);
 
 /* Remove path and everything below it (links are removed, not followed);
  * what cannot be removed is left. */

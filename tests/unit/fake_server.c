@@ -592,6 +592,14 @@ void fk_force(struct fake *f, const char *name)
     pthread_mutex_unlock(&f->mu);
 }
 
+/* Make the fake answer every request with REDIRECT to addr ("": stop). */
+void fk_redirect(struct fake *f, const char *addr)
+{
+    pthread_mutex_lock(&f->mu);
+    snprintf(f->redirect_to, sizeof f->redirect_to, "%s", addr);
+    pthread_mutex_unlock(&f->mu);
+}
+
 /* An address where nothing listens (bound, then closed again). */
 void dead_addr(char *out, size_t n)
 {

@@ -86,7 +86,8 @@ struct fake {
     int stop[2];
     pthread_mutex_t mu; /* config and counters; held while handling a frame */
 
-    /* Behaviour (set before the client starts, or under mu). */
+    /* Behaviour: set it under mu (FK_SET, fk_redirect), even before the
+     * client starts, since the fake's thread runs from fake_start on. */
     char redirect_to[64];  /* answer every request with REDIRECT here */
     int no_leader;         /* answer the next N requests with NO_LEADER */
     bool silent_acquire;   /* never answer ACQUIRE */
@@ -143,6 +144,9 @@ int64_t fk_get_(struct fake *f, const void *field, size_t size);
 
 /* Ask the fake to force the release of lock `name`. */
 void fk_force(struct fake *f, const char *name);
+
+/* Make the fake answer every request with REDIRECT to addr ("": stop). */
+void fk_redirect(struct fake *f, const char *addr);
 
 /* An address where nothing listens (bound, then closed again). */
 void dead_addr(char *out, size_t n);

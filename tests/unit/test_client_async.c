@@ -186,7 +186,7 @@ TEST(async_safety_cancel)
     struct rec ra, rb = {0}, rb2;
     int64_t t0;
 
-    f->no_wait_timeouts = true;
+    FK_SET(f, no_wait_timeouts, true);
     tloop_init(&t);
     a = a_open(&t, f->addr, 0, 0);
     b = a_open(&t, f->addr, 200, 0);
@@ -249,8 +249,7 @@ TEST(async_free_pending)
     struct rec ro = {0}, rl = {0}, ru = {0};
 
     tloop_init(&t);
-    ASSERT_EQ(baton_async_new(&o, &ac), 0);
-    ASSERT_EQ(baton_uv_attach(ac, &t.loop), 0);
+    ac = a_new(&t, &o);
     ASSERT_EQ(baton_async_open(ac, rec_open, &ro), 0);
     ASSERT_EQ(baton_async_lock(ac, "f", BATON_WAIT_FOREVER, rec_lock, &rl), 0);
     ASSERT_EQ(baton_async_unlock(ac, "f", 1, rec_done, &ru), 0);
@@ -310,8 +309,7 @@ TEST(async_cancel_unsent)
     dead_addr(dead, sizeof dead);
     o.endpoints = dead;
     tloop_init(&t);
-    ASSERT_EQ(baton_async_new(&o, &ac), 0);
-    ASSERT_EQ(baton_uv_attach(ac, &t.loop), 0);
+    ac = a_new(&t, &o);
     ASSERT_EQ(baton_async_open(ac, rec_open, &ro), 0);
     ASSERT_EQ(baton_async_lock(ac, "c", BATON_WAIT_FOREVER, rec_lock, &rl), 0);
     ASSERT_EQ(baton_async_cancel(ac, "c", &rl), 0);
@@ -397,8 +395,7 @@ TEST(async_close_while_opening)
     struct rec ro = {0}, rl = {0}, rc = {0};
 
     tloop_init(&t);
-    ASSERT_EQ(baton_async_new(&o, &ac), 0);
-    ASSERT_EQ(baton_uv_attach(ac, &t.loop), 0);
+    ac = a_new(&t, &o);
     ASSERT_EQ(baton_async_open(ac, rec_open, &ro), 0);
     ASSERT_EQ(baton_async_lock(ac, "w", BATON_WAIT_FOREVER, rec_lock, &rl), 0);
     ASSERT_EQ(baton_async_close_session(ac, rec_done, &rc), 0);

@@ -8,7 +8,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "client/baton.h"
@@ -108,19 +107,21 @@ TEST(blocking_shared_by_8_threads)
     fake_stop(f);
 }
 
-struct waiter_arg {
+/* A thread that waits in baton_lock(b, name) (bwait_main): what it got. */
+struct bwait {
     baton_t *b;
+    const char *name;
     int rv;
-    atomic_int started;
+    atomic_int started; /* 1 once it runs */
 };
 
-static void *blocked_locker(void *arg)
+static void *bwait_main(void *arg)
 {
-    struct waiter_arg *w = arg;
+    struct bwait *w = arg;
     baton_lock_t *l = NULL;
 
     atomic_store(&w->started, 1);
-    w->rv = baton_lock(w->b, "x", &l);
+    w->rv = baton_lock(w->b, w->name, &l);
     if (l) baton_unlock(l);
     return NULL;
 }
@@ -132,12 +133,12 @@ TEST(blocking_close_wakes_and_unlock_after_close)
     struct fake *f = fake_start();
     baton_t *b1 = b_connect(f->addr), *b2 = b_connect(f->addr);
     baton_lock_t *l1, *l2;
-    struct waiter_arg w = {.b = b2};
+    struct bwait w = {.b = b2, .name = "x"};
     pthread_t th;
 
     ASSERT_EQ(baton_lock(b1, "x", &l1), 0);
     ASSERT_EQ(baton_lock(b2, "other", &l2), 0);
-    ASSERT_EQ(pthread_create(&th, NULL, blocked_locker, &w), 0);
+    ASSERT_EQ(pthread_create(&th, NULL, bwait_main, &w), 0);
     while (!atomic_load(&w.started)) sleep_ms(1);
     sleep_ms(100);
     baton_close(b2);
@@ -207,8 +208,8 @@ TEST(blocking_redirect_and_no_leader)
     baton_t *b;
     baton_lock_t *l;
 
-    snprintf(fa->redirect_to, sizeof fa->redirect_to, "%s", fb->addr);
-    fb->no_leader = 2;
+    fk_redirect(fa, fb->addr);
+    FK_SET(fb, no_leader, 2);
     b = b_connect(fa->addr);
     ASSERT_EQ(baton_lock(b, "z", &l), 0);
     ASSERT_EQ(baton_unlock(l), 0);
@@ -299,21 +300,6 @@ TEST(blocking_lost_callback)
     fake_stop(f);
 }
 
-struct bwait {
-    baton_t *b;
-    int rv;
-};
-
-static void *bwait_main(void *arg)
-{
-    struct bwait *w = arg;
-    baton_lock_t *l = NULL;
-
-    w->rv = baton_lock(w->b, "busy", &l);
-    if (l) baton_unlock(l);
-    return NULL;
-}
-
 /* The session expires while a thread waits in baton_lock: the wait ends
  * with BATON_ESESSION; a forced release of a held lock is BATON_ELOST. */
 TEST(blocking_session_expired_and_forced_release)
@@ -321,7 +307,7 @@ TEST(blocking_session_expired_and_forced_release)
     struct fake *f = fake_start();
     baton_t *b1 = b_connect(f->addr), *b2 = b_connect(f->addr);
     struct blost bl = {0};
-    struct bwait w = {.b = b2};
+    struct bwait w = {.b = b2, .name = "busy"};
     baton_lock_t *l1, *l2;
     pthread_t th;
 

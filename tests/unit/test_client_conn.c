@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client/adapters/libuv.h"
 #include "client/baton_async.h"
 #include "client/baton_defs.h"
 #include "proto/msg.h"
@@ -26,7 +25,7 @@ TEST(async_redirect)
     baton_async_t *ac;
     struct rec r;
 
-    snprintf(fa->redirect_to, sizeof fa->redirect_to, "%s", fb->addr);
+    fk_redirect(fa, fb->addr);
     tloop_init(&t);
     ac = a_open(&t, fa->addr, 0, 0);
     r = a_lock(&t, ac, "r", BATON_WAIT_FOREVER);
@@ -53,10 +52,9 @@ TEST(async_redirect_resends_pipelined)
     baton_async_t *ac;
     char name[16];
 
-    snprintf(fa->redirect_to, sizeof fa->redirect_to, "%s", fb->addr);
+    fk_redirect(fa, fb->addr);
     tloop_init(&t);
-    ASSERT_EQ(baton_async_new(&o, &ac), 0);
-    ASSERT_EQ(baton_uv_attach(ac, &t.loop), 0);
+    ac = a_new(&t, &o);
     ASSERT_EQ(baton_async_open(ac, rec_open, &ro), 0);
     for (int i = 0; i < 5; i++) {
         snprintf(name, sizeof name, "p%d", i);
@@ -84,7 +82,7 @@ TEST(async_no_leader_retry)
     struct rec r;
     int64_t t0 = now_ms();
 
-    f->no_leader = 3;
+    FK_SET(f, no_leader, 3);
     tloop_init(&t);
     ac = a_open(&t, f->addr, 0, 0);
     /* Three NO_LEADER answers, each followed by a 50..100 ms back-off. */
@@ -122,7 +120,7 @@ TEST(async_op_timeout)
     struct rec r;
     int64_t t0, dt;
 
-    f->silent_acquire = true;
+    FK_SET(f, silent_acquire, true);
     tloop_init(&t);
     ac = a_open(&t, f->addr, 300, 0);
     t0 = now_ms();
@@ -150,8 +148,7 @@ TEST(async_unavailable)
     dead_addr(dead, sizeof dead);
     o.endpoints = dead;
     tloop_init(&t);
-    ASSERT_EQ(baton_async_new(&o, &ac), 0);
-    ASSERT_EQ(baton_uv_attach(ac, &t.loop), 0);
+    ac = a_new(&t, &o);
     ASSERT_EQ(baton_async_open(ac, rec_open, &ro), 0);
     ASSERT_EQ(baton_async_lock(ac, "u", BATON_WAIT_FOREVER, rec_lock, &rl), 0);
     run_until(&t, &rl.calls, 1, 3000);
@@ -182,9 +179,7 @@ TEST(async_reconnect_resends_same_seq)
     a = a_open(&t, f->addr, 0, 0);
     b = a_open(&t, f->addr, 0, 0);
     ra = a_lock(&t, a, "x", BATON_WAIT_FOREVER);
-    pthread_mutex_lock(&f->mu);
-    f->drop_after_queued = 1;
-    pthread_mutex_unlock(&f->mu);
+    FK_SET(f, drop_after_queued, 1);
     ASSERT_EQ(baton_async_lock(b, "x", BATON_WAIT_FOREVER, rec_lock, &rb), 0);
     run_for(&t, 300);
     ASSERT_EQ(rb.calls, 0);
@@ -212,9 +207,7 @@ TEST(async_resend_unanswered_gets_cached_result)
 
     tloop_init(&t);
     ac = a_open(&t, f->addr, 0, 0);
-    pthread_mutex_lock(&f->mu);
-    f->drop_unanswered = 1;
-    pthread_mutex_unlock(&f->mu);
+    FK_SET(f, drop_unanswered, 1);
     r = a_lock(&t, ac, "d", BATON_WAIT_TRY);
     ASSERT_EQ(r.status, 0); /* not EWOULDBLOCK: the first apply is ours */
     ASSERT_EQ(FK_GET(f, n_acquire), 2);
@@ -234,7 +227,7 @@ TEST(async_version_mismatch)
     struct tloop t;
     baton_async_t *ac;
 
-    f->hello_version = BATON_PROTO_VERSION + 1;
+    FK_SET(f, hello_version, BATON_PROTO_VERSION + 1);
     tloop_init(&t);
     ac = a_open(&t, f->addr, 0, BATON_EVERSION);
     baton_async_free(ac);

@@ -8,7 +8,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "client/adapters/libuv.h"
 #include "client/baton_async.h"
 #include "client/baton_defs.h"
 #include "tests/lib/clock.h"

@@ -8,20 +8,12 @@
 
 #include "client/baton_defs.h"
 #include "proto/u64map.h"
+#include "tests/lib/rng.h"
 #include "tests/lib/runner.h"
 
 /* A distinct non-NULL pointer for each value number. */
 static char vals[4096];
 #define V(i) ((void *)&vals[(i)])
-
-/* xorshift64: a deterministic stream of pseudo-random numbers. */
-static uint64_t rnd(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
 
 /* Count the occupied slots by walking the table the way the header says. */
 static size_t walk_count(const struct u64map *m)
@@ -134,9 +126,9 @@ TEST(random_ops_match_reference)
     u64map_init(&m);
     memset(ref, 0, sizeof ref);
     for (int step = 0; step < STEPS; step++) {
-        uint64_t k = rnd(&s) % UNIVERSE + 1;
-        if (rnd(&s) % 3 != 0) {
-            void *v = V(rnd(&s) % sizeof vals);
+        uint64_t k = xorshift64(&s) % UNIVERSE + 1;
+        if (xorshift64(&s) % 3 != 0) {
+            void *v = V(xorshift64(&s) % sizeof vals);
             ASSERT_EQ(u64map_put(&m, k, v), 0);
             if (ref[k] == NULL) n++;
             ref[k] = v;
