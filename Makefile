@@ -146,17 +146,17 @@ $(B)/%.o: %.c $(B)/.cflags
 	@$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(B)/libproto.a: $(PROTO_OBJ)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 $(B)/libstore.a: $(STORE_OBJ)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 $(B)/libbaton.a: $(CLIENT_OBJ) $(PROTO_OBJ)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 $(B)/$(SONAME): $(CLIENT_OBJ) $(PROTO_OBJ)
 	$(CC) -shared $(LDFLAGS) -Wl,-soname,$(SONAME) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
 $(B)/libbaton.so: $(B)/$(SONAME)
 	ln -sf $(SONAME) $@
 $(B)/libtest.a: $(TESTLIB_OBJ)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 $(B)/batond: $(B)/server/main.o $(SERVER_OBJ) $(RAFT_OBJ) $(B)/libstore.a $(B)/libproto.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_SYS)
@@ -217,7 +217,7 @@ $(B)/tests/unit/%: $(B)/tests/unit/%.o $(B)/libstore.a $(B)/libproto.a $(B)/libt
 # The cluster tests' fixtures (tests/cluster/*.c but test_*.c) in one
 # archive: each test binary links what it uses.
 $(B)/libclusterfix.a: $(CLUSTER_FIX_OBJ)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 $(CLUSTER_BIN): $(B)/tests/cluster/%: $(B)/tests/cluster/%.o $(B)/libclusterfix.a $(SERVER_OBJ) $(RAFT_OBJ) $(B)/libstore.a $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_SYS)
@@ -263,7 +263,7 @@ $(FUZZ_B)/obj/%.o: %.c
 	@$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -I. $(WARN) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link \
 	    -MMD -MP -c $< -o $@
 $(FUZZ_B)/libfuzzlib.a: $(FUZZ_LIB_OBJ)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 $(FUZZ_BIN): $(FUZZ_B)/%: $(FUZZ_B)/obj/tests/fuzz/%.o $(FUZZ_B)/libfuzzlib.a
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(LIBS_LMDB)
 
