@@ -2,8 +2,11 @@
  * server.h -- batond's internals, shared by the files of server/. Not a
  * public API. Everything runs on the one loop thread.
  *
- * A request flows one way through these files; each calls only files
- * further down this list (or the helpers at the end), never back up:
+ * A request flows one way through these files: each calls only files of a
+ * lower layer, never back up (tests/check-layers.sh, run by make test,
+ * checks it; its list of layers is this one). Results travel back up as
+ * completions handed down by the caller (struct pending's `done`, raft's
+ * node hooks, srv->conn_gone), never as calls:
  *
  *   server.c     start-up, the per-turn check handler, shutdown, and the
  *                leadership switch (what a node does when it starts or
@@ -29,9 +32,11 @@
  *                command that could not be committed, a command's RESULT
  *   member_addrs.c  where any node finds a member's client address
  *   conn.c       a client connection: send, close, write once per loop turn
+ *   lease.c config.c xmalloc.c log.c   helpers of everyone above
  *
- * Allocation failure: batond aborts (xmalloc below) -- see "Allocation
- * failure" further down.
+ * (main.c, above them all, parses the flags and runs server.c.)
+ *
+ * Allocation failure: batond logs and aborts (server/xmalloc.h says why).
  */
 #ifndef BATON_SERVER_SERVER_H
 #define BATON_SERVER_SERVER_H
@@ -207,8 +212,6 @@ struct server {
     bool stopping;
     int exit_code;
 };
-
-/* Allocation failure: server/xmalloc.h (batond logs and aborts). */
 
 /* keepalive.c: KEEPALIVE renews the lease now and is answered after the
  * next leadership confirmation round. */
