@@ -157,15 +157,13 @@ void fsm_entry_encode(void *entry, const void *payload, size_t len)
 
 void fsm_init(struct fsm *f, store *s, fsm_applied_cb *applied, void *data)
 {
-    memset(f, 0, sizeof *f);
-    f->base.version = 1;
-    f->base.data = f;
-    f->base.apply = fsm_apply;
-    f->base.snapshot = fsm_snapshot;
-    f->base.restore = fsm_restore;
-    f->store = s;
-    f->applied = applied;
-    f->data = data;
+    *f = (struct fsm){
+        .base = {.version = 1, .data = f, .apply = fsm_apply, .snapshot = fsm_snapshot,
+                 .restore = fsm_restore},
+        .store = s,
+        .applied = applied,
+        .data = data,
+    };
     effects_init(&f->fx);
 }
 

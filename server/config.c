@@ -141,6 +141,19 @@ out:
     return rv;
 }
 
+/* What batond runs with when a flag is not given (batond --help). */
+static const struct srv_config defaults = {
+    .log_level = LOG_INFO,
+    .default_ttl_ms = 10000,
+    .min_ttl_ms = 1000,
+    .max_ttl_ms = 300000,
+    .max_lock_delay_ms = 60000,
+    .max_conns = 10000,
+    .frame_timeout_ms = 10000,
+    .min_free_mb = 64,
+    .max_inflight = 1,
+};
+
 int config_parse(struct srv_config *c, int argc, char **argv)
 {
     enum { O_ID = 256, O_DATA, O_CLUSTER, O_LOG, O_ELECTION, O_HEARTBEAT, O_SNAP, O_TRAIL,
@@ -174,16 +187,7 @@ int config_parse(struct srv_config *c, int argc, char **argv)
     unsigned *target;
     int o;
 
-    memset(c, 0, sizeof *c);
-    c->log_level = LOG_INFO;
-    c->default_ttl_ms = 10000;
-    c->min_ttl_ms = 1000;
-    c->max_ttl_ms = 300000;
-    c->max_lock_delay_ms = 60000;
-    c->max_conns = 10000;
-    c->frame_timeout_ms = 10000;
-    c->min_free_mb = 64;
-    c->max_inflight = 1;
+    *c = defaults;
     opterr = 0;
     optind = 1;
     while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {

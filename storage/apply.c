@@ -64,15 +64,9 @@ uint64_t store__digest_next(uint64_t prev, uint64_t index, const void *data, siz
 int fx_emit(struct apply_ctx *c, uint8_t type, int32_t status, uint64_t session, uint64_t waiter,
             uint64_t fence, const char *name, size_t name_len)
 {
-    struct effect e;
+    struct effect e = {.type = type, .status = status, .session = session, .waiter = waiter,
+                       .fence = fence, .name_len = (uint16_t)name_len};
 
-    memset(&e, 0, sizeof e);
-    e.type = type;
-    e.status = status;
-    e.session = session;
-    e.waiter = waiter;
-    e.fence = fence;
-    e.name_len = (uint16_t)name_len;
     if (name_len > 0) memcpy(e.name, name, name_len);
     return effects_add_fx(c->out, &e);
 }
