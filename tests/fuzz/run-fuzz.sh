@@ -7,7 +7,7 @@
 # build/default); the targets are $BATON_BUILD/fuzz/fuzz_*. FUZZ_SECONDS is
 # the time per target (default 20). Each target starts from the committed
 # seed corpus tests/fuzz/corpus/TARGET/ plus what earlier runs found in
-# $BATON_BUILD/fuzz/work/TARGET/ (new inputs go there; the committed corpus
+# $BATON_BUILD/fuzz/found/TARGET/ (new inputs go there; the committed corpus
 # is only read). Prints one line per target, "ok N - TARGET (T ms)" or
 # "not ok ...", and ends with "N passed, N failed". A crash leaves its input
 # in $BATON_BUILD/fuzz/artifacts/ and the fuzzer's output in
@@ -25,7 +25,7 @@ mkdir -p "$build/fuzz/artifacts"
 for t in $targets; do
     n=$((n + 1))
     bin=$build/fuzz/$t
-    work=$build/fuzz/work/$t
+    work=$build/fuzz/found/$t
     log=$build/fuzz/$t.log
     mkdir -p "$work"
     if [ ! -x "$bin" ]; then
