@@ -24,23 +24,28 @@ static void timer_freed(uv_handle_t *h)
     free(h->data);
 }
 
-/* Stop and free the wait timer of (session, waiter), if there is one. */
+/* Stop a timer and free the struct whose `t` it is (its t.data) once
+ * libuv has closed it. */
+static void timer_drop(uv_timer_t *t)
+{
+    uv_close((uv_handle_t *)t, timer_freed);
+}
+
+/* Stop and free the wait timer of (session, waiter), if there is one. The
+ * map changes only when the list's head does. */
 static void wait_disarm(struct server *srv, uint64_t session, uint64_t waiter)
 {
-    struct wait_timer *head = u64map_get(&srv->waits, session), **pp;
+    struct wait_timer *head = u64map_get(&srv->waits, session), **pp, *w;
 
-    for (pp = &head; *pp; pp = &(*pp)->next) {
-        struct wait_timer *w = *pp;
-        if (w->waiter != waiter) continue;
-        *pp = w->next;
-        uv_timer_stop(&w->t);
-        uv_close((uv_handle_t *)&w->t, timer_freed);
-        break;
+    for (pp = &head; *pp && (*pp)->waiter != waiter; pp = &(*pp)->next) {
     }
-    if (head != NULL)
-        xu64map_put(&srv->waits, session, head);
-    else
+    if ((w = *pp) == NULL) return;
+    *pp = w->next;
+    timer_drop(&w->t);
+    if (head == NULL)
         u64map_del(&srv->waits, session);
+    else if (pp == &head)
+        xu64map_put(&srv->waits, session, head);
 }
 
 /* Stop and free a list of wait timers. */
@@ -48,8 +53,7 @@ static void waits_free(struct wait_timer *w)
 {
     while (w != NULL) {
         struct wait_timer *next = w->next;
-        uv_timer_stop(&w->t);
-        uv_close((uv_handle_t *)&w->t, timer_freed);
+        timer_drop(&w->t);
         w = next;
     }
 }
@@ -124,7 +128,7 @@ static void delay_fire(uv_timer_t *t)
             *pp = d->next;
             break;
         }
-    uv_close((uv_handle_t *)&d->t, timer_freed);
+    timer_drop(&d->t);
 }
 
 static void delay_arm(struct server *srv, const char *name, size_t name_len, int32_t ms)
@@ -195,8 +199,7 @@ void deadlines_stop(struct server *srv)
     while (srv->delays) {
         struct delay_timer *d = srv->delays;
         srv->delays = d->next;
-        uv_timer_stop(&d->t);
-        uv_close((uv_handle_t *)&d->t, timer_freed);
+        timer_drop(&d->t);
     }
     for (size_t i = 0; i < srv->waits.cap; i++)
         if (srv->waits.slots[i].key != 0) waits_free(srv->waits.slots[i].val);
