@@ -113,8 +113,15 @@ static uint64_t open_session(struct raw *r, const char *endpoint, uint32_t ttl_m
     m.type = MSG_OPEN_SESSION;
     m.req_id = 2;
     m.u.open_session.ttl_ms = ttl_ms;
-    ASSERT_EQ(raw_send(r, &m), 0);
-    ASSERT_EQ(raw_recv(r, &in, 5000), 1);
+    /* A node raft has just made leader answers NO_LEADER until its barrier
+     * has applied: ask again, as libbaton does, for up to 5 s. */
+    for (int64_t until = now_ms() + 5000;;) {
+        ASSERT_EQ(raw_send(r, &m), 0);
+        ASSERT_EQ(raw_recv(r, &in, 5000), 1);
+        if (in.type != MSG_NO_LEADER || now_ms() >= until) break;
+        msg_free(&in);
+        sleep_ms(50);
+    }
     ASSERT_EQ(in.type, MSG_SESSION);
     {
         uint64_t id = in.u.session.session;
