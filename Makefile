@@ -13,8 +13,8 @@
 # which apt-get installs whatever pkg-config cannot find, and then re-invoke
 # make so that pkg-config is asked only once the packages are there.
 
-PKGS     := libuv raft lmdb
-DEB_PKGS := libuv1-dev libraft-dev liblmdb-dev pkg-config
+PKGS     := libuv raft lmdb openssl
+DEB_PKGS := libuv1-dev libraft-dev liblmdb-dev libssl-dev openssl pkg-config
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wwrite-strings \
             -Wno-missing-field-initializers
 CFLAGS   ?= -O2 -g
@@ -39,7 +39,8 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -I. -fPIC -fvisibility=hidden $(WARN) $(CFLA
 LIBS_UV    = -luv
 LIBS_RAFT  = -lraft
 LIBS_LMDB  = -llmdb
-LIBS_SYS   = -lpthread
+LIBS_SSL   = -lssl -lcrypto
+LIBS_SYS   = $(LIBS_SSL) -lpthread
 
 PROTO_OBJ  := $(patsubst %.c,$(B)/%.o,$(wildcard proto/*.c))
 STORE_OBJ  := $(patsubst %.c,$(B)/%.o,$(wildcard storage/*.c))
@@ -255,7 +256,7 @@ fuzz-corpus-inner: $(B)/tests/fuzz/gen_corpus
 	$(B)/tests/fuzz/gen_corpus tests/fuzz/corpus
 
 $(B)/tests/fuzz/gen_corpus: $(B)/tests/fuzz/gen_corpus.o $(B)/libtest.a $(B)/libstore.a $(B)/libproto.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_LMDB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_LMDB) $(LIBS_SSL)
 
 $(FUZZ_B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -265,7 +266,7 @@ $(FUZZ_B)/obj/%.o: %.c
 $(FUZZ_B)/libfuzzlib.a: $(FUZZ_LIB_OBJ)
 	rm -f $@ && $(AR) rcs $@ $^
 $(FUZZ_BIN): $(FUZZ_B)/%: $(FUZZ_B)/obj/tests/fuzz/%.o $(FUZZ_B)/libfuzzlib.a
-	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(LIBS_LMDB)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(LIBS_LMDB) $(LIBS_SSL)
 
 # ---- the fault harness (tests/fault/, docs/guarantees.md)
 # `make fault` runs FAULT_SECONDS of mixed faults and prints the numbers;

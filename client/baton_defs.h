@@ -68,7 +68,10 @@ extern "C" {
     XX(EBUSY, -4020, "another operation is in progress")                    \
     XX(EUNAVAIL, -4021, "cluster unavailable")                              \
     XX(EMALFORMED, -4022, "malformed data")                                 \
-    XX(ENOSPC, -4023, "server's data disk is full")
+    XX(ENOSPC, -4023, "server's data disk is full")                        \
+    XX(EAUTH, -4024, "unknown or missing credentials")                      \
+    XX(EPERM, -4025, "not allowed for this principal")                      \
+    XX(ETLS, -4026, "TLS handshake or certificate refused")
 
 typedef enum {
 #define XX(name, val, msg) BATON_##name = (val),
