@@ -155,10 +155,12 @@
 #include "proto/buf.h"
 #include "proto/msg_table.h"
 
-#define BATON_PROTO_VERSION 1
+#define BATON_PROTO_VERSION 2  /* 2: HELLO's token, HELLO_OK's principal, owners */
 #define BATON_MAX_FRAME (1u << 20)  /* largest `len` field (a frame is <= 4 + this) */
 #define BATON_MAX_CLIENT_NAME 64    /* client name bytes */
 #define BATON_MAX_ADDR 64           /* "a.b.c.d:port" and then some */
+#define BATON_MAX_TOKEN 256         /* bearer token bytes in HELLO */
+#define BATON_MAX_PRINCIPAL 64      /* a principal's name (auth file, certificate CN) */
 #define BATON_MAX_MEMBERS 16        /* cluster members in STATUS_R */
 #define BATON_MAX_ERRMSG 256        /* ERROR message bytes */
 #define BATON_MAX_LIST 1000         /* items in LIST_LOCKS_R / SESSIONS_R, waiters in LOCK_INFO_R */
@@ -256,6 +258,8 @@ struct msg_status_r {
     uint32_t n_members;     /* <= BATON_MAX_MEMBERS */
     struct msg_member *members;
     uint64_t state_digest;  /* the store's digest at its applied index */
+    uint64_t auth_digest;   /* the first 8 bytes of the SHA-256 of this node's
+                               --auth-file as loaded, 0 without one */
 };
 
 struct msg_waiter {
@@ -315,6 +319,7 @@ struct msg_session_summary {
     struct pstr client_name; /* <= BATON_MAX_CLIENT_NAME bytes, may be empty */
     uint32_t n_holds;       /* locks it holds */
     uint32_t n_waits;       /* queued ACQUIREs it has */
+    struct pstr owner;      /* the principal that opened it ("" anonymous) */
 };
 
 struct msg_sessions_r {
@@ -326,8 +331,13 @@ struct msg_sessions_r {
 /* The bodies of the other messages; proto/msg_table.h says which fields of
  * each go on the wire for which message. */
 struct msg_none { uint8_t unused; };  /* STATUS, NO_LEADER, SNAPSHOT, MEMBERS */
-struct msg_hello { uint32_t version; struct pstr client_name; };
-struct msg_hello_ok { uint32_t version; uint32_t node_id; };
+/* HELLO's token: "" when the client has none (then the connection's
+ * principal is its certificate's, or the anonymous one). */
+struct msg_hello { uint32_t version; struct pstr client_name; struct pstr token; };
+/* Who the server took the client for: the principal's name ("" for the
+ * anonymous principal of a node without --auth-file) and its role (enum
+ * msg_role: READ, LOCK or ADMIN; the anonymous principal is ADMIN). */
+struct msg_hello_ok { uint32_t version; uint32_t node_id; struct pstr principal; uint8_t role; };
 struct msg_open_session { uint32_t ttl_ms; struct pstr client_name; };
 struct msg_session { uint64_t session; uint32_t ttl_ms; };
 struct msg_keepalive { uint64_t session; };

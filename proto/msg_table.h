@@ -49,8 +49,11 @@
 #define BATON_MESSAGES(X)                                                                      \
 /*  name             wire dir  leader role   body            fields */                         \
   X(HELLO,            1,  C2S, 0, NONE,  hello,          U32(version)                          \
-                                                         STR(client_name, BATON_MAX_CLIENT_NAME)) \
-  X(HELLO_OK,         2,  S2C, 0, NONE,  hello_ok,       U32(version) U32(node_id))            \
+                                                         STR(client_name, BATON_MAX_CLIENT_NAME) \
+                                                         STR(token, BATON_MAX_TOKEN))          \
+  X(HELLO_OK,         2,  S2C, 0, NONE,  hello_ok,       U32(version) U32(node_id)             \
+                                                         STR(principal, BATON_MAX_PRINCIPAL)   \
+                                                         U8(role))                             \
   X(OPEN_SESSION,     3,  C2S, 1, LOCK,  open_session,   U32(ttl_ms)                           \
                                                          STR(client_name, BATON_MAX_CLIENT_NAME)) \
   X(SESSION,          4,  S2C, 0, NONE,  session,        U64(session) U32(ttl_ms))             \
@@ -74,7 +77,7 @@
                                                          U64(commit_index) U64(applied_index)  \
                                                          LIST(n_members, members,              \
                                                               BATON_MAX_MEMBERS, member)       \
-                                                         U64(state_digest))                    \
+                                                         U64(state_digest) U64(auth_digest))   \
   X(LOCK_INFO,       15,  C2S, 1, READ,  lock_info,      LOCK(lock))                           \
   X(LOCK_INFO_R,     16,  S2C, 0, NONE,  lock_info_r,    BATON_LOCK_INFO_FIELDS())             \
   X(LIST_LOCKS,      17,  C2S, 1, READ,  list_locks,     STR(prefix, BATON_MAX_NAME) U32(limit)) \
@@ -118,7 +121,8 @@
   X(waiter,          U64(session) U64(waiter) I64(wait_ms))                                    \
   X(lock_summary,    LOCK(name) U64(holder_session) U64(fence) U32(n_waiters))                 \
   X(session_summary, U64(id) U32(ttl_ms) U64(created_index)                                    \
-                     STR(client_name, BATON_MAX_CLIENT_NAME) U32(n_holds) U32(n_waits))
+                     STR(client_name, BATON_MAX_CLIENT_NAME) U32(n_holds) U32(n_waits)    \
+                     STR(owner, BATON_MAX_PRINCIPAL))
 /* clang-format on */
 
 #endif /* BATON_PROTO_MSG_TABLE_H */

@@ -28,8 +28,8 @@ static void init_lists(void)
     infos[1] = (struct msg_member_info){4, MEMBER_SPARE, S("127.0.0.1:7104"), S("")};
     locks[0] = (struct msg_lock_summary){S("jobs/1"), 7, 41, 2};
     locks[1] = (struct msg_lock_summary){S("jobs/2"), 0, 0, 0};
-    sessions[0] = (struct msg_session_summary){7, 10000, 12, S("worker"), 1, 0};
-    sessions[1] = (struct msg_session_summary){9, 3000, 15, S(""), 0, 2};
+    sessions[0] = (struct msg_session_summary){7, 10000, 12, S("worker"), 1, 0, S("alice")};
+    sessions[1] = (struct msg_session_summary){9, 3000, 15, S(""), 0, 2, S("")};
 }
 
 static void lock_info(struct msg_lock_info_r *li)
@@ -55,10 +55,13 @@ int msg_sample(int type, struct msg *m)
     case MSG_HELLO:
         m->u.hello.version = BATON_PROTO_VERSION;
         m->u.hello.client_name = S("fuzz-seed");
+        m->u.hello.token = S("0123456789abcdef");
         break;
     case MSG_HELLO_OK:
         m->u.hello_ok.version = BATON_PROTO_VERSION;
         m->u.hello_ok.node_id = 2;
+        m->u.hello_ok.principal = S("alice");
+        m->u.hello_ok.role = MSG_ROLE_LOCK;
         break;
     case MSG_OPEN_SESSION:
         m->u.open_session.ttl_ms = 10000;
@@ -131,6 +134,7 @@ int msg_sample(int type, struct msg *m)
         m->u.status_r.n_members = 3;
         m->u.status_r.members = members;
         m->u.status_r.state_digest = 0x1234567890abcdefull;
+        m->u.status_r.auth_digest = 0x0fedcba987654321ull;
         break;
     case MSG_LOCK_INFO:
         m->u.lock_info.lock = S("jobs/1");

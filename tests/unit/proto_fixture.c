@@ -14,6 +14,7 @@
  * borrows from here, so only one sample with lists is valid at a time. */
 static char big_name[BATON_MAX_NAME];
 static char big_client[BATON_MAX_CLIENT_NAME];
+static char big_token[BATON_MAX_TOKEN];
 static char big_addr[BATON_MAX_ADDR];
 static char big_err[BATON_MAX_ERRMSG];
 static char item_names[BATON_MAX_LIST][BATON_MAX_NAME];
@@ -93,6 +94,7 @@ void sample(int type, int v, struct msg *m)
     fill(big_client, sizeof big_client, 2);
     fill(big_addr, sizeof big_addr, 3);
     fill(big_err, sizeof big_err, 4);
+    fill(big_token, sizeof big_token, 5);
     memset(m, 0, sizeof *m);
     m->type = (uint16_t)type;
     m->req_id = U64(v, 0x0102030405060708ull + (uint64_t)type);
@@ -100,10 +102,13 @@ void sample(int type, int v, struct msg *m)
     case MSG_HELLO:
         m->u.hello.version = U32(v, BATON_PROTO_VERSION);
         m->u.hello.client_name = STR(v, "worker-7", big_client, BATON_MAX_CLIENT_NAME);
+        m->u.hello.token = STR(v, "c0ffee-token", big_token, BATON_MAX_TOKEN);
         break;
     case MSG_HELLO_OK:
         m->u.hello_ok.version = U32(v, BATON_PROTO_VERSION);
         m->u.hello_ok.node_id = U32(v, 0x03040506);
+        m->u.hello_ok.principal = STR(v, "alice", big_client, BATON_MAX_PRINCIPAL);
+        m->u.hello_ok.role = U8(v, MSG_ROLE_ADMIN);
         break;
     case MSG_OPEN_SESSION:
         m->u.open_session.ttl_ms = U32(v, 15000);
@@ -184,6 +189,7 @@ void sample(int type, int v, struct msg *m)
             members[i].client_addr = v == V_EXTREME ? psn(big_addr, BATON_MAX_ADDR) : ps(addrs[i]);
         }
         s->state_digest = U64(v, 0x7172737475767778ull);
+        s->auth_digest = U64(v, 0x8182838485868788ull);
         break;
     }
     case MSG_LOCK_INFO:
@@ -286,6 +292,8 @@ void sample(int type, int v, struct msg *m)
                 v == V_EXTREME ? psn(big_client, BATON_MAX_CLIENT_NAME) : i == 1 ? ps("") : ps(names[i]);
             sess_items[i].n_holds = 0x00102030 + i;
             sess_items[i].n_waits = 0x00405060 + i;
+            sess_items[i].owner =
+                v == V_EXTREME ? psn(big_client, BATON_MAX_PRINCIPAL) : i == 1 ? ps("") : ps(names[i]);
         }
         sr->more = U8(v, 1);
         break;
@@ -347,10 +355,13 @@ void assert_msg_eq(const struct msg *a, const struct msg *b)
     case MSG_HELLO:
         ASSERT_UEQ(a->u.hello.version, b->u.hello.version);
         ASSERT_PSTR_EQ(a->u.hello.client_name, b->u.hello.client_name);
+        ASSERT_PSTR_EQ(a->u.hello.token, b->u.hello.token);
         break;
     case MSG_HELLO_OK:
         ASSERT_UEQ(a->u.hello_ok.version, b->u.hello_ok.version);
         ASSERT_UEQ(a->u.hello_ok.node_id, b->u.hello_ok.node_id);
+        ASSERT_PSTR_EQ(a->u.hello_ok.principal, b->u.hello_ok.principal);
+        ASSERT_EQ(a->u.hello_ok.role, b->u.hello_ok.role);
         break;
     case MSG_OPEN_SESSION:
         ASSERT_UEQ(a->u.open_session.ttl_ms, b->u.open_session.ttl_ms);
@@ -427,6 +438,7 @@ void assert_msg_eq(const struct msg *a, const struct msg *b)
             ASSERT_PSTR_EQ(x->members[i].client_addr, y->members[i].client_addr);
         }
         ASSERT_UEQ(x->state_digest, y->state_digest);
+        ASSERT_UEQ(x->auth_digest, y->auth_digest);
         break;
     }
     case MSG_LOCK_INFO:
@@ -520,6 +532,7 @@ void assert_msg_eq(const struct msg *a, const struct msg *b)
             ASSERT_PSTR_EQ(x->items[i].client_name, y->items[i].client_name);
             ASSERT_UEQ(x->items[i].n_holds, y->items[i].n_holds);
             ASSERT_UEQ(x->items[i].n_waits, y->items[i].n_waits);
+            ASSERT_PSTR_EQ(x->items[i].owner, y->items[i].owner);
         }
         ASSERT_EQ(x->more, y->more);
         break;

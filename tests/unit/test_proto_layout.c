@@ -21,11 +21,12 @@
 TEST(golden_bytes)
 {
     static const uint8_t hello[] = {
-        0x12, 0x00, 0x00, 0x00,                         /* len 18 */
+        0x17, 0x00, 0x00, 0x00,                         /* len 23 */
         0x01, 0x00,                                     /* HELLO */
         0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, /* req_id */
-        0x01, 0x00, 0x00, 0x00,                         /* version */
+        0x02, 0x00, 0x00, 0x00,                         /* version */
         0x02, 0x00, 'a', 'b',                           /* client_name */
+        0x03, 0x00, 't', 'o', 'k',                      /* token */
     };
     static const uint8_t result[] = {
         0x17, 0x00, 0x00, 0x00,                         /* len 23 */
@@ -102,8 +103,9 @@ TEST(golden_bytes)
 
     m.type = MSG_HELLO;
     m.req_id = 0x0102030405060708ull;
-    m.u.hello.version = 1;
+    m.u.hello.version = 2;
     m.u.hello.client_name = ps("ab");
+    m.u.hello.token = ps("tok");
     ASSERT_EQ(proto_encode(&b, &m), 0);
     ASSERT_UEQ(b.len, sizeof hello);
     ASSERT(memcmp(b.data, hello, sizeof hello) == 0);
@@ -349,7 +351,7 @@ TEST(golden_bytes_lock_delay)
 TEST(golden_bytes_status_r)
 {
     static const uint8_t status_r[] = {
-        0x4D, 0x00, 0x00, 0x00,                         /* len 77 */
+        0x55, 0x00, 0x00, 0x00,                         /* len 85 */
         0x0E, 0x00,                                     /* STATUS_R */
         0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* req_id */
         0x02, 0x00, 0x00, 0x00,                         /* node_id */
@@ -364,6 +366,7 @@ TEST(golden_bytes_status_r)
         0x03, 0x00, 'r', ':', '1',                      /* raft_addr */
         0x03, 0x00, 'c', ':', '1',                      /* client_addr */
         0xEF, 0xCD, 0xAB, 0x89, 0x67, 0x45, 0x23, 0x01, /* state_digest */
+        0x10, 0x32, 0x54, 0x76, 0x98, 0xBA, 0xDC, 0xFE, /* auth_digest */
     };
     struct msg_member mb = {.id = 2};
     struct msg m, d;
@@ -384,6 +387,7 @@ TEST(golden_bytes_status_r)
     m.u.status_r.n_members = 1;
     m.u.status_r.members = &mb;
     m.u.status_r.state_digest = 0x0123456789ABCDEFull;
+    m.u.status_r.auth_digest = 0xFEDCBA9876543210ull;
     ASSERT_EQ(proto_encode(&b, &m), 0);
     ASSERT_UEQ(b.len, sizeof status_r);
     ASSERT(memcmp(b.data, status_r, sizeof status_r) == 0);
@@ -421,13 +425,16 @@ static void spec_frame(const struct msg *m, struct buf *w)
 {
     begin_frame(w, m->type, m->req_id);
     switch (m->type) {
-    case MSG_HELLO: /* {u32 version, str client_name} */
+    case MSG_HELLO: /* {u32 version, str client_name, str token} */
         buf_put_u32(w, m->u.hello.version);
         spec_str(w, m->u.hello.client_name);
+        spec_str(w, m->u.hello.token);
         break;
-    case MSG_HELLO_OK: /* {u32 version, u32 node_id} */
+    case MSG_HELLO_OK: /* {u32 version, u32 node_id, str principal, u8 role} */
         buf_put_u32(w, m->u.hello_ok.version);
         buf_put_u32(w, m->u.hello_ok.node_id);
+        spec_str(w, m->u.hello_ok.principal);
+        buf_put_u8(w, m->u.hello_ok.role);
         break;
     case MSG_OPEN_SESSION: /* {u32 ttl_ms, str client_name} */
         buf_put_u32(w, m->u.open_session.ttl_ms);
@@ -504,6 +511,7 @@ static void spec_frame(const struct msg *m, struct buf *w)
             spec_str(w, x->members[i].client_addr);
         }
         buf_put_u64(w, x->state_digest);
+        buf_put_u64(w, x->auth_digest);
         break;
     }
     case MSG_LOCK_INFO: /* {str lock} */
@@ -586,7 +594,8 @@ static void spec_frame(const struct msg *m, struct buf *w)
         buf_put_u32(w, m->u.list_sessions.limit);
         break;
     case MSG_SESSIONS_R: { /* {u32 n, n x {u64 id, u32 ttl_ms, u64 created_index,
-                              str client_name, u32 n_holds, u32 n_waits}, u8 more} */
+                              str client_name, u32 n_holds, u32 n_waits, str owner},
+                              u8 more} */
         const struct msg_sessions_r *x = &m->u.sessions_r;
         buf_put_u32(w, x->n);
         for (uint32_t i = 0; i < x->n; i++) {
@@ -596,6 +605,7 @@ static void spec_frame(const struct msg *m, struct buf *w)
             spec_str(w, x->items[i].client_name);
             buf_put_u32(w, x->items[i].n_holds);
             buf_put_u32(w, x->items[i].n_waits);
+            spec_str(w, x->items[i].owner);
         }
         buf_put_u8(w, x->more);
         break;

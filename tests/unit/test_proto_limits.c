@@ -246,6 +246,7 @@ static void forge_status_r(struct buf *b, uint32_t count, uint32_t present)
         buf_put_str(b, "h:2", 3);
     }
     buf_put_u64(b, 0x0102030405060708ull); /* state_digest */
+    buf_put_u64(b, 0x1112131415161718ull); /* auth_digest */
     end_frame(b);
 }
 
@@ -291,6 +292,7 @@ static void forge_sessions_r(struct buf *b, uint32_t count, uint32_t present)
         buf_put_str(b, "", 0);
         buf_put_u32(b, i);
         buf_put_u32(b, i);
+        buf_put_str(b, "", 0); /* owner */
     }
     buf_put_u8(b, 0);
     end_frame(b);
