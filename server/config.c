@@ -58,9 +58,27 @@ static void usage(FILE *f)
           "                         more), the leader's entries proposed and not yet applied\n"
           "                         at once (default 1; 0: no bound); while N are, the\n"
           "                         commands that arrive wait and go into one larger entry\n"
+          "\n"
+          "Security (README, \"Securing a cluster\"):\n"
+          "  --tls-cert FILE        serve the client port over TLS with this PEM certificate\n"
+          "                         chain; plaintext clients are refused with an error\n"
+          "  --tls-key FILE         the certificate's PEM private key\n"
+          "  --tls-client-ca FILE   require client certificates signed by this PEM CA\n"
+          "  --peer-cert FILE       mutual TLS on the raft port: this node's certificate,\n"
+          "                         whose subject CN must be baton-node-<id>\n"
+          "  --peer-key FILE        its private key\n"
+          "  --peer-ca FILE         peers' certificates must be signed by this PEM CA\n"
+          "  --tls12                accept TLS 1.2 as well as TLS 1.3 (both ports)\n"
+          "  --auth-file FILE       principals with their roles, token hashes and lock-name\n"
+          "                         prefixes; every client must authenticate. Re-read on\n"
+          "                         SIGHUP. `batonctl auth hash NAME ROLE` prints a line\n"
+          "  --handshake-timeout MS a connection must finish its TLS handshake and HELLO\n"
+          "                         within MS (default 5000)\n"
+          "  --max-unauth-conns N   connections that have not finished HELLO, at most\n"
+          "                         (default 1024); one more closes the oldest of them\n"
           "  -h, --help             this text\n"
           "\n"
-          "SIGINT or SIGTERM shuts the node down cleanly.\n",
+          "SIGINT or SIGTERM shuts the node down cleanly; SIGHUP re-reads --auth-file.\n",
           f);
 }
 
@@ -152,13 +170,17 @@ static const struct srv_config defaults = {
     .frame_timeout_ms = 10000,
     .min_free_mb = 64,
     .max_inflight = 1,
+    .handshake_timeout_ms = 5000,
+    .max_unauth_conns = 1024,
 };
 
 int config_parse(struct srv_config *c, int argc, char **argv)
 {
     enum { O_ID = 256, O_DATA, O_CLUSTER, O_LOG, O_ELECTION, O_HEARTBEAT, O_SNAP, O_TRAIL,
            O_TTL, O_MINTTL, O_MAXTTL, O_DELAY, O_MAXDELAY, O_JOIN, O_RAFT_BIND,
-           O_MAXCONNS, O_FRAMETIMEOUT, O_MINFREE, O_MAXINFLIGHT };
+           O_MAXCONNS, O_FRAMETIMEOUT, O_MINFREE, O_MAXINFLIGHT, O_TLS_CERT, O_TLS_KEY,
+           O_TLS_CLIENT_CA, O_PEER_CERT, O_PEER_KEY, O_PEER_CA, O_TLS12, O_AUTH_FILE,
+           O_HANDSHAKE_TIMEOUT, O_MAX_UNAUTH };
     static const struct option opts[] = {
         {"id", required_argument, NULL, O_ID},
         {"data", required_argument, NULL, O_DATA},
@@ -179,6 +201,16 @@ int config_parse(struct srv_config *c, int argc, char **argv)
         {"max-inflight", required_argument, NULL, O_MAXINFLIGHT},
         {"join", no_argument, NULL, O_JOIN},
         {"raft-bind", required_argument, NULL, O_RAFT_BIND},
+        {"tls-cert", required_argument, NULL, O_TLS_CERT},
+        {"tls-key", required_argument, NULL, O_TLS_KEY},
+        {"tls-client-ca", required_argument, NULL, O_TLS_CLIENT_CA},
+        {"peer-cert", required_argument, NULL, O_PEER_CERT},
+        {"peer-key", required_argument, NULL, O_PEER_KEY},
+        {"peer-ca", required_argument, NULL, O_PEER_CA},
+        {"tls12", no_argument, NULL, O_TLS12},
+        {"auth-file", required_argument, NULL, O_AUTH_FILE},
+        {"handshake-timeout", required_argument, NULL, O_HANDSHAKE_TIMEOUT},
+        {"max-unauth-conns", required_argument, NULL, O_MAX_UNAUTH},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -250,6 +282,16 @@ int config_parse(struct srv_config *c, int argc, char **argv)
         case O_JOIN:
             c->node.join = true;
             break;
+        case O_TLS_CERT: c->tls_cert = optarg; break;
+        case O_TLS_KEY: c->tls_key = optarg; break;
+        case O_TLS_CLIENT_CA: c->tls_client_ca = optarg; break;
+        case O_PEER_CERT: c->peer_cert = optarg; break;
+        case O_PEER_KEY: c->peer_key = optarg; break;
+        case O_PEER_CA: c->peer_ca = optarg; break;
+        case O_TLS12: c->tls12 = true; break;
+        case O_AUTH_FILE: c->auth_file = optarg; break;
+        case O_HANDSHAKE_TIMEOUT: target = &c->handshake_timeout_ms; break;
+        case O_MAX_UNAUTH: target = &c->max_unauth_conns; break;
         case O_RAFT_BIND:
             if ((why = addr_why(optarg)) != NULL) {
                 fprintf(stderr, "batond: --raft-bind '%.64s': %s\n", optarg, why);
@@ -292,6 +334,17 @@ int config_parse(struct srv_config *c, int argc, char **argv)
     }
     if (c->lock_delay_ms > c->max_lock_delay_ms) {
         fprintf(stderr, "batond: --lock-delay exceeds --max-lock-delay\n");
+        return -1;
+    }
+    if ((c->tls_cert == NULL) != (c->tls_key == NULL) ||
+        (c->tls_client_ca != NULL && c->tls_cert == NULL)) {
+        fprintf(stderr, "batond: --tls-cert and --tls-key go together, and --tls-client-ca "
+                        "needs them\n");
+        return -1;
+    }
+    if ((c->peer_cert == NULL) != (c->peer_key == NULL) ||
+        (c->peer_cert == NULL) != (c->peer_ca == NULL)) {
+        fprintf(stderr, "batond: --peer-cert, --peer-key and --peer-ca go together\n");
         return -1;
     }
     if (c->min_ttl_ms > c->max_ttl_ms || c->default_ttl_ms < c->min_ttl_ms ||

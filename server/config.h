@@ -4,6 +4,8 @@
 #ifndef BATON_SERVER_CONFIG_H
 #define BATON_SERVER_CONFIG_H
 
+#include <stdbool.h>
+
 #include "raft/node.h"
 
 struct srv_config {
@@ -19,6 +21,18 @@ struct srv_config {
     unsigned frame_timeout_ms;      /* an incomplete frame older than this closes its connection */
     unsigned min_free_mb;           /* client writes refused below this free space; 0 = no check */
     unsigned max_inflight;          /* entries in flight before batches wait; 0 = no bound */
+    /* Security (docs/security.md). The paths point into argv; NULL: not given. */
+    const char *tls_cert;           /* client port: serve TLS with this certificate chain */
+    const char *tls_key;            /* ... and its key */
+    const char *tls_client_ca;      /* client port: require client certificates signed by it */
+    const char *peer_cert;          /* raft port: mutual TLS with this certificate */
+    const char *peer_key;
+    const char *peer_ca;            /* raft port: peers' certificates must be signed by it */
+    bool tls12;                     /* accept TLS 1.2 as well as 1.3 (both ports) */
+    const char *auth_file;          /* principals, roles and token hashes; re-read on SIGHUP */
+    unsigned handshake_timeout_ms;  /* TLS handshake + HELLO must finish within this */
+    unsigned max_unauth_conns;      /* connections not yet through HELLO; the oldest
+                                       is closed to admit one more */
 };
 
 /*
