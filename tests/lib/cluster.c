@@ -7,6 +7,8 @@
  * struct cluster on its stack is gone.
  */
 #include "tests/lib/cluster.h"
+#include "tests/lib/cluster_int.h"
+#include "tests/lib/tls_sock.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -321,7 +323,7 @@ static int spawn_node(struct cluster *c, int i)
     struct cluster_node *nd = &c->nodes[i];
     struct slot *s = &slots[c->slot];
     char path[PATH_MAX + 16], idbuf[16], bindbuf[32];
-    const char *argv[14 + MAX_EXTRA_ARGS];
+    const char *argv[14 + CLUSTER__SECURE_ARGS + MAX_EXTRA_ARGS];
     char join_members[96];
     int argc = 0;
     pid_t pid;
@@ -351,6 +353,7 @@ static int spawn_node(struct cluster *c, int i)
         argv[argc++] = "--raft-bind";
         argv[argc++] = bindbuf;
     }
+    argc = cluster__secure_args(c, i, argv, argc);
     for (int k = 0; c->extra_args && c->extra_args[k] && k < MAX_EXTRA_ARGS; k++)
         argv[argc++] = c->extra_args[k];
     argv[argc] = NULL;
@@ -403,6 +406,7 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
     snprintf(c->build, sizeof c->build, "%s", build && *build ? build : "build/default");
     snprintf(c->log_level, sizeof c->log_level, "%s", level && *level ? level : "info");
     c->extra_args = o ? o->extra_args : NULL;
+    c->secure = o ? o->secure : 0;
     snprintf(path, sizeof path, "%s/batond", c->build);
     if (access(path, X_OK) != 0) {
         fprintf(stderr, "# cluster: %s: %s (build it first, or set BATON_BUILD)\n", path,
@@ -419,6 +423,10 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
         return -1;
     }
 
+    if (cluster__secure_setup(c, o ? o->auth_lines : NULL) != 0) {
+        rm_rf(c->root);
+        return -1;
+    }
     c->n = n;
     c->owner = getpid();
     off = 0;
@@ -528,64 +536,50 @@ const char *cluster_member_addrs(const struct cluster *c, int i, char *buf, size
 
 /* ---- STATUS --------------------------------------------------------------- */
 
-/* A minimal blocking STATUS client: HELLO and STATUS sent together, then
- * read until the STATUS_R. Socket timeouts bound every call. */
-static int query_status(int port, int timeout_ms, struct cluster_status *st)
+/* A minimal blocking STATUS client: HELLO (with the harness's token) and
+ * STATUS sent together, then read until the STATUS_R; over TLS when the
+ * nodes serve it. Socket timeouts bound every call. */
+static int query_status(const struct cluster *c, int port, int timeout_ms,
+                        struct cluster_status *st)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
     struct msg hello = {.type = MSG_HELLO, .req_id = 1}, req = {.type = MSG_STATUS, .req_id = 2};
-    struct buf out = {0}, in = {0};
     int64_t deadline = now_ms() + timeout_ms;
-    int fd, rv = -1;
+    struct tls_sock_cfg cfg;
+    struct tls_sock s;
+    int rv = -1;
 
-    a.sin_port = htons((uint16_t)port);
     hello.u.hello.version = BATON_PROTO_VERSION;
     hello.u.hello.client_name.p = "cluster-harness";
     hello.u.hello.client_name.n = (uint16_t)strlen("cluster-harness");
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) goto out;
-    if (proto_encode(&out, &hello) != 0 || proto_encode(&out, &req) != 0) goto out;
-    if (send(fd, out.data, out.len, MSG_NOSIGNAL) != (ssize_t)out.len) goto out;
+    hello.u.hello.token.p = c->admin_token;
+    hello.u.hello.token.n = (uint16_t)strlen(c->admin_token);
+    cluster_sock_cfg(c, &cfg);
+    if (tls_sock_connect(&s, port, &cfg, timeout_ms) != 0) return -1;
+    if (tls_sock_send_msg(&s, &hello) != 0 || tls_sock_send_msg(&s, &req) != 0) goto out;
     while (now_ms() < deadline) {
-        size_t flen;
-        int k = proto_frame_check(in.data, in.len, &flen);
-        if (k < 0) break;
-        if (k == 1) {
-            struct msg m;
-            int done = 0;
-            if (proto_decode(in.data, flen, &m) != 0) break;
-            if (m.type == MSG_STATUS_R && m.req_id == 2) {
-                st->node_id = m.u.status_r.node_id;
-                st->role = m.u.status_r.role;
-                st->leader_id = m.u.status_r.leader_id;
-                st->term = m.u.status_r.term;
-                st->last_index = m.u.status_r.last_index;
-                st->commit_index = m.u.status_r.commit_index;
-                st->applied_index = m.u.status_r.applied_index;
-                st->state_digest = m.u.status_r.state_digest;
-                rv = 0;
-                done = 1;
-            } else if (m.type != MSG_HELLO_OK) {
-                done = 1;
-            }
-            msg_free(&m);
-            buf_consume(&in, flen);
-            if (done) break;
-            continue;
+        struct msg m;
+        int done = 0;
+
+        if (tls_sock_recv_msg(&s, &m, (int)(deadline - now_ms())) != 0) break;
+        if (m.type == MSG_STATUS_R && m.req_id == 2) {
+            st->node_id = m.u.status_r.node_id;
+            st->role = m.u.status_r.role;
+            st->leader_id = m.u.status_r.leader_id;
+            st->term = m.u.status_r.term;
+            st->last_index = m.u.status_r.last_index;
+            st->commit_index = m.u.status_r.commit_index;
+            st->applied_index = m.u.status_r.applied_index;
+            st->state_digest = m.u.status_r.state_digest;
+            rv = 0;
+            done = 1;
+        } else if (m.type != MSG_HELLO_OK) {
+            done = 1;
         }
-        if (buf_reserve(&in, 4096) != 0) break;
-        ssize_t r = recv(fd, in.data + in.len, in.cap - in.len, 0);
-        if (r <= 0) break;
-        in.len += (size_t)r;
+        msg_free(&m);
+        if (done) break;
     }
 out:
-    close(fd);
-    buf_free(&out);
-    buf_free(&in);
+    tls_sock_close(&s);
     return rv;
 }
 
@@ -593,7 +587,7 @@ int cluster_node_status(struct cluster *c, int i, struct cluster_status *st, int
 {
     if (i < 0 || i >= c->n) return -1;
     memset(st, 0, sizeof *st);
-    return query_status(c->nodes[i].client_port, timeout_ms, st);
+    return query_status(c, c->nodes[i].client_port, timeout_ms, st);
 }
 
 /* Reap node i if it has exited on its own; report it. */
@@ -662,7 +656,8 @@ int cluster_kill(struct cluster *c, int i, int sig)
     if (i < 0 || i >= c->n || c->nodes[i].pid <= 0) return -1;
     nd = &c->nodes[i];
     s = &slots[c->slot];
-    if (sig == SIGSTOP || sig == SIGCONT) {
+    if (sig == SIGSTOP || sig == SIGCONT || sig == SIGHUP) {
+        if (sig == SIGHUP) return kill(nd->pid, sig) == 0 ? 0 : -1;
         if (kill(nd->pid, sig) != 0) return -1;
         nd->stopped = s->stopped[i] = sig == SIGSTOP;
         return 0;
@@ -742,12 +737,13 @@ static const char **ctl_argv(struct cluster *c, const char *const *args, char *p
 
     snprintf(path, cap, "%s/batonctl", build && *build ? build : "build/default");
     while (args[n]) n++;
-    argv = calloc(n + 4, sizeof *argv);
+    argv = calloc(n + 12, sizeof *argv);
     if (argv == NULL) return NULL;
     argv[k++] = path;
     if (c != NULL) {
         argv[k++] = "-e";
         argv[k++] = c->endpoints;
+        k = (size_t)cluster__ctl_args(c, argv, (int)k);
     }
     for (size_t j = 0; j < n; j++) argv[k++] = args[j];
     return argv;

@@ -48,6 +48,16 @@
 
 #define CLUSTER_MAX_NODES 7
 
+/* cluster_opts.secure: what the nodes secure (docs/security.md). The
+ * certificates come from server/certs.sh into ROOT/certs: a CA "ca",
+ * node1..node7 (CN baton-node-<id>) and "client" (CN baton-client). */
+#define CLUSTER_PEER_TLS 1   /* mutual TLS between nodes (--peer-*) */
+#define CLUSTER_CLIENT_TLS 2 /* TLS on the client port (--tls-cert/--tls-key) */
+#define CLUSTER_CLIENT_CA 4  /* and client certificates required (--tls-client-ca) */
+#define CLUSTER_AUTH 8       /* --auth-file ROOT/auth, whose first principal is
+                                "harness", an admin with the token c->admin_token */
+#define CLUSTER_SECURE (CLUSTER_PEER_TLS | CLUSTER_CLIENT_TLS | CLUSTER_AUTH)
+
 struct cluster_node {
     uint32_t id;                /* raft id: index + 1 */
     pid_t pid;                  /* 0 when not running */
@@ -71,6 +81,10 @@ struct cluster {
     char endpoints[512];        /* "127.0.0.1:P1,127.0.0.1:P2,..." */
     char log_level[16];
     const char *const *extra_args; /* more batond flags (cluster_opts) */
+    int secure;                 /* CLUSTER_* bits (cluster_opts.secure) */
+    char certs[PATH_MAX];       /* ROOT/certs when secure, else "" */
+    char auth_file[PATH_MAX];   /* ROOT/auth with CLUSTER_AUTH, else "" */
+    char admin_token[72];       /* the harness's admin token with CLUSTER_AUTH */
     pid_t guardian;
     int guardian_fd;            /* write end of the guardian's pipe */
     struct cluster_node nodes[CLUSTER_MAX_NODES];
@@ -89,6 +103,11 @@ struct cluster_opts {
      * raft_bind_port (the fault harness, tests/fault/proxy.c). Nothing
      * listens on raft_port until the proxy does. */
     int raft_proxy;
+    /* CLUSTER_* bits: what the nodes secure; 0 for nothing. */
+    int secure;
+    /* With CLUSTER_AUTH: more lines for the auth file (after the harness's
+     * own admin principal), or NULL. */
+    const char *auth_lines;
 };
 
 /* One node's answer to STATUS. */
@@ -135,8 +154,8 @@ int cluster_node_status(struct cluster *c, int i, struct cluster_status *st, int
 int cluster_wait_node(struct cluster *c, int i, int timeout_ms);
 
 /*
- * Send sig to node i by pid. SIGSTOP and SIGCONT just send (the node stays
- * "running"). Any other signal: send it (plus SIGCONT if the node was
+ * Send sig to node i by pid. SIGSTOP, SIGCONT and SIGHUP just send (the
+ * node stays "running"). Any other signal: send it (plus SIGCONT if the node was
  * stopped, so it can act on it), then wait for the process to exit (at most
  * 10 s, then SIGKILL). Returns the node's exit status: 0..255 if it exited,
  * 128+N if signal N killed it; 0 for SIGSTOP/SIGCONT; -1 if the node was
@@ -226,5 +245,26 @@ int cluster_wait_lock_i64(struct cluster *c, const char *name, const char *key, 
  * Reap it with proc_wait (tests/lib/proc.h).
  */
 pid_t cluster_ctl_spawn(struct cluster *c, const char *const *args, int *out_fd);
+
+/* ---- security (cluster_secure.c) ----------------------------------------- */
+
+struct tls_sock_cfg;
+
+/* Path of certificate file NAME.pem (or its key, NAME.key, with key != 0)
+ * in c's certificate directory. Static storage, four in rotation. */
+const char *cluster_cert(const struct cluster *c, const char *name, int key);
+/* How a raw test client reaches c's nodes (tests/lib/tls_sock.h): over
+ * TLS with the client certificate when c has CLUSTER_CLIENT_TLS, else in
+ * plaintext. */
+void cluster_sock_cfg(const struct cluster *c, struct tls_sock_cfg *cfg);
+/* A new random token for principal NAME of ROLE with OPTS ("" or e.g.
+ * "prefixes=jobs/"): the token into token (65 bytes) and its auth-file
+ * line into line. 0 or -1. */
+int cluster_token(const char *name, const char *role, const char *opts, char *token,
+                  char *line, size_t cap);
+/* Rewrite c's auth file: the harness's admin line, then `lines` (or
+ * nothing). Does not signal the nodes (cluster_kill(c, i, SIGHUP) does).
+ * 0 or -1. */
+int cluster_auth_write(struct cluster *c, const char *lines);
 
 #endif /* BATON_TESTS_CLUSTER_H */
