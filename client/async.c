@@ -329,13 +329,24 @@ static void destroy(baton_async_t *ac)
     u64map_free(&ac->held_map);
     buf_free(&ac->in);
     buf_free(&ac->out);
+    baton__tls_free(ac);
     free(ac->client_name);
     free(ac);
 }
 
 /* ---- public: life cycle ------------------------------------------------------- */
 
-/* Split the comma-separated endpoint list into parsed addresses. */
+/* Why the calling thread's last baton_async_new failed (there is no
+ * context to keep it in). */
+static _Thread_local char new_err[BATON_ERRMSG_SIZE];
+
+const char *baton_async_new_errmsg(void)
+{
+    return new_err;
+}
+
+/* Split the comma-separated endpoint list into parsed addresses; a bad one
+ * is described in new_err. */
 static int parse_endpoints(baton_async_t *ac, const char *s)
 {
     const char *p = s, *why;
@@ -348,12 +359,12 @@ static int parse_endpoints(baton_async_t *ac, const char *s)
         while (n && (p[n - 1] == ' ' || p[n - 1] == '\t')) n--;
         if (n) {
             if (ac->n_eps == BATON__MAX_ENDPOINTS) {
-                baton__seterr(ac, "more than %d endpoints", BATON__MAX_ENDPOINTS);
+                snprintf(new_err, sizeof new_err, "more than %d endpoints", BATON__MAX_ENDPOINTS);
                 return BATON_EINVAL;
             }
             if (baton__parse_addr(p, n, &ac->eps[ac->n_eps], &why) != 0) {
-                baton__seterr(ac, "bad endpoint '%.*s': %s (want a.b.c.d:port, [v6]:port or "
-                              "localhost:port)", (int)n, p, why);
+                snprintf(new_err, sizeof new_err, "bad endpoint '%.*s': %s (want a.b.c.d:port, "
+                         "[v6]:port or localhost:port)", (int)n, p, why);
                 return BATON_EINVAL;
             }
             ac->n_eps++;
@@ -362,26 +373,41 @@ static int parse_endpoints(baton_async_t *ac, const char *s)
         p = end + 1;
     }
     if (ac->n_eps == 0) {
-        baton__seterr(ac, "no endpoints given");
+        snprintf(new_err, sizeof new_err, "no endpoints given");
         return BATON_EINVAL;
     }
     return 0;
 }
 
-/* Validate and copy the options. No I/O and no hooks are needed yet. */
+/* Validate and copy the options, read the TLS files. No network I/O and
+ * no hooks are needed yet. */
 int baton_async_new(const baton_opts *o, baton_async_t **out)
 {
     baton_async_t *ac;
     const char *name;
     int rv;
 
-    if (out == NULL) return BATON_EINVAL;
+    new_err[0] = '\0';
+    if (out == NULL) {
+        snprintf(new_err, sizeof new_err, "no place for the context (out is NULL)");
+        return BATON_EINVAL;
+    }
     *out = NULL;
-    if (o == NULL || o->endpoints == NULL) return BATON_EINVAL;
+    if (o == NULL || o->endpoints == NULL) {
+        snprintf(new_err, sizeof new_err, "no endpoints given");
+        return BATON_EINVAL;
+    }
     name = o->client_name ? o->client_name : "baton";
-    if (strlen(name) > BATON_MAX_CLIENT_NAME) return BATON_EINVAL;
+    if (strlen(name) > BATON_MAX_CLIENT_NAME) {
+        snprintf(new_err, sizeof new_err, "the client name is longer than %d bytes",
+                 BATON_MAX_CLIENT_NAME);
+        return BATON_EINVAL;
+    }
     ac = calloc(1, sizeof *ac);
-    if (ac == NULL) return BATON_ENOMEM;
+    if (ac == NULL) {
+        snprintf(new_err, sizeof new_err, "out of memory");
+        return BATON_ENOMEM;
+    }
     ac->fd = -1;
     ac->next_id = 1;
     ac->ka_next_id = BATON__KA_ID_BASE;
@@ -393,14 +419,15 @@ int baton_async_new(const baton_opts *o, baton_async_t **out)
     buf_init(&ac->in);
     buf_init(&ac->out);
     rv = parse_endpoints(ac, o->endpoints);
+    if (rv == 0) rv = baton__tls_setup(ac, o, new_err, sizeof new_err);
+    if (rv == 0 && (ac->client_name = strdup(name)) == NULL) {
+        snprintf(new_err, sizeof new_err, "out of memory");
+        rv = BATON_ENOMEM;
+    }
     if (rv != 0) {
+        baton__tls_free(ac);
         free(ac);
         return rv;
-    }
-    ac->client_name = strdup(name);
-    if (ac->client_name == NULL) {
-        free(ac);
-        return BATON_ENOMEM;
     }
     *out = ac;
     return 0;

@@ -17,6 +17,13 @@
  * An attempt (connect plus HELLO) must finish within BATON__ATTEMPT_MS, so
  * that a node that swallows packets does not stall the client.
  *
+ * With TLS (async_tls.c) the handshake runs between connect and HELLO_OK,
+ * inside the same attempt: HELLO is queued at once and leaves encrypted as
+ * soon as the node's certificate is verified. A node that refuses this
+ * client for good -- a certificate refused on either side, TLS on one side
+ * only, an unknown token -- ends the opening of a session at once
+ * (baton__conn_refused) instead of being retried until connect_timeout_ms.
+ *
  * The connection is "confirmed" once a reply that only the leader gives
  * (SESSION, RESULT, GRANTED, WAIT_FAILED, LOST, SESSION_EXPIRED) arrives
  * on it; async_ops.c uses
@@ -57,6 +64,7 @@ int baton__parse_addr(const char *s, size_t n, struct baton__addr *a, const char
         return BATON_EINVAL;
     }
     snprintf(a->text, sizeof a->text, "%.*s", (int)n, s);
+    snprintf(a->host, sizeof a->host, "%s", pa.host);
     if (pa.kind == PROTO_ADDR_NAME && strcmp(pa.host, "localhost") == 0) {
         static const uint8_t loopback[4] = {127, 0, 0, 1};
         pa.kind = PROTO_ADDR_IPV4;
@@ -83,8 +91,9 @@ int baton__parse_addr(const char *s, size_t n, struct baton__addr *a, const char
 }
 
 /* Remember a connection-level error for messages (both the current error
- * and the last connection error, which EUNAVAIL messages quote). */
-static void conn_err(baton_async_t *ac, const char *what, const char *why)
+ * and the last connection error, which EUNAVAIL messages quote):
+ * "ADDRESS: WHAT: WHY". */
+void baton__conn_err(baton_async_t *ac, const char *what, const char *why)
 {
     int n = snprintf(ac->connerr, sizeof ac->connerr, "%s: %s: ", ac->cur_text, what);
 
@@ -144,9 +153,10 @@ void baton__conn_start(baton_async_t *ac)
             ac->cur_is_redirect = false;
         }
         snprintf(ac->cur_text, sizeof ac->cur_text, "%s", a->text);
+        snprintf(ac->cur_host, sizeof ac->cur_host, "%s", a->host);
         fd = socket(a->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0) {
-            conn_err(ac, "socket", strerror(errno));
+            baton__conn_err(ac, "socket", strerror(errno));
             if (!attempt_failed(ac)) return;
             continue;
         }
@@ -161,7 +171,7 @@ void baton__conn_start(baton_async_t *ac)
             baton__sched(ac, ac->attempt_deadline);
             return;
         }
-        conn_err(ac, "connect", strerror(errno));
+        baton__conn_err(ac, "connect", strerror(errno));
         close(fd);
         if (!attempt_failed(ac)) return;
     }
@@ -181,8 +191,10 @@ void baton__conn_drop(baton_async_t *ac)
     }
     ac->fd = -1;
     ac->ev_read = ac->ev_write = false;
+    baton__tls_end(ac);
     buf_reset(&ac->in);
     buf_reset(&ac->out);
+    ac->rx_bytes = 0;
     ac->gen++;
     ac->confirmed = false;
     ac->cstate = BATON__C_IDLE;
@@ -209,6 +221,21 @@ void baton__conn_fail(baton_async_t *ac, bool force_backoff)
         baton__conn_start(ac);
 }
 
+/*
+ * The node refused this client for good (BATON_ETLS, BATON_EAUTH; the
+ * message is set): the other nodes share its certificates and auth file,
+ * so a session being opened fails now with status rather than after
+ * connect_timeout_ms. With a session open, the connection fails like any
+ * other: the nodes are tried again after a back-off (a certificate or an
+ * auth file being rolled out may be fixed meanwhile), and if no leader
+ * answers in time the calls' messages quote this refusal.
+ */
+void baton__conn_refused(baton_async_t *ac, int status)
+{
+    if (baton__open_refused(ac, status)) return;
+    baton__conn_fail(ac, true);
+}
+
 /* The node says the leader is at addr: go there. */
 void baton__conn_redirect(baton_async_t *ac, const char *addr, size_t n)
 {
@@ -217,7 +244,7 @@ void baton__conn_redirect(baton_async_t *ac, const char *addr, size_t n)
     bool was_confirmed = ac->confirmed;
 
     if (baton__parse_addr(addr, n, &a, &why) != 0) {
-        conn_err(ac, "REDIRECT to a bad address ignored", why);
+        baton__conn_err(ac, "REDIRECT to a bad address ignored", why);
         baton__conn_fail(ac, true);
         return;
     }
@@ -244,7 +271,7 @@ void baton__conn_check_timers(baton_async_t *ac, uint64_t now)
                ac->attempt_deadline && now >= ac->attempt_deadline) {
         char why[64];
         snprintf(why, sizeof why, "no answer within %d ms", BATON__ATTEMPT_MS);
-        conn_err(ac, ac->cstate == BATON__C_CONNECTING ? "connect" : "HELLO", why);
+        baton__conn_err(ac, ac->cstate == BATON__C_CONNECTING ? "connect" : "HELLO", why);
         baton__conn_fail(ac, false);
     }
 }
@@ -276,18 +303,28 @@ int baton__send_msg(baton_async_t *ac, const struct msg *m)
     return rv;
 }
 
-/* Write what is queued; stop watching writability once it is all out. */
+/* Write what is queued (with TLS: encrypted first); stop watching
+ * writability once it is all out. */
 static void flush(baton_async_t *ac)
 {
-    while (ac->out.len) {
-        ssize_t n = send(ac->fd, ac->out.data, ac->out.len, MSG_NOSIGNAL);
+    struct buf *wire = &ac->out;
+
+    if (ac->tls != NULL) {
+        if (baton__tls_wrap(ac) != 0) {
+            baton__conn_fail(ac, true);
+            return;
+        }
+        wire = &ac->net;
+    }
+    while (wire->len) {
+        ssize_t n = send(ac->fd, wire->data, wire->len, MSG_NOSIGNAL);
         if (n > 0) {
-            buf_consume(&ac->out, (size_t)n);
+            buf_consume(wire, (size_t)n);
             continue;
         }
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-        conn_err(ac, "write", n < 0 ? strerror(errno) : "short write");
+        baton__conn_err(ac, "write", n < 0 ? strerror(errno) : "short write");
         baton__conn_fail(ac, false);
         return;
     }
@@ -297,7 +334,8 @@ static void flush(baton_async_t *ac)
     }
 }
 
-/* The non-blocking connect finished: check how, then say HELLO. */
+/* The non-blocking connect finished: check how, then say HELLO (with
+ * TLS, the handshake goes first and HELLO waits in the endpoint). */
 static void connected(baton_async_t *ac)
 {
     struct msg m = {.type = MSG_HELLO};
@@ -306,8 +344,13 @@ static void connected(baton_async_t *ac)
 
     if (getsockopt(ac->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
     if (err != 0) {
-        conn_err(ac, "connect", strerror(err));
+        baton__conn_err(ac, "connect", strerror(err));
         baton__conn_fail(ac, false);
+        return;
+    }
+    if (baton__tls_begin(ac) != 0) {
+        baton__conn_err(ac, "TLS", "out of memory");
+        baton__conn_fail(ac, true);
         return;
     }
     ac->cstate = BATON__C_HELLO;
@@ -318,8 +361,12 @@ static void connected(baton_async_t *ac)
     m.u.hello.version = BATON_PROTO_VERSION;
     m.u.hello.client_name.p = ac->client_name;
     m.u.hello.client_name.n = (uint16_t)strlen(ac->client_name);
+    if (ac->token != NULL) {
+        m.u.hello.token.p = ac->token;
+        m.u.hello.token.n = (uint16_t)strlen(ac->token);
+    }
     if (baton__send_msg(ac, &m) != 0) {
-        conn_err(ac, "HELLO", "out of memory");
+        baton__conn_err(ac, "HELLO", "out of memory");
         baton__conn_fail(ac, true);
         return;
     }
@@ -358,12 +405,17 @@ static void on_msg(baton_async_t *ac, const struct msg *m)
         return;
     case MSG_ERROR:
         if (m->req_id == 0 || (m->req_id == ac->hello_id && ac->cstate == BATON__C_HELLO)) {
+            int code = m->u.error.code;
+            bool refused = code == BATON_ETLS || code == BATON_EAUTH;
             char why[BATON_MAX_ERRMSG + 64];
-            snprintf(why, sizeof why, "%s: %.*s", baton_err_name(m->u.error.code),
+
+            snprintf(why, sizeof why, "%s: %.*s", baton_err_name(code),
                      (int)m->u.error.message.n, m->u.error.message.p ? m->u.error.message.p : "");
-            conn_err(ac, "server error", why);
-            if (m->u.error.code == BATON_EVERSION)
+            baton__conn_err(ac, refused ? "refused" : "server error", why);
+            if (code == BATON_EVERSION)
                 baton__session_fail(ac, BATON_EVERSION);
+            else if (refused)
+                baton__conn_refused(ac, code);
             else
                 baton__conn_fail(ac, true);
             return;
@@ -373,14 +425,14 @@ static void on_msg(baton_async_t *ac, const struct msg *m)
         baton__conn_redirect(ac, m->u.redirect.client_addr.p, m->u.redirect.client_addr.n);
         return;
     case MSG_NO_LEADER:
-        conn_err(ac, "request", "no leader");
+        baton__conn_err(ac, "request", "no leader");
         baton__conn_fail(ac, true);
         return;
     default:
         break;
     }
     if (ac->cstate != BATON__C_READY) {
-        conn_err(ac, "protocol", "reply before HELLO_OK");
+        baton__conn_err(ac, "protocol", "reply before HELLO_OK");
         baton__conn_fail(ac, true);
         return;
     }
@@ -404,13 +456,13 @@ static void process(baton_async_t *ac)
 
         if (rv == 0) break;
         if (rv < 0) {
-            conn_err(ac, "bad frame", baton_strerror(rv));
+            baton__conn_err(ac, "bad frame", baton_strerror(rv));
             baton__conn_fail(ac, true);
             return;
         }
         rv = proto_decode(ac->in.data + off, flen, &m);
         if (rv != 0) {
-            conn_err(ac, "bad message", baton_strerror(rv));
+            baton__conn_err(ac, "bad message", baton_strerror(rv));
             baton__conn_fail(ac, true);
             return;
         }
@@ -422,27 +474,71 @@ static void process(baton_async_t *ac)
     buf_consume(&ac->in, off);
 }
 
+/* What became of bytes that were read: rv is a failure of
+ * baton__tls_unwrap or baton__plain_check (their message is set). A
+ * refusal is for good; the rest are ordinary connection failures. */
+static void input_failed(baton_async_t *ac, int rv)
+{
+    if (rv == BATON_ETLS)
+        baton__conn_refused(ac, rv);
+    else
+        baton__conn_fail(ac, rv == BATON_ENOMEM);
+}
+
+/* The node closed the connection. After a plaintext answer to our TLS,
+ * that was its refusal (batond sends one ERROR and closes). */
+static void input_ended(baton_async_t *ac)
+{
+    if (ac->plain_answer) {
+        baton__conn_err(ac, "TLS", "the node does not serve TLS; it answered in plaintext "
+                                   "and closed the connection");
+        baton__conn_refused(ac, BATON_ETLS);
+        return;
+    }
+    baton__conn_err(ac, "read", ac->tls != NULL && !tls_established(ac->tls)
+                                    ? "connection closed by the server during the TLS handshake"
+                                    : "connection closed by the server");
+    baton__conn_fail(ac, false);
+}
+
 /* The socket is readable: read what is there (a bounded number of times,
  * so that one busy connection cannot starve the caller's loop) and handle
- * each whole frame. EOF or an error fails the connection. */
+ * each whole frame. EOF or an error fails the connection. Plaintext is
+ * read straight into ac->in; TLS records into a chunk that is decrypted
+ * into ac->in. */
 void baton__read(baton_async_t *ac)
 {
     uint64_t gen = ac->gen;
+    uint8_t chunk[READ_CHUNK];
 
     if (ac->fd < 0 || ac->cstate < BATON__C_HELLO) return;
     for (int i = 0; i < READS_PER_EVENT; i++) {
+        uint8_t *dst = chunk;
+        size_t room = sizeof chunk;
         ssize_t n;
+        int rv;
 
-        if (buf_reserve(&ac->in, READ_CHUNK) != 0) {
-            conn_err(ac, "read", "out of memory");
-            baton__conn_fail(ac, true);
-            return;
+        if (ac->tls == NULL) {
+            if (buf_reserve(&ac->in, READ_CHUNK) != 0) {
+                baton__conn_err(ac, "read", "out of memory");
+                baton__conn_fail(ac, true);
+                return;
+            }
+            dst = ac->in.data + ac->in.len;
+            room = ac->in.cap - ac->in.len;
         }
-        size_t room = ac->in.cap - ac->in.len;
-
-        n = read(ac->fd, ac->in.data + ac->in.len, room);
+        n = read(ac->fd, dst, room);
         if (n > 0) {
-            ac->in.len += (size_t)n;
+            if (ac->tls != NULL) {
+                rv = baton__tls_unwrap(ac, chunk, (size_t)n);
+            } else {
+                ac->in.len += (size_t)n;
+                rv = baton__plain_check(ac, (size_t)n);
+            }
+            if (rv != 0) {
+                input_failed(ac, rv);
+                return;
+            }
             process(ac);
             if (ac->gen != gen) return;
             /* A short read emptied the socket: the next read would only
@@ -452,7 +548,11 @@ void baton__read(baton_async_t *ac)
         }
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-        conn_err(ac, "read", n == 0 ? "connection closed by the server" : strerror(errno));
+        if (n == 0) {
+            input_ended(ac);
+            return;
+        }
+        baton__conn_err(ac, "read", strerror(errno));
         baton__conn_fail(ac, false);
         return;
     }

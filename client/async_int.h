@@ -11,6 +11,8 @@
  *   async_session.c  the session's liveness: keepalives, the client-side
  *                 lease, the table of held locks, declaring locks lost,
  *                 and opening a fresh session after the old one is gone
+ *   async_tls.c   the connection's TLS layer (proto/tls.h) and telling a
+ *                 plaintext peer from a TLS one
  *
  * Life of a request (struct baton__req). It is created by a public call,
  * gets an id that is both its req_id and, for session requests, its seq,
@@ -58,6 +60,7 @@
 #include "proto/buf.h"
 #include "proto/errmsg.h"
 #include "proto/msg.h"
+#include "proto/tls.h"
 #include "proto/u64map.h"
 
 #define BATON__MAX_ENDPOINTS 16
@@ -75,11 +78,14 @@
 #define BATON__KA_ID_BASE (UINT64_C(1) << 63)
 #define BATON__KA_RING 8 /* keepalives remembered for matching replies */
 
-/* One endpoint: a resolved socket address and its text for messages. */
+/* One endpoint: a resolved socket address, its text for messages, and
+ * the host a TLS node's certificate must name (the IP address or name as
+ * written, without brackets). */
 struct baton__addr {
     struct sockaddr_storage sa;
     socklen_t len;
     char text[BATON_MAX_ADDR + 8];
+    char host[BATON_MAX_ADDR + 1];
 };
 
 /* Connection states. */
@@ -184,6 +190,7 @@ struct baton_async {
     bool cur_is_redirect;     /* the current attempt went to a redirect */
     unsigned redirects_in_row;
     char cur_text[BATON_MAX_ADDR + 8]; /* address of the current attempt */
+    char cur_host[BATON_MAX_ADDR + 1]; /* and its host (struct baton__addr) */
 
     /* Event loop. */
     baton_async_hooks ev;
@@ -197,7 +204,8 @@ struct baton_async {
     uint8_t cstate;           /* enum baton__cstate */
     uint64_t gen;             /* bumped whenever a connection is dropped */
     bool confirmed;           /* this connection has reached the leader */
-    struct buf in, out;
+    struct buf in, out;       /* plaintext: frames received / to send */
+    uint64_t rx_bytes;        /* bytes this connection has received */
     uint64_t hello_id;
     uint64_t attempt_deadline;
     uint64_t reconnect_at;
@@ -241,6 +249,14 @@ struct baton_async {
     bool free_req;            /* baton_async_free was called inside one */
     bool freeing;
 
+    /* TLS and credentials (async_tls.c). */
+    char *token;              /* sent in HELLO; NULL: none */
+    tls_ctx *tls_ctx;         /* NULL: plaintext connections */
+    bool tls_cert_set;        /* a client certificate is configured */
+    tls *tls;                 /* the current connection's TLS endpoint */
+    struct buf net;           /* ciphertext not yet written */
+    bool plain_answer;        /* a TLS connection's node answered in plaintext */
+
     uint64_t rng;
     char errmsg[BATON_ERRMSG_SIZE];  /* the last error, as baton_async_errmsg */
     char connerr[BATON_ERRMSG_SIZE]; /* the last connection error, for EUNAVAIL */
@@ -267,9 +283,11 @@ void baton__fail_all(baton_async_t *ac, int status, const struct baton__req *kee
 
 /* async_conn.c */
 int baton__parse_addr(const char *s, size_t n, struct baton__addr *a, const char **why);
+void baton__conn_err(baton_async_t *ac, const char *what, const char *why);
 void baton__conn_start(baton_async_t *ac);
 void baton__conn_drop(baton_async_t *ac);
 void baton__conn_fail(baton_async_t *ac, bool backoff);
+void baton__conn_refused(baton_async_t *ac, int status);
 void baton__conn_redirect(baton_async_t *ac, const char *addr, size_t n);
 void baton__conn_check_timers(baton_async_t *ac, uint64_t now);
 uint64_t baton__conn_next_timer(const baton_async_t *ac);
@@ -289,6 +307,7 @@ void baton__on_conn_lost(baton_async_t *ac, bool was_confirmed);
 void baton__ops_check_timers(baton_async_t *ac, uint64_t now);
 uint64_t baton__ops_next_timer(const baton_async_t *ac);
 void baton__session_fail(baton_async_t *ac, int status);
+bool baton__open_refused(baton_async_t *ac, int status);
 
 /* async_session.c */
 void baton__on_conn_ready(baton_async_t *ac);
@@ -308,5 +327,15 @@ void baton__held_lost(baton_async_t *ac, struct baton__req *h, int why);
 void baton__held_all_lost(baton_async_t *ac);
 void baton__held_free_all(baton_async_t *ac);
 void baton__on_lost_push(baton_async_t *ac, const struct msg *m);
+
+/* async_tls.c */
+int baton__tls_setup(baton_async_t *ac, const baton_opts *o, char *err, size_t err_size);
+void baton__tls_free(baton_async_t *ac);
+int baton__tls_begin(baton_async_t *ac);
+void baton__tls_end(baton_async_t *ac);
+int baton__tls_wrap(baton_async_t *ac);
+int baton__tls_unwrap(baton_async_t *ac, const uint8_t *p, size_t n);
+int baton__plain_check(baton_async_t *ac, size_t n);
+void baton__send_alert(baton_async_t *ac);
 
 #endif /* BATON_CLIENT_ASYNC_INT_H */

@@ -202,6 +202,19 @@ static void open_failed(baton_async_t *ac, struct baton__req *r, int status)
     baton__conn_drop(ac);
 }
 
+/* A node refused this client for good (async_conn.c, baton__conn_refused)
+ * while a session is being opened: that open fails with status. Returns
+ * false, doing nothing, when no open is pending. */
+bool baton__open_refused(baton_async_t *ac, int status)
+{
+    for (struct baton__req *r = ac->head; r; r = r->next)
+        if (r->kind == BATON__K_OPEN) {
+            open_failed(ac, r, status);
+            return true;
+        }
+    return false;
+}
+
 /* SESSION arrived for OPEN request r: the session is open (or, if
  * close_session was called meanwhile, open and closing). */
 static void on_session(baton_async_t *ac, struct baton__req *r, uint64_t session, uint32_t ttl)
@@ -263,10 +276,19 @@ static void granted(baton_async_t *ac, struct baton__req *t, uint64_t fence)
     }
 }
 
-/* Lock call t has ended without the lock. */
-static void not_granted(baton_async_t *ac, struct baton__req *t, int status)
+/* The text for a refused request: the node's own message when an ERROR
+ * brought one (it says what was refused, e.g. for BATON_EPERM), else the
+ * code's. */
+static const char *why_text(int status, const char *why)
 {
-    if (t->user) baton__seterr(ac, "lock '%s': %s", t->name, baton_strerror(status));
+    return why != NULL && why[0] != '\0' ? why : baton_strerror(status);
+}
+
+/* Lock call t has ended without the lock; why is the node's message, or
+ * NULL. */
+static void not_granted(baton_async_t *ac, struct baton__req *t, int status, const char *why)
+{
+    if (t->user) baton__seterr(ac, "lock '%s': %s", t->name, why_text(status, why));
     baton__finish(ac, t, status, 0);
 }
 
@@ -284,7 +306,7 @@ static void session_gone(baton_async_t *ac)
  * taken away (a LOST push that crossed the RELEASE) becomes BATON_ELOST.
  */
 static void on_release_result(baton_async_t *ac, struct baton__req *r, int status, int kind,
-                              uint64_t value)
+                              uint64_t value, const char *why)
 {
     (void)kind;
     (void)value;
@@ -304,7 +326,7 @@ static void on_release_result(baton_async_t *ac, struct baton__req *r, int statu
         baton__held_remove(ac, h);
     }
     if (status < 0 && status != BATON_ELOST)
-        baton__seterr(ac, "unlock '%s': %s", r->name, baton_strerror(status));
+        baton__seterr(ac, "unlock '%s': %s", r->name, why_text(status, why));
     baton__finish(ac, r, status, 0);
 }
 
@@ -332,14 +354,14 @@ static void queued_notice(baton_async_t *ac, const struct baton__req *r, uint64_
  * at once, and one that turns out granted is released.
  */
 static void on_acquire_result(baton_async_t *ac, struct baton__req *r, int status, int kind,
-                              uint64_t value)
+                              uint64_t value, const char *why)
 {
     if (status == BATON_ESESSION) {
         session_gone(ac);
         return;
     }
     if (status < 0) {
-        not_granted(ac, r, status);
+        not_granted(ac, r, status, why);
         return;
     }
     switch (kind) {
@@ -356,7 +378,7 @@ static void on_acquire_result(baton_async_t *ac, struct baton__req *r, int statu
             baton__sched(ac, r->safety_at);
         return;
     default:
-        not_granted(ac, r, BATON_EPROTO);
+        not_granted(ac, r, BATON_EPROTO, NULL);
         return;
     }
 }
@@ -368,7 +390,7 @@ static void on_acquire_result(baton_async_t *ac, struct baton__req *r, int statu
  * the call ends with the lock (or, abandoned, the lock is released).
  */
 static void on_cancel_result(baton_async_t *ac, struct baton__req *c, int status, int kind,
-                             uint64_t value)
+                             uint64_t value, const char *why)
 {
     struct baton__req *t = baton__req_find(ac, c->target);
     uint64_t cid = c->id;
@@ -384,34 +406,37 @@ static void on_cancel_result(baton_async_t *ac, struct baton__req *c, int status
     if (status == 0 && kind == RESULT_GRANTED)
         granted(ac, t, value);
     else if ((status == 0 && kind == RESULT_CANCELLED) || status == BATON_ENOTFOUND)
-        not_granted(ac, t, t->cancel_status ? t->cancel_status : BATON_ECANCELED);
+        not_granted(ac, t, t->cancel_status ? t->cancel_status : BATON_ECANCELED, NULL);
     else
-        not_granted(ac, t, status < 0 ? status : BATON_EPROTO);
+        not_granted(ac, t, status < 0 ? status : BATON_EPROTO, why);
 }
 
 static void on_open_result(baton_async_t *ac, struct baton__req *r, int status, int kind,
-                           uint64_t value)
+                           uint64_t value, const char *why)
 {
     (void)kind;
     if (status == 0) {
         on_session(ac, r, value, 0);
     } else {
-        baton__seterr(ac, "open session: %s", baton_strerror(status));
+        baton__seterr(ac, "open session: %s", why_text(status, why));
         open_failed(ac, r, status);
     }
 }
 
 static void on_close_result(baton_async_t *ac, struct baton__req *r, int status, int kind,
-                            uint64_t value)
+                            uint64_t value, const char *why)
 {
     (void)kind;
     (void)value;
+    (void)why;
     /* ESESSION: the cluster had already forgotten it; closed either way. */
     baton__session_closed(ac, r, status == BATON_ESESSION ? 0 : status);
 }
 
+/* status, kind and value are a RESULT's; why is the node's message when an
+ * ERROR came instead (status = its code), else NULL. */
 typedef void result_fn(baton_async_t *ac, struct baton__req *r, int status, int kind,
-                       uint64_t value);
+                       uint64_t value, const char *why);
 
 /* What ends each kind of request. */
 static result_fn *const result_handlers[] = {
@@ -421,12 +446,13 @@ static result_fn *const result_handlers[] = {
 };
 
 /* The outcome of request r: a RESULT, or an ERROR the server sent instead
- * (status = its code). */
-static void on_result(baton_async_t *ac, struct baton__req *r, int status, int kind, uint64_t value)
+ * (status = its code, why = its message). */
+static void on_result(baton_async_t *ac, struct baton__req *r, int status, int kind, uint64_t value,
+                      const char *why)
 {
     if ((size_t)r->kind < sizeof result_handlers / sizeof result_handlers[0] &&
         result_handlers[r->kind] != NULL)
-        result_handlers[r->kind](ac, r, status, kind, value);
+        result_handlers[r->kind](ac, r, status, kind, value, why);
 }
 
 /* A GRANTED or WAIT_FAILED push for waiter `waiter` of the session. Pushes
@@ -443,7 +469,7 @@ static void on_push(baton_async_t *ac, uint64_t session, uint64_t waiter, bool g
     if (grant)
         granted(ac, r, fence);
     else
-        not_granted(ac, r, status < 0 ? status : BATON_EPROTO);
+        not_granted(ac, r, status < 0 ? status : BATON_EPROTO, NULL);
 }
 
 /* Every message past HELLO except REDIRECT and NO_LEADER
@@ -471,7 +497,7 @@ void baton__on_msg(baton_async_t *ac, const struct msg *m)
         if (r->kind != BATON__K_OPEN && m->u.result.status != BATON_ESESSION &&
             baton__session_known(ac))
             baton__lease_renew(ac, r->sent_at);
-        on_result(ac, r, m->u.result.status, m->u.result.kind, m->u.result.value);
+        on_result(ac, r, m->u.result.status, m->u.result.kind, m->u.result.value, NULL);
         return;
     case MSG_GRANTED:
         confirm(ac);
@@ -508,13 +534,18 @@ void baton__on_msg(baton_async_t *ac, const struct msg *m)
         }
         r = baton__req_find(ac, m->req_id);
         if (r == NULL) return; /* a late answer to something already settled */
-        baton__seterr(ac, "%s: %.*s", baton_err_name(m->u.error.code), (int)m->u.error.message.n,
-                      m->u.error.message.p ? m->u.error.message.p : "");
-        if (m->u.error.code == BATON_ENOTLEADER || m->u.error.code == BATON_ENOLEADER) {
-            baton__conn_fail(ac, true);
-            return;
+        {
+            char why[BATON_MAX_ERRMSG + 64];
+
+            snprintf(why, sizeof why, "%s: %.*s", baton_err_name(m->u.error.code),
+                     (int)m->u.error.message.n, m->u.error.message.p ? m->u.error.message.p : "");
+            baton__seterr(ac, "%s", why);
+            if (m->u.error.code == BATON_ENOTLEADER || m->u.error.code == BATON_ENOLEADER) {
+                baton__conn_fail(ac, true);
+                return;
+            }
+            on_result(ac, r, m->u.error.code < 0 ? m->u.error.code : BATON_EPROTO, 0, 0, why);
         }
-        on_result(ac, r, m->u.error.code < 0 ? m->u.error.code : BATON_EPROTO, 0, 0);
         return;
     default:
         return; /* replies to requests this client does not make */

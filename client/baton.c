@@ -543,10 +543,8 @@ int baton_connect(const baton_opts *o, baton_t **out)
 
     rv = baton_async_new(o, &b->ac);
     if (rv != 0) {
-        snprintf(connect_err, sizeof connect_err, "%s",
-                 rv == BATON_EINVAL ? "bad options: endpoints must be ip:port[,ip:port...] "
-                                      "and client_name at most 64 bytes"
-                                    : baton_strerror(rv));
+        snprintf(connect_err, sizeof connect_err, "%s%s", rv == BATON_EINVAL ? "bad options: " : "",
+                 baton_async_new_errmsg());
         abandon(b);
         return rv;
     }

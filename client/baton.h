@@ -75,17 +75,49 @@ typedef struct baton_opts {
     unsigned op_timeout_ms;       /* 0: 10000. Longest wait for any reply,
                                      not counting time queued for a lock. */
     unsigned session_ttl_ms;      /* 0: 10000. Session lease asked for. */
+
+    /* Added in libbaton.so.2 (protocol version 2). Every string below is
+     * copied (a file is read) when the context is made: baton_connect or
+     * baton_async_new. Changing a file later affects only new contexts. */
+
+    /* TLS. NULL: plaintext. Otherwise TLS 1.3 on every connection: the
+     * node's certificate must chain to a CA of this PEM file and name the
+     * host of the address dialled (an endpoint's, or a redirect's): an IP
+     * SAN for an IP address, a DNS SAN for "localhost". */
+    const char *tls_ca_file;
+    /* The client certificate (PEM chain) presented to nodes that ask for
+     * one, and its PEM private key: both or neither; only with
+     * tls_ca_file. A node started with --tls-client-ca requires one. */
+    const char *tls_cert_file;
+    const char *tls_key_file;
+    /* The bearer token sent in HELLO (at most 256 bytes), naming this
+     * client's principal in the nodes' auth file; NULL or "" for none
+     * (then the principal is the client certificate's, or the nodes'
+     * anonymous one). Without TLS it travels in clear. */
+    const char *token;
 } baton_opts;
 
 /*
  * Connect to the cluster and open a session.
- * @param[in]  o    options; the strings are copied, o may be freed after.
+ * @param[in]  o    options; the strings are copied (the TLS files read),
+ *                  o may be freed after.
  * @param[out] out  the new context; set to NULL on error.
- * @return 0, BATON_EINVAL (bad endpoints), BATON_ENOMEM, BATON_EUNAVAIL (no
- *         leader reachable within connect_timeout_ms), BATON_EVERSION,
+ * @return 0, BATON_EINVAL (bad endpoints; a TLS file that cannot be read
+ *         or a certificate without its key; a token over 256 bytes),
+ *         BATON_ENOMEM, BATON_EUNAVAIL (no leader reachable within
+ *         connect_timeout_ms), BATON_EVERSION,
  *         BATON_ENOSPC (the leader's data disk is below its floor: no new
- *         sessions until space is freed), BATON_ELIMIT (too many sessions).
- * On error *out is NULL and baton_connect_errmsg() says why.
+ *         sessions until space is freed), BATON_ELIMIT (too many sessions),
+ *         BATON_ETLS (a node's certificate was refused -- another CA, not
+ *         naming the host dialled, expired --, a node refused ours or asked
+ *         for one we do not have, or one side speaks TLS and the other does
+ *         not), BATON_EAUTH (a node does not know the token or
+ *         certificate), BATON_EPERM (the principal may not open sessions:
+ *         its role is read). ETLS, EAUTH and EPERM end the attempt at once,
+ *         without waiting for connect_timeout_ms.
+ * On error *out is NULL and baton_connect_errmsg() says why (for ETLS and
+ * EAUTH: the node's address and the reason, the node's own message if it
+ * sent one).
  */
 BATON_API int baton_connect(const baton_opts *o, baton_t **out);
 
@@ -103,7 +135,14 @@ BATON_API const char *baton_connect_errmsg(void);
  *         op_timeout_ms), BATON_ELIMIT, BATON_ECLOSED (baton_close ran),
  *         BATON_EBUSY (called from the lost callback), BATON_ENOSPC (the
  *         leader's data disk is below its floor: nothing was queued; retry
- *         once space is freed. Releases are never refused for this).
+ *         once space is freed. Releases are never refused for this),
+ *         BATON_EPERM (the principal may not lock this name: it is outside
+ *         the principal's prefixes, or its role is read; baton_errmsg
+ *         quotes the node's message).
+ * A node that refuses the connection itself (BATON_ETLS, BATON_EAUTH: a
+ * certificate or an auth file changed) while the session is open counts
+ * as unreachable: the client tries the others, and a call that finds none
+ * fails with BATON_EUNAVAIL, its message quoting the refusal.
  */
 BATON_API int baton_lock(baton_t *b, const char *name, baton_lock_t **out);
 
@@ -172,6 +211,9 @@ BATON_API const char *baton_lock_name(const baton_lock_t *l);
  *         BATON_ELOST;
  *         BATON_EUNAVAIL (no answer within op_timeout_ms; the release is
  *         retried in the background until the session ends);
+ *         BATON_EPERM (the node refused the release for this principal,
+ *         e.g. after its auth file changed; baton_errmsg quotes it; the
+ *         session keeps the lock until it ends);
  *         BATON_ECLOSED (baton_close ran first).
  * Inside the lost callback it does not wait: see baton_lost_cb.
  */

@@ -31,7 +31,22 @@
  *  - counts the session's lease itself (below), and reports every lock it
  *    holds that it must consider lost to the lost callback
  *    (baton_async_on_lost);
- *  - opens a fresh session when the old one is gone (below).
+ *  - opens a fresh session when the old one is gone (below);
+ *  - with baton_opts.tls_ca_file, speaks TLS on every connection (the
+ *    node's certificate verified against that CA and the host dialled,
+ *    the client certificate presented if one is set), and sends
+ *    baton_opts.token in HELLO.
+ *
+ * Refusals. A node may refuse the client itself: BATON_ETLS (a certificate
+ * refused on either side, or TLS on one side only) or BATON_EAUTH (an
+ * unknown token or certificate). While a session is being opened that is
+ * the answer: the open fails at once with that code, and
+ * baton_async_errmsg() names the node and the reason (the node's own
+ * message when it sent one). While a session is open, such a node counts
+ * as unreachable: the core tries the others with back-off, and calls that
+ * find no leader fail with BATON_EUNAVAIL, their message quoting it. A
+ * request the principal may not make fails alone, with BATON_EPERM and
+ * the node's message.
  *
  * Leases and lost locks. The cluster expires a session that it has not
  * heard from for ttl milliseconds (counted from when its messages arrive).
@@ -112,8 +127,9 @@ typedef struct baton_async baton_async_t; /* opaque */
  * BATON_EUNAVAIL (no leader answered within connect_timeout_ms), BATON_EVERSION
  * (the cluster speaks another protocol version), BATON_ELIMIT (the cluster
  * refused more sessions), BATON_ENOSPC (the leader's data disk is below its
- * floor), BATON_ECANCELED (freed first). After a failure the
- * context can only be freed.
+ * floor), BATON_ETLS, BATON_EAUTH (see "Refusals" above), BATON_EPERM (the
+ * principal may not open sessions: its role is read), BATON_ECANCELED
+ * (freed first). After a failure the context can only be freed.
  */
 typedef void baton_async_open_cb(baton_async_t *ac, int status, uint64_t session, void *data);
 
@@ -124,8 +140,9 @@ typedef void baton_async_open_cb(baton_async_t *ac, int status, uint64_t session
  * (a bounded wait ran out, or no reply within op_timeout_ms), BATON_EUNAVAIL,
  * BATON_ECANCELED, BATON_ESESSION (the session ended), BATON_ELIMIT,
  * BATON_ENOSPC (the leader's data disk is below its floor; nothing was
- * queued -- releases are never refused for it) or another code from the
- * cluster. `name` is valid only during the callback.
+ * queued -- releases are never refused for it), BATON_EPERM (the principal
+ * may not lock this name; baton_async_errmsg() quotes the node) or another
+ * code from the cluster. `name` is valid only during the callback.
  */
 typedef void baton_async_lock_cb(baton_async_t *ac, int status, const char *name,
                                  uint64_t fence, void *data);
@@ -196,9 +213,10 @@ typedef struct baton_async_hooks {
 } baton_async_hooks;
 
 /*
- * Create a context. No I/O happens yet: attach an adapter, then call
- * baton_async_open.
- * @param[in]  o    options (client/baton.h); the strings are copied. The
+ * Create a context. No network I/O happens yet: attach an adapter, then
+ * call baton_async_open.
+ * @param[in]  o    options (client/baton.h); the strings are copied and
+ *                  the TLS files read here, so o may be freed after. The
  *                  timeouts mean the same as for the blocking API:
  *                  connect_timeout_ms bounds the open, op_timeout_ms each
  *                  request, session_ttl_ms is the lease asked for.
@@ -206,9 +224,19 @@ typedef struct baton_async_hooks {
  *                  set to NULL on error.
  * @return 0, BATON_EINVAL (no or malformed endpoints: each must be
  *         "a.b.c.d:port", "[v6addr]:port" or "localhost:port", at most 16;
- *         a client name longer than 64 bytes), BATON_ENOMEM.
+ *         a client name longer than 64 bytes; a token longer than 256
+ *         bytes; a TLS file that cannot be read or does not fit: a
+ *         certificate without its key, a key that is not the
+ *         certificate's, a certificate or key without tls_ca_file),
+ *         BATON_ENOMEM. baton_async_new_errmsg() says why.
  */
 BATON_API int baton_async_new(const baton_opts *o, baton_async_t **out);
+
+/* The message of the last failed baton_async_new on the calling thread,
+ * e.g. which TLS file could not be read and why ("" if none failed).
+ * Static, thread-local storage, valid until that thread's next
+ * baton_async_new (baton_connect calls it too). */
+BATON_API const char *baton_async_new_errmsg(void);
 
 /*
  * Install the event-loop hooks (done by an adapter, once, before
@@ -281,7 +309,8 @@ BATON_API int baton_async_cancel(baton_async_t *ac, const char *name, void *data
  * answer in time; the core keeps trying to deliver the release until the
  * session ends), BATON_ESESSION (the session ended while the release of a
  * lock that this context did not know as held was in flight),
- * BATON_ECANCELED.
+ * BATON_EPERM (the node refused the release for this principal; the
+ * session keeps the lock until it ends), BATON_ECANCELED.
  * @return 0, BATON_ELOST (the lock was declared lost before this call: the
  *         lost callback ran or is queued; the client's record of it is
  *         freed, the cluster is not contacted, cb never runs),
