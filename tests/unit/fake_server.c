@@ -19,19 +19,52 @@
 #include "tests/lib/clock.h"
 #include "tests/lib/runner.h"
 
+/* Write n bytes to the client's socket (blocking; a dead client just
+ * stops the write). */
+static void fk_write(struct fk_conn *c, const uint8_t *p, size_t n)
+{
+    size_t off = 0;
+
+    while (off < n) {
+        ssize_t w = send(c->fd, p + off, n - off, MSG_NOSIGNAL);
+        if (w <= 0) break;
+        off += (size_t)w;
+    }
+}
+
+/* With TLS: write what the endpoint has for the client. */
+static void fk_flush_tls(struct fk_conn *c)
+{
+    struct buf net = {0};
+
+    if (tls_out(c->t, &net) != 0) FAIL("fake: out of memory");
+    fk_write(c, net.data, net.len);
+    buf_free(&net);
+}
+
 static void fk_send(struct fk_conn *c, const struct msg *m)
 {
     struct buf b;
-    size_t off = 0;
 
     buf_init(&b);
     if (proto_encode(&b, m) != 0) FAIL("fake: cannot encode %s", msg_type_name(m->type));
-    while (off < b.len) {
-        ssize_t n = send(c->fd, b.data + off, b.len - off, MSG_NOSIGNAL);
-        if (n <= 0) break;
-        off += (size_t)n;
+    if (c->t != NULL) {
+        if (tls_send(c->t, b.data, b.len) == 0) fk_flush_tls(c);
+    } else {
+        fk_write(c, b.data, b.len);
     }
     buf_free(&b);
+}
+
+/* Answer with ERROR(code, text) for request req_id. */
+static void fk_error(struct fk_conn *c, uint64_t req_id, int32_t code, const char *text)
+{
+    struct msg r = {.type = MSG_ERROR, .req_id = req_id};
+
+    r.u.error.code = code;
+    r.u.error.message.p = text;
+    r.u.error.message.n = (uint16_t)strlen(text);
+    fk_send(c, &r);
 }
 
 static struct fk_conn *fk_conn(struct fake *f, uint64_t id)
@@ -269,10 +302,19 @@ static void fk_handle(struct fake *f, struct fk_conn *c, const struct msg *m)
     struct msg r = {.req_id = m->req_id};
 
     if (m->type == MSG_HELLO) {
+        f->n_hello++;
+        snprintf(f->last_token, sizeof f->last_token, "%.*s", (int)m->u.hello.token.n,
+                 m->u.hello.token.p ? m->u.hello.token.p : "");
+        if (f->hello_error) {
+            fk_error(c, m->req_id, f->hello_error, f->hello_error_msg);
+            c->dead = true;
+            return;
+        }
         c->hello = true;
         r.type = MSG_HELLO_OK;
         r.u.hello_ok.version = f->hello_version ? f->hello_version : BATON_PROTO_VERSION;
         r.u.hello_ok.node_id = 1;
+        r.u.hello_ok.role = MSG_ROLE_ADMIN;
         fk_send(c, &r);
         return;
     }
@@ -291,6 +333,10 @@ static void fk_handle(struct fake *f, struct fk_conn *c, const struct msg *m)
         f->n_no_leader++;
         r.type = MSG_NO_LEADER;
         fk_send(c, &r);
+        return;
+    }
+    if (f->refuse_type != 0 && m->type == f->refuse_type) {
+        fk_error(c, m->req_id, f->refuse_code, f->refuse_msg);
         return;
     }
     /* A request naming a session the fake does not know (any more). */
@@ -453,18 +499,81 @@ static void fk_actions(struct fake *f)
     }
 }
 
+/*
+ * A client's first bytes. Like batond, answer the wrong kind -- plaintext
+ * to a TLS fake, a TLS record to a plaintext one -- with a plaintext
+ * ERROR(BATON_ETLS) and close (or, with tls_alert_plain, a plaintext
+ * client with a TLS alert: protocol_version). A TLS fake's client gets its
+ * endpoint here. Returns false when the connection is done.
+ */
+static bool fk_first_bytes(struct fake *f, struct fk_conn *c, const uint8_t *p, size_t n)
+{
+    static const uint8_t alert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x46};
+    int kind = tls_sniff(p, n);
+    const char *why = NULL;
+    bool alert_plain;
+
+    pthread_mutex_lock(&f->mu);
+    alert_plain = f->tls_alert_plain;
+    pthread_mutex_unlock(&f->mu);
+    if (f->tls != NULL && kind == 0 && alert_plain) {
+        fk_write(c, alert, sizeof alert);
+        c->dead = true;
+        return false;
+    }
+    if (f->tls != NULL && kind == 0) why = "this node requires TLS";
+    if (f->tls == NULL && kind == 1) why = "this node does not serve TLS";
+    if (why != NULL) {
+        pthread_mutex_lock(&f->mu);
+        f->n_wrong_kind++;
+        pthread_mutex_unlock(&f->mu);
+        fk_error(c, 0, BATON_ETLS, why);
+        c->dead = true;
+        return false;
+    }
+    if (f->tls != NULL) {
+        c->t = tls_new(f->tls, NULL);
+        if (c->t == NULL) FAIL("fake: tls_new failed");
+    }
+    return true;
+}
+
+/* Bytes from a TLS client: decrypt them into c->in, answer the handshake,
+ * note the client certificate's name. */
+static void fk_tls_input(struct fake *f, struct fk_conn *c, const uint8_t *p, size_t n)
+{
+    int rv = tls_recv(c->t, p, n, &c->in);
+
+    fk_flush_tls(c);
+    pthread_mutex_lock(&f->mu);
+    if (rv != 0) {
+        f->n_tls_failed++;
+        c->dead = true;
+    } else if (tls_established(c->t) && tls_peer_cn(c->t)[0] != '\0') {
+        snprintf(f->last_cn, sizeof f->last_cn, "%s", tls_peer_cn(c->t));
+    }
+    pthread_mutex_unlock(&f->mu);
+}
+
 static void fk_read(struct fake *f, struct fk_conn *c)
 {
+    uint8_t tmp[65536];
     size_t off = 0, flen;
     ssize_t n;
 
-    if (buf_reserve(&c->in, 65536) != 0) FAIL("fake: out of memory");
-    n = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, 0);
+    n = recv(c->fd, tmp, sizeof tmp, 0);
     if (n <= 0) {
         c->dead = true;
         return;
     }
-    c->in.len += (size_t)n;
+    if (!c->sniffed) {
+        c->sniffed = true;
+        if (!fk_first_bytes(f, c, tmp, (size_t)n)) return;
+    }
+    if (c->t != NULL)
+        fk_tls_input(f, c, tmp, (size_t)n);
+    else if (buf_put(&c->in, tmp, (size_t)n) != 0)
+        FAIL("fake: out of memory");
     while (!c->dead && proto_frame_check(c->in.data + off, c->in.len - off, &flen) == 1) {
         struct msg m;
         if (proto_decode(c->in.data + off, flen, &m) != 0) FAIL("fake: bad frame from client");
@@ -524,6 +633,7 @@ static void *fk_main(void *arg)
             }
             close(f->conns[i].fd);
             buf_free(&f->conns[i].in);
+            tls_free(f->conns[i].t);
             f->conns[i] = f->conns[--f->nconns];
         }
     }
@@ -532,12 +642,24 @@ static void *fk_main(void *arg)
 
 struct fake *fake_start(void)
 {
+    return fake_start_tls(NULL);
+}
+
+struct fake *fake_start_tls(const struct fk_tls *t)
+{
     struct fake *f = calloc(1, sizeof *f);
     struct sockaddr_in sa = {.sin_family = AF_INET};
     socklen_t len = sizeof sa;
     int one = 1;
 
     ASSERT(f != NULL);
+    if (t != NULL) {
+        struct tls_config cfg = {.server = true, .cert_file = t->cert_file,
+                                 .key_file = t->key_file, .ca_file = t->client_ca,
+                                 .require_peer_cert = t->require};
+        char err[256];
+        if (tls_ctx_new(&cfg, &f->tls, err, sizeof err) != 0) FAIL("fake: %s", err);
+    }
     f->locks = calloc(FK_LOCKS, sizeof *f->locks);
     f->dedup = calloc(FK_DEDUP, sizeof *f->dedup);
     ASSERT(f->locks && f->dedup);
@@ -563,7 +685,9 @@ void fake_stop(struct fake *f)
     for (int i = 0; i < f->nconns; i++) {
         close(f->conns[i].fd);
         buf_free(&f->conns[i].in);
+        tls_free(f->conns[i].t);
     }
+    tls_ctx_free(f->tls);
     close(f->lfd);
     close(f->stop[0]);
     close(f->stop[1]);
@@ -612,4 +736,37 @@ void dead_addr(char *out, size_t n)
     ASSERT_EQ(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
     close(fd);
     snprintf(out, n, "127.0.0.1:%u", ntohs(sa.sin_port));
+}
+
+/* Make the fake refuse HELLO with ERROR(code, msg) and close (code 0: stop). */
+void fk_hello_error(struct fake *f, int32_t code, const char *msg)
+{
+    pthread_mutex_lock(&f->mu);
+    f->hello_error = code;
+    snprintf(f->hello_error_msg, sizeof f->hello_error_msg, "%s", msg);
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* Make the fake answer requests of type `type` with ERROR(code, msg). */
+void fk_refuse(struct fake *f, int type, int32_t code, const char *msg)
+{
+    pthread_mutex_lock(&f->mu);
+    f->refuse_type = type;
+    f->refuse_code = code;
+    snprintf(f->refuse_msg, sizeof f->refuse_msg, "%s", msg);
+    pthread_mutex_unlock(&f->mu);
+}
+
+void fk_last_token(struct fake *f, char *out, size_t n)
+{
+    pthread_mutex_lock(&f->mu);
+    snprintf(out, n, "%s", f->last_token);
+    pthread_mutex_unlock(&f->mu);
+}
+
+void fk_last_cn(struct fake *f, char *out, size_t n)
+{
+    pthread_mutex_lock(&f->mu);
+    snprintf(out, n, "%s", f->last_cn);
+    pthread_mutex_unlock(&f->mu);
 }

@@ -17,6 +17,17 @@
  * no Raft, no persistence and no lease timers of its own; it only has to be
  * faithful enough for the client's side of the protocol.
  *
+ * Security (fake_start_tls): the fake can serve TLS (proto/tls.h) with a
+ * given certificate, and ask for client certificates. Like batond, a TLS
+ * fake answers a plaintext client with a plaintext ERROR(BATON_ETLS) and
+ * closes, and a plaintext fake does the same to a TLS ClientHello (unless
+ * told to answer a plaintext client with a bare TLS alert instead, as a
+ * generic TLS server would: tls_alert_plain). It records the token of every HELLO and
+ * the common name of the client's certificate, can refuse HELLO with an
+ * ERROR (hello_error: BATON_EAUTH, say) and close, and can refuse one
+ * type of request with an ERROR (refuse_type: BATON_EPERM, say) and carry
+ * on.
+ *
  *     struct fake *f = fake_start();
  *     FK_SET(f, ka_silent, true);            // a behaviour, under f->mu
  *     ... connect a client to f->addr ...
@@ -35,6 +46,8 @@
 
 #include "client/baton_defs.h"
 #include "proto/buf.h"
+#include "proto/msg.h"
+#include "proto/tls.h"
 
 #define FK_CONNS 64
 #define FK_SESSIONS 64
@@ -50,7 +63,17 @@ struct fk_conn {
     uint64_t id;
     bool hello;
     bool dead;
-    struct buf in;
+    bool sniffed;   /* its first bytes were looked at */
+    tls *t;         /* TLS endpoint, NULL in plaintext */
+    struct buf in;  /* plaintext received */
+};
+
+/* What a TLS fake presents and asks for (fake_start_tls). The files are
+ * read at start. */
+struct fk_tls {
+    const char *cert_file, *key_file;
+    const char *client_ca;  /* ask clients for a certificate of this CA; NULL: none */
+    bool require;           /* and refuse a client without one */
 };
 
 struct fk_waiter {
@@ -96,6 +119,14 @@ struct fake {
     int drop_unanswered;   /* apply the next N ACQUIREs but close instead of replying */
     uint32_t hello_version;
     bool ka_silent;        /* do not answer KEEPALIVE */
+    int32_t hello_error;   /* answer HELLO with ERROR(hello_error, hello_error_msg)
+                              and close; 0: HELLO_OK */
+    char hello_error_msg[128];
+    int refuse_type;       /* answer requests of this type (MSG_*) ... */
+    int32_t refuse_code;   /* ... with ERROR(refuse_code, refuse_msg) */
+    char refuse_msg[128];
+    bool tls_alert_plain;  /* TLS fake: answer a plaintext client with a TLS
+                              alert record, not a plaintext ERROR */
 
     /* Actions a test asks for; the fake thread performs them (under mu)
      * within a few ms and clears them. */
@@ -107,11 +138,17 @@ struct fake {
     /* Counters. */
     int n_conns, n_open, n_acquire, n_release, n_cancel, n_close, n_redirect, n_no_leader;
     int n_dedup_hits, n_keepalive, n_keepalive_ok;
+    int n_hello;           /* HELLOs received */
+    int n_wrong_kind;      /* clients answered "requires TLS" / "does not serve TLS" */
+    int n_tls_failed;      /* TLS endpoints that failed */
+    char last_token[BATON_MAX_TOKEN + 1]; /* of the last HELLO */
+    char last_cn[TLS_MAX_CN + 1];         /* of the last client certificate */
     uint64_t last_acquire_seq, last_ack_below;
     uint64_t last_ka_req_id, last_ka_conn; /* of the last KEEPALIVE received */
     uint64_t last_ok_at;   /* when the last RESULT OK / SESSION was sent (now_ms) */
 
     /* State, fake thread only. */
+    tls_ctx *tls;          /* NULL: plaintext */
     struct fk_conn conns[FK_CONNS];
     int nconns;
     uint64_t next_conn_id;
@@ -128,6 +165,8 @@ struct fake {
 /* Start a fake on a free port of 127.0.0.1; stop it (and free it) with
  * fake_stop. */
 struct fake *fake_start(void);
+/* The same serving TLS as t says. */
+struct fake *fake_start_tls(const struct fk_tls *t);
 void fake_stop(struct fake *f);
 
 /* Read a counter of f safely (the fake thread updates them under mu). */
@@ -147,6 +186,16 @@ void fk_force(struct fake *f, const char *name);
 
 /* Make the fake answer every request with REDIRECT to addr ("": stop). */
 void fk_redirect(struct fake *f, const char *addr);
+
+/* Make the fake refuse HELLO with ERROR(code, msg) and close (code 0: stop). */
+void fk_hello_error(struct fake *f, int32_t code, const char *msg);
+
+/* Make the fake answer requests of type `type` with ERROR(code, msg). */
+void fk_refuse(struct fake *f, int type, int32_t code, const char *msg);
+
+/* Copy the last HELLO's token / the last client certificate's CN (under mu). */
+void fk_last_token(struct fake *f, char *out, size_t n);
+void fk_last_cn(struct fake *f, char *out, size_t n);
 
 /* An address where nothing listens (bound, then closed again). */
 void dead_addr(char *out, size_t n);
