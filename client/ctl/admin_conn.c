@@ -6,7 +6,12 @@
  *
  * On top of it, admin_leader_request() sends a request to the leader the
  * way the client library does: any endpoint first, then wherever REDIRECT
- * points, waiting briefly on NO_LEADER or a broken connection.
+ * points, waiting briefly on NO_LEADER or a broken connection. A node that
+ * refuses us (BATON_ETLS, BATON_EAUTH, BATON_EPERM) ends it at once: the
+ * others share its certificates and auth file.
+ *
+ * With --cacert the connection speaks TLS (admin_tls.c): the bytes go
+ * through admin_send / admin_recv, and HELLO carries --token either way.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -111,7 +116,7 @@ static int connect_one(const struct addrinfo *ai, int64_t deadline, int *sys_err
 }
 
 /* Write the whole buffer before the deadline. */
-static int send_all(struct admin_conn *c, const uint8_t *p, size_t n, int64_t deadline)
+int admin_raw_send(struct admin_conn *c, const uint8_t *p, size_t n, int64_t deadline)
 {
     while (n > 0) {
         ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
@@ -129,6 +134,24 @@ static int send_all(struct admin_conn *c, const uint8_t *p, size_t n, int64_t de
         return errno_to_baton(errno);
     }
     return 0;
+}
+
+int admin_raw_recv(struct admin_conn *c, uint8_t *p, size_t cap, size_t *got, int64_t deadline)
+{
+    for (;;) {
+        ssize_t r = recv(c->fd, p, cap, 0);
+        int rv;
+
+        if (r > 0) {
+            *got = (size_t)r;
+            return 0;
+        }
+        if (r == 0) return BATON_ECLOSED;
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) return errno_to_baton(errno);
+        rv = wait_fd(c->fd, POLLIN, deadline);
+        if (rv != 0) return rv;
+    }
 }
 
 /* Read until one whole frame is buffered, then decode it into *rep. */
@@ -153,19 +176,8 @@ static int read_frame(struct admin_conn *c, struct admin_reply *rep, int64_t dea
             }
             return 0;
         }
-        rv = buf_reserve(&c->in, 65536);
+        rv = admin_recv(c, deadline);
         if (rv != 0) return rv;
-        ssize_t r = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, 0);
-        if (r > 0) {
-            c->in.len += (size_t)r;
-        } else if (r == 0) {
-            return BATON_ECLOSED;
-        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            rv = wait_fd(c->fd, POLLIN, deadline);
-            if (rv != 0) return rv;
-        } else if (errno != EINTR) {
-            return errno_to_baton(errno);
-        }
     }
 }
 
@@ -184,15 +196,27 @@ void admin_close(struct admin_conn *c)
     if (c->fd >= 0) close(c->fd);
     c->fd = -1;
     buf_free(&c->in);
+    admin_tls_end(c);
 }
 
-/* Fill err with "addr: text" for a transport-level failure. */
+/* Fill err with "addr: text" for a transport-level failure: what TLS said
+ * about it, the system's reason, or the code's. */
 static void conn_err(const struct admin_conn *c, int code, int sys_errno, char *err, size_t errlen)
 {
-    if (sys_errno != 0)
+    if (c->why[0] != '\0')
+        snprintf(err, errlen, "%s: %s", c->addr, c->why);
+    else if (sys_errno != 0)
         snprintf(err, errlen, "%s: %s", c->addr, strerror(sys_errno));
     else
         snprintf(err, errlen, "%s: %s", c->addr, baton_strerror(code));
+}
+
+/* What the user may change when a node refuses the connection. */
+static const char *refusal_hint(const struct admin_conn *c, int code)
+{
+    if (code == BATON_ETLS && c->t == NULL) return " (use --cacert or BATON_CACERT)";
+    if (code == BATON_EAUTH) return " (check --token / BATON_TOKEN, or --cert)";
+    return "";
 }
 
 int admin_roundtrip(struct admin_conn *c, struct msg *req, struct admin_reply *rep,
@@ -212,13 +236,16 @@ int admin_roundtrip(struct admin_conn *c, struct msg *req, struct admin_reply *r
         snprintf(err, errlen, "cannot encode %s: %s", msg_type_name(req->type), baton_strerror(rv));
         return rv;
     }
-    rv = send_all(c, out.data, out.len, deadline);
+    rv = admin_send(c, out.data, out.len, deadline);
     buf_free(&out);
-    /* Replies carry our req_id; anything else (a push) is skipped. */
+    /* Replies carry our req_id; an ERROR with req_id 0 is about the whole
+     * connection (a node refusing plaintext, say); anything else (a push)
+     * is skipped. */
     while (rv == 0) {
         rv = read_frame(c, rep, deadline);
         if (rv != 0) break;
-        if (rep->m.req_id == req->req_id) break;
+        if (rep->m.req_id == req->req_id || (rep->m.type == MSG_ERROR && rep->m.req_id == 0))
+            break;
         admin_reply_free(rep);
     }
     if (rv != 0) {
@@ -228,8 +255,8 @@ int admin_roundtrip(struct admin_conn *c, struct msg *req, struct admin_reply *r
     }
     if (rep->m.type == MSG_ERROR) {
         int code = rep->m.u.error.code;
-        snprintf(err, errlen, "%s: %.*s", c->addr, (int)rep->m.u.error.message.n,
-                 rep->m.u.error.message.p);
+        snprintf(err, errlen, "%s: %.*s%s", c->addr, (int)rep->m.u.error.message.n,
+                 rep->m.u.error.message.p, refusal_hint(c, code));
         if (rep->m.u.error.message.n == 0) conn_err(c, code, 0, err, errlen);
         admin_reply_free(rep);
         return code < 0 ? code : BATON_EPROTO;
@@ -237,8 +264,8 @@ int admin_roundtrip(struct admin_conn *c, struct msg *req, struct admin_reply *r
     return 0;
 }
 
-int admin_connect(struct admin_conn *c, const char *addr, int64_t deadline, char *err,
-                  size_t errlen)
+int admin_connect(struct admin_conn *c, const struct ctl_opts *o, const char *addr,
+                  int64_t deadline, char *err, size_t errlen)
 {
     char host[BATON_MAX_ADDR + 1], port[8];
     struct addrinfo hints, *res = NULL, *ai;
@@ -246,8 +273,8 @@ int admin_connect(struct admin_conn *c, const char *addr, int64_t deadline, char
     struct msg hello;
     int rv = BATON_EIO, sys_errno = 0, one = 1;
 
+    memset(c, 0, sizeof *c);
     c->fd = -1;
-    c->node_id = 0;
     c->next_req_id = 1;
     buf_init(&c->in);
     snprintf(c->addr, sizeof c->addr, "%s", addr);
@@ -256,6 +283,12 @@ int admin_connect(struct admin_conn *c, const char *addr, int64_t deadline, char
         snprintf(err, errlen, "bad address '%s' (expected HOST:PORT)", addr);
         return BATON_EINVAL;
     }
+    rv = admin_tls_setup(c, o);
+    if (rv != 0) {
+        conn_err(c, rv, 0, err, errlen);
+        admin_close(c);
+        return rv;
+    }
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -263,6 +296,7 @@ int admin_connect(struct admin_conn *c, const char *addr, int64_t deadline, char
     rv = getaddrinfo(host, port, &hints, &res);
     if (rv != 0) {
         snprintf(err, errlen, "%s: %s", addr, gai_strerror(rv));
+        admin_close(c);
         return BATON_EINVAL;
     }
     rv = BATON_EIO;
@@ -273,16 +307,27 @@ int admin_connect(struct admin_conn *c, const char *addr, int64_t deadline, char
     freeaddrinfo(res);
     if (rv < 0) {
         conn_err(c, rv, sys_errno, err, errlen);
+        admin_close(c);
         return rv;
     }
     c->fd = rv;
     setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    rv = admin_tls_begin(c, host, deadline);
+    if (rv != 0) {
+        conn_err(c, rv, 0, err, errlen);
+        admin_close(c);
+        return rv;
+    }
 
     memset(&hello, 0, sizeof hello);
     hello.type = MSG_HELLO;
     hello.u.hello.version = BATON_PROTO_VERSION;
     hello.u.hello.client_name.p = "batonctl";
     hello.u.hello.client_name.n = (uint16_t)strlen("batonctl");
+    if (o->token != NULL) {
+        hello.u.hello.token.p = o->token;
+        hello.u.hello.token.n = (uint16_t)strlen(o->token);
+    }
     rv = admin_roundtrip(c, &hello, &rep, deadline, err, errlen);
     if (rv != 0) {
         admin_close(c);
@@ -299,15 +344,15 @@ int admin_connect(struct admin_conn *c, const char *addr, int64_t deadline, char
     return 0;
 }
 
-int admin_status(const char *addr, int64_t deadline, struct admin_reply *rep, char *err,
-                 size_t errlen)
+int admin_status(const struct ctl_opts *o, const char *addr, int64_t deadline,
+                 struct admin_reply *rep, char *err, size_t errlen)
 {
     struct admin_conn c;
     struct msg req;
     int rv;
 
     memset(rep, 0, sizeof *rep);
-    rv = admin_connect(&c, addr, deadline, err, errlen);
+    rv = admin_connect(&c, o, addr, deadline, err, errlen);
     if (rv != 0) return rv;
     memset(&req, 0, sizeof req);
     req.type = MSG_STATUS;
@@ -393,7 +438,7 @@ int admin_leader_open(const struct ctl_opts *o, struct msg *req, struct admin_re
             addr = eps[next];
             next = (next + 1) % n;
         }
-        rv = admin_connect(&c, addr, cdl < deadline ? cdl : deadline, last, sizeof last);
+        rv = admin_connect(&c, o, addr, cdl < deadline ? cdl : deadline, last, sizeof last);
         if (rv == 0) {
             rv = admin_roundtrip(&c, req, rep, deadline, last, sizeof last);
             if (rv == 0 && keep != NULL && rep->m.type != MSG_REDIRECT &&

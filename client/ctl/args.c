@@ -18,6 +18,10 @@ const struct ctl_optspec ctl_global_opts[] = {
     {"endpoints", 'e', 1, CTL_OPT_ENDPOINTS},
     {"output", 'o', 1, CTL_OPT_OUTPUT},
     {"timeout", 0, 1, CTL_OPT_TIMEOUT},
+    {"cacert", 0, 1, CTL_OPT_CACERT},
+    {"cert", 0, 1, CTL_OPT_CERT},
+    {"key", 0, 1, CTL_OPT_KEY},
+    {"token", 0, 1, CTL_OPT_TOKEN},
     {NULL, 0, 0, 0},
 };
 
@@ -113,8 +117,31 @@ int ctl_opt_next(struct ctl_optiter *it, const struct ctl_optspec *specs,
     return o->id;
 }
 
+/* The field of o a security option sets, and the option's name. */
+static const char **security_field(struct ctl_opts *o, int id, const char **name)
+{
+    switch (id) {
+    case CTL_OPT_CACERT: *name = "cacert"; return &o->cacert;
+    case CTL_OPT_CERT: *name = "cert"; return &o->cert;
+    case CTL_OPT_KEY: *name = "key"; return &o->key;
+    case CTL_OPT_TOKEN: *name = "token"; return &o->token;
+    default: return NULL;
+    }
+}
+
 int ctl_apply_global(struct ctl_opts *o, int id, const char *arg, char *err, size_t errlen)
 {
+    const char *name, **field = security_field(o, id, &name);
+
+    if (field != NULL) {
+        /* An empty value would quietly mean "none": refuse it. */
+        if (arg[0] == '\0') {
+            snprintf(err, errlen, "--%s needs a non-empty value", name);
+            return -1;
+        }
+        *field = arg;
+        return 0;
+    }
     switch (id) {
     case CTL_OPT_ENDPOINTS:
         if (arg[0] == '\0') {

@@ -298,7 +298,7 @@ static uint32_t find_leader(const struct ctl_opts *o, int64_t deadline)
         for (int i = 0; i < n; i++) {
             struct admin_reply rep;
             uint32_t id = 0;
-            if (admin_status(eps[i], deadline, &rep, err, sizeof err) != 0) continue;
+            if (admin_status(o, eps[i], deadline, &rep, err, sizeof err) != 0) continue;
             if (rep.m.u.status_r.role == ROLE_LEADER) id = rep.m.u.status_r.node_id;
             admin_reply_free(&rep);
             if (id != 0) return id;

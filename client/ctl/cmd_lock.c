@@ -465,6 +465,10 @@ int cmd_lock(struct ctl_opts *o, int argc, char **argv)
         bo.op_timeout_ms = (unsigned)o->timeout_ms;
     }
     bo.session_ttl_ms = (unsigned)ttl_ms;
+    bo.tls_ca_file = o->cacert;
+    bo.tls_cert_file = o->cert;
+    bo.tls_key_file = o->key;
+    bo.token = o->token;
     rv = baton_connect(&bo, &b);
     if (rv != 0) {
         ctl_error("cannot connect: %s", baton_connect_errmsg());

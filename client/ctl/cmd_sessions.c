@@ -1,7 +1,8 @@
 /*
  * cmd_sessions.c -- `batonctl sessions`: LIST_SESSIONS from the leader's
- * applied state: each session's id, lease, client name, the raft index that
- * opened it, and how many locks it holds and waits for.
+ * applied state: each session's id, lease, client name, owner (the
+ * principal that opened it), the raft index that opened it, and how many
+ * locks it holds and waits for.
  */
 #include <stdio.h>
 #include <string.h>
@@ -14,19 +15,21 @@ const char cmd_sessions_help[] =
     "                         [--timeout MS]\n"
     "\n"
     "Lists the sessions the leader knows, in id order: id, lease (ttl), client name,\n"
-    "the raft index of the request that opened it, the number of locks it holds and\n"
-    "the number of lock requests it has waiting. Only sessions with an id above\n"
-    "--after are listed (default 0), at most N of them (default and maximum 1000);\n"
-    "a note says when there are more (list them with --after LAST_ID).\n"
+    "owner (the principal that opened it: a name from the auth file, or - on a\n"
+    "cluster without one), the raft index of the request that opened it, the number\n"
+    "of locks it holds and the number of lock requests it has waiting. Only sessions\n"
+    "with an id above --after are listed (default 0), at most N of them (default\n"
+    "and maximum 1000); a note says when there are more (list them with --after\n"
+    "LAST_ID).\n"
     "\n"
     "Exit status: 0; 69 if no leader answered within --timeout; 64 on a usage error;\n"
     "70 if the cluster refused the request.\n"
     "\n"
     "JSON (-o json), one object:\n"
-    "  {\"sessions\": [{\"id\": N, \"ttl_ms\": N, \"client\": S, \"created_index\": N,\n"
-    "   \"holds\": N, \"waits\": N}, ...], \"more\": B}\n"
-    "  Client names that are not valid UTF-8 have the offending bytes replaced by\n"
-    "  U+FFFD.\n";
+    "  {\"sessions\": [{\"id\": N, \"ttl_ms\": N, \"client\": S, \"owner\": S,\n"
+    "   \"created_index\": N, \"holds\": N, \"waits\": N}, ...], \"more\": B}\n"
+    "  owner is \"\" for the anonymous principal. Client names that are not valid\n"
+    "  UTF-8 have the offending bytes replaced by U+FFFD.\n";
 
 enum { OPT_AFTER = CTL_OPT_CMD_BASE, OPT_LIMIT };
 
@@ -44,10 +47,11 @@ static void print_table(const struct msg_sessions_r *l)
         printf("(no sessions)\n");
         return;
     }
-    table_init(&t, 6);
+    table_init(&t, 7);
     table_cell(&t, "SESSION");
     table_cell(&t, "TTL");
     table_cell(&t, "CLIENT");
+    table_cell(&t, "OWNER");
     table_cell(&t, "CREATED");
     table_cell(&t, "HOLDS");
     table_cell(&t, "WAITS");
@@ -57,6 +61,10 @@ static void print_table(const struct msg_sessions_r *l)
         table_cell(&t, "%u ms", s->ttl_ms);
         if (s->client_name.n > 0)
             table_cell_bytes(&t, s->client_name.p, s->client_name.n);
+        else
+            table_cell(&t, "-");
+        if (s->owner.n > 0)
+            table_cell_bytes(&t, s->owner.p, s->owner.n);
         else
             table_cell(&t, "-");
         table_cell(&t, "%llu", (unsigned long long)s->created_index);
@@ -83,6 +91,7 @@ static void print_json(const struct msg_sessions_r *l)
         jw_u64(&w, "id", s->id);
         jw_u64(&w, "ttl_ms", s->ttl_ms);
         jw_string(&w, "client", s->client_name.p, s->client_name.n);
+        jw_string(&w, "owner", s->owner.p, s->owner.n);
         jw_u64(&w, "created_index", s->created_index);
         jw_u64(&w, "holds", s->n_holds);
         jw_u64(&w, "waits", s->n_waits);

@@ -7,7 +7,10 @@
  *
  * Each node also reports its state digest (proto/msg.h, STATUS_R): nodes
  * that answered with the same applied index must report the same digest,
- * and a pair that does not is reported as diverged.
+ * and a pair that does not is reported as diverged. And its auth-file
+ * digest (0: no auth file): nodes reporting different ones judge clients
+ * by different files, which is worth a warning but is no failure (a new
+ * file is being rolled out, say).
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -24,8 +27,8 @@ const char cmd_status_help[] =
     "Asks the first reachable endpoint for the cluster's members, then asks every\n"
     "member for its state, and prints one row per node: id, raft address, client\n"
     "address, role, term, commit index, applied index, last log index, state\n"
-    "digest, and whether it answered. Nodes that do not answer within --timeout\n"
-    "are shown as unreachable (and why, on stderr).\n"
+    "digest, auth-file digest, and whether it answered. Nodes that do not answer\n"
+    "within --timeout are shown as unreachable (and why, on stderr).\n"
     "\n"
     "The state digest (16 hex digits) is a hash chained over every entry the node's\n"
     "lock store has applied. Nodes with the same applied index must have the same\n"
@@ -34,9 +37,15 @@ const char cmd_status_help[] =
     "digests\" follows the table (on stderr with -o json). Nodes at different\n"
     "applied indexes are not compared.\n"
     "\n"
-    "Exit status: 70 if two nodes diverged (see above); else 0 if a node reports\n"
-    "itself leader; 69 if none does (the rows are still printed), or no endpoint\n"
-    "answered at all; 64 on a usage error.\n"
+    "The auth digest (AUTH, 16 hex digits) identifies the auth file the node\n"
+    "loaded (--auth-file; - when it has none). Nodes with different digests judge\n"
+    "tokens and certificates by different files; a line \"WARNING: nodes N and M\n"
+    "have different auth files\" follows the table (on stderr with -o json).\n"
+    "\n"
+    "Exit status: 70 if two nodes diverged (see above), or every endpoint refused\n"
+    "this client (TLS or credentials: the message says why); else 0 if a node\n"
+    "reports itself leader; 69 if none does (the rows are still printed), or no\n"
+    "endpoint answered at all; 64 on a usage error.\n"
     "\n"
     "JSON (-o json), one object:\n"
     "  {\"leader_id\": N|null, \"term\": N|null,\n"
@@ -45,14 +54,16 @@ const char cmd_status_help[] =
     "              \"unavailable\"|null, \"leader_id\": N|null, \"term\": N|null,\n"
     "              \"commit_index\": N|null, \"applied_index\": N|null,\n"
     "              \"last_index\": N|null, \"state_digest\": S|null,\n"
-    "              \"error\": S|null}, ...]}\n"
+    "              \"auth_digest\": S|null, \"error\": S|null}, ...]}\n"
     "  id and raft_addr are null only when no endpoint answered (the rows are\n"
     "  then the endpoints given). leader_id 0 is reported as null. state_digest\n"
     "  is a string of 16 lowercase hex digits (a JSON number cannot hold every\n"
-    "  64-bit value exactly).\n";
+    "  64-bit value exactly); so is auth_digest, which is null for a reachable\n"
+    "  node without an auth file too.\n";
 
 /* One node's row, filled by its query thread. */
 struct row {
+    const struct ctl_opts *o;
     uint32_t id;                          /* 0: unknown */
     int has_raft;
     char raft[BATON_MAX_ADDR + 1];
@@ -81,7 +92,7 @@ static void *query_thread(void *arg)
     struct row *r = arg;
     struct admin_reply rep;
 
-    if (admin_status(r->client, r->deadline, &rep, r->err, sizeof r->err) == 0) {
+    if (admin_status(r->o, r->client, r->deadline, &rep, r->err, sizeof r->err) == 0) {
         fill_row(r, &rep.m.u.status_r);
         admin_reply_free(&rep);
     }
@@ -98,6 +109,15 @@ static void pstr_copy(char *dst, size_t cap, struct pstr s)
 static void digest_hex(char out[17], uint64_t d)
 {
     snprintf(out, 17, "%016" PRIx64, d);
+}
+
+/* The auth digest as 16 hex digits, "-" for none. */
+static void auth_hex(char out[17], uint64_t d)
+{
+    if (d == 0)
+        snprintf(out, 17, "-");
+    else
+        digest_hex(out, d);
 }
 
 /* A row's node id for messages: the member list's, else its own answer's. */
@@ -133,12 +153,30 @@ static int report_divergence(const struct row *rows, int n, FILE *f)
     return found;
 }
 
+/* Warn, one line each to f, about pairs of reachable nodes whose auth
+ * files differ (or that have one and the other none). */
+static void report_auth_differences(const struct row *rows, int n, FILE *f)
+{
+    for (int i = 0; i < n; i++) {
+        const struct row *a = &rows[i];
+        if (!a->reachable) continue;
+        for (int j = i + 1; j < n; j++) {
+            const struct row *b = &rows[j];
+            if (!b->reachable || b->st.auth_digest == a->st.auth_digest) continue;
+            fprintf(f, "WARNING: nodes %u and %u have different auth files (auth digests ",
+                    row_id(a), row_id(b));
+            fprintf(f, "%016" PRIx64 " and %016" PRIx64 ")\n", a->st.auth_digest,
+                    b->st.auth_digest);
+        }
+    }
+}
+
 static void print_table(const struct row *rows, int n)
 {
     struct table t;
     char hex[17];
 
-    table_init(&t, 10);
+    table_init(&t, 11);
     table_cell(&t, "ID");
     table_cell(&t, "RAFT");
     table_cell(&t, "CLIENT");
@@ -148,6 +186,7 @@ static void print_table(const struct row *rows, int n)
     table_cell(&t, "APPLIED");
     table_cell(&t, "LAST");
     table_cell(&t, "DIGEST");
+    table_cell(&t, "AUTH");
     table_cell(&t, "REACHABLE");
     for (int i = 0; i < n; i++) {
         const struct row *r = &rows[i];
@@ -165,9 +204,11 @@ static void print_table(const struct row *rows, int n)
             table_cell(&t, "%llu", (unsigned long long)r->st.last_index);
             digest_hex(hex, r->st.state_digest);
             table_cell(&t, "%s", hex);
+            auth_hex(hex, r->st.auth_digest);
+            table_cell(&t, "%s", hex);
             table_cell(&t, "yes");
         } else {
-            for (int k = 0; k < 6; k++) table_cell(&t, "-");
+            for (int k = 0; k < 7; k++) table_cell(&t, "-");
             table_cell(&t, "no");
         }
     }
@@ -212,6 +253,8 @@ static void print_json(const struct row *rows, int n, const struct row *leader)
             jw_u64(&w, "last_index", r->st.last_index);
             digest_hex(hex, r->st.state_digest);
             jw_cstring(&w, "state_digest", hex);
+            digest_hex(hex, r->st.auth_digest);
+            jw_cstring(&w, "auth_digest", r->st.auth_digest != 0 ? hex : NULL);
         } else {
             jw_null(&w, "role");
             jw_null(&w, "leader_id");
@@ -220,6 +263,7 @@ static void print_json(const struct row *rows, int n, const struct row *leader)
             jw_null(&w, "applied_index");
             jw_null(&w, "last_index");
             jw_null(&w, "state_digest");
+            jw_null(&w, "auth_digest");
         }
         jw_cstring(&w, "error", r->err[0] ? r->err : NULL);
         jw_end_object(&w);
@@ -238,7 +282,7 @@ int cmd_status(struct ctl_opts *o, int argc, char **argv)
     struct row *rows = NULL;
     const struct row *leader = NULL;
     struct admin_reply first = {0};
-    int n_eps, n = 0, id, rv, first_ok = -1, diverged;
+    int n_eps, n = 0, id, rv, first_ok = -1, diverged, refused = 0;
 
     ctl_opt_init(&it, argc, argv, 1);
     while ((id = ctl_opt_next(&it, NULL, ctl_global_opts, &arg, err, sizeof err)) != CTL_OPT_END) {
@@ -246,6 +290,7 @@ int cmd_status(struct ctl_opts *o, int argc, char **argv)
         if (rv != CTL_CONTINUE) return rv;
     }
 
+    if (ctl_security_usable(o, err, sizeof err) != 0) return ctl_usage_error("status", "%s", err);
     storage = malloc(strlen(o->endpoints) + 1);
     if (storage == NULL) {
         ctl_error("out of memory");
@@ -260,9 +305,10 @@ int cmd_status(struct ctl_opts *o, int argc, char **argv)
     /* Step 1: the member list from the first endpoint that answers. Each
      * endpoint gets the full timeout: a refused connection costs nothing. */
     for (int i = 0; i < n_eps && first_ok < 0; i++) {
-        if (admin_status(eps[i], ctl_now_ms() + o->timeout_ms, &first, ep_err[i],
-                         sizeof ep_err[i]) == 0)
-            first_ok = i;
+        rv = admin_status(o, eps[i], ctl_now_ms() + o->timeout_ms, &first, ep_err[i],
+                          sizeof ep_err[i]);
+        if (rv == 0) first_ok = i;
+        if (rv == BATON_ETLS || rv == BATON_EAUTH || rv == BATON_EPERM) refused++;
     }
 
     if (first_ok >= 0 && first.m.u.status_r.n_members > 0) {
@@ -275,6 +321,7 @@ int cmd_status(struct ctl_opts *o, int argc, char **argv)
         rows = calloc((size_t)n, sizeof *rows);
         for (int i = 0; rows != NULL && i < n; i++) {
             struct row *r = &rows[i];
+            r->o = o;
             r->id = st->members[i].id;
             r->has_raft = 1;
             pstr_copy(r->raft, sizeof r->raft, st->members[i].raft_addr);
@@ -324,9 +371,11 @@ int cmd_status(struct ctl_opts *o, int argc, char **argv)
     if (o->format == CTL_JSON) {
         print_json(rows, n, leader);
         diverged = report_divergence(rows, n, stderr);
+        report_auth_differences(rows, n, stderr);
     } else {
         print_table(rows, n);
         diverged = report_divergence(rows, n, stdout);
+        report_auth_differences(rows, n, stdout);
         for (int i = 0; i < n; i++) {
             if (rows[i].err[0] == '\0') continue;
             if (rows[i].id != 0)
@@ -337,6 +386,7 @@ int cmd_status(struct ctl_opts *o, int argc, char **argv)
     }
     if (leader == NULL) ctl_error("no leader found");
     free(rows);
-    if (diverged) return CTL_EXIT_SOFTWARE;
+    /* Every endpoint refused us: that is the answer, not an outage. */
+    if (diverged || (first_ok < 0 && refused == n_eps)) return CTL_EXIT_SOFTWARE;
     return leader ? CTL_EXIT_OK : CTL_EXIT_UNAVAIL;
 }

@@ -9,6 +9,9 @@
  *   output.c        column-aligned tables and a small JSON writer
  *   admin_conn.c    blocking TCP connection speaking the wire protocol,
  *                   and "send this to the leader, following redirects"
+ *   admin_tls.c     that connection's TLS (proto/tls.h) and how a node
+ *                   answering in the other language (TLS / plaintext) is told
+ *   auth_line.c     an auth file's line for a principal and its token
  *   cmd_status.c    batonctl status
  *   cmd_locks.c     batonctl locks [PREFIX]
  *   cmd_lock_info.c batonctl lock-info NAME
@@ -17,6 +20,7 @@
  *   cmd_sessions.c  batonctl sessions
  *   cmd_admin.c     batonctl release --force NAME, expire SESSION,
  *                   transfer-leader [ID], snapshot, member list|add|remove
+ *   cmd_auth.c      batonctl auth hash NAME ROLE [OPTION...]
  */
 #ifndef BATON_CTL_H
 #define BATON_CTL_H
@@ -28,6 +32,7 @@
 #include "proto/buf.h"
 #include "proto/errmsg.h"
 #include "proto/msg.h"
+#include "proto/tls.h"
 
 /* The size of every error-message buffer of batonctl: an endpoint's
  * address, a few words of context and a server's ERROR message
@@ -60,6 +65,12 @@ struct ctl_opts {
     enum ctl_format format;  /* -o */
     int64_t timeout_ms;      /* --timeout: bound on each admin request */
     int timeout_set;         /* --timeout was given explicitly */
+    /* Security (NULL: none), each from its flag, else its environment
+     * variable (the etcdctl names), else NULL. */
+    const char *cacert;      /* --cacert, $BATON_CACERT: TLS on, nodes verified */
+    const char *cert;        /* --cert, $BATON_CERT: client certificate */
+    const char *key;         /* --key, $BATON_KEY: its private key */
+    const char *token;       /* --token, $BATON_TOKEN: bearer token in HELLO */
 };
 
 /* ---- args.c: option iteration and value parsing ------------------------ */
@@ -78,6 +89,10 @@ enum {
     CTL_OPT_ENDPOINTS,
     CTL_OPT_OUTPUT,
     CTL_OPT_TIMEOUT,
+    CTL_OPT_CACERT,
+    CTL_OPT_CERT,
+    CTL_OPT_KEY,
+    CTL_OPT_TOKEN,
     CTL_OPT_CMD_BASE = 16
 };
 
@@ -93,7 +108,8 @@ struct ctl_optiter {
     int i;          /* next argument to look at */
 };
 
-/* The options every command accepts (-h, -e, -o, --timeout). */
+/* The options every command accepts (-h, -e, -o, --timeout, --cacert,
+ * --cert, --key, --token). */
 extern const struct ctl_optspec ctl_global_opts[];
 
 /* Start iterating argv[first..argc). */
@@ -113,6 +129,27 @@ int ctl_opt_next(struct ctl_optiter *it, const struct ctl_optspec *specs,
  * Returns 0, or -1 with err filled for a bad value.
  */
 int ctl_apply_global(struct ctl_opts *o, int id, const char *arg, char *err, size_t errlen);
+
+/*
+ * Fill o's unset security options from the environment: BATON_CACERT,
+ * BATON_CERT, BATON_KEY, BATON_TOKEN (empty counts as unset). main calls
+ * it before parsing, so that flags override it.
+ */
+void ctl_security_from_env(struct ctl_opts *o);
+
+/*
+ * Check that o's security options go together: --cert and --key both or
+ * neither, and only with --cacert (else a certificate would silently mean
+ * plaintext); a token of at most BATON_MAX_TOKEN bytes. Whether the files
+ * can be used is found out when a connection reads them. 0, or -1 with
+ * err filled.
+ */
+int ctl_security_check(const struct ctl_opts *o, char *err, size_t errlen);
+
+/* ctl_security_check, and the TLS files can be read and go together (a
+ * trial context). For commands that would otherwise report a bad file once
+ * per node. 0, or -1 with err filled. */
+int ctl_security_usable(const struct ctl_opts *o, char *err, size_t errlen);
 
 /*
  * Parse a duration: a non-negative integer of milliseconds, optionally with
@@ -208,8 +245,15 @@ struct admin_conn {
     int fd;                 /* -1 when closed */
     uint32_t node_id;       /* from HELLO_OK */
     uint64_t next_req_id;
-    struct buf in;          /* bytes read and not yet decoded */
+    struct buf in;          /* plaintext read and not yet decoded */
     char addr[BATON_MAX_ADDR + 1];
+    /* TLS (admin_tls.c); ctx and t are NULL in plaintext. */
+    tls_ctx *ctx;
+    tls *t;
+    int has_cert;           /* a client certificate is configured */
+    uint64_t rx;            /* bytes received so far */
+    int plain_answer;       /* the node answered our TLS in plaintext */
+    char why[CTL_ERR_SIZE]; /* detail of a TLS failure, "" if none */
 };
 
 /* A decoded reply together with the frame its strings point into. */
@@ -219,13 +263,17 @@ struct admin_reply {
 };
 
 /*
- * Connect to addr ("host:port") and exchange HELLO / HELLO_OK, giving up at
- * `deadline` (ctl_now_ms). Returns 0, or BATON_ECONNREFUSED, BATON_ETIMEDOUT,
- * BATON_EINVAL (bad address), BATON_EVERSION, BATON_ECLOSED, BATON_EIO,
- * BATON_EPROTO with err filled ("addr: what happened"); c is then closed.
+ * Connect to addr ("host:port"), with TLS if o->cacert is set, and
+ * exchange HELLO (with o->token) / HELLO_OK, giving up at `deadline`
+ * (ctl_now_ms). Returns 0, or BATON_ECONNREFUSED, BATON_ETIMEDOUT,
+ * BATON_EINVAL (bad address, unusable TLS files), BATON_EVERSION,
+ * BATON_ECLOSED, BATON_EIO, BATON_EPROTO, BATON_ETLS (a certificate
+ * refused on either side, or TLS on one side only), BATON_EAUTH (the node
+ * does not know the token or certificate) with err filled ("addr: what
+ * happened"); c is then closed.
  */
-int admin_connect(struct admin_conn *c, const char *addr, int64_t deadline, char *err,
-                  size_t errlen);
+int admin_connect(struct admin_conn *c, const struct ctl_opts *o, const char *addr,
+                  int64_t deadline, char *err, size_t errlen);
 
 /*
  * Send req (req_id is assigned here) and read its reply into *rep, which
@@ -243,8 +291,56 @@ void admin_reply_free(struct admin_reply *r); /* NULL-safe, idempotent */
 /*
  * Connect to addr and ask STATUS, all before deadline. 0 or as above.
  */
-int admin_status(const char *addr, int64_t deadline, struct admin_reply *rep, char *err,
-                 size_t errlen);
+int admin_status(const struct ctl_opts *o, const char *addr, int64_t deadline,
+                 struct admin_reply *rep, char *err, size_t errlen);
+
+/* For admin_tls.c: write n raw bytes / read up to cap raw bytes (*got,
+ * at least one) from c's socket before deadline. 0 or a BATON_E* code
+ * (BATON_ECLOSED at the end of the stream). */
+int admin_raw_send(struct admin_conn *c, const uint8_t *p, size_t n, int64_t deadline);
+int admin_raw_recv(struct admin_conn *c, uint8_t *p, size_t cap, size_t *got, int64_t deadline);
+
+/* ---- admin_tls.c: the connection's TLS ---------------------------------- */
+
+/*
+ * Before connecting: check o's security options (ctl_security_check) and,
+ * with o->cacert, read the TLS files into c's context. 0, or BATON_EINVAL /
+ * BATON_ENOMEM with c->why saying what is wrong.
+ */
+int admin_tls_setup(struct admin_conn *c, const struct ctl_opts *o);
+/*
+ * Once connected, with a context: a TLS endpoint verifying host, and the
+ * handshake, before deadline. Without: nothing. 0, or a BATON_E* code
+ * with c->why saying what went wrong when there is more to say than the
+ * code.
+ */
+int admin_tls_begin(struct admin_conn *c, const char *host, int64_t deadline);
+/* Send n plaintext bytes (encrypted with TLS) before deadline. */
+int admin_send(struct admin_conn *c, const uint8_t *p, size_t n, int64_t deadline);
+/* Read what the node sends next into c->in (decrypted with TLS), waiting
+ * until deadline. 0, or a code (c->why may say more: BATON_ETLS). */
+int admin_recv(struct admin_conn *c, int64_t deadline);
+/* Free c's TLS endpoint and context. */
+void admin_tls_end(struct admin_conn *c);
+
+/* ---- auth_line.c: the auth file's line for a token ---------------------------- */
+
+#define CTL_TOKEN_BYTES 32 /* random bytes of a token made by batonctl (64 hex digits) */
+
+/*
+ * The auth-file line for principal `name` of `role` (admin, client or
+ * read) holding `token`, with the n options opts[] (prefixes=a/,b/,
+ * max-sessions=N, max-lock-delay=MS) after the credential:
+ * "NAME ROLE sha256:<hex of SHA-256(token)> [OPTION...]" with no newline,
+ * into line (cap bytes). The token itself is never in the line. 0, or -1
+ * with err saying what is wrong with the arguments.
+ */
+int ctl_auth_line(const char *name, const char *role, const char *const *opts, int n,
+                  const char *token, char *line, size_t cap, char *err, size_t errlen);
+
+/* A fresh random token: CTL_TOKEN_BYTES bytes as lower-case hex into out
+ * (2 * CTL_TOKEN_BYTES + 1 bytes). 0 or -1. */
+int ctl_new_token(char *out);
 
 /*
  * Send req to the cluster's leader: try o->endpoints in turn, follow
@@ -319,6 +415,7 @@ int cmd_expire(struct ctl_opts *o, int argc, char **argv);
 int cmd_transfer(struct ctl_opts *o, int argc, char **argv);
 int cmd_snapshot(struct ctl_opts *o, int argc, char **argv);
 int cmd_member(struct ctl_opts *o, int argc, char **argv);
+int cmd_auth(struct ctl_opts *o, int argc, char **argv);
 
 extern const char cmd_status_help[];
 extern const char cmd_locks_help[];
@@ -331,5 +428,6 @@ extern const char cmd_expire_help[];
 extern const char cmd_transfer_help[];
 extern const char cmd_snapshot_help[];
 extern const char cmd_member_help[];
+extern const char cmd_auth_help[];
 
 #endif /* BATON_CTL_H */

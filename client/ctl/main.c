@@ -34,6 +34,8 @@ static const char usage_text[] =
     "                            add node ID (started with batond --join) as a voter\n"
     "  member remove ID          remove node ID from the raft configuration (the leader\n"
     "                            too: it hands leadership away first)\n"
+    "  auth hash NAME ROLE [OPTION...]\n"
+    "                            a new token for principal NAME, and its auth-file line\n"
     "  help [COMMAND]            this text, or one command's\n"
     "\n"
     "Options (before or after COMMAND):\n"
@@ -46,6 +48,16 @@ static const char usage_text[] =
     "  --timeout MS          give up on the cluster after MS milliseconds (default 5000;\n"
     "                        500ms, 5s and 1m are accepted too). After `lock NAME`,\n"
     "                        --timeout is instead how long to wait for the lock.\n"
+    "  --cacert FILE         speak TLS, and trust the nodes whose certificates chain\n"
+    "                        to a CA of FILE (PEM) and name the host dialled.\n"
+    "                        Default: $BATON_CACERT, else plaintext\n"
+    "  --cert FILE, --key FILE  the client certificate (PEM) and its key, for nodes\n"
+    "                        that ask for one (with --cacert). Default: $BATON_CERT,\n"
+    "                        $BATON_KEY\n"
+    "  --token TOKEN         the bearer token naming this client's principal in the\n"
+    "                        nodes' auth file. Default: $BATON_TOKEN. Without TLS it\n"
+    "                        travels in clear; prefer the variable to the flag, which\n"
+    "                        other users can see in the process list\n"
     "  -h, --help            this text; `batonctl COMMAND --help` for one command\n"
     "\n"
     "Exit status:\n"
@@ -53,7 +65,8 @@ static const char usage_text[] =
     "  64     usage error: unknown option, missing or bad argument\n"
     "  69     cluster unavailable: no node reachable, or no leader within --timeout;\n"
     "         for status: no reachable node reports itself leader\n"
-    "  70     the cluster refused the request, or a protocol or internal error;\n"
+    "  70     the cluster refused the request, or a protocol or internal error; a node\n"
+    "         refused this client (TLS, unknown token, not allowed: the message says);\n"
     "         release: the lock was not held; expire: no such session;\n"
     "         transfer-leader: leadership did not move (to ID);\n"
     "         member: another change runs, or a new node did not catch up\n"
@@ -84,6 +97,7 @@ static const struct command commands[] = {
     {"transfer-leader", cmd_transfer, cmd_transfer_help},
     {"snapshot", cmd_snapshot, cmd_snapshot_help},
     {"member", cmd_member, cmd_member_help},
+    {"auth", cmd_auth, cmd_auth_help},
     {NULL, NULL, NULL},
 };
 
@@ -199,6 +213,8 @@ int main(int argc, char **argv)
     o.endpoints = env != NULL && env[0] != '\0' ? env : CTL_DEFAULT_ENDPOINTS;
     o.format = CTL_TABLE;
     o.timeout_ms = CTL_DEFAULT_TIMEOUT_MS;
+    /* Like the endpoints: the environment first, flags (anywhere) override. */
+    ctl_security_from_env(&o);
 
     /* Global options up to the command name. */
     ctl_opt_init(&it, argc, argv, 1);
