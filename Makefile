@@ -64,12 +64,12 @@ FUZZ_CC       ?= clang
 FUZZ_B        := $(B)/fuzz
 FUZZ_FLAGS    := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
                  -fno-sanitize-recover=all
-FUZZ_TARGETS  := fuzz_frame fuzz_cmd
+FUZZ_TARGETS  := fuzz_frame fuzz_cmd fuzz_auth
 FUZZ_BIN      := $(addprefix $(FUZZ_B)/,$(FUZZ_TARGETS))
 # What the targets link, built with clang: proto/, storage/, and the
 # temporary directory of fuzz_cmd (tests/lib/files.c).
 FUZZ_LIB_OBJ  := $(patsubst %.c,$(FUZZ_B)/obj/%.o,$(wildcard proto/*.c) $(wildcard storage/*.c) \
-                 tests/lib/files.c)
+                 tests/lib/files.c server/auth.c server/xmalloc.c server/log.c)
 FUZZ_SECONDS  ?= 300
 FUZZ_TEST_SECONDS ?= 20
 DEB_FUZZ_PKGS := clang libclang-rt-dev
@@ -215,6 +215,10 @@ $(B)/tests/unit/test_proto_%: $(B)/tests/unit/test_proto_%.o $(B)/tests/unit/pro
                               $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
 
+# The auth file's parser is batond's (server/auth.c) and needs its allocator.
+$(B)/tests/unit/test_auth_file: $(B)/tests/unit/test_auth_file.o $(B)/server/auth.o \
+        $(B)/server/xmalloc.o $(B)/server/log.o $(B)/libproto.a $(B)/libtest.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
 $(B)/tests/unit/%: $(B)/tests/unit/%.o $(B)/libstore.a $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_LMDB) $(LIBS_SYS)
 

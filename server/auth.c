@@ -239,19 +239,25 @@ static char *read_file(const char *path, size_t *len, char *err, size_t err_size
     return buf;
 }
 
-int auth_load(const char *path, struct auth *out, char *err, size_t err_size)
+int auth_parse(const char *text, size_t len, const char *what, struct auth *out, char *err,
+               size_t err_size)
 {
     struct auth a = {0};
     uint8_t d[CRYPTO_SHA256_LEN];
-    size_t len, cap = 0, lineno = 0;
-    char *buf = read_file(path, &len, err, err_size), *save = NULL;
+    size_t cap = 0, lineno = 0;
+    char *buf, *save = NULL;
 
-    if (buf == NULL) return -1;
-    if (memchr(buf, '\0', len) != NULL) {
-        snprintf(err, err_size, "auth file '%s': contains a NUL byte", path);
-        free(buf);
+    if (len > AUTH_MAX_FILE) {
+        snprintf(err, err_size, "auth file '%s': larger than 1 MiB", what);
         return -1;
     }
+    if (memchr(text, '\0', len) != NULL) {
+        snprintf(err, err_size, "auth file '%s': contains a NUL byte", what);
+        return -1;
+    }
+    buf = xmalloc(len + 1);
+    memcpy(buf, text, len);
+    buf[len] = '\0';
     crypto_sha256(buf, len, d);
     for (int i = 0; i < 8; i++) a.digest = a.digest << 8 | d[i];
     for (char *p = buf; p != NULL; p = save) {
@@ -267,7 +273,7 @@ int auth_load(const char *path, struct auth *out, char *err, size_t err_size)
         line[strcspn(line, "\r")] = '\0';
         if (*line == '\0') continue;
         if (parse_line(line, &pr, &why) != 0 || (why = duplicate(&a, &pr)) != NULL) {
-            snprintf(err, err_size, "auth file '%s' line %zu: %s", path, lineno, why);
+            snprintf(err, err_size, "auth file '%s' line %zu: %s", what, lineno, why);
             principal_free(&pr);
             auth_free(&a);
             free(buf);
@@ -282,6 +288,18 @@ int auth_load(const char *path, struct auth *out, char *err, size_t err_size)
     free(buf);
     *out = a;
     return 0;
+}
+
+int auth_load(const char *path, struct auth *out, char *err, size_t err_size)
+{
+    size_t len;
+    char *buf = read_file(path, &len, err, err_size);
+    int rv;
+
+    if (buf == NULL) return -1;
+    rv = auth_parse(buf, len, path, out, err, err_size);
+    free(buf);
+    return rv;
 }
 
 const struct principal *auth_by_token(const struct auth *a, const char *token, size_t n)

@@ -70,6 +70,9 @@ extern const struct principal auth_anonymous;
  * lets nobody in).
  */
 int auth_load(const char *path, struct auth *out, char *err, size_t err_size);
+/* The same from the text[0..len) of a file called `what` (in messages). */
+int auth_parse(const char *text, size_t len, const char *what, struct auth *out, char *err,
+               size_t err_size);
 void auth_free(struct auth *a);
 
 /* The principal whose token this is, or NULL. Compares in constant time
