@@ -48,11 +48,17 @@ void access_warn_if_open(struct server *srv, const char *client_addr)
 {
     struct proto_addr a;
 
-    if (srv->have_auth || srv->client_tls != NULL) return;
+    if (srv->client_tls != NULL) return;
     if (proto_addr_parse(client_addr, strlen(client_addr), &a) != 0) return;
     if (strncmp(a.host, "127.", 4) == 0 || strcmp(a.host, "::1") == 0 ||
         strcmp(a.host, "localhost") == 0)
         return;
+    if (srv->have_auth) {
+        log_warn("clients on %s, not a loopback address, without TLS: their tokens cross the "
+                 "network in clear (add --tls-cert and --tls-key)",
+                 client_addr);
+        return;
+    }
     log_warn("clients on %s, not a loopback address, with neither TLS (--tls-cert) nor "
              "authentication (--auth-file): anyone who reaches this port can take or break "
              "every lock (README, \"Securing a cluster\")",
