@@ -11,6 +11,7 @@
  *                   libuv loops, async API
  *   w4.c            W4: K sessions holding L locks
  *   w5.c            W5: N idle sessions, the servers' CPU while they idle
+ *   opts.c          every session's libbaton options (cluster, timeouts, TLS)
  *
  * Every driver fills one struct cres per client and leaves the checks and
  * the output to report_clients(), so both drivers print the same line.
@@ -57,7 +58,17 @@ struct cfg {
     int npids;
     pid_t pids[MAX_PIDS];
     pid_t leader_pid; /* W5: which of pids is the leader (0: unknown) */
+    /* Security (NULL: none): --cacert, --cert, --key, --token, else
+     * $BENCH_CACERT, $BENCH_CERT, $BENCH_KEY, $BENCH_TOKEN. */
+    const char *cacert, *cert, *key, *token;
 };
+
+/* ---- opts.c ------------------------------------------------------------------------ */
+
+/* Every session's baton_opts: endpoints, timeouts, ttl, TLS and token
+ * from cfg; no client name. */
+struct baton_opts;
+void bench_opts(const struct cfg *cfg, struct baton_opts *o);
 
 /* ---- util.c ------------------------------------------------------------------------ */
 

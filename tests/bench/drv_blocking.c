@@ -53,12 +53,9 @@ int bench_open_session(const struct cfg *cfg, int id, unsigned timeout_ms, struc
     baton_opts o;
 
     snprintf(name, sizeof name, "lockbench-%d", id);
-    memset(&o, 0, sizeof o);
-    o.endpoints = cfg->endpoints;
+    bench_opts(cfg, &o);
     o.client_name = name;
     o.connect_timeout_ms = timeout_ms ? timeout_ms : 1;
-    o.op_timeout_ms = cfg->op_timeout_ms;
-    o.session_ttl_ms = cfg->ttl_ms;
     return baton_connect(&o, out);
 }
 

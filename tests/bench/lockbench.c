@@ -5,6 +5,7 @@
  *   lockbench --endpoints E --workload W1|W2|W3|W4|W5 --clients N --seconds S
  *             [--hold-ms H] [--driver async|blocking] [--loops N]
  *             [--sessions K --locks L] [--pids P1,P2,P3] [--leader-pid P]
+ *             [--cacert F [--cert F --key F]] [--token T]
  *
  * It drives a running cluster through libbaton and prints ONE JSON line on
  * stdout; progress and error messages go to stderr. Every client has its
@@ -58,6 +59,7 @@ static const char usage_text[] =
     "                 [--sessions K --locks L] [--pids P1,P2,...] [--leader-pid P]\n"
     "                 [--ttl-ms MS] [--open-inflight N]\n"
     "                 [--op-timeout-ms MS] [--connect-timeout-ms MS]\n"
+    "                 [--cacert FILE [--cert FILE --key FILE]] [--token TOKEN]\n"
     "\n"
     "Drives a running baton cluster and prints one JSON line (docs/performance.md).\n"
     "  --endpoints E          ip:port,... client endpoints of the cluster\n"
@@ -83,7 +85,12 @@ static const char usage_text[] =
     "  --ttl-ms MS            session lease asked for (default: libbaton's, 10000)\n"
     "  --open-inflight N      W5: session opens and closes in flight (default 256)\n"
     "  --op-timeout-ms MS     longest wait for any reply (default 5000)\n"
-    "  --connect-timeout-ms MS  longest wait for a session (default 5000)\n";
+    "  --connect-timeout-ms MS  longest wait for a session (default 5000)\n"
+    "  --cacert FILE          TLS: the CA of the nodes' certificates (default\n"
+    "                         $BENCH_CACERT; none: plaintext)\n"
+    "  --cert FILE, --key FILE  a client certificate and its key (default\n"
+    "                         $BENCH_CERT, $BENCH_KEY)\n"
+    "  --token TOKEN          the bearer token of every session (default $BENCH_TOKEN)\n";
 
 static void usage_error(const char *msg)
 {
@@ -129,6 +136,13 @@ static void parse_pids(struct cfg *cfg, char *list)
     }
 }
 
+/* The value of environment variable `var`, NULL when unset or empty. */
+static const char *env_or_null(const char *var)
+{
+    const char *v = getenv(var);
+    return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
 /* The descriptors a run needs: each blocking session costs a socket plus
  * its I/O thread's loop descriptors, an async one only its socket. */
 static rlim_t nofile_wanted(const struct cfg *cfg)
@@ -141,7 +155,7 @@ static rlim_t nofile_wanted(const struct cfg *cfg)
 
 int main(int argc, char **argv)
 {
-    enum { O_DRIVER = 256, O_LOOPS, O_LEADER, O_TTL, O_INFLIGHT };
+    enum { O_DRIVER = 256, O_LOOPS, O_LEADER, O_TTL, O_INFLIGHT, O_CACERT, O_CERT, O_KEY, O_TOKEN };
     static const struct option opts[] = {
         {"endpoints", required_argument, NULL, 'e'},
         {"workload", required_argument, NULL, 'w'},
@@ -158,6 +172,10 @@ int main(int argc, char **argv)
         {"open-inflight", required_argument, NULL, O_INFLIGHT},
         {"op-timeout-ms", required_argument, NULL, 'o'},
         {"connect-timeout-ms", required_argument, NULL, 'C'},
+        {"cacert", required_argument, NULL, O_CACERT},
+        {"cert", required_argument, NULL, O_CERT},
+        {"key", required_argument, NULL, O_KEY},
+        {"token", required_argument, NULL, O_TOKEN},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -175,6 +193,10 @@ int main(int argc, char **argv)
     cfg.open_inflight = 256;
     cfg.op_timeout_ms = 5000;
     cfg.connect_timeout_ms = 5000;
+    cfg.cacert = env_or_null("BENCH_CACERT");
+    cfg.cert = env_or_null("BENCH_CERT");
+    cfg.key = env_or_null("BENCH_KEY");
+    cfg.token = env_or_null("BENCH_TOKEN");
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (ch) {
         case 'e': cfg.endpoints = optarg; break;
@@ -210,6 +232,10 @@ int main(int argc, char **argv)
             cfg.connect_timeout_ms =
                 (unsigned)parse_long(optarg, 1, 3600000, "--connect-timeout-ms");
             break;
+        case O_CACERT: cfg.cacert = optarg; break;
+        case O_CERT: cfg.cert = optarg; break;
+        case O_KEY: cfg.key = optarg; break;
+        case O_TOKEN: cfg.token = optarg; break;
         case 'h': fputs(usage_text, stdout); return 0;
         default: usage_error("unknown option");
         }

@@ -55,6 +55,19 @@
 #   BENCH_TMPDIR        parent of the temp dir (default /var/tmp, else BUILD_DIR)
 #   BENCH_BATOND_ARGS   extra batond flags for every node (e.g. "--max-inflight 0")
 #   BATON_LOG_LEVEL     the nodes' --log-level (default warn)
+#   BENCH_SECURE=1      the nodes serve clients over TLS 1.3 and require a token:
+#                       a throwaway CA and node certificates (server/certs.sh) and
+#                       an auth file with one principal "bench" (role client),
+#                       whose fresh token `batonctl auth hash` made, all in the
+#                       temp dir; lockbench and this script's batonctl get the CA
+#                       and the token (BENCH_CACERT/BENCH_TOKEN, BATON_CACERT/
+#                       BATON_TOKEN). Every session then pays a TLS handshake
+#                       and every message its encryption.
+#   BENCH_CACERT, BENCH_CERT, BENCH_KEY, BENCH_TOKEN
+#                       otherwise passed to lockbench as they are (its --cacert,
+#                       --cert, --key, --token), for nodes secured through
+#                       BENCH_BATOND_ARGS; batonctl here then needs BATON_CACERT
+#                       and BATON_TOKEN too
 #
 # Exit status: 0 if every run printed its JSON line, 1 otherwise.
 set -u
@@ -125,6 +138,21 @@ fi
 root=$(mktemp -d "$parent/baton-bench.XXXXXX") || die "cannot create a temp dir in $parent"
 say "data under $root ($(stat -f -c %T "$root"))"
 
+# BENCH_SECURE: certificates and an auth file, and what the clients need.
+secure=${BENCH_SECURE:-0}
+secure_args=()
+if [ "$secure" = 1 ]; then
+    certs=$root/certs
+    "$(dirname "$0")/../../server/certs.sh" cluster "$certs" 3 || die "cannot make certificates"
+    auth_out=$("$batonctl" auth hash bench client 2>/dev/null) || die "batonctl auth hash failed"
+    token=$(printf '%s\n' "$auth_out" | sed -n 's/^token: //p')
+    printf '%s\n' "$auth_out" | sed -n 2p >"$root/auth"
+    [ -n "$token" ] && [ -s "$root/auth" ] || die "no token from batonctl auth hash"
+    export BENCH_CACERT=$certs/ca.pem BENCH_TOKEN=$token
+    export BATON_CACERT=$certs/ca.pem BATON_TOKEN=$token
+    say "secure: TLS on the client port, token of principal bench (certificates in $certs)"
+fi
+
 out_file=$build/bench.jsonl
 logs_dir=$build/bench-logs
 : >"$out_file" || die "cannot write $out_file"
@@ -140,11 +168,20 @@ failed=0
 # alive, nodes_running, nodes_stop
 . "$(dirname "$0")/../../server/nodes.sh"
 
+# The flags BENCH_SECURE gives node $1.
+node_secure_args() {
+    [ "$secure" = 1 ] || return 0
+    printf '%s\n' --tls-cert "$certs/node$1.pem" --tls-key "$certs/node$1.key" \
+        --auth-file "$root/auth"
+}
+
 start_node() {
     local i=$1
+    mapfile -t secure_args < <(node_secure_args "$i")
     # shellcheck disable=SC2086 # BENCH_BATOND_ARGS is split on purpose
     setsid "$batond" --id "$i" --data "$data/node$i" --cluster "$members" \
-        --log-level "$level" ${BENCH_BATOND_ARGS:-} </dev/null >/dev/null 2>>"$data/node$i.log" &
+        --log-level "$level" "${secure_args[@]}" ${BENCH_BATOND_ARGS:-} \
+        </dev/null >/dev/null 2>>"$data/node$i.log" &
     pids[$i]=$!
 }
 

@@ -8,6 +8,7 @@
 
 #include "client/adapters/libuv.h"
 #include "tests/lib/clock.h"
+#include "tests/lib/cluster.h"
 #include "tests/lib/runner.h"
 
 baton_async_t *a_new(struct tloop *t, const baton_opts *o)
@@ -17,6 +18,15 @@ baton_async_t *a_new(struct tloop *t, const baton_opts *o)
     ASSERT_EQ(baton_async_new(o, &ac), 0);
     ASSERT_EQ(baton_uv_attach(ac, &t->loop), 0);
     return ac;
+}
+
+baton_async_t *a_new_cluster(struct tloop *t, const struct cluster *c, const baton_opts *o)
+{
+    baton_opts co = {0};
+
+    if (o != NULL) co = *o;
+    cluster_client_opts(c, &co);
+    return a_new(t, &co);
 }
 
 /* ---- recording callbacks ------------------------------------------------ */

@@ -27,6 +27,12 @@
  * (baton_uv_attach), not opened yet. */
 baton_async_t *a_new(struct tloop *t, const baton_opts *o);
 
+/* The same for a harness cluster (tests/lib/cluster.h): o's client name
+ * and timeouts, with c's endpoints, TLS files and token
+ * (cluster_client_opts). o may be NULL for the defaults. */
+struct cluster;
+baton_async_t *a_new_cluster(struct tloop *t, const struct cluster *c, const baton_opts *o);
+
 /* ---- recording callbacks ------------------------------------------------ */
 
 /* What one call's callback saw, and how many times it ran. */

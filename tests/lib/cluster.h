@@ -46,6 +46,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "client/baton.h"
+
 #define CLUSTER_MAX_NODES 7
 
 /* cluster_opts.secure: what the nodes secure (docs/security.md). The
@@ -266,5 +268,16 @@ int cluster_token(const char *name, const char *role, const char *opts, char *to
  * nothing). Does not signal the nodes (cluster_kill(c, i, SIGHUP) does).
  * 0 or -1. */
 int cluster_auth_write(struct cluster *c, const char *lines);
+
+/*
+ * Fill the fields of o that depend on c (cluster_client.c): endpoints
+ * (all of c's), and what c's security bits ask of a client -- with
+ * CLUSTER_CLIENT_TLS the CA and the harness's client certificate and key,
+ * with CLUSTER_AUTH the admin token; NULL otherwise. The other fields
+ * (client name, timeouts) are left as they are. The strings live in c
+ * and, for the certificate paths, in static storage that the next call
+ * overwrites: one cluster's client options at a time.
+ */
+void cluster_client_opts(const struct cluster *c, baton_opts *o);
 
 #endif /* BATON_TESTS_CLUSTER_H */
