@@ -15,7 +15,8 @@
  *   meta      "applied", "digest", "next_session", "next_fence", "next_enq",
  *             "format", "boot_id", "clean"
  *   sessions  be64 session                      -> ttl_ms, created index, n_owned,
- *                                                  ack floor (highest ack_below seen), client name
+ *                                                  ack floor (highest ack_below seen), owner
+ *                                                  (the principal that opened it), client name
  *   locks     name                              -> holder session, holder waiter, fence,
  *                                                  granted index, n_waiters, lock_delay_ms,
  *                                                  delayed
@@ -23,6 +24,13 @@
  *   owned     be64 session, be64 waiter         -> kind (hold|wait), enq, name
  *   dedup     be64 session, be64 seq            -> cached struct cmd_result
  *   members   be32 member id                    -> client address (cmd.h, SET_MEMBER_ADDR)
+ *
+ * A session's owner is the principal its OPEN_SESSION carried (cmd.h,
+ * CMD_OPEN_OWNED): "" for the anonymous principal of a cluster without
+ * authentication, and for every session of a store or snapshot written
+ * before owners existed. It is replicated state, so that whichever node
+ * leads can refuse a request that names another principal's session; the
+ * store itself never compares owners.
  *
  * Lock state is keyed by (session, waiter): one session may hold or wait for
  * many locks, and several of its waiters may queue for the same lock (several
@@ -80,7 +88,10 @@ typedef struct store store;
  * If the previous run of this data directory did not shut down cleanly and
  * the machine rebooted since (boot id changed), the LMDB files cannot be
  * trusted after MDB_NOSYNC and are deleted and recreated empty: raft's
- * snapshot and log replay rebuild them. Returns 0, BATON_EIO, BATON_ENOMEM
+ * snapshot and log replay rebuild them. A store an older batond left in
+ * format 3 or 4 is upgraded to format 5 in one write transaction (its
+ * sessions get the anonymous owner; store_int.h, STORE_FORMAT); any other
+ * format fails with BATON_EIO. Returns 0, BATON_EIO, BATON_ENOMEM
  * or BATON_ENOSPC (the data file's map could not be allocated on disk); on
  * error *out is NULL and errmsg (if not NULL, BATON_ERRMSG_SIZE bytes,
  * proto/errmsg.h) says why.
@@ -120,11 +131,11 @@ int store_apply(store *s, uint64_t index, const void *data, size_t len, struct e
 
 /*
  * Serialise the whole state (applied index and digest included) into out
- * (appended). Format 4: u32 magic "BTN1", u32 format, u64 applied_index,
+ * (appended). Format 5: u32 magic "BTN1", u32 format, u64 applied_index,
  * u64 digest, then for each database in a fixed order (meta, sessions,
  * locks, waiters, owned, dedup, members): u32 count and count x {u32 klen,
- * key, u32 vlen, val} in key order. Two stores with equal state produce
- * equal bytes.
+ * key, u32 vlen, val} in key order, values as stored (storage/store_int.h
+ * gives the records). Two stores with equal state produce equal bytes.
  * Returns 0, BATON_EIO or BATON_ENOMEM.
  */
 int store_snapshot(store *s, struct buf *out);
@@ -132,9 +143,12 @@ int store_snapshot(store *s, struct buf *out);
 /*
  * Replace the state with a snapshot if the snapshot's applied index is
  * greater than the store's (the digest becomes the snapshot's); otherwise
- * do nothing and return 0. A format 3 snapshot (the same without the
- * members database) is restored with an empty members table; a snapshot
- * of any other format is malformed.
+ * do nothing and return 0. A format 4 snapshot (session records without
+ * the owner) is restored with every session owned by the anonymous
+ * principal "", and a format 3 one (the same without the members database)
+ * also with an empty members table: the result is the format 5 state a
+ * store that applied the same entries holds. A snapshot of any other
+ * format is malformed.
  * Returns 0, BATON_EMALFORMED (nothing changed) or BATON_EIO.
  */
 int store_restore(store *s, const void *data, size_t len);
