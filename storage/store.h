@@ -200,33 +200,51 @@ typedef int store_delayed_cb(void *data, const char *name, size_t name_len,
 int store_foreach_delayed_lock(store *s, store_delayed_cb *cb, void *data);
 
 /*
- * Every session: cb(data, session, ttl_ms). Used by a new leader to give
- * every session a fresh lease. Returns 0, BATON_EIO or cb's non-zero return.
+ * Every session, in id order: cb(data, session, ttl_ms, owner, owner_len),
+ * owner being the principal that opened it (0..BATON_MAX_PRINCIPAL bytes,
+ * "" for the anonymous one; not NUL-terminated, borrowed for the call
+ * only). Used by a new leader to give every session a fresh lease and
+ * learn whose it is. Returns 0, BATON_EIO (including a corrupted record)
+ * or cb's non-zero return.
  */
-typedef int store_session_cb(void *data, uint64_t session, uint32_t ttl_ms);
+typedef int store_session_cb(void *data, uint64_t session, uint32_t ttl_ms, const char *owner,
+                             size_t owner_len);
 int store_foreach_session(store *s, store_session_cb *cb, void *data);
 
 /*
  * Sessions whose id is above `after`, in id order, at most `limit` (0
  * lists none): calls cb(data, session, ttl_ms, created_index, client_name,
- * client_name_len, n_holds, n_waits) for each, and sets *more to 1 if a
- * session with a higher id exists beyond the last one listed. created_index
- * is the raft index of the session's OPEN_SESSION; n_holds and n_waits
- * count the locks it holds and the ACQUIREs it has queued, read from the
- * owned table (so the call costs one range scan per session listed, at
- * most STORE_MAX_OWNED_PER_SESSION records each). client_name is borrowed
- * for the call only. Runs in one short read transaction on the caller's
- * thread. Returns 0, BATON_EIO (including a corrupted record), or cb's
- * non-zero return.
+ * client_name_len, owner, owner_len, n_holds, n_waits) for each, and sets
+ * *more to 1 if a session with a higher id exists beyond the last one
+ * listed. created_index is the raft index of the session's OPEN_SESSION;
+ * owner the principal that opened it ("" for the anonymous one); n_holds
+ * and n_waits count the locks it holds and the ACQUIREs it has queued,
+ * read from the owned table (so the call costs one range scan per session
+ * listed, at most STORE_MAX_OWNED_PER_SESSION records each). client_name
+ * and owner are borrowed for the call only. Runs in one short read
+ * transaction on the caller's thread. Returns 0, BATON_EIO (including a
+ * corrupted record), or cb's non-zero return.
  */
 typedef int store_session_info_cb(void *data, uint64_t session, uint32_t ttl_ms,
                                   uint64_t created_index, const char *client_name,
-                                  size_t client_name_len, uint32_t n_holds, uint32_t n_waits);
+                                  size_t client_name_len, const char *owner, size_t owner_len,
+                                  uint32_t n_holds, uint32_t n_waits);
 int store_list_sessions(store *s, uint64_t after, uint32_t limit, store_session_info_cb *cb,
                         void *data, int *more);
 
 /* Does this session exist? 1, 0, or BATON_EIO. */
 int store_session_exists(store *s, uint64_t session);
+
+/*
+ * The owner of `session` (the principal that opened it, "" for the
+ * anonymous one), copied into out[0..cap) and NUL-terminated; *len (if
+ * not NULL) gets its length, which is authoritative: the store keeps an
+ * owner as bytes. Returns 0, BATON_ENOTFOUND when there is no such session
+ * (out is then ""), BATON_EINVAL when cap is below BATON_MAX_PRINCIPAL + 1,
+ * or BATON_EIO (also for a corrupted record). One short read transaction
+ * on the caller's thread.
+ */
+int store_session_owner(store *s, uint64_t session, char *out, size_t cap, size_t *len);
 
 /*
  * The client address the members table holds for member `id` (set by

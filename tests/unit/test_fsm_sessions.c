@@ -41,18 +41,23 @@ TEST(open_session_ids_and_reads)
     teardown(&f);
 }
 
-static int count_sessions(void *data, uint64_t session, uint32_t ttl_ms)
+static int count_sessions(void *data, uint64_t session, uint32_t ttl_ms, const char *owner,
+                          size_t owner_len)
 {
     uint64_t *sum = data;
-    *sum += session * 1000000 + ttl_ms;
+    (void)owner;
+    *sum += session * 1000000 + ttl_ms + owner_len * 100000000;
     return 0;
 }
 
-static int stop_at_first(void *data, uint64_t session, uint32_t ttl_ms)
+static int stop_at_first(void *data, uint64_t session, uint32_t ttl_ms, const char *owner,
+                         size_t owner_len)
 {
     (void)data;
     (void)session;
     (void)ttl_ms;
+    (void)owner;
+    (void)owner_len;
     return 42;
 }
 
@@ -79,13 +84,17 @@ struct sess_list {
 };
 
 static int collect_session(void *data, uint64_t session, uint32_t ttl_ms, uint64_t created,
-                           const char *name, size_t name_len, uint32_t holds, uint32_t waits)
+                           const char *name, size_t name_len, const char *owner,
+                           size_t owner_len, uint32_t holds, uint32_t waits)
 {
     struct sess_list *l = data;
 
+    /* The owner only when there is one, so that the lines of anonymous
+     * sessions read as they always did. */
     l->len += (size_t)snprintf(l->text + l->len, sizeof l->text - l->len,
-                               "%llu:%u:%llu:%.*s:%u:%u;", (unsigned long long)session, ttl_ms,
-                               (unsigned long long)created, (int)name_len, name, holds, waits);
+                               "%llu:%u:%llu:%.*s:%u:%u%s%.*s;", (unsigned long long)session,
+                               ttl_ms, (unsigned long long)created, (int)name_len, name, holds,
+                               waits, owner_len ? "@" : "", (int)owner_len, owner);
     l->calls++;
     return l->stop_after && l->calls == l->stop_after ? 42 : 0;
 }
