@@ -69,8 +69,9 @@ TEST(foreach_session)
     setup(&f);
     ASSERT_UEQ(run(&f, c_open(5000, "a")).value, 1);
     ASSERT_UEQ(run(&f, c_open(7000, "b")).value, 2);
+    ASSERT_UEQ(run(&f, c_open_by(9000, "c", "carol")).value, 3);
     ASSERT_EQ(store_foreach_session(f.s, count_sessions, &sum), 0);
-    ASSERT_UEQ(sum, 1 * 1000000 + 5000 + 2 * 1000000 + 7000);
+    ASSERT_UEQ(sum, 1 * 1000000 + 5000 + 2 * 1000000 + 7000 + 3 * 1000000 + 9000 + 5 * 100000000);
     ASSERT_EQ(store_foreach_session(f.s, stop_at_first, NULL), 42);
     teardown(&f);
 }
@@ -109,7 +110,7 @@ TEST(list_sessions_counts_holds_and_waits)
     setup(&f);
     a = run(&f, c_open(5000, "alpha")).value;  /* index 1 */
     b = run(&f, c_open(7000, "")).value;       /* index 2 */
-    c = run(&f, c_open(9000, "gamma")).value;  /* index 3 */
+    c = run(&f, c_open_by(9000, "gamma", "carol")).value; /* index 3 */
     grant(&f, a, 1, "x");
     grant(&f, a, 2, "y");
     queue(&f, b, 1, "x", 1);
@@ -118,7 +119,7 @@ TEST(list_sessions_counts_holds_and_waits)
 
     memset(&l, 0, sizeof l);
     ASSERT_EQ(store_list_sessions(f.s, 0, 10, collect_session, &l, &more), 0);
-    ASSERT_STREQ(l.text, "1:5000:1:alpha:2:0;2:7000:2::1:1;3:9000:3:gamma:0:1;");
+    ASSERT_STREQ(l.text, "1:5000:1:alpha:2:0;2:7000:2::1:1;3:9000:3:gamma:0:1@carol;");
     ASSERT_EQ(more, 0);
 
     /* Paging: a limit sets `more`, and `after` starts past an id. */
@@ -128,7 +129,7 @@ TEST(list_sessions_counts_holds_and_waits)
     ASSERT_EQ(more, 1);
     memset(&l, 0, sizeof l);
     ASSERT_EQ(store_list_sessions(f.s, b, 2, collect_session, &l, &more), 0);
-    ASSERT_STREQ(l.text, "3:9000:3:gamma:0:1;");
+    ASSERT_STREQ(l.text, "3:9000:3:gamma:0:1@carol;");
     ASSERT_EQ(more, 0);
     memset(&l, 0, sizeof l);
     ASSERT_EQ(store_list_sessions(f.s, c, 2, collect_session, &l, &more), 0);
@@ -149,7 +150,7 @@ TEST(list_sessions_counts_holds_and_waits)
     ASSERT_EQ(run(&f, cmd_of(CMD_EXPIRE_SESSION, a, 0, NULL)).status, 0);
     memset(&l, 0, sizeof l);
     ASSERT_EQ(store_list_sessions(f.s, 0, 10, collect_session, &l, &more), 0);
-    ASSERT_STREQ(l.text, "2:7000:2::2:0;3:9000:3:gamma:0:1;");
+    ASSERT_STREQ(l.text, "2:7000:2::2:0;3:9000:3:gamma:0:1@carol;");
     teardown(&f);
 }
 
