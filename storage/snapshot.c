@@ -237,8 +237,6 @@ struct restore_arg {
     uint64_t digest;            /* out: the snapshot's digest */
 };
 
-/* The write transaction of a restore (restartable: store__write may run it
- * again after growing the map). The snapshot was validated already. */
 /* Put one validated entry of database db into the store, converting a
  * session record of an older format (the snapshot is in key order, so
  * every database but meta is appended). */
@@ -257,6 +255,8 @@ static int restore_entry(store *s, MDB_txn *txn, uint32_t format, int db, MDB_va
     return mdb_put(txn, s->dbi[db], k, v, db == DB_META ? 0 : MDB_APPEND);
 }
 
+/* The write transaction of a restore (restartable: store__write may run it
+ * again after growing the map). The snapshot was validated already. */
 static int restore_txn(store *s, MDB_txn *txn, void *arg)
 {
     struct restore_arg *a = arg;

@@ -216,7 +216,7 @@ static int open_check(store *s, int *wipe, int *fresh)
 typedef int sess_rewrite_fn(const MDB_val *old, uint8_t *p, size_t *len);
 
 /*
- * Rewrite every session record with fn, in one write transaction. Each
+ * Rewrite every session record with fn, in the caller's transaction. Each
  * step seeks the first key above the last one rewritten instead of
  * stepping the cursor, so that it does not depend on where LMDB leaves a
  * cursor after a put that changes a value's size (keys are big-endian
