@@ -121,27 +121,33 @@ out:
     free(l.names);
 }
 
-/* Collects LIST_SESSIONS items; client names are copied because the store
- * lends them only for the duration of the callback. */
+/* Collects LIST_SESSIONS items; client names and owners are copied
+ * because the store lends them only for the duration of the callback. */
 struct sess_lister {
     struct msg_session_summary *items;
     char (*names)[BATON_MAX_CLIENT_NAME];
+    char (*owners)[BATON_MAX_PRINCIPAL];
     uint32_t n;
 };
 
 static int list_session(void *data, uint64_t session, uint32_t ttl_ms, uint64_t created,
-                        const char *name, size_t name_len, uint32_t n_holds, uint32_t n_waits)
+                        const char *name, size_t name_len, const char *owner, size_t owner_len,
+                        uint32_t n_holds, uint32_t n_waits)
 {
     struct sess_lister *l = data;
     struct msg_session_summary *it = &l->items[l->n];
 
     if (name_len > BATON_MAX_CLIENT_NAME) name_len = BATON_MAX_CLIENT_NAME;
     if (name_len) memcpy(l->names[l->n], name, name_len);
+    if (owner_len > BATON_MAX_PRINCIPAL) owner_len = BATON_MAX_PRINCIPAL;
+    if (owner_len) memcpy(l->owners[l->n], owner, owner_len);
     it->id = session;
     it->ttl_ms = ttl_ms;
     it->created_index = created;
     it->client_name.p = l->names[l->n];
     it->client_name.n = (uint16_t)name_len;
+    it->owner.p = l->owners[l->n];
+    it->owner.n = (uint16_t)owner_len;
     it->n_holds = n_holds;
     it->n_waits = n_waits;
     l->n++;
@@ -155,10 +161,11 @@ void admin_list_sessions(struct conn *c, const struct msg *m)
     struct sess_lister l = {0};
     int more = 0, rv;
 
-    /* BATON_MAX_LIST items of at most 94 bytes fit one frame easily. */
+    /* BATON_MAX_LIST items of at most 160 bytes fit one frame easily. */
     if (limit == 0 || limit > BATON_MAX_LIST) limit = BATON_MAX_LIST;
     l.items = xmalloc(sizeof *l.items * limit);
     l.names = xmalloc(sizeof *l.names * limit);
+    l.owners = xmalloc(sizeof *l.owners * limit);
     rv = store_list_sessions(c->srv->store, m->u.list_sessions.after, limit, list_session, &l,
                              &more);
     if (rv != 0) {
@@ -172,4 +179,5 @@ void admin_list_sessions(struct conn *c, const struct msg *m)
 out:
     free(l.items);
     free(l.names);
+    free(l.owners);
 }
