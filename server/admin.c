@@ -127,7 +127,9 @@ struct sess_lister {
     struct msg_session_summary *items;
     char (*names)[BATON_MAX_CLIENT_NAME];
     char (*owners)[BATON_MAX_PRINCIPAL];
-    uint32_t n;
+    uint32_t n, max;
+    const char *only;       /* list only this owner's sessions; NULL: all */
+    uint64_t last;          /* the last session the store gave */
 };
 
 static int list_session(void *data, uint64_t session, uint32_t ttl_ms, uint64_t created,
@@ -137,6 +139,10 @@ static int list_session(void *data, uint64_t session, uint32_t ttl_ms, uint64_t 
     struct sess_lister *l = data;
     struct msg_session_summary *it = &l->items[l->n];
 
+    l->last = session;
+    if (l->n == l->max) return 0;
+    if (l->only != NULL && (owner_len != strlen(l->only) || memcmp(owner, l->only, owner_len) != 0))
+        return 0;
     if (name_len > BATON_MAX_CLIENT_NAME) name_len = BATON_MAX_CLIENT_NAME;
     if (name_len) memcpy(l->names[l->n], name, name_len);
     if (owner_len > BATON_MAX_PRINCIPAL) owner_len = BATON_MAX_PRINCIPAL;
@@ -166,8 +172,16 @@ void admin_list_sessions(struct conn *c, const struct msg *m)
     l.items = xmalloc(sizeof *l.items * limit);
     l.names = xmalloc(sizeof *l.names * limit);
     l.owners = xmalloc(sizeof *l.owners * limit);
-    rv = store_list_sessions(c->srv->store, m->u.list_sessions.after, limit, list_session, &l,
-                             &more);
+    l.max = limit;
+    /* A client-role principal sees only its own sessions: the store's pages
+     * are walked until a page of them is full or the sessions end, so that
+     * the last item is still the cursor of the next request. */
+    l.only = c->who->role == MSG_ROLE_LOCK ? c->who->name : NULL;
+    l.last = m->u.list_sessions.after;
+    do {
+        rv = store_list_sessions(c->srv->store, l.last, limit, list_session, &l, &more);
+    } while (rv == 0 && l.only != NULL && l.n < limit && more);
+    if (l.only != NULL && l.n == limit) more = 1; /* perhaps: the next page tells */
     if (rv != 0) {
         conn_send_error(c, m->req_id, rv, "sessions: %s", baton_strerror(rv));
         goto out;
