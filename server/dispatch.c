@@ -127,6 +127,11 @@ static void open_session(struct conn *c, const struct msg *m)
     cmd.ttl_ms = clamp_ttl(&c->srv->cfg, m->u.open_session.ttl_ms);
     cmd.name = m->u.open_session.client_name.p;
     cmd.name_len = m->u.open_session.client_name.n;
+    /* The owner is the connection's principal; the store records it with
+     * the session (storage/cmd.h, CMD_OPEN_OWNED). The anonymous
+     * principal's empty name keeps the entry readable by older binaries. */
+    cmd.owner = c->who->name;
+    cmd.owner_len = (uint16_t)strlen(c->who->name);
     propose(c, m, &cmd, open_session_done);
 }
 

@@ -94,14 +94,18 @@ void liveness_init(struct server *srv)
     srv->lease_timer.data = srv;
 }
 
-static int grant_fresh(void *data, uint64_t session, uint32_t ttl_ms)
+/* A new leader's lease for a session of the store, with its owner's key,
+ * which access.c compares with the principal of every request naming the
+ * session. */
+static int grant_fresh(void *data, uint64_t session, uint32_t ttl_ms, const char *owner,
+                       size_t owner_len)
 {
     struct server *srv = data;
-    uint64_t owner = 0; /* the store's owner of the session: see below */
+    uint64_t key = auth_key(owner, owner_len);
 
     lease_grant(&srv->leases, session, ttl_ms, uv_now(srv->loop));
-    lease_set_owner(&srv->leases, session, owner);
-    owner_add(srv, owner, +1);
+    lease_set_owner(&srv->leases, session, key);
+    owner_add(srv, key, +1);
     return 0;
 }
 
