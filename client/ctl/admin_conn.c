@@ -211,12 +211,11 @@ static void conn_err(const struct admin_conn *c, int code, int sys_errno, char *
         snprintf(err, errlen, "%s: %s", c->addr, baton_strerror(code));
 }
 
-/* What the user may change when a node refuses the connection. */
-static const char *refusal_hint(const struct admin_conn *c, int code)
+/* What the user may change when a node refuses the credentials (batond's
+ * own messages already say what to do about TLS). */
+static const char *refusal_hint(int code)
 {
-    if (code == BATON_ETLS && c->t == NULL) return " (use --cacert or BATON_CACERT)";
-    if (code == BATON_EAUTH) return " (check --token / BATON_TOKEN, or --cert)";
-    return "";
+    return code == BATON_EAUTH ? " (check --token / BATON_TOKEN, or --cert)" : "";
 }
 
 int admin_roundtrip(struct admin_conn *c, struct msg *req, struct admin_reply *rep,
@@ -256,7 +255,7 @@ int admin_roundtrip(struct admin_conn *c, struct msg *req, struct admin_reply *r
     if (rep->m.type == MSG_ERROR) {
         int code = rep->m.u.error.code;
         snprintf(err, errlen, "%s: %.*s%s", c->addr, (int)rep->m.u.error.message.n,
-                 rep->m.u.error.message.p, refusal_hint(c, code));
+                 rep->m.u.error.message.p, refusal_hint(code));
         if (rep->m.u.error.message.n == 0) conn_err(c, code, 0, err, errlen);
         admin_reply_free(rep);
         return code < 0 ? code : BATON_EPROTO;

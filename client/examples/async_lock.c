@@ -23,7 +23,7 @@
  * session if there is one and frees the context either way.
  *
  * Build: make (the binary is build/default/examples/async_lock), or by hand:
- *     cc -std=c11 -I. async_lock.c build/default/libbaton.a -luv -lpthread
+ *     cc -std=c11 -I. async_lock.c build/default/libbaton.a -luv -lssl -lcrypto -lpthread
  */
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,12 +1,14 @@
 /*
  * test_ctl.c -- batonctl's pure parts: the option iterator, value parsers,
- * endpoint lists, JSON string escaping, the JSON writer and tables.
+ * endpoint lists, the security options, JSON string escaping, the JSON
+ * writer, tables, and auth-file lines.
  *
  * The unit-test link rule does not include batonctl's objects, and these
- * two files depend on nothing but libc, so they are compiled into this test
- * directly.
+ * files depend on nothing but libc and proto/ (auth_line.c's SHA-256), so
+ * they are compiled into this test directly.
  */
 #include "client/ctl/args.c"
+#include "client/ctl/auth_line.c"
 #include "client/ctl/output.c"
 
 #include "tests/lib/runner.h"
@@ -284,6 +286,90 @@ TEST(global_values)
     ASSERT_STREQ(o.endpoints, "a:1");
 }
 
+TEST(security_values)
+{
+    struct ctl_opts o = {.endpoints = "d:1"};
+    char err[128];
+
+    ASSERT_EQ(ctl_apply_global(&o, CTL_OPT_CACERT, "ca.pem", err, sizeof err), 0);
+    ASSERT_EQ(ctl_apply_global(&o, CTL_OPT_CERT, "c.pem", err, sizeof err), 0);
+    ASSERT_EQ(ctl_apply_global(&o, CTL_OPT_KEY, "c.key", err, sizeof err), 0);
+    ASSERT_EQ(ctl_apply_global(&o, CTL_OPT_TOKEN, "t0k", err, sizeof err), 0);
+    ASSERT_STREQ(o.cacert, "ca.pem");
+    ASSERT_STREQ(o.cert, "c.pem");
+    ASSERT_STREQ(o.key, "c.key");
+    ASSERT_STREQ(o.token, "t0k");
+    /* An empty value would silently mean "none". */
+    ASSERT_EQ(ctl_apply_global(&o, CTL_OPT_CACERT, "", err, sizeof err), -1);
+    ASSERT(strstr(err, "--cacert") != NULL);
+    ASSERT_EQ(ctl_apply_global(&o, CTL_OPT_TOKEN, "", err, sizeof err), -1);
+}
+
+/* The SHA-256 of s in hex. */
+static void sha_hex(const char *s, char out[CRYPTO_SHA256_HEX + 1])
+{
+    uint8_t d[CRYPTO_SHA256_LEN];
+
+    ASSERT_EQ(crypto_sha256(s, strlen(s), d), 0);
+    crypto_hex(d, sizeof d, out);
+}
+
+TEST(auth_lines)
+{
+    static const char *const opts[] = {"prefixes=jobs/,tmp/", "max-sessions=10",
+                                       "max-lock-delay=5000"};
+    char tok[2 * CTL_TOKEN_BYTES + 1], tok2[sizeof tok], line[512], want[512], err[256];
+    char hex[CRYPTO_SHA256_HEX + 1];
+
+    ASSERT_EQ(ctl_new_token(tok), 0);
+    ASSERT_EQ(ctl_new_token(tok2), 0);
+    ASSERT_EQ(strlen(tok), 64);
+    ASSERT(strspn(tok, "0123456789abcdef") == 64);
+    ASSERT(strcmp(tok, tok2) != 0);
+    ASSERT_EQ(ctl_auth_line("billing", "client", opts, 3, tok, line, sizeof line, err,
+                            sizeof err), 0);
+    sha_hex(tok, hex);
+    snprintf(want, sizeof want, "billing client sha256:%s %s %s %s", hex, opts[0], opts[1],
+             opts[2]);
+    ASSERT_STREQ(line, want);
+    ASSERT(strstr(line, tok) == NULL);
+    ASSERT_EQ(ctl_auth_line("ops", "admin", NULL, 0, tok, line, sizeof line, err, sizeof err), 0);
+    snprintf(want, sizeof want, "ops admin sha256:%s", hex);
+    ASSERT_STREQ(line, want);
+    ASSERT_EQ(ctl_auth_line("grafana", "read", NULL, 0, tok, line, sizeof line, err, sizeof err),
+              0);
+
+    /* What the auth file could not take. */
+    {
+        static const char *const bad_opts[][1] = {{"prefixes="}, {"max-sessions=ten"},
+                                                  {"colour=blue"}, {"max-lock-delay"},
+                                                  {"prefixes=a/ b/"}};
+        static const char *const twice[] = {"max-sessions=1", "max-sessions=2"};
+        char long_name[BATON_MAX_PRINCIPAL + 2];
+
+        ASSERT_EQ(ctl_auth_line("", "read", NULL, 0, tok, line, sizeof line, err, sizeof err),
+                  -1);
+        ASSERT_EQ(ctl_auth_line("a b", "read", NULL, 0, tok, line, sizeof line, err, sizeof err),
+                  -1);
+        ASSERT_EQ(ctl_auth_line("#x", "read", NULL, 0, tok, line, sizeof line, err, sizeof err),
+                  -1);
+        memset(long_name, 'n', sizeof long_name - 1);
+        long_name[sizeof long_name - 1] = '\0';
+        ASSERT_EQ(ctl_auth_line(long_name, "read", NULL, 0, tok, line, sizeof line, err,
+                                sizeof err), -1);
+        ASSERT_EQ(ctl_auth_line("x", "writer", NULL, 0, tok, line, sizeof line, err, sizeof err),
+                  -1);
+        ASSERT(strstr(err, "writer") != NULL);
+        for (size_t i = 0; i < sizeof bad_opts / sizeof bad_opts[0]; i++)
+            if (ctl_auth_line("x", "read", bad_opts[i], 1, tok, line, sizeof line, err,
+                              sizeof err) != -1)
+                FAIL("option '%s' accepted", bad_opts[i][0]);
+        ASSERT_EQ(ctl_auth_line("x", "read", twice, 2, tok, line, sizeof line, err, sizeof err),
+                  -1);
+        ASSERT(strstr(err, "twice") != NULL);
+    }
+}
+
 TEST(lock_names)
 {
     char name[BATON_MAX_NAME + 2];
@@ -312,6 +398,8 @@ int main(int argc, char **argv)
     RUN(options_iterate);
     RUN(options_errors);
     RUN(global_values);
+    RUN(security_values);
+    RUN(auth_lines);
     RUN(lock_names);
     return runner_done();
 }
