@@ -9,8 +9,9 @@
 # drivers, and checks every JSON line: present, no errors, no violations,
 # ops > 0, W2 fairness fields, W3 gap fields, W5 sessions all alive and the
 # leader's CPU read; then that table.sh turns the lines into a table with a
-# row each. The bench's binaries are linked into a temp dir, so the build
-# dir's bench.jsonl (the last real sweep) is left alone. run-bench.sh stops
+# row each; and a W1 run over TLS with a token (BENCH_SECURE=1). The
+# bench's binaries are linked into a temp dir, so the build dir's
+# bench.jsonl (the last real sweep) is left alone. run-bench.sh stops
 # every process it starts; the temp dir is removed on exit.
 #
 # Output: one line per test ("ok N - name (T ms)" / "not ok ..."), then
@@ -141,6 +142,16 @@ done
 t0=$(ms)
 grep -q "blocking driver used" "$tmp/run.err"
 report "the blocking driver reports its CPU" "$t0" "$([ $? = 0 ] && echo 1 || echo 0)"
+
+# The same tools over TLS with a token (BENCH_SECURE=1).
+t0=$(ms)
+if bench BENCH_SECURE=1 BENCH_WORKLOADS="W1" BENCH_W1_CLIENTS=4 && grep -q "secure: TLS" "$tmp/run.err"; then
+    report "run-bench.sh W1 over TLS with a token (BENCH_SECURE=1) exits 0" "$t0" 1
+else
+    report "run-bench.sh W1 over TLS with a token (BENCH_SECURE=1) exits 0" "$t0" 0 "$(tail -n 3 "$tmp/run.err" | tr '\n' ' ')"
+fi
+t0=$(ms)
+check_line "secure W1 with 4 clients: line, no errors, no violations" "$(line_of W1 4)" "$t0"
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
