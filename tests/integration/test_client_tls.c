@@ -12,7 +12,8 @@
  *  - tokens: none or an unknown one is BATON_EAUTH; a client principal
  *    locks inside its prefixes and gets BATON_EPERM (with the node's
  *    message) outside them, on the same connection; a read principal may
- *    not open a session; `batonctl sessions` shows each session's owner;
+ *    not open a session, and batonctl run as it gets the node's reason for
+ *    an operator's command; `batonctl sessions` shows each session's owner;
  *  - a principal removed from the auth file (SIGHUP) while its session is
  *    open: calls fail with BATON_EUNAVAIL quoting the refusal, and the
  *    session goes on once the principal is back;
@@ -345,6 +346,19 @@ TEST(tokens_roles_and_prefixes)
     ctl_result_free(&r);
     ASSERT_EQ(baton_unlock(l), 0);
     baton_close(b);
+
+    /* batonctl as the read principal: looking is allowed, an operator's
+     * command is refused with the node's reason (exit 70). */
+    ASSERT_EQ(cluster_ctl(NULL, &r, "-e", cluster_endpoints(&c), "--cacert",
+                          cluster_cert(&c, "ca", 0), "--token", ro_tok, "locks", NULL),
+              0);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(NULL, &r, "-e", cluster_endpoints(&c), "--cacert",
+                          cluster_cert(&c, "ca", 0), "--token", ro_tok, "release", "--force",
+                          "jobs/1", NULL),
+              70);
+    if (strstr(r.err, "viewer") == NULL) FAIL("stderr: %s", r.err);
+    ctl_result_free(&r);
 
     /* The async API with the harness's options (admin token). */
     {
