@@ -54,6 +54,9 @@
 #   BENCH_PORT_BASE     default 27000
 #   BENCH_TMPDIR        parent of the temp dir (default /var/tmp, else BUILD_DIR)
 #   BENCH_BATOND_ARGS   extra batond flags for every node (e.g. "--max-inflight 0")
+#   BENCH_PEER_TLS      1: mutual TLS between the nodes (--peer-cert/--peer-key/
+#                       --peer-ca, certificates made by server/certs.sh in the
+#                       temp dir); every JSON line then carries "peer_tls":1
 #   BATON_LOG_LEVEL     the nodes' --log-level (default warn)
 #
 # Exit status: 0 if every run printed its JSON line, 1 otherwise.
@@ -79,6 +82,7 @@ w5_clients=${BENCH_W5_CLIENTS:-10000}
 w5_secs=${BENCH_W5_SECONDS:-$(awk -v s="$secs" 'BEGIN { print (s < 10 ? 10 : s) }')}
 base=${BENCH_PORT_BASE:-27000}
 level=${BATON_LOG_LEVEL:-warn}
+peer_tls=${BENCH_PEER_TLS:-0}
 stop_timeout=10
 
 say() { echo "run-bench: $*" >&2; }
@@ -137,14 +141,16 @@ tag=""
 lb_pid=0
 failed=0
 
-# alive, nodes_running, nodes_stop
+# alive, nodes_running, nodes_stop, peer_tls_certs, peer_tls_flags
 . "$(dirname "$0")/../../server/nodes.sh"
 
 start_node() {
-    local i=$1
-    # shellcheck disable=SC2086 # BENCH_BATOND_ARGS is split on purpose
+    local i=$1 tls=""
+    [ "$peer_tls" = 1 ] && tls=$(peer_tls_flags "$root/certs" "$i")
+    # shellcheck disable=SC2086 # BENCH_BATOND_ARGS and the TLS flags are split on purpose
     setsid "$batond" --id "$i" --data "$data/node$i" --cluster "$members" \
-        --log-level "$level" ${BENCH_BATOND_ARGS:-} </dev/null >/dev/null 2>>"$data/node$i.log" &
+        --log-level "$level" $tls ${BENCH_BATOND_ARGS:-} </dev/null >/dev/null \
+        2>>"$data/node$i.log" &
     pids[$i]=$!
 }
 
@@ -173,6 +179,11 @@ on_exit() {
 }
 trap on_exit EXIT
 trap 'say interrupted; exit 130' INT TERM HUP
+
+if [ "$peer_tls" = 1 ]; then
+    peer_tls_certs "$root/certs" || die "cannot make certificates in $root/certs"
+    say "mutual TLS between the nodes"
+fi
 
 # The id of the node whose status row says "role":"leader" (empty if none).
 leader_id() {
@@ -239,6 +250,7 @@ lb_finish() {
     st=$?
     lb_pid=0
     line=$(head -n 1 "$data/lb.out")
+    [ -n "$line" ] && [ "$peer_tls" = 1 ] && line="{\"peer_tls\":1,${line#\{}"
     if [ -n "$line" ]; then
         printf '%s\n' "$line"
         printf '%s\n' "$line" >>"$out_file"
