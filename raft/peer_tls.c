@@ -400,7 +400,10 @@ static void tls_close_cb(struct raft_uv_transport *base, raft_uv_transport_close
     struct peer_tls *t = impl(base);
 
     t->close_cb = cb;
-    close_all(t);
+    if (t->closing)
+        maybe_finish(t); /* already closing: peer_tls_free came first */
+    else
+        close_all(t);
 }
 
 /* ---- set-up and release ------------------------------------------------------ */
