@@ -2,6 +2,7 @@
 #
 #   make            build everything into build/default/
 #   make run        install missing packages, build, start a local 3-node cluster
+#   make run-secure the same with TLS, mutual TLS between nodes and tokens
 #   make test       install missing packages, build, run every test
 #   make SAN=address test     the same under AddressSanitizer + UBSan
 #   make bench      build lockbench, run the benchmark sweep on a fresh local
@@ -63,12 +64,12 @@ FUZZ_CC       ?= clang
 FUZZ_B        := $(B)/fuzz
 FUZZ_FLAGS    := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
                  -fno-sanitize-recover=all
-FUZZ_TARGETS  := fuzz_frame fuzz_cmd
+FUZZ_TARGETS  := fuzz_frame fuzz_cmd fuzz_auth
 FUZZ_BIN      := $(addprefix $(FUZZ_B)/,$(FUZZ_TARGETS))
 # What the targets link, built with clang: proto/, storage/, and the
 # temporary directory of fuzz_cmd (tests/lib/files.c).
 FUZZ_LIB_OBJ  := $(patsubst %.c,$(FUZZ_B)/obj/%.o,$(wildcard proto/*.c) $(wildcard storage/*.c) \
-                 tests/lib/files.c)
+                 tests/lib/files.c server/auth.c server/xmalloc.c server/log.c)
 FUZZ_SECONDS  ?= 300
 FUZZ_TEST_SECONDS ?= 20
 DEB_FUZZ_PKGS := clang libclang-rt-dev
@@ -89,14 +90,14 @@ PROGS := $(B)/batond $(B)/batonctl $(B)/libbaton.a $(B)/libbaton.so $(B)/$(SONAM
 ALL_OBJ := $(PROTO_OBJ) $(STORE_OBJ) $(RAFT_OBJ) $(SERVER_OBJ) $(B)/server/main.o \
            $(CLIENT_OBJ) $(CTL_OBJ) $(TESTLIB_OBJ)
 
-.PHONY: default all build deps run test unit cluster integration clean \
+.PHONY: default all build deps run run-secure test unit cluster integration clean \
         build-tests test-run bench bench-inner \
         deps-fuzz fuzz fuzz-inner fuzz-corpus fuzz-corpus-inner
 
 default: all
 
 # ---- entry points: install what is missing, then build in a sub-make -----
-all run test unit cluster integration: deps
+all run run-secure test unit cluster integration: deps
 	@$(MAKE) --no-print-directory SAN=$(SAN) $@-inner
 
 bench: deps
@@ -117,6 +118,8 @@ build-tests: $(UNIT_BIN) $(CLUSTER_BIN) $(INTEG_BIN)
 
 run-inner: $(PROGS)
 	@server/run-cluster.sh $(B)
+run-secure-inner: $(PROGS)
+	@server/run-cluster.sh --secure $(B)
 
 test-inner: $(PROGS) build-tests $(FUZZ_BIN) $(FAULT_ALL) $(B)/lockbench
 	@FUZZ_SECONDS=$(FUZZ_TEST_SECONDS) tests/run-tests.sh $(B) $(UNIT_BIN) tests/fuzz/run-fuzz.sh \
@@ -215,6 +218,11 @@ $(B)/tests/unit/test_proto_%: $(B)/tests/unit/test_proto_%.o $(B)/tests/unit/pro
 # The raft transport's HELLO (raft/peer_hello.c needs no libraft).
 $(B)/tests/unit/test_peer_hello: $(B)/tests/unit/test_peer_hello.o $(B)/raft/peer_hello.o \
                                  $(B)/libproto.a $(B)/libtest.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
+
+# The auth file's parser is batond's (server/auth.c) and needs its allocator.
+$(B)/tests/unit/test_auth_file: $(B)/tests/unit/test_auth_file.o $(B)/server/auth.o \
+        $(B)/server/xmalloc.o $(B)/server/log.o $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
 
 $(B)/tests/unit/%: $(B)/tests/unit/%.o $(B)/libstore.a $(B)/libproto.a $(B)/libtest.a

@@ -38,6 +38,7 @@ void admin_status(struct conn *c, const struct msg *m)
     /* The store runs on this (the loop) thread, like raft: the digest is
      * read at the same moment as the indexes above. */
     r.u.status_r.state_digest = store_digest(c->srv->store);
+    r.u.status_r.auth_digest = c->srv->have_auth ? c->srv->auth.digest : 0;
     n = member_views(c->srv, views, BATON_MAX_MEMBERS);
     r.u.status_r.n_members = n;
     r.u.status_r.members = n ? members : NULL;
@@ -120,27 +121,39 @@ out:
     free(l.names);
 }
 
-/* Collects LIST_SESSIONS items; client names are copied because the store
- * lends them only for the duration of the callback. */
+/* Collects LIST_SESSIONS items; client names and owners are copied
+ * because the store lends them only for the duration of the callback. */
 struct sess_lister {
     struct msg_session_summary *items;
     char (*names)[BATON_MAX_CLIENT_NAME];
-    uint32_t n;
+    char (*owners)[BATON_MAX_PRINCIPAL];
+    uint32_t n, max;
+    const char *only;       /* list only this owner's sessions; NULL: all */
+    uint64_t last;          /* the last session the store gave */
 };
 
 static int list_session(void *data, uint64_t session, uint32_t ttl_ms, uint64_t created,
-                        const char *name, size_t name_len, uint32_t n_holds, uint32_t n_waits)
+                        const char *name, size_t name_len, const char *owner, size_t owner_len,
+                        uint32_t n_holds, uint32_t n_waits)
 {
     struct sess_lister *l = data;
     struct msg_session_summary *it = &l->items[l->n];
 
+    l->last = session;
+    if (l->n == l->max) return 0;
+    if (l->only != NULL && (owner_len != strlen(l->only) || memcmp(owner, l->only, owner_len) != 0))
+        return 0;
     if (name_len > BATON_MAX_CLIENT_NAME) name_len = BATON_MAX_CLIENT_NAME;
     if (name_len) memcpy(l->names[l->n], name, name_len);
+    if (owner_len > BATON_MAX_PRINCIPAL) owner_len = BATON_MAX_PRINCIPAL;
+    if (owner_len) memcpy(l->owners[l->n], owner, owner_len);
     it->id = session;
     it->ttl_ms = ttl_ms;
     it->created_index = created;
     it->client_name.p = l->names[l->n];
     it->client_name.n = (uint16_t)name_len;
+    it->owner.p = l->owners[l->n];
+    it->owner.n = (uint16_t)owner_len;
     it->n_holds = n_holds;
     it->n_waits = n_waits;
     l->n++;
@@ -154,12 +167,21 @@ void admin_list_sessions(struct conn *c, const struct msg *m)
     struct sess_lister l = {0};
     int more = 0, rv;
 
-    /* BATON_MAX_LIST items of at most 94 bytes fit one frame easily. */
+    /* BATON_MAX_LIST items of at most 160 bytes fit one frame easily. */
     if (limit == 0 || limit > BATON_MAX_LIST) limit = BATON_MAX_LIST;
     l.items = xmalloc(sizeof *l.items * limit);
     l.names = xmalloc(sizeof *l.names * limit);
-    rv = store_list_sessions(c->srv->store, m->u.list_sessions.after, limit, list_session, &l,
-                             &more);
+    l.owners = xmalloc(sizeof *l.owners * limit);
+    l.max = limit;
+    /* A client-role principal sees only its own sessions: the store's pages
+     * are walked until a page of them is full or the sessions end, so that
+     * the last item is still the cursor of the next request. */
+    l.only = c->who->role == MSG_ROLE_LOCK ? c->who->name : NULL;
+    l.last = m->u.list_sessions.after;
+    do {
+        rv = store_list_sessions(c->srv->store, l.last, limit, list_session, &l, &more);
+    } while (rv == 0 && l.only != NULL && l.n < limit && more);
+    if (l.only != NULL && l.n == limit) more = 1; /* perhaps: the next page tells */
     if (rv != 0) {
         conn_send_error(c, m->req_id, rv, "sessions: %s", baton_strerror(rv));
         goto out;
@@ -171,4 +193,5 @@ void admin_list_sessions(struct conn *c, const struct msg *m)
 out:
     free(l.items);
     free(l.names);
+    free(l.owners);
 }

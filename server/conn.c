@@ -23,7 +23,29 @@ static void conn_closed_cb(uv_handle_t *h)
     buf_free(&c->in);
     buf_free(&c->out);
     buf_free(&c->writing);
+    buf_free(&c->net);
+    tls_free(c->tls);
     free(c);
+}
+
+/* c no longer counts as a connection waiting to authenticate. */
+static void unauth_unlink(struct conn *c)
+{
+    struct server *srv = c->srv;
+
+    if (c->unauth_prev == NULL && srv->unauth_head != c) return; /* not linked */
+    if (c->unauth_prev) c->unauth_prev->unauth_next = c->unauth_next;
+    else srv->unauth_head = c->unauth_next;
+    if (c->unauth_next) c->unauth_next->unauth_prev = c->unauth_prev;
+    else srv->unauth_tail = c->unauth_prev;
+    c->unauth_prev = c->unauth_next = NULL;
+    srv->n_unauth--;
+}
+
+void conn_set_authenticated(struct conn *c)
+{
+    c->hello = true;
+    unauth_unlink(c);
 }
 
 /* Close now: drop from the map and the dirty list, and free in close_cb. */
@@ -33,6 +55,7 @@ void conn_destroy(struct conn *c)
 
     if (c->closed) return;
     c->closed = true;
+    unauth_unlink(c);
     u64map_del(&c->srv->conns, c->id);
     if (c->n_watches > 0 && c->srv->conn_gone != NULL) c->srv->conn_gone(c->srv, c);
     for (pp = &c->srv->dirty; *pp; pp = &(*pp)->next_dirty)
@@ -51,6 +74,12 @@ struct conn *conn_new(struct server *srv)
     c->srv = srv;
     c->id = ++srv->next_conn_id;
     c->tcp.data = c;
+    c->accepted_at = uv_now(srv->loop);
+    c->unauth_prev = srv->unauth_tail;
+    if (srv->unauth_tail) srv->unauth_tail->unauth_next = c;
+    else srv->unauth_head = c;
+    srv->unauth_tail = c;
+    srv->n_unauth++;
     xu64map_put(&srv->conns, c->id, c);
     return c;
 }
@@ -67,6 +96,17 @@ static void mark_dirty(struct conn *c)
     c->dirty = true;
     c->next_dirty = c->srv->dirty;
     c->srv->dirty = c;
+}
+
+void conn_want_flush(struct conn *c)
+{
+    mark_dirty(c);
+}
+
+/* Is anything of c's output not yet handed to the socket? */
+static bool output_pending(const struct conn *c)
+{
+    return c->out.len > 0 || c->net.len > 0 || (c->tls != NULL && tls_out_pending(c->tls));
 }
 
 void conn_send(struct conn *c, const struct msg *m)
@@ -110,8 +150,9 @@ void conn_close(struct conn *c)
 {
     if (c->closing || c->closed) return;
     c->closing = true;
+    unauth_unlink(c);
     uv_read_stop((uv_stream_t *)&c->tcp);
-    if (c->out.len == 0 && !c->write_pending)
+    if (!output_pending(c) && !c->write_pending)
         conn_destroy(c);
     else
         mark_dirty(c);
@@ -131,14 +172,41 @@ static void write_cb(uv_write_t *req, int status)
         conn_destroy(c);
         return;
     }
-    if (c->out.len > 0)
+    if (output_pending(c))
         conn_flush(c);
     else if (c->closing)
         conn_destroy(c);
 }
 
 /*
- * Write everything in `out`, unless a write is in flight (its callback
+ * The bytes to write: `out` itself on a plaintext connection; on a TLS one,
+ * `net`, after sealing `out` into it (one TLS record per loop turn for all
+ * the replies of the turn). NULL if sealing failed: c must be closed.
+ */
+static struct buf *wire(struct conn *c)
+{
+    int rv = 0;
+
+    if (c->tls == NULL) return &c->out;
+    if (c->out.len > 0) {
+        rv = tls_send(c->tls, c->out.data, c->out.len);
+        buf_reset(&c->out);
+    }
+    if (rv == 0) rv = tls_out(c->tls, &c->net);
+    if (rv != 0) {
+        log_debug("conn %llu: TLS: %s", (unsigned long long)c->id, tls_errmsg(c->tls));
+        return NULL;
+    }
+    if (c->net.len > CONN_MAX_OUT) {
+        log_warn("conn %llu (%s): client does not read its replies; closing",
+                 (unsigned long long)c->id, c->peer);
+        return NULL;
+    }
+    return &c->net;
+}
+
+/*
+ * Write everything pending, unless a write is in flight (its callback
  * writes the rest). The common case, a socket with room, is one
  * uv_try_write: one write(2). Only what does not fit goes to uv_write,
  * whose completion makes libuv re-arm the poll watcher (an epoll_ctl per
@@ -146,16 +214,25 @@ static void write_cb(uv_write_t *req, int status)
  */
 static void conn_flush(struct conn *c)
 {
-    struct buf tmp;
+    struct buf tmp, *w;
     uv_buf_t b;
     size_t done = 0;
     int rv;
 
-    if (c->closed || c->write_pending || c->out.len == 0) {
-        if (c->closing && !c->write_pending && c->out.len == 0) conn_destroy(c);
+    if (c->closed || c->write_pending || !output_pending(c)) {
+        if (c->closing && !c->write_pending && !output_pending(c)) conn_destroy(c);
         return;
     }
-    b = uv_buf_init((char *)c->out.data, (unsigned)c->out.len);
+    w = wire(c);
+    if (w == NULL) {
+        conn_destroy(c);
+        return;
+    }
+    if (w->len == 0) {
+        if (c->closing) conn_destroy(c);
+        return;
+    }
+    b = uv_buf_init((char *)w->data, (unsigned)w->len);
     rv = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
     if (rv >= 0) {
         done = (size_t)rv;
@@ -164,15 +241,15 @@ static void conn_flush(struct conn *c)
         conn_destroy(c);
         return;
     }
-    if (done == c->out.len) {
-        buf_reset(&c->out);
+    if (done == w->len) {
+        buf_reset(w);
         if (c->closing) conn_destroy(c);
         return;
     }
     tmp = c->writing;
-    c->writing = c->out;
-    c->out = tmp;
-    buf_reset(&c->out);
+    c->writing = *w;
+    *w = tmp;
+    buf_reset(w);
     b = uv_buf_init((char *)c->writing.data + done, (unsigned)(c->writing.len - done));
     c->wreq.data = c;
     rv = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, write_cb);

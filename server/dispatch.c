@@ -5,8 +5,9 @@
  * send it and whether only the ready leader serves it; the handler table
  * below says which function serves it. dispatch() checks the first and
  * calls the second: the first frame must be HELLO, a server-to-client type
- * is refused, and a request for the leader gets REDIRECT (or NO_LEADER)
- * on any other node.
+ * is refused, a request for the leader gets REDIRECT (or NO_LEADER) on any
+ * other node, and access.c decides whether the connection's principal may
+ * send it (HELLO itself authenticates the connection).
  *
  * The session's lock requests (OPEN_SESSION, ACQUIRE, RELEASE, CANCEL,
  * CLOSE_SESSION) are served here: each becomes a command in this loop
@@ -32,9 +33,13 @@ static void hello(struct conn *c, const struct msg *m)
         conn_close(c);
         return;
     }
-    c->hello = true;
+    if (!access_hello(c, m)) return; /* answered ERROR(BATON_EAUTH), closing */
+    conn_set_authenticated(c);
     r.u.hello_ok.version = BATON_PROTO_VERSION;
     r.u.hello_ok.node_id = c->srv->cfg.node.id;
+    r.u.hello_ok.principal.p = c->who->name;
+    r.u.hello_ok.principal.n = (uint16_t)strlen(c->who->name);
+    r.u.hello_ok.role = c->who->role;
     conn_send(c, &r);
 }
 
@@ -65,10 +70,11 @@ static void open_session_done(struct server *srv, const struct pending *p,
     struct msg m = {.type = MSG_SESSION, .req_id = p->req_id};
 
     if (o->status != 0 || o->r->status != 0) {
+        liveness_open_release(srv, p->owner);
         reply_result(srv, p, o);
         return;
     }
-    liveness_opened(srv, o->r->value, p->ttl_ms);
+    liveness_opened(srv, o->r->value, p->ttl_ms, p->owner);
     if (p->conn_id) push_attach(srv, o->r->value, p->conn_id);
     if (c == NULL) return;
     m.u.session.session = o->r->value;
@@ -92,6 +98,7 @@ static void propose(struct conn *c, const struct msg *m, const struct cmd *cmd,
                     pending_done_fn *done)
 {
     struct pending p;
+    const struct principal *who = c->who;
 
     if (cmd->session && !liveness_touch(c->srv, cmd->session)) {
         struct msg r = {.type = MSG_RESULT, .req_id = m->req_id};
@@ -101,7 +108,15 @@ static void propose(struct conn *c, const struct msg *m, const struct cmd *cmd,
     }
     if (cmd->session) push_attach(c->srv, cmd->session, c->id);
     if (disk_refuse(c, m->req_id, cmd->type)) return; /* answered ERROR(BATON_ENOSPC) */
+    if (cmd->type == CMD_OPEN_SESSION &&
+        !liveness_open_reserve(c->srv, who->key, who->max_sessions)) {
+        conn_send_error(c, m->req_id, BATON_ELIMIT,
+                        "principal '%s' has its %u sessions open (max-sessions in the auth file)",
+                        who->name, who->max_sessions);
+        return;
+    }
     pending_init(&p, done, c->id, m->req_id, cmd);
+    p.owner = who->key;
     batch_add(c->srv, cmd, &p);
 }
 
@@ -112,6 +127,11 @@ static void open_session(struct conn *c, const struct msg *m)
     cmd.ttl_ms = clamp_ttl(&c->srv->cfg, m->u.open_session.ttl_ms);
     cmd.name = m->u.open_session.client_name.p;
     cmd.name_len = m->u.open_session.client_name.n;
+    /* The owner is the connection's principal; the store records it with
+     * the session (storage/cmd.h, CMD_OPEN_OWNED). The anonymous
+     * principal's empty name keeps the entry readable by older binaries. */
+    cmd.owner = c->who->name;
+    cmd.owner_len = (uint16_t)strlen(c->who->name);
     propose(c, m, &cmd, open_session_done);
 }
 
@@ -150,7 +170,8 @@ static void lock_op(struct conn *c, const struct msg *m)
         return;
     }
     if (m->type == MSG_ACQUIRE) {
-        cmd.lock_delay_ms = effective_lock_delay(&c->srv->cfg, op->lock_delay_ms);
+        cmd.lock_delay_ms =
+            access_lock_delay_cap(c, effective_lock_delay(&c->srv->cfg, op->lock_delay_ms));
         propose(c, m, &cmd, acquire_done);
     } else {
         propose(c, m, &cmd, reply_result);
@@ -204,5 +225,6 @@ void dispatch(struct conn *c, const struct msg *m)
         reply_not_leader(c, m->req_id);
         return;
     }
+    if (m->type != MSG_HELLO && !access_allowed(c, m)) return; /* answered ERROR(BATON_EPERM) */
     handlers[m->type](c, m);
 }

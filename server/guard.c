@@ -16,6 +16,16 @@
  *    a connection holds at most that much input, plus one read.
  *  - An input buffer that has been emptied gives its memory back, so an
  *    idle connection costs a few hundred bytes, not the 64 KiB read buffer.
+ *  - --handshake-timeout: a connection must finish its TLS handshake and
+ *    have its HELLO accepted within this long after it was accepted, or it
+ *    is closed. Silent sockets cannot pile up.
+ *  - --max-unauth-conns: connections that have not finished HELLO have a
+ *    cap of their own, below --max-conns, so that they cannot crowd out
+ *    authenticated ones. At the cap, a new connection closes the OLDEST
+ *    unauthenticated one rather than being refused: an attacker holding
+ *    the cap cannot lock out a real client, whose handshake takes a few
+ *    milliseconds, unless it opens the whole cap again within those
+ *    milliseconds (what a SYN cache does for half-open TCP connections).
  *
  * One timer sweeps every connection a few times per frame timeout; a
  * sweep over 10,000 connections takes some tens of microseconds.
@@ -49,6 +59,30 @@ static void clamp_max_conns(struct server *srv)
     srv->cfg.max_conns = (unsigned)room;
 }
 
+/* Close c, which has not authenticated, with a reason. */
+static void close_unauth(struct conn *c, int code, const char *why)
+{
+    log_debug("conn %llu (%s): %s; closing", (unsigned long long)c->id, c->peer, why);
+    if (conn_tls_ready(c)) conn_send_error(c, 0, code, "%s", why);
+    conn_close(c);
+}
+
+/* Close the connections that have not authenticated within
+ * --handshake-timeout: the oldest first, which is the list's order. */
+static void sweep_handshakes(struct server *srv, uint64_t now)
+{
+    uint64_t limit = srv->cfg.handshake_timeout_ms;
+    size_t n = 0;
+
+    while (srv->unauth_head != NULL && now - srv->unauth_head->accepted_at >= limit) {
+        close_unauth(srv->unauth_head, BATON_ETIMEDOUT,
+                     "no TLS handshake and HELLO within --handshake-timeout");
+        n++;
+    }
+    if (n > 0) log_info("closed %zu connection(s) that did not authenticate within %u ms", n,
+                        srv->cfg.handshake_timeout_ms);
+}
+
 /* Close every connection whose incomplete frame is older than the timeout.
  * The ids are collected first: closing may remove a connection from the
  * map, which must not change while it is walked. */
@@ -59,6 +93,7 @@ static void sweep_cb(uv_timer_t *t)
     uint64_t *ids = NULL;
     size_t n = 0, cap = 0;
 
+    sweep_handshakes(srv, now);
     for (size_t i = 0; i < srv->conns.cap; i++) {
         struct conn *c;
 
@@ -89,7 +124,10 @@ static void sweep_cb(uv_timer_t *t)
 
 void guard_init(struct server *srv)
 {
-    uint64_t period = srv->cfg.frame_timeout_ms / 4;
+    uint64_t shortest = srv->cfg.frame_timeout_ms < srv->cfg.handshake_timeout_ms
+                            ? srv->cfg.frame_timeout_ms
+                            : srv->cfg.handshake_timeout_ms;
+    uint64_t period = shortest / 4;
 
     if (period > 1000) period = 1000;
     if (period < 10) period = 10;
@@ -115,6 +153,9 @@ bool guard_admit(struct conn *c)
     struct server *srv = c->srv;
     uint64_t now;
 
+    if (srv->n_unauth > srv->cfg.max_unauth_conns && srv->unauth_head != c)
+        close_unauth(srv->unauth_head, BATON_ELIMIT,
+                     "too many connections waiting to authenticate: closing the oldest");
     if (srv->conns.n <= srv->cfg.max_conns) return true;
     srv->refused_conns++;
     now = uv_now(srv->loop);

@@ -59,6 +59,21 @@ void lease_remove(struct lease_table *t, uint64_t session)
     free(u64map_del(&t->map, session));
 }
 
+void lease_set_owner(struct lease_table *t, uint64_t session, uint64_t owner)
+{
+    struct lease *l = u64map_get(&t->map, session);
+    if (l != NULL) l->owner = owner;
+}
+
+bool lease_owner(const struct lease_table *t, uint64_t session, uint64_t *owner)
+{
+    const struct lease *l = u64map_get(&t->map, session);
+
+    if (l == NULL) return false;
+    *owner = l->owner;
+    return true;
+}
+
 size_t lease_collect_expired(struct lease_table *t, uint64_t now, uint64_t *out, size_t max)
 {
     size_t n = 0;

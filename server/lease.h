@@ -25,6 +25,7 @@ struct lease {
     uint64_t retry_at;  /* when expiring: when to propose again */
     uint32_t ttl_ms;
     bool expiring;      /* an EXPIRE_SESSION has been proposed */
+    uint64_t owner;     /* its principal's key (server/auth.h), 0: anonymous */
 };
 
 struct lease_table {
@@ -47,6 +48,10 @@ bool lease_renew(struct lease_table *t, uint64_t session, uint64_t now);
 bool lease_alive(const struct lease_table *t, uint64_t session);
 
 void lease_remove(struct lease_table *t, uint64_t session);
+/* Set / get the owner of a session's lease; lease_owner is false if the
+ * session has no lease. */
+void lease_set_owner(struct lease_table *t, uint64_t session, uint64_t owner);
+bool lease_owner(const struct lease_table *t, uint64_t session, uint64_t *owner);
 
 /* Sessions whose deadline has passed and whose expiry should be proposed
  * now: written to out (at most max), marked expiring. Returns the count. */

@@ -14,10 +14,17 @@
 #include "server/log.h"
 #include "server/server.h"
 
+/* TLS: ciphertext is read into the server's one scratch buffer (the loop
+ * decrypts it before the next read); plaintext straight into `in`. */
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 {
     struct conn *c = h->data;
     (void)suggested;
+    if (c->tls != NULL) {
+        b->base = (char *)c->srv->rbuf;
+        b->len = LISTEN_RBUF;
+        return;
+    }
     if (buf_reserve(&c->in, 64 * 1024) != 0) {
         b->base = NULL;
         b->len = 0;
@@ -33,6 +40,10 @@ static void conn_process(struct conn *c)
     size_t off = 0, frame_len;
     int rv;
 
+    if (c->tls == NULL && c->srv->client_tls == NULL && conn_plain_is_tls(c)) {
+        conn_close(c); /* answered ERROR(BATON_ETLS) */
+        return;
+    }
     while (!c->closing && !c->closed) {
         struct msg m;
 
@@ -82,7 +93,14 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
         return;
     }
     if (nread == 0) return;
-    c->in.len += (size_t)nread;
+    if (c->tls != NULL) {
+        if (conn_tls_input(c, c->srv->rbuf, (size_t)nread) != 0) {
+            conn_close(c); /* an alert or an ERROR is queued */
+            return;
+        }
+    } else {
+        c->in.len += (size_t)nread;
+    }
     conn_process(c);
 }
 
@@ -115,6 +133,7 @@ static void accept_cb(uv_stream_t *server, int status)
     }
     log_debug("conn %llu from %s", (unsigned long long)c->id, c->peer);
     if (!guard_admit(c)) return; /* over --max-conns: answered and closing */
+    conn_tls_start(c);
     uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
 }
 

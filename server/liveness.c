@@ -43,18 +43,69 @@ static void tick(uv_timer_t *t)
     } while (n == LIVENESS_BATCH);
 }
 
+/* ---- sessions per owner (max-sessions=, server/auth.h) ---- */
+
+static uintptr_t owner_count(struct server *srv, uint64_t owner)
+{
+    return (uintptr_t)u64map_get(&srv->owner_sessions, owner);
+}
+
+static void owner_add(struct server *srv, uint64_t owner, int delta)
+{
+    uintptr_t n = owner_count(srv, owner);
+
+    if (owner == 0) return; /* the anonymous principal has no cap to keep */
+    if (delta < 0 && n == 0) return; /* counts were cleared by a leadership change */
+    n = delta < 0 ? n - 1 : n + 1;
+    if (n == 0)
+        u64map_del(&srv->owner_sessions, owner);
+    else
+        xu64map_put(&srv->owner_sessions, owner, (void *)n);
+}
+
+bool liveness_open_reserve(struct server *srv, uint64_t owner, uint32_t max)
+{
+    if (owner != 0 && max != 0 && owner_count(srv, owner) >= max) return false;
+    owner_add(srv, owner, +1);
+    return true;
+}
+
+void liveness_open_release(struct server *srv, uint64_t owner)
+{
+    owner_add(srv, owner, -1);
+}
+
+bool liveness_owner(struct server *srv, uint64_t session, uint64_t *owner)
+{
+    return srv->ready && lease_owner(&srv->leases, session, owner);
+}
+
+static void owners_clear(struct server *srv)
+{
+    u64map_free(&srv->owner_sessions);
+    u64map_init(&srv->owner_sessions);
+}
+
 void liveness_init(struct server *srv)
 {
     lease_init(&srv->leases);
+    u64map_init(&srv->owner_sessions);
     uv_timer_init(srv->loop, &srv->lease_timer);
     srv->lease_timer.data = srv;
 }
 
-static int grant_fresh(void *data, uint64_t session, uint32_t ttl_ms)
+/* A new leader's lease for a session of the store, with its owner's key,
+ * which access.c compares with the principal of every request naming the
+ * session. */
+static int grant_fresh(void *data, uint64_t session, uint32_t ttl_ms, const char *owner,
+                       size_t owner_len)
 {
     struct server *srv = data;
+    uint64_t key = auth_key(owner, owner_len);
 
     lease_grant(&srv->leases, session, ttl_ms, uv_now(srv->loop));
+    lease_set_owner(&srv->leases, session, key);
+    owner_add(srv, key, +1);
     return 0;
 }
 
@@ -63,6 +114,7 @@ void liveness_start(struct server *srv)
     int rv;
 
     lease_free(&srv->leases);
+    owners_clear(srv);
     uv_update_time(srv->loop);
     rv = store_foreach_session(srv->store, grant_fresh, srv);
     if (rv != 0)
@@ -76,6 +128,7 @@ void liveness_stop(struct server *srv)
 {
     uv_timer_stop(&srv->lease_timer);
     lease_free(&srv->leases);
+    owners_clear(srv);
 }
 
 bool liveness_touch(struct server *srv, uint64_t session)
@@ -83,13 +136,20 @@ bool liveness_touch(struct server *srv, uint64_t session)
     return srv->ready && lease_renew(&srv->leases, session, uv_now(srv->loop));
 }
 
-void liveness_opened(struct server *srv, uint64_t session, uint32_t ttl_ms)
+/* The session was counted for its owner when its OPEN_SESSION was
+ * reserved (liveness_open_reserve). */
+void liveness_opened(struct server *srv, uint64_t session, uint32_t ttl_ms, uint64_t owner)
 {
-    if (srv->ready) lease_grant(&srv->leases, session, ttl_ms, uv_now(srv->loop));
+    if (!srv->ready) return;
+    lease_grant(&srv->leases, session, ttl_ms, uv_now(srv->loop));
+    lease_set_owner(&srv->leases, session, owner);
 }
 
 void liveness_gone(struct server *srv, uint64_t session)
 {
+    uint64_t owner;
+
+    if (lease_owner(&srv->leases, session, &owner)) owner_add(srv, owner, -1);
     lease_remove(&srv->leases, session);
 }
 
@@ -98,4 +158,5 @@ void liveness_close(struct server *srv)
     uv_timer_stop(&srv->lease_timer);
     uv_close((uv_handle_t *)&srv->lease_timer, NULL);
     lease_free(&srv->leases);
+    u64map_free(&srv->owner_sessions);
 }

@@ -46,11 +46,13 @@ int main(int argc, char **argv)
 
     sigset_t stop_signals;
 
-    /* Hold SIGINT/SIGTERM until the loop's handlers are installed, so that a
-     * stop request that comes during start-up is not fatal but handled. */
+    /* Hold SIGINT/SIGTERM (and SIGHUP) until the loop's handlers are
+     * installed, so that a stop or reload request that comes during
+     * start-up is not fatal but handled. */
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGINT);
     sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGHUP);
     sigprocmask(SIG_BLOCK, &stop_signals, NULL);
 
     rv = config_parse(&cfg, argc, argv);

@@ -2,7 +2,15 @@
 # run-cluster.sh -- run a local three-node baton cluster in the foreground.
 # This is what `make run` executes.
 #
-#   server/run-cluster.sh [BUILD_DIR]        (default: build/default)
+#   server/run-cluster.sh [--secure] [BUILD_DIR]   (default: build/default)
+#
+# --secure (make run-secure): the nodes serve clients over TLS, talk to
+# each other over mutual TLS, and require a token. A throwaway CA and
+# certificates are made with the openssl command into DATA/certs (kept
+# across runs), and an auth file DATA/auth with two principals, "admin"
+# (role admin) and "app" (role client), whose fresh tokens are printed
+# once: only their SHA-256 is on disk. The script prints the environment
+# batonctl needs.
 #
 # Node N (1..3) listens for clients on 127.0.0.1:700N and for raft on
 # 127.0.0.1:710N. Its data is in ./run-data/nodeN, its log (stderr,
@@ -22,6 +30,11 @@
 #   BATON_TAIL=1     also follow the three logs in this terminal
 set -u
 
+secure=0
+if [ "${1:-}" = "--secure" ]; then
+    secure=1
+    shift
+fi
 build=${1:-build/default}
 data=${BATON_RUN_DATA:-run-data}
 level=${BATON_LOG_LEVEL:-info}
@@ -59,6 +72,32 @@ for port in 7001 7002 7003 7101 7102 7103; do
         die "port $port on 127.0.0.1 is already in use"
     fi
 done
+
+# --secure: certificates (made once), an auth file with fresh tokens, and
+# each node's flags (secure_args).
+certs=$data/certs
+if [ "$secure" = 1 ]; then
+    command -v openssl >/dev/null 2>&1 || die "--secure needs the openssl command (make deps)"
+    if [ ! -s "$certs/ca.pem" ]; then
+        "$(dirname "$0")/certs.sh" cluster "$certs" 3 || die "cannot make certificates in $certs"
+    fi
+    new_token() { openssl rand -hex 32; }
+    token_hash() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
+    admin_token=$(new_token)
+    app_token=$(new_token)
+    (
+        umask 077
+        echo '# written by run-cluster.sh --secure: NAME ROLE CREDENTIAL [OPTIONS] (README, "Securing a cluster")'
+        echo "admin admin sha256:$(token_hash "$admin_token")"
+        echo "app client sha256:$(token_hash "$app_token") prefixes=app/,demo"
+    ) >"$data/auth"
+fi
+secure_args() { # node id
+    [ "$secure" = 1 ] || return 0
+    echo --tls-cert "$certs/node$1.pem" --tls-key "$certs/node$1.key" \
+        --peer-cert "$certs/node$1.pem" --peer-key "$certs/node$1.key" --peer-ca "$certs/ca.pem" \
+        --auth-file "$data/auth"
+}
 
 pids=(0 0 0 0)      # indexed by node id; 0 once the node is gone
 reported=(0 0 0 0)
@@ -99,12 +138,13 @@ trap 'exit 0' INT TERM HUP
 start_node() {
     local i=$1 log=$data/node$1.log
     echo "=== run-cluster: starting node $i at $(date -u +%FT%TZ) ===" >>"$log"
+    # shellcheck disable=SC2046 # the secure flags are paths without spaces
     if command -v setsid >/dev/null 2>&1; then
         setsid "$batond" --id "$i" --data "$data/node$i" --cluster "$members" \
-            --log-level "$level" </dev/null >/dev/null 2>>"$log" &
+            --log-level "$level" $(secure_args "$i") </dev/null >/dev/null 2>>"$log" &
     else
         "$batond" --id "$i" --data "$data/node$i" --cluster "$members" \
-            --log-level "$level" </dev/null >/dev/null 2>>"$log" &
+            --log-level "$level" $(secure_args "$i") </dev/null >/dev/null 2>>"$log" &
     fi
     pids[$i]=$!
     echo "${pids[$i]}" >"$data/node$i.pid"
@@ -119,6 +159,10 @@ for i in 1 2 3; do
     echo "  node $i  pid ${pids[$i]}  client 127.0.0.1:700$i  raft 127.0.0.1:710$i"
 done
 echo "endpoints: $endpoints"
+
+if [ "$secure" = 1 ]; then
+    export BATON_CACERT=$certs/ca.pem BATON_TOKEN=$admin_token
+fi
 
 # Wait (briefly) for a leader, if batonctl is there to ask.
 if [ -x "$batonctl" ]; then
@@ -135,6 +179,19 @@ if [ -x "$batonctl" ]; then
     else
         echo "no leader yet (check with: $batonctl status)"
     fi
+fi
+
+if [ "$secure" = 1 ]; then
+    cat <<EOF
+
+Secure: clients must use TLS (CA $certs/ca.pem) and a token. The tokens are
+shown only now; the auth file $data/auth holds their SHA-256.
+  admin (role admin):                             $admin_token
+  app   (role client, locks app/... and demo...): $app_token
+In another terminal, first:
+  export BATON_CACERT=$certs/ca.pem
+  export BATON_TOKEN=$admin_token
+EOF
 fi
 
 cat <<EOF

@@ -97,6 +97,12 @@ static void noop_close(uv_handle_t *h)
     (void)h;
 }
 
+static void sighup_cb(uv_signal_t *h, int signum)
+{
+    (void)signum;
+    access_reload(h->data);
+}
+
 static void signal_cb(uv_signal_t *h, int signum)
 {
     struct server *srv = h->data;
@@ -143,6 +149,10 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     hooks.data = srv;
     hooks.applied = effects_applied;
     hooks.ready = leadership_changed;
+    rv = conn_tls_init(srv);
+    if (rv == 0) rv = access_init(srv);
+    if (rv != 0) return rv;
+    if (srv->client_tls != NULL) srv->rbuf = xmalloc(LISTEN_RBUF);
     rv = node_open(loop, srv->store, &srv->cfg.node, &hooks, &srv->node, errmsg);
     if (rv != 0) {
         log_error("%s", errmsg);
@@ -169,6 +179,10 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     srv->sigterm.data = srv;
     uv_signal_start(&srv->sigint, signal_cb, SIGINT);
     uv_signal_start(&srv->sigterm, signal_cb, SIGTERM);
+    uv_signal_init(loop, &srv->sighup);
+    srv->sighup.data = srv;
+    uv_signal_start(&srv->sighup, sighup_cb, SIGHUP);
+    access_warn_if_open(srv, self->client_addr);
     log_info("node %u: clients on %s, raft on %s%s, %u members", cfg->node.id,
              self->client_addr, self->raft_addr, cfg->peer_cert ? " (mutual TLS)" : "",
              cfg->node.n_members);
@@ -193,6 +207,7 @@ void server_stop(struct server *srv)
     uv_close((uv_handle_t *)&srv->check, noop_close);
     uv_close((uv_handle_t *)&srv->sigint, noop_close);
     uv_close((uv_handle_t *)&srv->sigterm, noop_close);
+    uv_close((uv_handle_t *)&srv->sighup, noop_close);
     leader_state_clear(srv);
     liveness_close(srv);
     guard_close(srv);
@@ -214,4 +229,7 @@ void server_free(struct server *srv)
     u64map_free(&srv->waits);
     watch_clear(srv);
     free(srv->pushq);
+    free(srv->rbuf);
+    conn_tls_free(srv);
+    access_free(srv);
 }

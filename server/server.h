@@ -12,9 +12,11 @@
  *                leadership switch (what a node does when it starts or
  *                stops being the ready leader); routes applied effects
  *   listen.c     accept and read client connections, frame and decode them
- *   guard.c      per-client limits: --max-conns, --frame-timeout
+ *   guard.c      per-client limits: --max-conns, --frame-timeout,
+ *                --handshake-timeout, --max-unauth-conns
  *   dispatch.c   the handler table: one decoded request -> its handler;
  *                HELLO and the session's lock requests
+ *   access.c     who a connection is (HELLO) and what it may ask
  *   admin.c      STATUS, LOCK_INFO, LIST_LOCKS, LIST_SESSIONS (reads)
  *   admin_cmds.c FORCE_RELEASE, EXPIRE_SESSION, TRANSFER, SNAPSHOT
  *   members.c    MEMBERS, MEMBER_ADD, MEMBER_REMOVE
@@ -32,8 +34,9 @@
  *                command that could not be committed, a command's RESULT
  *   member_addrs.c  where any node finds a member's client address
  *   peers.c      which nodes may open a raft connection (peer TLS)
+ *   conn_tls.c   TLS on the client port; a TLS/plaintext mismatch's error
  *   conn.c       a client connection: send, close, write once per loop turn
- *   lease.c config.c xmalloc.c log.c   helpers of everyone above
+ *   lease.c auth.c config.c xmalloc.c log.c   helpers of everyone above
  *
  * (main.c, above them all, parses the flags and runs server.c.)
  *
@@ -49,6 +52,7 @@
 #include "proto/buf.h"
 #include "proto/msg.h"
 #include "raft/node.h"
+#include "server/auth.h"
 #include "server/config.h"
 #include "server/lease.h"
 #include "server/xmalloc.h"
@@ -56,11 +60,14 @@
 #include "storage/cmd.h"
 #include "storage/store.h"
 
+#define LISTEN_RBUF (64u << 10)  /* a TLS port's scratch read buffer */
 #define CONN_MAX_OUT (64u << 20) /* a client that reads nothing is cut off here */
 #define WATCH_MAX_PER_CONN 64    /* WATCHes one connection may hold */
 #define WATCH_MAX_TOTAL 65536    /* WATCHes the server holds in all */
 
 struct server;
+
+#include "proto/tls.h"
 
 struct conn {
     uv_tcp_t tcp;
@@ -69,10 +76,18 @@ struct conn {
     struct buf in;          /* bytes read, not yet framed */
     struct buf out;         /* replies of this loop turn, not yet written */
     struct buf writing;     /* bytes handed to uv_write */
+    struct buf net;         /* TLS: sealed replies, not yet written (conn_tls.c) */
+    tls *tls;               /* TLS endpoint, NULL on a plaintext connection */
+    bool sniffed;           /* the first bytes were checked: TLS or not */
     uv_write_t wreq;
     bool write_pending;
     bool dirty;             /* on srv->dirty list */
-    bool hello;             /* HELLO received */
+    bool hello;             /* HELLO accepted: the connection is authenticated */
+    const struct principal *who; /* since HELLO: its principal (access.c), in
+                                    srv->auth or &auth_anonymous */
+    uint64_t accepted_at;   /* uv_now at accept (guard.c: --handshake-timeout) */
+    struct conn *unauth_prev, *unauth_next; /* srv's list of connections not
+                                               yet through HELLO, oldest first */
     bool closing;           /* close once `out` and `writing` are written */
     bool closed;            /* uv_close called */
     uint32_t n_watches;     /* locks this connection watches (watch.c) */
@@ -113,6 +128,7 @@ struct pending {
     uint64_t seq;
     int64_t wait_ms;
     uint32_t ttl_ms;
+    uint64_t owner;         /* OPEN_SESSION: its principal's key (auth_key) */
     uint16_t name_len;
     char name[BATON_MAX_NAME];
 };
@@ -189,6 +205,8 @@ struct server {
     void (*conn_gone)(struct server *srv, struct conn *c);
     uint64_t next_conn_id;
     struct conn *dirty;     /* connections with output this turn */
+    struct conn *unauth_head, *unauth_tail; /* not through HELLO yet, by age (conn.c) */
+    size_t n_unauth;
     struct u64map sessions; /* id -> struct srv_session (push.c; ready leader only) */
     struct u64map waits;    /* session id -> its struct wait_timer list (deadlines.c) */
     struct batch batch;
@@ -202,6 +220,14 @@ struct server {
     struct ka_rounds ka;    /* keepalives waiting for a confirmation round */
     uv_timer_t lease_timer;
     uv_timer_t guard_timer; /* closes connections stuck in a frame (guard.c) */
+    struct auth auth;       /* --auth-file as last loaded (access.c) */
+    bool have_auth;         /* --auth-file given */
+    uv_signal_t sighup;     /* re-reads --auth-file */
+    struct u64map owner_sessions; /* owner key -> its sessions open or opening, as
+                                     (void *)(uintptr_t)count (liveness.c; ready leader) */
+    uint8_t *rbuf;          /* LISTEN_RBUF bytes: a TLS port's reads (listen.c) */
+    tls_ctx *client_tls;    /* --tls-cert: the client port's TLS context, else NULL */
+    uint64_t tls_failures, tls_logged; /* refused handshakes since the last warning, and when */
     uint64_t refused_conns; /* connections refused at --max-conns, since the last warning */
     uint64_t refuse_logged; /* uv_now of that warning */
     uint64_t accept_failures, accept_logged; /* the same for failed accepts */
@@ -232,6 +258,23 @@ void server_free(struct server *srv);
 /* listen.c -- accept client connections and feed their frames to dispatch. */
 int listen_start(struct server *srv, const char *addr);
 
+/* conn_tls.c -- TLS on the client port; the plaintext/TLS mismatch check. */
+int conn_tls_init(struct server *srv);     /* the context of --tls-cert; 0 or an error (logged) */
+void conn_tls_free(struct server *srv);
+/* A connection was accepted: give it a TLS endpoint if the port serves
+ * TLS. */
+void conn_tls_start(struct conn *c);
+/* n bytes read on a TLS port: decrypt into c->in. -1: c must be closed (an
+ * error or an alert is queued for it). */
+int conn_tls_input(struct conn *c, const uint8_t *data, size_t n);
+/* On a plaintext port, before the first frame: do c's first bytes start a
+ * TLS handshake? Then c has been answered ERROR(BATON_ETLS): true. */
+bool conn_plain_is_tls(struct conn *c);
+/* The common name of c's verified client certificate, "" if none. */
+const char *conn_tls_peer_cn(const struct conn *c);
+/* Has c's TLS handshake finished (always true in plaintext)? */
+bool conn_tls_ready(const struct conn *c);
+
 /* conn.c -- a client connection's output and lifetime. */
 /* A new connection on srv (its id is set and it is in srv->conns); the
  * caller initialises and accepts its tcp handle. */
@@ -240,6 +283,9 @@ void conn_send(struct conn *c, const struct msg *m);
 void conn_send_error(struct conn *c, uint64_t req_id, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void conn_close(struct conn *c);           /* after pending output is written */
+void conn_want_flush(struct conn *c);      /* write its output at the end of this turn */
+/* c's HELLO was accepted: it leaves the list of unauthenticated connections. */
+void conn_set_authenticated(struct conn *c);
 void conn_destroy(struct conn *c);         /* now, dropping pending output */
 void conn_close_all(struct server *srv);
 void conn_flush_all(struct server *srv);
@@ -267,10 +313,12 @@ void disk_close(struct server *srv);
 bool disk_refuse(struct conn *c, uint64_t req_id, int cmd_type);
 
 /* guard.c -- limits on what one client may hold (docs/operations.md, "Limits"). */
-void guard_init(struct server *srv);       /* start the frame-timeout sweep */
+void guard_init(struct server *srv);       /* start the frame- and handshake-timeout sweep */
 void guard_close(struct server *srv);
 /* A connection was just accepted: false if it is over --max-conns, and then
- * it has been answered ERROR(BATON_ELIMIT) and is closing. */
+ * it has been answered ERROR(BATON_ELIMIT) and is closing. Beyond
+ * --max-unauth-conns connections that have not finished HELLO, the oldest
+ * of them is closed to make room. */
 bool guard_admit(struct conn *c);
 /* The input buffer was processed (whole frames were consumed if
  * `consumed`): note when the incomplete frame left in it began, and give
@@ -278,6 +326,20 @@ bool guard_admit(struct conn *c);
 void guard_input_done(struct conn *c, bool consumed);
 /* accept(2) failed (EMFILE, ENOMEM...): log it, at most once a second. */
 void guard_accept_failed(struct server *srv, int status);
+
+/* access.c -- principals and permissions (docs/security.md). */
+int access_init(struct server *srv);       /* load --auth-file; 0 or an error (logged) */
+void access_free(struct server *srv);
+/* Warn when clients on client_addr, not loopback, have neither TLS nor auth. */
+void access_warn_if_open(struct server *srv, const char *client_addr);
+void access_reload(struct server *srv);    /* SIGHUP: re-read --auth-file */
+/* HELLO m authenticates c: true and c->who set, or false after
+ * ERROR(BATON_EAUTH) (c is closing). */
+bool access_hello(struct conn *c, const struct msg *m);
+/* May c's principal send m? true, or false after ERROR(BATON_EPERM). */
+bool access_allowed(struct conn *c, const struct msg *m);
+/* A lock-delay within c's principal's max-lock-delay. */
+int32_t access_lock_delay_cap(const struct conn *c, int32_t delay);
 
 /* dispatch.c -- one decoded request to its handler (a table by type). */
 void dispatch(struct conn *c, const struct msg *m);
@@ -322,8 +384,16 @@ void liveness_stop(struct server *srv);                    /* stopped leading */
 void liveness_close(struct server *srv);
 /* Renew the session's lease; false if it has none (unknown or expiring). */
 bool liveness_touch(struct server *srv, uint64_t session);
-void liveness_opened(struct server *srv, uint64_t session, uint32_t ttl_ms);
+/* An OPEN_SESSION of owner applied: its lease starts. */
+void liveness_opened(struct server *srv, uint64_t session, uint32_t ttl_ms, uint64_t owner);
 void liveness_gone(struct server *srv, uint64_t session);
+/* The owner (auth_key) of a session this leader knows: false if unknown. */
+bool liveness_owner(struct server *srv, uint64_t session, uint64_t *owner);
+/* Count one more session of owner about to be opened: false, counting
+ * nothing, if owner already has max (0: no cap) open or opening. */
+bool liveness_open_reserve(struct server *srv, uint64_t owner, uint32_t max);
+/* An open reserved above failed: count it no more. */
+void liveness_open_release(struct server *srv, uint64_t owner);
 
 /* admin.c */
 void admin_status(struct conn *c, const struct msg *m);

@@ -16,6 +16,12 @@ static void out_of_memory(size_t n)
     abort();
 }
 
+void xalloc_failed(const char *what)
+{
+    log_error("out of memory allocating %s; aborting (another node takes over)", what);
+    abort();
+}
+
 void *xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);

@@ -25,6 +25,9 @@
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
+/* A library call below server/ could not allocate `what`: the same policy
+ * (log, abort). Never returns. */
+void xalloc_failed(const char *what) __attribute__((noreturn));
 /* u64map_put that aborts when the table cannot grow (key must not be 0). */
 void xu64map_put(struct u64map *m, uint64_t key, void *val);
 

@@ -9,7 +9,8 @@
  * for SET_MEMBER_ADDR). Whether a lock name (non-empty, no NUL) or an
  * address is legal is decided when the command is
  * applied, so that one bad name fails one command with BATON_EINVAL rather
- * than the whole batch it travels in.
+ * than the whole batch it travels in. An owner is opaque bytes to the
+ * store: only its length is checked.
  */
 #include "storage/cmd.h"
 
@@ -27,6 +28,7 @@ static int name_max(int type)
 {
     switch (type) {
     case CMD_OPEN_SESSION:
+    case CMD_OPEN_OWNED:
         return BATON_MAX_CLIENT_NAME;
     case CMD_ACQUIRE:
     case CMD_RELEASE:
@@ -57,21 +59,38 @@ int cmd_batch_begin(struct buf *b, size_t *start)
 }
 
 /*
+ * The type byte that carries c, or -1 if c cannot be encoded: an
+ * OPEN_SESSION with an owner travels as CMD_OPEN_OWNED (cmd.h), so that
+ * one without keeps the bytes older binaries read. CMD_OPEN_OWNED is the
+ * codec's, not a caller's, and no other type has an owner.
+ */
+static int wire_type(const struct cmd *c)
+{
+    if (name_max(c->type) < 0 || c->type == CMD_OPEN_OWNED) return -1;
+    if (c->owner_len == 0) return c->type;
+    return c->type == CMD_OPEN_SESSION ? CMD_OPEN_OWNED : -1;
+}
+
+/*
  * Append one command. Everything is checked and the room reserved before
  * the first byte is written, so that a refused command leaves the batch as
  * it was and the caller can go on adding others.
  */
 int cmd_batch_add(struct buf *b, const struct cmd *c)
 {
-    int max = name_max(c->type);
+    int type = wire_type(c);
+    size_t len = CMD_FIXED_LEN + c->name_len;
     int rv;
 
-    if (max < 0) return BATON_EINVAL;
-    if (c->name_len > max) return BATON_ETOOBIG;
-    if (c->name_len > 0 && c->name == NULL) return BATON_EINVAL;
-    rv = buf_reserve(b, CMD_FIXED_LEN + c->name_len);
+    if (type < 0) return BATON_EINVAL;
+    if (c->name_len > name_max(c->type) || c->owner_len > BATON_MAX_PRINCIPAL)
+        return BATON_ETOOBIG;
+    if ((c->name_len > 0 && c->name == NULL) || (c->owner_len > 0 && c->owner == NULL))
+        return BATON_EINVAL;
+    if (type == CMD_OPEN_OWNED) len += 2 + c->owner_len;
+    rv = buf_reserve(b, len);
     if (rv != 0) return rv;
-    buf_put_u8(b, c->type);
+    buf_put_u8(b, (uint8_t)type);
     buf_put_u64(b, c->session);
     buf_put_u64(b, c->seq);
     buf_put_u64(b, c->ack_below);
@@ -81,6 +100,7 @@ int cmd_batch_add(struct buf *b, const struct cmd *c)
     buf_put_u64(b, c->waiter);
     buf_put_i32(b, c->lock_delay_ms);
     buf_put_str(b, c->name, c->name_len);
+    if (type == CMD_OPEN_OWNED) buf_put_str(b, c->owner, c->owner_len);
     return 0;
 }
 
@@ -108,6 +128,19 @@ int cmd_reader_init(struct cmd_reader *r, const void *data, size_t len, uint32_t
     return 0;
 }
 
+/*
+ * The owner that follows the name of a CMD_OPEN_OWNED, which becomes the
+ * OPEN_SESSION it encodes. An empty owner is malformed: that session is
+ * written as a plain OPEN_SESSION, and a second encoding of it would
+ * break the one-encoding-per-command rule (cmd.h).
+ */
+static void read_owner(struct rd *rd, struct cmd *c)
+{
+    if (rd_str(rd, BATON_MAX_PRINCIPAL, &c->owner, &c->owner_len) != 0) return;
+    if (c->owner_len == 0) rd->err = BATON_EMALFORMED;
+    c->type = CMD_OPEN_SESSION;
+}
+
 int cmd_reader_next(struct cmd_reader *r, struct cmd *c)
 {
     struct rd *rd = &r->rd;
@@ -132,12 +165,14 @@ int cmd_reader_next(struct cmd_reader *r, struct cmd *c)
     max = name_max(c->type);
     if (rd->err == 0 && max < 0) rd->err = BATON_EMALFORMED;
     if (rd->err == 0) rd_str(rd, (size_t)max, &c->name, &c->name_len);
+    if (rd->err == 0 && c->type == CMD_OPEN_OWNED) read_owner(rd, c);
     if (rd->err) {
         r->left = 0;
         memset(c, 0, sizeof *c);
         return BATON_EMALFORMED;
     }
     if (c->name_len == 0) c->name = NULL;
+    if (c->owner_len == 0) c->owner = NULL;
     r->left--;
     return 1;
 }
@@ -224,6 +259,8 @@ const char *cmd_type_name(int type)
         return "DELAY_END";
     case CMD_SET_MEMBER_ADDR:
         return "SET_MEMBER_ADDR";
+    case CMD_OPEN_OWNED:
+        return "OPEN_OWNED";
     default:
         return "?";
     }

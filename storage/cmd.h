@@ -8,9 +8,31 @@
  *     u8 format (CMD_FORMAT), u32 count, then count commands:
  *     u8 type, u64 session, u64 seq, u64 ack_below, u32 ttl_ms, i64 wait_ms,
  *     u64 fence, u64 waiter, i32 lock_delay_ms, str name (u16 length + bytes)
+ *     and, for type CMD_OPEN_OWNED only, str owner
  * Every command carries every field (unused ones are zero) so that the
  * format is trivial to validate. Format 1 lacked lock_delay_ms; a batch in
  * any other format than CMD_FORMAT is malformed.
+ *
+ * Session owners (CMD_OPEN_OWNED). An OPEN_SESSION records the principal
+ * that opened it (struct cmd's owner: 0..BATON_MAX_PRINCIPAL bytes, ""
+ * being the anonymous principal of a cluster without authentication). The
+ * owner is not a new field of every command, nor a new CMD_FORMAT: raft
+ * logs written before owners existed must still decode to the same
+ * commands (a node replays its log after an upgrade), and a cluster that
+ * has no authentication should keep writing entries that older binaries
+ * read, so that its nodes can be upgraded one at a time. So an
+ * OPEN_SESSION whose owner is "" is encoded exactly as it always was, and
+ * one with an owner travels under its own type byte, CMD_OPEN_OWNED: the
+ * same fields followed by str owner (1..BATON_MAX_PRINCIPAL bytes). The
+ * codec hides the difference: the encoder picks the type byte from
+ * owner_len, and the decoder gives a CMD_OPEN_OWNED back as a
+ * CMD_OPEN_SESSION with its owner; no struct cmd ever has the type
+ * CMD_OPEN_OWNED. Each command thus has exactly one encoding (an
+ * OPEN_OWNED with an empty owner is malformed), which keeps the digest and
+ * the fuzzer's re-encoding check meaningful. A binary older than owners
+ * finds CMD_OPEN_OWNED an unknown type and takes the whole batch for
+ * malformed: authentication, the only source of a non-empty owner, must be
+ * turned on only once every node runs a binary that knows it.
  */
 #ifndef BATON_STORAGE_CMD_H
 #define BATON_STORAGE_CMD_H
@@ -25,7 +47,7 @@
 #define CMD_MAX_BATCH 4096          /* commands per entry */
 
 enum cmd_type {
-    CMD_OPEN_SESSION = 1, /* ttl_ms, name = client name        -> RESULT_OK, value = session id */
+    CMD_OPEN_SESSION = 1, /* ttl_ms, name = client name, owner -> RESULT_OK, value = session id */
     CMD_ACQUIRE,          /* session, seq, wait_ms, lock_delay_ms, name
                                                                 -> GRANTED(fence) | QUEUED(pos) | EWOULDBLOCK */
     CMD_RELEASE,          /* session, seq, fence, name          -> OK | ENOTHELD */
@@ -37,6 +59,8 @@ enum cmd_type {
     CMD_DELAY_END,        /* name (leader-proposed)             -> OK; ends a lock-delay */
     CMD_SET_MEMBER_ADDR,  /* session = member id, name = client address (admin)
                                                                 -> OK | EINVAL; below */
+    CMD_OPEN_OWNED,       /* the type byte of an OPEN_SESSION with an owner (above); only
+                             in encoded batches, never in a struct cmd */
     CMD_TYPE_MAX_
 };
 
@@ -86,22 +110,27 @@ struct cmd {
     int32_t lock_delay_ms; /* ACQUIRE only: this hold's lock-delay, 0 = none (above) */
     uint16_t name_len;
     const char *name;     /* borrowed; not NUL-terminated */
+    uint16_t owner_len;   /* OPEN_SESSION only: <= BATON_MAX_PRINCIPAL; 0 = anonymous */
+    const char *owner;    /* the principal that opens the session; borrowed, like name */
 };
 
 /* Encoding a batch: cmd_batch_begin, then cmd_batch_add per command, then
  * cmd_batch_end to patch the count in. All return 0 or BATON_ENOMEM /
- * BATON_ETOOBIG (a name too long for the command's type); cmd_batch_add
- * also BATON_EINVAL (unknown type, or a NULL name with a non-zero length).
- * A refused command leaves b unchanged. `start` is the offset of the batch
- * inside b. */
+ * BATON_ETOOBIG (a name too long for the command's type, an owner longer
+ * than BATON_MAX_PRINCIPAL); cmd_batch_add also BATON_EINVAL (unknown type
+ * or CMD_OPEN_OWNED, an owner on another type than OPEN_SESSION, or a NULL
+ * name or owner with a non-zero length). A refused command leaves b
+ * unchanged. `start` is the offset of the batch inside b. */
 int cmd_batch_begin(struct buf *b, size_t *start);
 int cmd_batch_add(struct buf *b, const struct cmd *c);
 void cmd_batch_end(struct buf *b, size_t start, uint32_t count);
 
 /* Decoding: cmd_reader_init validates the header and yields the count;
- * cmd_reader_next returns 1 with *c filled (c->name borrows from data), 0 at
- * the end, BATON_EMALFORMED on a malformed command (bad type, name too long
- * for its type, trailing bytes at the end). */
+ * cmd_reader_next returns 1 with *c filled (c->name and c->owner borrow
+ * from data; a CMD_OPEN_OWNED comes back as CMD_OPEN_SESSION), 0 at the
+ * end, BATON_EMALFORMED on a malformed command (bad type, name too long for
+ * its type, an OPEN_OWNED owner that is empty or longer than
+ * BATON_MAX_PRINCIPAL, trailing bytes at the end). */
 struct cmd_reader {
     struct rd rd;
     uint32_t left;

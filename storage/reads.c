@@ -1,13 +1,14 @@
 /*
  * reads.c -- the read side of the store: lock info and lock listings for the
- * admin requests, the session listing, and the walks a new leader makes over sessions, timed
- * waiters and delayed locks. Each call runs in its own short read
- * transaction, opened and closed within the call, so that no reader stays
- * open across loop turns (an open reader pins old pages and would block
- * growing the map).
+ * admin requests, the session listing, a session's owner, and the walks a
+ * new leader makes over sessions, timed waiters and delayed locks. Each
+ * call runs in its own short read transaction, opened and closed within
+ * the call, so that no reader stays open across loop turns (an open reader
+ * pins old pages and would block growing the map).
  *
- * Callbacks run inside the read transaction: the names they get point into
- * LMDB's map and are valid only for the duration of the call.
+ * Callbacks run inside the read transaction: the names and owners they get
+ * point into LMDB's map or a record copied from it, and are valid only for
+ * the duration of the call.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -236,7 +237,7 @@ static int visit_session(void *ctx, const MDB_val *k, const MDB_val *v, int *use
     if (k->mv_size != 8) return MDB_CORRUPTED;
     rc = sess_decode(v, &r);
     if (rc != 0) return rc;
-    rc = w->session(w->data, be_get_u64(k->mv_data), r.ttl_ms);
+    rc = w->session(w->data, be_get_u64(k->mv_data), r.ttl_ms, r.owner, r.owner_len);
     *user = rc != 0;
     return rc;
 }
@@ -261,6 +262,31 @@ int store_session_exists(store *s, uint64_t session)
     mdb_txn_abort(txn);
     if (rc != 0) return store__err(rc);
     return found;
+}
+
+int store_session_owner(store *s, uint64_t session, char *out, size_t cap, size_t *len)
+{
+    struct sess_rec r;
+    uint8_t k[8];
+    MDB_txn *txn;
+    MDB_val v;
+    int found, rc;
+
+    if (len != NULL) *len = 0;
+    if (cap < BATON_MAX_PRINCIPAL + 1) return BATON_EINVAL;
+    out[0] = '\0';
+    rc = read_begin(s, &txn);
+    if (rc != 0) return store__err(rc);
+    key_u64(k, session);
+    rc = db_get(txn, s->dbi[DB_SESSIONS], k, sizeof k, &v, &found);
+    if (rc == 0 && found) rc = sess_decode(&v, &r);
+    mdb_txn_abort(txn);
+    if (rc != 0) return store__err(rc);
+    if (!found) return BATON_ENOTFOUND;
+    memcpy(out, r.owner, r.owner_len);
+    out[r.owner_len] = '\0';
+    if (len != NULL) *len = r.owner_len;
+    return 0;
 }
 
 /*
@@ -328,8 +354,8 @@ int store_list_sessions(store *s, uint64_t after, uint32_t limit, store_session_
         rc = sess_decode(&v, &r);
         if (rc == 0) rc = count_owned(owned, be_get_u64(k.mv_data), &holds, &waits);
         if (rc != 0) break;
-        rc = cb(data, be_get_u64(k.mv_data), r.ttl_ms, r.created, r.name, r.name_len, holds,
-                waits);
+        rc = cb(data, be_get_u64(k.mv_data), r.ttl_ms, r.created, r.name, r.name_len, r.owner,
+                r.owner_len, holds, waits);
         if (rc != 0) {
             mdb_cursor_close(owned);
             mdb_cursor_close(cur);

@@ -14,6 +14,10 @@
 #include "proto/buf.h"
 #include "storage/store_int.h"
 
+/* Every value fits the buffers callers size with VAL_MAX. */
+_Static_assert(SESS_VAL_MAX <= VAL_MAX, "a session record fits VAL_MAX");
+_Static_assert(BATON_MAX_PRINCIPAL <= UINT8_MAX, "an owner's length fits its u8");
+
 void key_u64(uint8_t k[8], uint64_t a)
 {
     be_put_u64(k, a);
@@ -47,28 +51,81 @@ int key_waiter_split(const MDB_val *k, const char **name, size_t *name_len, uint
     return 0;
 }
 
-size_t sess_encode(uint8_t *p, const struct sess_rec *r)
+/* The fields before the owner, the same in every format since 2. */
+static void sess_fixed_put(uint8_t *p, const struct sess_rec *r)
 {
     le_put_u32(p, r->ttl_ms);
     le_put_u64(p + 4, r->created);
     le_put_u32(p + 12, r->n_owned);
     le_put_u64(p + 16, r->ack_floor);
-    memcpy(p + SESS_VAL_FIXED, r->name, r->name_len);
-    return SESS_VAL_FIXED + r->name_len;
+}
+
+static void sess_fixed_get(const uint8_t *p, struct sess_rec *r)
+{
+    r->ttl_ms = le_get_u32(p);
+    r->created = le_get_u64(p + 4);
+    r->n_owned = le_get_u32(p + 12);
+    r->ack_floor = le_get_u64(p + 16);
+}
+
+size_t sess_encode(uint8_t *p, const struct sess_rec *r)
+{
+    sess_fixed_put(p, r);
+    p[SESS_VAL_FIXED_V4] = r->owner_len;
+    memcpy(p + SESS_VAL_FIXED, r->owner, r->owner_len);
+    memcpy(p + SESS_VAL_FIXED + r->owner_len, r->name, r->name_len);
+    return SESS_VAL_FIXED + r->owner_len + r->name_len;
 }
 
 int sess_decode(const MDB_val *v, struct sess_rec *r)
 {
     const uint8_t *p = v->mv_data;
+    size_t rest;
 
-    if (v->mv_size < SESS_VAL_FIXED || v->mv_size > SESS_VAL_FIXED + BATON_MAX_CLIENT_NAME)
+    if (v->mv_size < SESS_VAL_FIXED) return MDB_CORRUPTED;
+    rest = v->mv_size - SESS_VAL_FIXED;
+    if (p[SESS_VAL_FIXED_V4] > BATON_MAX_PRINCIPAL || p[SESS_VAL_FIXED_V4] > rest)
         return MDB_CORRUPTED;
-    r->ttl_ms = le_get_u32(p);
-    r->created = le_get_u64(p + 4);
-    r->n_owned = le_get_u32(p + 12);
-    r->ack_floor = le_get_u64(p + 16);
-    r->name_len = (uint16_t)(v->mv_size - SESS_VAL_FIXED);
-    memcpy(r->name, p + SESS_VAL_FIXED, r->name_len);
+    r->owner_len = p[SESS_VAL_FIXED_V4];
+    rest -= r->owner_len;
+    if (rest > BATON_MAX_CLIENT_NAME) return MDB_CORRUPTED;
+    sess_fixed_get(p, r);
+    memcpy(r->owner, p + SESS_VAL_FIXED, r->owner_len);
+    r->name_len = (uint16_t)rest;
+    memcpy(r->name, p + SESS_VAL_FIXED + r->owner_len, r->name_len);
+    return 0;
+}
+
+int sess_decode_v4(const MDB_val *v, struct sess_rec *r)
+{
+    const uint8_t *p = v->mv_data;
+
+    if (v->mv_size < SESS_VAL_FIXED_V4 || v->mv_size > SESS_VAL_FIXED_V4 + BATON_MAX_CLIENT_NAME)
+        return MDB_CORRUPTED;
+    sess_fixed_get(p, r);
+    r->owner_len = 0;
+    r->name_len = (uint16_t)(v->mv_size - SESS_VAL_FIXED_V4);
+    memcpy(r->name, p + SESS_VAL_FIXED_V4, r->name_len);
+    return 0;
+}
+
+size_t sess_encode_v4(uint8_t *p, const struct sess_rec *r)
+{
+    sess_fixed_put(p, r);
+    memcpy(p + SESS_VAL_FIXED_V4, r->name, r->name_len);
+    return SESS_VAL_FIXED_V4 + r->name_len;
+}
+
+/* The upgraded record is byte for byte the one an OPEN_SESSION without an
+ * owner writes in this format, so that an upgraded store and one that
+ * applied the same entries afresh hold (and snapshot) the same bytes. */
+int sess_upgrade(const MDB_val *old, uint8_t *p, size_t *len)
+{
+    struct sess_rec r;
+    int rc = sess_decode_v4(old, &r);
+
+    if (rc != 0) return rc;
+    *len = sess_encode(p, &r);
     return 0;
 }
 

@@ -47,8 +47,11 @@ int sess_owned_add(struct apply_ctx *c, uint64_t id, int delta)
 }
 
 /*
- * OPEN_SESSION(ttl_ms, client name). The ttl was already clamped by the
- * leader that proposed it; the store records it as given.
+ * OPEN_SESSION(ttl_ms, client name, owner). The ttl was already clamped by
+ * the leader that proposed it; the store records it as given. The owner is
+ * the principal the leader authenticated on the connection that asked
+ * ("" without authentication); the store keeps it so that any later leader
+ * can tell whose session this is.
  */
 int op_open_session(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
 {
@@ -68,6 +71,8 @@ int op_open_session(struct apply_ctx *c, const struct cmd *cmd, struct cmd_resul
     r.created = c->index;
     r.name_len = cmd->name_len; /* <= BATON_MAX_CLIENT_NAME: checked by the decoder */
     if (r.name_len > 0) memcpy(r.name, cmd->name, r.name_len);
+    r.owner_len = (uint8_t)cmd->owner_len; /* <= BATON_MAX_PRINCIPAL: checked by the decoder */
+    if (r.owner_len > 0) memcpy(r.owner, cmd->owner, r.owner_len);
     id = c->next_session++;
     rc = sess_put(c, id, &r);
     if (rc != 0) return rc;

@@ -13,10 +13,13 @@
  * transaction and forces the files to disk: raft may delete the log entries
  * the snapshot covers once restore returns.
  *
- * A format 3 snapshot (written before the members table existed, and still
- * found on disk by a node upgraded in place: raft loads its latest
- * snapshot at every start) lacks only the last database; it restores as
- * one whose members table is empty.
+ * Snapshots of older formats are still found on disk by a node upgraded
+ * in place (raft loads its latest snapshot at every start) and may be sent
+ * by a node not yet upgraded. Format 4's session records lack the owner:
+ * each is restored as the anonymous principal's (records.c, sess_upgrade),
+ * the same bytes as a store that applied the same entries in format 5
+ * holds. A format 3 snapshot lacks the members table as well (the last
+ * database); it restores as one whose members table is empty.
  */
 #include <string.h>
 
@@ -104,10 +107,21 @@ static int key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
     return alen < blen ? -1 : alen > blen;
 }
 
-/* Is (k, v) a well-formed entry of database db? Checks sizes and the parts
- * whose misreading would break the store's own invariants (names, kinds,
- * the lock-delay fields, through the records' own decoders). */
-static int entry_ok(int db, const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen)
+/* Is v a session record of a snapshot of this format? */
+static int session_ok(uint32_t format, const MDB_val *v)
+{
+    struct sess_rec r;
+
+    if (format == STORE_FORMAT) return sess_decode(v, &r) == 0;
+    return sess_decode_v4(v, &r) == 0;
+}
+
+/* Is (k, v) a well-formed entry of database db in a snapshot of this
+ * format? Checks sizes and the parts whose misreading would break the
+ * store's own invariants (names, kinds, the owner's length, the
+ * lock-delay fields, through the records' own decoders). */
+static int entry_ok(uint32_t format, int db, const uint8_t *k, size_t klen, const uint8_t *v,
+                    size_t vlen)
 {
     MDB_val key = {klen, (void *)k}, val = {vlen, (void *)v};
     struct lock_rec lr;
@@ -120,8 +134,7 @@ static int entry_ok(int db, const uint8_t *k, size_t klen, const uint8_t *v, siz
     case DB_META:
         return meta_state_index(k, klen) >= 0 && vlen == 8;
     case DB_SESSIONS:
-        return klen == 8 && vlen >= SESS_VAL_FIXED &&
-               vlen <= SESS_VAL_FIXED + BATON_MAX_CLIENT_NAME;
+        return klen == 8 && session_ok(format, &val);
     case DB_LOCKS:
         return proto_lock_name_ok((const char *)k, klen) && lock_decode(&val, &lr) == 0;
     case DB_WAITERS:
@@ -143,10 +156,11 @@ static int entry_ok(int db, const uint8_t *k, size_t klen, const uint8_t *v, siz
 
 /*
  * Read one entry of the snapshot. With check set, also validate it against
- * database db and against the previous key (*prev, updated), which must be
- * smaller. Returns 0 or BATON_EMALFORMED.
+ * database db of a snapshot of this format and against the previous key
+ * (*prev, updated), which must be smaller. Returns 0 or BATON_EMALFORMED.
  */
-static int read_entry(struct rd *r, int db, int check, MDB_val *k, MDB_val *v, MDB_val *prev)
+static int read_entry(struct rd *r, uint32_t format, int db, int check, MDB_val *k, MDB_val *v,
+                      MDB_val *prev)
 {
     const uint8_t *kp, *vp;
     uint32_t klen, vlen;
@@ -159,28 +173,34 @@ static int read_entry(struct rd *r, int db, int check, MDB_val *k, MDB_val *v, M
     v->mv_size = vlen;
     v->mv_data = (void *)vp;
     if (!check) return 0;
-    if (!entry_ok(db, kp, klen, vp, vlen)) return BATON_EMALFORMED;
+    if (!entry_ok(format, db, kp, klen, vp, vlen)) return BATON_EMALFORMED;
     if (prev->mv_data != NULL && key_cmp(prev->mv_data, prev->mv_size, kp, klen) >= 0)
         return BATON_EMALFORMED;
     *prev = *k;
     return 0;
 }
 
-/* Read the header; 0 or BATON_EMALFORMED. Any digest value is valid.
- * *n_dbs is the number of databases that follow: all of them, or all but
- * the members table in a format 3 snapshot. */
-static int read_header(struct rd *r, uint64_t *applied, uint64_t *digest, int *n_dbs)
-{
-    uint32_t magic, format;
+/* What a snapshot's header says. */
+struct snap_hdr {
+    uint32_t format;    /* STORE_FORMAT, STORE_FORMAT_NO_OWNERS or _NO_MEMBERS */
+    uint64_t applied;
+    uint64_t digest;    /* any value is valid */
+    int n_dbs;          /* databases that follow: all, or all but the members table */
+};
 
-    if (rd_u32(r, &magic) != 0 || rd_u32(r, &format) != 0 || rd_u64(r, applied) != 0 ||
-        rd_u64(r, digest) != 0)
+/* Read the header; 0 or BATON_EMALFORMED (bad magic, unknown format). */
+static int read_header(struct rd *r, struct snap_hdr *h)
+{
+    uint32_t magic;
+
+    if (rd_u32(r, &magic) != 0 || rd_u32(r, &h->format) != 0 || rd_u64(r, &h->applied) != 0 ||
+        rd_u64(r, &h->digest) != 0)
         return BATON_EMALFORMED;
     if (magic != STORE_SNAP_MAGIC) return BATON_EMALFORMED;
-    if (format == STORE_FORMAT)
-        *n_dbs = DB_COUNT_;
-    else if (format == STORE_FORMAT_NO_MEMBERS)
-        *n_dbs = DB_MEMBERS;
+    if (h->format == STORE_FORMAT || h->format == STORE_FORMAT_NO_OWNERS)
+        h->n_dbs = DB_COUNT_;
+    else if (h->format == STORE_FORMAT_NO_MEMBERS)
+        h->n_dbs = DB_MEMBERS;
     else
         return BATON_EMALFORMED;
     return 0;
@@ -190,21 +210,21 @@ static int read_header(struct rd *r, uint64_t *applied, uint64_t *digest, int *n
  * present, no trailing bytes. */
 static int snapshot_valid(const void *data, size_t len, uint64_t *applied)
 {
+    struct snap_hdr h;
     struct rd r;
     MDB_val k, v, prev;
-    uint64_t digest;
     uint32_t count;
     unsigned meta_seen = 0;
-    int n_dbs;
 
     rd_init(&r, data, len);
-    if (read_header(&r, applied, &digest, &n_dbs) != 0) return 0;
-    for (int db = 0; db < n_dbs; db++) {
+    if (read_header(&r, &h) != 0) return 0;
+    *applied = h.applied;
+    for (int db = 0; db < h.n_dbs; db++) {
         if (rd_u32(&r, &count) != 0 || count > rd_left(&r) / 8) return 0;
         prev.mv_data = NULL;
         prev.mv_size = 0;
         for (uint32_t i = 0; i < count; i++) {
-            if (read_entry(&r, db, 1, &k, &v, &prev) != 0) return 0;
+            if (read_entry(&r, h.format, db, 1, &k, &v, &prev) != 0) return 0;
             if (db == DB_META) meta_seen |= 1u << meta_state_index(k.mv_data, k.mv_size);
         }
     }
@@ -217,32 +237,51 @@ struct restore_arg {
     uint64_t digest;            /* out: the snapshot's digest */
 };
 
+/* Put one validated entry of database db into the store, converting a
+ * session record of an older format (the snapshot is in key order, so
+ * every database but meta is appended). */
+static int restore_entry(store *s, MDB_txn *txn, uint32_t format, int db, MDB_val *k,
+                         MDB_val *v)
+{
+    uint8_t val[SESS_VAL_MAX];
+    MDB_val nv = {0, val};
+    int rc;
+
+    if (db == DB_SESSIONS && format != STORE_FORMAT) {
+        rc = sess_upgrade(v, val, &nv.mv_size);
+        if (rc != 0) return rc;
+        v = &nv;
+    }
+    return mdb_put(txn, s->dbi[db], k, v, db == DB_META ? 0 : MDB_APPEND);
+}
+
 /* The write transaction of a restore (restartable: store__write may run it
  * again after growing the map). The snapshot was validated already. */
 static int restore_txn(store *s, MDB_txn *txn, void *arg)
 {
     struct restore_arg *a = arg;
+    struct snap_hdr h;
     struct rd r;
     MDB_val k, v;
-    uint64_t applied;
     uint32_t count;
-    int rc, n_dbs = DB_COUNT_;
+    int rc;
 
     for (int db = 0; db < DB_COUNT_; db++) {
         rc = mdb_drop(txn, s->dbi[db], 0);
         if (rc != 0) return rc;
     }
     rd_init(&r, a->data, a->len);
-    read_header(&r, &applied, &a->digest, &n_dbs);
-    for (int db = 0; db < n_dbs; db++) {
+    read_header(&r, &h);
+    a->digest = h.digest;
+    for (int db = 0; db < h.n_dbs; db++) {
         rd_u32(&r, &count);
         for (uint32_t i = 0; i < count; i++) {
-            read_entry(&r, db, 0, &k, &v, NULL);
-            rc = mdb_put(txn, s->dbi[db], &k, &v, db == DB_META ? 0 : MDB_APPEND);
+            read_entry(&r, h.format, db, 0, &k, &v, NULL);
+            rc = restore_entry(s, txn, h.format, db, &k, &v);
             if (rc != 0) return rc;
         }
     }
-    rc = meta_put_u64(s, txn, META_APPLIED, applied);
+    rc = meta_put_u64(s, txn, META_APPLIED, h.applied);
     if (rc == 0) rc = meta_put_u64(s, txn, META_DIGEST, a->digest);
     if (rc == 0) rc = meta_put_u64(s, txn, META_FORMAT, STORE_FORMAT);
     if (rc == 0)

@@ -211,6 +211,68 @@ static int open_check(store *s, int *wipe, int *fresh)
     return rc;
 }
 
+/* Rewrite one session record: old -> p[0..SESS_VAL_MAX), *len bytes. 0
+ * or an LMDB code. */
+typedef int sess_rewrite_fn(const MDB_val *old, uint8_t *p, size_t *len);
+
+/*
+ * Rewrite every session record with fn, in the caller's transaction. Each
+ * step seeks the first key above the last one rewritten instead of
+ * stepping the cursor, so that it does not depend on where LMDB leaves a
+ * cursor after a put that changes a value's size (keys are big-endian
+ * ids: the next key is at least id + 1).
+ */
+static int sessions_rewrite(store *s, MDB_txn *txn, sess_rewrite_fn *fn)
+{
+    uint8_t key[8], val[SESS_VAL_MAX];
+    MDB_cursor *cur;
+    MDB_val k, v;
+    uint64_t id = 0;
+    size_t len;
+    int rc = mdb_cursor_open(txn, s->dbi[DB_SESSIONS], &cur);
+
+    if (rc != 0) return rc;
+    for (;;) {
+        key_u64(key, id);
+        k.mv_size = sizeof key;
+        k.mv_data = key;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+        if (rc != 0) break;
+        if (k.mv_size != sizeof key) {
+            rc = MDB_CORRUPTED;
+            break;
+        }
+        id = be_get_u64(k.mv_data);
+        key_u64(key, id); /* k points into the map, which the put may change */
+        rc = fn(&v, val, &len);
+        if (rc == 0) rc = db_put(txn, s->dbi[DB_SESSIONS], key, sizeof key, val, len);
+        if (rc != 0 || id == UINT64_MAX) break;
+        id++;
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/*
+ * Bring a store an older batond left in format `format` to STORE_FORMAT,
+ * inside the open's write transaction (all or nothing). Format 3 lacks the
+ * members table, which env_open has just created, empty; formats 3 and 4
+ * lack the session owner, and every session they hold was opened by the
+ * anonymous principal: no binary of theirs knew another. Any other format
+ * is MDB_VERSION_MISMATCH.
+ */
+static int upgrade(store *s, MDB_txn *txn, uint64_t format)
+{
+    int rc;
+
+    if (format == STORE_FORMAT) return 0;
+    if (format != STORE_FORMAT_NO_MEMBERS && format != STORE_FORMAT_NO_OWNERS)
+        return MDB_VERSION_MISMATCH;
+    rc = sessions_rewrite(s, txn, sess_upgrade); /* the owner byte of format 5 */
+    if (rc != 0) return rc;
+    return meta_put_u64(s, txn, META_FORMAT, STORE_FORMAT);
+}
+
 /* Runs in store__write at open: initialise a fresh store, record this
  * boot, and remove the clean flag for as long as the store is open. */
 static int open_mark(store *s, MDB_txn *txn, void *arg)
@@ -229,15 +291,8 @@ static int open_mark(store *s, MDB_txn *txn, void *arg)
         if (rc != 0) return rc;
     }
     rc = meta_get_u64(s, txn, META_FORMAT, &format, &found);
+    if (rc == 0) rc = upgrade(s, txn, format);
     if (rc != 0) return rc;
-    if (format == STORE_FORMAT_NO_MEMBERS) {
-        /* Format 3 differs only by the members table, which env_open has
-         * just created, empty: the upgrade is the new format number. */
-        rc = meta_put_u64(s, txn, META_FORMAT, STORE_FORMAT);
-        if (rc != 0) return rc;
-        format = STORE_FORMAT;
-    }
-    if (format != STORE_FORMAT) return MDB_VERSION_MISMATCH;
     rc = meta_get_u64(s, txn, META_APPLIED, &s->applied, NULL);
     if (rc == 0) rc = meta_get_u64(s, txn, META_DIGEST, &s->digest, &found);
     if (rc != 0) return rc;
@@ -424,4 +479,29 @@ static int put_format(store *s, MDB_txn *txn, void *arg)
 int store__set_format(store *s, uint64_t format)
 {
     return store__write(s, put_format, &format);
+}
+
+/* A format 5 session record in the layout of formats 3 and 4. */
+static int sess_downgrade(const MDB_val *cur, uint8_t *p, size_t *len)
+{
+    struct sess_rec r;
+    int rc = sess_decode(cur, &r);
+
+    if (rc == 0) *len = sess_encode_v4(p, &r);
+    return rc;
+}
+
+/* Runs in store__write for store__downgrade. */
+static int downgrade_txn(store *s, MDB_txn *txn, void *arg)
+{
+    int rc = sessions_rewrite(s, txn, sess_downgrade);
+
+    if (rc != 0) return rc;
+    return meta_put_u64(s, txn, META_FORMAT, *(uint64_t *)arg);
+}
+
+int store__downgrade(store *s, uint64_t format)
+{
+    if (format != STORE_FORMAT_NO_MEMBERS && format != STORE_FORMAT_NO_OWNERS) return BATON_EINVAL;
+    return store__write(s, downgrade_txn, &format);
 }

@@ -15,7 +15,8 @@
  *   meta      "applied", "digest", "next_session", "next_fence", "next_enq",
  *             "format", "boot_id", "clean"
  *   sessions  be64 session                      -> ttl_ms, created index, n_owned,
- *                                                  ack floor (highest ack_below seen), client name
+ *                                                  ack floor (highest ack_below seen), owner
+ *                                                  (the principal that opened it), client name
  *   locks     name                              -> holder session, holder waiter, fence,
  *                                                  granted index, n_waiters, lock_delay_ms,
  *                                                  delayed
@@ -23,6 +24,13 @@
  *   owned     be64 session, be64 waiter         -> kind (hold|wait), enq, name
  *   dedup     be64 session, be64 seq            -> cached struct cmd_result
  *   members   be32 member id                    -> client address (cmd.h, SET_MEMBER_ADDR)
+ *
+ * A session's owner is the principal its OPEN_SESSION carried (cmd.h,
+ * CMD_OPEN_OWNED): "" for the anonymous principal of a cluster without
+ * authentication, and for every session of a store or snapshot written
+ * before owners existed. It is replicated state, so that whichever node
+ * leads can refuse a request that names another principal's session; the
+ * store itself never compares owners.
  *
  * Lock state is keyed by (session, waiter): one session may hold or wait for
  * many locks, and several of its waiters may queue for the same lock (several
@@ -80,7 +88,10 @@ typedef struct store store;
  * If the previous run of this data directory did not shut down cleanly and
  * the machine rebooted since (boot id changed), the LMDB files cannot be
  * trusted after MDB_NOSYNC and are deleted and recreated empty: raft's
- * snapshot and log replay rebuild them. Returns 0, BATON_EIO, BATON_ENOMEM
+ * snapshot and log replay rebuild them. A store an older batond left in
+ * format 3 or 4 is upgraded to format 5 in one write transaction (its
+ * sessions get the anonymous owner; store_int.h, STORE_FORMAT); any other
+ * format fails with BATON_EIO. Returns 0, BATON_EIO, BATON_ENOMEM
  * or BATON_ENOSPC (the data file's map could not be allocated on disk); on
  * error *out is NULL and errmsg (if not NULL, BATON_ERRMSG_SIZE bytes,
  * proto/errmsg.h) says why.
@@ -120,11 +131,11 @@ int store_apply(store *s, uint64_t index, const void *data, size_t len, struct e
 
 /*
  * Serialise the whole state (applied index and digest included) into out
- * (appended). Format 4: u32 magic "BTN1", u32 format, u64 applied_index,
+ * (appended). Format 5: u32 magic "BTN1", u32 format, u64 applied_index,
  * u64 digest, then for each database in a fixed order (meta, sessions,
  * locks, waiters, owned, dedup, members): u32 count and count x {u32 klen,
- * key, u32 vlen, val} in key order. Two stores with equal state produce
- * equal bytes.
+ * key, u32 vlen, val} in key order, values as stored (storage/store_int.h
+ * gives the records). Two stores with equal state produce equal bytes.
  * Returns 0, BATON_EIO or BATON_ENOMEM.
  */
 int store_snapshot(store *s, struct buf *out);
@@ -132,9 +143,12 @@ int store_snapshot(store *s, struct buf *out);
 /*
  * Replace the state with a snapshot if the snapshot's applied index is
  * greater than the store's (the digest becomes the snapshot's); otherwise
- * do nothing and return 0. A format 3 snapshot (the same without the
- * members database) is restored with an empty members table; a snapshot
- * of any other format is malformed.
+ * do nothing and return 0. A format 4 snapshot (session records without
+ * the owner) is restored with every session owned by the anonymous
+ * principal "", and a format 3 one (the same without the members database)
+ * also with an empty members table: the result is the format 5 state a
+ * store that applied the same entries holds. A snapshot of any other
+ * format is malformed.
  * Returns 0, BATON_EMALFORMED (nothing changed) or BATON_EIO.
  */
 int store_restore(store *s, const void *data, size_t len);
@@ -186,33 +200,51 @@ typedef int store_delayed_cb(void *data, const char *name, size_t name_len,
 int store_foreach_delayed_lock(store *s, store_delayed_cb *cb, void *data);
 
 /*
- * Every session: cb(data, session, ttl_ms). Used by a new leader to give
- * every session a fresh lease. Returns 0, BATON_EIO or cb's non-zero return.
+ * Every session, in id order: cb(data, session, ttl_ms, owner, owner_len),
+ * owner being the principal that opened it (0..BATON_MAX_PRINCIPAL bytes,
+ * "" for the anonymous one; not NUL-terminated, borrowed for the call
+ * only). Used by a new leader to give every session a fresh lease and
+ * learn whose it is. Returns 0, BATON_EIO (including a corrupted record)
+ * or cb's non-zero return.
  */
-typedef int store_session_cb(void *data, uint64_t session, uint32_t ttl_ms);
+typedef int store_session_cb(void *data, uint64_t session, uint32_t ttl_ms, const char *owner,
+                             size_t owner_len);
 int store_foreach_session(store *s, store_session_cb *cb, void *data);
 
 /*
  * Sessions whose id is above `after`, in id order, at most `limit` (0
  * lists none): calls cb(data, session, ttl_ms, created_index, client_name,
- * client_name_len, n_holds, n_waits) for each, and sets *more to 1 if a
- * session with a higher id exists beyond the last one listed. created_index
- * is the raft index of the session's OPEN_SESSION; n_holds and n_waits
- * count the locks it holds and the ACQUIREs it has queued, read from the
- * owned table (so the call costs one range scan per session listed, at
- * most STORE_MAX_OWNED_PER_SESSION records each). client_name is borrowed
- * for the call only. Runs in one short read transaction on the caller's
- * thread. Returns 0, BATON_EIO (including a corrupted record), or cb's
- * non-zero return.
+ * client_name_len, owner, owner_len, n_holds, n_waits) for each, and sets
+ * *more to 1 if a session with a higher id exists beyond the last one
+ * listed. created_index is the raft index of the session's OPEN_SESSION;
+ * owner the principal that opened it ("" for the anonymous one); n_holds
+ * and n_waits count the locks it holds and the ACQUIREs it has queued,
+ * read from the owned table (so the call costs one range scan per session
+ * listed, at most STORE_MAX_OWNED_PER_SESSION records each). client_name
+ * and owner are borrowed for the call only. Runs in one short read
+ * transaction on the caller's thread. Returns 0, BATON_EIO (including a
+ * corrupted record), or cb's non-zero return.
  */
 typedef int store_session_info_cb(void *data, uint64_t session, uint32_t ttl_ms,
                                   uint64_t created_index, const char *client_name,
-                                  size_t client_name_len, uint32_t n_holds, uint32_t n_waits);
+                                  size_t client_name_len, const char *owner, size_t owner_len,
+                                  uint32_t n_holds, uint32_t n_waits);
 int store_list_sessions(store *s, uint64_t after, uint32_t limit, store_session_info_cb *cb,
                         void *data, int *more);
 
 /* Does this session exist? 1, 0, or BATON_EIO. */
 int store_session_exists(store *s, uint64_t session);
+
+/*
+ * The owner of `session` (the principal that opened it, "" for the
+ * anonymous one), copied into out[0..cap) and NUL-terminated; *len (if
+ * not NULL) gets its length, which is authoritative: the store keeps an
+ * owner as bytes. Returns 0, BATON_ENOTFOUND when there is no such session
+ * (out is then ""), BATON_EINVAL when cap is below BATON_MAX_PRINCIPAL + 1,
+ * or BATON_EIO (also for a corrupted record). One short read transaction
+ * on the caller's thread.
+ */
+int store_session_owner(store *s, uint64_t session, char *out, size_t cap, size_t *len);
 
 /*
  * The client address the members table holds for member `id` (set by

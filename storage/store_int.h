@@ -36,11 +36,15 @@
  * the lock-delay fields to the lock and waiter records; format 3 added the
  * state digest (meta "digest", and a u64 after the applied index in the
  * snapshot header); format 4 added the members table (a seventh database,
- * dumped last in snapshots). A format 3 store is upgraded in place when it
- * is opened (its members table starts empty), and a format 3 snapshot is
- * restored as one with an empty members table; any other format is
- * refused. */
-#define STORE_FORMAT 4
+ * dumped last in snapshots); format 5 added the owner to the session
+ * record (struct sess_rec). A format 3 or 4 store is upgraded in place
+ * when it is opened (store.c: every session record is rewritten with the
+ * anonymous owner "", since no binary of those formats knew of
+ * authentication; a format 3 store's members table starts empty), and a
+ * format 3 or 4 snapshot is restored the same way (snapshot.c); any other
+ * format is refused. */
+#define STORE_FORMAT 5
+#define STORE_FORMAT_NO_OWNERS 4
 #define STORE_FORMAT_NO_MEMBERS 3
 /* The snapshot's leading u32: the bytes "BTN1" read as little-endian. */
 #define STORE_SNAP_MAGIC 0x314E5442u
@@ -110,7 +114,10 @@ extern const char *store__boot_id_path;
 
 enum owned_kind { OWNED_HOLD = 1, OWNED_WAIT = 2 };
 
-/* sessions: be64 session -> this. */
+/* sessions: be64 session -> this. Encoded (format 5) as u32 ttl_ms,
+ * u64 created, u32 n_owned, u64 ack_floor, u8 owner_len, the owner, then
+ * the client name (the rest of the value). Formats 3 and 4 had no owner
+ * byte and no owner (SESS_VAL_FIXED_V4 fixed bytes, then the name). */
 struct sess_rec {
     uint32_t ttl_ms;
     uint64_t created;       /* raft index of OPEN_SESSION */
@@ -118,8 +125,12 @@ struct sess_rec {
     uint64_t ack_floor;     /* highest ack_below seen: seqs below it are stale */
     uint16_t name_len;
     char name[BATON_MAX_CLIENT_NAME];
+    uint8_t owner_len;      /* <= BATON_MAX_PRINCIPAL; 0: the anonymous principal */
+    char owner[BATON_MAX_PRINCIPAL]; /* the principal that opened it (cmd.h) */
 };
-#define SESS_VAL_FIXED 24
+#define SESS_VAL_FIXED 25
+#define SESS_VAL_FIXED_V4 24
+#define SESS_VAL_MAX (SESS_VAL_FIXED + BATON_MAX_PRINCIPAL + BATON_MAX_CLIENT_NAME)
 
 /* locks: name -> this. A record exists only while the lock is held, has
  * waiters or is delayed; holder_session 0 means free. A delayed lock has no
@@ -172,12 +183,22 @@ size_t key_waiter(uint8_t k[WAITER_KEY_MAX], const char *name, size_t name_len, 
 int key_waiter_split(const MDB_val *k, const char **name, size_t *name_len, uint64_t *enq);
 
 /* Values: encode into a caller buffer big enough for the largest value
- * (VAL_MAX), decode with checks (MDB_CORRUPTED on a bad length, and for
- * lock and waiter records on a negative lock_delay_ms, a delayed flag other
- * than 0 or 1, or a delayed lock that has a holder). */
+ * (VAL_MAX), decode with checks (MDB_CORRUPTED on a bad length, for a
+ * session an owner longer than BATON_MAX_PRINCIPAL or than the value, and
+ * for lock and waiter records on a negative lock_delay_ms, a delayed flag
+ * other than 0 or 1, or a delayed lock that has a holder). */
 #define VAL_MAX (OWNED_VAL_FIXED + BATON_MAX_NAME)
 size_t sess_encode(uint8_t *p, const struct sess_rec *r);
 int sess_decode(const MDB_val *v, struct sess_rec *r);
+/* A session record of format 3 or 4, decoded with the owner "" (the only
+ * principal those formats knew). */
+int sess_decode_v4(const MDB_val *v, struct sess_rec *r);
+/* Rewrite a format 3 or 4 session record `old` as this format's, into
+ * p[0..SESS_VAL_MAX); *len is its length. 0 or MDB_CORRUPTED. */
+int sess_upgrade(const MDB_val *old, uint8_t *p, size_t *len);
+/* The record of formats 3 and 4 (the owner dropped): only for the test
+ * hook store__downgrade, which makes such stores. */
+size_t sess_encode_v4(uint8_t *p, const struct sess_rec *r);
 size_t lock_encode(uint8_t *p, const struct lock_rec *r);
 int lock_decode(const MDB_val *v, struct lock_rec *r);
 size_t waiter_encode(uint8_t *p, const struct waiter_rec *r);

@@ -19,14 +19,15 @@ main
 server
 listen
 guard dispatch
-admin admin_cmds members watch keepalive
+access admin admin_cmds members watch keepalive
 liveness deadlines disk
 batch
 push
 reply
 member_addrs peers
+conn_tls
 conn
-lease config
+lease auth config
 xmalloc
 log
 '

@@ -39,9 +39,12 @@ static uint64_t now(struct cl *c)
     return (uint64_t)raft_fixture_time(c->f);
 }
 
-static int grant_fresh(void *data, uint64_t session, uint32_t ttl_ms)
+static int grant_fresh(void *data, uint64_t session, uint32_t ttl_ms, const char *owner,
+                       size_t owner_len)
 {
     struct duty *d = data;
+    (void)owner;
+    (void)owner_len;
     lease_grant(&d->leases, session, ttl_ms, now(d->c));
     return 0;
 }

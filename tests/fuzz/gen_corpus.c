@@ -94,6 +94,9 @@ static void gen_cmds(void)
     /* Sessions 1..3 and locks "x" (held by 1, 2 waiting) and "y" (held by 3,
      * lock-delay 1000) exist when fuzz_cmd applies these (its preamble). */
     const struct cmd open = {.type = CMD_OPEN_SESSION, .ttl_ms = 5000, NAMED("seed")};
+    /* An OPEN_SESSION with an owner: encoded as CMD_OPEN_OWNED (cmd.h). */
+    const struct cmd open_owned = {.type = CMD_OPEN_SESSION, .ttl_ms = 5000, NAMED("seed"),
+                                   .owner = "alice", .owner_len = 5};
     const struct cmd acq_try = {.type = CMD_ACQUIRE, .session = 3, .seq = 2, .ack_below = 1,
                                 .wait_ms = BATON_WAIT_TRY, NAMED("x")};
     const struct cmd acq_wait = {.type = CMD_ACQUIRE, .session = 3, .seq = 3, .ack_below = 1,
@@ -108,8 +111,10 @@ static void gen_cmds(void)
     const struct cmd force = {.type = CMD_FORCE_RELEASE, NAMED("x")};
     const struct cmd delay_end = {.type = CMD_DELAY_END, NAMED("y")};
     const struct cmd mixed[] = {open, acq_wait, release, expire, delay_end, cancel, close};
+    const struct cmd mixed_owned[] = {open_owned, acq_try, open, close, open_owned};
 
     batch("open_session", &open, 1);
+    batch("open_owned", &open_owned, 1);
     batch("acquire_try", &acq_try, 1);
     batch("acquire_wait", &acq_wait, 1);
     batch("release", &release, 1);
@@ -120,6 +125,7 @@ static void gen_cmds(void)
     batch("force_release", &force, 1);
     batch("delay_end", &delay_end, 1);
     batch("mixed", mixed, sizeof mixed / sizeof mixed[0]);
+    batch("mixed_owned", mixed_owned, sizeof mixed_owned / sizeof mixed_owned[0]);
     batch("empty", NULL, 0);
 }
 

@@ -17,7 +17,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 build=${BATON_BUILD:-build/default}
 secs=${FUZZ_SECONDS:-20}
-targets=${FUZZ_TARGETS:-fuzz_frame fuzz_cmd}
+targets=${FUZZ_TARGETS:-fuzz_frame fuzz_cmd fuzz_auth}
 passed=0
 failed=0
 n=0

@@ -42,6 +42,15 @@ static inline struct cmd c_open(uint32_t ttl_ms, const char *client)
     return c;
 }
 
+/* An OPEN_SESSION by principal `owner` (NULL or "": the anonymous one). */
+static inline struct cmd c_open_by(uint32_t ttl_ms, const char *client, const char *owner)
+{
+    struct cmd c = c_open(ttl_ms, client);
+    c.owner = owner;
+    c.owner_len = (uint16_t)(owner ? strlen(owner) : 0);
+    return c;
+}
+
 static inline struct cmd c_acq(uint64_t s, uint64_t seq, int64_t wait_ms, const char *name)
 {
     struct cmd c = cmd_of(CMD_ACQUIRE, s, seq, name);

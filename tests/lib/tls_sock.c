@@ -191,3 +191,49 @@ void tls_sock_close(struct tls_sock *s)
     s->ctx = NULL;
     buf_free(&s->in);
 }
+
+int tls_sock_request(struct tls_sock *s, const struct msg *m, struct msg *reply, int timeout_ms)
+{
+    long long deadline = mono_ms() + timeout_ms;
+
+    if (tls_sock_send_msg(s, m) != 0) return -1;
+    for (;;) {
+        long long left = deadline - mono_ms();
+        if (left <= 0) {
+            snprintf(s->err, sizeof s->err, "no answer to %s within %d ms",
+                     msg_type_name(m->type), timeout_ms);
+            return -1;
+        }
+        if (tls_sock_recv_msg(s, reply, (int)left) != 0) return -1;
+        if (reply->req_id == m->req_id) return 0;
+        msg_free(reply);
+    }
+}
+
+int tls_sock_hello(struct tls_sock *s, const char *token, int *role)
+{
+    struct msg h = {.type = MSG_HELLO, .req_id = 1}, r;
+    int rv;
+
+    h.u.hello.version = BATON_PROTO_VERSION;
+    h.u.hello.client_name.p = "raw-test";
+    h.u.hello.client_name.n = 8;
+    if (token != NULL) {
+        h.u.hello.token.p = token;
+        h.u.hello.token.n = (uint16_t)strlen(token);
+    }
+    if (tls_sock_request(s, &h, &r, 5000) != 0) return -1;
+    rv = r.type == MSG_HELLO_OK ? 0 : r.type == MSG_ERROR ? r.u.error.code : -1;
+    if (rv == 0 && role != NULL) *role = r.u.hello_ok.role;
+    if (r.type == MSG_ERROR)
+        snprintf(s->err, sizeof s->err, "%.*s", (int)r.u.error.message.n, r.u.error.message.p);
+    msg_free(&r);
+    return rv;
+}
+
+int tls_sock_status(const struct msg *reply)
+{
+    if (reply->type == MSG_ERROR) return reply->u.error.code;
+    if (reply->type == MSG_RESULT) return reply->u.result.status;
+    return 0;
+}

@@ -55,4 +55,17 @@ int tls_sock_recv_msg(struct tls_sock *s, struct msg *m, int timeout_ms);
 size_t tls_sock_recv_raw(struct tls_sock *s, size_t n, int timeout_ms);
 void tls_sock_close(struct tls_sock *s);
 
+/*
+ * Send m and wait for the frame that answers it (the same req_id),
+ * skipping pushes and other replies. 0 with *reply filled (msg_free it),
+ * or -1 (s->err says why).
+ */
+int tls_sock_request(struct tls_sock *s, const struct msg *m, struct msg *reply, int timeout_ms);
+/* HELLO with token (NULL: none): 0 when answered HELLO_OK, the code of an
+ * ERROR answer, or -1 with no answer. role/principal of HELLO_OK go to
+ * *role (if not NULL). */
+int tls_sock_hello(struct tls_sock *s, const char *token, int *role);
+/* The status of a reply: an ERROR's code, a RESULT's status, else 0. */
+int tls_sock_status(const struct msg *reply);
+
 #endif

@@ -213,6 +213,49 @@ uint32_t count_in(struct fixture *f, int db)
     return n;
 }
 
+/* One session value of format 5 as formats 3 and 4 wrote it: the 24
+ * fixed bytes, then the client name; the owner byte between them goes. */
+static void put_session_v4(struct buf *out, const uint8_t *v, uint32_t vlen)
+{
+    ASSERT_GE(vlen, 25);
+    ASSERT_EQ(v[24], 0);
+    ASSERT_EQ(buf_put_u32(out, vlen - 1), 0);
+    ASSERT_EQ(buf_put(out, v, 24), 0);
+    ASSERT_EQ(buf_put(out, v + 25, vlen - 25), 0);
+}
+
+void snap_as_format(const struct buf *cur, uint32_t format, struct buf *out)
+{
+    size_t off = SNAP_HDR;
+
+    ASSERT(format == 3 || format == 4);
+    ASSERT_EQ(le_get_u32(cur->data + 4), 5);
+    buf_free(out);
+    ASSERT_EQ(buf_put(out, cur->data, SNAP_HDR), 0);
+    le_put_u32(out->data + 4, format);
+    for (int db = 0; db < N_DB; db++) {
+        uint32_t n = le_get_u32(cur->data + off);
+        off += 4;
+        if (db == DB_MEMBERS && format == 3) {
+            ASSERT_EQ(n, 0);
+            continue;
+        }
+        ASSERT_EQ(buf_put_u32(out, n), 0);
+        for (uint32_t j = 0; j < n; j++) {
+            uint32_t klen = le_get_u32(cur->data + off), vlen;
+            ASSERT_EQ(buf_put(out, cur->data + off, 4 + klen), 0);
+            off += 4 + klen;
+            vlen = le_get_u32(cur->data + off);
+            if (db == DB_SESSIONS)
+                put_session_v4(out, cur->data + off + 4, vlen);
+            else
+                ASSERT_EQ(buf_put(out, cur->data + off, 4 + vlen), 0);
+            off += 4 + vlen;
+        }
+    }
+    ASSERT_UEQ(off, cur->len);
+}
+
 struct msg_lock_info_r info(struct fixture *f, const char *name)
 {
     struct msg_lock_info_r i;

@@ -109,6 +109,14 @@ int same_state(const struct buf *a, const struct buf *b);
 /* Number of entries of database db (DB_*) in a snapshot; in the store. */
 uint32_t snap_count(const struct buf *b, int db);
 uint32_t count_in(struct fixture *f, int db);
+/*
+ * Write into out (replaced) the format 4 or 3 snapshot an older batond
+ * would have taken of the state in the format 5 snapshot cur, from the
+ * layouts of storage/store_int.h spelled out here: session records
+ * without the owner byte and owner (every owner in cur must be ""), and
+ * for format 3 no members table (cur's must be empty).
+ */
+void snap_as_format(const struct buf *cur, uint32_t format, struct buf *out);
 /* store_lock_info of name (free its waiters). */
 struct msg_lock_info_r info(struct fixture *f, const char *name);
 /* name is held by session (0: free) with this fence (0: any) and has

@@ -17,6 +17,9 @@ static uint64_t rng(void)
     return xorshift64(&rng_state);
 }
 
+/* Bytes of a command with an empty name and no owner (cmd.h). */
+#define CMD_FIXED (1 + 8 + 8 + 8 + 4 + 8 + 8 + 8 + 4 + 2)
+
 /* A command with only its type and name set. */
 static struct cmd make_cmd(uint8_t type, const char *name)
 {
@@ -55,6 +58,8 @@ static void assert_cmd_eq(const struct cmd *a, const struct cmd *b)
     ASSERT_EQ(a->lock_delay_ms, b->lock_delay_ms);
     ASSERT_EQ(a->name_len, b->name_len);
     if (a->name_len) ASSERT(memcmp(a->name, b->name, a->name_len) == 0);
+    ASSERT_EQ(a->owner_len, b->owner_len);
+    if (a->owner_len) ASSERT(memcmp(a->owner, b->owner, a->owner_len) == 0);
 }
 
 TEST(roundtrip_every_type)
@@ -152,6 +157,85 @@ TEST(layout_matches_header)
     buf_free(&got);
 }
 
+/* The fixed fields every command starts with (cmd.h), written by hand. */
+static void put_fixed(struct buf *b, uint8_t type, const struct cmd *c)
+{
+    ASSERT_EQ(buf_put_u8(b, type), 0);
+    ASSERT_EQ(buf_put_u64(b, c->session), 0);
+    ASSERT_EQ(buf_put_u64(b, c->seq), 0);
+    ASSERT_EQ(buf_put_u64(b, c->ack_below), 0);
+    ASSERT_EQ(buf_put_u32(b, c->ttl_ms), 0);
+    ASSERT_EQ(buf_put_i64(b, c->wait_ms), 0);
+    ASSERT_EQ(buf_put_u64(b, c->fence), 0);
+    ASSERT_EQ(buf_put_u64(b, c->waiter), 0);
+    ASSERT_EQ(buf_put_i32(b, c->lock_delay_ms), 0);
+}
+
+/* An OPEN_SESSION without an owner is the same bytes as before owners
+ * existed (raft logs of older binaries replay as they were written); one
+ * with an owner is a CMD_OPEN_OWNED (type byte 11) whose name is followed
+ * by the owner, and decodes back as an OPEN_SESSION. */
+TEST(open_session_layouts)
+{
+    struct cmd anon = c_open(0x01020304u, "cli"), owned = c_open_by(7000, "cli", "alice"), out;
+    struct buf want = {0}, got = {0};
+
+    ASSERT_EQ(CMD_OPEN_OWNED, 11);
+    ASSERT_EQ(buf_put_u8(&want, CMD_FORMAT), 0);
+    ASSERT_EQ(buf_put_u32(&want, 2), 0);
+    put_fixed(&want, CMD_OPEN_SESSION, &anon);
+    ASSERT_EQ(buf_put_str(&want, "cli", 3), 0);
+    ASSERT_UEQ(want.len, 5 + CMD_FIXED + 3); /* the pre-owner size of this command */
+    put_fixed(&want, CMD_OPEN_OWNED, &owned);
+    ASSERT_EQ(buf_put_str(&want, "cli", 3), 0);
+    ASSERT_EQ(buf_put_str(&want, "alice", 5), 0);
+    cmds_encode(&got, (struct cmd[]){anon, owned}, 2);
+    ASSERT_UEQ(got.len, want.len);
+    ASSERT(memcmp(got.data, want.data, want.len) == 0);
+    /* An explicit empty owner is no owner at all. */
+    anon.owner = "";
+    buf_reset(&got);
+    cmds_encode(&got, (struct cmd[]){anon, owned}, 2);
+    ASSERT(got.len == want.len && memcmp(got.data, want.data, want.len) == 0);
+    anon.owner = NULL;
+    {
+        struct cmd both[2];
+        ASSERT_EQ(decode_all(want.data, want.len, both, 2), 2);
+        assert_cmd_eq(&anon, &both[0]);
+        ASSERT(both[0].owner == NULL);
+        out = both[1];
+    }
+    ASSERT_EQ(out.type, CMD_OPEN_SESSION);
+    assert_cmd_eq(&owned, &out);
+    ASSERT(out.owner >= (const char *)want.data && out.owner < (const char *)want.data + want.len);
+    buf_free(&want);
+    buf_free(&got);
+}
+
+/* Owners of every length up to BATON_MAX_PRINCIPAL, with any bytes. */
+TEST(owner_roundtrip_lengths)
+{
+    char owner[BATON_MAX_PRINCIPAL];
+    struct cmd in, out;
+    struct buf b = {0};
+
+    for (size_t i = 0; i < sizeof owner; i++) owner[i] = (char)(i * 37 + 1);
+    owner[5] = 0; /* the store treats an owner as bytes */
+    for (uint16_t n = 0; n <= BATON_MAX_PRINCIPAL; n++) {
+        in = c_open(1000, "c");
+        in.owner = owner;
+        in.owner_len = n;
+        buf_reset(&b);
+        cmds_encode(&b, &in, 1);
+        ASSERT_UEQ(b.len, 5 + CMD_FIXED + 1 + (n ? 2u + n : 0u));
+        ASSERT_EQ(b.data[5], n ? CMD_OPEN_OWNED : CMD_OPEN_SESSION);
+        ASSERT_EQ(decode_all(b.data, b.len, &out, 1), 1);
+        if (n == 0) in.owner = NULL;
+        assert_cmd_eq(&in, &out);
+    }
+    buf_free(&b);
+}
+
 TEST(empty_batch)
 {
     struct buf b = {0};
@@ -213,6 +297,27 @@ TEST(encoder_refuses_bad_commands)
     big[BATON_MAX_ADDR + 1] = 0;
     c = make_cmd(CMD_SET_MEMBER_ADDR, big); /* 65 bytes */
     ASSERT_EQ(cmd_batch_add(&b, &c), BATON_ETOOBIG);
+    /* Owners: only OPEN_SESSION has one, of at most BATON_MAX_PRINCIPAL
+     * bytes, and CMD_OPEN_OWNED is the codec's own type byte. */
+    big[BATON_MAX_PRINCIPAL + 1] = 0;
+    c = c_open_by(1000, "c", big); /* 65 bytes */
+    ASSERT_EQ(cmd_batch_add(&b, &c), BATON_ETOOBIG);
+    c = c_open_by(1000, "c", "alice");
+    c.owner = NULL;
+    ASSERT_EQ(cmd_batch_add(&b, &c), BATON_EINVAL);
+    c = make_cmd(CMD_ACQUIRE, "x");
+    c.owner = "alice";
+    c.owner_len = 5;
+    ASSERT_EQ(cmd_batch_add(&b, &c), BATON_EINVAL);
+    c = make_cmd(CMD_CLOSE_SESSION, NULL);
+    c.owner = "alice";
+    c.owner_len = 5;
+    ASSERT_EQ(cmd_batch_add(&b, &c), BATON_EINVAL);
+    c = c_open_by(1000, "c", "alice");
+    c.type = CMD_OPEN_OWNED;
+    ASSERT_EQ(cmd_batch_add(&b, &c), BATON_EINVAL);
+    c.owner_len = 0;
+    ASSERT_EQ(cmd_batch_add(&b, &c), BATON_EINVAL);
     /* Refused commands leave the batch untouched. */
     ASSERT_EQ(b.len, len);
     cmd_batch_end(&b, start, 0);
@@ -268,7 +373,7 @@ TEST(decoder_rejects_truncation_at_every_length)
     struct buf b = {0};
 
     in[0] = make_cmd(CMD_ACQUIRE, "alpha");
-    in[1] = make_cmd(CMD_OPEN_SESSION, "client");
+    in[1] = c_open_by(1000, "client", "owner");
     in[2] = make_cmd(CMD_RELEASE, "beta");
     cmds_encode(&b, in, 3);
     for (size_t len = 0; len < b.len; len++) {
@@ -288,6 +393,12 @@ TEST(decoder_rejects_trailing_bytes)
     struct cmd in = make_cmd(CMD_FORCE_RELEASE, "x");
     struct buf b = {0};
 
+    cmds_encode(&b, &in, 1);
+    ASSERT_EQ(buf_put_u8(&b, 0), 0);
+    ASSERT_EQ(decode_all(b.data, b.len, NULL, 0), BATON_EMALFORMED);
+    /* And after an owner. */
+    buf_reset(&b);
+    in = c_open_by(1000, "c", "alice");
     cmds_encode(&b, &in, 1);
     ASSERT_EQ(buf_put_u8(&b, 0), 0);
     ASSERT_EQ(decode_all(b.data, b.len, NULL, 0), BATON_EMALFORMED);
@@ -337,6 +448,42 @@ TEST(decoder_rejects_bad_type_and_name_for_type)
     ASSERT_EQ(decode_with_type(CMD_ACQUIRE, ""), 1);
 }
 
+/* One CMD_OPEN_OWNED whose owner is declared `declared` bytes long and
+ * followed by `present` bytes: the decoder's verdict. */
+static int decode_owner(uint16_t declared, size_t present)
+{
+    struct cmd in = c_open(1000, "c");
+    uint8_t bytes[BATON_MAX_PRINCIPAL + 8];
+    struct buf b = {0};
+    int rv;
+
+    ASSERT(present <= sizeof bytes);
+    memset(bytes, 'p', sizeof bytes);
+    cmds_encode(&b, &in, 1);
+    b.data[5] = CMD_OPEN_OWNED;
+    ASSERT_EQ(buf_put_u16(&b, declared), 0);
+    ASSERT_EQ(buf_put(&b, bytes, present), 0);
+    rv = decode_all(b.data, b.len, NULL, 0);
+    buf_free(&b);
+    return rv;
+}
+
+TEST(decoder_bounds_the_owner)
+{
+    ASSERT_EQ(decode_owner(1, 1), 1);
+    ASSERT_EQ(decode_owner(BATON_MAX_PRINCIPAL, BATON_MAX_PRINCIPAL), 1);
+    /* Empty: that session is written as a plain OPEN_SESSION. */
+    ASSERT_EQ(decode_owner(0, 0), BATON_EMALFORMED);
+    /* Longer than a principal, even with the bytes there. */
+    ASSERT_EQ(decode_owner(BATON_MAX_PRINCIPAL + 1, BATON_MAX_PRINCIPAL + 1), BATON_EMALFORMED);
+    ASSERT_EQ(decode_owner(UINT16_MAX, BATON_MAX_PRINCIPAL + 8), BATON_EMALFORMED);
+    /* Declared longer than what follows, or shorter (trailing bytes). */
+    ASSERT_EQ(decode_owner(5, 4), BATON_EMALFORMED);
+    ASSERT_EQ(decode_owner(4, 5), BATON_EMALFORMED);
+    /* No owner at all after the name. */
+    ASSERT_EQ(decode_with_type(CMD_OPEN_OWNED, "x"), BATON_EMALFORMED);
+}
+
 TEST(decoder_reader_stays_failed)
 {
     struct cmd in[2];
@@ -362,7 +509,7 @@ TEST(decoder_survives_random_garbage)
 
     in[0] = make_cmd(CMD_ACQUIRE, "lock-a");
     in[1] = make_cmd(CMD_CANCEL, "lock-b");
-    in[2] = make_cmd(CMD_OPEN_SESSION, "c");
+    in[2] = c_open_by(1000, "c", "owner");
     in[3] = make_cmd(CMD_CLOSE_SESSION, NULL);
     cmds_encode(&b, in, 4);
     for (int i = 0; i < 20000; i++) {
@@ -429,6 +576,7 @@ TEST(type_names)
     ASSERT_STREQ(cmd_type_name(CMD_FORCE_RELEASE), "FORCE_RELEASE");
     ASSERT_STREQ(cmd_type_name(CMD_DELAY_END), "DELAY_END");
     ASSERT_STREQ(cmd_type_name(CMD_SET_MEMBER_ADDR), "SET_MEMBER_ADDR");
+    ASSERT_STREQ(cmd_type_name(CMD_OPEN_OWNED), "OPEN_OWNED");
     ASSERT_STREQ(cmd_type_name(0), "?");
     ASSERT_STREQ(cmd_type_name(CMD_TYPE_MAX_), "?");
 }
@@ -438,6 +586,8 @@ int main(int argc, char **argv)
     runner_init(argc, argv);
     RUN(roundtrip_every_type);
     RUN(layout_matches_header);
+    RUN(open_session_layouts);
+    RUN(owner_roundtrip_lengths);
     RUN(empty_batch);
     RUN(batch_inside_a_buffer);
     RUN(encoder_refuses_bad_commands);
@@ -446,6 +596,7 @@ int main(int argc, char **argv)
     RUN(decoder_rejects_truncation_at_every_length);
     RUN(decoder_rejects_trailing_bytes);
     RUN(decoder_rejects_bad_type_and_name_for_type);
+    RUN(decoder_bounds_the_owner);
     RUN(decoder_reader_stays_failed);
     RUN(decoder_survives_random_garbage);
     RUN(effects_arrays);

@@ -240,44 +240,43 @@ TEST(restore_rejects_bad_member_entries)
 
 /* A format 3 snapshot (written before the members table existed; raft
  * loads its latest snapshot at every start, so an upgraded node meets one)
- * restores with an empty members table, and the result is a format 4
- * store identical to the one the snapshot came from. */
+ * restores with an empty members table and owner-less sessions, and the
+ * result is a format 5 store identical to the one the snapshot came from. */
 TEST(restore_accepts_format3_snapshot)
 {
     struct fixture f, g;
-    struct buf s4 = {0}, s3 = {0}, out = {0};
+    struct buf s5 = {0}, s3 = {0}, s4 = {0}, out = {0};
 
     setup(&f);
     setup(&g);
     populate(&f);
     ASSERT_EQ(run(&f, c_member(4, NULL)).status, 0); /* no member entries */
-    snap(&f, &s4);
-    ASSERT_EQ(snap_count(&s4, DB_MEMBERS), 0);
-    ASSERT_EQ(le_get_u32(s4.data + s4.len - 4), 0);
-    /* Format 3: the same bytes without the members count. */
-    ASSERT_EQ(buf_put(&s3, s4.data, s4.len - 4), 0);
-    le_put_u32(s3.data + 4, 3);
+    snap(&f, &s5);
+    ASSERT_EQ(snap_count(&s5, DB_MEMBERS), 0);
+    ASSERT_EQ(le_get_u32(s5.data + s5.len - 4), 0);
+    snap_as_format(&s5, 3, &s3);
     ASSERT_EQ(store_restore(g.s, s3.data, s3.len), 0);
     ASSERT_UEQ(store_applied_index(g.s), f.index);
     ASSERT_UEQ(store_digest(g.s), store_digest(f.s));
     snap(&g, &out);
-    ASSERT_EQ(out.len, s4.len);
-    ASSERT(memcmp(out.data, s4.data, s4.len) == 0);
+    ASSERT_EQ(out.len, s5.len);
+    ASSERT(memcmp(out.data, s5.data, s5.len) == 0);
     /* A format 3 snapshot that carries a members table has trailing bytes. */
-    buf_reset(&s3);
-    ASSERT_EQ(buf_put(&s3, s4.data, s4.len), 0);
-    le_put_u32(s3.data + 4, 3);
-    le_put_u64(s3.data + 8, f.index + 1);
-    ASSERT_EQ(store_restore(g.s, s3.data, s3.len), BATON_EMALFORMED);
+    snap_as_format(&s5, 4, &s4);
+    le_put_u32(s4.data + 4, 3);
+    le_put_u64(s4.data + 8, f.index + 1);
+    ASSERT_EQ(store_restore(g.s, s4.data, s4.len), BATON_EMALFORMED);
     buf_free(&s4);
+    buf_free(&s5);
     buf_free(&s3);
     buf_free(&out);
     teardown(&f);
     teardown(&g);
 }
 
-/* A store left in format 3 by an older batond opens as format 4, with its
- * state intact and an empty members table; format 2 is still refused. */
+/* A store left in format 3 by an older batond opens as format 5, with its
+ * state intact, its sessions the anonymous principal's and an empty
+ * members table; format 2 is still refused. */
 TEST(format3_store_upgraded_on_open)
 {
     struct fixture f;
@@ -289,14 +288,14 @@ TEST(format3_store_upgraded_on_open)
     populate(&f);
     ASSERT_EQ(run(&f, c_member(4, NULL)).status, 0);
     snap(&f, &s1);
-    ASSERT_EQ(store__set_format(f.s, 3), 0);
+    ASSERT_EQ(store__downgrade(f.s, 3), 0);
     store_close(f.s);
     ASSERT_EQ(store_open(f.dir, &f.s, err), 0);
     snap(&f, &s2);
-    ASSERT_EQ(le_get_u32(s2.data + 4), 4);
+    ASSERT_EQ(le_get_u32(s2.data + 4), 5);
     ASSERT_EQ(s1.len, s2.len);
     ASSERT(memcmp(s1.data, s2.data, s1.len) == 0);
-    /* It is a format 4 store now: members can be set. */
+    /* It is a format 5 store now: members can be set. */
     ASSERT_EQ(run(&f, c_member(4, "127.0.0.1:7004")).status, 0);
     ASSERT_STREQ(member_addr(&f, 4, 1), "127.0.0.1:7004");
     ASSERT_EQ(store__set_format(f.s, 2), 0);

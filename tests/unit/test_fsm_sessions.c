@@ -41,18 +41,23 @@ TEST(open_session_ids_and_reads)
     teardown(&f);
 }
 
-static int count_sessions(void *data, uint64_t session, uint32_t ttl_ms)
+static int count_sessions(void *data, uint64_t session, uint32_t ttl_ms, const char *owner,
+                          size_t owner_len)
 {
     uint64_t *sum = data;
-    *sum += session * 1000000 + ttl_ms;
+    (void)owner;
+    *sum += session * 1000000 + ttl_ms + owner_len * 100000000;
     return 0;
 }
 
-static int stop_at_first(void *data, uint64_t session, uint32_t ttl_ms)
+static int stop_at_first(void *data, uint64_t session, uint32_t ttl_ms, const char *owner,
+                         size_t owner_len)
 {
     (void)data;
     (void)session;
     (void)ttl_ms;
+    (void)owner;
+    (void)owner_len;
     return 42;
 }
 
@@ -64,8 +69,9 @@ TEST(foreach_session)
     setup(&f);
     ASSERT_UEQ(run(&f, c_open(5000, "a")).value, 1);
     ASSERT_UEQ(run(&f, c_open(7000, "b")).value, 2);
+    ASSERT_UEQ(run(&f, c_open_by(9000, "c", "carol")).value, 3);
     ASSERT_EQ(store_foreach_session(f.s, count_sessions, &sum), 0);
-    ASSERT_UEQ(sum, 1 * 1000000 + 5000 + 2 * 1000000 + 7000);
+    ASSERT_UEQ(sum, 1 * 1000000 + 5000 + 2 * 1000000 + 7000 + 3 * 1000000 + 9000 + 5 * 100000000);
     ASSERT_EQ(store_foreach_session(f.s, stop_at_first, NULL), 42);
     teardown(&f);
 }
@@ -79,13 +85,17 @@ struct sess_list {
 };
 
 static int collect_session(void *data, uint64_t session, uint32_t ttl_ms, uint64_t created,
-                           const char *name, size_t name_len, uint32_t holds, uint32_t waits)
+                           const char *name, size_t name_len, const char *owner,
+                           size_t owner_len, uint32_t holds, uint32_t waits)
 {
     struct sess_list *l = data;
 
+    /* The owner only when there is one, so that the lines of anonymous
+     * sessions read as they always did. */
     l->len += (size_t)snprintf(l->text + l->len, sizeof l->text - l->len,
-                               "%llu:%u:%llu:%.*s:%u:%u;", (unsigned long long)session, ttl_ms,
-                               (unsigned long long)created, (int)name_len, name, holds, waits);
+                               "%llu:%u:%llu:%.*s:%u:%u%s%.*s;", (unsigned long long)session,
+                               ttl_ms, (unsigned long long)created, (int)name_len, name, holds,
+                               waits, owner_len ? "@" : "", (int)owner_len, owner);
     l->calls++;
     return l->stop_after && l->calls == l->stop_after ? 42 : 0;
 }
@@ -100,7 +110,7 @@ TEST(list_sessions_counts_holds_and_waits)
     setup(&f);
     a = run(&f, c_open(5000, "alpha")).value;  /* index 1 */
     b = run(&f, c_open(7000, "")).value;       /* index 2 */
-    c = run(&f, c_open(9000, "gamma")).value;  /* index 3 */
+    c = run(&f, c_open_by(9000, "gamma", "carol")).value; /* index 3 */
     grant(&f, a, 1, "x");
     grant(&f, a, 2, "y");
     queue(&f, b, 1, "x", 1);
@@ -109,7 +119,7 @@ TEST(list_sessions_counts_holds_and_waits)
 
     memset(&l, 0, sizeof l);
     ASSERT_EQ(store_list_sessions(f.s, 0, 10, collect_session, &l, &more), 0);
-    ASSERT_STREQ(l.text, "1:5000:1:alpha:2:0;2:7000:2::1:1;3:9000:3:gamma:0:1;");
+    ASSERT_STREQ(l.text, "1:5000:1:alpha:2:0;2:7000:2::1:1;3:9000:3:gamma:0:1@carol;");
     ASSERT_EQ(more, 0);
 
     /* Paging: a limit sets `more`, and `after` starts past an id. */
@@ -119,7 +129,7 @@ TEST(list_sessions_counts_holds_and_waits)
     ASSERT_EQ(more, 1);
     memset(&l, 0, sizeof l);
     ASSERT_EQ(store_list_sessions(f.s, b, 2, collect_session, &l, &more), 0);
-    ASSERT_STREQ(l.text, "3:9000:3:gamma:0:1;");
+    ASSERT_STREQ(l.text, "3:9000:3:gamma:0:1@carol;");
     ASSERT_EQ(more, 0);
     memset(&l, 0, sizeof l);
     ASSERT_EQ(store_list_sessions(f.s, c, 2, collect_session, &l, &more), 0);
@@ -140,7 +150,7 @@ TEST(list_sessions_counts_holds_and_waits)
     ASSERT_EQ(run(&f, cmd_of(CMD_EXPIRE_SESSION, a, 0, NULL)).status, 0);
     memset(&l, 0, sizeof l);
     ASSERT_EQ(store_list_sessions(f.s, 0, 10, collect_session, &l, &more), 0);
-    ASSERT_STREQ(l.text, "2:7000:2::2:0;3:9000:3:gamma:0:1;");
+    ASSERT_STREQ(l.text, "2:7000:2::2:0;3:9000:3:gamma:0:1@carol;");
     teardown(&f);
 }
 

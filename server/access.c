@@ -1,0 +1,236 @@
+/*
+ * access.c -- who a connection is, and what it may ask (docs/security.md,
+ * "Principals and roles").
+ *
+ * HELLO makes a connection's principal: the one whose token it carries,
+ * else the one its client certificate names, else -- on a node without
+ * --auth-file -- the anonymous admin. Then every request is checked
+ * against that principal before its handler runs:
+ *
+ *  - the role its message type needs (proto/msg_table.h's role column);
+ *  - a session it names (ACQUIRE, RELEASE, CANCEL, CLOSE_SESSION,
+ *    KEEPALIVE, and so the ack_below they carry) must have been opened by
+ *    the same principal: the owner is replicated with the session, so a
+ *    new leader knows it too;
+ *  - a lock it acquires, or reads as a non-admin, must fall within the
+ *    principal's prefixes. RELEASE and CANCEL need only the ownership of
+ *    the session: a session may always give back what it holds, even
+ *    after its prefixes were narrowed.
+ *
+ * A refusal is ERROR(BATON_EPERM) naming what was refused, for that
+ * request only; the connection stays open. The leader decides requests
+ * only the leader serves (followers redirect them first), each node the
+ * others, each against its own auth file.
+ */
+#include <string.h>
+
+#include "client/baton_defs.h"
+#include "proto/addr.h"
+#include "server/log.h"
+#include "server/server.h"
+
+int access_init(struct server *srv)
+{
+    char err[BATON_ERRMSG_SIZE];
+
+    if (srv->cfg.auth_file == NULL) return 0;
+    if (auth_load(srv->cfg.auth_file, &srv->auth, err, sizeof err) != 0) {
+        log_error("%s", err);
+        return BATON_EINVAL;
+    }
+    srv->have_auth = true;
+    log_info("auth file %s: %zu principal(s), digest %016llx", srv->cfg.auth_file, srv->auth.n,
+             (unsigned long long)srv->auth.digest);
+    return 0;
+}
+
+void access_warn_if_open(struct server *srv, const char *client_addr)
+{
+    struct proto_addr a;
+
+    if (srv->client_tls != NULL) return;
+    if (proto_addr_parse(client_addr, strlen(client_addr), &a) != 0) return;
+    if (strncmp(a.host, "127.", 4) == 0 || strcmp(a.host, "::1") == 0 ||
+        strcmp(a.host, "localhost") == 0)
+        return;
+    if (srv->have_auth) {
+        log_warn("clients on %s, not a loopback address, without TLS: their tokens cross the "
+                 "network in clear (add --tls-cert and --tls-key)",
+                 client_addr);
+        return;
+    }
+    log_warn("clients on %s, not a loopback address, with neither TLS (--tls-cert) nor "
+             "authentication (--auth-file): anyone who reaches this port can take or break "
+             "every lock (README, \"Securing a cluster\")",
+             client_addr);
+}
+
+void access_free(struct server *srv)
+{
+    auth_free(&srv->auth);
+    srv->have_auth = false;
+}
+
+/* Point c at its principal in the table `a`, or close it if `a` no
+ * longer has it (SIGHUP removed or changed it). */
+static void rebind(struct conn *c, const struct auth *a)
+{
+    const struct principal *old = c->who, *p;
+
+    if (old == NULL || old == &auth_anonymous) return;
+    p = auth_by_name(a, old->name);
+    if (p != NULL && p->by_cert == old->by_cert &&
+        (p->by_cert || memcmp(p->token_hash, old->token_hash, sizeof p->token_hash) == 0)) {
+        c->who = p;
+        return;
+    }
+    log_info("conn %llu (%s): principal '%s' is gone from the auth file; closing",
+             (unsigned long long)c->id, c->peer, old->name);
+    c->who = NULL;
+    conn_send_error(c, 0, BATON_EAUTH, "principal '%s' is no longer in the auth file",
+                    old->name);
+    conn_close(c);
+}
+
+void access_reload(struct server *srv)
+{
+    struct auth fresh, old;
+    char err[BATON_ERRMSG_SIZE];
+
+    if (!srv->have_auth) {
+        log_info("SIGHUP: no --auth-file to re-read");
+        return;
+    }
+    if (auth_load(srv->cfg.auth_file, &fresh, err, sizeof err) != 0) {
+        log_error("SIGHUP: %s; keeping the auth file loaded before (digest %016llx)", err,
+                  (unsigned long long)srv->auth.digest);
+        return;
+    }
+    old = srv->auth;
+    srv->auth = fresh;
+    for (size_t i = 0; i < srv->conns.cap; i++)
+        if (srv->conns.slots[i].key) rebind(srv->conns.slots[i].val, &srv->auth);
+    auth_free(&old);
+    log_info("SIGHUP: auth file %s re-read: %zu principal(s), digest %016llx",
+             srv->cfg.auth_file, srv->auth.n, (unsigned long long)srv->auth.digest);
+}
+
+/* Refuse HELLO with BATON_EAUTH and close. */
+static bool refuse_hello(struct conn *c, uint64_t req_id, const char *why, const char *what)
+{
+    log_info("conn %llu (%s): HELLO refused: %s%s", (unsigned long long)c->id, c->peer, why,
+             what);
+    conn_send_error(c, req_id, BATON_EAUTH, "%s%s", why, what);
+    conn_close(c);
+    return false;
+}
+
+bool access_hello(struct conn *c, const struct msg *m)
+{
+    const struct msg_hello *h = &m->u.hello;
+    const char *cn = conn_tls_peer_cn(c);
+    const struct principal *p;
+
+    if (!c->srv->have_auth) {
+        c->who = &auth_anonymous;
+        return true;
+    }
+    if (h->token.n > 0) {
+        p = auth_by_token(&c->srv->auth, h->token.p, h->token.n);
+        if (p == NULL) return refuse_hello(c, m->req_id, "unknown token", "");
+    } else if (cn[0] != '\0') {
+        p = auth_by_cert(&c->srv->auth, cn);
+        if (p == NULL)
+            return refuse_hello(c, m->req_id, "no principal for the client certificate CN ", cn);
+    } else {
+        return refuse_hello(c, m->req_id,
+                            "this node requires authentication: a token (baton_opts.token, "
+                            "batonctl --token) or a client certificate",
+                            "");
+    }
+    c->who = p;
+    return true;
+}
+
+/* Refuse request m of c with BATON_EPERM. */
+static bool refuse(struct conn *c, const struct msg *m, const char *fmt, const char *arg)
+{
+    char why[200];
+
+    snprintf(why, sizeof why, fmt, arg);
+    log_debug("conn %llu (%s): %s refused for '%s': %s", (unsigned long long)c->id, c->peer,
+              msg_type_name(m->type), c->who->name, why);
+    conn_send_error(c, m->req_id, BATON_EPERM, "%s refused for principal '%s': %s",
+                    msg_type_name(m->type), c->who->name, why);
+    return false;
+}
+
+/* The session a request names, or 0. */
+static uint64_t session_of(const struct msg *m)
+{
+    switch (m->type) {
+    case MSG_ACQUIRE:
+    case MSG_RELEASE:
+    case MSG_CANCEL:
+    case MSG_CLOSE_SESSION:
+        return m->u.op.session;
+    case MSG_KEEPALIVE:
+        return m->u.keepalive.session;
+    default:
+        return 0;
+    }
+}
+
+/* The lock name a request must be allowed to use, or NULL (n = 0). */
+static const char *lock_of(const struct msg *m, size_t *n)
+{
+    const struct pstr *s = NULL;
+
+    switch (m->type) {
+    case MSG_ACQUIRE: s = &m->u.op.lock; break;
+    case MSG_LOCK_INFO: s = &m->u.lock_info.lock; break;
+    case MSG_WATCH: s = &m->u.watch.lock; break;
+    default: break;
+    }
+    *n = s ? s->n : 0;
+    return s ? s->p : NULL;
+}
+
+bool access_allowed(struct conn *c, const struct msg *m)
+{
+    const struct principal *p = c->who;
+    const struct msg_info *info = msg_info(m->type);
+    uint64_t session = session_of(m), owner;
+    const char *lock;
+    size_t n;
+    char name[BATON_MAX_NAME + 1];
+
+    if (p->role < info->role) {
+        char need[64];
+        snprintf(need, sizeof need, "it needs role %s, not %s", auth_role_name(info->role),
+                 auth_role_name(p->role));
+        return refuse(c, m, "%s", need);
+    }
+    if (session != 0 && liveness_owner(c->srv, session, &owner) && owner != p->key)
+        return refuse(c, m, "%s", "the session belongs to another principal");
+    if (p->role == MSG_ROLE_ADMIN || p->n_prefixes == 0) return true;
+    lock = lock_of(m, &n);
+    if (lock != NULL && !auth_may_use(p, lock, n)) {
+        memcpy(name, lock, n);
+        name[n] = '\0';
+        return refuse(c, m, "lock '%s' is outside its prefixes", name);
+    }
+    if (m->type == MSG_LIST_LOCKS &&
+        !auth_covers_prefix(p, m->u.list_locks.prefix.p, m->u.list_locks.prefix.n))
+        return refuse(c, m, "%s", "list only within its prefixes (give one of them as the prefix)");
+    return true;
+}
+
+int32_t access_lock_delay_cap(const struct conn *c, int32_t delay)
+{
+    const struct principal *p = c->who;
+
+    if (p->max_lock_delay_ms >= 0 && delay > p->max_lock_delay_ms)
+        return (int32_t)p->max_lock_delay_ms;
+    return delay;
+}

@@ -1,0 +1,595 @@
+/*
+ * test_auth.c -- principals, roles, prefixes and session ownership against
+ * real batond processes with --auth-file (server/auth.h), over raw
+ * sockets (tests/lib/tls_sock.h):
+ *
+ *  - a missing or unknown token is refused at HELLO with BATON_EAUTH;
+ *  - a token of each role sends every request type: what its role allows
+ *    gets the handler's answer, the rest BATON_EPERM (the expected matrix
+ *    is written out here, not read from proto/msg_table.h);
+ *  - prefixes bound the locks a client acquires and reads;
+ *  - a session opened by one principal cannot be used by another, for
+ *    every request that names a session, and the ack_below attack does
+ *    not reach the victim; the same holds after the leader fails over;
+ *  - max-sessions and max-lock-delay;
+ *  - SIGHUP re-reads the file: a removed principal's connection is closed,
+ *    a new one gets in, and STATUS shows the new digest.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/baton_defs.h"
+#include "proto/crypto.h"
+#include "proto/msg.h"
+#include "tests/lib/clock.h"
+#include "tests/lib/cluster.h"
+#include "tests/lib/runner.h"
+#include "tests/lib/tls_sock.h"
+
+enum { ADMIN, ALICE, BOB, CAROL, DAVE, N_WHO };
+static const char *const who_name[N_WHO] = {"harness", "alice", "bob", "carol", "dave"};
+static char tokens[N_WHO][72];
+static char lines[4096];
+
+static struct cluster C;
+static int L;
+
+/* alice: client within jobs/; bob: read; carol: client, every name, at
+ * most 2 sessions, lock-delay at most 100 ms; dave: not in the file yet. */
+static void make_principals(void)
+{
+    static const char *const role[N_WHO] = {"admin", "client", "read", "client", "client"};
+    static const char *const opts[N_WHO] = {"", "prefixes=jobs/,batch/", "",
+                                            "max-sessions=2 max-lock-delay=100", ""};
+    char line[512];
+
+    lines[0] = '\0';
+    for (int i = ALICE; i < N_WHO; i++) {
+        if (cluster_token(who_name[i], role[i], opts[i], tokens[i], line, sizeof line) != 0)
+            FAIL("cluster_token");
+        if (i != DAVE) strcat(lines, line);
+    }
+}
+
+static void start(int secure)
+{
+    struct cluster_opts o = {.secure = secure, .auth_lines = lines};
+
+    make_principals();
+    if (cluster_start_opts(&C, 3, &o) != 0) FAIL("cannot start the cluster");
+    snprintf(tokens[ADMIN], sizeof tokens[ADMIN], "%s", C.admin_token);
+    L = cluster_wait_leader(&C, 15000);
+    if (L < 0) FAIL("no leader");
+}
+
+/* A connection of principal w to the leader, through HELLO. */
+static void conn_as(struct tls_sock *s, int w)
+{
+    struct tls_sock_cfg cfg;
+    int rv;
+
+    cluster_sock_cfg(&C, &cfg);
+    for (int tries = 0;; tries++) {
+        if (tls_sock_connect(s, C.nodes[L].client_port, &cfg, 5000) != 0) FAIL("%s", s->err);
+        rv = tls_sock_hello(s, tokens[w], NULL);
+        if (rv == 0) return;
+        tls_sock_close(s);
+        if (tries == 20) FAIL("HELLO as %s: %d %s", who_name[w], rv, s->err);
+        usleep(100 * 1000);
+    }
+}
+
+/* Send m on s: the status of its answer (ERROR code, RESULT status, 0).
+ * A new leader answers NO_LEADER until its first barrier commits: asked
+ * again (for up to 5 s). */
+static int ask(struct tls_sock *s, struct msg *m)
+{
+    for (int tries = 0;; tries++) {
+        struct msg r;
+        int st;
+
+        if (tls_sock_request(s, m, &r, 10000) != 0)
+            FAIL("%s: %s", msg_type_name(m->type), s->err);
+        st = tls_sock_status(&r);
+        if (r.type == MSG_REDIRECT || r.type == MSG_NO_LEADER) st = BATON_ENOTLEADER;
+        msg_free(&r);
+        if (st != BATON_ENOTLEADER || tries == 50) return st;
+        usleep(100 * 1000);
+    }
+}
+
+static struct pstr P(const char *s)
+{
+    struct pstr p = {s, (uint16_t)strlen(s)};
+    return p;
+}
+
+static uint64_t open_session(struct tls_sock *s, uint64_t req)
+{
+    struct msg m = {.type = MSG_OPEN_SESSION, .req_id = req}, r;
+    uint64_t id;
+
+    m.u.open_session.ttl_ms = 60000;
+    if (tls_sock_request(s, &m, &r, 10000) != 0) FAIL("OPEN_SESSION: %s", s->err);
+    if (r.type != MSG_SESSION) FAIL("OPEN_SESSION answered %s (%d)", msg_type_name(r.type),
+                                    tls_sock_status(&r));
+    id = r.u.session.session;
+    msg_free(&r);
+    return id;
+}
+
+static int lock_op(struct tls_sock *s, int type, uint64_t session, uint64_t seq, const char *lock,
+                   uint64_t fence, uint64_t ack_below)
+{
+    struct msg m = {.type = (uint16_t)type, .req_id = seq};
+
+    m.u.op.session = session;
+    m.u.op.seq = seq;
+    m.u.op.ack_below = ack_below;
+    m.u.op.wait_ms = 0;
+    m.u.op.fence = fence;
+    m.u.op.waiter = fence;
+    m.u.op.lock = P(lock);
+    return ask(s, &m);
+}
+
+static void body_missing_or_unknown_token_refused(void);
+TEST(missing_or_unknown_token_refused)
+{
+    start(CLUSTER_CLIENT_TLS | CLUSTER_AUTH);
+    body_missing_or_unknown_token_refused();
+    ASSERT_EQ(cluster_stop(&C), 0);
+}
+
+static void body_missing_or_unknown_token_refused(void)
+{
+    struct tls_sock_cfg cfg;
+    struct tls_sock s;
+
+    cluster_sock_cfg(&C, &cfg);
+    if (tls_sock_connect(&s, C.nodes[0].client_port, &cfg, 5000) != 0) FAIL("%s", s.err);
+    ASSERT_EQ(tls_sock_hello(&s, NULL, NULL), BATON_EAUTH);
+    if (strstr(s.err, "token") == NULL) FAIL("message: %s", s.err);
+    tls_sock_close(&s);
+    if (tls_sock_connect(&s, C.nodes[0].client_port, &cfg, 5000) != 0) FAIL("%s", s.err);
+    ASSERT_EQ(tls_sock_hello(&s, tokens[DAVE], NULL), BATON_EAUTH); /* not in the file */
+    if (strstr(s.err, "unknown token") == NULL) FAIL("message: %s", s.err);
+    tls_sock_close(&s);
+}
+
+/* Which role each request needs, as the README documents it. */
+static int needs(int type)
+{
+    switch (type) {
+    case MSG_STATUS:
+    case MSG_LOCK_INFO:
+    case MSG_LIST_LOCKS:
+    case MSG_LIST_SESSIONS:
+    case MSG_WATCH:
+        return MSG_ROLE_READ;
+    case MSG_OPEN_SESSION:
+    case MSG_ACQUIRE:
+    case MSG_RELEASE:
+    case MSG_CANCEL:
+    case MSG_CLOSE_SESSION:
+    case MSG_KEEPALIVE:
+        return MSG_ROLE_LOCK;
+    default:
+        return MSG_ROLE_ADMIN;
+    }
+}
+
+/* A harmless request of each type: names that alice may use, a session
+ * and member ids nobody has, so an allowed request fails in its handler
+ * (or succeeds) without changing the cluster. */
+static void harmless(int type, struct msg *m, uint64_t req)
+{
+    memset(m, 0, sizeof *m);
+    m->type = (uint16_t)type;
+    m->req_id = req;
+    switch (type) {
+    case MSG_OPEN_SESSION: m->u.open_session.ttl_ms = 5000; break;
+    case MSG_ACQUIRE:
+    case MSG_RELEASE:
+    case MSG_CANCEL:
+    case MSG_CLOSE_SESSION:
+        m->u.op.session = 999999;
+        m->u.op.seq = req;
+        m->u.op.fence = 1;
+        m->u.op.waiter = 1;
+        m->u.op.lock = P("jobs/matrix");
+        break;
+    case MSG_KEEPALIVE: m->u.keepalive.session = 999999; break;
+    case MSG_LOCK_INFO: m->u.lock_info.lock = P("jobs/matrix"); break;
+    case MSG_LIST_LOCKS: m->u.list_locks.prefix = P("jobs/"); m->u.list_locks.limit = 10; break;
+    case MSG_LIST_SESSIONS: m->u.list_sessions.limit = 10; break;
+    case MSG_WATCH: m->u.watch.lock = P("jobs/matrix"); break;
+    case MSG_FORCE_RELEASE: m->u.force_release.lock = P("jobs/none"); break;
+    case MSG_EXPIRE_SESSION: m->u.expire_session.session = 999999; break;
+    case MSG_TRANSFER: m->u.transfer.id = 99; break;
+    case MSG_MEMBER_REMOVE: m->u.member_remove.id = 99; break;
+    case MSG_MEMBER_ADD: m->u.member_add.id = 0; break; /* refused as EINVAL if allowed */
+    default: break;
+    }
+}
+
+static void body_every_request_type_by_role(void);
+TEST(every_request_type_by_role)
+{
+    start(CLUSTER_CLIENT_TLS | CLUSTER_AUTH);
+    body_every_request_type_by_role();
+    ASSERT_EQ(cluster_stop(&C), 0);
+}
+
+static void body_every_request_type_by_role(void)
+{
+    static const int roles[] = {MSG_ROLE_ADMIN, MSG_ROLE_LOCK, MSG_ROLE_READ};
+    static const int whom[] = {ADMIN, ALICE, BOB};
+    uint64_t req = 100;
+
+    for (size_t w = 0; w < 3; w++) {
+        struct tls_sock s;
+        conn_as(&s, whom[w]);
+        for (int t = 1; t < MSG_TYPE_MAX_; t++) {
+            const struct msg_info *info = msg_info(t);
+            struct msg m;
+            int st;
+            if (info == NULL || info->dir != MSG_C2S || t == MSG_HELLO) continue;
+            harmless(t, &m, ++req);
+            st = ask(&s, &m);
+            if (roles[w] >= needs(t)) {
+                if (st == BATON_EPERM || st == BATON_EAUTH)
+                    FAIL("%s as %s: refused (%d)", msg_type_name(t), who_name[whom[w]], st);
+            } else if (st != BATON_EPERM) {
+                FAIL("%s as %s: answered %d, want BATON_EPERM", msg_type_name(t),
+                     who_name[whom[w]], st);
+            }
+        }
+        tls_sock_close(&s);
+    }
+}
+
+static void body_prefixes_bound_a_client(void);
+TEST(prefixes_bound_a_client)
+{
+    start(CLUSTER_CLIENT_TLS | CLUSTER_AUTH);
+    body_prefixes_bound_a_client();
+    ASSERT_EQ(cluster_stop(&C), 0);
+}
+
+static void body_prefixes_bound_a_client(void)
+{
+    struct tls_sock s;
+    struct msg m;
+    uint64_t sess, seq = 10;
+
+    conn_as(&s, ALICE);
+    sess = open_session(&s, 1);
+    ASSERT_EQ(lock_op(&s, MSG_ACQUIRE, sess, ++seq, "jobs/a", 0, 0), 0);
+    ASSERT_EQ(lock_op(&s, MSG_ACQUIRE, sess, ++seq, "batch/b", 0, 0), 0);
+    ASSERT_EQ(lock_op(&s, MSG_ACQUIRE, sess, ++seq, "other/c", 0, 0), BATON_EPERM);
+    ASSERT_EQ(lock_op(&s, MSG_ACQUIRE, sess, ++seq, "jobs", 0, 0), BATON_EPERM);
+    memset(&m, 0, sizeof m);
+    m.type = MSG_LOCK_INFO;
+    m.req_id = ++seq;
+    m.u.lock_info.lock = P("other/c");
+    ASSERT_EQ(ask(&s, &m), BATON_EPERM);
+    m.type = MSG_WATCH;
+    m.req_id = ++seq;
+    m.u.watch.lock = P("other/c");
+    ASSERT_EQ(ask(&s, &m), BATON_EPERM);
+    memset(&m, 0, sizeof m);
+    m.type = MSG_LIST_LOCKS;
+    m.req_id = ++seq;
+    m.u.list_locks.limit = 10; /* prefix "": every lock */
+    ASSERT_EQ(ask(&s, &m), BATON_EPERM);
+    m.req_id = ++seq;
+    m.u.list_locks.prefix = P("batch/");
+    ASSERT_EQ(ask(&s, &m), 0);
+    ASSERT_EQ(lock_op(&s, MSG_CLOSE_SESSION, sess, ++seq, "", 0, 0), 0);
+    tls_sock_close(&s);
+}
+
+/* Every request that names alice's session, sent by carol: EPERM. */
+static void carol_cannot_touch(uint64_t sess, uint64_t fence)
+{
+    struct tls_sock s;
+    struct msg m = {.type = MSG_KEEPALIVE, .req_id = 7};
+    uint64_t seq = 1000;
+
+    conn_as(&s, CAROL);
+    ASSERT_EQ(lock_op(&s, MSG_RELEASE, sess, ++seq, "jobs/held", fence, 0), BATON_EPERM);
+    ASSERT_EQ(lock_op(&s, MSG_CANCEL, sess, ++seq, "jobs/held", 1, 0), BATON_EPERM);
+    ASSERT_EQ(lock_op(&s, MSG_ACQUIRE, sess, ++seq, "jobs/other", 0, UINT64_MAX), BATON_EPERM);
+    ASSERT_EQ(lock_op(&s, MSG_CLOSE_SESSION, sess, ++seq, "", 0, UINT64_MAX), BATON_EPERM);
+    m.u.keepalive.session = sess;
+    ASSERT_EQ(ask(&s, &m), BATON_EPERM);
+    tls_sock_close(&s);
+}
+
+/* The fence of the holder of `name`, by the admin's LOCK_INFO. */
+static uint64_t holder_fence(const char *name)
+{
+    struct tls_sock s;
+    struct msg m = {.type = MSG_LOCK_INFO, .req_id = 3}, r;
+    uint64_t fence;
+
+    conn_as(&s, ADMIN);
+    m.u.lock_info.lock = P(name);
+    if (tls_sock_request(&s, &m, &r, 10000) != 0 || r.type != MSG_LOCK_INFO_R)
+        FAIL("LOCK_INFO %s", name);
+    fence = r.u.lock_info_r.held ? r.u.lock_info_r.fence : 0;
+    msg_free(&r);
+    tls_sock_close(&s);
+    return fence;
+}
+
+static void body_sessions_belong_to_their_principal(void);
+TEST(sessions_belong_to_their_principal)
+{
+    start(CLUSTER_CLIENT_TLS | CLUSTER_AUTH);
+    body_sessions_belong_to_their_principal();
+    ASSERT_EQ(cluster_stop(&C), 0);
+}
+
+static void body_sessions_belong_to_their_principal(void)
+{
+    struct tls_sock s;
+    uint64_t sess, seq = 10, fence;
+
+    conn_as(&s, ALICE);
+    sess = open_session(&s, 1);
+    ASSERT_EQ(lock_op(&s, MSG_ACQUIRE, sess, ++seq, "jobs/held", 0, 0), 0);
+    fence = holder_fence("jobs/held");
+    ASSERT_GT(fence, 0);
+    carol_cannot_touch(sess, fence);
+    /* alice is untouched: her lock is held, her next seq is not stale. */
+    ASSERT_EQ(holder_fence("jobs/held"), fence);
+    ASSERT_EQ(lock_op(&s, MSG_ACQUIRE, sess, ++seq, "jobs/second", 0, 0), 0);
+    tls_sock_close(&s);
+
+    /* The leader fails over: the new one knows the owner too. */
+    ASSERT_GE(cluster_kill(&C, L, SIGKILL), 0);
+    L = cluster_wait_leader(&C, 15000);
+    ASSERT_GE(L, 0);
+    carol_cannot_touch(sess, fence);
+    conn_as(&s, ALICE);
+    ASSERT_EQ(lock_op(&s, MSG_RELEASE, sess, ++seq, "jobs/held", fence, 0), 0);
+    ASSERT_EQ(lock_op(&s, MSG_CLOSE_SESSION, sess, ++seq, "", 0, 0), 0);
+    tls_sock_close(&s);
+}
+
+/* The sessions LIST_SESSIONS shows w: how many, and how many are owned by
+ * `owner`. */
+static uint32_t list_sessions(int w, const char *owner, uint32_t *owned)
+{
+    struct tls_sock s;
+    struct msg m = {.type = MSG_LIST_SESSIONS, .req_id = 9}, r;
+    uint32_t n;
+
+    conn_as(&s, w);
+    m.u.list_sessions.limit = 1; /* pages of one: the filter must walk past others */
+    *owned = 0;
+    n = 0;
+    for (;;) {
+        if (tls_sock_request(&s, &m, &r, 5000) != 0 || r.type != MSG_SESSIONS_R)
+            FAIL("LIST_SESSIONS as %s", who_name[w]);
+        for (uint32_t i = 0; i < r.u.sessions_r.n; i++) {
+            const struct msg_session_summary *it = &r.u.sessions_r.items[i];
+            n++;
+            if (it->owner.n == strlen(owner) && memcmp(it->owner.p, owner, it->owner.n) == 0)
+                (*owned)++;
+            m.u.list_sessions.after = it->id;
+        }
+        if (!r.u.sessions_r.more) {
+            msg_free(&r);
+            break;
+        }
+        msg_free(&r);
+        m.req_id++;
+    }
+    tls_sock_close(&s);
+    return n;
+}
+
+static void body_client_lists_only_its_sessions(void);
+TEST(client_lists_only_its_sessions)
+{
+    start(CLUSTER_CLIENT_TLS | CLUSTER_AUTH);
+    body_client_lists_only_its_sessions();
+    ASSERT_EQ(cluster_stop(&C), 0);
+}
+
+static void body_client_lists_only_its_sessions(void)
+{
+    struct tls_sock a, c;
+    uint32_t owned;
+
+    conn_as(&c, CAROL);
+    open_session(&c, 1);
+    conn_as(&a, ALICE);
+    open_session(&a, 1);
+    open_session(&c, 2);
+    ASSERT_EQ(list_sessions(ALICE, "alice", &owned), 1);
+    ASSERT_EQ(owned, 1);
+    ASSERT_EQ(list_sessions(CAROL, "carol", &owned), 2);
+    ASSERT_EQ(owned, 2);
+    ASSERT_EQ(list_sessions(BOB, "alice", &owned), 3); /* read: every session */
+    ASSERT_EQ(owned, 1);
+    ASSERT_EQ(list_sessions(ADMIN, "carol", &owned), 3);
+    ASSERT_EQ(owned, 2);
+    tls_sock_close(&a);
+    tls_sock_close(&c);
+}
+
+static void body_max_sessions_per_principal(void);
+TEST(max_sessions_per_principal)
+{
+    start(CLUSTER_CLIENT_TLS | CLUSTER_AUTH);
+    body_max_sessions_per_principal();
+    ASSERT_EQ(cluster_stop(&C), 0);
+}
+
+static void body_max_sessions_per_principal(void)
+{
+    struct tls_sock s;
+    struct msg m = {.type = MSG_OPEN_SESSION, .req_id = 3};
+    uint64_t a, b;
+
+    conn_as(&s, CAROL);
+    a = open_session(&s, 1);
+    b = open_session(&s, 2);
+    m.u.open_session.ttl_ms = 5000;
+    ASSERT_EQ(ask(&s, &m), BATON_ELIMIT);
+    ASSERT_EQ(lock_op(&s, MSG_CLOSE_SESSION, a, 10, "", 0, 0), 0);
+    ASSERT_NE(open_session(&s, 4), 0); /* room again */
+    (void)b;
+    tls_sock_close(&s);
+}
+
+/* carol's acquires get at most 100 ms of lock-delay, whatever they ask. */
+static void body_max_lock_delay_per_principal(void);
+TEST(max_lock_delay_per_principal)
+{
+    start(CLUSTER_CLIENT_TLS | CLUSTER_AUTH);
+    body_max_lock_delay_per_principal();
+    ASSERT_EQ(cluster_stop(&C), 0);
+}
+
+static void body_max_lock_delay_per_principal(void)
+{
+    struct tls_sock s, admin;
+    struct msg m;
+    uint64_t sess;
+    int64_t deadline;
+
+    conn_as(&s, CAROL);
+    sess = open_session(&s, 1);
+    memset(&m, 0, sizeof m);
+    m.type = MSG_ACQUIRE;
+    m.req_id = 20;
+    m.u.op.session = sess;
+    m.u.op.seq = 20;
+    m.u.op.lock = P("delay/carol");
+    m.u.op.lock_delay_ms = 60000;
+    ASSERT_EQ(ask(&s, &m), 0);
+    conn_as(&admin, ADMIN);
+    memset(&m, 0, sizeof m);
+    m.type = MSG_EXPIRE_SESSION;
+    m.req_id = 5;
+    m.u.expire_session.session = sess;
+    ASSERT_EQ(ask(&admin, &m), 0);
+    /* The lock is delayed for 100 ms, not 60 s. */
+    deadline = now_ms() + 5000;
+    for (;;) {
+        struct msg r;
+        memset(&m, 0, sizeof m);
+        m.type = MSG_LOCK_INFO;
+        m.req_id = 6;
+        m.u.lock_info.lock = P("delay/carol");
+        if (tls_sock_request(&admin, &m, &r, 5000) != 0) FAIL("%s", admin.err);
+        if (r.type != MSG_LOCK_INFO_R || (!r.u.lock_info_r.delayed && !r.u.lock_info_r.held)) {
+            msg_free(&r);
+            break; /* ENOTFOUND or free: the delay is over */
+        }
+        msg_free(&r);
+        if (now_ms() > deadline) FAIL("still delayed after 5 s: max-lock-delay not applied");
+        usleep(50 * 1000);
+    }
+    tls_sock_close(&s);
+    tls_sock_close(&admin);
+}
+
+/* STATUS's auth_digest on node i. */
+static uint64_t auth_digest(int i)
+{
+    struct tls_sock_cfg cfg;
+    struct tls_sock s;
+    struct msg m = {.type = MSG_STATUS, .req_id = 2}, r;
+    uint64_t d;
+
+    cluster_sock_cfg(&C, &cfg);
+    if (tls_sock_connect(&s, C.nodes[i].client_port, &cfg, 5000) != 0) FAIL("%s", s.err);
+    ASSERT_EQ(tls_sock_hello(&s, tokens[ADMIN], NULL), 0);
+    if (tls_sock_request(&s, &m, &r, 5000) != 0 || r.type != MSG_STATUS_R) FAIL("STATUS");
+    d = r.u.status_r.auth_digest;
+    msg_free(&r);
+    tls_sock_close(&s);
+    return d;
+}
+
+static void body_sighup_rereads_the_auth_file(void);
+TEST(sighup_rereads_the_auth_file)
+{
+    start(CLUSTER_CLIENT_TLS | CLUSTER_AUTH);
+    body_sighup_rereads_the_auth_file();
+    ASSERT_EQ(cluster_stop(&C), 0);
+}
+
+static void body_sighup_rereads_the_auth_file(void)
+{
+    struct tls_sock carol, s;
+    struct tls_sock_cfg cfg;
+    struct msg m;
+    char line[512], fresh[4096];
+    uint64_t before = auth_digest(L);
+
+    ASSERT_NE(before, 0);
+    conn_as(&carol, CAROL);
+    /* The new file: carol gone, dave in. */
+    fresh[0] = '\0';
+    for (int i = ALICE; i < N_WHO; i++) {
+        char *start = strstr(lines, who_name[i]);
+        if (i == CAROL || i == DAVE || start == NULL) continue;
+        snprintf(line, sizeof line, "%.*s", (int)(strchr(start, '\n') - start + 1), start);
+        strcat(fresh, line);
+    }
+    {
+        uint8_t digest[32];
+        char hex[65];
+        crypto_sha256(tokens[DAVE], strlen(tokens[DAVE]), digest);
+        crypto_hex(digest, 32, hex);
+        snprintf(line, sizeof line, "dave client sha256:%s\n", hex);
+        strcat(fresh, line);
+    }
+    ASSERT_EQ(cluster_auth_write(&C, fresh), 0);
+    for (int i = 0; i < C.n; i++) ASSERT_EQ(cluster_kill(&C, i, SIGHUP), 0);
+    /* carol's connection is told and closed. */
+    if (tls_sock_recv_msg(&carol, &m, 5000) != 0) FAIL("carol: %s", carol.err);
+    ASSERT_EQ(m.type, MSG_ERROR);
+    ASSERT_EQ(m.u.error.code, BATON_EAUTH);
+    msg_free(&m);
+    tls_sock_close(&carol);
+    conn_as(&s, DAVE);
+    tls_sock_close(&s);
+    cluster_sock_cfg(&C, &cfg);
+    if (tls_sock_connect(&s, C.nodes[L].client_port, &cfg, 5000) != 0) FAIL("%s", s.err);
+    ASSERT_EQ(tls_sock_hello(&s, tokens[CAROL], NULL), BATON_EAUTH);
+    tls_sock_close(&s);
+    for (int i = 0; i < C.n; i++) {
+        uint64_t d = auth_digest(i);
+        ASSERT(d != before && d != 0);
+        ASSERT_UEQ(d, auth_digest(0));
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int rv;
+
+    runner_init(argc, argv);
+    runner_set_timeout(120);
+    RUN(missing_or_unknown_token_refused);
+    RUN(every_request_type_by_role);
+    RUN(prefixes_bound_a_client);
+    RUN(client_lists_only_its_sessions);
+    RUN(max_sessions_per_principal);
+    RUN(max_lock_delay_per_principal);
+    RUN(sessions_belong_to_their_principal);
+    RUN(sighup_rereads_the_auth_file);
+    rv = runner_done();
+    return rv;
+}
