@@ -23,7 +23,7 @@ struct node {
     struct node_hooks hooks;
     struct raft raft;
     struct raft_io io;
-    struct transport transport;   /* raft_uv_tcp with TCP_NODELAY */
+    struct transport transport;   /* TLS, or raft_uv_tcp with TCP_NODELAY */
     struct fsm fsm;
     uv_timer_t poll;
     uv_check_t watch;        /* node_poll at the end of every loop turn */
@@ -747,10 +747,11 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
     }
     fsm_init(&n->fsm, s, fsm_applied, n);
 
-    rv = transport_init(&n->transport, loop);
+    rv = transport_init(&n->transport, loop, cfg->id, &cfg->peer, errmsg);
     if (rv != 0) {
-        snprintf(errmsg, BATON_ERRMSG_SIZE, "raft transport init failed (%d)", rv);
-        goto err;
+        fsm_close(&n->fsm);
+        free(n);
+        return rv;
     }
     if (cfg->raft_bind[0] != '\0' &&
         (rv = transport_set_bind_address(&n->transport, cfg->raft_bind)) != 0) {
@@ -814,7 +815,6 @@ err_after_io:
     raft_uv_close(&n->io);
 err_after_transport:
     transport_close(&n->transport);
-err:
     uv_run(loop, UV_RUN_DEFAULT);
     fsm_close(&n->fsm);
     free(n);

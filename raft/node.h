@@ -35,6 +35,29 @@ struct node_member {
     char client_addr[BATON_MAX_ADDR + 1];
 };
 
+/*
+ * Mutual TLS on the raft port (raft/peer_tls.h, docs/security.md). With
+ * cert_file NULL the node speaks plain TCP, as libraft's own transport
+ * does, and the rest is ignored.
+ */
+struct node_peer_tls {
+    const char *cert_file;          /* this node's certificate chain (PEM); its
+                                       subject CN must be baton-node-<id> */
+    const char *key_file;           /* its private key */
+    const char *ca_file;            /* the CA that signs every node's certificate */
+    bool allow_tls12;               /* accept TLS 1.2 as well as 1.3 */
+    unsigned handshake_timeout_ms;  /* 0: 5000; a connection must be admitted by then */
+    unsigned max_pending;           /* 0: 64; inbound handshakes at once, more close the oldest */
+    /* May node `id`, whose certificate names it, open a raft connection to
+     * this node? Asked on the loop thread for every admitted HELLO. NULL:
+     * any node whose certificate the CA signed. */
+    bool (*allowed)(void *arg, uint32_t id);
+    /* A raft connection refused or failed, in a sentence (rate-limited by
+     * the transport). NULL: not logged. */
+    void (*log)(void *arg, const char *msg);
+    void *arg;
+};
+
 struct node_config {
     uint32_t id;
     const char *raft_dir;           /* must exist */
@@ -51,6 +74,7 @@ struct node_config {
      * node's raft address in members, which stays the one advertised to the
      * others; "" (the default): listen on the advertised address. */
     char raft_bind[BATON_MAX_ADDR + 1];
+    struct node_peer_tls peer;      /* zero: plain TCP between nodes */
 };
 
 struct node_status {

@@ -1,6 +1,6 @@
 /*
- * transport.c -- raft_uv_tcp with TCP_NODELAY on every stream. See
- * transport.h.
+ * transport.c -- the choice between the TLS transport (raft/peer_tls.c)
+ * and raft_uv_tcp with TCP_NODELAY on every stream. See transport.h.
  *
  * The wrapper forwards init, listen, connect and close to the inner
  * transport. Accepted streams pass through accept_trampoline; each connect
@@ -10,7 +10,12 @@
  */
 #include "raft/transport.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+
+#include "client/baton_defs.h"
+#include "proto/errmsg.h"
+#include "raft/peer_tls.h"
 
 /* One connect in flight through the inner transport. */
 struct connect_req {
@@ -94,12 +99,15 @@ static void wrap_close(struct raft_uv_transport *base, raft_uv_transport_close_c
     t->tcp.close(&t->tcp, close_trampoline);
 }
 
-int transport_init(struct transport *t, uv_loop_t *loop)
+static int tcp_init(struct transport *t, uv_loop_t *loop, char *errmsg)
 {
     int rv;
 
     rv = raft_uv_tcp_init(&t->tcp, loop);
-    if (rv != 0) return rv;
+    if (rv != 0) {
+        snprintf(errmsg, BATON_ERRMSG_SIZE, "raft transport init failed (%d)", rv);
+        return BATON_ENOMEM;
+    }
     t->tcp.data = t;
     t->base.data = NULL;
     t->base.impl = t;
@@ -113,12 +121,24 @@ int transport_init(struct transport *t, uv_loop_t *loop)
     return 0;
 }
 
+int transport_init(struct transport *t, uv_loop_t *loop, uint32_t id,
+                   const struct node_peer_tls *peer, char *errmsg)
+{
+    t->tls = peer->cert_file != NULL;
+    if (t->tls) return peer_tls_init(&t->base, loop, id, peer, errmsg);
+    return tcp_init(t, loop, errmsg);
+}
+
 int transport_set_bind_address(struct transport *t, const char *address)
 {
+    if (t->tls) return peer_tls_set_bind_address(&t->base, address);
     return raft_uv_tcp_set_bind_address(&t->tcp, address);
 }
 
 void transport_close(struct transport *t)
 {
-    raft_uv_tcp_close(&t->tcp);
+    if (t->tls)
+        peer_tls_free(&t->base);
+    else
+        raft_uv_tcp_close(&t->tcp);
 }

@@ -48,3 +48,15 @@ nodes_stop() {
         pids[$i]=0
     done
 }
+
+# Mutual TLS between the nodes (run-bench.sh's BENCH_PEER_TLS=1;
+# docs/security.md, "Between nodes"). peer_tls_certs DIR makes a throwaway
+# CA and node1..node3 certificates in DIR (server/certs.sh); peer_tls_flags
+# DIR I prints node I's batond flags for them.
+peer_tls_certs() {
+    "$(dirname "${BASH_SOURCE[0]}")/certs.sh" cluster "$1" 3 >/dev/null
+}
+peer_tls_flags() {
+    local dir=$1 i=$2
+    echo "--peer-cert $dir/node$i.pem --peer-key $dir/node$i.key --peer-ca $dir/ca.pem"
+}

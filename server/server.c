@@ -110,6 +110,21 @@ static void signal_cb(uv_signal_t *h, int signum)
     server_stop(srv);
 }
 
+/* Hand the raft port's TLS flags and the admission hooks to the node. */
+static void peer_tls_config(struct server *srv)
+{
+    struct node_peer_tls *p = &srv->cfg.node.peer;
+
+    p->cert_file = srv->cfg.peer_cert;
+    p->key_file = srv->cfg.peer_key;
+    p->ca_file = srv->cfg.peer_ca;
+    p->allow_tls12 = srv->cfg.tls12;
+    p->handshake_timeout_ms = srv->cfg.handshake_timeout_ms;
+    p->allowed = peers_allowed;
+    p->log = peers_log;
+    p->arg = srv;
+}
+
 int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv_config *cfg)
 {
     const struct node_member *self;
@@ -130,6 +145,7 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     srv->batch.max_inflight = cfg->max_inflight;
     self = node_member_find(&srv->cfg.node, cfg->node.id);
 
+    peer_tls_config(srv);
     hooks.data = srv;
     hooks.applied = effects_applied;
     hooks.ready = leadership_changed;
@@ -167,8 +183,9 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     srv->sighup.data = srv;
     uv_signal_start(&srv->sighup, sighup_cb, SIGHUP);
     access_warn_if_open(srv, self->client_addr);
-    log_info("node %u: clients on %s, raft on %s, %u members", cfg->node.id, self->client_addr,
-             self->raft_addr, cfg->node.n_members);
+    log_info("node %u: clients on %s, raft on %s%s, %u members", cfg->node.id,
+             self->client_addr, self->raft_addr, cfg->peer_cert ? " (mutual TLS)" : "",
+             cfg->node.n_members);
     return 0;
 }
 

@@ -33,6 +33,7 @@
  *   reply.c      answers every handler shares: REDIRECT / NO_LEADER, a
  *                command that could not be committed, a command's RESULT
  *   member_addrs.c  where any node finds a member's client address
+ *   peers.c      which nodes may open a raft connection (peer TLS)
  *   conn_tls.c   TLS on the client port; a TLS/plaintext mismatch's error
  *   conn.c       a client connection: send, close, write once per loop turn
  *   lease.c auth.c config.c xmalloc.c log.c   helpers of everyone above
@@ -426,6 +427,14 @@ void admin_member_add(struct conn *c, const struct msg *m);
  * once the change has committed; for the leader itself, hand leadership
  * away and answer REDIRECT to the new leader, which the client asks again. */
 void admin_member_remove(struct conn *c, const struct msg *m);
+
+/* peers.c -- node_config.peer's hooks (arg: the server). May node `id`
+ * open a raft connection to this node: a member of the latest raft
+ * configuration, a node being added, or, on a --join node without a
+ * configuration, one of its --cluster list? */
+bool peers_allowed(void *arg, uint32_t id);
+/* A refused raft connection: a warning in the log. */
+void peers_log(void *arg, const char *msg);
 
 /* member_addrs.c -- on any node. One member as the answering node sees it. */
 struct member_view {

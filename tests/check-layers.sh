@@ -24,7 +24,7 @@ liveness deadlines disk
 batch
 push
 reply
-member_addrs
+member_addrs peers
 conn_tls
 conn
 lease auth config

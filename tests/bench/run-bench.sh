@@ -54,6 +54,9 @@
 #   BENCH_PORT_BASE     default 27000
 #   BENCH_TMPDIR        parent of the temp dir (default /var/tmp, else BUILD_DIR)
 #   BENCH_BATOND_ARGS   extra batond flags for every node (e.g. "--max-inflight 0")
+#   BENCH_PEER_TLS      1: mutual TLS between the nodes (--peer-cert/--peer-key/
+#                       --peer-ca, certificates made by server/certs.sh in the
+#                       temp dir); every JSON line then carries "peer_tls":1
 #   BATON_LOG_LEVEL     the nodes' --log-level (default warn)
 #   BENCH_SECURE=1      the nodes serve clients over TLS 1.3 and require a token:
 #                       a throwaway CA and node certificates (server/certs.sh) and
@@ -62,7 +65,8 @@
 #                       temp dir; lockbench and this script's batonctl get the CA
 #                       and the token (BENCH_CACERT/BENCH_TOKEN, BATON_CACERT/
 #                       BATON_TOKEN). Every session then pays a TLS handshake
-#                       and every message its encryption.
+#                       and every message its encryption; every JSON line then
+#                       carries "client_tls":1.
 #   BENCH_CACERT, BENCH_CERT, BENCH_KEY, BENCH_TOKEN
 #                       otherwise passed to lockbench as they are (its --cacert,
 #                       --cert, --key, --token), for nodes secured through
@@ -92,6 +96,7 @@ w5_clients=${BENCH_W5_CLIENTS:-10000}
 w5_secs=${BENCH_W5_SECONDS:-$(awk -v s="$secs" 'BEGIN { print (s < 10 ? 10 : s) }')}
 base=${BENCH_PORT_BASE:-27000}
 level=${BATON_LOG_LEVEL:-warn}
+peer_tls=${BENCH_PEER_TLS:-0}
 stop_timeout=10
 
 say() { echo "run-bench: $*" >&2; }
@@ -138,21 +143,6 @@ fi
 root=$(mktemp -d "$parent/baton-bench.XXXXXX") || die "cannot create a temp dir in $parent"
 say "data under $root ($(stat -f -c %T "$root"))"
 
-# BENCH_SECURE: certificates and an auth file, and what the clients need.
-secure=${BENCH_SECURE:-0}
-secure_args=()
-if [ "$secure" = 1 ]; then
-    certs=$root/certs
-    "$(dirname "$0")/../../server/certs.sh" cluster "$certs" 3 || die "cannot make certificates"
-    auth_out=$("$batonctl" auth hash bench client 2>/dev/null) || die "batonctl auth hash failed"
-    token=$(printf '%s\n' "$auth_out" | sed -n 's/^token: //p')
-    printf '%s\n' "$auth_out" | sed -n 2p >"$root/auth"
-    [ -n "$token" ] && [ -s "$root/auth" ] || die "no token from batonctl auth hash"
-    export BENCH_CACERT=$certs/ca.pem BENCH_TOKEN=$token
-    export BATON_CACERT=$certs/ca.pem BATON_TOKEN=$token
-    say "secure: TLS on the client port, token of principal bench (certificates in $certs)"
-fi
-
 out_file=$build/bench.jsonl
 logs_dir=$build/bench-logs
 : >"$out_file" || die "cannot write $out_file"
@@ -165,23 +155,22 @@ tag=""
 lb_pid=0
 failed=0
 
-# alive, nodes_running, nodes_stop
+# alive, nodes_running, nodes_stop, peer_tls_certs, peer_tls_flags
 . "$(dirname "$0")/../../server/nodes.sh"
 
-# The flags BENCH_SECURE gives node $1.
-node_secure_args() {
-    [ "$secure" = 1 ] || return 0
-    printf '%s\n' --tls-cert "$certs/node$1.pem" --tls-key "$certs/node$1.key" \
-        --auth-file "$root/auth"
+# The flags BENCH_SECURE gives node $1: TLS on its client port, the auth file.
+client_tls_flags() {
+    echo "--tls-cert $certs/node$1.pem --tls-key $certs/node$1.key --auth-file $root/auth"
 }
 
 start_node() {
-    local i=$1
-    mapfile -t secure_args < <(node_secure_args "$i")
-    # shellcheck disable=SC2086 # BENCH_BATOND_ARGS is split on purpose
+    local i=$1 tls=""
+    [ "$peer_tls" = 1 ] && tls=$(peer_tls_flags "$root/certs" "$i")
+    [ "$secure" = 1 ] && tls="$tls $(client_tls_flags "$i")"
+    # shellcheck disable=SC2086 # BENCH_BATOND_ARGS and the TLS flags are split on purpose
     setsid "$batond" --id "$i" --data "$data/node$i" --cluster "$members" \
-        --log-level "$level" "${secure_args[@]}" ${BENCH_BATOND_ARGS:-} \
-        </dev/null >/dev/null 2>>"$data/node$i.log" &
+        --log-level "$level" $tls ${BENCH_BATOND_ARGS:-} </dev/null >/dev/null \
+        2>>"$data/node$i.log" &
     pids[$i]=$!
 }
 
@@ -210,6 +199,27 @@ on_exit() {
 }
 trap on_exit EXIT
 trap 'say interrupted; exit 130' INT TERM HUP
+
+if [ "$peer_tls" = 1 ]; then
+    peer_tls_certs "$root/certs" || die "cannot make certificates in $root/certs"
+    say "mutual TLS between the nodes"
+fi
+
+# BENCH_SECURE: certificates and an auth file, and what the clients need.
+secure=${BENCH_SECURE:-0}
+if [ "$secure" = 1 ]; then
+    certs=$root/certs # BENCH_PEER_TLS's too, if it made them
+    if [ ! -s "$certs/ca.pem" ]; then
+        peer_tls_certs "$certs" || die "cannot make certificates in $certs"
+    fi
+    auth_out=$("$batonctl" auth hash bench client 2>/dev/null) || die "batonctl auth hash failed"
+    token=$(printf '%s\n' "$auth_out" | sed -n 's/^token: //p')
+    printf '%s\n' "$auth_out" | sed -n 2p >"$root/auth"
+    [ -n "$token" ] && [ -s "$root/auth" ] || die "no token from batonctl auth hash"
+    export BENCH_CACERT=$certs/ca.pem BENCH_TOKEN=$token
+    export BATON_CACERT=$certs/ca.pem BATON_TOKEN=$token
+    say "secure: TLS on the client port, token of principal bench (certificates in $certs)"
+fi
 
 # The id of the node whose status row says "role":"leader" (empty if none).
 leader_id() {
@@ -276,6 +286,8 @@ lb_finish() {
     st=$?
     lb_pid=0
     line=$(head -n 1 "$data/lb.out")
+    [ -n "$line" ] && [ "$peer_tls" = 1 ] && line="{\"peer_tls\":1,${line#\{}"
+    [ -n "$line" ] && [ "$secure" = 1 ] && line="{\"client_tls\":1,${line#\{}"
     if [ -n "$line" ]; then
         printf '%s\n' "$line"
         printf '%s\n' "$line" >>"$out_file"

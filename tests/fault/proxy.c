@@ -2,19 +2,26 @@
  * proxy.c -- faultproxy: a TCP proxy between batond nodes' raft links that
  * can cut them, for the fault harness's network partitions.
  *
- *   faultproxy ID:LISTEN_PORT:TARGET_PORT ...
+ *   faultproxy --pids DIR ID:LISTEN_PORT:TARGET_PORT ...
  *
  * For every node, the proxy listens on 127.0.0.1:LISTEN_PORT -- the raft
  * address the node advertises in --cluster -- and forwards each connection
  * to 127.0.0.1:TARGET_PORT, where the node really listens (batond
  * --raft-bind). So every raft message of the cluster passes through here.
  *
- * Who is talking. libraft's TCP transport (raft_uv_tcp) opens one
- * connection per direction: node I sends to node J on a connection that I
- * opened to J's address, and starts it with a handshake of three
- * little-endian u64 (protocol version 1, I's server id, the length of I's
- * address) and the address. The first 16 bytes therefore tell the proxy
- * the sender; the listener it arrived on tells the receiver.
+ * Who is talking. The raft connections are mutual TLS (batond
+ * --peer-cert), so nothing the proxy can read on them says who sent them,
+ * and the proxy needs nothing from inside them: libraft opens one
+ * connection per direction, so the sender of a connection is the process
+ * that owns its other end. When a connection arrives, the proxy looks up
+ * the sender's socket -- local port = the connection's source port, remote
+ * port = the listener's -- in /proc/net/tcp, takes its inode, and finds
+ * the node whose process holds that socket among its /proc/PID/fd entries;
+ * the nodes' current pids are in the cluster harness's pid files
+ * (DIR/node<ID>.pid, tests/lib/cluster.h), read afresh each time since the
+ * nemesis restarts nodes. The listener a connection arrived on tells the
+ * receiver. A connection whose sender cannot be found (it was closed
+ * already, or a process other than the nodes opened it) is closed.
  *
  * Commands, one per line on stdin, each answered with one line on stdout
  * ("ok", or "error: ...") once it has taken effect:
@@ -28,12 +35,15 @@
  * End of file on stdin ends the proxy (so it dies with the harness).
  * Connections in and out are logged to stderr.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "tests/fault/flog.h"
@@ -48,13 +58,13 @@ struct node {
     uv_tcp_t server;
 };
 
-enum pstate { P_HANDSHAKE, P_CONNECTING, P_OPEN, P_HELD, P_CLOSING };
+enum pstate { P_CONNECTING, P_OPEN, P_HELD, P_CLOSING };
 
 /* One connection a node opened to another node's raft address. */
 struct pconn {
     struct pconn *prev, *next;
     int dst;                 /* index of the node it was sent to */
-    int src;                 /* index of the sender, -1 until known / unknown id */
+    int src;                 /* index of the sender */
     enum pstate state;
     uv_tcp_t down;           /* accepted from the sender */
     uv_tcp_t up;             /* to the receiver's bind port */
@@ -78,6 +88,7 @@ static int n_nodes;
 static bool cut[MAX_NODES][MAX_NODES]; /* [src][dst] */
 static struct pconn *conns;
 static uv_pipe_t in;
+static const char *pid_dir;  /* the cluster harness's DIR/node<ID>.pid files */
 static char line[256];
 static size_t line_len;
 
@@ -101,9 +112,8 @@ static void pc_closed(uv_handle_t *h)
 static void pc_close(struct pconn *pc, const char *why)
 {
     if (pc->state == P_CLOSING) return;
-    if (pc->src >= 0 || pc->state != P_HANDSHAKE)
-        fprintf(stderr, "%lld close %d->%d: %s\n", (long long)now_us(),
-                pc->src >= 0 ? (int)nodes[pc->src].id : 0, (int)nodes[pc->dst].id, why);
+    fprintf(stderr, "%lld close %d->%d: %s\n", (long long)now_us(),
+            pc->src >= 0 ? (int)nodes[pc->src].id : 0, (int)nodes[pc->dst].id, why);
     pc->state = P_CLOSING;
     if (pc->prev)
         pc->prev->next = pc->next;
@@ -204,8 +214,10 @@ static void on_connected(uv_connect_t *req, int status)
             pc->src >= 0 ? (int)nodes[pc->src].id : 0, (int)nodes[pc->dst].id);
     uv_tcp_nodelay(&pc->up, 1);
     pc->pend = NULL;
-    if (forward(pc, (uv_stream_t *)&pc->up, (uv_stream_t *)&pc->down, &pc->down_paused, pend,
-                pc->pend_len) != 0) {
+    if (pc->pend_len == 0) {
+        free(pend);
+    } else if (forward(pc, (uv_stream_t *)&pc->up, (uv_stream_t *)&pc->down, &pc->down_paused,
+                       pend, pc->pend_len) != 0) {
         pc_close(pc, "write to receiver failed");
         return;
     }
@@ -213,22 +225,16 @@ static void on_connected(uv_connect_t *req, int status)
     uv_read_start((uv_stream_t *)&pc->up, on_alloc, on_read_up);
 }
 
-/* The first 16 bytes arrived: find the sender, then hold or connect. */
-static void handshake_done(struct pconn *pc)
+/* The sender is known: hold the connection (its link is cut) or connect
+ * to the receiver. */
+static void route(struct pconn *pc)
 {
     struct sockaddr_in a;
-    uint64_t proto = 0, id = 0;
 
-    for (int k = 7; k >= 0; k--) {
-        proto = proto << 8 | (uint8_t)pc->pend[k];
-        id = id << 8 | (uint8_t)pc->pend[8 + k];
-    }
-    pc->src = proto == 1 ? node_by_id(id) : -1;
-    if (pc->src >= 0 && cut[pc->src][pc->dst]) {
+    if (cut[pc->src][pc->dst]) {
         pc->state = P_HELD;
-        pc->pend_len = 0;
-        fprintf(stderr, "%lld hold %d->%d\n", (long long)now_us(),
-                (int)nodes[pc->src].id, (int)nodes[pc->dst].id);
+        fprintf(stderr, "%lld hold %d->%d\n", (long long)now_us(), (int)nodes[pc->src].id,
+                (int)nodes[pc->dst].id);
         return;
     }
     pc->state = P_CONNECTING;
@@ -240,6 +246,93 @@ static void handshake_done(struct pconn *pc)
     uv_ip4_addr("127.0.0.1", nodes[pc->dst].target_port, &a);
     if (uv_tcp_connect(&pc->creq, &pc->up, (struct sockaddr *)&a, on_connected) != 0)
         pc_close(pc, "connect failed");
+}
+
+/* ---- who sent a connection: /proc ---------------------------------------- */
+
+/* The inode of the TCP socket whose local port is `lport` and remote port
+ * `rport` (IPv4, any state), or 0. */
+static unsigned long socket_inode(unsigned lport, unsigned rport)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    char row[512];
+    unsigned long found = 0;
+
+    if (f == NULL) return 0;
+    if (fgets(row, sizeof row, f) == NULL) { /* the header */
+        fclose(f);
+        return 0;
+    }
+    while (found == 0 && fgets(row, sizeof row, f) != NULL) {
+        unsigned la, lp, ra, rp, st;
+        unsigned long inode;
+
+        /* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
+        if (sscanf(row, " %*u: %X:%X %X:%X %X %*X:%*X %*X:%*X %*X %*u %*u %lu", &la, &lp, &ra,
+                   &rp, &st, &inode) == 6 &&
+            lp == lport && rp == rport)
+            found = inode;
+    }
+    fclose(f);
+    return found;
+}
+
+/* Does process pid hold the socket with this inode? */
+static bool holds(pid_t pid, unsigned long inode)
+{
+    char dir[64], link[PATH_MAX], want[64], target[64];
+    struct dirent *e;
+    bool yes = false;
+    DIR *d;
+
+    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+    snprintf(want, sizeof want, "socket:[%lu]", inode);
+    if ((d = opendir(dir)) == NULL) return false;
+    while (!yes && (e = readdir(d)) != NULL) {
+        ssize_t n;
+
+        if (e->d_name[0] == '.') continue;
+        snprintf(link, sizeof link, "%s/%s", dir, e->d_name);
+        n = readlink(link, target, sizeof target - 1);
+        if (n <= 0) continue;
+        target[n] = '\0';
+        yes = strcmp(target, want) == 0;
+    }
+    closedir(d);
+    return yes;
+}
+
+/* Node i's current pid from the harness's pid file, or 0. */
+static pid_t node_pid(int i)
+{
+    char path[PATH_MAX];
+    int pid = 0;
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/node%u.pid", pid_dir, nodes[i].id);
+    if ((f = fopen(path, "r")) == NULL) return 0;
+    if (fscanf(f, "%d", &pid) != 1) pid = 0;
+    fclose(f);
+    return pid;
+}
+
+/* The index of the node that opened pc's connection, or -1. */
+static int sender_of(struct pconn *pc)
+{
+    struct sockaddr_in peer, self;
+    int plen = sizeof peer, slen = sizeof self;
+    unsigned long inode;
+
+    if (uv_tcp_getpeername(&pc->down, (struct sockaddr *)&peer, &plen) != 0 ||
+        uv_tcp_getsockname(&pc->down, (struct sockaddr *)&self, &slen) != 0)
+        return -1;
+    inode = socket_inode(ntohs(peer.sin_port), ntohs(self.sin_port));
+    if (inode == 0) return -1;
+    for (int i = 0; i < n_nodes; i++) {
+        pid_t pid = node_pid(i);
+        if (pid > 0 && holds(pid, inode)) return i;
+    }
+    return -1;
 }
 
 static int pend_append(struct pconn *pc, const char *p, size_t n)
@@ -266,7 +359,6 @@ static void on_read_down(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
         return;
     }
     switch (pc->state) {
-    case P_HANDSHAKE:
     case P_CONNECTING:
         if (pend_append(pc, buf->base, (size_t)n) != 0) {
             free(buf->base);
@@ -274,7 +366,6 @@ static void on_read_down(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
             return;
         }
         free(buf->base);
-        if (pc->state == P_HANDSHAKE && pc->pend_len >= 16) handshake_done(pc);
         return;
     case P_OPEN:
         if (forward(pc, (uv_stream_t *)&pc->up, s, &pc->down_paused, buf->base, (size_t)n) != 0)
@@ -307,7 +398,13 @@ static void on_accept(uv_stream_t *server, int status)
         return;
     }
     uv_tcp_nodelay(&pc->down, 1);
+    pc->src = sender_of(pc);
+    if (pc->src < 0) {
+        pc_close(pc, "sender not found among the nodes");
+        return;
+    }
     uv_read_start((uv_stream_t *)&pc->down, on_alloc, on_read_down);
+    route(pc);
 }
 
 /* ---- commands -------------------------------------------------------------- */
@@ -411,13 +508,15 @@ int main(int argc, char **argv)
 {
     int rv;
 
-    if (argc < 2 || argc - 1 > MAX_NODES) {
-        fprintf(stderr, "usage: faultproxy ID:LISTEN_PORT:TARGET_PORT ... (at most %d)\n",
+    if (argc < 4 || strcmp(argv[1], "--pids") != 0 || argc - 3 > MAX_NODES) {
+        fprintf(stderr,
+                "usage: faultproxy --pids DIR ID:LISTEN_PORT:TARGET_PORT ... (at most %d)\n",
                 MAX_NODES);
         return 2;
     }
+    pid_dir = argv[2];
     loop = uv_default_loop();
-    for (int i = 1; i < argc; i++) {
+    for (int i = 3; i < argc; i++) {
         struct node *nd = &nodes[n_nodes];
         struct sockaddr_in a;
 

@@ -141,11 +141,13 @@ static int start_store(struct run *r)
 static int start_proxy(struct run *r)
 {
     char path[PATH_MAX + 32], logp[PATH_MAX + 32], args[CLUSTER_MAX_NODES][48], line[64];
-    const char *argv[CLUSTER_MAX_NODES + 2];
+    const char *argv[CLUSTER_MAX_NODES + 4];
     int in[2], out[2], logfd, n = 0;
 
     tool(r, "faultproxy", path, sizeof path);
     argv[n++] = path;
+    argv[n++] = "--pids"; /* the harness's pid files tell it who sends what */
+    argv[n++] = r->c.root;
     for (int i = 0; i < r->c.n; i++) {
         snprintf(args[i], sizeof args[i], "%u:%d:%d", r->c.nodes[i].id, r->c.nodes[i].raft_port,
                  r->c.nodes[i].raft_bind_port);
@@ -316,7 +318,8 @@ int main(int argc, char **argv)
 {
     static const char *const node_args[] = {"--snapshot-threshold", "1024",
                                             "--snapshot-trailing", "256", NULL};
-    struct cluster_opts co = {.extra_args = node_args, .raft_proxy = 1};
+    struct cluster_opts co = {.extra_args = node_args, .raft_proxy = 1,
+                              .secure = CLUSTER_PEER_TLS};
     char self[PATH_MAX], nem[PATH_MAX + 32];
     ssize_t n;
     int check, rv;

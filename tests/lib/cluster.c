@@ -317,6 +317,29 @@ static int pick_ports(int *ports, int n)
     return rv;
 }
 
+/*
+ * The --cluster list of node i started with --join (cluster_add_node): it
+ * names only itself -- the other members' client addresses reach it
+ * through the replicated state once it is added -- except under peer TLS,
+ * where a node without a configuration admits raft connections only from
+ * the nodes its --cluster list names (server/peers.c), so it lists every
+ * node the harness started, itself included.
+ */
+static void join_list(const struct cluster *c, int i, char *buf, size_t cap)
+{
+    size_t off = 0;
+
+    buf[0] = '\0';
+    for (int k = 0; k < c->n; k++) {
+        const struct cluster_node *nd = &c->nodes[k];
+
+        if (k != i && !(c->secure & CLUSTER_PEER_TLS)) continue;
+        off += (size_t)snprintf(buf + off, cap - off, "%s%u=127.0.0.1:%d/127.0.0.1:%d",
+                                off ? "," : "", nd->id, nd->raft_port, nd->client_port);
+        if (off >= cap) break;
+    }
+}
+
 /* Start node i (its pid is recorded in c, its slot and its pid file). */
 static int spawn_node(struct cluster *c, int i)
 {
@@ -324,7 +347,7 @@ static int spawn_node(struct cluster *c, int i)
     struct slot *s = &slots[c->slot];
     char path[PATH_MAX + 16], idbuf[16], bindbuf[32];
     const char *argv[14 + CLUSTER__SECURE_ARGS + MAX_EXTRA_ARGS];
-    char join_members[96];
+    char join_members[sizeof c->members + 64 * CLUSTER_MAX_NODES];
     int argc = 0;
     pid_t pid;
     FILE *f;
@@ -338,9 +361,7 @@ static int spawn_node(struct cluster *c, int i)
     argv[argc++] = nd->dir;
     argv[argc++] = "--cluster";
     if (nd->joined) {
-        /* An added node: it names only itself and joins (cluster_add_node). */
-        snprintf(join_members, sizeof join_members, "%u=127.0.0.1:%d/127.0.0.1:%d", nd->id,
-                 nd->raft_port, nd->client_port);
+        join_list(c, i, join_members, sizeof join_members);
         argv[argc++] = join_members;
         argv[argc++] = "--join";
     } else {

@@ -70,7 +70,8 @@ struct cluster_node {
     char endpoint[32];          /* "127.0.0.1:CLIENTPORT" */
     char dir[PATH_MAX];         /* ROOT/nodeN */
     char log[PATH_MAX];         /* ROOT/nodeN.log */
-    int joined;                 /* started by cluster_add_node: --join, --cluster of itself */
+    int joined;                 /* started by cluster_add_node: --join, --cluster of itself
+                                   (under CLUSTER_PEER_TLS: of every node) */
 };
 
 struct cluster {
@@ -184,7 +185,9 @@ int cluster_stop(struct cluster *c);
  * Start one more node, index c->n and raft id c->n + 1, on free ports with
  * a fresh data directory: `batond --join` with a --cluster list that names
  * only itself (the other members' client addresses reach it through the
- * replicated state once it is added). Waits (at most 10 s) until it
+ * replicated state once it is added) -- or, under CLUSTER_PEER_TLS, every
+ * node started so far, since a node without a configuration admits raft
+ * connections only from the nodes of its --cluster list. Waits (at most 10 s) until it
  * answers STATUS. It is not a member until the leader adds it: run
  * `batonctl member add ID ADDRS` with cluster_member_addrs(). Its endpoint
  * is NOT added to cluster_endpoints(), which keeps naming the nodes the

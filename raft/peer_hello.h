@@ -1,0 +1,58 @@
+/*
+ * peer_hello.h -- the first message on a raft connection secured with
+ * mutual TLS (raft/peer_tls.c), and the certificate name that goes with a
+ * node id. No I/O; does not include <raft.h>, so tests may use it too.
+ *
+ * Once the TLS handshake is over, the connecting node sends one HELLO,
+ * inside TLS, carrying what libraft's own TCP handshake carries and what
+ * raft's accept callback needs: the sender's node id and raft address.
+ *
+ *     u32  version   PEER_HELLO_VERSION (1)
+ *     u64  node id   the sender's raft id
+ *     u16  n         1..BATON_MAX_ADDR
+ *     n bytes        the sender's raft address ("a.b.c.d:port", no NUL)
+ *
+ * all little-endian. The accepting node answers one byte, PEER_HELLO_ACK,
+ * when it takes the connection; a refused connection is closed instead,
+ * and the reason is logged on the refusing side only. After the ACK the
+ * connection carries libraft's messages, unchanged, in both directions.
+ */
+#ifndef BATON_RAFT_PEER_HELLO_H
+#define BATON_RAFT_PEER_HELLO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/buf.h"
+#include "proto/msg.h"
+
+#define PEER_HELLO_VERSION 1u
+#define PEER_HELLO_HEADER 14u                          /* version, id, n */
+#define PEER_HELLO_MAX (PEER_HELLO_HEADER + BATON_MAX_ADDR)
+#define PEER_HELLO_ACK 0x01
+
+/* Longest subject CN a node certificate carries: "baton-node-" and a u64. */
+#define PEER_CN_MAX 32
+
+struct peer_hello {
+    uint64_t id;
+    char address[BATON_MAX_ADDR + 1];
+};
+
+/* Append the HELLO of node `id` at `address` to b. 0, BATON_EINVAL (an
+ * address that is empty or longer than BATON_MAX_ADDR) or BATON_ENOMEM. */
+int peer_hello_encode(struct buf *b, uint64_t id, const char *address);
+
+/*
+ * Parse a HELLO from the first n bytes received. Returns its length (the
+ * bytes to consume) with *h filled; 0 while more bytes are needed; or
+ * BATON_EMALFORMED (another version, id 0, a bad length, or an address
+ * with a NUL byte).
+ */
+int peer_hello_parse(const void *data, size_t n, struct peer_hello *h);
+
+/* The subject CN node `id`'s certificate must carry: "baton-node-<id>",
+ * the id in decimal without leading zeros. out has PEER_CN_MAX bytes. */
+const char *peer_cn_of(uint64_t id, char out[PEER_CN_MAX]);
+
+#endif /* BATON_RAFT_PEER_HELLO_H */

@@ -1,0 +1,94 @@
+/*
+ * test_peer_hello.c -- the HELLO that opens a raft connection under mutual
+ * TLS (raft/peer_hello.h): its exact bytes, parsing whole, in pieces and
+ * with trailing bytes, every malformed form, and the certificate name of a
+ * node id.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "client/baton_defs.h"
+#include "raft/peer_hello.h"
+#include "tests/lib/runner.h"
+
+TEST(hello_bytes)
+{
+    static const uint8_t want[] = {1,   0,   0,   0,   7,   0,   0,   0,   0,   0,
+                                   0,   0,   11,  0,   '1', '.', '2', '.', '3', '.',
+                                   '4', ':', '5', '6', '7'};
+    struct buf b = {0};
+
+    ASSERT_EQ(peer_hello_encode(&b, 7, "1.2.3.4:567"), 0);
+    ASSERT_EQ(b.len, sizeof want);
+    ASSERT(memcmp(b.data, want, sizeof want) == 0);
+    buf_free(&b);
+}
+
+TEST(hello_round_trip_in_pieces)
+{
+    struct buf b = {0};
+    struct peer_hello h;
+
+    ASSERT_EQ(peer_hello_encode(&b, 4000000000u, "127.0.0.1:7101"), 0);
+    ASSERT_EQ(buf_put(&b, "raft", 4), 0); /* what follows is not the HELLO's */
+    for (size_t n = 0; n < b.len - 4; n++) ASSERT_EQ(peer_hello_parse(b.data, n, &h), 0);
+    ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), (int)(b.len - 4));
+    ASSERT_UEQ(h.id, 4000000000u);
+    ASSERT_STREQ(h.address, "127.0.0.1:7101");
+    buf_free(&b);
+}
+
+TEST(hello_malformed)
+{
+    struct buf b = {0};
+    struct peer_hello h;
+    char longest[BATON_MAX_ADDR + 2];
+
+    /* Another version. */
+    ASSERT_EQ(peer_hello_encode(&b, 1, "a:1"), 0);
+    b.data[0] = 2;
+    ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), BATON_EMALFORMED);
+    /* Node id 0. */
+    buf_reset(&b);
+    ASSERT_EQ(peer_hello_encode(&b, 0, "a:1"), 0);
+    ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), BATON_EMALFORMED);
+    /* A length of 0, or beyond BATON_MAX_ADDR: refused from the header. */
+    buf_reset(&b);
+    ASSERT_EQ(peer_hello_encode(&b, 1, "a:1"), 0);
+    b.data[12] = 0;
+    ASSERT_EQ(peer_hello_parse(b.data, PEER_HELLO_HEADER, &h), BATON_EMALFORMED);
+    b.data[12] = BATON_MAX_ADDR + 1;
+    ASSERT_EQ(peer_hello_parse(b.data, PEER_HELLO_HEADER, &h), BATON_EMALFORMED);
+    /* A NUL inside the address. */
+    b.data[12] = 3;
+    b.data[PEER_HELLO_HEADER + 1] = '\0';
+    ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), BATON_EMALFORMED);
+    buf_free(&b);
+    /* The encoder refuses what the parser would. */
+    memset(longest, 'x', sizeof longest - 1);
+    longest[sizeof longest - 1] = '\0';
+    ASSERT_EQ(peer_hello_encode(&b, 1, longest), BATON_EINVAL);
+    ASSERT_EQ(peer_hello_encode(&b, 1, ""), BATON_EINVAL);
+    longest[BATON_MAX_ADDR] = '\0';
+    ASSERT_EQ(peer_hello_encode(&b, 1, longest), 0);
+    ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), (int)PEER_HELLO_MAX);
+    buf_free(&b);
+}
+
+TEST(cn_of_node)
+{
+    char cn[PEER_CN_MAX];
+
+    ASSERT_STREQ(peer_cn_of(1, cn), "baton-node-1");
+    ASSERT_STREQ(peer_cn_of(18446744073709551615u, cn), "baton-node-18446744073709551615");
+}
+
+int main(int argc, char **argv)
+{
+    runner_init(argc, argv);
+    RUN(hello_bytes);
+    RUN(hello_round_trip_in_pieces);
+    RUN(hello_malformed);
+    RUN(cn_of_node);
+    return runner_done();
+}
