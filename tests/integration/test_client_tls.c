@@ -443,7 +443,7 @@ TEST(batonctl_flags_and_environment)
     struct ctl_result r;
     const char *d;
 
-    start(&c, 3, CLUSTER_CLIENT_TLS | CLUSTER_CLIENT_CA | CLUSTER_AUTH, NULL);
+    start(&c, 3, CLUSTER_SECURE | CLUSTER_CLIENT_CA, NULL); /* peer mTLS too */
 
     /* The harness passes --cacert --cert --key --token. */
     ASSERT_EQ(cluster_ctl(&c, &r, "status", NULL), 0);
