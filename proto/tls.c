@@ -86,6 +86,9 @@ int tls_ctx_new(const struct tls_config *cfg, tls_ctx **out, char *err, size_t n
     SSL_CTX_set_min_proto_version(s, cfg->allow_tls12 ? TLS1_2_VERSION : TLS1_3_VERSION);
     SSL_CTX_set_options(s, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_TICKET);
     SSL_CTX_set_num_tickets(s, 0);
+    /* Give an idle connection's 16 KiB+ record buffers back: a node with
+     * 10,000 idle sessions would otherwise hold ~35 KiB per connection. */
+    SSL_CTX_set_mode(s, SSL_MODE_RELEASE_BUFFERS);
     SSL_CTX_set_session_cache_mode(s, SSL_SESS_CACHE_OFF);
     if (cfg->cert_file != NULL) {
         if (SSL_CTX_use_certificate_chain_file(s, cfg->cert_file) != 1)
