@@ -7,6 +7,8 @@
 #   make SAN=address test     the same under AddressSanitizer + UBSan
 #   make bench      build lockbench, run the benchmark sweep on a fresh local
 #                   cluster (make bench SECONDS=3 for a quick look)
+#   make bench TLS=1    W1 and W2 plaintext and with TLS, peer mTLS and a token,
+#                   back to back, and the ratios (tests/bench/tls-compare.sh)
 #   make bench-plot     docs/bench-w2.png from the last sweep's JSON lines (gnuplot)
 #   make bench-table    the table of figures (docs/performance.md) from the same lines
 #
@@ -132,7 +134,11 @@ cluster-inner: $(CLUSTER_BIN)
 integration-inner: $(PROGS) $(INTEG_BIN)
 	@tests/run-tests.sh $(B) $(INTEG_BIN)
 bench-inner: $(PROGS) $(B)/lockbench
+ifeq ($(TLS),1)
+	@tests/bench/tls-compare.sh $(B) $(SECONDS)
+else
 	@tests/bench/run-bench.sh $(B) $(SECONDS)
+endif
 
 # ---- objects and archives ------------------------------------------------
 # $(B)/.cflags holds the compile flags of the last build in $(B); it changes

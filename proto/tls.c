@@ -277,8 +277,12 @@ int tls_recv(tls *t, const void *data, size_t n, struct buf *plain)
     }
     for (;;) {
         size_t got = 0;
+        /* The plaintext is never longer than the ciphertext still to be
+         * read, so reserve that much (not a whole record's 16 KiB, which a
+         * caller that frees its empty buffers would allocate per read). */
+        size_t want = BIO_ctrl_pending(t->rbio) + (size_t)SSL_pending(t->ssl);
 
-        if (buf_reserve(plain, 16 * 1024) != 0) return BATON_ENOMEM;
+        if (buf_reserve(plain, want < 512 ? 512 : want) != 0) return BATON_ENOMEM;
         if (SSL_read_ex(t->ssl, plain->data + plain->len, plain->cap - plain->len, &got) == 1) {
             plain->len += got;
             continue;

@@ -40,6 +40,7 @@ static void handle_closed(uv_handle_t *h)
     tls_free(l->tls);
     l->tls = NULL;
     buf_free(&l->plain);
+    buf_free(&l->out);
     l->ev->closed(l);
 }
 
@@ -94,8 +95,15 @@ static void written(uv_write_t *req, int status)
     resume(l);
 }
 
-/* Write b's bytes to s, taking them from b (b is left empty either way;
- * struct buf's memory comes from malloc, so the request frees it). */
+/*
+ * Write b's bytes to s, taking them from b (b is left empty either way).
+ * The common case, a socket with room and nothing queued, is one
+ * uv_try_write that leaves b's memory with b for the next message; only
+ * what does not fit goes to uv_write, which takes b's memory (struct buf's
+ * memory comes from malloc, so the request frees it). uv_write for every
+ * message would cost a malloc and libuv's re-arming of the poll watcher
+ * (epoll_ctl) per message, on each hop of every raft message.
+ */
 static int write_buf(struct peer_link *l, void *s, struct buf *b)
 {
     struct link_write *w;
@@ -103,6 +111,18 @@ static int write_buf(struct peer_link *l, void *s, struct buf *b)
     int rv;
 
     if (b->len == 0) return 0;
+    if (queued(s) == 0) {
+        ub = uv_buf_init((char *)b->data, (unsigned)b->len);
+        rv = uv_try_write(s, &ub, 1);
+        if (rv >= 0 && (size_t)rv == b->len) {
+            buf_reset(b);
+            return 0;
+        }
+        if (rv >= 0)
+            buf_consume(b, (size_t)rv);
+        else if (rv != UV_EAGAIN)
+            return rv;
+    }
     w = malloc(sizeof *w);
     if (w == NULL) {
         buf_free(b);
@@ -123,11 +143,10 @@ static int write_buf(struct peer_link *l, void *s, struct buf *b)
 /* Send what the TLS endpoint has for the peer. */
 static int flush_tls(struct peer_link *l)
 {
-    struct buf out = {0};
-    int rv = tls_out(l->tls, &out);
+    int rv = tls_out(l->tls, &l->out);
 
     if (rv != 0) return rv;
-    return write_buf(l, &l->tcp, &out);
+    return write_buf(l, &l->tcp, &l->out);
 }
 
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)

@@ -78,6 +78,7 @@ struct peer_link {
     bool local_open;
     tls *tls;
     struct buf plain;       /* decrypted, not yet consumed or written to raft */
+    struct buf out;         /* sealed for the peer, not yet written */
     bool sniffed;           /* the first bytes were checked to be TLS */
     bool up, bridged, closing;
     bool tcp_paused, local_paused;

@@ -365,7 +365,8 @@ int main(int argc, char **argv)
         {"endpoints", required_argument, NULL, 'e'}, {"store", required_argument, NULL, 's'},
         {"name", required_argument, NULL, 'n'},      {"log", required_argument, NULL, 'l'},
         {"locks", required_argument, NULL, 'k'},     {"ttl", required_argument, NULL, 't'},
-        {"seed", required_argument, NULL, 'r'},      {0},
+        {"seed", required_argument, NULL, 'r'},      {"cacert", required_argument, NULL, 'c'},
+        {"token", required_argument, NULL, 'T'},     {0},
     };
     struct app a = {.n_locks = 2, .store_fd = -1, .rng = 88172645463325252ull};
     const char *logpath = NULL;
@@ -382,6 +383,8 @@ int main(int argc, char **argv)
         case 'k': a.n_locks = atoi(optarg); break;
         case 't': ttl = (unsigned)atoi(optarg); break;
         case 'r': a.rng ^= strtoull(optarg, NULL, 10) * 0x9E3779B97F4A7C15ull; break;
+        case 'c': a.opts.tls_ca_file = optarg; break;
+        case 'T': a.opts.token = optarg; break;
         default: goto usage;
         }
     }
@@ -411,6 +414,6 @@ int main(int argc, char **argv)
 
 usage:
     fprintf(stderr, "usage: faultclient --endpoints E --store PORT --name N --log FILE "
-                    "[--locks K] [--ttl MS] [--seed S]\n");
+                    "[--locks K] [--ttl MS] [--seed S] [--cacert FILE] [--token T]\n");
     return 2;
 }

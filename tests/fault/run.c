@@ -175,10 +175,11 @@ static int start_clients(struct run *r)
 {
     for (int k = 0; k < r->n_clients; k++) {
         char path[PATH_MAX + 32], logp[PATH_MAX + 32], errp[PATH_MAX + 32], port[16], name[16],
-            locks[16], ttl[16], seed[32];
+            locks[16], ttl[16], seed[32], ca[PATH_MAX + 64];
         const char *argv[] = {path,    "--endpoints", cluster_endpoints(&r->c),
                               "--store", port,         "--name", name, "--log", logp,
-                              "--locks", locks,        "--ttl",  ttl,  "--seed", seed, NULL};
+                              "--locks", locks,        "--ttl",  ttl,  "--seed", seed,
+                              "--cacert", ca, "--token", r->client_token, NULL};
 
         tool(r, "faultclient", path, sizeof path);
         snprintf(logp, sizeof logp, "%s/client-%02d.log", r->dir, k);
@@ -188,6 +189,7 @@ static int start_clients(struct run *r)
         snprintf(locks, sizeof locks, "%d", r->n_locks);
         snprintf(ttl, sizeof ttl, "%u", r->ttl_ms);
         snprintf(seed, sizeof seed, "%" PRIu64, r->seed + (uint64_t)k * 7919u);
+        snprintf(ca, sizeof ca, "%s", cluster_cert(&r->c, "ca", 0));
         r->clients[k] = proc_spawn_files(argv, NULL, errp);
         if (r->clients[k] < 0) return -1;
     }
@@ -318,8 +320,11 @@ int main(int argc, char **argv)
 {
     static const char *const node_args[] = {"--snapshot-threshold", "1024",
                                             "--snapshot-trailing", "256", NULL};
+    /* Secured as a production cluster would be: mutual TLS between the
+     * nodes, TLS and tokens for the clients (the clients' principal may
+     * open sessions and lock; the harness's own is an admin). */
     struct cluster_opts co = {.extra_args = node_args, .raft_proxy = 1,
-                              .secure = CLUSTER_PEER_TLS};
+                              .secure = CLUSTER_PEER_TLS | CLUSTER_CLIENT_TLS | CLUSTER_AUTH};
     char self[PATH_MAX], nem[PATH_MAX + 32];
     ssize_t n;
     int check, rv;
@@ -348,6 +353,10 @@ int main(int argc, char **argv)
     printf("# fault run: %u s, %d clients, %d locks, ttl %u ms, seed %" PRIu64 ", logs in %s\n",
            R.seconds, R.n_clients, R.n_locks, R.ttl_ms, R.seed, R.dir);
 
+    if (cluster_token("faultclient", "client", "", R.client_token, R.auth_line,
+                      sizeof R.auth_line) != 0)
+        return 2;
+    co.auth_lines = R.auth_line;
     if (R.nemesis == NULL || start_store(&R) != 0 || cluster_start_opts(&R.c, 3, &co) != 0 ||
         start_proxy(&R) != 0 || cluster_wait_leader(&R.c, 30000) < 0 || start_clients(&R) != 0) {
         fprintf(stderr, "faultrun: set-up failed; logs kept in %s\n", R.dir);

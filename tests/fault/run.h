@@ -49,6 +49,8 @@ struct run {
     pid_t store_pid, proxy_pid;
     int store_in, proxy_in, proxy_out; /* pipes */
     int store_port;
+    char client_token[72];   /* the clients' principal "faultclient" (role client) */
+    char auth_line[256];     /* its auth-file line */
     pid_t clients[RUN_MAX_CLIENTS];
     int client_stopped[RUN_MAX_CLIENTS];
 
