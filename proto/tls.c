@@ -88,7 +88,7 @@ int tls_ctx_new(const struct tls_config *cfg, tls_ctx **out, char *err, size_t n
     SSL_CTX_set_num_tickets(s, 0);
     /* Give an idle connection's 16 KiB+ record buffers back: a node with
      * 10,000 idle sessions would otherwise hold ~35 KiB per connection. */
-    SSL_CTX_set_mode(s, SSL_MODE_RELEASE_BUFFERS);
+    if (cfg->lean) SSL_CTX_set_mode(s, SSL_MODE_RELEASE_BUFFERS);
     SSL_CTX_set_session_cache_mode(s, SSL_SESS_CACHE_OFF);
     if (cfg->cert_file != NULL) {
         if (SSL_CTX_use_certificate_chain_file(s, cfg->cert_file) != 1)
@@ -242,7 +242,10 @@ static int encrypt(tls *t, const void *data, size_t n)
 
 static int handshake(tls *t)
 {
-    int rv = SSL_do_handshake(t->ssl);
+    int rv;
+
+    ERR_clear_error();
+    rv = SSL_do_handshake(t->ssl);
 
     if (rv == 1) {
         t->established = true;
@@ -268,7 +271,7 @@ int tls_recv(tls *t, const void *data, size_t n, struct buf *plain)
     int rv;
 
     if (t->failed) return t->failed;
-    ERR_clear_error();
+    ERR_clear_error(); /* SSL_get_error reads the queue: it must hold only ours */
     if (n > 0 && BIO_write(t->rbio, data, (int)n) != (int)n)
         return fail(t, BATON_ENOMEM, "%s", "out of memory for TLS input");
     if (!t->established) {

@@ -46,6 +46,10 @@ struct tls_config {
     bool require_peer_cert;/* server side: refuse a client without a
                               certificate signed by ca_file */
     bool allow_tls12;      /* accept TLS 1.2 too; else 1.3 only */
+    bool lean;             /* give an idle endpoint's record buffers back
+                              (about 20 KiB each) at the price of a malloc per
+                              record: for servers of many mostly idle
+                              connections */
 };
 
 typedef struct tls_ctx tls_ctx;

@@ -31,6 +31,7 @@ int conn_tls_init(struct server *srv)
         .ca_file = cfg->tls_client_ca,
         .require_peer_cert = cfg->tls_client_ca != NULL,
         .allow_tls12 = cfg->tls12,
+        .lean = true, /* thousands of sessions' connections, mostly idle */
     };
     char err[BATON_ERRMSG_SIZE];
     int rv;
