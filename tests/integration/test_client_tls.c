@@ -40,6 +40,7 @@
 #include "client/baton_async.h"
 #include "proto/crypto.h"
 #include "tests/lib/aclient.h"
+#include "tests/lib/certs.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/files.h"
@@ -54,35 +55,22 @@
 
 static char mine[PATH_MAX]; /* this run's certificates */
 
-/* Path of file NAME in this run's certificate directory (8 in rotation). */
+/* Path of file NAME in this run's certificate directory. */
 static const char *my_cert(const char *name)
 {
-    static char p[8][PATH_MAX + 64];
-    static int i;
-
-    i = (i + 1) % 8;
-    snprintf(p[i], sizeof p[i], "%s/%s", mine, name);
-    return p[i];
+    return certs_path(mine, name);
 }
 
 /* A CA "other" of our own with a node certificate for 127.0.0.1, one for
  * 10.1.2.3, an expired one, and a client certificate. */
 static void make_my_certs(void)
 {
-    char cmd[PATH_MAX * 6];
-
     snprintf(mine, sizeof mine, "%s/certs", suite_dir());
-    snprintf(cmd, sizeof cmd,
-             "server/certs.sh ca %s other && "
-             "server/certs.sh cert %s good other baton-node-1 IP:127.0.0.1,DNS:localhost && "
-             "server/certs.sh cert %s elsewhere other baton-node-1 IP:10.1.2.3 && "
-             "server/certs.sh cert %s expired other baton-node-1 IP:127.0.0.1 -1 && "
-             "server/certs.sh cert %s stranger other baton-client -",
-             mine, mine, mine, mine, mine);
-    if (system(cmd) != 0) {
-        fprintf(stderr, "# server/certs.sh failed\n");
-        exit(1);
-    }
+    certs_run("ca %s other", mine);
+    certs_run("cert %s good other baton-node-1 IP:127.0.0.1,DNS:localhost", mine);
+    certs_run("cert %s elsewhere other baton-node-1 IP:10.1.2.3", mine);
+    certs_run("cert %s expired other baton-node-1 IP:127.0.0.1 -1", mine);
+    certs_run("cert %s stranger other baton-client -", mine);
 }
 
 /* Start an n-node cluster with the security bits and more auth lines,

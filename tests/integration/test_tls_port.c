@@ -25,6 +25,7 @@
 
 #include "client/baton_defs.h"
 #include "proto/msg.h"
+#include "tests/lib/certs.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/runner.h"
@@ -132,14 +133,11 @@ static int hello_with_cert(struct cluster *c, int node, const char *cert, const 
 TEST(client_certificates_required)
 {
     struct cluster c;
-    char cmd[PATH_MAX * 3];
 
     start(&c, CLUSTER_CLIENT_TLS | CLUSTER_CLIENT_CA, NULL, NULL);
     leader_of(&c);
-    snprintf(cmd, sizeof cmd,
-             "server/certs.sh ca %s other && server/certs.sh cert %s stranger other baton-client -",
-             c.certs, c.certs);
-    ASSERT_EQ(system(cmd), 0);
+    certs_run("ca %s other", c.certs);
+    certs_run("cert %s stranger other baton-client -", c.certs);
     ASSERT_EQ(hello_with_cert(&c, 0, NULL, NULL), -1);
     ASSERT_EQ(hello_with_cert(&c, 0, cluster_cert(&c, "stranger", 0),
                               cluster_cert(&c, "stranger", 1)),

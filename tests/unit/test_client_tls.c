@@ -22,6 +22,7 @@
 #include "client/baton_async.h"
 #include "client/baton_defs.h"
 #include "proto/msg.h"
+#include "tests/lib/certs.h"
 #include "tests/lib/files.h"
 #include "tests/lib/runner.h"
 #include "tests/unit/client_fixture.h"
@@ -32,47 +33,10 @@
 
 static char certs[PATH_MAX];
 
-/* Path of file NAME in the certificate directory (four in rotation). */
+/* Path of file NAME in the certificate directory. */
 static const char *cert(const char *name)
 {
-    static char p[8][PATH_MAX + 64];
-    static int i;
-
-    i = (i + 1) % 8;
-    snprintf(p[i], sizeof p[i], "%s/%s", certs, name);
-    return p[i];
-}
-
-static void certs_sh(const char *args)
-{
-    char cmd[PATH_MAX * 2];
-
-    snprintf(cmd, sizeof cmd, "server/certs.sh %s >/dev/null", args);
-    if (system(cmd) != 0) {
-        fprintf(stderr, "# server/certs.sh %s failed\n", args);
-        exit(1);
-    }
-}
-
-/* ca/node1/client, another CA with a node and a client certificate, an
- * expired node certificate and one naming another host. */
-static void make_certs(void)
-{
-    char a[PATH_MAX + 128];
-
-    snprintf(certs, sizeof certs, "%s/certs", suite_dir());
-    snprintf(a, sizeof a, "cluster %s 1", certs);
-    certs_sh(a);
-    snprintf(a, sizeof a, "ca %s other", certs);
-    certs_sh(a);
-    snprintf(a, sizeof a, "cert %s othernode other baton-node-1 IP:127.0.0.1,DNS:localhost", certs);
-    certs_sh(a);
-    snprintf(a, sizeof a, "cert %s stranger other baton-client -", certs);
-    certs_sh(a);
-    snprintf(a, sizeof a, "cert %s expired ca baton-node-1 IP:127.0.0.1 -1", certs);
-    certs_sh(a);
-    snprintf(a, sizeof a, "cert %s elsewhere ca baton-node-1 IP:10.1.2.3,DNS:db.example", certs);
-    certs_sh(a);
+    return certs_path(certs, name);
 }
 
 /* A TLS fake presenting certificate NAME.pem (NAME.key), asking for
@@ -565,7 +529,8 @@ int main(int argc, char **argv)
 {
     runner_init(argc, argv);
     suite_dir_init("baton-client-tls");
-    make_certs();
+    snprintf(certs, sizeof certs, "%s/certs", suite_dir());
+    certs_make_set(certs);
     RUN(tls_lock_round_trip_with_token);
     RUN(no_token_sends_none);
     RUN(client_certificate_presented);

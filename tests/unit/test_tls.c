@@ -12,6 +12,7 @@
 
 #include "client/baton_defs.h"
 #include "proto/tls.h"
+#include "tests/lib/certs.h"
 #include "tests/lib/files.h"
 #include "tests/lib/runner.h"
 
@@ -19,38 +20,7 @@ static char certs[PATH_MAX];
 
 static const char *path(const char *name)
 {
-    static char p[4][PATH_MAX + 64];
-    static int i;
-    i = (i + 1) % 4;
-    snprintf(p[i], sizeof p[i], "%s/%s", certs, name);
-    return p[i];
-}
-
-static void sh(const char *cmd)
-{
-    char line[PATH_MAX * 2];
-    snprintf(line, sizeof line, "server/certs.sh %s >/dev/null", cmd);
-    if (system(line) != 0) {
-        fprintf(stderr, "# certs.sh %s failed\n", cmd);
-        exit(1);
-    }
-}
-
-static void make_certs(void)
-{
-    char cmd[PATH_MAX + 128];
-
-    snprintf(certs, sizeof certs, "%s/certs", suite_dir());
-    snprintf(cmd, sizeof cmd, "cluster %s 1", certs);
-    sh(cmd);
-    snprintf(cmd, sizeof cmd, "ca %s other", certs);
-    sh(cmd);
-    snprintf(cmd, sizeof cmd, "cert %s stranger other baton-client -", certs);
-    sh(cmd);
-    snprintf(cmd, sizeof cmd, "cert %s expired ca baton-node-1 IP:127.0.0.1 -1", certs);
-    sh(cmd);
-    snprintf(cmd, sizeof cmd, "cert %s elsewhere ca baton-node-1 IP:10.1.2.3,DNS:db.example", certs);
-    sh(cmd);
+    return certs_path(certs, name);
 }
 
 static tls_ctx *ctx(bool server, const char *ca, const char *cert, bool require)
@@ -253,7 +223,8 @@ int main(int argc, char **argv)
 {
     runner_init(argc, argv);
     suite_dir_init("baton-tls");
-    make_certs();
+    snprintf(certs, sizeof certs, "%s/certs", suite_dir());
+    certs_make_set(certs);
     RUN(handshake_and_data_both_ways);
     RUN(names_a_dns_name);
     RUN(server_of_another_ca_refused);
