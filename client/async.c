@@ -22,11 +22,19 @@
 
 /* Milliseconds of a monotonic clock. The core keeps its own time rather
  * than the loop's, so that it does not depend on the adapter. */
+/*
+ * The client's clock: CLOCK_BOOTTIME, which, unlike CLOCK_MONOTONIC, keeps
+ * counting while the machine is suspended. A laptop that sleeps through
+ * its session's lease then sees, on waking, that the lease is over and
+ * declares its locks lost, instead of believing it still holds them for a
+ * whole ttl after the cluster gave them away. (CLOCK_MONOTONIC only where
+ * the kernel is older than 2.6.39 and lacks CLOCK_BOOTTIME.)
+ */
 uint64_t baton__now(void)
 {
     struct timespec ts;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0) clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 

@@ -73,6 +73,15 @@
 #define BATON__DEFAULT_OP_MS 10000
 #define BATON__DEFAULT_TTL_MS 10000
 
+/* The client's lease ends this much before ttl after the send of the last
+ * acknowledged message: BATON__LEASE_DRIFT_PER_MILLE of the ttl for the
+ * two clocks' rates (the leader's and this machine's may differ by up to
+ * 0.2%, four times what NTP allows), plus BATON__LEASE_DELTA_MS for the
+ * granularity of both clocks (ms) and the time between reading the clock
+ * and sending. docs/design.md, "Leases and liveness". */
+#define BATON__LEASE_DRIFT_PER_MILLE 2
+#define BATON__LEASE_DELTA_MS 5
+
 /* Keepalive req_ids: 2^63 and up. Seqs and HELLO ids count up from 1 and
  * can never get there. */
 #define BATON__KA_ID_BASE (UINT64_C(1) << 63)
@@ -310,6 +319,9 @@ void baton__session_fail(baton_async_t *ac, int status);
 bool baton__open_refused(baton_async_t *ac, int status);
 
 /* async_session.c */
+/* The safety margin of a lease of ttl ms (BATON__LEASE_DRIFT_PER_MILLE,
+ * BATON__LEASE_DELTA_MS); never more than half the ttl. */
+uint64_t baton__lease_margin(uint64_t ttl);
 void baton__on_conn_ready(baton_async_t *ac);
 void baton__session_started(baton_async_t *ac, uint64_t open_sent_at);
 void baton__lease_renew(baton_async_t *ac, uint64_t sent_at);

@@ -57,9 +57,18 @@ static uint64_t ttl_of(const baton_async_t *ac)
     return ac->ttl_ms ? ac->ttl_ms : ac->session_ttl_ms;
 }
 
+uint64_t baton__lease_margin(uint64_t ttl)
+{
+    uint64_t m = ttl * BATON__LEASE_DRIFT_PER_MILLE / 1000 + BATON__LEASE_DELTA_MS;
+    return m > ttl / 2 ? ttl / 2 : m;
+}
+
+/* Where the client's lease ends: before the leader's can, even if the
+ * leader's clock runs slower than this one (within the margin). */
 static uint64_t lease_end(const baton_async_t *ac)
 {
-    return ac->lease_base + ttl_of(ac);
+    uint64_t ttl = ttl_of(ac);
+    return ac->lease_base + ttl - baton__lease_margin(ttl);
 }
 
 bool baton__is_keepalive_id(uint64_t req_id)

@@ -131,9 +131,19 @@ void liveness_stop(struct server *srv)
     owners_clear(srv);
 }
 
+/*
+ * The lease runs from the moment the request is handled, read from the
+ * clock now: the loop's cached time (uv_now) was read when this loop turn
+ * began, and after a long turn it can be earlier than the moment the
+ * client SENT the message it is handling. The client counts its lease from
+ * its send time, so a stamp earlier than that would let this leader expire
+ * the session while the client still believes it holds its locks.
+ */
 bool liveness_touch(struct server *srv, uint64_t session)
 {
-    return srv->ready && lease_renew(&srv->leases, session, uv_now(srv->loop));
+    if (!srv->ready) return false;
+    uv_update_time(srv->loop);
+    return lease_renew(&srv->leases, session, uv_now(srv->loop));
 }
 
 /* The session was counted for its owner when its OPEN_SESSION was

@@ -10,6 +10,7 @@
 
 #include "client/baton_async.h"
 #include "client/baton_defs.h"
+#include "client/async_int.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/runner.h"
 #include "tests/unit/client_fixture.h"
@@ -44,6 +45,23 @@ TEST(async_keepalive_interval)
     a_close(&t, ac);
     tloop_done(&t);
     fake_stop(f);
+}
+
+/* The client's lease ends a margin before the leader's: 0.2% of the ttl for
+ * the clocks' rates plus 5 ms, and never more than half the ttl. A leader
+ * whose clock runs 0.2% slower still expires the session after the client
+ * has given its locks up. */
+TEST(lease_margin)
+{
+    ASSERT_UEQ(baton__lease_margin(10000), 25);
+    ASSERT_UEQ(baton__lease_margin(600), 6);
+    ASSERT_UEQ(baton__lease_margin(300000), 605);
+    ASSERT_UEQ(baton__lease_margin(8), 4);
+    for (uint64_t ttl = 1000; ttl <= 300000; ttl += 997) {
+        uint64_t m = baton__lease_margin(ttl);
+        /* the leader's ttl, measured on a clock 0.2% slower, ends after ours */
+        ASSERT((ttl - m) * 1002 / 1000 <= ttl);
+    }
 }
 
 /* The fake stops answering keepalives: once ttl has passed since the send
@@ -358,6 +376,7 @@ int main(int argc, char **argv)
     runner_init(argc, argv);
     runner_set_timeout(30);
     RUN(async_keepalive_interval);
+    RUN(lease_margin);
     RUN(async_lease_runs_out);
     RUN(async_lost_push_one_lock);
     RUN(async_session_expired);
