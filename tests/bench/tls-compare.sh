@@ -37,22 +37,15 @@ for ((r = 1; r <= reps; r++)); do
 done
 
 # Median ops/s per (workload, clients, secured) and the ratio.
-awk '
-function field(line, key,    re, m) {
-    re = "\"" key "\":[^,}]*"
-    if (!match(line, re)) return ""
-    m = substr(line, RSTART + length(key) + 3, RLENGTH - length(key) - 3)
-    gsub(/"/, "", m)
-    return m
-}
+awk -f "$here/jsonl.awk" -f /dev/stdin "$out" <<'AWK'
 function median(list,    a, n, i, j, t) {
     n = split(list, a, " ")
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
 /"workload"/ {
-    w = field($0, "workload"); c = field($0, "clients"); ops = field($0, "ops_per_s")
-    sec = field($0, "client_tls") == "1" ? "tls" : "plain"
+    w = jget($0, "workload"); c = jget($0, "clients"); ops = jget($0, "ops_per_s")
+    sec = jget($0, "client_tls") == "1" ? "tls" : "plain"
     k = w " " c
     if (!(k in seen)) { seen[k] = 1; order[++n] = k }
     v[k, sec] = v[k, sec] " " ops
@@ -67,4 +60,5 @@ END {
         verdict = target ? sprintf(">= %.2f: %s", target, (p > 0 && t / p >= target) ? "met" : "NOT met") : "-"
         printf "| %s | %s | %.0f | %.0f | %.2f | %s |\n", kc[1], kc[2], p, t, (p > 0 ? t / p : 0), verdict
     }
-}' "$out"
+}
+AWK
