@@ -26,13 +26,25 @@ const char *auth_role_name(int role)
     }
 }
 
-uint64_t auth_key(const char *name, size_t n)
+/* The first 8 bytes of the SHA-256 of data[0..n) into *k, as a number: a
+ * short id of what was hashed (a principal's name, the auth file). 0, or
+ * BATON_ENOMEM (*k is then 0). */
+static int sha256_prefix(const void *data, size_t n, uint64_t *k)
 {
     uint8_t d[CRYPTO_SHA256_LEN];
-    uint64_t k = 0;
+    int rv = crypto_sha256(data, n, d);
 
-    if (n == 0 || crypto_sha256(name, n, d) != 0) return 0;
-    for (int i = 0; i < 8; i++) k = k << 8 | d[i];
+    *k = 0;
+    if (rv != 0) return rv;
+    for (int i = 0; i < 8; i++) *k = *k << 8 | d[i];
+    return 0;
+}
+
+uint64_t auth_key(const char *name, size_t n)
+{
+    uint64_t k;
+
+    if (n == 0 || sha256_prefix(name, n, &k) != 0) return 0;
     return k ? k : 1;
 }
 
@@ -243,7 +255,6 @@ int auth_parse(const char *text, size_t len, const char *what, struct auth *out,
                size_t err_size)
 {
     struct auth a = {0};
-    uint8_t d[CRYPTO_SHA256_LEN];
     size_t cap = 0, lineno = 0;
     char *buf, *save = NULL;
 
@@ -258,8 +269,7 @@ int auth_parse(const char *text, size_t len, const char *what, struct auth *out,
     buf = xmalloc(len + 1);
     memcpy(buf, text, len);
     buf[len] = '\0';
-    crypto_sha256(buf, len, d);
-    for (int i = 0; i < 8; i++) a.digest = a.digest << 8 | d[i];
+    (void)sha256_prefix(buf, len, &a.digest);
     for (char *p = buf; p != NULL; p = save) {
         char *line = p, *hash;
         struct principal pr;

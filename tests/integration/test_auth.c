@@ -22,7 +22,6 @@
 #include <unistd.h>
 
 #include "client/baton_defs.h"
-#include "proto/crypto.h"
 #include "proto/msg.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
@@ -547,14 +546,8 @@ static void body_sighup_rereads_the_auth_file(void)
         snprintf(line, sizeof line, "%.*s", (int)(strchr(start, '\n') - start + 1), start);
         strcat(fresh, line);
     }
-    {
-        uint8_t digest[32];
-        char hex[65];
-        crypto_sha256(tokens[DAVE], strlen(tokens[DAVE]), digest);
-        crypto_hex(digest, 32, hex);
-        snprintf(line, sizeof line, "dave client sha256:%s\n", hex);
-        strcat(fresh, line);
-    }
+    ASSERT_EQ(cluster_token_line("dave", "client", "", tokens[DAVE], line, sizeof line), 0);
+    strcat(fresh, line);
     ASSERT_EQ(cluster_auth_write(&C, fresh), 0);
     for (int i = 0; i < C.n; i++) ASSERT_EQ(cluster_kill(&C, i, SIGHUP), 0);
     /* carol's connection is told and closed. */

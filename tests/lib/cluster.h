@@ -267,6 +267,9 @@ void cluster_sock_cfg(const struct cluster *c, struct tls_sock_cfg *cfg);
  * line into line. 0 or -1. */
 int cluster_token(const char *name, const char *role, const char *opts, char *token,
                   char *line, size_t cap);
+/* The auth-file line of an existing token. 0 or -1. */
+int cluster_token_line(const char *name, const char *role, const char *opts, const char *token,
+                       char *line, size_t cap);
 /* Rewrite c's auth file: the harness's admin line, then `lines` (or
  * nothing). Does not signal the nodes (cluster_kill(c, i, SIGHUP) does).
  * 0 or -1. */

@@ -29,14 +29,12 @@ void cluster_sock_cfg(const struct cluster *c, struct tls_sock_cfg *cfg)
     cfg->key_file = cluster_cert(c, "client", 1);
 }
 
-int cluster_token(const char *name, const char *role, const char *opts, char *token,
-                  char *line, size_t cap)
+int cluster_token_line(const char *name, const char *role, const char *opts, const char *token,
+                       char *line, size_t cap)
 {
-    uint8_t raw[32], digest[CRYPTO_SHA256_LEN];
+    uint8_t digest[CRYPTO_SHA256_LEN];
     char hex[CRYPTO_SHA256_HEX + 1];
 
-    if (crypto_random(raw, sizeof raw) != 0) return -1;
-    crypto_hex(raw, sizeof raw, token);
     if (crypto_sha256(token, strlen(token), digest) != 0) return -1;
     crypto_hex(digest, sizeof digest, hex);
     snprintf(line, cap, "%s %s sha256:%s%s%s\n", name, role, hex, opts && *opts ? " " : "",
@@ -44,21 +42,25 @@ int cluster_token(const char *name, const char *role, const char *opts, char *to
     return 0;
 }
 
+int cluster_token(const char *name, const char *role, const char *opts, char *token,
+                  char *line, size_t cap)
+{
+    uint8_t raw[32];
+
+    if (crypto_random(raw, sizeof raw) != 0) return -1;
+    crypto_hex(raw, sizeof raw, token);
+    return cluster_token_line(name, role, opts, token, line, cap);
+}
+
 int cluster_auth_write(struct cluster *c, const char *lines)
 {
-    char tmp[PATH_MAX + 8], line[512], token[72];
+    char tmp[PATH_MAX + 8], line[512];
     FILE *f;
+    int rv = c->admin_token[0] == '\0'
+                 ? cluster_token("harness", "admin", "", c->admin_token, line, sizeof line)
+                 : cluster_token_line("harness", "admin", "", c->admin_token, line, sizeof line);
 
-    if (c->admin_token[0] == '\0') {
-        if (cluster_token("harness", "admin", "", token, line, sizeof line) != 0) return -1;
-        snprintf(c->admin_token, sizeof c->admin_token, "%s", token);
-    } else {
-        uint8_t digest[CRYPTO_SHA256_LEN];
-        char hex[CRYPTO_SHA256_HEX + 1];
-        crypto_sha256(c->admin_token, strlen(c->admin_token), digest);
-        crypto_hex(digest, sizeof digest, hex);
-        snprintf(line, sizeof line, "harness admin sha256:%s\n", hex);
-    }
+    if (rv != 0) return -1;
     snprintf(tmp, sizeof tmp, "%s.tmp", c->auth_file);
     f = fopen(tmp, "w");
     if (f == NULL) return -1;
