@@ -103,13 +103,8 @@ void baton__tls_end(baton_async_t *ac)
  * connection's message set. */
 int baton__tls_wrap(baton_async_t *ac)
 {
-    int rv = 0;
+    int rv = tls_seal(ac->tls, &ac->out, &ac->net);
 
-    if (ac->out.len > 0) {
-        rv = tls_send(ac->tls, ac->out.data, ac->out.len);
-        if (rv == 0) buf_reset(&ac->out);
-    }
-    if (rv == 0) rv = tls_out(ac->tls, &ac->net);
     if (rv != 0)
         baton__conn_err(ac, "TLS", rv == BATON_ENOMEM ? "out of memory" : tls_errmsg(ac->tls));
     return rv;

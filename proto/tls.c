@@ -313,6 +313,17 @@ int tls_send(tls *t, const void *data, size_t n)
     return encrypt(t, data, n);
 }
 
+int tls_seal(tls *t, struct buf *plain, struct buf *net)
+{
+    int rv = 0;
+
+    if (plain->len > 0) {
+        rv = tls_send(t, plain->data, plain->len);
+        if (rv == 0) buf_reset(plain);
+    }
+    return rv != 0 ? rv : tls_out(t, net);
+}
+
 int tls_out(tls *t, struct buf *net)
 {
     size_t pending = BIO_ctrl_pending(t->wbio);

@@ -90,6 +90,13 @@ int tls_recv(tls *t, const void *data, size_t n, struct buf *plain);
  */
 int tls_send(tls *t, const void *data, size_t n);
 
+/*
+ * tls_send of plain's bytes, then tls_out into net: a connection's
+ * plaintext output sealed into the bytes to write. plain is emptied (its
+ * memory kept) when its bytes were taken. Returns 0 or as those two.
+ */
+int tls_seal(tls *t, struct buf *plain, struct buf *net);
+
 /* The bytes to write to the peer: appended to `net` and dropped from the
  * endpoint. Returns 0 or BATON_ENOMEM (then nothing was taken). */
 int tls_out(tls *t, struct buf *net);

@@ -185,15 +185,8 @@ static void write_cb(uv_write_t *req, int status)
  */
 static struct buf *wire(struct conn *c)
 {
-    int rv = 0;
-
     if (c->tls == NULL) return &c->out;
-    if (c->out.len > 0) {
-        rv = tls_send(c->tls, c->out.data, c->out.len);
-        buf_reset(&c->out);
-    }
-    if (rv == 0) rv = tls_out(c->tls, &c->net);
-    if (rv != 0) {
+    if (tls_seal(c->tls, &c->out, &c->net) != 0) {
         log_debug("conn %llu: TLS: %s", (unsigned long long)c->id, tls_errmsg(c->tls));
         return NULL;
     }
