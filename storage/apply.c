@@ -26,8 +26,8 @@
  *      revoke with "lease not found").
  * OPEN_SESSION has no session yet and is not deduplicated. The leader's and
  * the administrator's commands (EXPIRE_SESSION, WAIT_TIMEOUT, FORCE_RELEASE,
- * DELAY_END, SET_MEMBER_ADDR) are never deduplicated: their seq is ignored, and each is
- * harmless to repeat.
+ * DELAY_END, SET_MEMBER_ADDR, CHECK) are never deduplicated: their seq is
+ * ignored, and each is harmless to repeat.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -36,12 +36,13 @@
 #include "proto/buf.h"
 #include "storage/store_int.h"
 
-/* FNV-1a 64-bit parameters. */
-#define FNV64_OFFSET 0xcbf29ce484222325ull
+/* FNV-1a 64-bit prime (the offset basis is STORE_FNV64_OFFSET). */
 #define FNV64_PRIME 0x100000001b3ull
 
-static uint64_t fnv1a64(uint64_t h, const uint8_t *p, size_t n)
+uint64_t store__fnv1a64(uint64_t h, const void *data, size_t n)
 {
+    const uint8_t *p = data;
+
     for (size_t i = 0; i < n; i++) {
         h ^= p[i];
         h *= FNV64_PRIME;
@@ -56,8 +57,8 @@ uint64_t store__digest_next(uint64_t prev, uint64_t index, const void *data, siz
 
     le_put_u64(head, prev);
     le_put_u64(head + 8, index);
-    h = fnv1a64(FNV64_OFFSET, head, sizeof head);
-    if (data != NULL) h = fnv1a64(h, data, len);
+    h = store__fnv1a64(STORE_FNV64_OFFSET, head, sizeof head);
+    if (data != NULL) h = store__fnv1a64(h, data, len);
     return h;
 }
 
@@ -166,6 +167,11 @@ static int run_op(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result 
         return op_delay_end(c, cmd, res);
     case CMD_SET_MEMBER_ADDR:
         return op_set_member_addr(c, cmd, res);
+    case CMD_CHECK:
+        /* Changes nothing here: store_apply hashes the state once the
+         * entry has committed (cmd.h, "Content checks"). */
+        c->checked = 1;
+        return 0;
     default:
         /* The batch was validated: unreachable, but deterministic anyway. */
         res->status = BATON_EINVAL;
@@ -239,6 +245,7 @@ struct apply_arg {
     int valid;
     struct effects *out;
     uint64_t digest;            /* out: the new digest, once committed */
+    int checked;                /* out: the entry had a CHECK */
 };
 
 /* The body of the write transaction. store__write may run it again after
@@ -254,6 +261,7 @@ static int apply_txn(store *s, MDB_txn *txn, void *arg)
     int rc;
 
     effects_reset(a->out);
+    a->checked = 0;
     rc = meta_get_u64(s, txn, META_NEXT_SESSION, &c.next_session, NULL);
     if (rc == 0) rc = meta_get_u64(s, txn, META_NEXT_FENCE, &c.next_fence, NULL);
     if (rc == 0) rc = meta_get_u64(s, txn, META_NEXT_ENQ, &c.next_enq, NULL);
@@ -274,6 +282,7 @@ static int apply_txn(store *s, MDB_txn *txn, void *arg)
     for (size_t i = 0; rc == 0 && i < c.n_changed; i++) rc = effects_add_fx(a->out, &c.changed[i]);
     free(c.changed);
     if (rc != 0) return rc;
+    a->checked = c.checked;
     if (c.next_session != session0) rc = meta_put_u64(s, txn, META_NEXT_SESSION, c.next_session);
     if (rc == 0 && c.next_fence != fence0) rc = meta_put_u64(s, txn, META_NEXT_FENCE, c.next_fence);
     if (rc == 0 && c.next_enq != enq0) rc = meta_put_u64(s, txn, META_NEXT_ENQ, c.next_enq);
@@ -308,5 +317,6 @@ int store_apply(store *s, uint64_t index, const void *data, size_t len, struct e
     if (!a.valid) effects_reset(out);
     s->applied = index;
     s->digest = a.digest;
+    if (a.checked) store__check_applied(s, index);
     return 0;
 }

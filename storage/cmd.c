@@ -5,11 +5,11 @@
  *
  * The decoder checks only the shape of each command: its type, and that its
  * name fits the type (a client name for OPEN_SESSION, a lock name for the
- * lock commands, nothing for CLOSE_SESSION and EXPIRE_SESSION, an address
- * for SET_MEMBER_ADDR). Whether a lock name (non-empty, no NUL) or an
- * address is legal is decided when the command is
- * applied, so that one bad name fails one command with BATON_EINVAL rather
- * than the whole batch it travels in. An owner is opaque bytes to the
+ * lock commands, nothing for CLOSE_SESSION, EXPIRE_SESSION and CHECK, an
+ * address for SET_MEMBER_ADDR). Whether a lock name (non-empty, no NUL) or
+ * an address is legal is decided when the command is applied, so that one
+ * bad name fails one command with BATON_EINVAL rather than the whole batch
+ * it travels in. An owner is opaque bytes to the
  * store: only its length is checked.
  */
 #include "storage/cmd.h"
@@ -39,6 +39,7 @@ static int name_max(int type)
         return BATON_MAX_NAME;
     case CMD_CLOSE_SESSION:
     case CMD_EXPIRE_SESSION:
+    case CMD_CHECK:
         return 0;
     case CMD_SET_MEMBER_ADDR:
         return BATON_MAX_ADDR;
@@ -261,6 +262,8 @@ const char *cmd_type_name(int type)
         return "SET_MEMBER_ADDR";
     case CMD_OPEN_OWNED:
         return "OPEN_OWNED";
+    case CMD_CHECK:
+        return "CHECK";
     default:
         return "?";
     }

@@ -61,6 +61,9 @@ enum cmd_type {
                                                                 -> OK | EINVAL; below */
     CMD_OPEN_OWNED,       /* the type byte of an OPEN_SESSION with an owner (above); only
                              in encoded batches, never in a struct cmd */
+    CMD_CHECK,            /* (admin; no fields)                 -> OK; changes nothing, and
+                                                                   every node hashes its state
+                                                                   after the entry (below) */
     CMD_TYPE_MAX_
 };
 
@@ -76,6 +79,22 @@ enum cmd_type {
  * only the syntax; the leader also checks that the host is IPv4, the only
  * kind batond's transports take yet, before proposing (server/config.c).
  * Never deduplicated; repeating it is harmless. No effects.
+ */
+
+/*
+ * Content checks (CHECK). The state digest (store.h) chains the entries a
+ * store applied, not what the store holds: a byte of data.mdb changed
+ * behind LMDB's back (bit rot, a stray write through the writable map)
+ * leaves it as it was. A CHECK changes nothing, but the store that applies
+ * it computes its content hash (store.h, store_content_hash) right after
+ * the entry's transaction has committed, and keeps it with the entry's
+ * index in memory (store_last_check). Every node applies the entry at the
+ * same index, so every node hashes the same state, and hashes that differ
+ * show a node whose content differs. The leader proposes a CHECK alone in
+ * its entry (batonctl check; server/admin_cmds.c): a binary that predates
+ * CHECK takes that batch for malformed and applies nothing, which is what
+ * a CHECK does anyway, so mixed binaries stay in step (such a node just
+ * reports no hash). Never deduplicated; no effects.
  */
 
 /*

@@ -66,6 +66,28 @@
  * servers are members) never reaches the store -- configuration entries
  * are not given to apply -- and is not in the digest; raft keeps it
  * consistent.
+ *
+ * Content hash: what the digest cannot see. The digest follows the entries,
+ * so a store whose files changed behind LMDB's back (bit rot, a stray write
+ * through the writable map) keeps a digest that matches its peers'. The
+ * content hash is computed from what the store holds:
+ *
+ *     content hash = FNV-1a-64(the bytes store_snapshot gives now)
+ *
+ * (1 instead, in the unlikely case that is 0), with the FNV-1a-64 of the
+ * digest above. The snapshot's bytes are deterministic and hold the
+ * applied index and the digest in their header, so two stores with the
+ * same state at the same index give the same hash, and a change of any
+ * single byte of a key or value gives another one: the running FNV values
+ * part at that byte ((h ^ b) * prime differs for two b, the prime being
+ * odd), and every later step, a bijection of the running value for a
+ * given byte, keeps them apart (only the 0-to-1 substitution could meet
+ * them, a chance of 2^-64). Larger changes go unseen with a chance of
+ * about 2^-64. A checksum for accidents, like the digest: a writer that
+ * means harm and can write data.mdb can do worse than fool it. Each node
+ * computes it when it applies a CHECK (cmd.h, "Content checks"), at the
+ * same index as every other node, and keeps the last one in memory
+ * (store_last_check).
  */
 #ifndef BATON_STORAGE_STORE_H
 #define BATON_STORAGE_STORE_H
@@ -108,13 +130,34 @@ uint64_t store_applied_index(store *s);
  * new store). */
 uint64_t store_digest(store *s);
 
+/*
+ * The content hash of the state as it is now (see the top of this file):
+ * one read transaction, the whole state serialised in memory as
+ * store_snapshot does, then hashed, all on the caller's thread. Returns 0
+ * with *hash set (never 0), or BATON_EIO / BATON_ENOMEM with *hash 0.
+ */
+int store_content_hash(store *s, uint64_t *hash);
+
+/*
+ * The last CHECK (cmd.h) this store applied since it was opened: *index is
+ * its entry's index (0: none yet) and *hash the content hash of the state
+ * right after that entry, computed by store_apply once the entry had
+ * committed, or 0 if it could not be computed (BATON_EIO, BATON_ENOMEM).
+ * Kept in memory only; an entry skipped because it was applied before
+ * (index not above the applied index: raft's replay at start) computes
+ * nothing.
+ */
+void store_last_check(store *s, uint64_t *index, uint64_t *hash);
+
 /* Force the LMDB files to disk (mdb_env_sync(force)). 0 or BATON_EIO. */
 int store_sync(store *s);
 
 /*
  * Apply the batch encoded in data[0..len) as raft entry `index`, in one
  * write transaction that also records index as applied and advances the
- * state digest over (index, data[0..len)). effects_reset(out)
+ * state digest over (index, data[0..len)). If the batch has a CHECK, the
+ * content hash is then computed (store_last_check): this call then costs
+ * a pass over the whole state. effects_reset(out)
  * is called first; on return out->results has one result per command and
  * out->fx the effects, in order.
  *

@@ -12,6 +12,7 @@
  *               the FIFO queue under them
  *   sessions.c  opening, closing and expiring sessions
  *   snapshot.c  store_snapshot and store_restore
+ *   check.c     the content hash and the last CHECK's result (store.h)
  *   reads.c     the short read transactions behind the admin requests
  *   members.c   the members table: SET_MEMBER_ADDR and store_member_addr
  *
@@ -78,6 +79,8 @@ struct store {
     MDB_dbi dbi[DB_COUNT_];
     uint64_t applied;       /* cached meta "applied" */
     uint64_t digest;        /* cached meta "digest" */
+    uint64_t check_index;   /* the last CHECK applied since open, 0: none (check.c) */
+    uint64_t check_hash;    /* the content hash after it, 0: could not be computed */
     size_t map_size;        /* current map size, doubled on MDB_MAP_FULL */
     char *dir;
     char boot_id[STORE_BOOT_ID_MAX];
@@ -224,6 +227,7 @@ struct apply_ctx {
     MDB_txn *txn;
     uint64_t index;             /* the raft index being applied */
     struct effects *out;
+    int checked;                /* a CHECK was applied: hash once committed */
     uint64_t next_session, next_fence, next_enq;
     /* The locks changed so far in this entry, one FX_LOCK_CHANGED each:
      * appended to out after the last command (apply.c). Owned here. */
@@ -237,6 +241,18 @@ struct apply_ctx {
  * data[0..len). data may be NULL when len is 0.
  */
 uint64_t store__digest_next(uint64_t prev, uint64_t index, const void *data, size_t len);
+
+/* FNV-1a 64 (store.h gives the parameters): h updated over p[0..n).
+ * Start from STORE_FNV64_OFFSET. */
+#define STORE_FNV64_OFFSET 0xcbf29ce484222325ull
+uint64_t store__fnv1a64(uint64_t h, const void *p, size_t n);
+
+/* ---- check.c ------------------------------------------------------------ */
+
+/* A CHECK was applied as entry `index` (committed): hash the state now and
+ * keep (index, hash) as the last check; a hash that cannot be computed is
+ * kept as 0. */
+void store__check_applied(store *s, uint64_t index);
 
 /* A queued ACQUIRE's wait ended: replace its cached result, if the dedup
  * table still has one, so that a retry of that ACQUIRE learns the outcome. */

@@ -93,6 +93,7 @@ static inline struct cmd c_timeout(uint64_t s, uint64_t waiter, const char *name
 #define c_expire(s) cmd_of(CMD_EXPIRE_SESSION, (s), 0, NULL)
 #define c_force(name) cmd_of(CMD_FORCE_RELEASE, 0, 0, (name))
 #define c_member(id, addr) cmd_of(CMD_SET_MEMBER_ADDR, (id), 0, (addr))
+#define c_check() cmd_of(CMD_CHECK, 0, 0, NULL)
 
 /*
  * Append cmds to b as one batch (cmd_batch_begin/add/end): 0, or the error

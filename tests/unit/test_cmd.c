@@ -431,6 +431,9 @@ TEST(decoder_rejects_bad_type_and_name_for_type)
     ASSERT_EQ(decode_with_type(CMD_CLOSE_SESSION, "x"), BATON_EMALFORMED);
     ASSERT_EQ(decode_with_type(CMD_EXPIRE_SESSION, "x"), BATON_EMALFORMED);
     ASSERT_EQ(decode_with_type(CMD_CLOSE_SESSION, ""), 1);
+    /* CHECK carries nothing (storage/cmd.h, "Content checks"). */
+    ASSERT_EQ(decode_with_type(CMD_CHECK, "x"), BATON_EMALFORMED);
+    ASSERT_EQ(decode_with_type(CMD_CHECK, ""), 1);
     ASSERT_EQ(decode_with_type(CMD_DELAY_END, "x"), 1);
     /* SET_MEMBER_ADDR carries an address: at most BATON_MAX_ADDR bytes. */
     ASSERT_EQ(decode_with_type(CMD_SET_MEMBER_ADDR, "127.0.0.1:7004"), 1);
@@ -577,6 +580,7 @@ TEST(type_names)
     ASSERT_STREQ(cmd_type_name(CMD_DELAY_END), "DELAY_END");
     ASSERT_STREQ(cmd_type_name(CMD_SET_MEMBER_ADDR), "SET_MEMBER_ADDR");
     ASSERT_STREQ(cmd_type_name(CMD_OPEN_OWNED), "OPEN_OWNED");
+    ASSERT_STREQ(cmd_type_name(CMD_CHECK), "CHECK");
     ASSERT_STREQ(cmd_type_name(0), "?");
     ASSERT_STREQ(cmd_type_name(CMD_TYPE_MAX_), "?");
 }
