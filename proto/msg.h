@@ -102,6 +102,15 @@
  *    SNAPSHOT_R with the snapshot's index (the applied index after that
  *    entry; the snapshot file is written in the background).
  *    ERROR(BATON_EBUSY) while another SNAPSHOT runs.
+ *  - CHECK (operator) asks every node to hash what its lock store holds:
+ *    the leader commits an entry holding one CHECK command (storage/cmd.h),
+ *    every node hashes its whole state right after applying it, and the
+ *    leader answers CHECK_R with the entry's index once it has applied it.
+ *    Each node then reports (that index, its hash) in STATUS_R's
+ *    check_index and content_hash; batonctl check compares them. The
+ *    hash costs every node a pass over its state on its loop thread, so
+ *    the leader runs one CHECK at a time: ERROR(BATON_EBUSY) while one is
+ *    in flight.
  *  - MEMBERS (operator) -> MEMBERS_R from the leader: the current raft
  *    configuration (every server with its id, role and raft address; the
  *    client address where the leader knows it from its --cluster list, an
@@ -155,7 +164,8 @@
 #include "proto/buf.h"
 #include "proto/msg_table.h"
 
-#define BATON_PROTO_VERSION 2  /* 2: HELLO's token, HELLO_OK's principal, owners */
+#define BATON_PROTO_VERSION 3  /* 2: HELLO's token, HELLO_OK's principal, owners;
+                                   3: STATUS_R's content check, CHECK */
 #define BATON_MAX_FRAME (1u << 20)  /* largest `len` field (a frame is <= 4 + this) */
 #define BATON_MAX_CLIENT_NAME 64    /* client name bytes */
 #define BATON_MAX_ADDR 64           /* "a.b.c.d:port" and then some */
@@ -233,7 +243,8 @@ enum node_role { ROLE_UNAVAILABLE = 0, ROLE_FOLLOWER, ROLE_CANDIDATE, ROLE_LEADE
 
 /* Wire: {u32 node_id, u8 role, u32 leader_id, u64 term, u64 last_index,
  *        u64 commit_index, u64 applied_index, u32 n,
- *        n x {u32 id, str raft_addr, str client_addr}, u64 state_digest}
+ *        n x {u32 id, str raft_addr, str client_addr}, u64 state_digest,
+ *        u64 auth_digest, u64 check_index, u64 content_hash}
  *
  * The members are the servers of the node's current raft configuration
  * (spares included), each with its client address as MEMBERS_R gives it
@@ -246,7 +257,14 @@ enum node_role { ROLE_UNAVAILABLE = 0, ROLE_FOLLOWER, ROLE_CANDIDATE, ROLE_LEADE
  * entry and report different digests have diverged. While a restarted
  * node replays its log, its store can be ahead of applied_index (the
  * store skips what it already holds), and its digest then describes that
- * later state. */
+ * later state.
+ *
+ * check_index and content_hash are the node's last content check (CHECK
+ * below; storage/store.h, store_last_check): the index of the last CHECK
+ * entry its store applied since batond started (0: none) and the hash of
+ * everything the store held right after that entry (0: it could not be
+ * computed). Nodes that report the same check_index with different
+ * content hashes hold different state, whatever their digests say. */
 struct msg_status_r {
     uint32_t node_id;
     uint8_t role;           /* enum node_role */
@@ -260,6 +278,8 @@ struct msg_status_r {
     uint64_t state_digest;  /* the store's digest at its applied index */
     uint64_t auth_digest;   /* the first 8 bytes of the SHA-256 of this node's
                                --auth-file as loaded, 0 without one */
+    uint64_t check_index;   /* the last CHECK entry this node applied, 0: none */
+    uint64_t content_hash;  /* its store's content hash after that entry */
 };
 
 struct msg_waiter {
@@ -330,7 +350,7 @@ struct msg_sessions_r {
 
 /* The bodies of the other messages; proto/msg_table.h says which fields of
  * each go on the wire for which message. */
-struct msg_none { uint8_t unused; };  /* STATUS, NO_LEADER, SNAPSHOT, MEMBERS */
+struct msg_none { uint8_t unused; };  /* STATUS, NO_LEADER, SNAPSHOT, MEMBERS, CHECK */
 /* HELLO's token: "" when the client has none (then the connection's
  * principal is its certificate's, or the anonymous one). */
 struct msg_hello { uint32_t version; struct pstr client_name; struct pstr token; };
@@ -354,6 +374,7 @@ struct msg_transfer_r { uint32_t leader_id; };
 struct msg_list_sessions { uint64_t after; uint32_t limit; };
 struct msg_watch { struct pstr lock; };
 struct msg_snapshot_r { uint64_t index; };
+struct msg_check_r { uint64_t index; };         /* the CHECK entry's index */
 struct msg_member_remove { uint32_t id; };
 struct msg_member_add { uint32_t id; struct pstr raft_addr, client_addr; };
 
@@ -426,6 +447,7 @@ struct msg {
         struct msg_watch watch;
         struct msg_watch_event watch_event;
         struct msg_snapshot_r snapshot_r;
+        struct msg_check_r check_r;
         struct msg_members_r members_r;
         struct msg_member_remove member_remove;
         struct msg_member_add member_add;

@@ -77,7 +77,8 @@
                                                          U64(commit_index) U64(applied_index)  \
                                                          LIST(n_members, members,              \
                                                               BATON_MAX_MEMBERS, member)       \
-                                                         U64(state_digest) U64(auth_digest))   \
+                                                         U64(state_digest) U64(auth_digest)    \
+                                                         U64(check_index) U64(content_hash))   \
   X(LOCK_INFO,       15,  C2S, 1, READ,  lock_info,      LOCK(lock))                           \
   X(LOCK_INFO_R,     16,  S2C, 0, NONE,  lock_info_r,    BATON_LOCK_INFO_FIELDS())             \
   X(LIST_LOCKS,      17,  C2S, 1, READ,  list_locks,     STR(prefix, BATON_MAX_NAME) U32(limit)) \
@@ -110,7 +111,9 @@
                                                               member_info))                    \
   X(MEMBER_REMOVE,   37,  C2S, 1, ADMIN, member_remove,  U32(id))                              \
   X(MEMBER_ADD,      38,  C2S, 1, ADMIN, member_add,     U32(id) STR(raft_addr, BATON_MAX_ADDR) \
-                                                         STR(client_addr, BATON_MAX_ADDR))
+                                                         STR(client_addr, BATON_MAX_ADDR))     \
+  X(CHECK,           39,  C2S, 1, ADMIN, none,           )                                     \
+  X(CHECK_R,         40,  S2C, 0, NONE,  check_r,        U64(index))
 
 /* The items of the LIST fields above: X(item, fields), the body of one
  * struct msg_<item>. */

@@ -39,6 +39,7 @@ void admin_status(struct conn *c, const struct msg *m)
      * read at the same moment as the indexes above. */
     r.u.status_r.state_digest = store_digest(c->srv->store);
     r.u.status_r.auth_digest = c->srv->have_auth ? c->srv->auth.digest : 0;
+    store_last_check(c->srv->store, &r.u.status_r.check_index, &r.u.status_r.content_hash);
     n = member_views(c->srv, views, BATON_MAX_MEMBERS);
     r.u.status_r.n_members = n;
     r.u.status_r.members = n ? members : NULL;

@@ -2,8 +2,9 @@
  * admin_cmds.c -- the operator's state-changing requests, served by the
  * ready leader: FORCE_RELEASE and EXPIRE_SESSION become commands in this
  * loop turn's batch (answered by their completions once applied), TRANSFER
- * hands leadership to another node through raft/node.c, and SNAPSHOT asks
- * it for a raft snapshot. The membership requests are in members.c.
+ * hands leadership to another node through raft/node.c, SNAPSHOT asks it
+ * for a raft snapshot, and CHECK commits an entry of its own on which every
+ * node hashes its state. The membership requests are in members.c.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -198,4 +199,85 @@ void admin_snapshot(struct conn *c, const struct msg *m)
         conn_send_error(c, m->req_id, rv, "snapshot: another snapshot request is running");
     else
         conn_send_error(c, m->req_id, rv, "snapshot: %s", baton_strerror(rv));
+}
+
+/* A CHECK waiting for its entry to be applied on this leader. */
+struct check_req {
+    struct server *srv;
+    uint64_t conn_id;
+    uint64_t req_id;
+};
+
+/* The CHECK entry was applied here (every node hashes its state when it
+ * applies it: storage/store.h, store_last_check), or it will not be. Runs
+ * once, inside raft's apply or from node_close. */
+static void check_applied(void *data, int status, const struct effects *fx)
+{
+    struct check_req *q = data;
+    struct server *srv = q->srv;
+    struct conn *c = conn_get(srv, q->conn_id);
+    struct msg m = {.type = MSG_CHECK_R, .req_id = q->req_id};
+    uint64_t index, hash;
+
+    srv->check_inflight = false;
+    if (status == 0) {
+        store_last_check(srv->store, &index, &hash);
+        if (index == fx->index && hash != 0)
+            log_info("content check at index %llu: hash %016llx", (unsigned long long)index,
+                     (unsigned long long)hash);
+        else
+            log_warn("content check at index %llu: this node could not hash its state",
+                     (unsigned long long)fx->index);
+        m.u.check_r.index = fx->index;
+        if (c != NULL) conn_send(c, &m);
+    } else if (c != NULL) {
+        reply_not_applied(c, q->req_id, status);
+    }
+    free(q);
+}
+
+/*
+ * The entry holds one CMD_CHECK and nothing else, proposed directly rather
+ * than through this turn's batch: a binary that does not know CHECK takes
+ * the whole batch for malformed (storage/cmd.h, "Content checks"), which
+ * must cost it no other command. One at a time: each costs every node a
+ * pass over its whole state on its loop thread.
+ */
+void admin_check(struct conn *c, const struct msg *m)
+{
+    struct server *srv = c->srv;
+    struct cmd cmd = {.type = CMD_CHECK};
+    struct buf b = {0};
+    struct check_req *q;
+    size_t start;
+    int rv;
+
+    if (srv->check_inflight) {
+        conn_send_error(c, m->req_id, BATON_EBUSY, "check: another check is running");
+        return;
+    }
+    rv = cmd_batch_begin(&b, &start);
+    if (rv == 0) rv = cmd_batch_add(&b, &cmd);
+    if (rv != 0) {
+        buf_free(&b);
+        conn_send_error(c, m->req_id, rv, "check: %s", baton_strerror(rv));
+        return;
+    }
+    cmd_batch_end(&b, start, 1);
+    q = xmalloc(sizeof *q);
+    q->srv = srv;
+    q->conn_id = c->id;
+    q->req_id = m->req_id;
+    rv = node_propose(srv->node, b.data, b.len, check_applied, q);
+    buf_free(&b);
+    if (rv == 0) {
+        srv->check_inflight = true;
+        log_info("conn %llu (%s): content check requested", (unsigned long long)c->id, c->peer);
+        return;
+    }
+    free(q);
+    if (rv == BATON_ENOTLEADER)
+        reply_not_leader(c, m->req_id);
+    else
+        conn_send_error(c, m->req_id, rv, "check: %s", baton_strerror(rv));
 }

@@ -18,7 +18,7 @@
  *                HELLO and the session's lock requests
  *   access.c     who a connection is (HELLO) and what it may ask
  *   admin.c      STATUS, LOCK_INFO, LIST_LOCKS, LIST_SESSIONS (reads)
- *   admin_cmds.c FORCE_RELEASE, EXPIRE_SESSION, TRANSFER, SNAPSHOT
+ *   admin_cmds.c FORCE_RELEASE, EXPIRE_SESSION, TRANSFER, SNAPSHOT, CHECK
  *   members.c    MEMBERS, MEMBER_ADD, MEMBER_REMOVE
  *   watch.c      WATCH subscriptions and their WATCH_EVENT pushes
  *   keepalive.c  KEEPALIVE replies, after a leadership confirmation round
@@ -235,6 +235,7 @@ struct server {
     uint64_t disk_free;     /* bytes free at the last check */
     bool disk_low;          /* below --min-free-mb: client writes refused */
     struct member_op *member_op; /* MEMBER_ADD or MEMBER_REMOVE in flight (members.c) */
+    bool check_inflight;    /* a CHECK's entry is proposed, not yet applied (admin_cmds.c) */
     bool ready;             /* mirror of node_is_ready */
     bool stopping;
     int exit_code;
@@ -415,6 +416,10 @@ void admin_transfer(struct conn *c, const struct msg *m);
 /* SNAPSHOT: take a raft snapshot now (node_snapshot_now) and answer
  * SNAPSHOT_R with its index; ERROR(EBUSY) while one runs. */
 void admin_snapshot(struct conn *c, const struct msg *m);
+/* CHECK: propose an entry holding one CMD_CHECK, on which every node hashes
+ * its state (storage/cmd.h); answer CHECK_R with its index once applied
+ * here; ERROR(EBUSY) while another CHECK is in flight. */
+void admin_check(struct conn *c, const struct msg *m);
 /* members.c -- the requests on the ready leader. proto/msg.h describes
  * the requests and their errors. */
 /* MEMBERS: answer MEMBERS_R with the current raft configuration. */

@@ -122,6 +122,7 @@ int msg_sample(int type, struct msg *m)
     case MSG_NO_LEADER:
     case MSG_SNAPSHOT:
     case MSG_MEMBERS:
+    case MSG_CHECK:
         break;
     case MSG_STATUS_R:
         m->u.status_r.node_id = 1;
@@ -135,6 +136,8 @@ int msg_sample(int type, struct msg *m)
         m->u.status_r.members = members;
         m->u.status_r.state_digest = 0x1234567890abcdefull;
         m->u.status_r.auth_digest = 0x0fedcba987654321ull;
+        m->u.status_r.check_index = 0x73;
+        m->u.status_r.content_hash = 0x8877665544332211ull;
         break;
     case MSG_LOCK_INFO:
         m->u.lock_info.lock = S("jobs/1");
@@ -207,6 +210,9 @@ int msg_sample(int type, struct msg *m)
         break;
     case MSG_SNAPSHOT_R:
         m->u.snapshot_r.index = 8193;
+        break;
+    case MSG_CHECK_R:
+        m->u.check_r.index = 8194;
         break;
     case MSG_MEMBERS_R:
         m->u.members_r.n = 2;

@@ -190,6 +190,8 @@ void sample(int type, int v, struct msg *m)
         }
         s->state_digest = U64(v, 0x7172737475767778ull);
         s->auth_digest = U64(v, 0x8182838485868788ull);
+        s->check_index = U64(v, 0x9192939495969798ull);
+        s->content_hash = U64(v, 0xA1A2A3A4A5A6A7A8ull);
         break;
     }
     case MSG_LOCK_INFO:
@@ -313,6 +315,11 @@ void sample(int type, int v, struct msg *m)
         break;
     case MSG_SNAPSHOT_R:
         m->u.snapshot_r.index = U64(v, 0x5152535455565758ull);
+        break;
+    case MSG_CHECK:
+        break;
+    case MSG_CHECK_R:
+        m->u.check_r.index = U64(v, 0x6162636465666768ull);
         break;
     case MSG_MEMBERS:
         break;
@@ -439,6 +446,8 @@ void assert_msg_eq(const struct msg *a, const struct msg *b)
         }
         ASSERT_UEQ(x->state_digest, y->state_digest);
         ASSERT_UEQ(x->auth_digest, y->auth_digest);
+        ASSERT_UEQ(x->check_index, y->check_index);
+        ASSERT_UEQ(x->content_hash, y->content_hash);
         break;
     }
     case MSG_LOCK_INFO:
@@ -553,6 +562,11 @@ void assert_msg_eq(const struct msg *a, const struct msg *b)
         break;
     case MSG_SNAPSHOT_R:
         ASSERT_UEQ(a->u.snapshot_r.index, b->u.snapshot_r.index);
+        break;
+    case MSG_CHECK:
+        break;
+    case MSG_CHECK_R:
+        ASSERT_UEQ(a->u.check_r.index, b->u.check_r.index);
         break;
     case MSG_MEMBERS:
         break;

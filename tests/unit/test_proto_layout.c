@@ -346,12 +346,12 @@ TEST(golden_bytes_lock_delay)
     buf_free(&b);
 }
 
-/* STATUS_R spelled out byte by byte: the state digest comes last, after
- * the member list. */
+/* STATUS_R spelled out byte by byte: the state digest, the auth digest and
+ * the last content check come after the member list. */
 TEST(golden_bytes_status_r)
 {
     static const uint8_t status_r[] = {
-        0x55, 0x00, 0x00, 0x00,                         /* len 85 */
+        0x65, 0x00, 0x00, 0x00,                         /* len 101 */
         0x0E, 0x00,                                     /* STATUS_R */
         0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* req_id */
         0x02, 0x00, 0x00, 0x00,                         /* node_id */
@@ -367,6 +367,8 @@ TEST(golden_bytes_status_r)
         0x03, 0x00, 'c', ':', '1',                      /* client_addr */
         0xEF, 0xCD, 0xAB, 0x89, 0x67, 0x45, 0x23, 0x01, /* state_digest */
         0x10, 0x32, 0x54, 0x76, 0x98, 0xBA, 0xDC, 0xFE, /* auth_digest */
+        0x2A, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* check_index */
+        0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, /* content_hash */
     };
     struct msg_member mb = {.id = 2};
     struct msg m, d;
@@ -388,6 +390,8 @@ TEST(golden_bytes_status_r)
     m.u.status_r.members = &mb;
     m.u.status_r.state_digest = 0x0123456789ABCDEFull;
     m.u.status_r.auth_digest = 0xFEDCBA9876543210ull;
+    m.u.status_r.check_index = 42;
+    m.u.status_r.content_hash = 0x8877665544332211ull;
     ASSERT_EQ(proto_encode(&b, &m), 0);
     ASSERT_UEQ(b.len, sizeof status_r);
     ASSERT(memcmp(b.data, status_r, sizeof status_r) == 0);
@@ -395,8 +399,8 @@ TEST(golden_bytes_status_r)
     assert_msg_eq(&m, &d);
     msg_free(&d);
 
-    /* Without its digest (the layout before it was added) the frame is
-     * refused, as is one with a byte more. */
+    /* Without its content hash (the layout before it was added) the frame
+     * is refused, as is one with a byte more. */
     {
         uint8_t short_[sizeof status_r - 8], long_[sizeof status_r + 1];
         memcpy(short_, status_r, sizeof short_);
@@ -512,6 +516,8 @@ static void spec_frame(const struct msg *m, struct buf *w)
         }
         buf_put_u64(w, x->state_digest);
         buf_put_u64(w, x->auth_digest);
+        buf_put_u64(w, x->check_index);
+        buf_put_u64(w, x->content_hash);
         break;
     }
     case MSG_LOCK_INFO: /* {str lock} */
@@ -657,6 +663,11 @@ static void spec_frame(const struct msg *m, struct buf *w)
         buf_put_u32(w, m->u.member_add.id);
         spec_str(w, m->u.member_add.raft_addr);
         spec_str(w, m->u.member_add.client_addr);
+        break;
+    case MSG_CHECK: /* {} */
+        break;
+    case MSG_CHECK_R: /* {u64 index} */
+        buf_put_u64(w, m->u.check_r.index);
         break;
     default:
         FAIL("no layout for type %d", m->type);

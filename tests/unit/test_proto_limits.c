@@ -247,6 +247,8 @@ static void forge_status_r(struct buf *b, uint32_t count, uint32_t present)
     }
     buf_put_u64(b, 0x0102030405060708ull); /* state_digest */
     buf_put_u64(b, 0x1112131415161718ull); /* auth_digest */
+    buf_put_u64(b, 0x2122232425262728ull); /* check_index */
+    buf_put_u64(b, 0x3132333435363738ull); /* content_hash */
     end_frame(b);
 }
 
