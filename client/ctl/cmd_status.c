@@ -10,7 +10,9 @@
  * and a pair that does not is reported as diverged. And its auth-file
  * digest (0: no auth file): nodes reporting different ones judge clients
  * by different files, which is worth a warning but is no failure (a new
- * file is being rolled out, say).
+ * file is being rolled out, say). And its last content check (batonctl
+ * check, cmd_check.c): nodes whose last checks were at the same index must
+ * report the same content hash, like the digest.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -27,8 +29,9 @@ const char cmd_status_help[] =
     "Asks the first reachable endpoint for the cluster's members, then asks every\n"
     "member for its state, and prints one row per node: id, raft address, client\n"
     "address, role, term, commit index, applied index, last log index, state\n"
-    "digest, auth-file digest, and whether it answered. Nodes that do not answer\n"
-    "within --timeout are shown as unreachable (and why, on stderr).\n"
+    "digest, auth-file digest, last content check, and whether it answered.\n"
+    "Nodes that do not answer within --timeout are shown as unreachable (and why,\n"
+    "on stderr).\n"
     "\n"
     "The state digest (16 hex digits) is a hash chained over every entry the node's\n"
     "lock store has applied. Nodes with the same applied index must have the same\n"
@@ -42,6 +45,13 @@ const char cmd_status_help[] =
     "tokens and certificates by different files; a line \"WARNING: nodes N and M\n"
     "have different auth files\" follows the table (on stderr with -o json).\n"
     "\n"
+    "CHECKED and CONTENT are the index of the node's last content check (batonctl\n"
+    "check; - for none since the node started) and the hash of its state there.\n"
+    "Nodes whose last checks were at the same index must report the same hash;\n"
+    "when two do not, a line \"WARNING: nodes N and M hold different content at\n"
+    "index I\" follows the table and the nodes have diverged (`batonctl check`\n"
+    "says which).\n"
+    "\n"
     "Exit status: 70 if two nodes diverged (see above), or every endpoint refused\n"
     "this client (TLS or credentials: the message says why); else 0 if a node\n"
     "reports itself leader; 69 if none does (the rows are still printed), or no\n"
@@ -54,12 +64,14 @@ const char cmd_status_help[] =
     "              \"unavailable\"|null, \"leader_id\": N|null, \"term\": N|null,\n"
     "              \"commit_index\": N|null, \"applied_index\": N|null,\n"
     "              \"last_index\": N|null, \"state_digest\": S|null,\n"
-    "              \"auth_digest\": S|null, \"error\": S|null}, ...]}\n"
+    "              \"auth_digest\": S|null, \"check_index\": N|null,\n"
+    "              \"content_hash\": S|null, \"error\": S|null}, ...]}\n"
     "  id and raft_addr are null only when no endpoint answered (the rows are\n"
     "  then the endpoints given). leader_id 0 is reported as null. state_digest\n"
     "  is a string of 16 lowercase hex digits (a JSON number cannot hold every\n"
     "  64-bit value exactly); so is auth_digest, which is null for a reachable\n"
-    "  node without an auth file too.\n";
+    "  node without an auth file too. check_index and content_hash are null for\n"
+    "  a node without a check since it started.\n";
 
 /* One node's row, filled by its query thread. */
 struct row {
@@ -127,6 +139,34 @@ static uint32_t row_id(const struct row *r)
 }
 
 /*
+ * The same for content checks: pairs of reachable nodes whose last checks
+ * were at the same index but whose content hashes differ. Returns the
+ * number of such pairs.
+ */
+static int report_content_differences(const struct row *rows, int n, FILE *f)
+{
+    int found = 0;
+
+    for (int i = 0; i < n; i++) {
+        const struct row *a = &rows[i];
+        if (!a->reachable || a->st.check_index == 0) continue;
+        for (int j = i + 1; j < n; j++) {
+            const struct row *b = &rows[j];
+            if (!b->reachable || b->st.check_index != a->st.check_index ||
+                b->st.content_hash == a->st.content_hash)
+                continue;
+            fprintf(f,
+                    "WARNING: nodes %u and %u hold different content at index %" PRIu64
+                    " (content hashes %016" PRIx64 " and %016" PRIx64 ")\n",
+                    row_id(a), row_id(b), a->st.check_index, a->st.content_hash,
+                    b->st.content_hash);
+            found++;
+        }
+    }
+    return found;
+}
+
+/*
  * Report every pair of reachable nodes that stand at the same applied index
  * but report different digests, one line each, to f. Returns the number of
  * such pairs.
@@ -150,7 +190,7 @@ static int report_divergence(const struct row *rows, int n, FILE *f)
             found++;
         }
     }
-    return found;
+    return found + report_content_differences(rows, n, f);
 }
 
 /* Warn, one line each to f, about pairs of reachable nodes whose auth
@@ -176,7 +216,7 @@ static void print_table(const struct row *rows, int n)
     struct table t;
     char hex[17];
 
-    table_init(&t, 11);
+    table_init(&t, 13);
     table_cell(&t, "ID");
     table_cell(&t, "RAFT");
     table_cell(&t, "CLIENT");
@@ -187,6 +227,8 @@ static void print_table(const struct row *rows, int n)
     table_cell(&t, "LAST");
     table_cell(&t, "DIGEST");
     table_cell(&t, "AUTH");
+    table_cell(&t, "CHECKED");
+    table_cell(&t, "CONTENT");
     table_cell(&t, "REACHABLE");
     for (int i = 0; i < n; i++) {
         const struct row *r = &rows[i];
@@ -206,9 +248,17 @@ static void print_table(const struct row *rows, int n)
             table_cell(&t, "%s", hex);
             auth_hex(hex, r->st.auth_digest);
             table_cell(&t, "%s", hex);
+            if (r->st.check_index != 0) {
+                table_cell(&t, "%llu", (unsigned long long)r->st.check_index);
+                digest_hex(hex, r->st.content_hash);
+                table_cell(&t, "%s", hex);
+            } else {
+                table_cell(&t, "-");
+                table_cell(&t, "-");
+            }
             table_cell(&t, "yes");
         } else {
-            for (int k = 0; k < 7; k++) table_cell(&t, "-");
+            for (int k = 0; k < 9; k++) table_cell(&t, "-");
             table_cell(&t, "no");
         }
     }
@@ -255,6 +305,14 @@ static void print_json(const struct row *rows, int n, const struct row *leader)
             jw_cstring(&w, "state_digest", hex);
             digest_hex(hex, r->st.auth_digest);
             jw_cstring(&w, "auth_digest", r->st.auth_digest != 0 ? hex : NULL);
+            if (r->st.check_index != 0) {
+                jw_u64(&w, "check_index", r->st.check_index);
+                digest_hex(hex, r->st.content_hash);
+                jw_cstring(&w, "content_hash", hex);
+            } else {
+                jw_null(&w, "check_index");
+                jw_null(&w, "content_hash");
+            }
         } else {
             jw_null(&w, "role");
             jw_null(&w, "leader_id");
@@ -264,6 +322,8 @@ static void print_json(const struct row *rows, int n, const struct row *leader)
             jw_null(&w, "last_index");
             jw_null(&w, "state_digest");
             jw_null(&w, "auth_digest");
+            jw_null(&w, "check_index");
+            jw_null(&w, "content_hash");
         }
         jw_cstring(&w, "error", r->err[0] ? r->err : NULL);
         jw_end_object(&w);

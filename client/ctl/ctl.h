@@ -13,6 +13,7 @@
  *                   answering in the other language (TLS / plaintext) is told
  *   auth_line.c     an auth file's line for a principal and its token
  *   cmd_status.c    batonctl status
+ *   cmd_check.c     batonctl check
  *   cmd_locks.c     batonctl locks [PREFIX]
  *   cmd_lock_info.c batonctl lock-info NAME
  *   cmd_watch.c     batonctl watch NAME
@@ -405,6 +406,7 @@ const char *ctl_role_name(int role);
  * be global ones, and returns the exit code. */
 
 int cmd_status(struct ctl_opts *o, int argc, char **argv);
+int cmd_check(struct ctl_opts *o, int argc, char **argv);
 int cmd_locks(struct ctl_opts *o, int argc, char **argv);
 int cmd_lock_info(struct ctl_opts *o, int argc, char **argv);
 int cmd_watch(struct ctl_opts *o, int argc, char **argv);
@@ -418,6 +420,7 @@ int cmd_member(struct ctl_opts *o, int argc, char **argv);
 int cmd_auth(struct ctl_opts *o, int argc, char **argv);
 
 extern const char cmd_status_help[];
+extern const char cmd_check_help[];
 extern const char cmd_locks_help[];
 extern const char cmd_lock_info_help[];
 extern const char cmd_watch_help[];

@@ -17,6 +17,7 @@ static const char usage_text[] =
     "\n"
     "Commands:\n"
     "  status                    every node: addresses, role, term, indexes, reachable\n"
+    "  check                     have every node hash its state at one index; compare\n"
     "  locks [PREFIX]            locks whose name starts with PREFIX: holder, fence, waiters\n"
     "  lock-info NAME            one lock: holder, fence, grant index, its queue in order\n"
     "  watch NAME                print a lock's holder and queue now and at every change\n"
@@ -64,10 +65,12 @@ static const char usage_text[] =
     "  0      success\n"
     "  64     usage error: unknown option, missing or bad argument\n"
     "  69     cluster unavailable: no node reachable, or no leader within --timeout;\n"
-    "         for status: no reachable node reports itself leader\n"
+    "         for status: no reachable node reports itself leader; for check: a\n"
+    "         member could not be checked\n"
     "  70     the cluster refused the request, or a protocol or internal error; a node\n"
     "         refused this client (TLS, unknown token, not allowed: the message says);\n"
     "         release: the lock was not held; expire: no such session;\n"
+    "         status, check: a node's state diverged;\n"
     "         transfer-leader: leadership did not move (to ID);\n"
     "         member: another change runs, or a new node did not catch up\n"
     "  75     lock: the lock was not acquired (busy with --timeout 0, or timed out)\n"
@@ -87,6 +90,7 @@ struct command {
 
 static const struct command commands[] = {
     {"status", cmd_status, cmd_status_help},
+    {"check", cmd_check, cmd_check_help},
     {"locks", cmd_locks, cmd_locks_help},
     {"lock-info", cmd_lock_info, cmd_lock_info_help},
     {"watch", cmd_watch, cmd_watch_help},

@@ -121,10 +121,12 @@ TEST(usage_errors)
         {"expire", "0", NULL},
         {"transfer-leader", "x", NULL},
         {"sessions", "--limit", "0", NULL},
+        {"check", "extra", NULL},
         {NULL},
     };
     const char *help[] = {"--help", NULL};
     const char *help2[] = {"lock", "--help", NULL};
+    const char *help3[] = {"check", "--help", NULL};
 
     for (int i = 0; bad[i][0] != NULL; i++) {
         ASSERT_EQ(cluster_ctlv(NULL, 10000, &r, bad[i]), 64);
@@ -136,6 +138,9 @@ TEST(usage_errors)
     ctl_result_free(&r);
     ASSERT_EQ(cluster_ctlv(NULL, 10000, &r, help2), 0);
     ASSERT(strstr(r.out, "BATON_FENCE") != NULL);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctlv(NULL, 10000, &r, help3), 0);
+    ASSERT(strstr(r.out, "DIVERGED") != NULL);
     ctl_result_free(&r);
 }
 
