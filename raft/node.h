@@ -92,11 +92,24 @@ typedef void node_applied_cb(void *data, const struct effects *fx);
 /* Called when this node becomes a ready leader (ready = true) or stops being
  * one (ready = false). */
 typedef void node_ready_cb(void *data, bool ready);
+/*
+ * Called once, on the loop and outside raft's callbacks, when this node's
+ * raft has stopped for good and only a restart repairs it: libraft stopped
+ * it (0.15 does when an apply or snapshot fails while handling an
+ * AppendEntries, and when a leader asks it to replace an entry below its
+ * commit index -- canonical/raft#220, raft/fsm.h), or the fsm did (an entry
+ * it held back until its commit was sure was replaced: raft/fsm.h,
+ * fsm_failed). `why` says which, in a sentence (valid during the call). A
+ * restart replays raft's log from the store's own applied index, which
+ * never counts an entry held back. The node serves nothing meanwhile.
+ */
+typedef void node_stopped_cb(void *data, const char *why);
 
 struct node_hooks {
     void *data;
     node_applied_cb *applied;
     node_ready_cb *ready;
+    node_stopped_cb *stopped;   /* may be NULL */
 };
 
 struct node;
@@ -151,7 +164,8 @@ int node_transfer(struct node *n, uint32_t id, node_transfer_cb *cb, void *data)
 
 /* Completion of node_snapshot_now: status 0 and the snapshot's index, or
  * BATON_ENOTLEADER / BATON_EIO / BATON_ENOMEM (index 0) when the empty
- * entry could not be committed. */
+ * entry could not be committed, or BATON_EBUSY when it was but no snapshot
+ * was started (the store could not take one: a recent failure). */
 typedef void node_snapshot_cb(void *data, int status, uint64_t index);
 
 /*

@@ -80,7 +80,10 @@ static void usage(FILE *f)
           "                         (default 1024); one more closes the oldest of them\n"
           "  -h, --help             this text\n"
           "\n"
-          "SIGINT or SIGTERM shuts the node down cleanly; SIGHUP re-reads --auth-file.\n",
+          "SIGINT or SIGTERM shuts the node down cleanly; SIGHUP re-reads --auth-file.\n"
+          "Exit status: 0 after a clean shutdown; 1 if the node could not start or its\n"
+          "raft stopped for good (the log says why; a restart repairs it); 2 for a bad\n"
+          "command line.\n",
           f);
 }
 

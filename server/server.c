@@ -92,6 +92,21 @@ static void leadership_changed(void *data, bool ready)
     }
 }
 
+/*
+ * Node hook: raft on this node has stopped for good (node.h,
+ * node_stopped_cb). Say so loudly and exit non-zero: a restart replays the
+ * log from the store's applied index, which repairs it, and a supervisor
+ * (or an operator reading the log) only restarts a process that ended.
+ */
+static void node_stopped(void *data, const char *why)
+{
+    struct server *srv = data;
+
+    log_error("this node must be restarted: %s", why);
+    srv->exit_code = 1;
+    server_stop(srv);
+}
+
 static void noop_close(uv_handle_t *h)
 {
     (void)h;
@@ -149,6 +164,7 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     hooks.data = srv;
     hooks.applied = effects_applied;
     hooks.ready = leadership_changed;
+    hooks.stopped = node_stopped;
     rv = conn_tls_init(srv);
     if (rv == 0) rv = access_init(srv);
     if (rv != 0) return rv;
