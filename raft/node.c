@@ -13,6 +13,7 @@
 
 #include "client/baton_defs.h"
 #include "raft/fsm.h"
+#include "raft/state_mark.h"
 #include "raft/transport.h"
 
 #define NODE_POLL_MS 20
@@ -35,6 +36,7 @@ struct node {
     uint64_t lead_since;     /* when (uv_now) */
     bool closing;
     bool stopped;            /* the stopped hook ran */
+    bool marked;             /* cfg.state_mark exists (or there is none to make) */
     struct raft_transfer transfer;
     node_transfer_cb *transfer_cb; /* set while a transfer is running */
     void *transfer_data;
@@ -261,8 +263,21 @@ static void node_poll(struct node *n)
     if (rv == 0) n->barrier_pending = true;
 }
 
+/* Once raft has state -- at the first start for a bootstrapped node, when
+ * a leader first reaches a --join node -- mark the data directory
+ * (raft/state_mark.h). A failed write is tried again at the next poll;
+ * meanwhile the store's applied index still tells a lost raft directory. */
+static void state_mark(struct node *n)
+{
+    if (n->marked || n->raft.current_term == 0) return;
+    if (n->cfg.state_mark == NULL ||
+        state_mark_write(n->cfg.state_mark, n->cfg.id, n->raft.current_term) == 0)
+        n->marked = true;
+}
+
 static void poll_timer_cb(uv_timer_t *t)
 {
+    state_mark(t->data);
     node_poll(t->data);
 }
 
@@ -770,6 +785,8 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
 {
     const struct node_member *self;
     struct node *n;
+    bool was_member;
+    int err = BATON_EIO;
     int rv;
 
     *out = NULL;
@@ -778,6 +795,7 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
     n->loop = loop;
     n->cfg = *cfg;
     n->hooks = *hooks;
+    n->marked = cfg->state_mark != NULL && state_mark_exists(cfg->state_mark);
     self = node_member_by_id(n, cfg->id);
     if (self == NULL) {
         snprintf(errmsg, BATON_ERRMSG_SIZE, "node id %u is not in the cluster configuration",
@@ -827,13 +845,25 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
 
     /* A joining node must not bootstrap: it would start a cluster of its own
      * configuration. It waits, with no configuration, for the leader to add
-     * it and send it the log. */
-    if (!cfg->join && node_bootstrap(n, errmsg) != 0) goto err_after_raft;
+     * it and send it the log. Nor may a node that was a member: on a raft
+     * directory that was lost the bootstrap would start it afresh (see
+     * below); on one that was not it would be a no-op. */
+    was_member = n->marked || store_applied_index(s) > 0;
+    if (!cfg->join && !was_member && node_bootstrap(n, errmsg) != 0) goto err_after_raft;
     rv = raft_start(&n->raft);
     if (rv != 0) {
         snprintf(errmsg, BATON_ERRMSG_SIZE, "raft start: %s", raft_errmsg(&n->raft));
         goto err_after_raft;
     }
+    if (was_member && n->raft.current_term == 0) {
+        snprintf(errmsg, BATON_ERRMSG_SIZE,
+                 "raft directory %s holds no state, yet this node was a cluster member (%s)",
+                 cfg->raft_dir,
+                 n->marked ? "its data directory is marked so" : "its store applied entries");
+        err = BATON_ESTALE;
+        goto err_after_raft;
+    }
+    state_mark(n);
     uv_timer_init(loop, &n->poll);
     n->poll.data = n;
     uv_check_init(loop, &n->watch);
@@ -855,7 +885,7 @@ err_after_raft:
     uv_run(loop, UV_RUN_DEFAULT);
     fsm_close(&n->fsm);
     free(n);
-    return BATON_EIO;
+    return err;
 
 err_after_io:
     raft_uv_close(&n->io);
