@@ -1,5 +1,8 @@
 /*
- * fsm.c -- the raft_fsm callbacks (apply, snapshot, restore) over the store.
+ * fsm.c -- the raft_fsm callbacks apply and restore over the store, and the
+ * gates that keep entries libraft 0.15 may have committed by counting
+ * replicas out of the store (fsm.h). The snapshot callbacks are in
+ * raft/fsm_snap.c.
  *
  * libraft 0.15 does not pass the entry index to apply; while apply runs, the
  * entry being applied is raft_last_applied() + 1 (docs/libraft-0.15.md,
@@ -9,6 +12,8 @@
  */
 #include "raft/fsm.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "client/baton_defs.h"
@@ -25,6 +30,21 @@ static raft_term log_term(const struct raft_log *l, raft_index index)
 }
 
 /*
+ * Is raft's commit index a real commit? One that stands on an entry of the
+ * current term is: only this term's leader makes entries of this term, so
+ * on a follower that entry and everything before it match the leader's
+ * log (log matching), and the leader's commit index, at or past it, is on
+ * an entry of its own term, which it may count replicas for (Raft paper,
+ * 5.4.2). One that stands on an entry of an earlier term may have been
+ * reached by counting replicas of that entry (canonical/raft#220), and
+ * another leader may still replace it.
+ */
+static bool commit_sure(struct raft *r)
+{
+    return log_term(&r->log, r->commit_index) == r->current_term;
+}
+
+/*
  * May the leader apply its committed entries yet? libraft 0.15 commits an
  * entry of an earlier term as soon as a majority stores it, without first
  * committing an entry of the leader's own term (canonical/raft#220, Raft
@@ -33,8 +53,8 @@ static raft_term log_term(const struct raft_log *l, raft_index index)
  * commit (everything before it is committed too); one that stops at an
  * earlier term's entry may not be. So the leader applies nothing until its
  * commit index is on an entry of its own term -- batond's node commits a
- * barrier on every election (raft/node.c), which opens the gate. Followers
- * cannot tell and apply what the leader says is committed.
+ * barrier on every election (raft/node.c), which opens the gate. A
+ * follower defers instead (gate_apply below).
  *
  * Refusing is safe on a leader only: there libraft 0.15 ignores the error
  * of apply, keeps the entry, and applies it again on the next commit
@@ -45,8 +65,107 @@ static raft_term log_term(const struct raft_log *l, raft_index index)
  */
 static bool leader_commit_unsure(struct raft *r)
 {
-    return raft_state(r) == RAFT_LEADER &&
-           log_term(&r->log, r->commit_index) != r->current_term;
+    return raft_state(r) == RAFT_LEADER && !commit_sure(r);
+}
+
+/*
+ * Apply the entry at `index` whose raft bytes are base[0..size) to the
+ * store, fill f->fx with its results and effects and hand them to the
+ * applied hook. 0, or RAFT_IOERR when the store failed (nothing changed).
+ */
+static int apply_entry(struct fsm *f, uint64_t index, const uint8_t *base, size_t size)
+{
+    uint64_t before = store_applied_index(f->store);
+    uint64_t len = 0;
+    int rv;
+
+    /* An entry that is not in our framing is applied as an empty (malformed)
+     * batch: every node rejects it the same way and the log moves on. */
+    if (size >= 8) len = le_get_u64(base);
+    if (size < 8 || len > size - 8) len = 0;
+    rv = store_apply(f->store, index, base + (size >= 8 ? 8 : 0), (size_t)len, &f->fx);
+    if (rv != 0) return RAFT_IOERR;
+    if (index <= before) f->n_skipped++;
+    f->fx.index = index;
+    if (f->applied != NULL) f->applied(f->data, &f->fx);
+    return 0;
+}
+
+/* The node must stop (fsm_failed): record why, once. */
+static void gate_fail(struct fsm *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void gate_fail(struct fsm *f, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (f->failure[0] != '\0') return;
+    va_start(ap, fmt);
+    vsnprintf(f->failure, sizeof f->failure, fmt, ap);
+    va_end(ap);
+}
+
+/*
+ * Apply the gate's entries in order; the commit is sure. Each must still be
+ * in raft's log with the term it had when it was deferred. One whose index
+ * holds another term was replaced: the commit that covered it was not
+ * real, the store never applied it, and only a restart -- which replays
+ * the log from the store's applied index -- puts this node right (raft
+ * 0.15 itself stops a follower asked to replace an entry below its commit
+ * index). One that is no longer in the log waits: raft is installing a
+ * snapshot, whose restore empties the gate. Returns 0 once the gate is
+ * empty, non-zero while entries remain.
+ */
+static int gate_drain(struct fsm *f)
+{
+    const struct gate_entry *e;
+
+    while ((e = gate_front(&f->gate)) != NULL) {
+        raft_term now = log_term(&f->raft->log, e->index);
+
+        if (now == 0) return RAFT_BUSY;
+        if (now != e->term) {
+            gate_fail(f,
+                      "entry %llu of term %llu, held until its commit was sure, was replaced by "
+                      "one of term %llu (canonical/raft#220): this node's store never applied it; "
+                      "restart the node to replay its log",
+                      (unsigned long long)e->index, (unsigned long long)e->term,
+                      (unsigned long long)now);
+            return RAFT_SHUTDOWN;
+        }
+        if (apply_entry(f, e->index, e->data, e->len) != 0) return RAFT_IOERR;
+        gate_pop(&f->gate);
+    }
+    return 0;
+}
+
+/* gate_apply's answer when the entry may go to the store now. */
+#define GATE_OPEN 1
+
+/*
+ * The follower's gate (fsm.h) for the entry at `index`: GATE_OPEN when it
+ * may be applied now -- the commit is sure and every entry deferred before
+ * it has been applied -- or else what fsm_apply returns to raft: 0 when
+ * the entry joined the queue, RAFT_BUSY on a leader whose queue could not
+ * drain (raft retries; a leader may refuse), RAFT_SHUTDOWN once the node
+ * must stop (a follower's raft stops on it).
+ */
+static int gate_apply(struct fsm *f, uint64_t index, const struct raft_buffer *buf)
+{
+    struct raft *r = f->raft;
+    int rv;
+
+    if (f->failure[0] != '\0') return RAFT_SHUTDOWN;
+    if (commit_sure(r) && gate_drain(f) == 0) return GATE_OPEN;
+    if (f->failure[0] != '\0') return RAFT_SHUTDOWN;
+    if (raft_state(r) == RAFT_LEADER) return RAFT_BUSY;
+    rv = gate_push(&f->gate, index, log_term(&r->log, index), buf->base, buf->len);
+    if (rv != 0) {
+        gate_fail(f, "%s while %zu entries waited for a sure commit (canonical/raft#220); "
+                     "restart the node to replay its log",
+                  baton_strerror(rv), gate_len(&f->gate));
+        return RAFT_SHUTDOWN;
+    }
+    f->n_gated++;
+    return 0;
 }
 
 /*
@@ -63,63 +182,39 @@ static int fsm_apply(struct raft_fsm *rf, const struct raft_buffer *buf, void **
 {
     struct fsm *f = rf->data;
     uint64_t index = raft_last_applied(f->raft) + 1;
-    uint64_t before = store_applied_index(f->store);
-    const uint8_t *payload = buf->base;
-    uint64_t len = 0;
     int rv;
 
+    *result = NULL;
     if (leader_commit_unsure(f->raft)) {
         f->n_deferred++;
         return RAFT_BUSY;
     }
-    /* An entry that is not in our framing is applied as an empty (malformed)
-     * batch: every node rejects it the same way and the log moves on. */
-    if (buf->len >= 8) len = le_get_u64(payload);
-    if (buf->len < 8 || len > buf->len - 8) len = 0;
-    rv = store_apply(f->store, index, payload + (buf->len >= 8 ? 8 : 0), (size_t)len, &f->fx);
-    if (rv != 0) return RAFT_IOERR;
-    if (index <= before) f->n_skipped++;
-    f->fx.index = index;
-    if (f->applied != NULL) f->applied(f->data, &f->fx);
+    rv = gate_apply(f, index, buf);
+    if (rv != GATE_OPEN) return rv;
+    rv = apply_entry(f, index, buf->base, buf->len);
+    if (rv != 0) return rv;
     *result = &f->fx;
     return 0;
 }
 
-/*
- * Take a snapshot, synchronously on the loop (fsm version 1): first force the
- * LMDB files to disk, because raft deletes log entries older than the
- * snapshot once it is persisted and LMDB runs with MDB_NOSYNC; then dump the
- * whole state into one raft_malloc'd buffer, which raft frees.
- */
-static int fsm_snapshot(struct raft_fsm *rf, struct raft_buffer *bufs[], unsigned *n_bufs)
+void fsm_flush(struct fsm *f)
 {
-    struct fsm *f = rf->data;
-    struct buf b = {0};
-    int rv;
+    struct raft *r = f->raft;
+    int state;
 
-    if (store_sync(f->store) != 0) return RAFT_IOERR;
-    rv = store_snapshot(f->store, &b);
-    if (rv != 0) {
-        buf_free(&b);
-        return rv == BATON_ENOMEM ? RAFT_NOMEM : RAFT_IOERR;
-    }
-    *bufs = raft_malloc(sizeof **bufs);
-    if (*bufs == NULL) goto err;
-    (*bufs)[0].base = raft_malloc(b.len);
-    if ((*bufs)[0].base == NULL) goto err_after_bufs;
-    memcpy((*bufs)[0].base, b.data, b.len);
-    (*bufs)[0].len = b.len;
-    *n_bufs = 1;
-    buf_free(&b);
-    f->n_snapshots++;
-    return 0;
+    if (gate_len(&f->gate) == 0 || f->failure[0] != '\0' || r == NULL) return;
+    state = raft_state(r);
+    if ((state == RAFT_FOLLOWER || state == RAFT_LEADER) && commit_sure(r)) gate_drain(f);
+}
 
-err_after_bufs:
-    raft_free(*bufs);
-    *bufs = NULL;
-err:
-    buf_free(&b);
-    return RAFT_NOMEM;
+size_t fsm_gated(const struct fsm *f)
+{
+    return gate_len(&f->gate);
+}
+
+const char *fsm_failed(const struct fsm *f)
+{
+    return f->failure[0] != '\0' ? f->failure : NULL;
 }
 
 /*
@@ -135,6 +230,10 @@ static int fsm_restore(struct raft_fsm *rf, struct raft_buffer *buf)
 
     if (rv == BATON_EMALFORMED) return RAFT_MALFORMED;
     if (rv != 0) return RAFT_IOERR;
+    /* raft has replaced its log with the snapshot and re-delivers every
+     * entry after it: whatever the gate held is the snapshot's now, or
+     * comes again. */
+    gate_clear(&f->gate);
     if (store_applied_index(f->store) != before) f->n_restores++;
     raft_free(buf->base);
     return 0;
@@ -158,16 +257,18 @@ void fsm_entry_encode(void *entry, const void *payload, size_t len)
 void fsm_init(struct fsm *f, store *s, fsm_applied_cb *applied, void *data)
 {
     *f = (struct fsm){
-        .base = {.version = 1, .data = f, .apply = fsm_apply, .snapshot = fsm_snapshot,
-                 .restore = fsm_restore},
+        .base = {.version = 1, .data = f, .apply = fsm_apply, .restore = fsm_restore},
         .store = s,
         .applied = applied,
         .data = data,
     };
     effects_init(&f->fx);
+    fsm_snap_init(f);
 }
 
 void fsm_close(struct fsm *f)
 {
+    fsm_snap_close(f);
+    gate_free(&f->gate);
     effects_free(&f->fx);
 }

@@ -13,6 +13,7 @@
 
 #include "client/baton_defs.h"
 #include "raft/fsm.h"
+#include "raft/state_mark.h"
 #include "raft/transport.h"
 
 #define NODE_POLL_MS 20
@@ -34,6 +35,8 @@ struct node {
     uint64_t lead_term;      /* term in which we last saw raft make us leader */
     uint64_t lead_since;     /* when (uv_now) */
     bool closing;
+    bool stopped;            /* the stopped hook ran */
+    bool marked;             /* cfg.state_mark exists (or there is none to make) */
     struct raft_transfer transfer;
     node_transfer_cb *transfer_cb; /* set while a transfer is running */
     void *transfer_data;
@@ -113,8 +116,9 @@ static void set_ready(struct node *n, bool ready)
 /*
  * The barrier proposed on becoming leader has been applied: every entry of
  * earlier terms is now committed and applied here, so the store is current
- * and this node may serve. If leadership was lost meanwhile, the next poll
- * notices.
+ * and this node may serve. If leadership was lost meanwhile, or entries it
+ * held back could not reach the store yet, the next poll notices (and
+ * proposes another barrier).
  */
 static void barrier_cb(struct raft_barrier *req, int status)
 {
@@ -122,8 +126,11 @@ static void barrier_cb(struct raft_barrier *req, int status)
 
     n->barrier_pending = false;
     if (n->closing) return;
+    /* Entries this node held back as a follower (raft/fsm.h) reach the
+     * store before it serves: its commit is sure now. */
+    fsm_flush(&n->fsm);
     if (status == 0 && raft_state(&n->raft) == RAFT_LEADER &&
-        n->raft.current_term == n->ready_term) {
+        n->raft.current_term == n->ready_term && fsm_gated(&n->fsm) == 0) {
         set_ready(n, true);
         return;
     }
@@ -198,11 +205,40 @@ static bool barrier_due(struct node *n)
 }
 
 /*
+ * Has this node stopped for good (node.h, node_stopped_cb)? Reports it
+ * once, through the hook, which may close the node: true then, and the
+ * caller must return at once.
+ */
+static bool stop_check(struct node *n)
+{
+    const char *why = fsm_failed(&n->fsm);
+    char msg[BATON_ERRMSG_SIZE];
+
+    if (n->stopped || (why == NULL && raft_state(&n->raft) != RAFT_UNAVAILABLE)) return false;
+    if (why == NULL) {
+        snprintf(msg, sizeof msg,
+                 "raft stopped (%s)%s; restart the node to replay its log", raft_errmsg(&n->raft),
+                 fsm_gated(&n->fsm) > 0
+                     ? " while entries committed under an earlier term waited for a sure commit "
+                       "(canonical/raft#220): the store never applied them"
+                     : "");
+        why = msg;
+    }
+    n->stopped = true;
+    set_ready(n, false);
+    if (n->hooks.stopped != NULL) n->hooks.stopped(n->hooks.data, why);
+    return true;
+}
+
+/*
  * Compare raft's role with what we last saw. Runs at the end of every loop
  * turn (the watch handle), every NODE_POLL_MS, and whenever a proposal
- * reports lost leadership. A finished leadership transfer is reported
- * first, so that its reply goes out before the loss of leadership closes
- * the client connections.
+ * reports lost leadership. First the fsm applies the entries its follower
+ * gate held if their commit has become sure (raft/fsm.h: the entry that
+ * makes it sure may be a barrier, which never reaches apply), and a node
+ * that stopped for good says so. A finished leadership transfer is
+ * reported next, so that its reply goes out before the loss of leadership
+ * closes the client connections.
  */
 static void node_poll(struct node *n)
 {
@@ -210,6 +246,8 @@ static void node_poll(struct node *n)
     int rv;
 
     if (n->closing) return;
+    fsm_flush(&n->fsm);
+    if (stop_check(n)) return;
     if (n->transfer_over) transfer_finish(n, false);
     state = raft_state(&n->raft);
     if (state != RAFT_LEADER) {
@@ -225,8 +263,21 @@ static void node_poll(struct node *n)
     if (rv == 0) n->barrier_pending = true;
 }
 
+/* Once raft has state -- at the first start for a bootstrapped node, when
+ * a leader first reaches a --join node -- mark the data directory
+ * (raft/state_mark.h). A failed write is tried again at the next poll;
+ * meanwhile the store's applied index still tells a lost raft directory. */
+static void state_mark(struct node *n)
+{
+    if (n->marked || n->raft.current_term == 0) return;
+    if (n->cfg.state_mark == NULL ||
+        state_mark_write(n->cfg.state_mark, n->cfg.id, n->raft.current_term) == 0)
+        n->marked = true;
+}
+
 static void poll_timer_cb(uv_timer_t *t)
 {
+    state_mark(t->data);
     node_poll(t->data);
 }
 
@@ -377,9 +428,13 @@ static void snapshot_timer_cb(uv_timer_t *t)
     if (n->closing) return;
     raft_set_snapshot_threshold(&n->raft, snapshot_threshold(n));
     /* A snapshot being written is the one taken for us (or an earlier one
-     * that kept raft from starting another). */
+     * that kept raft from starting another). None, and none as recent
+     * persisted: the fsm refused it (raft/fsm_snap.c: entries held back
+     * on a sure commit, or a recent failure) -- try again later. */
     if (n->snap_status == 0 && n->raft.snapshot.pending.term != 0)
         n->snap_index = n->raft.snapshot.pending.index;
+    else if (n->snap_status == 0 && n->raft.log.snapshot.last_index < n->snap_index)
+        n->snap_status = BATON_EBUSY;
     snapshot_finish(n);
 }
 
@@ -730,6 +785,8 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
 {
     const struct node_member *self;
     struct node *n;
+    bool was_member;
+    int err = BATON_EIO;
     int rv;
 
     *out = NULL;
@@ -738,6 +795,7 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
     n->loop = loop;
     n->cfg = *cfg;
     n->hooks = *hooks;
+    n->marked = cfg->state_mark != NULL && state_mark_exists(cfg->state_mark);
     self = node_member_by_id(n, cfg->id);
     if (self == NULL) {
         snprintf(errmsg, BATON_ERRMSG_SIZE, "node id %u is not in the cluster configuration",
@@ -765,6 +823,12 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
         goto err_after_transport;
     }
     raft_uv_set_connect_retry_delay(&n->io, or_default(cfg->connect_retry_ms, 250));
+    /* Snapshots dump the store on a libuv pool thread (raft/fsm_snap.c).
+     * 0.15's raft_uv implements async_work but its init says version 1,
+     * and raft_init refuses fsm version 3 over that
+     * (docs/libraft-0.15.md, "Snapshots and restore"). */
+    n->io.version = 2;
+    fsm_use_async_snapshots(&n->fsm);
     rv = raft_init(&n->raft, &n->io, &n->fsm.base, cfg->id, self->raft_addr);
     if (rv != 0) {
         snprintf(errmsg, BATON_ERRMSG_SIZE, "raft init: %s", raft_errmsg(&n->raft));
@@ -781,13 +845,25 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
 
     /* A joining node must not bootstrap: it would start a cluster of its own
      * configuration. It waits, with no configuration, for the leader to add
-     * it and send it the log. */
-    if (!cfg->join && node_bootstrap(n, errmsg) != 0) goto err_after_raft;
+     * it and send it the log. Nor may a node that was a member: on a raft
+     * directory that was lost the bootstrap would start it afresh (see
+     * below); on one that was not it would be a no-op. */
+    was_member = n->marked || store_applied_index(s) > 0;
+    if (!cfg->join && !was_member && node_bootstrap(n, errmsg) != 0) goto err_after_raft;
     rv = raft_start(&n->raft);
     if (rv != 0) {
         snprintf(errmsg, BATON_ERRMSG_SIZE, "raft start: %s", raft_errmsg(&n->raft));
         goto err_after_raft;
     }
+    if (was_member && n->raft.current_term == 0) {
+        snprintf(errmsg, BATON_ERRMSG_SIZE,
+                 "raft directory %s holds no state, yet this node was a cluster member (%s)",
+                 cfg->raft_dir,
+                 n->marked ? "its data directory is marked so" : "its store applied entries");
+        err = BATON_ESTALE;
+        goto err_after_raft;
+    }
+    state_mark(n);
     uv_timer_init(loop, &n->poll);
     n->poll.data = n;
     uv_check_init(loop, &n->watch);
@@ -809,7 +885,7 @@ err_after_raft:
     uv_run(loop, UV_RUN_DEFAULT);
     fsm_close(&n->fsm);
     free(n);
-    return BATON_EIO;
+    return err;
 
 err_after_io:
     raft_uv_close(&n->io);

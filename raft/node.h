@@ -70,6 +70,10 @@ struct node_config {
     unsigned snapshot_trailing;     /* 0: 2048 */
     unsigned connect_retry_ms;      /* 0: 250 */
     bool join;                      /* skip the bootstrap: join a running cluster */
+    /* A file beside raft_dir (in the data directory) that the node creates
+     * once its raft has state, and that tells a lost raft directory from a
+     * new one at the next start (raft/state_mark.h); NULL: none. */
+    const char *state_mark;
     /* Listen for raft connections here ("a.b.c.d:port") rather than on this
      * node's raft address in members, which stays the one advertised to the
      * others; "" (the default): listen on the advertised address. */
@@ -92,11 +96,24 @@ typedef void node_applied_cb(void *data, const struct effects *fx);
 /* Called when this node becomes a ready leader (ready = true) or stops being
  * one (ready = false). */
 typedef void node_ready_cb(void *data, bool ready);
+/*
+ * Called once, on the loop and outside raft's callbacks, when this node's
+ * raft has stopped for good and only a restart repairs it: libraft stopped
+ * it (0.15 does when an apply or snapshot fails while handling an
+ * AppendEntries, and when a leader asks it to replace an entry below its
+ * commit index -- canonical/raft#220, raft/fsm.h), or the fsm did (an entry
+ * it held back until its commit was sure was replaced: raft/fsm.h,
+ * fsm_failed). `why` says which, in a sentence (valid during the call). A
+ * restart replays raft's log from the store's own applied index, which
+ * never counts an entry held back. The node serves nothing meanwhile.
+ */
+typedef void node_stopped_cb(void *data, const char *why);
 
 struct node_hooks {
     void *data;
     node_applied_cb *applied;
     node_ready_cb *ready;
+    node_stopped_cb *stopped;   /* may be NULL */
 };
 
 struct node;
@@ -105,10 +122,15 @@ struct node;
  * Initialise raft in cfg->raft_dir over `s`, bootstrap the configuration
  * given in cfg (identical on every node; a no-op when the node already has
  * state; skipped when cfg->join is set, for a node that an operator adds to
- * a running cluster), and start it. `s`, `loop` and the hooks must outlive the node.
+ * a running cluster, and for a node that was a member before: see
+ * BATON_ESTALE), and start it. `s`, `loop` and the hooks must outlive the node.
  * Returns 0 or BATON_EIO / BATON_ENOMEM / BATON_EINVAL with errmsg
  * (BATON_ERRMSG_SIZE bytes, proto/errmsg.h) filled; on error *out is NULL.
- * On error it runs the loop until raft's handles are closed, so call it
+ * BATON_ESTALE: the raft directory holds no state although this node was a
+ * member -- cfg->state_mark exists, or the store has applied entries. The
+ * directory was lost; starting afresh could make the node vote twice in a
+ * term (raft/state_mark.h), so it does not start: it must rejoin as a new
+ * member (docs/operations.md). On error it runs the loop until raft's handles are closed, so call it
  * before starting other handles.
  */
 int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
@@ -151,7 +173,8 @@ int node_transfer(struct node *n, uint32_t id, node_transfer_cb *cb, void *data)
 
 /* Completion of node_snapshot_now: status 0 and the snapshot's index, or
  * BATON_ENOTLEADER / BATON_EIO / BATON_ENOMEM (index 0) when the empty
- * entry could not be committed. */
+ * entry could not be committed, or BATON_EBUSY when it was but no snapshot
+ * was started (the store could not take one: a recent failure). */
 typedef void node_snapshot_cb(void *data, int status, uint64_t index);
 
 /*

@@ -21,7 +21,8 @@ static void usage(FILE *f)
           "\n"
           "  --id N                 this node's id (1..2^31), one of the ids in --cluster\n"
           "  --data DIR             data directory (created if missing): DIR/raft holds the\n"
-          "                         raft log and snapshots, DIR/fsm the LMDB lock state\n"
+          "                         raft log and snapshots, DIR/fsm the LMDB lock state,\n"
+          "                         DIR/member marks a node that has been a member\n"
           "  --cluster LIST         every member as ID=RAFTADDR/CLIENTADDR, comma-separated,\n"
           "                         e.g. 1=127.0.0.1:7101/127.0.0.1:7001,2=...; addresses are\n"
           "                         IPv4 a.b.c.d:port; identical on every node\n"
@@ -80,7 +81,11 @@ static void usage(FILE *f)
           "                         (default 1024); one more closes the oldest of them\n"
           "  -h, --help             this text\n"
           "\n"
-          "SIGINT or SIGTERM shuts the node down cleanly; SIGHUP re-reads --auth-file.\n",
+          "SIGINT or SIGTERM shuts the node down cleanly; SIGHUP re-reads --auth-file.\n"
+          "Exit status: 0 after a clean shutdown; 1 if the node could not start (a raft\n"
+          "directory that lost its state, among others: the log says how to rejoin) or\n"
+          "its raft stopped for good (the log says why; a restart repairs it); 2 for a\n"
+          "bad command line.\n",
           f);
 }
 

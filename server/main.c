@@ -37,7 +37,7 @@ static int mkdir_p(const char *dir)
 
 int main(int argc, char **argv)
 {
-    char raft_dir[4200], fsm_dir[4200], errmsg[BATON_ERRMSG_SIZE] = "";
+    char raft_dir[4200], fsm_dir[4200], mark[4200], errmsg[BATON_ERRMSG_SIZE] = "";
     struct srv_config cfg;
     struct server srv;
     uv_loop_t loop;
@@ -69,6 +69,8 @@ int main(int argc, char **argv)
         return 1;
     }
     cfg.node.raft_dir = raft_dir;
+    snprintf(mark, sizeof mark, "%s/member", cfg.data_dir);
+    cfg.node.state_mark = mark;
     rv = store_open(fsm_dir, &st, errmsg);
     if (rv != 0) {
         log_error("cannot open the lock store in %s: %s", fsm_dir, errmsg);
@@ -91,5 +93,5 @@ int main(int argc, char **argv)
     rv = uv_loop_close(&loop);
     if (rv != 0) log_warn("loop closed with handles still open: %s", uv_strerror(rv));
     log_info("stopped");
-    return 0;
+    return srv.exit_code;
 }

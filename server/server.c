@@ -92,6 +92,21 @@ static void leadership_changed(void *data, bool ready)
     }
 }
 
+/*
+ * Node hook: raft on this node has stopped for good (node.h,
+ * node_stopped_cb). Say so loudly and exit non-zero: a restart replays the
+ * log from the store's applied index, which repairs it, and a supervisor
+ * (or an operator reading the log) only restarts a process that ended.
+ */
+static void node_stopped(void *data, const char *why)
+{
+    struct server *srv = data;
+
+    log_error("this node must be restarted: %s", why);
+    srv->exit_code = 1;
+    server_stop(srv);
+}
+
 static void noop_close(uv_handle_t *h)
 {
     (void)h;
@@ -108,6 +123,24 @@ static void signal_cb(uv_signal_t *h, int signum)
     struct server *srv = h->data;
     log_info("signal %d: shutting down", signum);
     server_stop(srv);
+}
+
+/*
+ * node_open refused a raft directory that lost its state (node.h,
+ * BATON_ESTALE): say why it will not start afresh and how the node comes
+ * back (docs/operations.md, "A node that lost its raft directory").
+ */
+static void lost_raft_dir_help(const struct server *srv)
+{
+    const struct node_member *self = node_member_find(&srv->cfg.node, srv->cfg.node.id);
+
+    log_error("starting afresh could make this node vote twice in a term, so it will not "
+              "start. To bring node %u back as a new member: on a running member run "
+              "`batonctl member remove %u`; delete this node's data directory %s; start it "
+              "again with --join; then run `batonctl member add %u %s/%s`",
+              srv->cfg.node.id, srv->cfg.node.id, srv->cfg.data_dir, srv->cfg.node.id,
+              self != NULL ? self->raft_addr : "RAFTADDR",
+              self != NULL ? self->client_addr : "CLIENTADDR");
 }
 
 /* Hand the raft port's TLS flags and the admission hooks to the node. */
@@ -149,6 +182,7 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     hooks.data = srv;
     hooks.applied = effects_applied;
     hooks.ready = leadership_changed;
+    hooks.stopped = node_stopped;
     rv = conn_tls_init(srv);
     if (rv == 0) rv = access_init(srv);
     if (rv != 0) return rv;
@@ -156,6 +190,7 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     rv = node_open(loop, srv->store, &srv->cfg.node, &hooks, &srv->node, errmsg);
     if (rv != 0) {
         log_error("%s", errmsg);
+        if (rv == BATON_ESTALE) lost_raft_dir_help(srv);
         return rv;
     }
     rv = listen_start(srv, self->client_addr);

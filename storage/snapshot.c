@@ -21,6 +21,7 @@
  * holds. A format 3 snapshot lacks the members table as well (the last
  * database); it restores as one whose members table is empty.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "client/baton_defs.h"
@@ -40,9 +41,12 @@ static int meta_state_index(const void *k, size_t klen)
     return -1;
 }
 
+/* How many records the dump writes between two looks at its stop flag. */
+#define DUMP_STOP_EVERY 256
+
 /* Append one database's entries: u32 count, then {u32 klen, key, u32 vlen,
  * val} in key order. */
-static int dump_db(store *s, MDB_txn *txn, int db, struct buf *out)
+static int dump_db(store *s, MDB_txn *txn, int db, struct buf *out, const atomic_int *stop)
 {
     MDB_cursor *cur;
     MDB_val k, v;
@@ -57,6 +61,10 @@ static int dump_db(store *s, MDB_txn *txn, int db, struct buf *out)
     for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
          rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
         if (db == DB_META && meta_state_index(k.mv_data, k.mv_size) < 0) continue;
+        if (stop != NULL && count % DUMP_STOP_EVERY == 0 && atomic_load(stop)) {
+            rc = ECANCELED;
+            break;
+        }
         rv = buf_reserve(out, 8 + k.mv_size + v.mv_size);
         if (rv != 0) {
             rc = rv;
@@ -74,28 +82,34 @@ static int dump_db(store *s, MDB_txn *txn, int db, struct buf *out)
     return 0;
 }
 
-int store_snapshot(store *s, struct buf *out)
+int store__dump(store *s, MDB_txn *txn, struct buf *out, const atomic_int *stop)
 {
     size_t start = out->len;
-    MDB_txn *txn;
     uint64_t applied, digest;
     int rc;
 
-    rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
-    if (rc != 0) return store__err(rc);
     rc = meta_get_u64(s, txn, META_APPLIED, &applied, NULL);
     if (rc == 0) rc = meta_get_u64(s, txn, META_DIGEST, &digest, NULL);
     if (rc == 0) rc = buf_put_u32(out, STORE_SNAP_MAGIC);
     if (rc == 0) rc = buf_put_u32(out, STORE_FORMAT);
     if (rc == 0) rc = buf_put_u64(out, applied);
     if (rc == 0) rc = buf_put_u64(out, digest);
-    for (int db = 0; db < DB_COUNT_ && rc == 0; db++) rc = dump_db(s, txn, db, out);
+    for (int db = 0; db < DB_COUNT_ && rc == 0; db++) rc = dump_db(s, txn, db, out, stop);
+    if (rc != 0) out->len = start;
+    return rc;
+}
+
+int store_snapshot(store *s, struct buf *out)
+{
+    MDB_txn *txn;
+    int rc;
+
+    if (store__snapshot_fault(s)) return BATON_EIO;
+    rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
+    if (rc != 0) return store__err(rc);
+    rc = store__dump(s, txn, out, NULL);
     mdb_txn_abort(txn);
-    if (rc != 0) {
-        out->len = start;
-        return store__err(rc);
-    }
-    return 0;
+    return store__err(rc);
 }
 
 /* LMDB's default key order: bytes, then length. */

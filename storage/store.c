@@ -52,6 +52,7 @@ int store__err(int rc)
     if (rc >= BATON_ERRNO_MIN && rc <= BATON_ERRNO_MAX) return rc; /* already ours */
     if (rc == ENOMEM) return BATON_ENOMEM;
     if (rc == ENOSPC) return BATON_ENOSPC;
+    if (rc == ECANCELED) return BATON_ECANCELED;
     return BATON_EIO;
 }
 
@@ -379,6 +380,7 @@ err_nomem:
 void store_close(store *s)
 {
     if (s == NULL) return;
+    store_snapshot_end(s->snap);
     mdb_env_sync(s->env, 1);
     write_synced(s, close_mark, NULL);
     mdb_env_close(s->env);
@@ -403,8 +405,9 @@ int store_sync(store *s)
 
 /*
  * Double the map after MDB_MAP_FULL. LMDB allows this only while the
- * process has no transaction open; the store never keeps one open across
- * calls, so that holds here.
+ * process has no transaction open; the store keeps none open across calls
+ * but a snapshot's read transaction, which is stopped first
+ * (snapshot_bg.c).
  */
 static int grow_map(store *s)
 {
@@ -412,6 +415,7 @@ static int grow_map(store *s)
     int rc;
 
     if (bigger < s->map_size) return MDB_MAP_FULL;
+    store__snapshot_stop(s);
     /* Allocate the new part of the file first (see the top of this file). */
     rc = map_reserve(s, bigger);
     if (rc != 0) return rc;
@@ -464,6 +468,18 @@ void store__abandon(store *s)
     mdb_env_close(s->env);
     free(s->dir);
     free(s);
+}
+
+void store__fail_snapshots(store *s, unsigned n)
+{
+    s->fail_snapshots = n;
+}
+
+int store__snapshot_fault(store *s)
+{
+    if (s->fail_snapshots == 0) return 0;
+    s->fail_snapshots--;
+    return 1;
 }
 
 void store__set_boot_id_path(const char *path)

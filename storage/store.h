@@ -184,6 +184,38 @@ int store_apply(store *s, uint64_t index, const void *data, size_t len, struct e
 int store_snapshot(store *s, struct buf *out);
 
 /*
+ * store_snapshot in three steps, so that the dump -- the whole state, tens
+ * of MB for 100,000 locks -- can run on another thread while the caller's
+ * thread goes on applying entries (batond's raft snapshots, raft/fsm_snap.c):
+ *
+ *   store_snapshot_begin  caller's thread: opens a read transaction, which
+ *                         sees the state as it is now whatever is applied
+ *                         later (LMDB's MVCC), and records its applied
+ *                         index (store_snap_applied);
+ *   store_snapshot_write  any one thread, once: forces the files to disk
+ *                         (as store_sync), then appends to out the bytes
+ *                         store_snapshot would have given at begin;
+ *   store_snapshot_end    caller's thread: closes the transaction, frees.
+ *
+ * One at a time per store. The store may be used meanwhile, with one
+ * exception that it handles itself: growing the map (on a full map during
+ * an apply) needs no transaction open in the process, so it first stops
+ * the snapshot -- a write in progress gives up within a few records and
+ * returns BATON_ECANCELED, one not started yet returns it at once -- and
+ * the apply goes on. End a snapshot before store_close (which ends one
+ * still open).
+ *
+ * begin returns 0, BATON_EBUSY (one is open), BATON_EIO or BATON_ENOMEM;
+ * write returns 0, BATON_ECANCELED, BATON_EIO or BATON_ENOMEM (out is then
+ * as it was). end is NULL-safe.
+ */
+typedef struct store_snap store_snap;
+int store_snapshot_begin(store *s, store_snap **out);
+uint64_t store_snap_applied(const store_snap *sn);
+int store_snapshot_write(store_snap *sn, struct buf *out);
+void store_snapshot_end(store_snap *sn);
+
+/*
  * Replace the state with a snapshot if the snapshot's applied index is
  * greater than the store's (the digest becomes the snapshot's); otherwise
  * do nothing and return 0. A format 4 snapshot (session records without

@@ -13,6 +13,8 @@
  *   sessions.c  opening, closing and expiring sessions
  *   snapshot.c  store_snapshot and store_restore
  *   check.c     the content hash and the last CHECK's result (store.h)
+ *   snapshot_bg.c  the snapshot in three steps whose dump runs on another
+ *               thread (store_snapshot_begin/_write/_end)
  *   reads.c     the short read transactions behind the admin requests
  *   members.c   the members table: SET_MEMBER_ADDR and store_member_addr
  *
@@ -26,6 +28,7 @@
 #define BATON_STORAGE_STORE_INT_H
 
 #include <lmdb.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -77,6 +80,8 @@ enum store_db {
 struct store {
     MDB_env *env;
     MDB_dbi dbi[DB_COUNT_];
+    struct store_snap *snap; /* the snapshot begun and not ended, or NULL */
+    unsigned fail_snapshots; /* test hook: snapshots still to fail (store_test.h) */
     uint64_t applied;       /* cached meta "applied" */
     uint64_t digest;        /* cached meta "digest" */
     uint64_t check_index;   /* the last CHECK applied since open, 0: none (check.c) */
@@ -106,6 +111,24 @@ int store__write(store *s, store_txn_fn *fn, void *arg);
  * the key exists; a missing key reads as 0. */
 int meta_get_u64(store *s, MDB_txn *txn, const char *key, uint64_t *v, int *found);
 int meta_put_u64(store *s, MDB_txn *txn, const char *key, uint64_t v);
+
+/* ---- snapshot.c, snapshot_bg.c ------------------------------------------ */
+
+/*
+ * Append the snapshot of txn's state to out (the format store.h gives for
+ * store_snapshot). Reads nothing but txn and s->dbi, so it may run on any
+ * thread that owns txn. When stop is not NULL it is read every few records
+ * and a non-zero value ends the dump with ECANCELED. 0 or an internal code;
+ * out->len is as it was on error.
+ */
+int store__dump(store *s, MDB_txn *txn, struct buf *out, const atomic_int *stop);
+
+/* The test hook store__fail_snapshots: should this snapshot fail (counted)? */
+int store__snapshot_fault(store *s);
+
+/* Stop and close the open snapshot's read transaction, if any (waiting for
+ * a write in progress to give up): growing the map needs it. Loop side. */
+void store__snapshot_stop(store *s);
 
 /* The path of the boot id file, replaced by the tests (store_test.h). */
 extern const char *store__boot_id_path;

@@ -40,4 +40,9 @@ int store__set_format(store *s, uint64_t format);
  * another format, or BATON_EIO. */
 int store__downgrade(store *s, uint64_t format);
 
+/* Make the next n snapshots of s fail with BATON_EIO, as a failing disk
+ * or a lack of memory would (store_snapshot and store_snapshot_begin;
+ * n = 0 stops it). For the tests of what a failed snapshot does to raft. */
+void store__fail_snapshots(store *s, unsigned n);
+
 #endif /* BATON_STORAGE_STORE_TEST_H */

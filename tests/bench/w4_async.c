@@ -11,6 +11,9 @@
  *            requests per loop turn (as it would from many clients);
  *   report   the JSON line (the same fields as the blocking W4 driver) with
  *            each server's VmRSS read while the locks are held;
+ *   hold     with --hold-ms, the locks stay held that long (a measurement
+ *            of the servers under that state runs meanwhile, e.g.
+ *            tests/bench/snapshot-stall.sh);
  *   close    at most --open-inflight session closes in flight (the cluster
  *            releases their locks), then every context freed.
  * "seconds" is the time from the first try-lock to the last grant;
@@ -104,7 +107,15 @@ static void report(struct w4a *w)
     if (w->acquired != cfg->locks) w->rc = 1;
 }
 
-/* Locking is over (all done, or the time limit): report, then close. */
+/* --hold-ms is over: close the sessions (the cluster releases the locks). */
+static void hold_over(uv_timer_t *t)
+{
+    close_more(t->data);
+}
+
+/* Locking is over (all done, or the time limit): report, then close --
+ * after --hold-ms, if given, during which the sessions keep their locks
+ * (their keepalives run on this loop). */
 static void locking_over(struct w4a *w)
 {
     if (w->locking_over) return;
@@ -112,6 +123,10 @@ static void locking_over(struct w4a *w)
     w->t_done = now_ns();
     uv_timer_stop(&w->limit);
     report(w);
+    if (w->cfg->hold_ms > 0) {
+        uv_timer_start(&w->limit, hold_over, (uint64_t)w->cfg->hold_ms, 0);
+        return;
+    }
     close_more(w);
 }
 

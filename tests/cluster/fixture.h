@@ -4,7 +4,10 @@
  *
  * Every fixture server gets a struct fsm (raft/fsm.c) over its own LMDB store
  * in a fresh directory, so that what the tests compare is exactly what batond
- * would hold: the bytes of store_snapshot.
+ * would hold: the bytes of store_snapshot. After every simulated event each
+ * live node's fsm_flush runs, as batond's node runs it every loop turn. The
+ * fsms take snapshots on the loop (fsm version 1): the fixture cannot run
+ * version 3.
  *
  *     struct cl c;
  *     struct cl_prop p;
@@ -175,7 +178,9 @@ bool cl_wait(struct cl *c, struct cl_prop *p, unsigned max_ms);
  */
 bool cl_barrier(struct cl *c, unsigned i, unsigned max_ms);
 
-/* Step until every node in mask has raft_last_applied >= index. */
+/* Step until every node in mask has raft_last_applied >= index. (raft's
+ * count includes what a follower's gate still holds back from its store,
+ * raft/fsm.h: compare stores after a commit of the current term.) */
 bool cl_wait_applied(struct cl *c, unsigned mask, uint64_t index, unsigned max_ms);
 
 /*

@@ -2,7 +2,8 @@
  * test_faults_raft.c -- two behaviours of libraft 0.15 itself, on
  * raft_fixture with baton's real store behind every node and the model of
  * batond's leader duties (tests/cluster/faults.h): "commit entries of an
- * earlier term by counting replicas" (canonical/raft#220, Raft figure 8),
+ * earlier term by counting replicas" (canonical/raft#220, Raft figure 8)
+ * -- seen from the leader, and from a follower that learns such a commit --
  * and its pre-vote with an outdated term. docs/libraft-0.15.md says what
  * they found and what baton does about it.
  *
@@ -47,6 +48,26 @@
  * the stores of the nodes that go on agree with the majority's decision;
  * and with delay 0 the figure-8 sequence cannot happen at all.
  */
+/* The nodes of a figure-8 run, and the index X and Y compete for. */
+struct fig8_nodes {
+    unsigned a, b, c;
+    uint64_t k;
+};
+
+/* With A cut off: step until B or C is raft's leader (of term 3) and return
+ * it, running the duties until then but not after (it must not propose its
+ * barrier). */
+static unsigned elect_cut_off_other(struct cl *c)
+{
+    for (raft_time end = raft_fixture_time(c->f) + CL_ELECT_MS; raft_fixture_time(c->f) < end;) {
+        raft_fixture_step(c->f);
+        for (unsigned i = 1; i < CL_N; i++)
+            if (raft_state(cl_raft(c, i)) == RAFT_LEADER) return i;
+        for (unsigned i = 0; i < CL_N; i++) duty_step(&duties[i]);
+    }
+    FAIL("no leader among the nodes cut off from A");
+}
+
 struct fig8 {
     bool bug_seen;           /* A committed X with no entry of its term on B */
     bool a_store_x;          /* A's store applied X */
@@ -89,15 +110,7 @@ static void fig8_run(int delay_ms, struct fig8 *out)
     run_for(&c, 50);
 
     /* 2. C: leader of term 3, cut off at once, Y on it only; it crashes. */
-    cc = CL_N;
-    for (raft_time end = raft_fixture_time(c.f) + CL_ELECT_MS; raft_fixture_time(c.f) < end;) {
-        raft_fixture_step(c.f);
-        for (unsigned i = 1; i < CL_N && cc == CL_N; i++)
-            if (raft_state(cl_raft(&c, i)) == RAFT_LEADER) cc = i;
-        if (cc != CL_N) break;
-        for (unsigned i = 0; i < CL_N; i++) duty_step(&duties[i]);
-    }
-    ASSERT(cc != CL_N);
+    cc = elect_cut_off_other(&c);
     b = cc == 1 ? 2 : 1;
     cl_link(&c, b, cc, false);
     cmds[0] = cl_acquire(2, 2, TRY, "M");
@@ -211,6 +224,126 @@ TEST(raft220_commit_of_earlier_term_entries)
     for (int i = 0; i < 3; i++) ASSERT(!r[i].bug_seen);
 }
 
+/*
+ * The same sequence, but the follower learns the commit: figure 8 with a
+ * leader that never proposes its barrier (a stalled loop, or an
+ * application without one). A commits X by counting (A and B store it, no
+ * entry of A's term is on B) and tells B in a heartbeat; B's raft now
+ * counts X as applied. A crashes; C comes back and wins (its last term, 3,
+ * beats B's 2), and sends Y for index k: 0.15 stops B's raft ("new index
+ * conflicts with committed entry"). The cluster restarts from its
+ * persisted logs with A still down, so that only C can lead, and C's Y
+ * replaces X on B.
+ *
+ * Had B's store applied X, the restart would not repair it: B's store
+ * skips Y as already applied (same index, different state, for good; the
+ * digest check per index catches it the moment C applies Y). raft/fsm.c
+ * keeps X in B's gate instead -- the commit index stood on an entry of an
+ * earlier term -- so B's store stays at k - 1, B is a stopped follower,
+ * and the restart puts every store on Y.
+ */
+static bool b_learned(struct cl *c, void *arg)
+{
+    const struct fig8_nodes *n = arg;
+    return cl_raft(c, n->b)->commit_index >= n->k || !raft_fixture_alive(c->f, n->a);
+}
+
+static bool b_stopped(struct cl *c, void *arg)
+{
+    const struct fig8_nodes *n = arg;
+    return raft_state(cl_raft(c, n->b)) == RAFT_UNAVAILABLE;
+}
+
+TEST(raft220_follower_keeps_earlier_term_entry_out_of_store)
+{
+    struct cl c;
+    struct cmd cmds[1];
+    struct prop x = {0}, y = {0};
+    struct fig8_nodes n = {.a = 0};
+    unsigned l;
+    raft_term term_a;
+
+    open_cluster(&c, &(struct cl_opts){.no_pre_vote = true}, BARRIER_BATOND);
+    run_cmd(&c, cl_open_session(TTL, "a"), NULL);
+    run_cmd(&c, cl_open_session(TTL, "b"), NULL);
+    expect(run_cmd(&c, cl_acquire(1, 1, FOREVER, "L"), NULL), 0, RESULT_GRANTED, 1);
+    expect(run_cmd(&c, cl_acquire(2, 1, FOREVER, "L"), NULL), 0, RESULT_QUEUED, 1);
+    n.k = raft_last_index(cl_raft(&c, n.a)) + 1;
+    /* From now on a new leader never proposes its barrier. */
+    for (unsigned i = 0; i < CL_N; i++) duties[i].delay_ms = 1000000;
+
+    /* 1. X on A only; 2. C leads term 3, Y on C only, C crashes. */
+    for (unsigned j = 1; j < CL_N; j++) cl_link(&c, n.a, j, false);
+    cmds[0] = cl_release(1, 2, 1, "L");
+    ASSERT_EQ(propose(&c, n.a, cmds, 1, &x), 0);
+    ASSERT_UEQ(x.req.index, n.k);
+    run_for(&c, 50);
+    n.c = elect_cut_off_other(&c);
+    n.b = n.c == 1 ? 2 : 1;
+    cl_link(&c, n.b, n.c, false);
+    cmds[0] = cl_acquire(2, 2, TRY, "M");
+    ASSERT_EQ(propose(&c, n.c, cmds, 1, &y), 0);
+    ASSERT_UEQ(y.req.index, n.k);
+    run_for(&c, 50);
+    cl_kill(&c, n.c);
+
+    /* 3. A wins with B's vote, commits X by counting, tells B. */
+    cl_link(&c, n.a, n.b, true);
+    if (!run_until(&c, raft_leads, &n.a, CL_ELECT_MS)) FAIL("A was not elected");
+    term_a = cl_raft(&c, n.a)->current_term;
+    ASSERT(run_until(&c, b_learned, &n, 3000));
+    ASSERT(!log_has_term(&c, n.b, term_a));
+    note("B learned commit index %llu; its entry there is of term %llu, its term %llu",
+         (unsigned long long)cl_raft(&c, n.b)->commit_index,
+         (unsigned long long)log_term(&c, n.b, n.k),
+         (unsigned long long)cl_raft(&c, n.b)->current_term);
+    /* raft counts X applied on B; B's store does not have it. */
+    ASSERT_GE(raft_last_applied(cl_raft(&c, n.b)), n.k);
+    ASSERT_UEQ(store_applied_index(c.node[n.b].store), n.k - 1);
+    ASSERT_UEQ(fsm_gated(&c.node[n.b].fsm), 1);
+    ASSERT(!duties[n.a].ready);
+    /* A snapshot now would be taken at raft's index k with the store's
+     * state of k - 1: refused. */
+    {
+        struct raft_fsm *rf = &c.node[n.b].fsm.base;
+        struct raft_buffer *bufs = NULL;
+        unsigned n_bufs = 0;
+        ASSERT_EQ(rf->snapshot(rf, &bufs, &n_bufs), RAFT_BUSY);
+        ASSERT(bufs == NULL);
+    }
+
+    /* 4. A crashes; C returns, wins, and sends Y: 0.15 stops B's raft. */
+    cl_kill(&c, n.a);
+    cl_revive(&c, n.c);
+    cl_link(&c, n.b, n.c, true);
+    c.sync = (1u << n.b) | (1u << n.c);
+    ASSERT(run_until(&c, b_stopped, &n, CL_ELECT_MS));
+    ASSERT_UEQ(store_applied_index(c.node[n.b].store), n.k - 1);
+    ASSERT(fsm_failed(&c.node[n.b].fsm) == NULL);
+    note("B's raft stopped with X still in its gate; its store is at %llu",
+         (unsigned long long)store_applied_index(c.node[n.b].store));
+
+    /* 5. Every node restarts from its persisted log, A stays down: C leads,
+     * Y replaces X on B, and B's store applies it. */
+    restart_all(&c, BARRIER_BATOND);
+    cl_kill(&c, n.a);
+    c.sync = (1u << n.b) | (1u << n.c);
+    l = wait_ready(&c, CL_N, CL_ELECT_MS);
+    ASSERT_EQ(l, n.c);
+    wait_caught_up(&c, l);
+    cl_assert_same(&c, c.sync);
+    assert_lock(&c, c.sync, "L", 1, 1, 1);
+    assert_lock(&c, c.sync, "M", 2, 2, 0);
+
+    /* 6. A returns: its X is replaced too (its store never applied it). */
+    cl_revive(&c, n.a);
+    heal_all(&c);
+    wait_caught_up(&c, l);
+    cl_assert_same(&c, CL_ALL);
+    assert_lock(&c, CL_ALL, "L", 1, 1, 1);
+    close_cluster(&c);
+}
+
 /* ---- 7. pre-vote and an outdated term ------------------------------------------------------------ */
 
 /*
@@ -300,6 +433,7 @@ int main(int argc, char **argv)
 {
     faults_main_begin(argc, argv);
     RUN(raft220_commit_of_earlier_term_entries);
+    RUN(raft220_follower_keeps_earlier_term_entry_out_of_store);
     RUN(prevote_outdated_term_waits_for_third_node);
     return faults_main_end();
 }

@@ -10,6 +10,7 @@
 #include "tests/lib/runner.h"
 
 #include "client/baton_defs.h"
+#include "storage/store_test.h"
 #include "tests/cluster/fixture.h"
 
 #define TTL 10000
@@ -405,6 +406,52 @@ TEST(lagging_follower_catches_up_by_snapshot)
     cl_close(&c);
 }
 
+/* ---- 4b. a follower whose snapshot fails ------------------------------------- */
+
+/*
+ * libraft 0.15 returns a snapshot's failure from its apply path, and a
+ * follower that meets it while handling an AppendEntries stops its raft
+ * for good; only RAFT_BUSY makes it skip the snapshot. So raft/fsm_snap.c
+ * answers every failure of the store RAFT_BUSY. Node 2's store fails every
+ * snapshot for a while (store__fail_snapshots, as a failing disk would):
+ * it must keep following and applying, and take snapshots again once its
+ * store can.
+ */
+TEST(follower_snapshot_failure_keeps_it_following)
+{
+    const struct cl_opts o = {.snapshot_threshold = 16, .snapshot_trailing = 8};
+    struct cl c;
+    struct cl_prop p;
+    uint64_t seq = 1;
+
+    cl_open(&c, &o);
+    cl_run1(&c, cl_open_session(TTL, "a"), &p);
+    store__fail_snapshots(c.node[2].store, 1000);
+    for (int k = 0; k < 60; k++) {
+        cl_run1(&c, cl_acquire(1, seq++, TRY, "s"), &p);
+        cl_run1(&c, cl_release(1, seq++, p.results[0].value, "s"), &p);
+        ASSERT_EQ(raft_state(cl_raft(&c, 2)), RAFT_FOLLOWER);
+    }
+    raft_fixture_step_until_elapsed(c.f, 1000); /* heartbeats carry the last commit */
+    ASSERT_EQ(raft_state(cl_raft(&c, 2)), RAFT_FOLLOWER);
+    ASSERT_UEQ(c.node[2].fsm.n_snapshots, 0);
+    ASSERT_GT(c.node[2].fsm.n_snapshot_refusals, 0);
+    ASSERT_GT(c.node[0].fsm.n_snapshots, 0);
+    ASSERT_UEQ(store_applied_index(c.node[2].store), store_applied_index(c.node[0].store));
+    ASSERT_UEQ(store_digest(c.node[2].store), store_digest(c.node[0].store));
+
+    /* The store recovers: snapshots resume (after the wait that follows a
+     * failure, raft/fsm_snap.c). */
+    store__fail_snapshots(c.node[2].store, 0);
+    for (int k = 0; k < 60; k++) {
+        cl_run1(&c, cl_acquire(1, seq++, TRY, "s"), &p);
+        cl_run1(&c, cl_release(1, seq++, p.results[0].value, "s"), &p);
+    }
+    ASSERT_GT(c.node[2].fsm.n_snapshots, 0);
+    cl_assert_same(&c, CL_ALL);
+    cl_close(&c);
+}
+
 /* ---- 5. replay safety ------------------------------------------------------------ */
 
 /* The entries of the first run, re-encoded: entry k (raft index k + 2). */
@@ -591,6 +638,7 @@ int main(int argc, char **argv)
     RUN(leader_change_keeps_queue_and_fences);
     RUN(isolated_leader_cannot_commit);
     RUN(lagging_follower_catches_up_by_snapshot);
+    RUN(follower_snapshot_failure_keeps_it_following);
     RUN(replay_after_restart_is_skipped);
     rv = runner_done();
     cl_suite_done();

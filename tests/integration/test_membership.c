@@ -20,6 +20,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -36,6 +37,7 @@
 #include "proto/msg.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
+#include "tests/lib/files.h"
 #include "tests/lib/jsonget.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/runner.h"
@@ -623,6 +625,75 @@ TEST(member_add_refuses_bad_requests)
     ASSERT_EQ(cluster_stop(&C), 0);
 }
 
+/*
+ * A node whose raft directory was lost must not start afresh: raft_bootstrap
+ * on an empty directory writes term 1 and the configuration, and the node
+ * would vote again in terms it had voted in. A follower is stopped and its
+ * raft directory deleted: started again it refuses, exits non-zero and says
+ * how to rejoin, while the other two keep serving; with the data
+ * directory's mark deleted too, its store (which has applied entries)
+ * still gives it away. Then the procedure its message gives brings it back:
+ * member remove, delete the data directory, start with --join, member add.
+ */
+TEST(lost_raft_dir_refuses_to_start_and_rejoins)
+{
+    char path[PATH_MAX + 32], spec[64], log[16384];
+    struct ctl_result r;
+    baton_t *b;
+    baton_lock_t *l;
+    int leader, f, others[2], k = 0;
+
+    ASSERT_EQ(cluster_start(&C, 3), 0);
+    leader = cluster_wait_leader(&C, 15000);
+    ASSERT_GE(leader, 0);
+    f = (leader + 1) % 3;
+    for (int i = 0; i < 3; i++)
+        if (i != f) others[k++] = i;
+    b = connect_to(cluster_endpoints(&C), "lost-dir");
+    ASSERT_EQ(baton_lock_timeout(b, "before", 5000, &l), 0);
+    wait_same_state((const int[]){0, 1, 2}, 3);
+    snprintf(path, sizeof path, "%s/member", C.nodes[f].dir);
+    ASSERT_EQ(access(path, F_OK), 0);
+
+    ASSERT_EQ(cluster_kill(&C, f, SIGTERM), 0);
+    snprintf(path, sizeof path, "%s/raft", C.nodes[f].dir);
+    rm_rf(path);
+    ASSERT_EQ(cluster_run_to_exit(&C, f, 15000), 1);
+    ASSERT_GT(read_tail(C.nodes[f].log, log, sizeof log), 0);
+    ASSERT(strstr(log, "holds no state, yet this node was a cluster member (its data "
+                       "directory is marked so)") != NULL);
+    ASSERT(strstr(log, "could make this node vote twice in a term") != NULL);
+    ASSERT(strstr(log, "batonctl member remove") != NULL);
+    ASSERT(strstr(log, "--join") != NULL);
+    ASSERT(strstr(log, "batonctl member add") != NULL);
+
+    /* Without the mark, the store's applied entries tell the same. */
+    snprintf(path, sizeof path, "%s/member", C.nodes[f].dir);
+    ASSERT_EQ(unlink(path), 0);
+    ASSERT_EQ(cluster_run_to_exit(&C, f, 15000), 1);
+    ASSERT_GT(read_tail(C.nodes[f].log, log, sizeof log), 0);
+    ASSERT(strstr(log, "(its store applied entries)") != NULL);
+
+    /* The other two serve meanwhile. */
+    ASSERT_EQ(baton_unlock(l), 0);
+    ASSERT_EQ(baton_lock_timeout(b, "during", 5000, &l), 0);
+
+    /* The way back, as the message says. */
+    snprintf(spec, sizeof spec, "%u", C.nodes[f].id);
+    ctl_expect(0, &r, (const char *[]){"member", "remove", spec, NULL});
+    ctl_result_free(&r);
+    rm_rf(C.nodes[f].dir);
+    C.nodes[f].joined = 1;
+    ASSERT_EQ(cluster_restart(&C, f), 0);
+    cluster_member_addrs(&C, f, path, sizeof path);
+    ctl_expect(0, &r, (const char *[]){"member", "add", spec, path, NULL});
+    ctl_result_free(&r);
+    ASSERT_EQ(baton_unlock(l), 0);
+    wait_same_state((const int[]){others[0], others[1], f}, 3);
+    baton_close(b);
+    ASSERT_EQ(cluster_stop(&C), 0);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -631,5 +702,6 @@ int main(int argc, char **argv)
     RUN(replace_leader_node_under_load);
     RUN(member_add_busy_duplicate_and_resume);
     RUN(member_add_refuses_bad_requests);
+    RUN(lost_raft_dir_refuses_to_start_and_rejoins);
     return runner_done();
 }

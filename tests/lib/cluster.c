@@ -718,6 +718,23 @@ int cluster_restart(struct cluster *c, int i)
     return cluster_wait_node(c, i, 10000);
 }
 
+int cluster_run_to_exit(struct cluster *c, int i, int timeout_ms)
+{
+    int code;
+
+    if (i < 0 || i >= c->n || c->nodes[i].pid > 0 || spawn_node(c, i) != 0) return -1;
+    code = proc_wait(c->nodes[i].pid, timeout_ms);
+    if (code < 0) {
+        fprintf(stderr, "# cluster: node %u still runs after %d ms\n", c->nodes[i].id, timeout_ms);
+        cluster_kill(c, i, SIGTERM);
+        return -1;
+    }
+    c->nodes[i].pid = 0;
+    slots[c->slot].pids[i] = 0;
+    write_pid_file(c->root, i, 0);
+    return code;
+}
+
 int cluster_stop(struct cluster *c)
 {
     int rv;

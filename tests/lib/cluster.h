@@ -174,6 +174,14 @@ int cluster_kill(struct cluster *c, int i, int sig);
 int cluster_restart(struct cluster *c, int i);
 
 /*
+ * Start node i again on its data (it must not be running) and wait at most
+ * timeout_ms for it to exit on its own -- for a node that must refuse to
+ * start. Returns its exit status (as cluster_kill), or -1 if it could not
+ * be started or was still running at the timeout (it is then stopped).
+ */
+int cluster_run_to_exit(struct cluster *c, int i, int timeout_ms);
+
+/*
  * Stop every running node (SIGTERM, SIGCONT; after 10 s SIGKILL), stop the
  * guardian, and remove the data directory unless $BATON_KEEP_DATA is set.
  * Returns 0 if every node that was running exited with status 0 after

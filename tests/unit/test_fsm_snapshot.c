@@ -1,14 +1,18 @@
 /*
  * test_fsm_snapshot.c -- the lock state machine (storage/store.h):
  * store_snapshot and store_restore (what they keep, what a restore rejects),
- * persistence across close, crash and reboot, the map's growth, and the
- * state digest.
+ * persistence across close, crash and reboot, the map's growth, the
+ * snapshot in steps whose dump runs on another thread, and the state
+ * digest.
  *
  * Each test runs on a store of its own (tests/unit/fsm_fixture.h).
  */
 #include "tests/unit/fsm_fixture.h"
 
+#include <pthread.h>
+
 #include "storage/store_test.h"
+#include "tests/lib/clock.h"
 
 /* ---- snapshots ---------------------------------------------------------- */
 
@@ -375,6 +379,160 @@ TEST(map_full_grows_the_map)
     teardown(&f);
 }
 
+/* ---- snapshots in steps, the dump on another thread ---------------------- */
+
+struct writer {
+    store_snap *sn;
+    struct buf out;
+    int rv;
+    pthread_t th;
+};
+
+static void *writer_main(void *arg)
+{
+    struct writer *w = arg;
+    w->rv = store_snapshot_write(w->sn, &w->out);
+    return NULL;
+}
+
+static void writer_start(struct writer *w, store_snap *sn)
+{
+    memset(w, 0, sizeof *w);
+    w->sn = sn;
+    ASSERT_EQ(pthread_create(&w->th, NULL, writer_main, w), 0);
+}
+
+static void writer_join(struct writer *w)
+{
+    ASSERT_EQ(pthread_join(w->th, NULL), 0);
+}
+
+/* Apply one entry of n try-locks of new locks with 199-byte names
+ * "<tag><k>kkk..." (about 100 KB per 500), which the map must make room
+ * for. */
+static void apply_big(struct fixture *f, uint64_t session, uint64_t *seq, const char *tag, int n)
+{
+    static char names[512][200];
+    static struct cmd cmds[512];
+    static unsigned next;
+
+    ASSERT(n <= 512);
+    for (int i = 0; i < n; i++) {
+        memset(names[i], 'k', sizeof names[i] - 1);
+        names[i][sizeof names[i] - 1] = '\0';
+        snprintf(names[i], 20, "%s%08u", tag, next++);
+        names[i][strlen(names[i])] = 'k';
+        cmds[i] = c_acq(session, (*seq)++, BATON_WAIT_TRY, names[i]);
+    }
+    apply_n(f, cmds, (size_t)n);
+    for (int i = 0; i < n; i++) ASSERT_EQ(f->fx.results[i].kind, RESULT_GRANTED);
+}
+
+/* The dump, on another thread, gives the bytes store_snapshot gave at
+ * begin, whatever is applied meanwhile; one snapshot at a time. */
+TEST(snapshot_in_steps_is_the_state_at_begin)
+{
+    struct fixture f;
+    struct buf expect = {0};
+    struct writer w;
+    store_snap *sn, *other;
+    uint64_t seq = 10, a;
+
+    setup(&f);
+    populate(&f);
+    a = open_session(&f);
+    snap(&f, &expect);
+    ASSERT_EQ(store_snapshot_begin(f.s, &sn), 0);
+    ASSERT_UEQ(store_snap_applied(sn), f.index);
+    ASSERT_EQ(store_snapshot_begin(f.s, &other), BATON_EBUSY);
+    ASSERT(other == NULL);
+    apply_big(&f, a, &seq, "later", 64);
+    writer_start(&w, sn);
+    apply_big(&f, a, &seq, "during", 64);
+    writer_join(&w);
+    ASSERT_EQ(w.rv, 0);
+    ASSERT(w.out.len == expect.len && memcmp(w.out.data, expect.data, expect.len) == 0);
+    store_snapshot_end(sn);
+    buf_free(&w.out);
+    /* Ended: another may begin; and one left open is ended by close. */
+    ASSERT_EQ(store_snapshot_begin(f.s, &sn), 0);
+    buf_free(&expect);
+    teardown(&f);
+}
+
+/* A full map grows even while a snapshot is open: growing needs every
+ * transaction closed, so the snapshot is stopped (its write then fails
+ * with BATON_ECANCELED) and the apply goes on. */
+TEST(map_growth_stops_an_open_snapshot)
+{
+    struct fixture f;
+    struct buf out = {0};
+    store_snap *sn;
+    size_t before;
+    uint64_t seq = 1, a;
+
+    setup(&f);
+    a = open_session(&f);
+    ASSERT_EQ(store__set_map_size(f.s, 64 * 1024), 0);
+    before = store__map_size(f.s);
+    ASSERT_EQ(store_snapshot_begin(f.s, &sn), 0);
+    for (int k = 0; k < 8; k++) apply_big(&f, a, &seq, "grow", 500);
+    ASSERT_GT(store__map_size(f.s), before);
+    ASSERT_EQ(store_snapshot_write(sn, &out), BATON_ECANCELED);
+    ASSERT_UEQ(out.len, 0);
+    store_snapshot_end(sn);
+    ASSERT_EQ(count_in(&f, DB_LOCKS), 4000);
+    teardown(&f);
+}
+
+/* The same race with the dump running: the growth waits for it to give up
+ * (or to finish first, with the right bytes); no apply fails. */
+TEST(map_growth_waits_for_a_running_snapshot)
+{
+    struct fixture f;
+    uint64_t seq = 1, a = 0;
+    int cancelled = 0, finished = 0;
+
+    setup(&f);
+    /* 10,000 locks to dump (a session may own at most 10,000). */
+    for (int k = 0; k < 20; k++) {
+        if (k % 10 == 0) a = open_session(&f);
+        apply_big(&f, a, &seq, "base", 500);
+    }
+    for (int round = 0; round < 6; round++) {
+        struct buf expect = {0};
+        struct writer w;
+        store_snap *sn;
+        char tag[16];
+
+        /* As small as LMDB allows: the next big entries need a growth. */
+        ASSERT_EQ(store__set_map_size(f.s, 64 * 1024), 0);
+        snap(&f, &expect);
+        ASSERT_EQ(store_snapshot_begin(f.s, &sn), 0);
+        writer_start(&w, sn);
+        /* Let the dump get going in some rounds: both cases happen. */
+        if (round % 2) sleep_ms(round);
+        snprintf(tag, sizeof tag, "r%d-", round);
+        a = open_session(&f);
+        for (int k = 0; k < 4; k++) apply_big(&f, a, &seq, tag, 500);
+        writer_join(&w);
+        if (w.rv == BATON_ECANCELED) {
+            ASSERT_UEQ(w.out.len, 0);
+            cancelled++;
+        } else {
+            ASSERT_EQ(w.rv, 0);
+            ASSERT(w.out.len == expect.len && memcmp(w.out.data, expect.data, expect.len) == 0);
+            finished++;
+        }
+        store_snapshot_end(sn);
+        buf_free(&w.out);
+        buf_free(&expect);
+    }
+    fprintf(stderr, "# dumps stopped by a growth: %d, finished first: %d\n", cancelled, finished);
+    ASSERT_EQ(count_in(&f, DB_LOCKS), 10000 + 6 * 2000);
+    teardown(&f);
+}
+
 /* ---- the state digest --------------------------------------------------- */
 
 /* The digest as store.h documents it, computed here independently:
@@ -644,6 +802,9 @@ int main(int argc, char **argv)
     RUN(crash_and_reboot_detection);
     RUN(open_fails_cleanly_on_missing_dir);
     RUN(map_full_grows_the_map);
+    RUN(snapshot_in_steps_is_the_state_at_begin);
+    RUN(map_growth_stops_an_open_snapshot);
+    RUN(map_growth_waits_for_a_running_snapshot);
     RUN(digest_follows_the_documented_hash);
     RUN(digest_equal_for_equal_entries);
     RUN(digest_differs_for_different_payload);

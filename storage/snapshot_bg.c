@@ -1,0 +1,135 @@
+/*
+ * snapshot_bg.c -- the snapshot in three steps (store.h,
+ * store_snapshot_begin): a read transaction opened on the loop thread and
+ * dumped on another.
+ *
+ * LMDB lets a read transaction move between threads only with MDB_NOTLS,
+ * which env_open sets, and only one thread may use it at a time: the
+ * worker, between the moment it claims the snapshot and the moment it
+ * gives it back (SNAP_RUNNING). The loop thread touches the transaction
+ * only when no worker has it.
+ *
+ * The map cannot grow while any transaction is open in the process:
+ * mdb_env_set_mapsize does not check for readers, it unmaps the memory
+ * they read. So grow_map calls store__snapshot_stop first: it raises the
+ * stop flag the dump looks at every few records (store__dump), waits for a
+ * running worker to give the snapshot back, marks one that has not started
+ * yet as cancelled, and closes the transaction. The wait is at most one
+ * slice of the dump; the write then fails with BATON_ECANCELED and the
+ * next snapshot starts over.
+ */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "client/baton_defs.h"
+#include "proto/buf.h"
+#include "storage/store_int.h"
+
+enum snap_state {
+    SNAP_READY,      /* begun, the write has not claimed it */
+    SNAP_RUNNING,    /* a worker is writing it */
+    SNAP_DONE,       /* the write is over (or was cancelled) */
+};
+
+struct store_snap {
+    store *s;
+    MDB_txn *txn;            /* NULL once closed (stopped, or ended) */
+    uint64_t applied;
+    atomic_int stop;         /* set by store__snapshot_stop */
+    pthread_mutex_t mu;      /* guards state */
+    pthread_cond_t cv;       /* signalled when state leaves SNAP_RUNNING */
+    enum snap_state state;
+};
+
+int store_snapshot_begin(store *s, store_snap **out)
+{
+    store_snap *sn;
+    int rc;
+
+    *out = NULL;
+    if (s->snap != NULL) return BATON_EBUSY;
+    if (store__snapshot_fault(s)) return BATON_EIO;
+    sn = calloc(1, sizeof *sn);
+    if (sn == NULL) return BATON_ENOMEM;
+    rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &sn->txn);
+    if (rc == 0) rc = meta_get_u64(s, sn->txn, META_APPLIED, &sn->applied, NULL);
+    if (rc != 0) {
+        if (sn->txn != NULL) mdb_txn_abort(sn->txn);
+        free(sn);
+        return store__err(rc);
+    }
+    sn->s = s;
+    atomic_init(&sn->stop, 0);
+    pthread_mutex_init(&sn->mu, NULL);
+    pthread_cond_init(&sn->cv, NULL);
+    sn->state = SNAP_READY;
+    s->snap = sn;
+    *out = sn;
+    return 0;
+}
+
+uint64_t store_snap_applied(const store_snap *sn)
+{
+    return sn->applied;
+}
+
+/* Claim the snapshot for this thread: false if it was stopped first. */
+static bool snap_claim(store_snap *sn)
+{
+    bool ok;
+
+    pthread_mutex_lock(&sn->mu);
+    ok = sn->state == SNAP_READY && !atomic_load(&sn->stop);
+    sn->state = ok ? SNAP_RUNNING : SNAP_DONE;
+    pthread_mutex_unlock(&sn->mu);
+    return ok;
+}
+
+/* Give it back: the loop thread may close the transaction now. */
+static void snap_release(store_snap *sn)
+{
+    pthread_mutex_lock(&sn->mu);
+    sn->state = SNAP_DONE;
+    pthread_cond_broadcast(&sn->cv);
+    pthread_mutex_unlock(&sn->mu);
+}
+
+int store_snapshot_write(store_snap *sn, struct buf *out)
+{
+    int rc;
+
+    if (!snap_claim(sn)) return BATON_ECANCELED;
+    /* raft deletes the log entries the snapshot covers once it is
+     * persisted, and LMDB runs with MDB_NOSYNC: the files go to disk first.
+     * msync of the map is safe beside the loop's commits; the map cannot
+     * be resized meanwhile (store__snapshot_stop waits for us). */
+    rc = mdb_env_sync(sn->s->env, 1);
+    if (rc == 0) rc = store__dump(sn->s, sn->txn, out, &sn->stop);
+    snap_release(sn);
+    return store__err(rc);
+}
+
+void store__snapshot_stop(store *s)
+{
+    store_snap *sn = s->snap;
+
+    if (sn == NULL || sn->txn == NULL) return;
+    atomic_store(&sn->stop, 1);
+    pthread_mutex_lock(&sn->mu);
+    while (sn->state == SNAP_RUNNING) pthread_cond_wait(&sn->cv, &sn->mu);
+    sn->state = SNAP_DONE;
+    pthread_mutex_unlock(&sn->mu);
+    mdb_txn_abort(sn->txn);
+    sn->txn = NULL;
+}
+
+void store_snapshot_end(store_snap *sn)
+{
+    if (sn == NULL) return;
+    store__snapshot_stop(sn->s);
+    sn->s->snap = NULL;
+    pthread_cond_destroy(&sn->cv);
+    pthread_mutex_destroy(&sn->mu);
+    free(sn);
+}
