@@ -233,7 +233,8 @@ enum node_role { ROLE_UNAVAILABLE = 0, ROLE_FOLLOWER, ROLE_CANDIDATE, ROLE_LEADE
 
 /* Wire: {u32 node_id, u8 role, u32 leader_id, u64 term, u64 last_index,
  *        u64 commit_index, u64 applied_index, u32 n,
- *        n x {u32 id, str raft_addr, str client_addr}, u64 state_digest}
+ *        n x {u32 id, str raft_addr, str client_addr}, u64 state_digest,
+ *        u64 auth_digest, u8 fault_kind, i32 fault, u64 fault_index}
  *
  * The members are the servers of the node's current raft configuration
  * (spares included), each with its client address as MEMBERS_R gives it
@@ -246,7 +247,18 @@ enum node_role { ROLE_UNAVAILABLE = 0, ROLE_FOLLOWER, ROLE_CANDIDATE, ROLE_LEADE
  * entry and report different digests have diverged. While a restarted
  * node replays its log, its store can be ahead of applied_index (the
  * store skips what it already holds), and its digest then describes that
- * later state. */
+ * later state.
+ *
+ * fault says what stops this node, whatever the others do (0: nothing):
+ * a BATON_E* code, and fault_kind what failed -- FAULT_APPLY: the store
+ * could not apply entry fault_index (a full disk: BATON_ENOSPC), so the
+ * node stepped down or its raft stopped there; FAULT_LOG: this leader's
+ * write of entry fault_index to its raft log failed, so it is exiting;
+ * FAULT_RAFT: raft stopped before entry fault_index for another reason. A
+ * restart once the cause is gone cures it (docs/operations.md, "Disk
+ * full"). */
+enum status_fault { FAULT_NONE = 0, FAULT_APPLY, FAULT_LOG, FAULT_RAFT };
+
 struct msg_status_r {
     uint32_t node_id;
     uint8_t role;           /* enum node_role */
@@ -260,6 +272,9 @@ struct msg_status_r {
     uint64_t state_digest;  /* the store's digest at its applied index */
     uint64_t auth_digest;   /* the first 8 bytes of the SHA-256 of this node's
                                --auth-file as loaded, 0 without one */
+    uint8_t fault_kind;     /* enum status_fault */
+    int32_t fault;          /* BATON_E*, 0 if none */
+    uint64_t fault_index;   /* the entry it happened on */
 };
 
 struct msg_waiter {

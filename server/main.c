@@ -91,5 +91,5 @@ int main(int argc, char **argv)
     rv = uv_loop_close(&loop);
     if (rv != 0) log_warn("loop closed with handles still open: %s", uv_strerror(rv));
     log_info("stopped");
-    return 0;
+    return srv.exit_code;
 }

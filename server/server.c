@@ -4,6 +4,7 @@
  * starts or stops being the ready leader, and which module each applied
  * effect goes to. The modules below it know nothing of each other.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,6 +93,52 @@ static void leadership_changed(void *data, bool ready)
     }
 }
 
+/*
+ * Node hook: a local failure (raft/node.h, "local failures"). Each is
+ * logged once per action, with what to do; a node that cannot go on stops
+ * and exits with BATON_EXIT_FAULT, so that a supervisor restarts it and
+ * the other nodes elect a leader meanwhile. docs/operations.md, "Disk
+ * full", says how an operator recovers.
+ */
+static void node_fault(void *data, const struct node_fault *f)
+{
+    struct server *srv = data;
+    char what[128];
+    unsigned long long index = (unsigned long long)f->index;
+
+    switch (f->kind) {
+    case NODE_FAULT_APPLY:
+        snprintf(what, sizeof what, "applying entry %llu failed (%s)", index,
+                 baton_strerror(f->code));
+        break;
+    case NODE_FAULT_LOG:
+        snprintf(what, sizeof what, "writing entry %llu to the raft log failed (%s)", index,
+                 baton_strerror(f->code));
+        break;
+    default:
+        snprintf(what, sizeof what, "raft stopped before entry %llu", index);
+    }
+    switch (f->action) {
+    case NODE_FAULT_CLEARED:
+        log_info("local failure cleared: %s", f->why);
+        break;
+    case NODE_FAULT_STOPPED:
+        log_error("%s; %s. The other nodes go on without this one: free space on its data disk "
+                  "(or repair it) and restart batond; it catches up from the leader",
+                  what, f->why);
+        break;
+    case NODE_FAULT_STEPDOWN:
+        log_error("%s on the leader: it stops serving and is %s", what, f->why);
+        break;
+    default:
+        log_error("%s; %s: exiting with status %d so that another node leads. Restart batond "
+                  "once the data disk has room (or is repaired): it catches up from the others",
+                  what, f->why, BATON_EXIT_FAULT);
+        srv->exit_code = BATON_EXIT_FAULT;
+        server_stop(srv);
+    }
+}
+
 static void noop_close(uv_handle_t *h)
 {
     (void)h;
@@ -149,6 +196,7 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     hooks.data = srv;
     hooks.applied = effects_applied;
     hooks.ready = leadership_changed;
+    hooks.fault = node_fault;
     rv = conn_tls_init(srv);
     if (rv == 0) rv = access_init(srv);
     if (rv != 0) return rv;

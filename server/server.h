@@ -66,6 +66,10 @@
 #define WATCH_MAX_TOTAL 65536    /* WATCHes the server holds in all */
 
 struct server;
+/* batond's exit status when a local failure stops it (raft/node.h,
+ * NODE_FAULT_EXIT): 74 is EX_IOERR of sysexits.h. */
+#define BATON_EXIT_FAULT 74
+#define MIB (1024.0 * 1024.0)    /* bytes in a MiB, for log lines */
 
 #include "proto/tls.h"
 
@@ -111,9 +115,10 @@ struct pending;
 /*
  * A batched command's completion, run once on the loop thread: when its
  * entry has been applied on this leader (o->status 0), or when it will not
- * be applied here: BATON_ENOTLEADER when leadership was lost (its fate is
+ * be applied here: BATON_ENOTLEADER whenever raft had accepted the entry
+ * (leadership lost, or this leader's log write failed: its fate is
  * unknown; the client re-sends with the same seq, which the store
- * deduplicates), another code when it could not be proposed.
+ * deduplicates), another code only when it was never proposed.
  */
 typedef void pending_done_fn(struct server *srv, const struct pending *p,
                              const struct cmd_outcome *o);
@@ -233,11 +238,12 @@ struct server {
     uint64_t accept_failures, accept_logged; /* the same for failed accepts */
     uv_timer_t disk_timer;  /* measures the data disk's free space (disk.c) */
     uint64_t disk_free;     /* bytes free at the last check */
-    bool disk_low;          /* below --min-free-mb: client writes refused */
+    uint64_t disk_step;     /* the store's next growth at the last check */
+    bool disk_low;          /* below --min-free-mb + disk_step: client writes refused */
     struct member_op *member_op; /* MEMBER_ADD or MEMBER_REMOVE in flight (members.c) */
     bool ready;             /* mirror of node_is_ready */
     bool stopping;
-    int exit_code;
+    int exit_code;          /* main's status: 0, or BATON_EXIT_FAULT */
 };
 
 /* keepalive.c: KEEPALIVE renews the lease now and is answered after the
@@ -302,14 +308,15 @@ void reply_not_applied(struct conn *c, uint64_t req_id, int status);
  * reply_not_applied; nothing when the connection is gone. */
 void reply_result(struct server *srv, const struct pending *p, const struct cmd_outcome *o);
 
-/* disk.c -- refuse client writes while the data disk is below --min-free-mb. */
+/* disk.c -- refuse client writes while the data disk is below --min-free-mb
+ * plus the lock store's next growth step. */
 void disk_init(struct server *srv);
 void disk_close(struct server *srv);
-/* Is the disk below the floor and is cmd_type a command that grows the
- * state (OPEN_SESSION, ACQUIRE)? Then c has been answered
- * ERROR(BATON_ENOSPC) and the command must not be proposed: true.
- * Releases, cancels, session closes and the leader's own commands are
- * never refused. */
+/* Is the disk below the floor (plus the store's next growth) and is
+ * cmd_type a command that grows the state (OPEN_SESSION, ACQUIRE)? Then c
+ * has been answered ERROR(BATON_ENOSPC) and the command must not be
+ * proposed: true. Releases, cancels, session closes and the leader's own
+ * commands are never refused. */
 bool disk_refuse(struct conn *c, uint64_t req_id, int cmd_type);
 
 /* guard.c -- limits on what one client may hold (docs/operations.md, "Limits"). */

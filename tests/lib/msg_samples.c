@@ -135,6 +135,9 @@ int msg_sample(int type, struct msg *m)
         m->u.status_r.members = members;
         m->u.status_r.state_digest = 0x1234567890abcdefull;
         m->u.status_r.auth_digest = 0x0fedcba987654321ull;
+        m->u.status_r.fault_kind = FAULT_APPLY;
+        m->u.status_r.fault = BATON_ENOSPC;
+        m->u.status_r.fault_index = 118;
         break;
     case MSG_LOCK_INFO:
         m->u.lock_info.lock = S("jobs/1");

@@ -190,6 +190,9 @@ void sample(int type, int v, struct msg *m)
         }
         s->state_digest = U64(v, 0x7172737475767778ull);
         s->auth_digest = U64(v, 0x8182838485868788ull);
+        s->fault_kind = U8(v, FAULT_LOG);
+        s->fault = I32(v, BATON_EIO);
+        s->fault_index = U64(v, 0x9192939495969798ull);
         break;
     }
     case MSG_LOCK_INFO:
@@ -438,6 +441,9 @@ void assert_msg_eq(const struct msg *a, const struct msg *b)
             ASSERT_PSTR_EQ(x->members[i].client_addr, y->members[i].client_addr);
         }
         ASSERT_UEQ(x->state_digest, y->state_digest);
+        ASSERT_EQ(x->fault_kind, y->fault_kind);
+        ASSERT_EQ(x->fault, y->fault);
+        ASSERT_UEQ(x->fault_index, y->fault_index);
         ASSERT_UEQ(x->auth_digest, y->auth_digest);
         break;
     }
