@@ -57,6 +57,10 @@ static void usage(FILE *f)
           "                         sessions and acquires are answered\n"
           "                         ERROR(BATON_ENOSPC); releases still go through\n"
           "                         (default 64; 0 turns the check off)\n"
+          "  --max-unread-mb N      replies that clients have not read yet, all connections\n"
+          "                         together (default 256); beyond it the connections with\n"
+          "                         the most unread are closed, largest first (each one is\n"
+          "                         also cut off at 64 MiB)\n"
           "  --max-inflight N       under load (the entries in flight carry 8 commands or\n"
           "                         more), the leader's entries proposed and not yet applied\n"
           "                         at once (default 1; 0: no bound); while N are, the\n"
@@ -175,6 +179,7 @@ static const struct srv_config defaults = {
     .max_inflight = 1,
     .handshake_timeout_ms = 5000,
     .max_unauth_conns = 1024,
+    .max_unread_mb = 256,
 };
 
 int config_parse(struct srv_config *c, int argc, char **argv)
@@ -183,7 +188,7 @@ int config_parse(struct srv_config *c, int argc, char **argv)
            O_TTL, O_MINTTL, O_MAXTTL, O_DELAY, O_MAXDELAY, O_JOIN, O_RAFT_BIND,
            O_MAXCONNS, O_FRAMETIMEOUT, O_MINFREE, O_MAXINFLIGHT, O_TLS_CERT, O_TLS_KEY,
            O_TLS_CLIENT_CA, O_PEER_CERT, O_PEER_KEY, O_PEER_CA, O_TLS12, O_AUTH_FILE,
-           O_HANDSHAKE_TIMEOUT, O_MAX_UNAUTH };
+           O_HANDSHAKE_TIMEOUT, O_MAX_UNAUTH, O_MAX_UNREAD };
     static const struct option opts[] = {
         {"id", required_argument, NULL, O_ID},
         {"data", required_argument, NULL, O_DATA},
@@ -214,6 +219,7 @@ int config_parse(struct srv_config *c, int argc, char **argv)
         {"auth-file", required_argument, NULL, O_AUTH_FILE},
         {"handshake-timeout", required_argument, NULL, O_HANDSHAKE_TIMEOUT},
         {"max-unauth-conns", required_argument, NULL, O_MAX_UNAUTH},
+        {"max-unread-mb", required_argument, NULL, O_MAX_UNREAD},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -295,6 +301,12 @@ int config_parse(struct srv_config *c, int argc, char **argv)
         case O_AUTH_FILE: c->auth_file = optarg; break;
         case O_HANDSHAKE_TIMEOUT: target = &c->handshake_timeout_ms; break;
         case O_MAX_UNAUTH: target = &c->max_unauth_conns; break;
+        case O_MAX_UNREAD:
+            if (parse_uint(optarg, 1000000, &c->max_unread_mb) != 0 || c->max_unread_mb == 0) {
+                fprintf(stderr, "batond: --max-unread-mb needs a positive number of MiB\n");
+                return -1;
+            }
+            break;
         case O_RAFT_BIND:
             if ((why = addr_why(optarg)) != NULL) {
                 fprintf(stderr, "batond: --raft-bind '%.64s': %s\n", optarg, why);

@@ -35,7 +35,8 @@
  *   member_addrs.c  where any node finds a member's client address
  *   peers.c      which nodes may open a raft connection (peer TLS)
  *   conn_tls.c   TLS on the client port; a TLS/plaintext mismatch's error
- *   conn.c       a client connection: send, close, write once per loop turn
+ *   conn.c       a client connection: send, close, write once per loop turn;
+ *                the bound on unread replies (per connection, and in all)
  *   lease.c auth.c config.c xmalloc.c log.c   helpers of everyone above
  *
  * (main.c, above them all, parses the flags and runs server.c.)
@@ -62,14 +63,15 @@
 
 #define LISTEN_RBUF (64u << 10)  /* a TLS port's scratch read buffer */
 #define CONN_MAX_OUT (64u << 20) /* a client that reads nothing is cut off here */
+#define CONN_OUT_KEEP (64u << 10) /* an emptied output buffer larger than this is freed */
 #define WATCH_MAX_PER_CONN 64    /* WATCHes one connection may hold */
 #define WATCH_MAX_TOTAL 65536    /* WATCHes the server holds in all */
-
-struct server;
 /* batond's exit status when a local failure stops it (raft/node.h,
  * NODE_FAULT_EXIT): 74 is EX_IOERR of sysexits.h. */
 #define BATON_EXIT_FAULT 74
 #define MIB (1024.0 * 1024.0)    /* bytes in a MiB, for log lines */
+
+struct server;
 
 #include "proto/tls.h"
 
@@ -94,6 +96,9 @@ struct conn {
                                                yet through HELLO, oldest first */
     bool closing;           /* close once `out` and `writing` are written */
     bool closed;            /* uv_close called */
+    bool shed;              /* closed for its unread replies: its output is dropped
+                               and the end of the loop turn destroys it (conn.c) */
+    size_t unread;          /* out + writing + net, as counted in srv->unread */
     uint32_t n_watches;     /* locks this connection watches (watch.c) */
     uint64_t partial_since; /* uv_now when `in` began to hold an incomplete
                                frame, 0 if it holds none (guard.c) */
@@ -210,6 +215,8 @@ struct server {
     void (*conn_gone)(struct server *srv, struct conn *c);
     uint64_t next_conn_id;
     struct conn *dirty;     /* connections with output this turn */
+    size_t unread;          /* replies not yet read, all connections (conn.c):
+                               kept under --max-unread-mb */
     struct conn *unauth_head, *unauth_tail; /* not through HELLO yet, by age (conn.c) */
     size_t n_unauth;
     struct u64map sessions; /* id -> struct srv_session (push.c; ready leader only) */
