@@ -59,6 +59,7 @@ CLUSTER_FIX_OBJ := $(patsubst %.c,$(B)/%.o,$(filter-out tests/cluster/test_%.c,$
 INTEG_BIN  := $(patsubst tests/integration/%.c,$(B)/tests/integration/%,$(wildcard tests/integration/test_*.c))
 BENCH_OBJ  := $(patsubst %.c,$(B)/%.o,$(wildcard tests/bench/*.c))
 EXAMPLE_BIN := $(patsubst client/examples/%.c,$(B)/examples/%,$(wildcard client/examples/*.c))
+SHIM_SO    := $(patsubst tests/shim/%.c,$(B)/tests/shim/%.so,$(wildcard tests/shim/*.c))
 SECONDS    ?= 10
 
 # Fuzzing (tests/fuzz/; the rules are near the end).
@@ -116,7 +117,7 @@ deps:
 	fi
 
 all-inner build: $(PROGS) $(EXAMPLE_BIN)
-build-tests: $(UNIT_BIN) $(CLUSTER_BIN) $(INTEG_BIN)
+build-tests: $(UNIT_BIN) $(CLUSTER_BIN) $(INTEG_BIN) $(SHIM_SO)
 
 run-inner: $(PROGS)
 	@server/run-cluster.sh $(B)
@@ -131,7 +132,7 @@ unit-inner: $(UNIT_BIN)
 	@tests/run-tests.sh $(B) $(UNIT_BIN)
 cluster-inner: $(CLUSTER_BIN)
 	@tests/run-tests.sh $(B) $(CLUSTER_BIN)
-integration-inner: $(PROGS) $(INTEG_BIN)
+integration-inner: $(PROGS) $(INTEG_BIN) $(SHIM_SO)
 	@tests/run-tests.sh $(B) $(INTEG_BIN)
 bench-inner: $(PROGS) $(B)/lockbench
 ifeq ($(TLS),1)
@@ -244,6 +245,13 @@ $(CLUSTER_BIN): $(B)/tests/cluster/%: $(B)/tests/cluster/%.o $(B)/libclusterfix.
 
 $(B)/tests/integration/%: $(B)/tests/integration/%.o $(B)/libtest.a $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
+
+# LD_PRELOAD shims of the integration tests (tests/shim/): fault injection
+# into libraft's own calls. Built without sanitizers whatever SAN is: a
+# preloaded library comes before the sanitizer runtime.
+$(SHIM_SO): $(B)/tests/shim/%.so: tests/shim/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -fPIC -shared $(WARN) -O2 -g -o $@ $< -ldl
 
 # ---- fuzzing (tests/fuzz/) -------------------------------------------------
 # libFuzzer targets, built with clang and ASan + UBSan into $(B)/fuzz/

@@ -244,7 +244,8 @@ enum node_role { ROLE_UNAVAILABLE = 0, ROLE_FOLLOWER, ROLE_CANDIDATE, ROLE_LEADE
 /* Wire: {u32 node_id, u8 role, u32 leader_id, u64 term, u64 last_index,
  *        u64 commit_index, u64 applied_index, u32 n,
  *        n x {u32 id, str raft_addr, str client_addr}, u64 state_digest,
- *        u64 auth_digest, u64 check_index, u64 content_hash}
+ *        u64 auth_digest, u64 check_index, u64 content_hash, u8 fault_kind,
+ *        i32 fault, u64 fault_index}
  *
  * The members are the servers of the node's current raft configuration
  * (spares included), each with its client address as MEMBERS_R gives it
@@ -264,7 +265,18 @@ enum node_role { ROLE_UNAVAILABLE = 0, ROLE_FOLLOWER, ROLE_CANDIDATE, ROLE_LEADE
  * entry its store applied since batond started (0: none) and the hash of
  * everything the store held right after that entry (0: it could not be
  * computed). Nodes that report the same check_index with different
- * content hashes hold different state, whatever their digests say. */
+ * content hashes hold different state, whatever their digests say.
+ *
+ * fault says what stops this node, whatever the others do (0: nothing):
+ * a BATON_E* code, and fault_kind what failed -- FAULT_APPLY: the store
+ * could not apply entry fault_index (a full disk: BATON_ENOSPC), so the
+ * node stepped down or its raft stopped there; FAULT_LOG: this leader's
+ * write of entry fault_index to its raft log failed, so it is exiting;
+ * FAULT_RAFT: raft stopped before entry fault_index for another reason. A
+ * restart once the cause is gone cures it (docs/operations.md, "Disk
+ * full"). */
+enum status_fault { FAULT_NONE = 0, FAULT_APPLY, FAULT_LOG, FAULT_RAFT };
+
 struct msg_status_r {
     uint32_t node_id;
     uint8_t role;           /* enum node_role */
@@ -280,6 +292,9 @@ struct msg_status_r {
                                --auth-file as loaded, 0 without one */
     uint64_t check_index;   /* the last CHECK entry this node applied, 0: none */
     uint64_t content_hash;  /* its store's content hash after that entry */
+    uint8_t fault_kind;     /* enum status_fault */
+    int32_t fault;          /* BATON_E*, 0 if none */
+    uint64_t fault_index;   /* the entry it happened on */
 };
 
 struct msg_waiter {

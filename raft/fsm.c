@@ -84,7 +84,15 @@ static int apply_entry(struct fsm *f, uint64_t index, const uint8_t *base, size_
     if (size >= 8) len = le_get_u64(base);
     if (size < 8 || len > size - 8) len = 0;
     rv = store_apply(f->store, index, base + (size >= 8 ? 8 : 0), (size_t)len, &f->fx);
-    if (rv != 0) return RAFT_IOERR;
+    if (rv != 0) {
+        /* Nothing of the entry was applied (one transaction). Raft retries
+         * it on a leader and stops a follower's raft: node.c reads the
+         * fault after this turn and acts on it ("local failures"). */
+        f->fault = rv;
+        f->fault_index = index;
+        return RAFT_IOERR;
+    }
+    f->fault = 0;
     if (index <= before) f->n_skipped++;
     f->fx.index = index;
     if (f->applied != NULL) f->applied(f->data, &f->fx);
@@ -175,8 +183,8 @@ static int gate_apply(struct fsm *f, uint64_t index, const struct raft_buffer *b
  * results through *result before the next entry is applied.
  *
  * A local failure (disk, memory) is returned to raft as non-zero, which makes
- * raft retry the same entry later; application-level failures travel inside
- * the results and never stop the log.
+ * raft retry the same entry later, and recorded in f->fault; application-level
+ * failures travel inside the results and never stop the log.
  */
 static int fsm_apply(struct raft_fsm *rf, const struct raft_buffer *buf, void **result)
 {

@@ -51,6 +51,10 @@ struct fsm {
     uint64_t n_snapshots;
     uint64_t n_snapshot_refusals; /* snapshots refused (RAFT_BUSY): entries waiting, failure */
     uint64_t n_restores;
+    /* The store's error (BATON_E*) of the last apply if it failed, 0 once
+     * an apply succeeds; and the index of the entry it failed on. */
+    int fault;
+    uint64_t fault_index;
 };
 
 /*

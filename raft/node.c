@@ -35,7 +35,6 @@ struct node {
     uint64_t lead_term;      /* term in which we last saw raft make us leader */
     uint64_t lead_since;     /* when (uv_now) */
     bool closing;
-    bool stopped;            /* the stopped hook ran */
     bool marked;             /* cfg.state_mark exists (or there is none to make) */
     struct raft_transfer transfer;
     node_transfer_cb *transfer_cb; /* set while a transfer is running */
@@ -58,6 +57,18 @@ struct node {
     int change_next;         /* enum change_step: the raft call still to make */
     raft_id change_id;       /* the server being added */
     char change_addr[BATON_MAX_ADDR + 1];
+    /* Local failures ("local failures" below, node.h). */
+    int fault;               /* BATON_E* as last reported, 0 if none */
+    int fault_kind;          /* enum node_fault_kind */
+    uint64_t fault_index;
+    int fault_said;          /* the action reported for it, -1: none yet */
+    int log_failed;          /* BATON_E* of a failed log write: sticky */
+    uint64_t log_failed_index;
+    struct raft_transfer stepdown;
+    bool stepdown_in_raft;   /* raft holds n->stepdown: its callback is due */
+    bool stepdown_over;      /* its callback ran */
+    uint64_t stepdown_term;  /* the term in which it was asked for */
+    bool fatal;              /* NODE_FAULT_EXIT reported */
 };
 
 /* The steps of a membership change, each one raft call made on a loop turn
@@ -78,6 +89,7 @@ struct proposal {
 static void node_poll(struct node *n);
 static void node_poll_soon(struct node *n);
 static void raft_closed(struct raft *r);
+static void set_ready(struct node *n, bool ready);
 
 static int status_from_raft(int rv)
 {
@@ -90,9 +102,37 @@ static int status_from_raft(int rv)
         return BATON_ENOTLEADER;
     case RAFT_NOMEM:
         return BATON_ENOMEM;
+    case RAFT_NOSPACE:
+        return BATON_ENOSPC;
     default:
         return BATON_EIO;
     }
+}
+
+/*
+ * The status of a request raft had accepted (an apply's or a barrier's
+ * callback). Anything but success and a lost leadership comes from this
+ * leader's failed write of the entry to its log (libraft 0.15's
+ * appendLeaderCb): the entry may still commit through the followers, so
+ * the outcome is unknown, which node.h spells BATON_ENOTLEADER; and the
+ * node must stop leading at once ("local failures" below).
+ */
+static int accepted_status(struct node *n, int status, raft_index index)
+{
+    int st = status_from_raft(status);
+
+    if (st == 0 || st == BATON_ENOTLEADER) return st;
+    if (n->log_failed == 0) {
+        n->log_failed = st;
+        n->log_failed_index = index;
+    }
+    /* Nothing more may be proposed in this term: a new entry would take
+     * the index raft has just dropped from its in-memory log, which the
+     * followers may already hold with other contents. set_ready runs the
+     * server's hook, which is safe here (fsm_applied does the same). */
+    set_ready(n, false);
+    node_poll_soon(n);
+    return BATON_ENOTLEADER;
 }
 
 static void transfer_finish(struct node *n, bool closing);
@@ -129,6 +169,7 @@ static void barrier_cb(struct raft_barrier *req, int status)
     /* Entries this node held back as a follower (raft/fsm.h) reach the
      * store before it serves: its commit is sure now. */
     fsm_flush(&n->fsm);
+    if (accepted_status(n, status, req->index) != 0) status = RAFT_LEADERSHIPLOST;
     if (status == 0 && raft_state(&n->raft) == RAFT_LEADER &&
         n->raft.current_term == n->ready_term && fsm_gated(&n->fsm) == 0) {
         set_ready(n, true);
@@ -204,29 +245,173 @@ static bool barrier_due(struct node *n)
     return true;
 }
 
-/*
- * Has this node stopped for good (node.h, node_stopped_cb)? Reports it
- * once, through the hook, which may close the node: true then, and the
- * caller must return at once.
+/* ---- local failures ------------------------------------------------------
+ *
+ * libraft 0.15 has no answer to a node that cannot do its part
+ * (docs/libraft-0.15.md, "apply has no index, and a refused apply is
+ * retried" and "Failed disk writes"):
+ *
+ *  - A leader whose fsm apply fails (the store could not grow its map on a
+ *    full disk, an I/O error) keeps leading and retries the entry at every
+ *    commit: the barriers of every later keepalive round never apply, every
+ *    lease runs out, and nobody holds an election -- a total outage. So a
+ *    leader whose apply failed stops serving and hands leadership to
+ *    another voter (raft_transfer); if raft cannot start the transfer, or
+ *    the node still leads when it is over, the node must exit (a supervisor
+ *    restarts it) so that the others elect a leader. Nothing was applied
+ *    of the failed entry (store_apply is one transaction), so the new leader
+ *    applies it from scratch, and so does this node once restarted.
+ *  - A follower whose apply fails is stopped by raft (RAFT_UNAVAILABLE, or
+ *    it no longer acknowledges entries); the other two go on. It reports
+ *    the fault (the log, STATUS) and waits: freeing space and restarting
+ *    it is the cure, and it catches up from the leader.
+ *  - A leader whose write of its own log fails: raft calls back the
+ *    entry's request with the error (accepted_status), drops the entry and
+ *    those after it from its in-memory log but not from its segment writer,
+ *    and keeps leading. A new entry would reuse the dropped index with the
+ *    same term, which a follower that already holds the dropped entry
+ *    would take for the same entry: divergence. And a transfer would make
+ *    it a follower that appends the new leader's entries through that same
+ *    writer, behind bytes its in-memory log no longer has. So it stops
+ *    serving at once (accepted_status) and exits at the end of the loop
+ *    turn; the followers hold the entry, and the next leader commits it.
+ *
+ * Each fault is reported once per action through hooks.fault, outside
+ * raft's callbacks (this runs from node_poll).
  */
-static bool stop_check(struct node *n)
-{
-    const char *why = fsm_failed(&n->fsm);
-    char msg[BATON_ERRMSG_SIZE];
 
-    if (n->stopped || (why == NULL && raft_state(&n->raft) != RAFT_UNAVAILABLE)) return false;
-    if (why == NULL) {
-        snprintf(msg, sizeof msg,
-                 "raft stopped (%s)%s; restart the node to replay its log", raft_errmsg(&n->raft),
-                 fsm_gated(&n->fsm) > 0
-                     ? " while entries committed under an earlier term waited for a sure commit "
-                       "(canonical/raft#220): the store never applied them"
-                     : "");
-        why = msg;
+static void stepdown_cb(struct raft_transfer *req)
+{
+    struct node *n = req->data;
+
+    n->stepdown_in_raft = false;
+    n->stepdown_over = true;
+    node_poll_soon(n);
+}
+
+/* Tell the server what the node does about its fault, once per action. */
+static void fault_say(struct node *n, int action, const char *why)
+{
+    struct node_fault f = {.code = n->fault, .kind = n->fault_kind, .index = n->fault_index,
+                           .action = action, .why = why};
+
+    if (n->fault_said == action) return;
+    n->fault_said = action;
+    if (action == NODE_FAULT_EXIT) n->fatal = true;
+    if (n->hooks.fault != NULL) n->hooks.fault(n->hooks.data, &f);
+}
+
+/* The fault as it stands now: a failed log write outranks a failed apply,
+ * which outranks raft having stopped for another reason. */
+static void fault_update(struct node *n)
+{
+    int code = 0, kind = NODE_FAULT_NONE;
+    uint64_t index = 0;
+    bool said;
+
+    if (n->log_failed) {
+        code = n->log_failed;
+        kind = NODE_FAULT_LOG;
+        index = n->log_failed_index;
+    } else if (n->fsm.fault) {
+        code = n->fsm.fault;
+        kind = NODE_FAULT_APPLY;
+        index = n->fsm.fault_index;
+    } else if (fsm_failed(&n->fsm) != NULL) {
+        code = BATON_EIO;
+        kind = NODE_FAULT_RAFT;
+        index = raft_last_applied(&n->raft) + 1;
+    } else if (raft_state(&n->raft) == RAFT_UNAVAILABLE) {
+        code = BATON_EIO;
+        kind = NODE_FAULT_RAFT;
+        index = raft_last_applied(&n->raft) + 1;
     }
-    n->stopped = true;
+    if (code == n->fault && kind == n->fault_kind) return;
+    said = n->fault_said != -1;
+    n->fault = code;
+    n->fault_kind = kind;
+    n->fault_index = index;
+    n->fault_said = -1; /* a new state: its action is yet to be said */
+    if (code == 0 && said) fault_say(n, NODE_FAULT_CLEARED, "an apply succeeded again");
+}
+
+/* A leader with a failed apply: hand leadership away, or give up. */
+static void fault_step_down(struct node *n)
+{
+    int rv;
+
+    if (n->stepdown_over) {
+        n->stepdown_over = false;
+        /* raft's transfer is over and this node still leads the term it
+         * asked in. (Leading a later term, it lost leadership in between
+         * and won it back: ask again.) */
+        if (n->raft.current_term == n->stepdown_term) {
+            fault_say(n, NODE_FAULT_EXIT, "leadership could not be handed to another voter");
+            return;
+        }
+    }
+    /* A transfer raft still holds (0.15 closes one whose target did not
+     * win only when this node leads again, an election timeout later). */
+    if (n->stepdown_in_raft) return;
+    if (n->transfer_in_raft) return; /* an operator's transfer runs: wait for it */
+    memset(&n->stepdown, 0, sizeof n->stepdown);
+    n->stepdown.data = n;
+    rv = raft_transfer(&n->raft, &n->stepdown, 0, stepdown_cb);
+    if (rv != 0) {
+        fault_say(n, NODE_FAULT_EXIT, raft_errmsg(&n->raft));
+        return;
+    }
+    n->stepdown_in_raft = true;
+    n->stepdown_term = n->raft.current_term;
+    fault_say(n, NODE_FAULT_STEPDOWN, "handing leadership to another voter");
+}
+
+/* Why raft stopped on its own (NODE_FAULT_RAFT), in a sentence: the fsm
+ * gave up on an entry it held back (fsm_failed), or libraft stopped it --
+ * 0.15 does when an apply or snapshot fails while handling an
+ * AppendEntries, and when a leader asks it to replace an entry below its
+ * commit index (canonical/raft#220, raft/fsm.h). */
+static const char *raft_stop_reason(struct node *n, char *buf, size_t size)
+{
+    const char *failed = fsm_failed(&n->fsm);
+
+    if (failed != NULL) return failed;
+    snprintf(buf, size, "raft stopped (%s)%s; restart the node to replay its log",
+             raft_errmsg(&n->raft),
+             fsm_gated(&n->fsm) > 0
+                 ? " while entries committed under an earlier term waited for a sure commit "
+                   "(canonical/raft#220): the store never applied them"
+                 : "");
+    return buf;
+}
+
+/*
+ * Act on a local failure, if there is one. Returns true when the node has
+ * one: it is then not ready, whatever raft says, and node_poll stops here.
+ */
+static bool fault_poll(struct node *n)
+{
+    char why[BATON_ERRMSG_SIZE];
+
+    fault_update(n);
+    if (n->fault == 0) return false;
     set_ready(n, false);
-    if (n->hooks.stopped != NULL) n->hooks.stopped(n->hooks.data, why);
+    if (n->closing || n->fatal) return true;
+    if (n->fault_kind == NODE_FAULT_LOG) {
+        fault_say(n, NODE_FAULT_EXIT, "libraft 0.15 cannot go on after a failed write of its log");
+        return true;
+    }
+    if (n->fault_kind == NODE_FAULT_RAFT) {
+        fault_say(n, NODE_FAULT_EXIT, raft_stop_reason(n, why, sizeof why));
+        return true;
+    }
+    if (n->fault_kind == NODE_FAULT_APPLY && raft_state(&n->raft) == RAFT_LEADER) {
+        fault_step_down(n);
+        return true;
+    }
+    fault_say(n, NODE_FAULT_STOPPED,
+              "it applies nothing more until it is restarted (libraft 0.15 stops a follower at "
+              "an entry it cannot apply)");
     return true;
 }
 
@@ -247,8 +432,8 @@ static void node_poll(struct node *n)
 
     if (n->closing) return;
     fsm_flush(&n->fsm);
-    if (stop_check(n)) return;
     if (n->transfer_over) transfer_finish(n, false);
+    if (fault_poll(n)) return;
     state = raft_state(&n->raft);
     if (state != RAFT_LEADER) {
         set_ready(n, false);
@@ -321,7 +506,7 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
 {
     struct proposal *p = req->data;
     struct node *n = p->node;
-    int st = status_from_raft(status);
+    int st = accepted_status(n, status, req->index);
 
     p->cb(p->data, st, st == 0 ? result : NULL);
     free(p);
@@ -731,6 +916,9 @@ void node_get_status(struct node *n, struct node_status *st)
     st->last_index = raft_last_index(&n->raft);
     st->commit_index = n->raft.commit_index;
     st->applied_index = raft_last_applied(&n->raft);
+    st->fault = n->fault;
+    st->fault_kind = n->fault_kind;
+    st->fault_index = n->fault_index;
 }
 
 bool node_is_ready(const struct node *n)
@@ -796,6 +984,7 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
     n->cfg = *cfg;
     n->hooks = *hooks;
     n->marked = cfg->state_mark != NULL && state_mark_exists(cfg->state_mark);
+    n->fault_said = -1;
     self = node_member_by_id(n, cfg->id);
     if (self == NULL) {
         snprintf(errmsg, BATON_ERRMSG_SIZE, "node id %u is not in the cluster configuration",
@@ -961,7 +1150,7 @@ static void confirm_cb(struct raft_barrier *req, int status)
 {
     struct confirm *q = req->data;
     struct node *n = q->node;
-    int st = status_from_raft(status);
+    int st = accepted_status(n, status, req->index);
 
     /* The barrier is an entry of q->term, committed by a majority: no
      * leader of a later term was elected before that majority stored it. */

@@ -81,6 +81,34 @@ struct node_config {
     struct node_peer_tls peer;      /* zero: plain TCP between nodes */
 };
 
+/*
+ * Local failures (node.c, "local failures"; docs/operations.md, "Disk
+ * full"): what stops this node, whatever the rest of the cluster does.
+ *   NODE_FAULT_APPLY  the store could not apply a committed entry (no room
+ *                     to grow its map, an I/O error): nothing of it was
+ *                     applied. A leader hands leadership to another voter;
+ *                     libraft 0.15 stops a follower's raft at the entry.
+ *                     An apply that succeeds later clears it.
+ *   NODE_FAULT_LOG    a write of raft's log failed on this leader: libraft
+ *                     0.15 cannot go on after that (it drops the entry from
+ *                     its in-memory log, not from the file it writes), so
+ *                     the node stops serving at once and must exit.
+ *   NODE_FAULT_RAFT   raft stopped itself (RAFT_UNAVAILABLE while the node
+ *                     is not closing) for a reason the other two do not
+ *                     explain -- 0.15 does when a snapshot fails while it
+ *                     handles an AppendEntries, and when a leader asks it
+ *                     to replace an entry below its commit index
+ *                     (canonical/raft#220) -- or the fsm gave up on an
+ *                     entry it held back until its commit was sure
+ *                     (raft/fsm.h, fsm_failed). The node must exit: a
+ *                     restart replays raft's log from the store's own
+ *                     applied index, which never counts an entry held
+ *                     back.
+ * Every fault is cured by a restart once its cause is gone: the node
+ * catches up from the others.
+ */
+enum node_fault_kind { NODE_FAULT_NONE = 0, NODE_FAULT_APPLY, NODE_FAULT_LOG, NODE_FAULT_RAFT };
+
 struct node_status {
     int role;                       /* enum node_role (proto/msg.h) */
     bool ready;                     /* leader whose barrier has committed */
@@ -89,6 +117,9 @@ struct node_status {
     uint64_t last_index;
     uint64_t commit_index;
     uint64_t applied_index;
+    int fault;                      /* BATON_E* of the local failure, 0 if none */
+    int fault_kind;                 /* enum node_fault_kind */
+    uint64_t fault_index;           /* the entry it happened on (0 if none) */
 };
 
 /* Called on every node after every applied entry; fx valid during the call. */
@@ -96,24 +127,33 @@ typedef void node_applied_cb(void *data, const struct effects *fx);
 /* Called when this node becomes a ready leader (ready = true) or stops being
  * one (ready = false). */
 typedef void node_ready_cb(void *data, bool ready);
-/*
- * Called once, on the loop and outside raft's callbacks, when this node's
- * raft has stopped for good and only a restart repairs it: libraft stopped
- * it (0.15 does when an apply or snapshot fails while handling an
- * AppendEntries, and when a leader asks it to replace an entry below its
- * commit index -- canonical/raft#220, raft/fsm.h), or the fsm did (an entry
- * it held back until its commit was sure was replaced: raft/fsm.h,
- * fsm_failed). `why` says which, in a sentence (valid during the call). A
- * restart replays raft's log from the store's own applied index, which
- * never counts an entry held back. The node serves nothing meanwhile.
- */
-typedef void node_stopped_cb(void *data, const char *why);
+/* What the node does about a fault (node_hooks.fault), each said once. */
+enum node_fault_action {
+    NODE_FAULT_CLEARED = 0, /* the fault is gone (an apply succeeded again) */
+    NODE_FAULT_STOPPED,     /* a follower: it stands still until restarted */
+    NODE_FAULT_STEPDOWN,    /* a leader: it hands leadership to another voter */
+    NODE_FAULT_EXIT,        /* it cannot go on: the process must exit (and be
+                               restarted), so that another node leads */
+};
+
+struct node_fault {
+    int code;               /* BATON_E* (BATON_ENOSPC, BATON_EIO...) */
+    int kind;               /* enum node_fault_kind */
+    uint64_t index;         /* the entry it happened on, 0 if none */
+    int action;             /* enum node_fault_action */
+    const char *why;        /* for the log: what happened and what to do */
+};
+
+/* Called on the loop thread, outside raft's callbacks, when a fault appears,
+ * changes what the node does about it, or is cleared. On NODE_FAULT_EXIT
+ * the caller must close the node (node_close) and exit non-zero. */
+typedef void node_fault_cb(void *data, const struct node_fault *f);
 
 struct node_hooks {
     void *data;
     node_applied_cb *applied;
     node_ready_cb *ready;
-    node_stopped_cb *stopped;   /* may be NULL */
+    node_fault_cb *fault;           /* may be NULL */
 };
 
 struct node;
@@ -138,9 +178,12 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
 
 /*
  * Completion of a proposal: status 0 with the entry's results and effects
- * (valid only during the call), or BATON_ENOTLEADER when leadership was lost
- * before the entry was applied here -- the outcome is then unknown: the entry
- * may still commit under the next leader -- or BATON_EIO on a disk failure.
+ * (valid only during the call), or BATON_ENOTLEADER when raft accepted the
+ * entry but this node will not apply it: leadership was lost, or this
+ * leader's write of it to its log failed (NODE_FAULT_LOG). The outcome is
+ * then unknown -- the entry may still commit through the followers, under
+ * the next leader -- and the client must re-send with the same seq, which
+ * the store's dedup table answers exactly once.
  */
 typedef void node_propose_cb(void *data, int status, const struct effects *fx);
 

@@ -40,6 +40,13 @@ void admin_status(struct conn *c, const struct msg *m)
     r.u.status_r.state_digest = store_digest(c->srv->store);
     r.u.status_r.auth_digest = c->srv->have_auth ? c->srv->auth.digest : 0;
     store_last_check(c->srv->store, &r.u.status_r.check_index, &r.u.status_r.content_hash);
+    _Static_assert((int)NODE_FAULT_APPLY == (int)FAULT_APPLY &&
+                       (int)NODE_FAULT_LOG == (int)FAULT_LOG &&
+                       (int)NODE_FAULT_RAFT == (int)FAULT_RAFT,
+                   "raft/node.h's fault kinds are STATUS_R's (proto/msg.h) one for one");
+    r.u.status_r.fault_kind = (uint8_t)st.fault_kind;
+    r.u.status_r.fault = st.fault;
+    r.u.status_r.fault_index = st.fault_index;
     n = member_views(c->srv, views, BATON_MAX_MEMBERS);
     r.u.status_r.n_members = n;
     r.u.status_r.members = n ? members : NULL;

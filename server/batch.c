@@ -70,9 +70,13 @@ static void fail_all(struct server *srv, const struct pending *p, uint32_t n, in
 
 /*
  * The entry has been applied on this leader (status 0), or its fate is
- * unknown because leadership was lost (BATON_ENOTLEADER: the client retries
- * with the same seq and the store's dedup table keeps it exactly-once).
- * Each command's own completion answers it.
+ * unknown (BATON_ENOTLEADER: leadership was lost, or this leader's log
+ * write of it failed, raft/node.h): the client retries with the same seq
+ * and the store's dedup table keeps it exactly-once. Each command's own
+ * completion answers it. An answer that does not fit the entry (a result
+ * count other than its commands', which would be a bug) is an unknown
+ * outcome too, never a failure: the entry was applied, and the re-sent
+ * commands learn their results from the dedup table.
  */
 static void proposed_cb(void *data, int status, const struct effects *fx)
 {
@@ -85,7 +89,7 @@ static void proposed_cb(void *data, int status, const struct effects *fx)
     } else if (fx->n_results != f->n) {
         log_error("entry %llu: %zu results for %u commands", (unsigned long long)fx->index,
                   fx->n_results, f->n);
-        fail_all(f->srv, f->p, f->n, BATON_EIO);
+        fail_all(f->srv, f->p, f->n, BATON_ENOTLEADER);
     } else {
         for (uint32_t i = 0; i < f->n; i++) {
             struct cmd_outcome o = {.status = 0, .r = &fx->results[i], .fx = fx, .index = i};

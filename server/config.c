@@ -53,10 +53,15 @@ static void usage(FILE *f)
           "                         ERROR(BATON_ELIMIT) and closed\n"
           "  --frame-timeout MS     a connection whose incomplete frame is older than MS is\n"
           "                         answered ERROR(BATON_ETIMEDOUT) and closed (default 10000)\n"
-          "  --min-free-mb N        while the filesystem of --data has less than N MiB free,\n"
-          "                         new sessions and acquires are answered\n"
+          "  --min-free-mb N        while the filesystem of --data has less than N MiB free\n"
+          "                         plus the lock store's next growth (8..64 MiB), new\n"
+          "                         sessions and acquires are answered\n"
           "                         ERROR(BATON_ENOSPC); releases still go through\n"
           "                         (default 64; 0 turns the check off)\n"
+          "  --max-unread-mb N      replies that clients have not read yet, all connections\n"
+          "                         together (default 256); beyond it the connections with\n"
+          "                         the most unread are closed, largest first (each one is\n"
+          "                         also cut off at 64 MiB)\n"
           "  --max-inflight N       under load (the entries in flight carry 8 commands or\n"
           "                         more), the leader's entries proposed and not yet applied\n"
           "                         at once (default 1; 0: no bound); while N are, the\n"
@@ -83,9 +88,11 @@ static void usage(FILE *f)
           "\n"
           "SIGINT or SIGTERM shuts the node down cleanly; SIGHUP re-reads --auth-file.\n"
           "Exit status: 0 after a clean shutdown; 1 if the node could not start (a raft\n"
-          "directory that lost its state, among others: the log says how to rejoin) or\n"
-          "its raft stopped for good (the log says why; a restart repairs it); 2 for a\n"
-          "bad command line.\n",
+          "directory that lost its state, among others: the log says how to rejoin); 2\n"
+          "for a bad command line; 74 after a local failure it cannot go on from (a\n"
+          "failed raft log write, a leader that could not hand over after a failed\n"
+          "apply, raft stopped for good): the log says why; restart it once the cause\n"
+          "is gone and it catches up from the others.\n",
           f);
 }
 
@@ -179,6 +186,7 @@ static const struct srv_config defaults = {
     .max_inflight = 1,
     .handshake_timeout_ms = 5000,
     .max_unauth_conns = 1024,
+    .max_unread_mb = 256,
 };
 
 int config_parse(struct srv_config *c, int argc, char **argv)
@@ -187,7 +195,7 @@ int config_parse(struct srv_config *c, int argc, char **argv)
            O_TTL, O_MINTTL, O_MAXTTL, O_DELAY, O_MAXDELAY, O_JOIN, O_RAFT_BIND,
            O_MAXCONNS, O_FRAMETIMEOUT, O_MINFREE, O_MAXINFLIGHT, O_TLS_CERT, O_TLS_KEY,
            O_TLS_CLIENT_CA, O_PEER_CERT, O_PEER_KEY, O_PEER_CA, O_TLS12, O_AUTH_FILE,
-           O_HANDSHAKE_TIMEOUT, O_MAX_UNAUTH };
+           O_HANDSHAKE_TIMEOUT, O_MAX_UNAUTH, O_MAX_UNREAD };
     static const struct option opts[] = {
         {"id", required_argument, NULL, O_ID},
         {"data", required_argument, NULL, O_DATA},
@@ -218,6 +226,7 @@ int config_parse(struct srv_config *c, int argc, char **argv)
         {"auth-file", required_argument, NULL, O_AUTH_FILE},
         {"handshake-timeout", required_argument, NULL, O_HANDSHAKE_TIMEOUT},
         {"max-unauth-conns", required_argument, NULL, O_MAX_UNAUTH},
+        {"max-unread-mb", required_argument, NULL, O_MAX_UNREAD},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -299,6 +308,12 @@ int config_parse(struct srv_config *c, int argc, char **argv)
         case O_AUTH_FILE: c->auth_file = optarg; break;
         case O_HANDSHAKE_TIMEOUT: target = &c->handshake_timeout_ms; break;
         case O_MAX_UNAUTH: target = &c->max_unauth_conns; break;
+        case O_MAX_UNREAD:
+            if (parse_uint(optarg, 1000000, &c->max_unread_mb) != 0 || c->max_unread_mb == 0) {
+                fprintf(stderr, "batond: --max-unread-mb needs a positive number of MiB\n");
+                return -1;
+            }
+            break;
         case O_RAFT_BIND:
             if ((why = addr_why(optarg)) != NULL) {
                 fprintf(stderr, "batond: --raft-bind '%.64s': %s\n", optarg, why);

@@ -33,6 +33,8 @@ struct srv_config {
     unsigned handshake_timeout_ms;  /* TLS handshake + HELLO must finish within this */
     unsigned max_unauth_conns;      /* connections not yet through HELLO; the oldest
                                        is closed to admit one more */
+    unsigned max_unread_mb;         /* unread replies of all connections together; beyond
+                                       it the largest are closed (conn.c) */
 };
 
 /*

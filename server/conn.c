@@ -7,6 +7,21 @@
  * handler), as Redis flushes its replies in beforeSleep. A malformed frame
  * gets an ERROR and the connection is closed once that is written; nothing
  * else is affected.
+ *
+ * Unread replies are bounded twice (docs/operations.md, "Limits"): a
+ * connection whose client leaves more than CONN_MAX_OUT unread is closed,
+ * and so, while the unread replies of all connections together pass
+ * --max-unread-mb, are the connections holding the most, largest first
+ * (Redis's client-output-buffer-limit, with a bound on the sum as well:
+ * without it, every client that stops reading could hold CONN_MAX_OUT).
+ * srv->unread counts every reply byte the server holds for its clients --
+ * this turn's (`out`), those handed to the socket and not yet taken
+ * (`writing`), and on TLS the sealed ones (`net`) -- and is brought up to
+ * date wherever those change. Such a connection is not destroyed where the
+ * bound is found broken, inside conn_send, whose caller may be walking a
+ * list the destruction would change (watch.c's watchers, say): it is
+ * "shed" -- its output dropped, nothing more queued for it, its bytes no
+ * longer counted -- and destroyed at the end of the loop turn.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -48,6 +63,23 @@ void conn_set_authenticated(struct conn *c)
     unauth_unlink(c);
 }
 
+/* Bring srv->unread up to date with c's unread replies (none once c is
+ * shed or closed: its buffers are about to go). */
+static void unread_account(struct conn *c)
+{
+    size_t now = c->closed || c->shed ? 0 : c->out.len + c->writing.len + c->net.len;
+
+    c->srv->unread = c->srv->unread - c->unread + now;
+    c->unread = now;
+}
+
+/* An emptied output buffer gives back memory beyond CONN_OUT_KEEP: a
+ * burst of replies is not held for the rest of the connection's life. */
+static void out_trim(struct buf *b)
+{
+    if (b->len == 0 && b->cap > CONN_OUT_KEEP) buf_free(b);
+}
+
 /* Close now: drop from the map and the dirty list, and free in close_cb. */
 void conn_destroy(struct conn *c)
 {
@@ -55,6 +87,7 @@ void conn_destroy(struct conn *c)
 
     if (c->closed) return;
     c->closed = true;
+    unread_account(c);
     unauth_unlink(c);
     u64map_del(&c->srv->conns, c->id);
     if (c->n_watches > 0 && c->srv->conn_gone != NULL) c->srv->conn_gone(c->srv, c);
@@ -103,6 +136,60 @@ void conn_want_flush(struct conn *c)
     mark_dirty(c);
 }
 
+/* Drop c for the replies it does not read: its output goes, nothing more
+ * is queued for it, and conn_flush destroys it at the end of this turn. */
+static void conn_shed(struct conn *c)
+{
+    c->shed = true;
+    unread_account(c);
+    buf_free(&c->out);
+    buf_free(&c->net);
+    if (!c->write_pending) buf_free(&c->writing); /* else uv_close cancels the write */
+    if (!c->closing) {
+        c->closing = true;
+        unauth_unlink(c);
+        uv_read_stop((uv_stream_t *)&c->tcp);
+    }
+    mark_dirty(c);
+}
+
+static int by_unread_desc(const void *a, const void *b)
+{
+    const struct conn *x = *(struct conn *const *)a, *y = *(struct conn *const *)b;
+
+    return x->unread < y->unread ? 1 : x->unread > y->unread ? -1 : 0;
+}
+
+/*
+ * The unread replies of all connections passed --max-unread-mb: shed the
+ * connections that hold the most, largest first -- the clients that read
+ * slowest or not at all -- until the total is back under 7/8 of the bound,
+ * so that the next reply does not start another walk over every
+ * connection.
+ */
+static void unread_shed(struct server *srv)
+{
+    size_t limit = (size_t)srv->cfg.max_unread_mb << 20, target = limit - limit / 8;
+    struct conn **v = xmalloc((srv->conns.n + 1) * sizeof *v);
+    size_t n = 0, closed = 0;
+
+    for (size_t i = 0; i < srv->conns.cap; i++) {
+        struct conn *c = srv->conns.slots[i].val;
+        if (srv->conns.slots[i].key != 0 && c->unread > 0 && !c->shed) v[n++] = c;
+    }
+    qsort(v, n, sizeof *v, by_unread_desc);
+    for (size_t i = 0; i < n && srv->unread > target; i++, closed++) {
+        log_warn("unread replies: %.1f MiB in all connections, over --max-unread-mb %u: "
+                 "closing conn %llu (%s), which holds the most (%.1f MiB)",
+                 (double)srv->unread / MIB, srv->cfg.max_unread_mb,
+                 (unsigned long long)v[i]->id, v[i]->peer, (double)v[i]->unread / MIB);
+        conn_shed(v[i]);
+    }
+    log_warn("unread replies: %.1f MiB in all connections after closing %zu",
+             (double)srv->unread / MIB, closed);
+    free(v);
+}
+
 /* Is anything of c's output not yet handed to the socket? */
 static bool output_pending(const struct conn *c)
 {
@@ -121,14 +208,15 @@ void conn_send(struct conn *c, const struct msg *m)
         conn_close(c);
         return;
     }
-    if (c->out.len > CONN_MAX_OUT) {
-        log_warn("conn %llu (%s): client does not read its replies; closing",
-                 (unsigned long long)c->id, c->peer);
-        buf_reset(&c->out);
-        conn_destroy(c);
+    unread_account(c);
+    if (c->unread > CONN_MAX_OUT) {
+        log_warn("conn %llu (%s): client does not read its replies (%.1f MiB unread); closing",
+                 (unsigned long long)c->id, c->peer, (double)c->unread / MIB);
+        conn_shed(c);
         return;
     }
     mark_dirty(c);
+    if (c->srv->unread > (size_t)c->srv->cfg.max_unread_mb << 20) unread_shed(c->srv);
 }
 
 void conn_send_error(struct conn *c, uint64_t req_id, int code, const char *fmt, ...)
@@ -166,7 +254,13 @@ static void write_cb(uv_write_t *req, int status)
 
     c->write_pending = false;
     buf_reset(&c->writing);
+    out_trim(&c->writing);
     if (c->closed) return;
+    unread_account(c);
+    if (c->shed) {
+        conn_destroy(c);
+        return;
+    }
     if (status < 0) {
         log_debug("conn %llu: write failed: %s", (unsigned long long)c->id, uv_strerror(status));
         conn_destroy(c);
@@ -190,9 +284,10 @@ static struct buf *wire(struct conn *c)
         log_debug("conn %llu: TLS: %s", (unsigned long long)c->id, tls_errmsg(c->tls));
         return NULL;
     }
-    if (c->net.len > CONN_MAX_OUT) {
-        log_warn("conn %llu (%s): client does not read its replies; closing",
-                 (unsigned long long)c->id, c->peer);
+    unread_account(c);
+    if (c->unread > CONN_MAX_OUT) {
+        log_warn("conn %llu (%s): client does not read its replies (%.1f MiB unread); closing",
+                 (unsigned long long)c->id, c->peer, (double)c->unread / MIB);
         return NULL;
     }
     return &c->net;
@@ -212,6 +307,10 @@ static void conn_flush(struct conn *c)
     size_t done = 0;
     int rv;
 
+    if (c->shed) {
+        conn_destroy(c);
+        return;
+    }
     if (c->closed || c->write_pending || !output_pending(c)) {
         if (c->closing && !c->write_pending && !output_pending(c)) conn_destroy(c);
         return;
@@ -236,6 +335,8 @@ static void conn_flush(struct conn *c)
     }
     if (done == w->len) {
         buf_reset(w);
+        out_trim(w);
+        unread_account(c);
         if (c->closing) conn_destroy(c);
         return;
     }
@@ -243,6 +344,8 @@ static void conn_flush(struct conn *c)
     c->writing = *w;
     *w = tmp;
     buf_reset(w);
+    out_trim(w);
+    unread_account(c);
     b = uv_buf_init((char *)c->writing.data + done, (unsigned)(c->writing.len - done));
     c->wreq.data = c;
     rv = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, write_cb);

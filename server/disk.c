@@ -1,23 +1,31 @@
 /*
  * disk.c -- keep the data directory's filesystem from filling up under
- * raft (docs/operations.md, "Limits" and "Disk full").
+ * raft and the lock store (docs/operations.md, "Limits" and "Disk full").
  *
  * libraft 0.15 handles a failed disk write badly: only the first request of
  * a failed batch hears of it, the leader keeps leading, and a failure to
  * prepare a new log segment leaves requests queued against a segment that
  * no longer exists (docs/libraft-0.15.md, "failed disk writes";
- * canonical/raft#126). So
- * batond does not let a client's command that grows the state (OPEN_SESSION,
- * ACQUIRE) reach raft while the filesystem that holds --data has less than
- * --min-free-mb free: the command is answered ERROR(BATON_ENOSPC) at once
- * and nothing is proposed. Commands that give something back -- RELEASE,
- * CANCEL, CLOSE_SESSION and the operator's FORCE_RELEASE / EXPIRE_SESSION --
- * still go through, as etcd still allows deletes under its NOSPACE alarm:
- * a holder must always be able to let go of its lock, and refusing it would
- * only keep the lock from its next waiter until the lease ran out. The
- * floor leaves room for those small entries and for what raft and the store
- * write anyway: the leader's own entries (lease expiries, wait timeouts,
- * lock-delay ends), replicated entries on followers, snapshots, metadata.
+ * canonical/raft#126). And the lock store grows its map on disk while it
+ * applies an entry raft has already committed: if that growth fails, the
+ * node cannot apply the entry at all (raft/node.c, "local failures").
+ *
+ * So batond does not let a client's command that grows the state
+ * (OPEN_SESSION, ACQUIRE) reach raft while the filesystem that holds --data
+ * has less free than --min-free-mb PLUS the lock store's next growth step
+ * (store_next_growth: the map's size up to 64 MiB, then 64 MiB): the
+ * command is answered ERROR(BATON_ENOSPC) at once and nothing is proposed.
+ * The growth step counts because a store that fills its map while the disk
+ * holds less than the step cannot apply the entry that filled it. Commands
+ * that give something back -- RELEASE, CANCEL, CLOSE_SESSION and the
+ * operator's FORCE_RELEASE / EXPIRE_SESSION, MEMBER_ADD (one address, at
+ * most 16) -- still go through, as etcd still allows deletes under its
+ * NOSPACE alarm: a holder must always be able to let go of its lock, and
+ * refusing it would only keep the lock from its next waiter until the
+ * lease ran out. The floor leaves room for those small entries and for
+ * what raft and the store write anyway: the leader's own entries (lease
+ * expiries, wait timeouts, lock-delay ends), replicated entries on
+ * followers, snapshots, metadata.
  *
  * A timer checks the free space (statvfs) every DISK_CHECK_MS on every
  * node; a transition is logged once. Reads (STATUS, LOCK_INFO, LIST_*),
@@ -33,7 +41,6 @@
 #include "storage/cmd.h"
 
 #define DISK_CHECK_MS 250
-#define MIB (1024.0 * 1024.0)
 
 /* Measure the free space and update srv->disk_low. */
 static void disk_check(struct server *srv)
@@ -45,12 +52,14 @@ static void disk_check(struct server *srv)
     if (floor == 0) return;
     if (statvfs(srv->cfg.data_dir, &sv) != 0) return; /* keep the last answer */
     srv->disk_free = (uint64_t)sv.f_bavail * sv.f_frsize;
-    low = srv->disk_free < floor;
+    srv->disk_step = store_next_growth(srv->store);
+    low = srv->disk_free < floor + srv->disk_step;
     if (low == srv->disk_low) return;
     srv->disk_low = low;
     if (low)
-        log_warn("data disk: %.1f MiB free, below --min-free-mb %u: refusing new sessions and locks",
-                 (double)srv->disk_free / MIB, srv->cfg.min_free_mb);
+        log_warn("data disk: %.1f MiB free, below --min-free-mb %u plus the lock store's next "
+                 "growth (%.1f MiB): refusing new sessions and locks",
+                 (double)srv->disk_free / MIB, srv->cfg.min_free_mb, (double)srv->disk_step / MIB);
     else
         log_info("data disk: %.1f MiB free again: accepting new sessions and locks",
                  (double)srv->disk_free / MIB);
@@ -93,8 +102,10 @@ bool disk_refuse(struct conn *c, uint64_t req_id, int cmd_type)
 
     if (!srv->disk_low || !grows_state(cmd_type)) return false;
     conn_send_error(c, req_id, BATON_ENOSPC,
-                    "node %u's data disk has %.1f MiB free, below --min-free-mb %u: "
-                    "new sessions and locks are refused until space is freed",
-                    srv->cfg.node.id, (double)srv->disk_free / MIB, srv->cfg.min_free_mb);
+                    "node %u's data disk has %.1f MiB free, below --min-free-mb %u plus the "
+                    "%.1f MiB the lock store's next growth takes: new sessions and locks are "
+                    "refused until space is freed",
+                    srv->cfg.node.id, (double)srv->disk_free / MIB, srv->cfg.min_free_mb,
+                    (double)srv->disk_step / MIB);
     return true;
 }

@@ -4,6 +4,7 @@
  * starts or stops being the ready leader, and which module each applied
  * effect goes to. The modules below it know nothing of each other.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,18 +94,58 @@ static void leadership_changed(void *data, bool ready)
 }
 
 /*
- * Node hook: raft on this node has stopped for good (node.h,
- * node_stopped_cb). Say so loudly and exit non-zero: a restart replays the
- * log from the store's applied index, which repairs it, and a supervisor
- * (or an operator reading the log) only restarts a process that ended.
+ * Node hook: a local failure (raft/node.h, "local failures"). Each is
+ * logged once per action, with what to do; a node that cannot go on stops
+ * and exits with BATON_EXIT_FAULT, so that a supervisor restarts it and
+ * the other nodes elect a leader meanwhile. docs/operations.md, "Disk
+ * full", says how an operator recovers.
  */
-static void node_stopped(void *data, const char *why)
+static void node_fault(void *data, const struct node_fault *f)
 {
     struct server *srv = data;
+    char what[128];
+    unsigned long long index = (unsigned long long)f->index;
 
-    log_error("this node must be restarted: %s", why);
-    srv->exit_code = 1;
-    server_stop(srv);
+    switch (f->kind) {
+    case NODE_FAULT_APPLY:
+        snprintf(what, sizeof what, "applying entry %llu failed (%s)", index,
+                 baton_strerror(f->code));
+        break;
+    case NODE_FAULT_LOG:
+        snprintf(what, sizeof what, "writing entry %llu to the raft log failed (%s)", index,
+                 baton_strerror(f->code));
+        break;
+    default:
+        snprintf(what, sizeof what, "raft stopped before entry %llu", index);
+    }
+    if (f->kind == NODE_FAULT_RAFT && f->action == NODE_FAULT_EXIT) {
+        /* Nothing to free or repair: a restart replays the log from the
+         * store's own applied index (raft/node.h, NODE_FAULT_RAFT). */
+        log_error("%s: %s; exiting with status %d: restart batond, it replays its log", what,
+                  f->why, BATON_EXIT_FAULT);
+        srv->exit_code = BATON_EXIT_FAULT;
+        server_stop(srv);
+        return;
+    }
+    switch (f->action) {
+    case NODE_FAULT_CLEARED:
+        log_info("local failure cleared: %s", f->why);
+        break;
+    case NODE_FAULT_STOPPED:
+        log_error("%s; %s. The other nodes go on without this one: free space on its data disk "
+                  "(or repair it) and restart batond; it catches up from the leader",
+                  what, f->why);
+        break;
+    case NODE_FAULT_STEPDOWN:
+        log_error("%s on the leader: it stops serving and is %s", what, f->why);
+        break;
+    default:
+        log_error("%s; %s: exiting with status %d so that another node leads. Restart batond "
+                  "once the data disk has room (or is repaired): it catches up from the others",
+                  what, f->why, BATON_EXIT_FAULT);
+        srv->exit_code = BATON_EXIT_FAULT;
+        server_stop(srv);
+    }
 }
 
 static void noop_close(uv_handle_t *h)
@@ -182,7 +223,7 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     hooks.data = srv;
     hooks.applied = effects_applied;
     hooks.ready = leadership_changed;
-    hooks.stopped = node_stopped;
+    hooks.fault = node_fault;
     rv = conn_tls_init(srv);
     if (rv == 0) rv = access_init(srv);
     if (rv != 0) return rv;

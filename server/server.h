@@ -35,7 +35,8 @@
  *   member_addrs.c  where any node finds a member's client address
  *   peers.c      which nodes may open a raft connection (peer TLS)
  *   conn_tls.c   TLS on the client port; a TLS/plaintext mismatch's error
- *   conn.c       a client connection: send, close, write once per loop turn
+ *   conn.c       a client connection: send, close, write once per loop turn;
+ *                the bound on unread replies (per connection, and in all)
  *   lease.c auth.c config.c xmalloc.c log.c   helpers of everyone above
  *
  * (main.c, above them all, parses the flags and runs server.c.)
@@ -62,8 +63,13 @@
 
 #define LISTEN_RBUF (64u << 10)  /* a TLS port's scratch read buffer */
 #define CONN_MAX_OUT (64u << 20) /* a client that reads nothing is cut off here */
+#define CONN_OUT_KEEP (64u << 10) /* an emptied output buffer larger than this is freed */
 #define WATCH_MAX_PER_CONN 64    /* WATCHes one connection may hold */
 #define WATCH_MAX_TOTAL 65536    /* WATCHes the server holds in all */
+/* batond's exit status when a local failure stops it (raft/node.h,
+ * NODE_FAULT_EXIT): 74 is EX_IOERR of sysexits.h. */
+#define BATON_EXIT_FAULT 74
+#define MIB (1024.0 * 1024.0)    /* bytes in a MiB, for log lines */
 
 struct server;
 
@@ -90,6 +96,9 @@ struct conn {
                                                yet through HELLO, oldest first */
     bool closing;           /* close once `out` and `writing` are written */
     bool closed;            /* uv_close called */
+    bool shed;              /* closed for its unread replies: its output is dropped
+                               and the end of the loop turn destroys it (conn.c) */
+    size_t unread;          /* out + writing + net, as counted in srv->unread */
     uint32_t n_watches;     /* locks this connection watches (watch.c) */
     uint64_t partial_since; /* uv_now when `in` began to hold an incomplete
                                frame, 0 if it holds none (guard.c) */
@@ -111,9 +120,10 @@ struct pending;
 /*
  * A batched command's completion, run once on the loop thread: when its
  * entry has been applied on this leader (o->status 0), or when it will not
- * be applied here: BATON_ENOTLEADER when leadership was lost (its fate is
+ * be applied here: BATON_ENOTLEADER whenever raft had accepted the entry
+ * (leadership lost, or this leader's log write failed: its fate is
  * unknown; the client re-sends with the same seq, which the store
- * deduplicates), another code when it could not be proposed.
+ * deduplicates), another code only when it was never proposed.
  */
 typedef void pending_done_fn(struct server *srv, const struct pending *p,
                              const struct cmd_outcome *o);
@@ -205,6 +215,8 @@ struct server {
     void (*conn_gone)(struct server *srv, struct conn *c);
     uint64_t next_conn_id;
     struct conn *dirty;     /* connections with output this turn */
+    size_t unread;          /* replies not yet read, all connections (conn.c):
+                               kept under --max-unread-mb */
     struct conn *unauth_head, *unauth_tail; /* not through HELLO yet, by age (conn.c) */
     size_t n_unauth;
     struct u64map sessions; /* id -> struct srv_session (push.c; ready leader only) */
@@ -233,12 +245,13 @@ struct server {
     uint64_t accept_failures, accept_logged; /* the same for failed accepts */
     uv_timer_t disk_timer;  /* measures the data disk's free space (disk.c) */
     uint64_t disk_free;     /* bytes free at the last check */
-    bool disk_low;          /* below --min-free-mb: client writes refused */
+    uint64_t disk_step;     /* the store's next growth at the last check */
+    bool disk_low;          /* below --min-free-mb + disk_step: client writes refused */
     struct member_op *member_op; /* MEMBER_ADD or MEMBER_REMOVE in flight (members.c) */
     bool check_inflight;    /* a CHECK's entry is proposed, not yet applied (admin_cmds.c) */
     bool ready;             /* mirror of node_is_ready */
     bool stopping;
-    int exit_code;
+    int exit_code;          /* main's status: 0, or BATON_EXIT_FAULT */
 };
 
 /* keepalive.c: KEEPALIVE renews the lease now and is answered after the
@@ -303,14 +316,15 @@ void reply_not_applied(struct conn *c, uint64_t req_id, int status);
  * reply_not_applied; nothing when the connection is gone. */
 void reply_result(struct server *srv, const struct pending *p, const struct cmd_outcome *o);
 
-/* disk.c -- refuse client writes while the data disk is below --min-free-mb. */
+/* disk.c -- refuse client writes while the data disk is below --min-free-mb
+ * plus the lock store's next growth step. */
 void disk_init(struct server *srv);
 void disk_close(struct server *srv);
-/* Is the disk below the floor and is cmd_type a command that grows the
- * state (OPEN_SESSION, ACQUIRE)? Then c has been answered
- * ERROR(BATON_ENOSPC) and the command must not be proposed: true.
- * Releases, cancels, session closes and the leader's own commands are
- * never refused. */
+/* Is the disk below the floor (plus the store's next growth) and is
+ * cmd_type a command that grows the state (OPEN_SESSION, ACQUIRE)? Then c
+ * has been answered ERROR(BATON_ENOSPC) and the command must not be
+ * proposed: true. Releases, cancels, session closes and the leader's own
+ * commands are never refused. */
 bool disk_refuse(struct conn *c, uint64_t req_id, int cmd_type);
 
 /* guard.c -- limits on what one client may hold (docs/operations.md, "Limits"). */

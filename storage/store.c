@@ -24,8 +24,13 @@
  * sparse file on a full filesystem would be a SIGBUS, not an error. So the
  * map starts small (STORE_MAP_SIZE) and every byte of it is allocated on
  * disk (posix_fallocate) before LMDB maps it: at open, and before the map
- * is doubled on MDB_MAP_FULL. A full disk then shows up as BATON_ENOSPC
+ * is grown on MDB_MAP_FULL. A full disk then shows up as BATON_ENOSPC
  * from that allocation, never as a signal.
+ *
+ * The map grows in bounded steps (store_next_growth): doubling a 512 MiB
+ * map would need 512 MiB free at once, far above any sensible free-space
+ * floor, and a growth that fails under a committed entry stops that node's
+ * state machine (docs/operations.md, "Disk full").
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -336,6 +341,7 @@ int store_open(const char *dir, store **out, char *errmsg)
     if (s == NULL) goto err_nomem;
     s->dir = strdup(dir);
     if (s->dir == NULL) goto err_nomem_after_alloc;
+    s->grow_max = STORE_GROW_MAX;
     read_boot_id(s);
 
     rc = env_open(s, errmsg);
@@ -403,15 +409,20 @@ int store_sync(store *s)
     return mdb_env_sync(s->env, 1) == 0 ? 0 : BATON_EIO;
 }
 
+size_t store_next_growth(store *s)
+{
+    return s->map_size < s->grow_max ? s->map_size : s->grow_max;
+}
+
 /*
- * Double the map after MDB_MAP_FULL. LMDB allows this only while the
- * process has no transaction open; the store keeps none open across calls
- * but a snapshot's read transaction, which is stopped first
- * (snapshot_bg.c).
+ * Grow the map by store_next_growth after MDB_MAP_FULL. LMDB allows this
+ * only while the process has no transaction open; the store keeps none
+ * open across calls but a snapshot's read transaction, which is stopped
+ * first (snapshot_bg.c).
  */
 static int grow_map(store *s)
 {
-    size_t bigger = s->map_size * 2;
+    size_t bigger = s->map_size + store_next_growth(s);
     int rc;
 
     if (bigger < s->map_size) return MDB_MAP_FULL;
@@ -460,6 +471,11 @@ int store__set_map_size(store *s, size_t bytes)
 size_t store__map_size(store *s)
 {
     return s->map_size;
+}
+
+void store__set_grow_max(store *s, size_t bytes)
+{
+    s->grow_max = bytes;
 }
 
 void store__abandon(store *s)

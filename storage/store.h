@@ -10,7 +10,8 @@
  * durable source, see docs/libraft-0.15.md, "LMDB under raft: durability";
  * and MDB_WRITEMAP, with
  * the data file allocated on disk as far as the map reaches, 8 MiB at first,
- * doubled when full) with named databases:
+ * grown when full by store_next_growth: doubled up to 64 MiB, then 64 MiB at
+ * a time) with named databases:
  *
  *   meta      "applied", "digest", "next_session", "next_fence", "next_enq",
  *             "format", "boot_id", "clean"
@@ -151,6 +152,17 @@ void store_last_check(store *s, uint64_t *index, uint64_t *hash);
 
 /* Force the LMDB files to disk (mdb_env_sync(force)). 0 or BATON_EIO. */
 int store_sync(store *s);
+
+/*
+ * How many bytes of disk the next growth of the map will allocate: the map
+ * doubles while it is below STORE_GROW_MAX (64 MiB) and then grows by
+ * STORE_GROW_MAX at a time, so that growing never needs more than 64 MiB
+ * free (a doubling from 512 MiB would need 512 MiB). batond refuses new
+ * state while the disk has less than its floor plus this free
+ * (server/disk.c), so that the store's growth does not fail under an entry
+ * raft has already committed.
+ */
+size_t store_next_growth(store *s);
 
 /*
  * Apply the batch encoded in data[0..len) as raft entry `index`, in one

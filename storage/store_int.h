@@ -53,8 +53,11 @@
 /* The snapshot's leading u32: the bytes "BTN1" read as little-endian. */
 #define STORE_SNAP_MAGIC 0x314E5442u
 /* Initial map size. The map is writable, so the data file is this long and
- * fully allocated (store.c); it doubles, allocated first, on MDB_MAP_FULL. */
+ * fully allocated (store.c); on MDB_MAP_FULL it grows, allocated first, by
+ * itself up to STORE_GROW_MAX and then by STORE_GROW_MAX at a time
+ * (store_next_growth). */
 #define STORE_MAP_SIZE ((size_t)8 << 20)
+#define STORE_GROW_MAX ((size_t)64 << 20)
 
 /* Meta keys. The first group is replicated state (in snapshots: applied
  * and digest travel in the snapshot header, the three counters as meta
@@ -86,7 +89,8 @@ struct store {
     uint64_t digest;        /* cached meta "digest" */
     uint64_t check_index;   /* the last CHECK applied since open, 0: none (check.c) */
     uint64_t check_hash;    /* the content hash after it, 0: could not be computed */
-    size_t map_size;        /* current map size, doubled on MDB_MAP_FULL */
+    size_t map_size;        /* current map size, grown on MDB_MAP_FULL */
+    size_t grow_max;        /* largest growth step: STORE_GROW_MAX (tests lower it) */
     char *dir;
     char boot_id[STORE_BOOT_ID_MAX];
     size_t boot_id_len;
@@ -99,7 +103,7 @@ int store__err(int rc);
 
 /*
  * Run fn(s, txn, arg) inside one write transaction and commit it. If fn or
- * the commit hits MDB_MAP_FULL, the transaction is aborted, the map doubled
+ * the commit hits MDB_MAP_FULL, the transaction is aborted, the map grown
  * and fn run again from scratch, so fn must be restartable: it may not keep
  * anything from an earlier attempt. Returns 0 or a BATON_E* code; on error
  * nothing was written.

@@ -19,6 +19,11 @@ int store__set_map_size(store *s, size_t bytes);
 /* The current map size in bytes. */
 size_t store__map_size(store *s);
 
+/* Make the map's growth step at most `bytes` instead of STORE_GROW_MAX
+ * (store_next_growth), so that a test sees the capped steps without
+ * filling 64 MiB. */
+void store__set_grow_max(store *s, size_t bytes);
+
 /* Close the environment and free s without syncing or setting the clean
  * flag, as if the process had been killed. NULL-safe. */
 void store__abandon(store *s);

@@ -51,6 +51,12 @@ const char cmd_status_help[] =
     "when two do not, a line \"WARNING: nodes N and M hold different content at\n"
     "index I\" follows the table and the nodes have diverged (`batonctl check`\n"
     "says which).\n"
+    "A node that a local failure stopped reports it, and a line \"WARNING: node N:\n"
+    "applying entry I failed (server's data disk is full)...\" follows the table\n"
+    "(on stderr with -o json): its store could not apply an entry (it stepped down,\n"
+    "or its raft stopped there), or its raft log write failed (it exits). Free\n"
+    "space on its data disk (or repair it) and restart it: it catches up from the\n"
+    "others (docs/operations.md, \"Disk full\").\n"
     "\n"
     "Exit status: 70 if two nodes diverged (see above), or every endpoint refused\n"
     "this client (TLS or credentials: the message says why); else 0 if a node\n"
@@ -65,7 +71,8 @@ const char cmd_status_help[] =
     "              \"commit_index\": N|null, \"applied_index\": N|null,\n"
     "              \"last_index\": N|null, \"state_digest\": S|null,\n"
     "              \"auth_digest\": S|null, \"check_index\": N|null,\n"
-    "              \"content_hash\": S|null, \"error\": S|null}, ...]}\n"
+    "              \"content_hash\": S|null, \"fault\": null|{\"kind\": \"apply\"|\"log\"|\n"
+    "              \"raft\", \"error\": S, \"index\": N}, \"error\": S|null}, ...]}\n"
     "  id and raft_addr are null only when no endpoint answered (the rows are\n"
     "  then the endpoints given). leader_id 0 is reported as null. state_digest\n"
     "  is a string of 16 lowercase hex digits (a JSON number cannot hold every\n"
@@ -211,6 +218,41 @@ static void report_auth_differences(const struct row *rows, int n, FILE *f)
     }
 }
 
+/* What a fault kind means, for the warning line and the JSON. */
+static const char *fault_kind_name(int kind)
+{
+    switch (kind) {
+    case FAULT_APPLY:
+        return "apply";
+    case FAULT_LOG:
+        return "log";
+    default:
+        return "raft";
+    }
+}
+
+/* One line each, to f, about the reachable nodes a local failure stopped. */
+static void report_faults(const struct row *rows, int n, FILE *f)
+{
+    for (int i = 0; i < n; i++) {
+        const struct msg_status_r *st = &rows[i].st;
+        unsigned long long index = (unsigned long long)st->fault_index;
+
+        if (!rows[i].reachable || st->fault == 0) continue;
+        fprintf(f, "WARNING: node %u: ", row_id(&rows[i]));
+        if (st->fault_kind == FAULT_APPLY)
+            fprintf(f,
+                    "applying entry %llu failed (%s): it does not lead, and applies nothing more",
+                    index, baton_strerror(st->fault));
+        else if (st->fault_kind == FAULT_LOG)
+            fprintf(f, "writing entry %llu to its raft log failed (%s): it is exiting", index,
+                    baton_strerror(st->fault));
+        else
+            fprintf(f, "its raft stopped before entry %llu", index);
+        fprintf(f, "; free space on its data disk (or repair it) and restart it\n");
+    }
+}
+
 static void print_table(const struct row *rows, int n)
 {
     struct table t;
@@ -313,6 +355,15 @@ static void print_json(const struct row *rows, int n, const struct row *leader)
                 jw_null(&w, "check_index");
                 jw_null(&w, "content_hash");
             }
+            if (r->st.fault != 0) {
+                jw_begin_object(&w, "fault");
+                jw_cstring(&w, "kind", fault_kind_name(r->st.fault_kind));
+                jw_cstring(&w, "error", baton_err_name(r->st.fault));
+                jw_u64(&w, "index", r->st.fault_index);
+                jw_end_object(&w);
+            } else {
+                jw_null(&w, "fault");
+            }
         } else {
             jw_null(&w, "role");
             jw_null(&w, "leader_id");
@@ -324,6 +375,7 @@ static void print_json(const struct row *rows, int n, const struct row *leader)
             jw_null(&w, "auth_digest");
             jw_null(&w, "check_index");
             jw_null(&w, "content_hash");
+            jw_null(&w, "fault");
         }
         jw_cstring(&w, "error", r->err[0] ? r->err : NULL);
         jw_end_object(&w);
@@ -432,10 +484,12 @@ int cmd_status(struct ctl_opts *o, int argc, char **argv)
         print_json(rows, n, leader);
         diverged = report_divergence(rows, n, stderr);
         report_auth_differences(rows, n, stderr);
+        report_faults(rows, n, stderr);
     } else {
         print_table(rows, n);
         diverged = report_divergence(rows, n, stdout);
         report_auth_differences(rows, n, stdout);
+        report_faults(rows, n, stdout);
         for (int i = 0; i < n; i++) {
             if (rows[i].err[0] == '\0') continue;
             if (rows[i].id != 0)

@@ -6,7 +6,8 @@
  * the cluster harness puts all three nodes' data there; the nodes run with
  * --min-free-mb 24. The test then fills the filesystem with a filler file,
  * step by step, locking and unlocking between the steps, and checks:
- *  - once free space is below the floor, writes that grow the state
+ *  - once free space is below the floor plus the lock store's next growth
+ *    step (8 MiB for its 8 MiB map), writes that grow the state
  *    (lock, trylock) fail at once with BATON_ENOSPC and a message that says
  *    why (no hang, no other error), while a release still goes through: a
  *    lock taken before the disk filled is unlocked below the floor;
@@ -111,34 +112,6 @@ static void all_alive(void)
     }
 }
 
-/* Wait until every node stands at the same applied index, then check that
- * their digests agree. */
-static void digests_agree(void)
-{
-    int64_t deadline = now_ms() + 30000;
-
-    for (;;) {
-        struct cluster_status st[3];
-        int same = 1;
-        for (int i = 0; i < C.n; i++)
-            if (cluster_node_status(&C, i, &st[i], 10000) != 0) FAIL("node %d: no STATUS", i + 1);
-        for (int i = 1; i < C.n; i++) same &= st[i].applied_index == st[0].applied_index;
-        if (same) {
-            for (int i = 1; i < C.n; i++)
-                if (st[i].state_digest != st[0].state_digest)
-                    FAIL("digests differ at index %llu: node 1 %016llx, node %d %016llx",
-                         (unsigned long long)st[0].applied_index,
-                         (unsigned long long)st[0].state_digest, i + 1,
-                         (unsigned long long)st[i].state_digest);
-            fprintf(stderr, "# all nodes at index %llu, digest %016llx\n",
-                    (unsigned long long)st[0].applied_index, (unsigned long long)st[0].state_digest);
-            return;
-        }
-        if (now_ms() > deadline) FAIL("the nodes did not reach the same applied index");
-        sleep_ms(100);
-    }
-}
-
 TEST(disk_full)
 {
     struct cluster_opts o = {.extra_args = EXTRA};
@@ -156,6 +129,22 @@ TEST(disk_full)
     ASSERT_EQ(baton_lock(b, "held-across", &held), 0);
     fprintf(stderr, "# %.1f MiB free with the cluster running\n", (double)free_bytes() / 1048576);
     ASSERT_GT(free_bytes(), (uint64_t)(FLOOR_MB + 8) << 20);
+
+    /* Above the floor but below the floor plus the lock store's next
+     * growth (its map is 8 MiB, and grows by 8 MiB more): refused already,
+     * since a store whose map filled up now could not grow on this disk,
+     * and could not apply the entry that filled it. */
+    fill(((uint64_t)FLOOR_MB + 4) << 20, UINT64_MAX);
+    fprintf(stderr, "# filled to %.1f MiB free: between the floor and the floor plus a growth\n",
+            (double)free_bytes() / 1048576);
+    ASSERT_GT(free_bytes(), (uint64_t)FLOOR_MB << 20);
+    deadline = now_ms() + 10000;
+    while ((rv = write_once(b, "above-floor")) == 0 && now_ms() < deadline) sleep_ms(100);
+    if (rv != BATON_ENOSPC)
+        FAIL("%.1f MiB free, less than the floor plus the store's growth: %s, not BATON_ENOSPC",
+             (double)free_bytes() / 1048576, baton_err_name(rv));
+    fprintf(stderr, "# %s\n", baton_errmsg(b));
+    ASSERT(strstr(baton_errmsg(b), "growth") != NULL);
 
     /* Fill in 4 MiB steps while writing: every write either succeeds or,
      * once below the floor, fails with ENOSPC. */
@@ -204,10 +193,10 @@ TEST(disk_full)
     for (int i = 0; i < 50; i++) ASSERT_EQ(write_once(b, "after"), 0);
 
     /* Nothing diverged or broke, also across a restart from the data. */
-    digests_agree();
+    ASSERT_EQ(cluster_digests_agree(&C, 30000), 0);
     ASSERT_EQ(cluster_restart(&C, (leader + 1) % C.n), 0);
     ASSERT_EQ(write_once(b, "restarted"), 0);
-    digests_agree();
+    ASSERT_EQ(cluster_digests_agree(&C, 30000), 0);
     all_alive();
     baton_close(b);
     ASSERT_EQ(cluster_stop(&C), 0);

@@ -2,8 +2,9 @@
  * test_hostile.c -- hostile and broken clients against three real batond
  * processes, over raw sockets: garbage bytes, a frame claiming 4 GiB, a
  * 1 MB lock name, unknown message types, a wrong protocol version, half a
- * frame and then silence, 10,000 connections at once, and one session
- * queueing 100,000 waits.
+ * frame and then silence, 10,000 connections at once, one session
+ * queueing 100,000 waits, and a dozen clients that stop reading their
+ * replies.
  *
  * For every case the test checks that
  *  - the offending connection gets a clear answer: an ERROR frame with a
@@ -58,8 +59,22 @@ static struct cluster C;
 static int L; /* the leader's index */
 
 static const char *const EXTRA[] = {"--max-conns", "1000", "--frame-timeout", "1500", NULL};
+/* unread_replies_bounded: the unread replies of all connections together
+ * are kept under UNREAD_MB. */
+#define UNREAD_MB 16
+static const char *const EXTRA_UNREAD[] = {"--max-conns", "1000", "--frame-timeout", "1500",
+                                           "--max-unread-mb", "16", NULL};
 
 /* ---- helpers ---------------------------------------------------------- */
+
+static void start3_with(const char *const *extra)
+{
+    struct cluster_opts o = {.extra_args = extra};
+
+    ASSERT_EQ(cluster_start_opts(&C, 3, &o), 0);
+    L = cluster_wait_leader(&C, 15000);
+    ASSERT_GE(L, 0);
+}
 
 static void start3(void)
 {
@@ -775,6 +790,123 @@ TEST(one_session_100k_waits)
     finish(b);
 }
 
+/* LIST_LOCKS of every lock (up to BATON_MAX_LIST), request req_id. */
+static void put_list_locks(struct buf *b, uint64_t req_id)
+{
+    struct msg m;
+
+    memset(&m, 0, sizeof m);
+    m.type = MSG_LIST_LOCKS;
+    m.req_id = req_id;
+    m.u.list_locks.limit = BATON_MAX_LIST;
+    ASSERT_EQ(proto_encode(b, &m), 0);
+}
+
+/* The largest total the leader's log reports in its lines "unread replies:
+ * N MiB in all connections, over --max-unread-mb ...", and how many there
+ * are. */
+static int unread_lines(double *max_mib)
+{
+    static char text[4 << 20];
+    const char *key = "unread replies: ", *p = text;
+    FILE *f = fopen(C.nodes[L].log, "r");
+    size_t n;
+    int lines = 0;
+
+    ASSERT(f != NULL);
+    n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    *max_mib = 0;
+    while ((p = strstr(p, key)) != NULL) {
+        const char *over = " MiB in all connections, over";
+        char *end;
+        double v = strtod(p + strlen(key), &end);
+
+        p = end;
+        if (strncmp(end, over, strlen(over)) != 0) continue;
+        lines++;
+        if (v > *max_mib) *max_mib = v;
+    }
+    return lines;
+}
+
+/*
+ * Clients that stop reading: HOSTILE connections each ask for 200 lists of
+ * 1,000 locks with long names (about 300 KB a reply, 58 MB a connection,
+ * under the 64 MiB a connection may leave unread) and never read, with a
+ * small receive buffer. Without a bound on all connections together the
+ * leader would hold some 700 MB. With --max-unread-mb 16 it closes the
+ * connections that hold the most whenever the total passes 16 MiB, saying
+ * so in its log with the total it saw, which the test reads back; the
+ * leader's VmRSS grows by less than RSS_BOUND_KB; a client that reads its
+ * lists at the same time gets every one of them; and the bystander locks
+ * and unlocks.
+ */
+#define HOSTILE 12
+#define LISTS 200
+TEST(unread_replies_bounded)
+{
+    int fds[HOSTILE], good, lines, got = 0;
+    struct buf req = {0};
+    baton_t *b;
+    baton_lock_t *held[BATON_MAX_LIST];
+    char name[BATON_MAX_NAME];
+    double max_mib;
+    long rss;
+
+    start3_with(EXTRA_UNREAD);
+    b = normal_client();
+    memset(name, 'l', 250);
+    name[250] = '\0';
+    for (int i = 0; i < BATON_MAX_LIST; i++) {
+        memcpy(name, "held/", 5);
+        snprintf(name + 5, 16, "%04d", i);
+        name[9] = '-';
+        ASSERT_EQ(baton_lock(b, name, &held[i]), 0);
+    }
+    rss = vmrss_kb(C.nodes[L].pid);
+
+    for (int i = 0; i < LISTS; i++) put_list_locks(&req, 100 + (uint64_t)i);
+    for (int h = 0; h < HOSTILE; h++) {
+        int small = 4096;
+        fds[h] = raw_connect(L);
+        setsockopt(fds[h], SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        hello(fds[h]);
+        send_bytes(fds[h], req.data, req.len);
+    }
+    /* A client that reads: one list at a time, while the others pile up. */
+    good = raw_connect(L);
+    hello(good);
+    for (int i = 0; i < 20; i++) {
+        struct msg m = {.type = MSG_LIST_LOCKS, .req_id = 7}, r;
+        uint8_t *frame;
+        m.u.list_locks.limit = BATON_MAX_LIST;
+        send_msg(good, &m);
+        ASSERT_EQ(recv_msg(good, &r, &frame), 1);
+        ASSERT_EQ(r.type, MSG_LIST_LOCKS_R);
+        got += (int)r.u.list_locks_r.n;
+        msg_free(&r);
+        free(frame);
+    }
+    ASSERT_EQ(got, 20 * BATON_MAX_LIST);
+    sleep_ms(500);
+
+    lines = unread_lines(&max_mib);
+    fprintf(stderr, "# %d lines about unread replies; the largest total reported: %.1f MiB\n",
+            lines, max_mib);
+    ASSERT_GT(lines, 0);
+    /* Over the bound by at most one reply when it is noticed. */
+    ASSERT(max_mib <= UNREAD_MB + 1.0);
+    ASSERT_LT(vmrss_kb(C.nodes[L].pid) - rss, RSS_BOUND_KB);
+    for (int h = 0; h < HOSTILE; h++) close(fds[h]);
+    close(good);
+    buf_free(&req);
+    for (int i = 0; i < BATON_MAX_LIST; i++) ASSERT_EQ(baton_unlock(held[i]), 0);
+    check_unaffected(b, rss);
+    finish(b);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -788,5 +920,6 @@ int main(int argc, char **argv)
     RUN(half_frame_then_stall);
     RUN(ten_thousand_connections);
     RUN(one_session_100k_waits);
+    RUN(unread_replies_bounded);
     return runner_done();
 }

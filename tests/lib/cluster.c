@@ -591,6 +591,9 @@ static int query_status(const struct cluster *c, int port, int timeout_ms,
             st->commit_index = m.u.status_r.commit_index;
             st->applied_index = m.u.status_r.applied_index;
             st->state_digest = m.u.status_r.state_digest;
+            st->fault_kind = m.u.status_r.fault_kind;
+            st->fault = m.u.status_r.fault;
+            st->fault_index = m.u.status_r.fault_index;
             rv = 0;
             done = 1;
         } else if (m.type != MSG_HELLO_OK) {
@@ -688,6 +691,64 @@ int cluster_kill(struct cluster *c, int i, int sig)
     nd->stopped = 0;
     s->pids[i] = 0;
     s->stopped[i] = 0;
+    write_pid_file(c->root, i, 0);
+    return code;
+}
+
+int cluster_digests_agree(struct cluster *c, int timeout_ms)
+{
+    int64_t deadline = now_ms() + timeout_ms;
+
+    for (;;) {
+        struct cluster_status st[CLUSTER_MAX_NODES];
+        int same = 1, first = -1;
+
+        for (int i = 0; i < c->n; i++) {
+            if (c->nodes[i].pid <= 0) continue;
+            if (cluster_node_status(c, i, &st[i], 10000) != 0) {
+                fprintf(stderr, "# cluster: node %u does not answer STATUS\n", c->nodes[i].id);
+                return -1;
+            }
+            if (first < 0) first = i;
+            same &= st[i].applied_index == st[first].applied_index;
+        }
+        if (first < 0) return -1;
+        if (same) {
+            for (int i = first + 1; i < c->n; i++) {
+                if (c->nodes[i].pid <= 0 || st[i].state_digest == st[first].state_digest) continue;
+                fprintf(stderr,
+                        "# cluster: digests differ at index %llu: node %u %016llx, node %u %016llx\n",
+                        (unsigned long long)st[first].applied_index, c->nodes[first].id,
+                        (unsigned long long)st[first].state_digest, c->nodes[i].id,
+                        (unsigned long long)st[i].state_digest);
+                return -1;
+            }
+            fprintf(stderr, "# cluster: all nodes at index %llu, digest %016llx\n",
+                    (unsigned long long)st[first].applied_index,
+                    (unsigned long long)st[first].state_digest);
+            return 0;
+        }
+        if (now_ms() > deadline) {
+            fprintf(stderr, "# cluster: the nodes did not reach the same applied index\n");
+            return -1;
+        }
+        sleep_ms(100);
+    }
+}
+
+int cluster_wait_exit(struct cluster *c, int i, int timeout_ms)
+{
+    struct cluster_node *nd;
+    int code;
+
+    if (i < 0 || i >= c->n || c->nodes[i].pid <= 0) return -1;
+    nd = &c->nodes[i];
+    code = proc_wait(nd->pid, timeout_ms);
+    if (code < 0) return -1;
+    nd->pid = 0;
+    nd->stopped = 0;
+    slots[c->slot].pids[i] = 0;
+    slots[c->slot].stopped[i] = 0;
     write_pid_file(c->root, i, 0);
     return code;
 }

@@ -123,6 +123,9 @@ struct cluster_status {
     uint64_t commit_index;
     uint64_t applied_index;
     uint64_t state_digest;      /* the store's digest (proto/msg.h, STATUS_R) */
+    int fault_kind;             /* what stops the node (enum status_fault), 0: nothing */
+    int fault;                  /* its BATON_E* code */
+    uint64_t fault_index;       /* the entry it happened on */
 };
 
 /*
@@ -165,6 +168,21 @@ int cluster_wait_node(struct cluster *c, int i, int timeout_ms);
  * not running.
  */
 int cluster_kill(struct cluster *c, int i, int sig);
+
+/*
+ * Wait (at most timeout_ms) until every running node stands at the same
+ * applied index, then check that they report the same state digest. 0, or
+ * -1 after saying why on stderr (digests differ, no common index in time,
+ * a node not answering).
+ */
+int cluster_digests_agree(struct cluster *c, int timeout_ms);
+
+/*
+ * Wait at most timeout_ms for node i to exit by itself (it is not
+ * signalled), reap it and mark it not running. Returns its exit status as
+ * cluster_kill does, or -1 if it is still running (or was not).
+ */
+int cluster_wait_exit(struct cluster *c, int i, int timeout_ms);
 
 /*
  * Start node i again on its data (stopping it first with SIGTERM if it is

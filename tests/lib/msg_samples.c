@@ -138,6 +138,9 @@ int msg_sample(int type, struct msg *m)
         m->u.status_r.auth_digest = 0x0fedcba987654321ull;
         m->u.status_r.check_index = 0x73;
         m->u.status_r.content_hash = 0x8877665544332211ull;
+        m->u.status_r.fault_kind = FAULT_APPLY;
+        m->u.status_r.fault = BATON_ENOSPC;
+        m->u.status_r.fault_index = 118;
         break;
     case MSG_LOCK_INFO:
         m->u.lock_info.lock = S("jobs/1");

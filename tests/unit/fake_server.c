@@ -46,6 +46,7 @@ static void fk_send(struct fk_conn *c, const struct msg *m)
 {
     struct buf b;
 
+    if (c->mute) return;
     buf_init(&b);
     if (proto_encode(&b, m) != 0) FAIL("fake: cannot encode %s", msg_type_name(m->type));
     if (c->t != NULL) {
@@ -297,6 +298,24 @@ static void fk_close_session(struct fake *f, struct fk_conn *c, const struct msg
     fk_result(c, m->req_id, 0, RESULT_OK, 0);
 }
 
+/* Apply ACQUIRE or RELEASE m, then answer NO_LEADER instead of its
+ * RESULT: the outcome of a command whose log write failed on batond's
+ * leader is unknown to that node (raft/node.c, "local failures"). */
+static void fk_unknown_outcome(struct fake *f, struct fk_conn *c, const struct msg *m)
+{
+    struct msg r = {.type = MSG_NO_LEADER, .req_id = m->req_id};
+
+    f->unknown_outcome--;
+    f->n_no_leader++;
+    c->mute = true;
+    if (m->type == MSG_ACQUIRE)
+        fk_acquire(f, c, m);
+    else
+        fk_release(f, c, m);
+    c->mute = false;
+    fk_send(c, &r);
+}
+
 static void fk_handle(struct fake *f, struct fk_conn *c, const struct msg *m)
 {
     struct msg r = {.req_id = m->req_id};
@@ -383,12 +402,18 @@ static void fk_handle(struct fake *f, struct fk_conn *c, const struct msg *m)
             shutdown(c->fd, SHUT_RDWR);
             c->dead = true;
         }
-        fk_acquire(f, c, m);
+        if (f->unknown_outcome > 0)
+            fk_unknown_outcome(f, c, m);
+        else
+            fk_acquire(f, c, m);
         return;
     case MSG_RELEASE:
         f->n_release++;
         fk_attach(f, m->u.op.session, c->id);
-        fk_release(f, c, m);
+        if (f->unknown_outcome > 0)
+            fk_unknown_outcome(f, c, m);
+        else
+            fk_release(f, c, m);
         return;
     case MSG_CANCEL:
         f->n_cancel++;

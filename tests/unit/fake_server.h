@@ -8,7 +8,8 @@
  * proto/msg.h. It keeps sessions, a FIFO queue per lock, fences and a
  * (session, seq) dedup table in memory, grants and pushes like the protocol
  * says, and can be told to misbehave: answer REDIRECT to another fake,
- * answer NO_LEADER a number of times, drop a connection right after a
+ * answer NO_LEADER a number of times (or after applying a command: an
+ * outcome the node cannot know), drop a connection right after a
  * QUEUED reply, never answer ACQUIRE, ignore wait deadlines, or claim
  * another protocol version. It answers KEEPALIVE (and can be told to stop
  * answering it), and a test can make it expire a session (LOST pushes for
@@ -64,6 +65,7 @@ struct fk_conn {
     bool hello;
     bool dead;
     bool sniffed;   /* its first bytes were looked at */
+    bool mute;      /* drop what is sent to it (unknown_outcome) */
     tls *t;         /* TLS endpoint, NULL in plaintext */
     struct buf in;  /* plaintext received */
 };
@@ -117,6 +119,9 @@ struct fake {
     bool no_wait_timeouts; /* do not enforce wait_ms deadlines */
     int drop_after_queued; /* close the connection after the next N QUEUED replies */
     int drop_unanswered;   /* apply the next N ACQUIREs but close instead of replying */
+    int unknown_outcome;   /* apply the next N ACQUIREs and RELEASEs but answer
+                              NO_LEADER instead of their RESULT, as batond does
+                              when its log write of the entry failed */
     uint32_t hello_version;
     bool ka_silent;        /* do not answer KEEPALIVE */
     int32_t hello_error;   /* answer HELLO with ERROR(hello_error, hello_error_msg)

@@ -192,6 +192,9 @@ void sample(int type, int v, struct msg *m)
         s->auth_digest = U64(v, 0x8182838485868788ull);
         s->check_index = U64(v, 0x9192939495969798ull);
         s->content_hash = U64(v, 0xA1A2A3A4A5A6A7A8ull);
+        s->fault_kind = U8(v, FAULT_LOG);
+        s->fault = I32(v, BATON_EIO);
+        s->fault_index = U64(v, 0x9192939495969798ull);
         break;
     }
     case MSG_LOCK_INFO:
@@ -445,6 +448,9 @@ void assert_msg_eq(const struct msg *a, const struct msg *b)
             ASSERT_PSTR_EQ(x->members[i].client_addr, y->members[i].client_addr);
         }
         ASSERT_UEQ(x->state_digest, y->state_digest);
+        ASSERT_EQ(x->fault_kind, y->fault_kind);
+        ASSERT_EQ(x->fault, y->fault);
+        ASSERT_UEQ(x->fault_index, y->fault_index);
         ASSERT_UEQ(x->auth_digest, y->auth_digest);
         ASSERT_UEQ(x->check_index, y->check_index);
         ASSERT_UEQ(x->content_hash, y->content_hash);

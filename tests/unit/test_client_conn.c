@@ -221,6 +221,46 @@ TEST(async_resend_unanswered_gets_cached_result)
     fake_stop(f);
 }
 
+/* batond answers NO_LEADER, never a final error, for a command whose
+ * entry raft had accepted but whose outcome the node cannot know (its log
+ * write of the entry failed: the followers may still commit it). The fake
+ * applies the ACQUIRE, then the RELEASE, and answers each NO_LEADER: the
+ * client re-sends each with the same seq, and the dedup table gives the
+ * real outcome -- the grant (a new seq would be refused EWOULDBLOCK: the
+ * session holds the lock), and the release (a new seq would be refused
+ * ENOTHELD: the lock is free already). */
+TEST(async_outcome_unknown_resent_same_seq)
+{
+    struct fake *f = fake_start();
+    struct tloop t;
+    baton_async_t *ac, *other;
+    struct rec r, o;
+
+    tloop_init(&t);
+    ac = a_open(&t, f->addr, 0, 0);
+    FK_SET(f, unknown_outcome, 1);
+    r = a_lock(&t, ac, "u", BATON_WAIT_TRY);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_UEQ(r.value, 1); /* the fence of the one grant */
+    ASSERT_EQ(FK_GET(f, n_acquire), 2);
+    ASSERT_EQ(FK_GET(f, n_no_leader), 1);
+    ASSERT_EQ(FK_GET(f, n_dedup_hits), 1);
+    FK_SET(f, unknown_outcome, 1);
+    ASSERT_EQ(a_unlock(&t, ac, "u", r.value), 0);
+    ASSERT_EQ(FK_GET(f, n_release), 2);
+    ASSERT_EQ(FK_GET(f, n_no_leader), 2);
+    ASSERT_EQ(FK_GET(f, n_dedup_hits), 2);
+    /* The lock is free for anyone: both outcomes were the cluster's. */
+    other = a_open(&t, f->addr, 0, 0);
+    o = a_lock(&t, other, "u", BATON_WAIT_TRY);
+    ASSERT_EQ(o.status, 0);
+    ASSERT_UEQ(o.value, 2);
+    a_close(&t, other);
+    a_close(&t, ac);
+    tloop_done(&t);
+    fake_stop(f);
+}
+
 TEST(async_version_mismatch)
 {
     struct fake *f = fake_start();
@@ -247,6 +287,7 @@ int main(int argc, char **argv)
     RUN(async_unavailable);
     RUN(async_reconnect_resends_same_seq);
     RUN(async_resend_unanswered_gets_cached_result);
+    RUN(async_outcome_unknown_resent_same_seq);
     RUN(async_version_mismatch);
     return runner_done();
 }

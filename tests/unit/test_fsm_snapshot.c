@@ -533,6 +533,49 @@ TEST(map_growth_waits_for_a_running_snapshot)
     teardown(&f);
 }
 
+/* The map grows in bounded steps: it doubles while it is smaller than the
+ * step cap, then grows by the cap at a time (store_next_growth), so that a
+ * growth never needs more free disk than the cap (docs/operations.md,
+ * "Disk full"). The cap is lowered to 128 KiB here (store__set_grow_max)
+ * so that the capped steps show after a few MB rather than 64 MiB. Every
+ * growth is checked: the map grows by exactly store_next_growth of the map
+ * before it, and never by more than the cap. */
+TEST(map_grows_in_bounded_steps)
+{
+    static char name[200];
+    struct fixture f;
+    size_t before, growths = 0, capped = 0;
+    uint64_t a;
+
+    setup(&f);
+    ASSERT_UEQ(store_next_growth(f.s), store__map_size(f.s)); /* 8 MiB: doubles */
+    ASSERT_EQ(store__set_map_size(f.s, (size_t)256 << 20), 0);
+    ASSERT_UEQ(store_next_growth(f.s), (size_t)64 << 20);     /* not 256 MiB */
+    ASSERT_EQ(store__set_map_size(f.s, 64 * 1024), 0);
+    store__set_grow_max(f.s, 128 * 1024);
+    a = open_session(&f);
+    memset(name, 'g', sizeof name - 1);
+    for (int i = 0; i < 4000 && store__map_size(f.s) < 1024 * 1024; i++) {
+        size_t step;
+
+        before = store__map_size(f.s);
+        step = store_next_growth(f.s);
+        ASSERT(step <= 128 * 1024);
+        snprintf(name, 16, "%06d", i);
+        name[6] = 'g';
+        ASSERT_UEQ(run(&f, c_acq(a, (uint64_t)i + 1, BATON_WAIT_TRY, name)).kind, RESULT_GRANTED);
+        if (store__map_size(f.s) == before) continue;
+        /* One lock's records never need more than one growth. */
+        ASSERT_UEQ(store__map_size(f.s), before + step);
+        growths++;
+        if (step == 128 * 1024 && before > 128 * 1024) capped++;
+    }
+    ASSERT_GE(store__map_size(f.s), 1024 * 1024);
+    ASSERT_GE(growths, 4);
+    ASSERT_GE(capped, 3); /* 256 KiB -> 384 KiB -> ... by the cap, not doubling */
+    teardown(&f);
+}
+
 /* ---- the state digest --------------------------------------------------- */
 
 /* The digest as store.h documents it, computed here independently:
@@ -805,6 +848,7 @@ int main(int argc, char **argv)
     RUN(snapshot_in_steps_is_the_state_at_begin);
     RUN(map_growth_stops_an_open_snapshot);
     RUN(map_growth_waits_for_a_running_snapshot);
+    RUN(map_grows_in_bounded_steps);
     RUN(digest_follows_the_documented_hash);
     RUN(digest_equal_for_equal_entries);
     RUN(digest_differs_for_different_payload);

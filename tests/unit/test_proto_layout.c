@@ -347,11 +347,12 @@ TEST(golden_bytes_lock_delay)
 }
 
 /* STATUS_R spelled out byte by byte: the state digest, the auth digest and
- * the last content check come after the member list. */
+ * the last content check come after the member list, then the node's
+ * fault. */
 TEST(golden_bytes_status_r)
 {
     static const uint8_t status_r[] = {
-        0x65, 0x00, 0x00, 0x00,                         /* len 101 */
+        0x72, 0x00, 0x00, 0x00,                         /* len 114 */
         0x0E, 0x00,                                     /* STATUS_R */
         0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* req_id */
         0x02, 0x00, 0x00, 0x00,                         /* node_id */
@@ -369,6 +370,9 @@ TEST(golden_bytes_status_r)
         0x10, 0x32, 0x54, 0x76, 0x98, 0xBA, 0xDC, 0xFE, /* auth_digest */
         0x2A, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* check_index */
         0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, /* content_hash */
+        0x01,                                           /* FAULT_APPLY */
+        0xFC, 0xFF, 0xFF, 0xFF,                         /* fault: -4 */
+        0x06, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* fault_index */
     };
     struct msg_member mb = {.id = 2};
     struct msg m, d;
@@ -392,6 +396,9 @@ TEST(golden_bytes_status_r)
     m.u.status_r.auth_digest = 0xFEDCBA9876543210ull;
     m.u.status_r.check_index = 42;
     m.u.status_r.content_hash = 0x8877665544332211ull;
+    m.u.status_r.fault_kind = FAULT_APPLY;
+    m.u.status_r.fault = -4;
+    m.u.status_r.fault_index = 6;
     ASSERT_EQ(proto_encode(&b, &m), 0);
     ASSERT_UEQ(b.len, sizeof status_r);
     ASSERT(memcmp(b.data, status_r, sizeof status_r) == 0);
@@ -399,10 +406,10 @@ TEST(golden_bytes_status_r)
     assert_msg_eq(&m, &d);
     msg_free(&d);
 
-    /* Without its content hash (the layout before it was added) the frame
-     * is refused, as is one with a byte more. */
+    /* Without its fault (the layout before it was added) the frame is
+     * refused, as is one with a byte more. */
     {
-        uint8_t short_[sizeof status_r - 8], long_[sizeof status_r + 1];
+        uint8_t short_[sizeof status_r - 13], long_[sizeof status_r + 1];
         memcpy(short_, status_r, sizeof short_);
         fix_len(short_, sizeof short_);
         ASSERT_EQ(proto_decode(short_, sizeof short_, &d), BATON_EMALFORMED);
@@ -518,6 +525,9 @@ static void spec_frame(const struct msg *m, struct buf *w)
         buf_put_u64(w, x->auth_digest);
         buf_put_u64(w, x->check_index);
         buf_put_u64(w, x->content_hash);
+        buf_put_u8(w, x->fault_kind);
+        buf_put_i32(w, x->fault);
+        buf_put_u64(w, x->fault_index);
         break;
     }
     case MSG_LOCK_INFO: /* {str lock} */

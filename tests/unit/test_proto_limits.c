@@ -249,6 +249,9 @@ static void forge_status_r(struct buf *b, uint32_t count, uint32_t present)
     buf_put_u64(b, 0x1112131415161718ull); /* auth_digest */
     buf_put_u64(b, 0x2122232425262728ull); /* check_index */
     buf_put_u64(b, 0x3132333435363738ull); /* content_hash */
+    buf_put_u8(b, 1);                      /* fault_kind */
+    buf_put_i32(b, -4023);                 /* fault */
+    buf_put_u64(b, 0x2122232425262728ull); /* fault_index */
     end_frame(b);
 }
 
