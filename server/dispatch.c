@@ -205,6 +205,7 @@ static handler_fn *const handlers[MSG_TYPE_MAX_] = {
     [MSG_MEMBERS] = admin_members,
     [MSG_MEMBER_REMOVE] = admin_member_remove,
     [MSG_MEMBER_ADD] = admin_member_add,
+    [MSG_LOST_HOLDS] = keepalive_lost_holds,
 };
 
 void dispatch(struct conn *c, const struct msg *m)
