@@ -196,7 +196,7 @@ TEST(lost_record_counts_toward_the_session_limit)
 {
     struct fixture f;
     static struct cmd cmds[CMD_MAX_BATCH];
-    static char names[STORE_MAX_OWNED_PER_SESSION][8];
+    static char names[STORE_MAX_OWNED_PER_SESSION][16];
     uint64_t a, seq = 1, fence;
     size_t n = 0;
 
