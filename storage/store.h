@@ -54,8 +54,9 @@
  *
  * Lock-delay (cmd.h): when a session expires, each of its holds that
  * carries a lock-delay leaves its lock free but delayed, granted to nobody
- * until the leader's DELAY_END; the leader learns of it from FX_LOCK_DELAY
- * and, after an election, from store_foreach_delayed_lock.
+ * until the leader's DELAY_END; so does a forced release that waits out
+ * the holder's lease (FORCE_RELEASE2). The leader learns of it from
+ * FX_LOCK_DELAY and, after an election, from store_foreach_delayed_lock.
  *
  * State digest: a u64 that summarises every entry the store has applied,
  * so that two nodes can tell cheaply whether they applied the same log.

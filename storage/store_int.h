@@ -39,12 +39,13 @@
  * state digest (meta "digest", and a u64 after the applied index in the
  * snapshot header); format 4 added the members table (a seventh database,
  * dumped last in snapshots); format 5 added the owner to the session
- * record (struct sess_rec). A format 3 or 4 store is upgraded in place
- * when it is opened (store.c: every session record is rewritten with the
- * anonymous owner "", since no binary of those formats knew of
- * authentication; a format 3 store's members table starts empty), and a
- * format 3 or 4 snapshot is restored the same way (snapshot.c); any other
- * format is refused. */
+ * record (struct sess_rec); format 6 added the lost table (below). A
+ * format 3 or 4 store is upgraded in place when it is opened (store.c:
+ * every session record is rewritten with the anonymous owner "", since no
+ * binary of those formats knew of authentication; a format 3 store's
+ * members table starts empty), and a format 3 or 4 snapshot is restored
+ * the same way (snapshot.c); then each goes on as a format 5 one does
+ * (below). Any other format is refused. */
 #define STORE_FORMAT_NO_OWNERS 4
 #define STORE_FORMAT_NO_MEMBERS 3
 
