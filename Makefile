@@ -310,7 +310,8 @@ fault-inner: $(PROGS) $(FAULT_PROGS)
 fault-selftest-inner: $(FAULT_ALL)
 	@BATON_BUILD=$(abspath $(BROKEN)) $(FAULT_DIR)/faultrun --seconds 30 --expect-violations
 
-$(FAULT_DIR)/faultrun: $(addprefix $(FAULT_DIR)/,run.o nemesis.o) $(B)/libtest.a $(B)/libproto.a
+$(FAULT_DIR)/faultrun: $(addprefix $(FAULT_DIR)/,run.o nemesis.o nemesis_admin.o) $(B)/libtest.a \
+                      $(B)/libproto.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
 $(FAULT_DIR)/faultproxy: $(FAULT_DIR)/proxy.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV)

@@ -25,7 +25,8 @@
  * (baton__conn_refused) instead of being retried until connect_timeout_ms.
  *
  * The connection is "confirmed" once a reply that only the leader gives
- * (SESSION, RESULT, GRANTED, WAIT_FAILED, LOST, SESSION_EXPIRED) arrives
+ * (SESSION, RESULT, GRANTED, WAIT_FAILED, LOST, SESSION_EXPIRED,
+ * LOST_HOLDS_R) arrives
  * on it; async_ops.c uses
  * that to tell BATON_ETIMEDOUT (the leader did not answer in time) from
  * BATON_EUNAVAIL (no leader was reachable).

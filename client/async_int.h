@@ -46,7 +46,8 @@
  * Their req_ids come from a separate range (BATON__KA_ID_BASE and up, far
  * above any seq), and a small ring remembers when each recent one was sent
  * and for which session, so that a RESULT is matched to its keepalive
- * without any chance of being taken for a request's.
+ * without any chance of being taken for a request's. A LOST_HOLDS (the
+ * session's lost holds, async_session.c) takes its id from the same range.
  */
 #ifndef BATON_CLIENT_ASYNC_INT_H
 #define BATON_CLIENT_ASYNC_INT_H
@@ -241,6 +242,8 @@ struct baton_async {
     size_t held_unmapped;     /* entries the map had no room for */
     baton_async_lost_cb *lost_cb;
     void *lost_data;
+    uint64_t lost_fetch_id;   /* LOST_HOLDS in flight (a keepalive-range id), 0: none */
+    uint64_t lost_fetch_gen;  /* the connection it went out on */
     baton_async_open_cb *session_cb;
     void *session_data;
     baton_async_queued_cb *queued_cb;
@@ -317,6 +320,7 @@ void baton__ops_check_timers(baton_async_t *ac, uint64_t now);
 uint64_t baton__ops_next_timer(const baton_async_t *ac);
 void baton__session_fail(baton_async_t *ac, int status);
 bool baton__open_refused(baton_async_t *ac, int status);
+void baton__ack_lost(baton_async_t *ac, const char *name, size_t name_len, uint64_t fence);
 
 /* async_session.c */
 /* The safety margin of a lease of ttl ms (BATON__LEASE_DRIFT_PER_MILLE,
@@ -326,7 +330,7 @@ void baton__on_conn_ready(baton_async_t *ac);
 void baton__session_started(baton_async_t *ac, uint64_t open_sent_at);
 void baton__lease_renew(baton_async_t *ac, uint64_t sent_at);
 bool baton__is_keepalive_id(uint64_t req_id);
-void baton__on_keepalive_reply(baton_async_t *ac, uint64_t req_id, int status);
+void baton__on_keepalive_reply(baton_async_t *ac, uint64_t req_id, int status, uint64_t n_lost);
 bool baton__session_check_timers(baton_async_t *ac, uint64_t now);
 uint64_t baton__session_next_timer(const baton_async_t *ac);
 void baton__session_lost(baton_async_t *ac);
@@ -339,6 +343,8 @@ void baton__held_lost(baton_async_t *ac, struct baton__req *h, int why);
 void baton__held_all_lost(baton_async_t *ac);
 void baton__held_free_all(baton_async_t *ac);
 void baton__on_lost_push(baton_async_t *ac, const struct msg *m);
+void baton__on_lost_holds(baton_async_t *ac, const struct msg *m);
+void baton__on_lost_holds_error(baton_async_t *ac, uint64_t req_id);
 
 /* async_tls.c */
 int baton__tls_setup(baton_async_t *ac, const baton_opts *o, char *err, size_t err_size);

@@ -246,6 +246,24 @@ static void issue_release(baton_async_t *ac, const char *name, size_t n, uint64_
 }
 
 /*
+ * Acknowledge the cluster's record that the hold of `name` with `fence` was
+ * forced away (async_session.c, "Lost holds"): a RELEASE of that fence,
+ * which the cluster answers BATON_ELOST and which deletes the record. It
+ * owes no caller a callback and is re-sent until answered, like the
+ * release of an abandoned grant. Not sent twice: a RELEASE of that hold
+ * already in the table (an earlier acknowledgement, or the caller's own
+ * unlock) does the same.
+ */
+void baton__ack_lost(baton_async_t *ac, const char *name, size_t n, uint64_t fence)
+{
+    for (const struct baton__req *r = ac->head; r; r = r->next)
+        if (r->kind == BATON__K_RELEASE && r->fence == fence && r->name_len == n &&
+            memcmp(r->name, name, n) == 0)
+            return;
+    issue_release(ac, name, n, fence);
+}
+
+/*
  * Ask the cluster to withdraw lock call t. If the CANCEL wins, t ends with
  * `status`; if the grant wins, with the lock. While t's caller waits, the
  * CANCEL has an op deadline of its own (expiring it fails t).
@@ -302,8 +320,10 @@ static void session_gone(baton_async_t *ac)
 
 /*
  * The answer to a RELEASE. If it released a lock the context holds, that
- * lock's entry goes; an ENOTHELD for a lock that the cluster had said was
- * taken away (a LOST push that crossed the RELEASE) becomes BATON_ELOST.
+ * lock's entry goes; BATON_ELOST says the cluster had forced the lock away
+ * (the RELEASE acknowledged that), and an ENOTHELD for a lock that the
+ * cluster had said was taken away (a LOST push that crossed the RELEASE)
+ * becomes BATON_ELOST too.
  */
 static void on_release_result(baton_async_t *ac, struct baton__req *r, int status, int kind,
                               uint64_t value, const char *why)
@@ -318,14 +338,17 @@ static void on_release_result(baton_async_t *ac, struct baton__req *r, int statu
     }
     h = baton__held_find(ac, r->fence, r->name, r->name_len);
     if (h && h->state == BATON__H_RELEASING && h->target == r->id) {
-        if (status == BATON_ENOTHELD && h->status < 0) {
-            status = BATON_ELOST;
+        if (status == BATON_ELOST || (status == BATON_ENOTHELD && h->status < 0)) {
             baton__seterr(ac, "unlock '%s': the cluster had taken the lock away (%s) before "
-                          "the release arrived", r->name, baton_strerror(h->status));
+                          "the release arrived", r->name,
+                          baton_strerror(status == BATON_ELOST ? BATON_ELOST : h->status));
+            status = BATON_ELOST;
         }
         baton__held_remove(ac, h);
+    } else if (status == BATON_ELOST && r->user) {
+        baton__seterr(ac, "unlock '%s': an operator had forced the lock's release", r->name);
     }
-    if (status < 0 && status != BATON_ELOST)
+    if (status < 0 && status != BATON_ELOST && r->user)
         baton__seterr(ac, "unlock '%s': %s", r->name, why_text(status, why));
     baton__finish(ac, r, status, 0);
 }
@@ -487,7 +510,8 @@ void baton__on_msg(baton_async_t *ac, const struct msg *m)
     case MSG_RESULT:
         confirm(ac);
         if (baton__is_keepalive_id(m->req_id)) {
-            baton__on_keepalive_reply(ac, m->req_id, m->u.result.status);
+            baton__on_keepalive_reply(ac, m->req_id, m->u.result.status,
+                                      m->u.result.status == 0 ? m->u.result.value : 0);
             return;
         }
         r = baton__req_find(ac, m->req_id);
@@ -512,6 +536,10 @@ void baton__on_msg(baton_async_t *ac, const struct msg *m)
         confirm(ac);
         baton__on_lost_push(ac, m);
         return;
+    case MSG_LOST_HOLDS_R:
+        confirm(ac);
+        baton__on_lost_holds(ac, m);
+        return;
     case MSG_SESSION_EXPIRED:
         confirm(ac);
         if (m->u.session_expired.session != ac->session || !baton__session_known(ac)) return;
@@ -524,11 +552,12 @@ void baton__on_msg(baton_async_t *ac, const struct msg *m)
             /* A refused keepalive: only "not the leader" (the connection
              * is the wrong one) and "no such session" matter; otherwise
              * the lease simply is not renewed. */
+            baton__on_lost_holds_error(ac, m->req_id); /* if it was a LOST_HOLDS */
             if (m->u.error.code == BATON_ENOTLEADER || m->u.error.code == BATON_ENOLEADER) {
                 baton__seterr(ac, "keepalive: %s", baton_err_name(m->u.error.code));
                 baton__conn_fail(ac, true);
             } else if (m->u.error.code == BATON_ESESSION) {
-                baton__on_keepalive_reply(ac, m->req_id, BATON_ESESSION);
+                baton__on_keepalive_reply(ac, m->req_id, BATON_ESESSION, 0);
             }
             return;
         }

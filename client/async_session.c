@@ -35,6 +35,22 @@
  * healthy leader answers within milliseconds. ZooKeeper's client similarly
  * gives up on a server that is silent for 2/3 of the session timeout.
  *
+ * Lost holds. A lock taken from a session that lives on (an operator's
+ * forced release) is announced by a LOST push, which may never arrive: the
+ * connection was gone, the leader changed. So the cluster also records the
+ * loss until the session acknowledges it, and every keepalive reply says
+ * how many such records the session has. A non-zero count makes the client
+ * fetch them (LOST_HOLDS, one request in flight, paged by fence), declare
+ * each lock it still counts as held lost (the lost callback, BATON_ELOST)
+ * and acknowledge each record with a RELEASE of its fence (baton__ack_lost),
+ * which the cluster answers BATON_ELOST. The LOST push, when it does
+ * arrive, does the same at once. A keepalive goes out every ttl/3 and right
+ * after every reconnect, so the client hears of a forced release within a
+ * keepalive interval of it, or its lease (counted from before the release)
+ * runs out. An unlock already in flight when the loss becomes known is
+ * itself the acknowledgement and answers BATON_ELOST instead of running
+ * the lost callback.
+ *
  * The end of a session (baton__session_lost): the lease ran out here, a
  * SESSION_EXPIRED push came, or the cluster answered BATON_ESESSION. Every
  * held lock is declared lost; every call that the session had sent fails
@@ -138,9 +154,26 @@ void baton__lease_renew(baton_async_t *ac, uint64_t sent_at)
     if (sent_at > ac->lease_base) ac->lease_base = sent_at;
 }
 
-/* The answer to keepalive req_id: OK renews the lease from its send time,
- * BATON_ESESSION ends the session, anything else is ignored. */
-void baton__on_keepalive_reply(baton_async_t *ac, uint64_t req_id, int status)
+/* Ask the cluster for the session's lost holds with a fence above
+ * `after`, unless such a request is in flight on this connection. */
+static void lost_fetch(baton_async_t *ac, uint64_t after)
+{
+    struct msg m = {.type = MSG_LOST_HOLDS};
+
+    if (ac->cstate != BATON__C_READY || !baton__session_known(ac)) return;
+    if (ac->lost_fetch_id != 0 && ac->lost_fetch_gen == ac->gen && after == 0) return;
+    m.req_id = ac->ka_next_id++;
+    m.u.lost_holds.session = ac->session;
+    m.u.lost_holds.after = after;
+    if (baton__send_msg(ac, &m) != 0) return; /* ENOMEM: the next keepalive asks again */
+    ac->lost_fetch_id = m.req_id;
+    ac->lost_fetch_gen = ac->gen;
+}
+
+/* The answer to keepalive req_id: OK renews the lease from its send time
+ * and, when the session has lost holds (n_lost), fetches them;
+ * BATON_ESESSION ends the session; anything else is ignored. */
+void baton__on_keepalive_reply(baton_async_t *ac, uint64_t req_id, int status, uint64_t n_lost)
 {
     unsigned i;
 
@@ -151,6 +184,7 @@ void baton__on_keepalive_reply(baton_async_t *ac, uint64_t req_id, int status)
     ac->ka[i].answered = true;
     if (status == 0) {
         baton__lease_renew(ac, ac->ka[i].sent_at);
+        if (n_lost > 0) lost_fetch(ac, 0);
     } else if (status == BATON_ESESSION) {
         baton__seterr(ac, "session %llu: the cluster answered a keepalive: expired or unknown",
                       (unsigned long long)ac->session);
@@ -328,20 +362,27 @@ void baton__held_free_all(baton_async_t *ac)
     ac->held_unmapped = 0;
 }
 
-/* A LOST push: the cluster took one lock away from the session. */
-void baton__on_lost_push(baton_async_t *ac, const struct msg *m)
+/*
+ * The cluster took the hold of `name` with `fence` away from the session
+ * (why: BATON_ESESSION for an expiry, BATON_ELOST for a forced release),
+ * as a LOST push or a lost-hold record says. A lock the context still
+ * holds is declared lost; one being unlocked learns it from its RELEASE's
+ * answer. A forced release's record is acknowledged (baton__ack_lost)
+ * unless that RELEASE does it.
+ */
+static void hold_taken(baton_async_t *ac, const char *name, size_t n, uint64_t fence, int why)
 {
-    struct baton__req *h;
-    int why = m->u.push.status == BATON_ESESSION ? BATON_ESESSION : BATON_ELOST;
+    struct baton__req *h = baton__held_find(ac, fence, name, n);
 
-    if (m->u.push.session != ac->session || !baton__session_known(ac)) return;
-    h = baton__held_find(ac, m->u.push.fence, m->u.push.lock.p, m->u.push.lock.n);
-    if (h == NULL || h->session != ac->session) return;
-    if (h->state == BATON__H_RELEASING) {
-        /* Its RELEASE will be answered ENOTHELD: report BATON_ELOST then. */
+    if (h != NULL && h->session != ac->session) h = NULL;
+    if (h != NULL && h->state == BATON__H_RELEASING) {
+        /* Its RELEASE will be answered ELOST (or ENOTHELD): report
+         * BATON_ELOST then; it acknowledges the record too. */
         h->status = why;
         return;
     }
+    if (why == BATON_ELOST) baton__ack_lost(ac, name, n, fence);
+    if (h == NULL || h->state != BATON__H_HELD) return;
     if (why == BATON_ELOST)
         baton__seterr(ac, "lock '%s' (fence %llu) was taken away: an operator forced its release",
                       h->name, (unsigned long long)h->fence);
@@ -349,6 +390,42 @@ void baton__on_lost_push(baton_async_t *ac, const struct msg *m)
         baton__seterr(ac, "lock '%s' (fence %llu) was lost: session %llu expired in the cluster",
                       h->name, (unsigned long long)h->fence, (unsigned long long)ac->session);
     baton__held_lost(ac, h, why);
+}
+
+/* A LOST push: the cluster took one lock away from the session. */
+void baton__on_lost_push(baton_async_t *ac, const struct msg *m)
+{
+    int why = m->u.push.status == BATON_ESESSION ? BATON_ESESSION : BATON_ELOST;
+
+    if (m->u.push.session != ac->session || !baton__session_known(ac)) return;
+    hold_taken(ac, m->u.push.lock.p, m->u.push.lock.n, m->u.push.fence, why);
+}
+
+/* LOST_HOLDS_R: a page of the session's lost holds. Each is declared and
+ * acknowledged; the next page, if any, is asked for at once. */
+void baton__on_lost_holds(baton_async_t *ac, const struct msg *m)
+{
+    const struct msg_lost_holds_r *r = &m->u.lost_holds_r;
+    uint64_t last = 0;
+
+    if (m->req_id != ac->lost_fetch_id || ac->lost_fetch_id == 0) return;
+    ac->lost_fetch_id = 0;
+    if (!baton__session_known(ac) || ac->lost_fetch_gen != ac->gen) return;
+    for (uint32_t i = 0; i < r->n; i++) {
+        const struct msg_lost_hold *l = &r->items[i];
+        /* A record is only ever left by a forced release (the end of a
+         * session deletes them): BATON_ELOST, whatever its status says. */
+        hold_taken(ac, l->lock.p, l->lock.n, l->fence, BATON_ELOST);
+        last = l->fence;
+        if (!baton__session_known(ac)) return; /* an ack's send failed the session */
+    }
+    if (r->more && last != 0) lost_fetch(ac, last);
+}
+
+/* An ERROR answered the LOST_HOLDS req_id: the next keepalive asks again. */
+void baton__on_lost_holds_error(baton_async_t *ac, uint64_t req_id)
+{
+    if (req_id == ac->lost_fetch_id) ac->lost_fetch_id = 0;
 }
 
 /* ---- the end of a session and a fresh one --------------------------------------- */

@@ -21,7 +21,9 @@
  * message, so it always finds out first. A held lock is declared LOST --
  * the lost callback (baton_on_lost) runs once for it -- when the lease
  * runs out here, when the cluster says the session expired, or when the
- * cluster says it took that one lock away (an operator's forced release).
+ * cluster says it took that one lock away (an operator's forced release:
+ * a LOST push, or, should that be lost, the next keepalive's answer, so
+ * within ttl/3 and a round trip).
  * From then on the caller must stop relying on the lock; baton_unlock of
  * it returns BATON_ELOST without contacting the cluster. When the session
  * ended, lock calls still waiting in it fail with BATON_ESESSION, and the

@@ -60,10 +60,17 @@
  *    push, or BATON_ESESSION in answer to a keepalive or any request
  *    (BATON_ESESSION; every held lock of the session);
  *  - the cluster pushes LOST for that lock: BATON_ELOST when an operator
- *    forced its release, BATON_ESESSION when the session expired.
+ *    forced its release, BATON_ESESSION when the session expired;
+ *  - a keepalive's answer says the cluster recorded lost holds for the
+ *    session (an operator forced them away, and the LOST push may never
+ *    have arrived): the core asks for them and declares each lost
+ *    (BATON_ELOST). A forced release is therefore always reported, within
+ *    a keepalive interval (ttl/3) of it and a round trip, whatever became
+ *    of the push; the core acknowledges each to the cluster itself.
  * So the caller gives up a lock no later than the cluster can grant it to
  * anyone else (as long as the two machines' clocks run at about the same
- * rate). A lock whose unlock is already in flight is not reported to the
+ * rate; an operator's forced release with --now is the exception it asks
+ * for). A lock whose unlock is already in flight is not reported to the
  * lost callback; its unlock callback gets BATON_ELOST instead.
  *
  * A fresh session. When the session ends in the cluster (or its lease ran
@@ -302,10 +309,11 @@ BATON_API int baton_async_cancel(baton_async_t *ac, const char *name, void *data
  * Release lock `name` held with `fence` (from the lock callback). cb (may
  * be NULL) gets 0, BATON_ENOTHELD (the cluster does not count this session
  * as the holder of that grant: it was already released, or it was taken
- * away and the notice of that never reached the client), BATON_ELOST (the
- * lock was declared lost while this unlock was in flight: the cluster
- * pushed LOST for it, or the session ended; the cluster holds it for this
- * session no longer either way), BATON_ETIMEDOUT / BATON_EUNAVAIL (no
+ * away by the session's end and the notice of that never reached the
+ * client), BATON_ELOST (the lock was declared lost while this unlock was
+ * in flight: an operator had forced its release, the cluster pushed LOST
+ * for it, or the session ended; the cluster holds it for this session no
+ * longer either way), BATON_ETIMEDOUT / BATON_EUNAVAIL (no
  * answer in time; the core keeps trying to deliver the release until the
  * session ends), BATON_ESESSION (the session ended while the release of a
  * lock that this context did not know as held was in flight),

@@ -56,6 +56,23 @@
  *    is lost and every wait it had is over (no WAIT_FAILED is sent for
  *    them). Both are best effort: the connection may be gone, and the
  *    client library counts its lease itself (docs/design.md, "Leases").
+ *  - What a push may not deliver, the session learns for sure. An expired
+ *    session's next request or keepalive is answered BATON_ESESSION. A
+ *    hold forced away from a session that lives on stays recorded in the
+ *    cluster as a "lost hold" until the session acknowledges it:
+ *    KEEPALIVE's RESULT carries in `value` how many lost holds the session
+ *    has (counted up to BATON_MAX_LIST; 0 normally). A client that sees a
+ *    non-zero count sends LOST_HOLDS(session, after) -> LOST_HOLDS_R, the
+ *    holds (waiter, fence, status, lock) in fence order, BATON_MAX_LIST at
+ *    most per page (`more`: ask again with after = the last fence). It
+ *    acknowledges each with a RELEASE of that fence and lock, which is
+ *    answered BATON_ELOST (not BATON_ENOTHELD) and deletes the record; a
+ *    RELEASE the holder sends on its own before it learns of the loss is
+ *    the same acknowledgement. The records go too when the session ends.
+ *    Until then each keeps the place of its hold in the session's limit of
+ *    holds and waits (docs/operations.md, "Limits"). LOST_HOLDS is a read
+ *    of the leader's applied state; only the session's own principal may
+ *    send it.
  *  - A queued ACQUIRE (RESULT_QUEUED) later gets exactly one push: GRANTED
  *    (the session holds the lock with that fence) or WAIT_FAILED (status
  *    BATON_ETIMEDOUT for a wait_ms that ran out). Pushes have req_id 0 and
@@ -73,10 +90,23 @@
  *    LIST_SESSIONS returns the sessions whose id is above `after`, in id
  *    order, at most `limit` of them (0 or above BATON_MAX_LIST means
  *    BATON_MAX_LIST); page on with `after` = the last id returned.
- *  - Operator requests, answered once applied: FORCE_RELEASE(lock) takes a
- *    lock from its holder (who gets a LOST push with BATON_ELOST) and gives
- *    it to the head of its queue -> FORCE_RELEASE_R, status BATON_ENOTHELD
- *    if nobody held it. EXPIRE_SESSION(session) ends a session as if its
+ *  - Operator requests, answered once applied: FORCE_RELEASE(fence,
+ *    flags, lock) takes a lock from its holder (who gets a LOST push with
+ *    BATON_ELOST, and a lost hold recorded until it acknowledges it, above)
+ *    -> FORCE_RELEASE_R. With fence 0 it takes the lock from whoever holds
+ *    it; with a fence, only from the hold granted with that fence, so that
+ *    a re-sent request can never take the lock from the next holder (a
+ *    re-send without a fence may: it finds the lock delayed -- not held --
+ *    while the first one's wait runs, but with BATON_FORCE_NOW it may find
+ *    a new holder). Without BATON_FORCE_NOW the lock is granted to no one
+ *    (delay_ms in the reply) for the holder session's ttl plus the hold's
+ *    lock-delay: the old holder's client counts its lease from before the
+ *    release, so by the time the next waiter is granted it has stopped,
+ *    whether or not it heard of the loss (Chubby's lock-delay); then the
+ *    head of the queue is granted. BATON_FORCE_NOW grants the head of the
+ *    queue at once. Status BATON_ENOTHELD, nothing changed, if nobody holds
+ *    the lock (a delayed lock included) or the hold has another fence
+ *    (cur_fence says which). EXPIRE_SESSION(session) ends a session as if its
  *    lease had run out -> RESULT (0, or BATON_ESESSION for an unknown
  *    session). TRANSFER(id) asks the leader to hand leadership to node id
  *    (0: a voter raft picks) -> TRANSFER_R with the leader once the
@@ -165,7 +195,10 @@
 #include "proto/msg_table.h"
 
 #define BATON_PROTO_VERSION 3  /* 2: HELLO's token, HELLO_OK's principal, owners;
-                                   3: STATUS_R's content check, CHECK */
+                                   3: STATUS_R's content check and fault, CHECK,
+                                  FORCE_RELEASE's fence and flags, its reply's delay
+                                  and current fence, LOST_HOLDS, the lost-hold count
+                                  in KEEPALIVE's RESULT */
 #define BATON_MAX_FRAME (1u << 20)  /* largest `len` field (a frame is <= 4 + this) */
 #define BATON_MAX_CLIENT_NAME 64    /* client name bytes */
 #define BATON_MAX_ADDR 64           /* "a.b.c.d:port" and then some */
@@ -203,7 +236,8 @@ struct msg_info {
 
 /* MSG_RESULT kinds: what `value` means. */
 enum result_kind {
-    RESULT_OK = 0,      /* value unused (RELEASE, CLOSE_SESSION, KEEPALIVE) */
+    RESULT_OK = 0,      /* value unused (RELEASE, CLOSE_SESSION), except for
+                           KEEPALIVE: the session's lost holds (LOST_HOLDS) */
     RESULT_GRANTED,     /* value = fence; the caller now holds the lock */
     RESULT_QUEUED,      /* value = 1-based position in the queue; a GRANTED
                            or WAIT_FAILED push follows later */
@@ -335,16 +369,58 @@ struct msg_list_locks_r {
     uint8_t more;           /* 1 if more locks match than were returned */
 };
 
+/* FORCE_RELEASE's flags. */
+#define BATON_FORCE_NOW 0x01u  /* grant the next waiter at once, without waiting
+                                  out the holder's lease */
+
+/* An operator's forced release of `lock`: fence 0 takes it from whoever
+ * holds it, any other fence only from the hold granted with that fence;
+ * flags BATON_FORCE_NOW or 0. */
+struct msg_force_release {
+    uint64_t fence;
+    uint8_t flags;
+    struct pstr lock;
+};
+
 /* What a forced release did. status is 0 or BATON_ENOTHELD (the lock was
- * not held; every other field is then 0). lost_* name the hold that was
- * taken away; new_* the waiter that was granted the lock next, or 0 when
- * nobody waited (the lock is then free). */
+ * not held, or not with the fence asked for: nothing changed; cur_fence is
+ * then the fence of the hold there is, 0 if nobody holds the lock -- it may
+ * be free or in a lock-delay -- and the other fields are 0). lost_* name
+ * the hold that was taken away; new_* the waiter that was granted the lock
+ * next, or 0 when nobody was (the lock is then free, or delayed: see
+ * delay_ms); delay_ms > 0: the lock is granted to no one for that long, to
+ * wait out the old holder's lease (no BATON_FORCE_NOW). */
 struct msg_force_release_r {
     int32_t status;
     uint64_t lost_session;
     uint64_t lost_fence;
     uint64_t new_session;
     uint64_t new_fence;
+    uint32_t delay_ms;
+    uint64_t cur_fence;
+};
+
+/* LOST_HOLDS: the lost holds of `session` with a fence above `after` (0
+ * for the first page). */
+struct msg_lost_holds {
+    uint64_t session;
+    uint64_t after;
+};
+
+/* One hold taken from the session without its RELEASE (a forced release),
+ * not yet acknowledged: the ACQUIRE (its seq, `waiter`) that won it, its
+ * fence, why (BATON_ELOST) and the lock. */
+struct msg_lost_hold {
+    uint64_t waiter;
+    uint64_t fence;
+    int32_t status;
+    struct pstr lock;
+};
+
+struct msg_lost_holds_r {
+    uint32_t n;             /* <= BATON_MAX_LIST, in fence order */
+    struct msg_lost_hold *items;
+    uint8_t more;           /* 1: more follow; ask again with after = the last fence */
 };
 
 struct msg_session_summary {
@@ -382,7 +458,6 @@ struct msg_list_locks { struct pstr prefix; uint32_t limit; };
 struct msg_redirect { uint32_t leader_id; struct pstr client_addr; };
 struct msg_error { int32_t code; struct pstr message; };
 struct msg_session_expired { uint64_t session; };
-struct msg_force_release { struct pstr lock; };
 struct msg_expire_session { uint64_t session; };
 struct msg_transfer { uint32_t id; };           /* 0: let raft pick a voter */
 struct msg_transfer_r { uint32_t leader_id; };
@@ -466,6 +541,8 @@ struct msg {
         struct msg_members_r members_r;
         struct msg_member_remove member_remove;
         struct msg_member_add member_add;
+        struct msg_lost_holds lost_holds;
+        struct msg_lost_holds_r lost_holds_r;
     } u;
 };
 

@@ -94,10 +94,11 @@
   X(LOST,            22,  S2C, 0, NONE,  push,           U64(session) U64(waiter) U64(fence)   \
                                                          I32(status) LOCK(lock))               \
   X(SESSION_EXPIRED, 23,  S2C, 0, NONE,  session_expired, U64(session))                        \
-  X(FORCE_RELEASE,   24,  C2S, 1, ADMIN, force_release,  LOCK(lock))                           \
+  X(FORCE_RELEASE,   24,  C2S, 1, ADMIN, force_release,  U64(fence) U8(flags) LOCK(lock))      \
   X(FORCE_RELEASE_R, 25,  S2C, 0, NONE,  force_release_r, I32(status) U64(lost_session)        \
                                                          U64(lost_fence) U64(new_session)      \
-                                                         U64(new_fence))                       \
+                                                         U64(new_fence) U32(delay_ms)          \
+                                                         U64(cur_fence))                       \
   X(EXPIRE_SESSION,  26,  C2S, 1, ADMIN, expire_session, U64(session))                         \
   X(TRANSFER,        27,  C2S, 1, ADMIN, transfer,       U32(id))                              \
   X(TRANSFER_R,      28,  S2C, 0, NONE,  transfer_r,     U32(leader_id))                       \
@@ -115,7 +116,10 @@
   X(MEMBER_ADD,      38,  C2S, 1, ADMIN, member_add,     U32(id) STR(raft_addr, BATON_MAX_ADDR) \
                                                          STR(client_addr, BATON_MAX_ADDR))     \
   X(CHECK,           39,  C2S, 1, ADMIN, none,           )                                     \
-  X(CHECK_R,         40,  S2C, 0, NONE,  check_r,        U64(index))
+  X(CHECK_R,         40,  S2C, 0, NONE,  check_r,        U64(index))                          \
+  X(LOST_HOLDS,      41,  C2S, 1, LOCK,  lost_holds,     U64(session) U64(after))              \
+  X(LOST_HOLDS_R,    42,  S2C, 0, NONE,  lost_holds_r,   LIST(n, items, BATON_MAX_LIST,        \
+                                                              lost_hold) U8(more))
 
 /* The items of the LIST fields above: X(item, fields), the body of one
  * struct msg_<item>. */
@@ -127,7 +131,8 @@
   X(lock_summary,    LOCK(name) U64(holder_session) U64(fence) U32(n_waiters))                 \
   X(session_summary, U64(id) U32(ttl_ms) U64(created_index)                                    \
                      STR(client_name, BATON_MAX_CLIENT_NAME) U32(n_holds) U32(n_waits)    \
-                     STR(owner, BATON_MAX_PRINCIPAL))
+                     STR(owner, BATON_MAX_PRINCIPAL))                                          \
+  X(lost_hold,       U64(waiter) U64(fence) I32(status) LOCK(lock))
 /* clang-format on */
 
 #endif /* BATON_PROTO_MSG_TABLE_H */

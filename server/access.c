@@ -9,7 +9,7 @@
  *
  *  - the role its message type needs (proto/msg_table.h's role column);
  *  - a session it names (ACQUIRE, RELEASE, CANCEL, CLOSE_SESSION,
- *    KEEPALIVE, and so the ack_below they carry) must have been opened by
+ *    KEEPALIVE, LOST_HOLDS, and so the ack_below they carry) must have been opened by
  *    the same principal: the owner is replicated with the session, so a
  *    new leader knows it too;
  *  - a lock it acquires, or reads as a non-admin, must fall within the
@@ -176,6 +176,8 @@ static uint64_t session_of(const struct msg *m)
         return m->u.op.session;
     case MSG_KEEPALIVE:
         return m->u.keepalive.session;
+    case MSG_LOST_HOLDS:
+        return m->u.lost_holds.session;
     default:
         return 0;
     }

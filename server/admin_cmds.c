@@ -17,8 +17,10 @@
 /*
  * Answer an applied FORCE_RELEASE with who lost the lock and who got it:
  * the entry's FX_LOST with status BATON_ELOST that this command caused
- * (effect.cmd is its index in the entry), and the FX_GRANT of the same
- * command and name, the hand-off to the next waiter, if any.
+ * (effect.cmd is its index in the entry), the FX_GRANT of the same command
+ * and name, the hand-off to the next waiter, if any, and its FX_LOCK_DELAY
+ * when the lock waits out the holder's lease instead. A refusal carries
+ * the fence of the hold there is (the command's result value).
  */
 static void force_release_done(struct server *srv, const struct pending *p,
                                const struct cmd_outcome *o)
@@ -32,6 +34,7 @@ static void force_release_done(struct server *srv, const struct pending *p,
         return;
     }
     fr->status = o->r->status;
+    if (fr->status == BATON_ENOTHELD) fr->cur_fence = o->r->value;
     for (size_t i = 0; fr->status == 0 && i < o->fx->n_fx; i++) {
         const struct effect *e = &o->fx->fx[i];
         if (e->cmd != o->index || e->name_len != p->name_len ||
@@ -43,25 +46,39 @@ static void force_release_done(struct server *srv, const struct pending *p,
         } else if (e->type == FX_GRANT) {
             fr->new_session = e->session;
             fr->new_fence = e->fence;
+        } else if (e->type == FX_LOCK_DELAY && e->lock_delay_ms > 0) {
+            fr->delay_ms = (uint32_t)e->lock_delay_ms;
         }
     }
     if (fr->status == 0)
-        log_info("lock '%.*s' force-released from session %llu (fence %llu)", (int)p->name_len,
+        log_info("lock '%.*s' force-released from session %llu (fence %llu)%s", (int)p->name_len,
                  p->name, (unsigned long long)fr->lost_session,
-                 (unsigned long long)fr->lost_fence);
+                 (unsigned long long)fr->lost_fence,
+                 fr->delay_ms ? ", granted to no one while its holder's lease runs out" : "");
     if (c != NULL) conn_send(c, &m);
 }
 
+/* FORCE_RELEASE(fence, flags, lock) -> the store's FORCE_RELEASE2
+ * (storage/cmd.h, "Forced releases"). */
 void admin_force_release(struct conn *c, const struct msg *m)
 {
+    const struct msg_force_release *fr = &m->u.force_release;
     struct cmd cmd = {0};
     struct pending p;
 
-    cmd.type = CMD_FORCE_RELEASE;
-    cmd.name = m->u.force_release.lock.p;
-    cmd.name_len = m->u.force_release.lock.n;
-    log_info("conn %llu (%s): forced release of '%.*s' requested", (unsigned long long)c->id,
-             c->peer, (int)cmd.name_len, cmd.name);
+    if ((fr->flags & ~BATON_FORCE_NOW) != 0) {
+        conn_send_error(c, m->req_id, BATON_EINVAL, "release: unknown flags 0x%02x",
+                        (unsigned)fr->flags);
+        return;
+    }
+    cmd.type = CMD_FORCE_RELEASE2;
+    cmd.fence = fr->fence;
+    cmd.wait_ms = (fr->flags & BATON_FORCE_NOW) ? CMD_FORCE_NOW : CMD_FORCE_AFTER_LEASE;
+    cmd.name = fr->lock.p;
+    cmd.name_len = fr->lock.n;
+    log_info("conn %llu (%s): forced release of '%.*s' requested (fence %llu%s)",
+             (unsigned long long)c->id, c->peer, (int)cmd.name_len, cmd.name,
+             (unsigned long long)cmd.fence, cmd.wait_ms == CMD_FORCE_NOW ? ", now" : "");
     pending_init(&p, force_release_done, c->id, m->req_id, &cmd);
     batch_add(c->srv, &cmd, &p);
 }

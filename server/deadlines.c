@@ -1,7 +1,7 @@
 /*
  * deadlines.c -- the leader's timers that end something: a queued
  * ACQUIRE's wait deadline (WAIT_TIMEOUT) and a lock-delay after an expiry
- * (DELAY_END). When one fires the leader proposes the command; the store
+ * or a forced release that waits out the holder's lease (DELAY_END). When one fires the leader proposes the command; the store
  * decides what it means then (a waiter granted meanwhile makes
  * WAIT_TIMEOUT a no-op).
  *
@@ -159,8 +159,8 @@ void deadlines_effect(struct server *srv, const struct effect *e)
         session_disarm(srv, e->session);
         break;
     case FX_LOCK_DELAY:
-        log_info("lock '%.*s' delayed %d ms after its holder expired", (int)e->name_len, e->name,
-                 e->lock_delay_ms);
+        log_info("lock '%.*s' delayed %d ms after its holder expired or was forced away",
+                 (int)e->name_len, e->name, e->lock_delay_ms);
         delay_arm(srv, e->name, e->name_len, e->lock_delay_ms);
         break;
     default:

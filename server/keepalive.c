@@ -19,6 +19,14 @@
  *
  * Keepalives that arrive while a round is in flight wait for the next one:
  * the in-flight barrier may have been proposed before they arrived.
+ *
+ * Lost holds (storage/store.h). A reply also says how many holds were
+ * taken from the session by a forced release and not yet acknowledged
+ * (RESULT's value), read from the store when the round ends: every entry
+ * committed before the barrier is applied then, so a forced release
+ * applied before the keepalive's reply is always counted in it, whatever
+ * became of its LOST push. The client then asks for them (LOST_HOLDS,
+ * served here from the applied state) and acknowledges each.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +56,21 @@ static void list_push(struct ka_list *l, const struct ka_reply *r)
     l->v[l->n++] = *r;
 }
 
-/* Reply to every keepalive of l: alive (status 0) or go find the leader. */
+/* How many lost holds a session has, for its keepalive's reply. A store
+ * that cannot be read answers 0 and logs: the next keepalive asks again. */
+static uint64_t lost_count(struct server *srv, uint64_t session)
+{
+    uint32_t n;
+    int rv = store_lost_count(srv->store, session, BATON_MAX_LIST, &n);
+
+    if (rv == 0) return n;
+    log_warn("session %llu: counting its lost holds: %s", (unsigned long long)session,
+             baton_strerror(rv));
+    return 0;
+}
+
+/* Reply to every keepalive of l: alive (status 0, with the session's count
+ * of lost holds) or go find the leader. */
 static void answer(struct server *srv, struct ka_list *l, int status)
 {
     for (size_t i = 0; i < l->n; i++) {
@@ -62,6 +84,7 @@ static void answer(struct server *srv, struct ka_list *l, int status)
         }
         r.u.result.status = 0;
         r.u.result.kind = RESULT_OK;
+        r.u.result.value = lost_count(srv, l->v[i].session);
         conn_send(c, &r);
     }
     l->n = 0;
@@ -141,4 +164,57 @@ void keepalive_free(struct server *srv)
     free(srv->ka.next.v);
     memset(&srv->ka.round, 0, sizeof srv->ka.round);
     memset(&srv->ka.next, 0, sizeof srv->ka.next);
+}
+
+/* Collects LOST_HOLDS_R items; names are copied because the store lends
+ * them only for the duration of the callback. */
+struct lost_page {
+    struct msg_lost_hold *items;
+    char *names;
+    uint32_t n;
+};
+
+static int lost_one(void *data, uint64_t waiter, uint64_t fence, int32_t status,
+                    const char *name, size_t name_len)
+{
+    struct lost_page *pg = data;
+    char *dst = pg->names + (size_t)pg->n * BATON_MAX_NAME;
+
+    memcpy(dst, name, name_len);
+    pg->items[pg->n] = (struct msg_lost_hold){
+        .waiter = waiter,
+        .fence = fence,
+        .status = status,
+        .lock = {dst, (uint16_t)name_len},
+    };
+    pg->n++;
+    return 0;
+}
+
+/*
+ * LOST_HOLDS(session, after): one page of the session's lost holds, from
+ * the applied state. Like the other reads it neither renews the lease nor
+ * attaches the session: the keepalive that made the client ask did both.
+ * An unknown session has none (its end told the client everything).
+ */
+void keepalive_lost_holds(struct conn *c, const struct msg *m)
+{
+    struct msg r = {.type = MSG_LOST_HOLDS_R, .req_id = m->req_id};
+    struct lost_page pg = {0};
+    int more = 0, rv;
+
+    pg.items = xmalloc(BATON_MAX_LIST * sizeof *pg.items);
+    pg.names = xmalloc((size_t)BATON_MAX_LIST * BATON_MAX_NAME);
+    rv = store_lost_list(c->srv->store, m->u.lost_holds.session, m->u.lost_holds.after,
+                         BATON_MAX_LIST, lost_one, &pg, &more);
+    if (rv != 0) {
+        conn_send_error(c, m->req_id, rv, "lost-holds: %s", baton_strerror(rv));
+    } else {
+        r.u.lost_holds_r.n = pg.n;
+        r.u.lost_holds_r.items = pg.n ? pg.items : NULL;
+        r.u.lost_holds_r.more = (uint8_t)more;
+        conn_send(c, &r);
+    }
+    free(pg.items);
+    free(pg.names);
 }

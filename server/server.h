@@ -21,7 +21,8 @@
  *   admin_cmds.c FORCE_RELEASE, EXPIRE_SESSION, TRANSFER, SNAPSHOT, CHECK
  *   members.c    MEMBERS, MEMBER_ADD, MEMBER_REMOVE
  *   watch.c      WATCH subscriptions and their WATCH_EVENT pushes
- *   keepalive.c  KEEPALIVE replies, after a leadership confirmation round
+ *   keepalive.c  KEEPALIVE replies, after a leadership confirmation round,
+ *                with the session's count of lost holds; LOST_HOLDS
  *   liveness.c   session leases on the leader; EXPIRE_SESSION proposals
  *   deadlines.c  wait deadlines and lock-delays; WAIT_TIMEOUT, DELAY_END
  *   disk.c       refuse state-growing requests while the disk is nearly full
@@ -255,9 +256,12 @@ struct server {
 };
 
 /* keepalive.c: KEEPALIVE renews the lease now and is answered after the
- * next leadership confirmation round. */
+ * next leadership confirmation round, with how many lost holds the
+ * session has; LOST_HOLDS lists them. */
 void keepalive_init(struct server *srv);
 void keepalive_received(struct conn *c, uint64_t req_id, uint64_t session);
+/* LOST_HOLDS: the session's lost holds, from the applied state. */
+void keepalive_lost_holds(struct conn *c, const struct msg *m);
 void keepalive_kick(struct server *srv);   /* end of a loop turn */
 void keepalive_close(struct server *srv);  /* closes its timer */
 void keepalive_free(struct server *srv);   /* after the loop ran dry */

@@ -26,8 +26,10 @@
  *      revoke with "lease not found").
  * OPEN_SESSION has no session yet and is not deduplicated. The leader's and
  * the administrator's commands (EXPIRE_SESSION, WAIT_TIMEOUT, FORCE_RELEASE,
- * DELAY_END, SET_MEMBER_ADDR, CHECK) are never deduplicated: their seq is
- * ignored, and each is harmless to repeat.
+ * FORCE_RELEASE2, DELAY_END, SET_MEMBER_ADDR, CHECK) are never
+ * deduplicated: their seq is ignored, and each is harmless to repeat (a
+ * FORCE_RELEASE2 that names a fence is exact; one that does not takes the
+ * lock from whoever holds it then: cmd.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +165,8 @@ static int run_op(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result 
         return op_wait_timeout(c, cmd, res);
     case CMD_FORCE_RELEASE:
         return op_force_release(c, cmd, res);
+    case CMD_FORCE_RELEASE2:
+        return op_force_release2(c, cmd, res);
     case CMD_DELAY_END:
         return op_delay_end(c, cmd, res);
     case CMD_SET_MEMBER_ADDR:

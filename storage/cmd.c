@@ -35,6 +35,7 @@ static int name_max(int type)
     case CMD_CANCEL:
     case CMD_WAIT_TIMEOUT:
     case CMD_FORCE_RELEASE:
+    case CMD_FORCE_RELEASE2:
     case CMD_DELAY_END:
         return BATON_MAX_NAME;
     case CMD_CLOSE_SESSION:
@@ -264,6 +265,8 @@ const char *cmd_type_name(int type)
         return "OPEN_OWNED";
     case CMD_CHECK:
         return "CHECK";
+    case CMD_FORCE_RELEASE2:
+        return "FORCE_RELEASE2";
     default:
         return "?";
     }

@@ -55,7 +55,8 @@ enum cmd_type {
     CMD_CLOSE_SESSION,    /* session, seq                       -> OK; releases and drops everything */
     CMD_EXPIRE_SESSION,   /* session (leader-proposed)          -> OK | ESESSION */
     CMD_WAIT_TIMEOUT,     /* session, waiter, name (leader)     -> OK; no-op if no longer waiting */
-    CMD_FORCE_RELEASE,    /* name (admin)                       -> OK | ENOTHELD */
+    CMD_FORCE_RELEASE,    /* name (admin; only in logs written before CMD_FORCE_RELEASE2)
+                                                                -> OK | ENOTHELD */
     CMD_DELAY_END,        /* name (leader-proposed)             -> OK; ends a lock-delay */
     CMD_SET_MEMBER_ADDR,  /* session = member id, name = client address (admin)
                                                                 -> OK | EINVAL; below */
@@ -64,6 +65,9 @@ enum cmd_type {
     CMD_CHECK,            /* (admin; no fields)                 -> OK; changes nothing, and
                                                                    every node hashes its state
                                                                    after the entry (below) */
+    CMD_FORCE_RELEASE2,   /* fence, wait_ms, name (admin)       -> OK(value = the fence taken)
+                                                                   | ENOTHELD(value = the
+                                                                   holder's fence); below */
     CMD_TYPE_MAX_
 };
 
@@ -95,7 +99,38 @@ enum cmd_type {
  * CHECK takes that batch for malformed and applies nothing, which is what
  * a CHECK does anyway, so mixed binaries stay in step (such a node just
  * reports no hash). Never deduplicated; no effects.
+ *
+ * Forced releases (FORCE_RELEASE2, an operator's batonctl release --force).
+ * The lock is taken from its holder, who is told through a LOST effect and,
+ * since that push may never arrive, a record in the lost table that stays
+ * until the holder's session acknowledges it (a RELEASE of that fence,
+ * answered BATON_ELOST) or ends (store.h, "Lost holds").
+ *   fence    0: whoever holds the lock; otherwise the hold must have this
+ *            fence, or nothing happens and the result is BATON_ENOTHELD
+ *            with value = the current holder's fence (0: nobody holds it),
+ *            so a re-sent request can never take the lock from the next
+ *            holder.
+ *   wait_ms  CMD_FORCE_NOW: the next waiter is granted in the same apply.
+ *            CMD_FORCE_AFTER_LEASE: the lock stays free but delayed (the
+ *            lock-delay machinery below: FX_LOCK_DELAY, then the leader's
+ *            DELAY_END) for the holder session's ttl plus the hold's own
+ *            lock-delay. The holder's client counts its lease from before
+ *            the release, so by then it has stopped, told or not; the
+ *            hold's lock-delay then covers a paused holder, as after an
+ *            expiry (docs/design.md, "Forced releases"). Anything else
+ *            fails the command with BATON_EINVAL.
+ * A delayed lock is not held: forcing it gives BATON_ENOTHELD.
+ *
+ * FORCE_RELEASE, the command of the binaries before FORCE_RELEASE2, keeps
+ * its meaning for the logs that hold it (a node replays its log after an
+ * upgrade, and every node must reach the same state): the holder loses the
+ * lock with no lost record and the next waiter is granted at once. The
+ * leader proposes only FORCE_RELEASE2; a binary that predates it takes a
+ * batch holding one for malformed, as with CMD_OPEN_OWNED, so forced
+ * releases wait until every node is upgraded.
  */
+#define CMD_FORCE_NOW 0
+#define CMD_FORCE_AFTER_LEASE 1
 
 /*
  * Lock-delay (Chubby, Consul). Every hold carries the lock_delay_ms of the
@@ -113,8 +148,10 @@ enum cmd_type {
  * joins the queue; CANCEL and WAIT_TIMEOUT work on its waiters as usual.
  * The leader arms a timer for the delay and then proposes DELAY_END(name),
  * which grants the queue head (FX_GRANT, with a fresh fence) or deletes the
- * lock when nobody waits. RELEASE, CLOSE_SESSION and FORCE_RELEASE never
- * delay: the holder knows (or the operator decided) that it let go.
+ * lock when nobody waits. RELEASE, CLOSE_SESSION, FORCE_RELEASE and a
+ * FORCE_RELEASE2 with CMD_FORCE_NOW never delay: the holder knows (or the
+ * operator decided) that it let go. A FORCE_RELEASE2 with
+ * CMD_FORCE_AFTER_LEASE uses the same delayed state for its wait.
  */
 
 struct cmd {
@@ -168,11 +205,13 @@ enum fx_type {
     FX_GRANT = 1,   /* a waiter reached the head: (session, waiter) now holds name with fence */
     FX_WAIT_FAILED, /* a waiter left the queue without a grant: status says why (ETIMEDOUT) */
     FX_LOST,        /* a holder lost name (fence) without releasing it: status says why
-                       (ESESSION for expiry, ELOST for a forced release) */
+                       (ESESSION for expiry, ELOST for a forced release, which also
+                       leaves a lost record until the session acknowledges it) */
     FX_SESSION_GONE, /* the session no longer exists (status: ESESSION expired, 0 closed) */
     FX_LOCK_DELAY,  /* name is free but delayed for lock_delay_ms (> 0) because the hold
-                       (session, waiter, fence) expired; the leader proposes DELAY_END(name)
-                       once the delay has passed. Follows that hold's FX_LOST. Status 0. */
+                       (session, waiter, fence) expired or was forced away (FORCE_RELEASE2,
+                       CMD_FORCE_AFTER_LEASE); the leader proposes DELAY_END(name) once the
+                       delay has passed. Follows that hold's FX_LOST. Status 0. */
     FX_LOCK_CHANGED  /* the record or queue of name changed in this entry (holder, fence,
                         waiters or delay): one per changed lock per entry, however often it
                         changed, all of them after the entry's other effects, in the order

@@ -1,6 +1,6 @@
 /*
  * locks.c -- the lock commands (ACQUIRE, RELEASE, CANCEL, WAIT_TIMEOUT,
- * FORCE_RELEASE, DELAY_END) and the FIFO queue beneath them.
+ * FORCE_RELEASE, FORCE_RELEASE2, DELAY_END) and the FIFO queue beneath them.
  *
  * Three tables describe a lock (store.h):
  *   locks    name -> holder (session, waiter), fence, granted index, n_waiters,
@@ -329,7 +329,10 @@ int op_acquire(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
  * RELEASE(session, seq, fence, name): succeeds only for the current holder,
  * identified by its session and the fence of its grant, so that a client
  * that lost the lock cannot release its successor's hold. The lock goes to
- * the queue head in the same apply.
+ * the queue head in the same apply. A hold of the session that was forced
+ * away (a lost record of that fence and name) answers BATON_ELOST, and the
+ * RELEASE is the session's acknowledgement: the record goes. Any other
+ * release of a lock not held is BATON_ENOTHELD.
  */
 int op_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
 {
@@ -339,8 +342,9 @@ int op_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
     if (rc != 0 || res->status != 0) return rc;
     if (!found || r.holder_session == 0 || r.holder_session != cmd->session ||
         r.fence != cmd->fence) {
-        res->status = BATON_ENOTHELD;
-        return 0;
+        rc = lost_ack(c, cmd->session, cmd->fence, cmd->name, cmd->name_len, &found);
+        res->status = found ? BATON_ELOST : BATON_ENOTHELD;
+        return rc;
     }
     return hold_end(c, cmd->name, cmd->name_len, &r); /* RESULT_OK (apply_one zeroed res) */
 }
@@ -424,11 +428,12 @@ int op_wait_timeout(struct apply_ctx *c, const struct cmd *cmd, struct cmd_resul
 }
 
 /*
- * FORCE_RELEASE(name), an administrator's command: take the lock from its
- * holder (FX_LOST with BATON_ELOST, so the leader can log it) and hand it to
- * the next waiter at once, whatever the hold's lock-delay. BATON_ENOTHELD if
- * nobody holds it, which includes a delayed lock: its delay is not cut
- * short.
+ * FORCE_RELEASE(name), the forced release of the binaries before
+ * FORCE_RELEASE2, kept as it was for the logs that hold it (cmd.h): take
+ * the lock from its holder (FX_LOST with BATON_ELOST, so the leader can log
+ * it) and hand it to the next waiter at once, whatever the hold's
+ * lock-delay, with no lost record. BATON_ENOTHELD if nobody holds it,
+ * which includes a delayed lock: its delay is not cut short.
  */
 int op_force_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
 {
@@ -444,6 +449,66 @@ int op_force_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_resu
                  cmd->name_len);
     if (rc == 0) rc = hold_end(c, cmd->name, cmd->name_len, &r);
     return rc; /* RESULT_OK (apply_one zeroed res) */
+}
+
+/* Forward: the delayed state of a lock (below, with the expiry that
+ * mostly uses it). */
+static int lock_delay_start(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r);
+
+/*
+ * The delay of a forced release that waits out the holder's lease
+ * (CMD_FORCE_AFTER_LEASE, cmd.h): the session's ttl, within which its
+ * client's own count of the lease ends, plus the hold's lock-delay, as an
+ * expiry would give it. Bounded to INT32_MAX ms (the field's range).
+ */
+static int32_t lease_wait_ms(const struct sess_rec *holder, const struct lock_rec *r)
+{
+    int64_t ms = (int64_t)holder->ttl_ms + r->lock_delay_ms;
+
+    return ms > INT32_MAX ? INT32_MAX : (int32_t)ms;
+}
+
+/*
+ * FORCE_RELEASE2(fence, wait_ms, name), an administrator's command (cmd.h,
+ * "Forced releases"): take the lock from its holder, if it is the hold of
+ * `fence` (any hold for 0), leave a lost record that the holder's session
+ * acknowledges, and hand the lock on now or after the holder's lease. The
+ * hold's slot in the session's n_owned stays with the lost record. FX_LOST
+ * (BATON_ELOST) tells the leader to push LOST and whom to log.
+ */
+int op_force_release2(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
+{
+    struct sess_rec holder;
+    struct lock_rec r;
+    int found, rc;
+
+    if (cmd->wait_ms != CMD_FORCE_NOW && cmd->wait_ms != CMD_FORCE_AFTER_LEASE) {
+        res->status = BATON_EINVAL;
+        return 0;
+    }
+    rc = lock_of_cmd(c, cmd, res, &r, &found);
+    if (rc != 0 || res->status != 0) return rc;
+    if (!found || r.holder_session == 0 || (cmd->fence != 0 && r.fence != cmd->fence)) {
+        res->status = BATON_ENOTHELD;
+        res->value = found ? r.fence : 0; /* the hold there is, if any */
+        return 0;
+    }
+    rc = sess_get(c, r.holder_session, &holder, &found);
+    if (rc != 0) return rc;
+    if (!found) return MDB_CORRUPTED; /* a hold without its session */
+    rc = fx_emit(c, FX_LOST, BATON_ELOST, r.holder_session, r.holder_waiter, r.fence, cmd->name,
+                 cmd->name_len);
+    if (rc == 0)
+        rc = lost_put(c, r.holder_session, r.holder_waiter, r.fence, BATON_ELOST, cmd->name,
+                      cmd->name_len);
+    if (rc == 0) rc = owned_del(c, r.holder_session, r.holder_waiter);
+    if (rc != 0) return rc;
+    res->value = r.fence;
+    if (cmd->wait_ms == CMD_FORCE_AFTER_LEASE && lease_wait_ms(&holder, &r) > 0) {
+        r.lock_delay_ms = lease_wait_ms(&holder, &r);
+        return lock_delay_start(c, cmd->name, cmd->name_len, &r);
+    }
+    return lock_handoff(c, cmd->name, cmd->name_len, &r);
 }
 
 /*
@@ -467,9 +532,11 @@ int op_delay_end(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *
 }
 
 /*
- * An expired hold with a lock-delay: the lock keeps its queue but nobody
- * holds it and nobody is granted it until DELAY_END. The record keeps the
- * delay so that a new leader can re-arm its timer (store_foreach_delayed_lock).
+ * An expired hold with a lock-delay, or a hold forced away that waits out
+ * its lease: the lock keeps its queue but nobody holds it and nobody is
+ * granted it until DELAY_END. r->lock_delay_ms is the delay; the record
+ * keeps it so that a new leader can re-arm its timer
+ * (store_foreach_delayed_lock).
  */
 static int lock_delay_start(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r)
 {

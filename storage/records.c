@@ -202,6 +202,29 @@ int owned_decode(const MDB_val *v, struct owned_rec *r)
     return 0;
 }
 
+size_t lost_encode(uint8_t *p, const struct lost_rec *r)
+{
+    le_put_u64(p, r->waiter);
+    le_put_u32(p + 8, (uint32_t)r->status);
+    memcpy(p + LOST_VAL_FIXED, r->name, r->name_len);
+    return LOST_VAL_FIXED + r->name_len;
+}
+
+/* The name must be a lock name; the status a BATON_E* code (below 0). */
+int lost_decode(const MDB_val *v, struct lost_rec *r)
+{
+    const uint8_t *p = v->mv_data;
+
+    if (v->mv_size <= LOST_VAL_FIXED || v->mv_size > LOST_VAL_FIXED + BATON_MAX_NAME)
+        return MDB_CORRUPTED;
+    r->waiter = le_get_u64(p);
+    r->status = (int32_t)le_get_u32(p + 8);
+    r->name_len = (uint16_t)(v->mv_size - LOST_VAL_FIXED);
+    memcpy(r->name, p + LOST_VAL_FIXED, r->name_len);
+    if (r->status >= 0 || !proto_lock_name_ok(r->name, r->name_len)) return MDB_CORRUPTED;
+    return 0;
+}
+
 size_t dedup_encode(uint8_t *p, const struct cmd_result *r)
 {
     le_put_u32(p, (uint32_t)r->status);

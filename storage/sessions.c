@@ -150,7 +150,8 @@ out:
  * a lock-delay is not handed on at all: its lock becomes delayed
  * (FX_LOCK_DELAY) until the leader's DELAY_END. A close never delays. The
  * dropped waits produce no FX_WAIT_FAILED: FX_SESSION_GONE, emitted last,
- * covers them.
+ * covers them, and the session's lost records (lost.c) go too: the end of
+ * the session tells its client that every hold is gone.
  */
 int op_end_session(struct apply_ctx *c, const struct cmd *cmd, int32_t why, struct cmd_result *res)
 {
@@ -180,6 +181,8 @@ int op_end_session(struct apply_ctx *c, const struct cmd *cmd, int32_t why, stru
         }
     }
     free(items);
+    if (rc != 0) return rc;
+    rc = lost_drop_session(c, cmd->session); /* the client is told by the session's end */
     if (rc != 0) return rc;
     rc = dedup_drop_session(c, cmd->session);
     if (rc != 0) return rc;

@@ -15,7 +15,10 @@
  *
  * Snapshots of older formats are still found on disk by a node upgraded
  * in place (raft loads its latest snapshot at every start) and may be sent
- * by a node not yet upgraded. Format 4's session records lack the owner:
+ * by a node not yet upgraded. Formats 5 and older lack the lost table (the
+ * last database): they restore with it empty, which is what a store that
+ * applied the same entries holds, since no binary of theirs recorded lost
+ * holds (lost.c). Format 4's session records lack the owner:
  * each is restored as the anonymous principal's (records.c, sess_upgrade),
  * the same bytes as a store that applied the same entries in format 5
  * holds. A format 3 snapshot lacks the members table as well (the last
@@ -121,12 +124,19 @@ static int key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
     return alen < blen ? -1 : alen > blen;
 }
 
+/* Do session records of this format carry the owner (the layout of
+ * format 5, which format 6 keeps)? */
+static int has_owners(uint32_t format)
+{
+    return format >= STORE_FORMAT_NO_LOST;
+}
+
 /* Is v a session record of a snapshot of this format? */
 static int session_ok(uint32_t format, const MDB_val *v)
 {
     struct sess_rec r;
 
-    if (format == STORE_FORMAT) return sess_decode(v, &r) == 0;
+    if (has_owners(format)) return sess_decode(v, &r) == 0;
     return sess_decode_v4(v, &r) == 0;
 }
 
@@ -140,6 +150,7 @@ static int entry_ok(uint32_t format, int db, const uint8_t *k, size_t klen, cons
     MDB_val key = {klen, (void *)k}, val = {vlen, (void *)v};
     struct lock_rec lr;
     struct waiter_rec wr;
+    struct lost_rec ll;
     const char *name;
     size_t name_len;
     uint64_t enq;
@@ -163,6 +174,8 @@ static int entry_ok(uint32_t format, int db, const uint8_t *k, size_t klen, cons
     case DB_MEMBERS:
         return klen == MEMBER_KEY_LEN && (k[0] | k[1] | k[2] | k[3]) != 0 &&
                member_addr_ok(v, vlen);
+    case DB_LOST:
+        return klen == 16 && lost_decode(&val, &ll) == 0;
     default:
         return 0;
     }
@@ -196,10 +209,11 @@ static int read_entry(struct rd *r, uint32_t format, int db, int check, MDB_val 
 
 /* What a snapshot's header says. */
 struct snap_hdr {
-    uint32_t format;    /* STORE_FORMAT, STORE_FORMAT_NO_OWNERS or _NO_MEMBERS */
+    uint32_t format;    /* STORE_FORMAT, or _NO_LOST, _NO_OWNERS, _NO_MEMBERS */
     uint64_t applied;
     uint64_t digest;    /* any value is valid */
-    int n_dbs;          /* databases that follow: all, or all but the members table */
+    int n_dbs;          /* databases that follow: all, all but the lost table,
+                           or all but the members and lost tables */
 };
 
 /* Read the header; 0 or BATON_EMALFORMED (bad magic, unknown format). */
@@ -211,8 +225,10 @@ static int read_header(struct rd *r, struct snap_hdr *h)
         rd_u64(r, &h->digest) != 0)
         return BATON_EMALFORMED;
     if (magic != STORE_SNAP_MAGIC) return BATON_EMALFORMED;
-    if (h->format == STORE_FORMAT || h->format == STORE_FORMAT_NO_OWNERS)
+    if (h->format == STORE_FORMAT)
         h->n_dbs = DB_COUNT_;
+    else if (h->format == STORE_FORMAT_NO_LOST || h->format == STORE_FORMAT_NO_OWNERS)
+        h->n_dbs = DB_LOST;
     else if (h->format == STORE_FORMAT_NO_MEMBERS)
         h->n_dbs = DB_MEMBERS;
     else
@@ -261,7 +277,7 @@ static int restore_entry(store *s, MDB_txn *txn, uint32_t format, int db, MDB_va
     MDB_val nv = {0, val};
     int rc;
 
-    if (db == DB_SESSIONS && format != STORE_FORMAT) {
+    if (db == DB_SESSIONS && !has_owners(format)) {
         rc = sess_upgrade(v, val, &nv.mv_size);
         if (rc != 0) return rc;
         v = &nv;

@@ -48,7 +48,7 @@
 const char *store__boot_id_path = "/proc/sys/kernel/random/boot_id";
 
 static const char *const db_names[DB_COUNT_] = {
-    "meta", "sessions", "locks", "waiters", "owned", "dedup", "members",
+    "meta", "sessions", "locks", "waiters", "owned", "dedup", "members", "lost",
 };
 
 int store__err(int rc)
@@ -140,7 +140,9 @@ static int env_open(store *s, char *errmsg)
     if (rc != 0) goto err;
     s->map_size = STORE_MAP_SIZE;
     rc = mdb_env_set_mapsize(s->env, s->map_size);
-    if (rc == 0) rc = mdb_env_set_maxdbs(s->env, 8);
+    /* Room for more databases than there are, so that a later format
+     * adding one opens environments of this one unchanged. */
+    if (rc == 0) rc = mdb_env_set_maxdbs(s->env, 16);
     if (rc == 0) rc = mdb_env_open(s->env, s->dir, MDB_NOSYNC | MDB_NOTLS | MDB_WRITEMAP, 0600);
     if (rc != 0) goto err_after_create;
     /* Allocate the whole map before the first write transaction. LMDB has
@@ -261,20 +263,24 @@ static int sessions_rewrite(store *s, MDB_txn *txn, sess_rewrite_fn *fn)
 
 /*
  * Bring a store an older batond left in format `format` to STORE_FORMAT,
- * inside the open's write transaction (all or nothing). Format 3 lacks the
- * members table, which env_open has just created, empty; formats 3 and 4
- * lack the session owner, and every session they hold was opened by the
- * anonymous principal: no binary of theirs knew another. Any other format
- * is MDB_VERSION_MISMATCH.
+ * inside the open's write transaction (all or nothing), one step per
+ * format it lacks:
+ *   3, 4 -> 5  Format 3 lacks the members table, which env_open has just
+ *              created, empty; formats 3 and 4 lack the session owner, and
+ *              every session they hold was opened by the anonymous
+ *              principal: no binary of theirs knew another.
+ *   5 -> 6     the lost table (lost.c, lost_upgrade).
+ * Any other format is MDB_VERSION_MISMATCH.
  */
 static int upgrade(store *s, MDB_txn *txn, uint64_t format)
 {
-    int rc;
+    int rc = 0;
 
     if (format == STORE_FORMAT) return 0;
-    if (format != STORE_FORMAT_NO_MEMBERS && format != STORE_FORMAT_NO_OWNERS)
-        return MDB_VERSION_MISMATCH;
-    rc = sessions_rewrite(s, txn, sess_upgrade); /* the owner byte of format 5 */
+    if (format < STORE_FORMAT_NO_MEMBERS || format > STORE_FORMAT) return MDB_VERSION_MISMATCH;
+    if (format < STORE_FORMAT_NO_LOST)
+        rc = sessions_rewrite(s, txn, sess_upgrade); /* the owner byte of format 5 */
+    if (rc == 0 && format < STORE_FORMAT) rc = lost_upgrade(s, txn);
     if (rc != 0) return rc;
     return meta_put_u64(s, txn, META_FORMAT, STORE_FORMAT);
 }
@@ -513,7 +519,7 @@ int store__set_format(store *s, uint64_t format)
     return store__write(s, put_format, &format);
 }
 
-/* A format 5 session record in the layout of formats 3 and 4. */
+/* A session record of formats 5 and 6 in the layout of formats 3 and 4. */
 static int sess_downgrade(const MDB_val *cur, uint8_t *p, size_t *len)
 {
     struct sess_rec r;
@@ -523,17 +529,24 @@ static int sess_downgrade(const MDB_val *cur, uint8_t *p, size_t *len)
     return rc;
 }
 
-/* Runs in store__write for store__downgrade. */
+/* Runs in store__write for store__downgrade. Formats before 6 have no
+ * lost table: it must be empty (LMDB keeps the empty database, which the
+ * upgrade then finds as a fresh store's). */
 static int downgrade_txn(store *s, MDB_txn *txn, void *arg)
 {
-    int rc = sessions_rewrite(s, txn, sess_downgrade);
+    uint64_t format = *(uint64_t *)arg;
+    MDB_stat st;
+    int rc = mdb_stat(txn, s->dbi[DB_LOST], &st);
 
     if (rc != 0) return rc;
-    return meta_put_u64(s, txn, META_FORMAT, *(uint64_t *)arg);
+    if (st.ms_entries != 0) return BATON_EINVAL;
+    if (format < STORE_FORMAT_NO_LOST) rc = sessions_rewrite(s, txn, sess_downgrade);
+    if (rc != 0) return rc;
+    return meta_put_u64(s, txn, META_FORMAT, format);
 }
 
 int store__downgrade(store *s, uint64_t format)
 {
-    if (format != STORE_FORMAT_NO_MEMBERS && format != STORE_FORMAT_NO_OWNERS) return BATON_EINVAL;
+    if (format < STORE_FORMAT_NO_MEMBERS || format > STORE_FORMAT_NO_LOST) return BATON_EINVAL;
     return store__write(s, downgrade_txn, &format);
 }

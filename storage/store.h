@@ -25,6 +25,7 @@
  *   owned     be64 session, be64 waiter         -> kind (hold|wait), enq, name
  *   dedup     be64 session, be64 seq            -> cached struct cmd_result
  *   members   be32 member id                    -> client address (cmd.h, SET_MEMBER_ADDR)
+ *   lost      be64 session, be64 fence          -> waiter, status, lock name (below)
  *
  * A session's owner is the principal its OPEN_SESSION carried (cmd.h,
  * CMD_OPEN_OWNED): "" for the anonymous principal of a cluster without
@@ -38,10 +39,25 @@
  * threads sharing one client), so a lock is held by a (session, waiter) pair
  * identified by its fence.
  *
+ * Lost holds (format 6). A hold taken from a session that lives on -- a
+ * forced release, FORCE_RELEASE2 -- leaves a record in the lost table:
+ * (session, fence) -> the waiter that won the hold, why it was lost
+ * (BATON_ELOST) and the lock's name. The LOST push that the leader sends
+ * may never arrive (no connection, a leader change), so the record stays
+ * until the client acknowledges it -- a RELEASE of that fence and name,
+ * which answers BATON_ELOST instead of BATON_ENOTHELD -- or the session
+ * ends. The leader reports how many a session has in every keepalive reply
+ * (store_lost_count) and lists them (store_lost_list), so the client
+ * learns of every loss within a keepalive interval. A record keeps the
+ * slot of its hold in the session's count of holds and waits, so a session
+ * has at most STORE_MAX_OWNED_PER_SESSION holds, waits and unacknowledged
+ * lost holds together (storage/lost.c).
+ *
  * Lock-delay (cmd.h): when a session expires, each of its holds that
  * carries a lock-delay leaves its lock free but delayed, granted to nobody
- * until the leader's DELAY_END; the leader learns of it from FX_LOCK_DELAY
- * and, after an election, from store_foreach_delayed_lock.
+ * until the leader's DELAY_END; so does a forced release that waits out
+ * the holder's lease (FORCE_RELEASE2). The leader learns of it from
+ * FX_LOCK_DELAY and, after an election, from store_foreach_delayed_lock.
  *
  * State digest: a u64 that summarises every entry the store has applied,
  * so that two nodes can tell cheaply whether they applied the same log.
@@ -101,7 +117,7 @@
 #include "storage/cmd.h"
 
 /* Limits enforced in apply (results carry BATON_ELIMIT). */
-#define STORE_MAX_OWNED_PER_SESSION 10000   /* holds + waits of one session */
+#define STORE_MAX_OWNED_PER_SESSION 10000   /* holds + waits + lost holds of one session */
 #define STORE_MAX_SESSIONS 200000
 
 typedef struct store store;
@@ -112,9 +128,10 @@ typedef struct store store;
  * the machine rebooted since (boot id changed), the LMDB files cannot be
  * trusted after MDB_NOSYNC and are deleted and recreated empty: raft's
  * snapshot and log replay rebuild them. A store an older batond left in
- * format 3 or 4 is upgraded to format 5 in one write transaction (its
- * sessions get the anonymous owner; store_int.h, STORE_FORMAT); any other
- * format fails with BATON_EIO. Returns 0, BATON_EIO, BATON_ENOMEM
+ * format 3, 4 or 5 is upgraded to format 6 in one write transaction (the
+ * sessions of formats 3 and 4 get the anonymous owner, the lost table
+ * starts empty; store_int.h, STORE_FORMAT); any other format fails with
+ * BATON_EIO. Returns 0, BATON_EIO, BATON_ENOMEM
  * or BATON_ENOSPC (the data file's map could not be allocated on disk); on
  * error *out is NULL and errmsg (if not NULL, BATON_ERRMSG_SIZE bytes,
  * proto/errmsg.h) says why.
@@ -186,9 +203,9 @@ int store_apply(store *s, uint64_t index, const void *data, size_t len, struct e
 
 /*
  * Serialise the whole state (applied index and digest included) into out
- * (appended). Format 5: u32 magic "BTN1", u32 format, u64 applied_index,
+ * (appended). Format 6: u32 magic "BTN1", u32 format, u64 applied_index,
  * u64 digest, then for each database in a fixed order (meta, sessions,
- * locks, waiters, owned, dedup, members): u32 count and count x {u32 klen,
+ * locks, waiters, owned, dedup, members, lost): u32 count and count x {u32 klen,
  * key, u32 vlen, val} in key order, values as stored (storage/store_int.h
  * gives the records). Two stores with equal state produce equal bytes.
  * Returns 0, BATON_EIO or BATON_ENOMEM.
@@ -230,12 +247,13 @@ void store_snapshot_end(store_snap *sn);
 /*
  * Replace the state with a snapshot if the snapshot's applied index is
  * greater than the store's (the digest becomes the snapshot's); otherwise
- * do nothing and return 0. A format 4 snapshot (session records without
- * the owner) is restored with every session owned by the anonymous
- * principal "", and a format 3 one (the same without the members database)
- * also with an empty members table: the result is the format 5 state a
- * store that applied the same entries holds. A snapshot of any other
- * format is malformed.
+ * do nothing and return 0. A format 5 snapshot (no lost database) is
+ * restored with an empty lost table; a format 4 one (also session records
+ * without the owner) with every session owned by the anonymous principal
+ * "", and a format 3 one (the same without the members database) also
+ * with an empty members table: the result is the format 6 state a store
+ * that applied the same entries holds. A snapshot of any other format is
+ * malformed.
  * Returns 0, BATON_EMALFORMED (nothing changed) or BATON_EIO.
  */
 int store_restore(store *s, const void *data, size_t len);
@@ -318,6 +336,26 @@ typedef int store_session_info_cb(void *data, uint64_t session, uint32_t ttl_ms,
                                   uint32_t n_holds, uint32_t n_waits);
 int store_list_sessions(store *s, uint64_t after, uint32_t limit, store_session_info_cb *cb,
                         void *data, int *more);
+
+/*
+ * How many lost holds (see "Lost holds" above) session has, counted up to
+ * max, into *n. One short read transaction on the caller's thread; walks
+ * at most max records. Returns 0 or BATON_EIO (*n is then 0).
+ */
+int store_lost_count(store *s, uint64_t session, uint32_t max, uint32_t *n);
+
+/*
+ * The lost holds of session whose fence is above `after`, in fence order,
+ * at most `limit`: cb(data, waiter, fence, status, name, name_len) for
+ * each (name borrowed for the call only), and *more set to 1 if more
+ * follow the last one listed. cb returns 0, or a BATON_E* code that stops
+ * the walk and is returned. One short read transaction. Returns 0,
+ * BATON_EIO (also for a corrupted record) or cb's code.
+ */
+typedef int store_lost_cb(void *data, uint64_t waiter, uint64_t fence, int32_t status,
+                          const char *name, size_t name_len);
+int store_lost_list(store *s, uint64_t session, uint64_t after, uint32_t limit,
+                    store_lost_cb *cb, void *data, int *more);
 
 /* Does this session exist? 1, 0, or BATON_EIO. */
 int store_session_exists(store *s, uint64_t session);

@@ -17,6 +17,8 @@
  *               thread (store_snapshot_begin/_write/_end)
  *   reads.c     the short read transactions behind the admin requests
  *   members.c   the members table: SET_MEMBER_ADDR and store_member_addr
+ *   lost.c      the lost table: holds taken away by a forced release, kept
+ *               until the client acknowledges them (format 6)
  *
  * Error convention inside storage/: functions return 0, a raw LMDB code
  * (MDB_* or an errno value), or BATON_ENOMEM. Only store__err() turns these
@@ -41,15 +43,29 @@
  * state digest (meta "digest", and a u64 after the applied index in the
  * snapshot header); format 4 added the members table (a seventh database,
  * dumped last in snapshots); format 5 added the owner to the session
- * record (struct sess_rec). A format 3 or 4 store is upgraded in place
- * when it is opened (store.c: every session record is rewritten with the
- * anonymous owner "", since no binary of those formats knew of
- * authentication; a format 3 store's members table starts empty), and a
- * format 3 or 4 snapshot is restored the same way (snapshot.c); any other
- * format is refused. */
-#define STORE_FORMAT 5
+ * record (struct sess_rec); format 6 added the lost table (below). A
+ * format 3 or 4 store is upgraded in place when it is opened (store.c:
+ * every session record is rewritten with the anonymous owner "", since no
+ * binary of those formats knew of authentication; a format 3 store's
+ * members table starts empty), and a format 3 or 4 snapshot is restored
+ * the same way (snapshot.c); then each goes on as a format 5 one does
+ * (below). Any other format is refused. */
 #define STORE_FORMAT_NO_OWNERS 4
 #define STORE_FORMAT_NO_MEMBERS 3
+
+/* ---- format 6: the lost table (issue 12, forced releases never lost
+ * silently). Kept apart from the other format steps so that it combines
+ * with other changes of the layout:
+ *   - one database of its own, DB_LOST, created empty by env_open and
+ *     dumped last in snapshots;
+ *   - a format 5 store is upgraded by lost_upgrade (lost.c), which has
+ *     nothing to rewrite: the table starts empty, since no binary of
+ *     format 5 recorded lost holds;
+ *   - a format 5 (or older) snapshot holds every database but this one
+ *     and restores with it empty (snapshot.c).
+ * STORE_FORMAT_NO_LOST is the format before it. */
+#define STORE_FORMAT 6
+#define STORE_FORMAT_NO_LOST 5
 /* The snapshot's leading u32: the bytes "BTN1" read as little-endian. */
 #define STORE_SNAP_MAGIC 0x314E5442u
 /* Initial map size. The map is writable, so the data file is this long and
@@ -74,10 +90,11 @@
 
 #define STORE_BOOT_ID_MAX 64
 
-/* The named databases, in snapshot order. A format 3 snapshot holds all
- * but the last (DB_MEMBERS). */
+/* The named databases, in snapshot order. A format 4 or 5 snapshot holds
+ * all but the last (DB_LOST), a format 3 one all but the last two
+ * (DB_MEMBERS, DB_LOST). */
 enum store_db {
-    DB_META, DB_SESSIONS, DB_LOCKS, DB_WAITERS, DB_OWNED, DB_DEDUP, DB_MEMBERS, DB_COUNT_
+    DB_META, DB_SESSIONS, DB_LOCKS, DB_WAITERS, DB_OWNED, DB_DEDUP, DB_MEMBERS, DB_LOST, DB_COUNT_
 };
 
 struct store {
@@ -199,6 +216,24 @@ struct owned_rec {
 /* dedup: be64 session, be64 seq -> struct cmd_result. */
 #define DEDUP_VAL_LEN 13
 
+/* lost: be64 session, be64 fence -> u64 waiter, i32 status, name (1..
+ * BATON_MAX_NAME bytes, the rest of the value). A hold (session, waiter)
+ * with that fence was taken away without its RELEASE while the session
+ * lived (a forced release: status BATON_ELOST). The record stays until
+ * the session acknowledges it, by a RELEASE of that fence (answered
+ * BATON_ELOST), or ends. It keeps the slot of the hold it replaces in the
+ * session's n_owned, so a session holds at most STORE_MAX_OWNED_PER_SESSION
+ * holds, waits and unacknowledged lost holds together (lost.c). */
+#define LOST_VAL_FIXED 12
+struct lost_rec {
+    uint64_t waiter;
+    int32_t status;
+    uint16_t name_len;
+    char name[BATON_MAX_NAME];
+};
+size_t lost_encode(uint8_t *p, const struct lost_rec *r);
+int lost_decode(const MDB_val *v, struct lost_rec *r);
+
 /* members: be32 member id -> client address, 1..BATON_MAX_ADDR bytes of the
  * grammar of proto/addr.h (cmd.h, SET_MEMBER_ADDR). */
 #define MEMBER_KEY_LEN 4
@@ -217,7 +252,8 @@ int key_waiter_split(const MDB_val *k, const char **name, size_t *name_len, uint
  * session an owner longer than BATON_MAX_PRINCIPAL or than the value, and
  * for lock and waiter records on a negative lock_delay_ms, a delayed flag
  * other than 0 or 1, or a delayed lock that has a holder). */
-#define VAL_MAX (OWNED_VAL_FIXED + BATON_MAX_NAME)
+#define VAL_MAX (LOST_VAL_FIXED + BATON_MAX_NAME) /* the largest: a lost record */
+_Static_assert(OWNED_VAL_FIXED + BATON_MAX_NAME <= VAL_MAX, "an owned record fits VAL_MAX");
 size_t sess_encode(uint8_t *p, const struct sess_rec *r);
 int sess_decode(const MDB_val *v, struct sess_rec *r);
 /* A session record of format 3 or 4, decoded with the owner "" (the only
@@ -317,7 +353,24 @@ int op_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
 int op_cancel(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
 int op_wait_timeout(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
 int op_force_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
+int op_force_release2(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
 int op_delay_end(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
+
+/* ---- lost.c ------------------------------------------------------------- */
+
+/* Record that the hold (session, waiter) of name with fence was taken away
+ * (status says why). The caller keeps the hold's slot in n_owned. */
+int lost_put(struct apply_ctx *c, uint64_t session, uint64_t waiter, uint64_t fence,
+             int32_t status, const char *name, size_t name_len);
+/* A RELEASE of (session, fence, name) found no such hold: if the session
+ * has a lost record of that fence and name, delete it (the session has
+ * acknowledged the loss), give its slot back and set *found. */
+int lost_ack(struct apply_ctx *c, uint64_t session, uint64_t fence, const char *name,
+             size_t name_len, int *found);
+/* The session is ending: forget its lost records. */
+int lost_drop_session(struct apply_ctx *c, uint64_t session);
+/* The format 5 -> 6 step of store_open's upgrade, in its transaction. */
+int lost_upgrade(store *s, MDB_txn *txn);
 
 /* ---- members.c ---------------------------------------------------------- */
 

@@ -1,6 +1,6 @@
 /*
  * cmd_admin.c -- the operator's commands that change the cluster:
- * `batonctl release --force NAME`, `batonctl expire SESSION`,
+ * `batonctl release --force NAME [--fence N] [--now]`, `batonctl expire SESSION`,
  * `batonctl transfer-leader [ID]`, `batonctl snapshot` and
  * `batonctl member list|add ID ADDRS|remove ID`. Each is one request to the
  * leader.
@@ -14,24 +14,42 @@
 #include "proto/addr.h"
 
 const char cmd_release_help[] =
-    "usage: batonctl release --force NAME [-e ENDPOINTS] [-o table|json] [--timeout MS]\n"
+    "usage: batonctl release --force NAME [--fence N] [--now] [-e ENDPOINTS] [-o table|json]\n"
+    "                        [--timeout MS]\n"
     "\n"
     "Takes lock NAME away from whoever holds it, as an operator. The holder's client\n"
-    "is told that it lost the lock (a LOST push; `batonctl lock` stops its command\n"
-    "and exits 76), and the lock goes at once to the head of its queue, if anyone\n"
-    "waits. There is no lock-delay. --force is required: a release without it is\n"
-    "done by the holder itself.\n"
+    "is told that it lost the lock (`batonctl lock` stops its command and exits 76):\n"
+    "at once by a LOST push and, should that be lost (the holder's connection gone,\n"
+    "a leader change), through its next keepalive's answer, within a third of its\n"
+    "session's ttl; the cluster keeps a record of the loss until the client has\n"
+    "acknowledged it.\n"
     "\n"
-    "Careful: if the connection breaks after the request was sent, batonctl sends it\n"
-    "again and may take the lock from its next holder too.\n"
+    "By default the lock then goes to no one until the holder's lease has run out\n"
+    "(its session's ttl plus the hold's lock-delay): a holder that has not heard yet\n"
+    "stops before the next one starts. Then the head of its queue gets it.\n"
+    "  --now       grant the lock to the head of its queue at once, without waiting\n"
+    "              out the holder's lease (the old holder may still be working)\n"
+    "  --fence N   release it only if it is held with fence N (see `batonctl\n"
+    "              lock-info NAME`); otherwise nothing happens and exit 70 says the\n"
+    "              current fence\n"
+    "--force is required: a release without it is done by the holder itself.\n"
     "\n"
-    "Exit status: 0; 70 if the lock was not held (or the cluster refused); 69 if no\n"
-    "leader answered within --timeout; 64 on a usage error.\n"
+    "Re-sent requests: if the connection breaks after the request was sent,\n"
+    "batonctl sends it again. With --fence the second attempt can never take the\n"
+    "lock from its next holder: it answers that the lock is not held with fence N\n"
+    "(exit 70, although the first attempt released it). Without --fence it takes\n"
+    "the lock from whoever holds it by then: while the first attempt's wait runs the\n"
+    "lock is held by no one (the second answers `not held`), but with --now a new\n"
+    "holder may lose it too. Give --fence where that matters.\n"
+    "\n"
+    "Exit status: 0; 70 if the lock was not held, not with fence N (or the cluster\n"
+    "refused); 69 if no leader answered within --timeout; 64 on a usage error.\n"
     "\n"
     "JSON (-o json), one object:\n"
     "  {\"name\": S, \"lost_session\": N, \"lost_fence\": N, \"granted\": B,\n"
-    "   \"new_session\": N, \"new_fence\": N}\n"
-    "  new_session and new_fence are 0 when nobody waited (granted is false).\n";
+    "   \"new_session\": N, \"new_fence\": N, \"delay_ms\": N}\n"
+    "  new_session and new_fence are 0 when nobody was granted the lock (granted is\n"
+    "  false): nobody waited, or it waits out the holder's lease for delay_ms.\n";
 
 const char cmd_expire_help[] =
     "usage: batonctl expire SESSION [-e ENDPOINTS] [-o table|json] [--timeout MS]\n"
@@ -126,21 +144,29 @@ const char cmd_member_help[] =
  * receive a snapshot and the log before raft promotes it. */
 #define MEMBER_ADD_TIMEOUT_MS 30000
 
-/* `release`'s own option. */
-enum { OPT_FORCE = CTL_OPT_CMD_BASE };
+/* `release`'s own options. */
+enum { OPT_FORCE = CTL_OPT_CMD_BASE, OPT_FENCE, OPT_NOW };
 
 static const struct ctl_optspec release_opts[] = {
     {"force", 'f', 0, OPT_FORCE},
+    {"fence", 0, 1, OPT_FENCE},
+    {"now", 0, 0, OPT_NOW},
     {NULL, 0, 0, 0},
+};
+
+/* What `release` was asked: --force, --fence N (0: none), --now. */
+struct release_args {
+    int force, now;
+    uint64_t fence;
 };
 
 /*
  * Iterate the arguments of `cmd`: at most one positional (into *pos),
- * --force (into *force, when force is not NULL), the global options.
+ * release's options (into *ra, when ra is not NULL), the global options.
  * Returns CTL_CONTINUE, or the exit code to return at once.
  */
 static int parse_args(struct ctl_opts *o, int argc, char **argv, const char *cmd,
-                      const char *help, const char **pos, int *force)
+                      const char *help, const char **pos, struct release_args *ra)
 {
     struct ctl_optiter it;
     const char *arg;
@@ -148,12 +174,17 @@ static int parse_args(struct ctl_opts *o, int argc, char **argv, const char *cmd
     int id, rv;
 
     ctl_opt_init(&it, argc, argv, 1);
-    while ((id = ctl_opt_next(&it, force ? release_opts : NULL, ctl_global_opts, &arg, err,
+    while ((id = ctl_opt_next(&it, ra ? release_opts : NULL, ctl_global_opts, &arg, err,
                               sizeof err)) != CTL_OPT_END) {
         if (id == CTL_OPT_POSITIONAL && *pos == NULL) {
             *pos = arg;
-        } else if (id == OPT_FORCE && force != NULL) {
-            *force = 1;
+        } else if (id == OPT_FORCE && ra != NULL) {
+            ra->force = 1;
+        } else if (id == OPT_NOW && ra != NULL) {
+            ra->now = 1;
+        } else if (id == OPT_FENCE && ra != NULL) {
+            if (ctl_parse_uint(arg, UINT64_MAX, &ra->fence) != 0 || ra->fence == 0)
+                return ctl_usage_error(cmd, "bad --fence '%s' (a fence: a positive number)", arg);
         } else {
             rv = ctl_common_opt(o, cmd, help, id, arg, err);
             if (rv != CTL_CONTINUE) return rv;
@@ -176,6 +207,7 @@ static void print_release(const struct ctl_opts *o, const char *name,
         jw_bool(&w, "granted", r->new_session != 0);
         jw_u64(&w, "new_session", r->new_session);
         jw_u64(&w, "new_fence", r->new_fence);
+        jw_u64(&w, "delay_ms", r->delay_ms);
         jw_end_object(&w);
         jw_finish(&w);
         return;
@@ -187,8 +219,27 @@ static void print_release(const struct ctl_opts *o, const char *name,
     if (r->new_session != 0)
         printf("granted to session %llu (fence %llu)\n", (unsigned long long)r->new_session,
                (unsigned long long)r->new_fence);
+    else if (r->delay_ms != 0)
+        printf("granted to no one for %u ms, until the holder's lease has run out\n",
+               r->delay_ms);
     else
         printf("no waiters\n");
+}
+
+/* Say why a forced release changed nothing: the lock is not held, or not
+ * with the fence asked for. */
+static void print_not_held(const char *name, uint64_t asked, uint64_t cur)
+{
+    fputs("batonctl: release: lock ", stderr);
+    ctl_sanitize(stderr, name, strlen(name));
+    if (asked != 0 && cur != 0)
+        fprintf(stderr, " is held with fence %llu, not %llu: nothing released\n",
+                (unsigned long long)cur, (unsigned long long)asked);
+    else if (asked != 0)
+        fprintf(stderr, " is not held (so not with fence %llu): nothing released\n",
+                (unsigned long long)asked);
+    else
+        fputs(" is not held\n", stderr);
 }
 
 int cmd_release(struct ctl_opts *o, int argc, char **argv)
@@ -197,11 +248,12 @@ int cmd_release(struct ctl_opts *o, int argc, char **argv)
     struct msg req;
     const char *name = NULL;
     char err[CTL_ERR_SIZE];
-    int force = 0, rv;
+    struct release_args ra = {0};
+    int rv;
 
-    rv = parse_args(o, argc, argv, "release", cmd_release_help, &name, &force);
+    rv = parse_args(o, argc, argv, "release", cmd_release_help, &name, &ra);
     if (rv != CTL_CONTINUE) return rv;
-    if (!force)
+    if (!ra.force)
         return ctl_usage_error("release", "only a forced release is possible here: "
                                           "release --force NAME");
     if (name == NULL) return ctl_usage_error("release", "missing lock NAME");
@@ -210,6 +262,8 @@ int cmd_release(struct ctl_opts *o, int argc, char **argv)
 
     memset(&req, 0, sizeof req);
     req.type = MSG_FORCE_RELEASE;
+    req.u.force_release.fence = ra.fence;
+    req.u.force_release.flags = ra.now ? BATON_FORCE_NOW : 0;
     req.u.force_release.lock.p = name;
     req.u.force_release.lock.n = (uint16_t)strlen(name);
     rv = admin_leader_request(o, &req, &rep, err, sizeof err);
@@ -224,9 +278,7 @@ int cmd_release(struct ctl_opts *o, int argc, char **argv)
     }
     rv = rep.m.u.force_release_r.status;
     if (rv == BATON_ENOTHELD) {
-        fputs("batonctl: release: lock ", stderr);
-        ctl_sanitize(stderr, name, strlen(name));
-        fputs(" is not held\n", stderr);
+        print_not_held(name, ra.fence, rep.m.u.force_release_r.cur_fence);
     } else if (rv != 0) {
         ctl_error("release: %s", baton_strerror(rv));
     } else {

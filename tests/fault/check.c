@@ -34,6 +34,16 @@
  *  6. FIFO: if P's ACQUIRE was known committed (QUEUED or GRANT logged)
  *     before Q's ACQUIRE was sent, and both were granted, P's fence is
  *     lower (fences are handed out in grant order).
+ *  7. An operator's taking is always told. Every hold a forced release
+ *     took (FORCED in nemesis.log) and every hold of a session an admin
+ *     expiry ended (EXPIRED) ends with its holder told -- the lost
+ *     callback, or unlock answering BATON_ELOST -- unless the holder had
+ *     called unlock before the operator acted; an unlock that returned 0
+ *     for a hold a forced release took is a violation. A forced release
+ *     with --now and an expiry hand the lock on at once, so the old
+ *     holder's writes accepted by the store meanwhile (before it hears)
+ *     are what the fence is for, not a breach of rule 3: rule 3 does not
+ *     count them.
  *
  * It also prints the operations, the faults of each kind (nemesis.log),
  * the lost-with-notice counts and the longest time without any grant.
@@ -57,6 +67,7 @@ enum vkind {
     V_FENCE_ORDER,
     V_FIFO,
     V_RELEASE_AFTER_LOST,
+    V_RELEASE_AFTER_FORCED,
     V_COUNT
 };
 
@@ -64,6 +75,7 @@ static const char *vname[V_COUNT] = {
     "fence issued twice", "store accepted a lower fence", "two holders granted at once",
     "two holders' writes accepted at once", "fence not increasing in grant order",
     "FIFO order broken", "unlock succeeded after the lock was reported lost",
+    "unlock succeeded for a hold an operator had taken",
 };
 
 static uint64_t viol[V_COUNT];
@@ -208,9 +220,42 @@ static void lockv_free(struct lockv *L)
     free(L->w);
 }
 
+/* The session of the grant of `fence` among L's grants, 0 if none. */
+static uint64_t session_of_fence(const struct lockv *L, uint64_t fence)
+{
+    for (size_t i = 0; i < L->n; i++)
+        if (L->v[i]->fence == fence) return L->v[i]->session;
+    return 0;
+}
+
+/* Had an operator, by time t, handed on the hold `fence` of `lock` at once
+ * -- a forced release with --now (or one that may have been, fence 0), or
+ * an expiry of its session -- so that its holder could still write before
+ * hearing of it? (Rule 7.) */
+static int handed_on_by_operator(const struct ck_data *d, const struct lockv *L, const char *lock,
+                                 uint64_t fence, uint64_t t)
+{
+    uint64_t session = 0;
+
+    for (size_t i = 0; i < d->n_tk; i++) {
+        const struct ck_taken *tk = &d->tk[i];
+        if (tk->t_sent > t) continue;
+        if (!tk->expiry) {
+            if (tk->now && strcmp(tk->lock, lock) == 0 && (tk->fence == fence || tk->fence == 0))
+                return 1;
+            continue;
+        }
+        if (session == 0) session = session_of_fence(L, fence);
+        if (session != 0 && tk->session == session) return 1;
+    }
+    return 0;
+}
+
 /* Grant g ended with a successful unlock: nothing else of its lock may be
- * granted or written between its grant and its unlock call. */
-static void check_one_holder(const struct ck_grant *g, const struct lockv *L)
+ * granted or written between its grant and its unlock call (except the
+ * stale writes of a hold an operator handed on at once: rule 7). */
+static void check_one_holder(const struct ck_data *d, const struct ck_grant *g,
+                             const struct lockv *L)
 {
     struct ck_grant **v = L->v;
     size_t n = L->n, lo = 0, hi = L->nw;
@@ -232,7 +277,7 @@ static void check_one_holder(const struct ck_grant *g, const struct lockv *L)
     }
     for (size_t i = lo; i < L->nw && L->w[i]->t < g->t_rel; i++) {
         const struct ck_write *w = L->w[i];
-        if (w->fence != g->fence)
+        if (w->fence != g->fence && !handed_on_by_operator(d, L, g->lock, w->fence, w->t))
             violation(V_TWO_WRITERS,
                       "%s: store accepted fence %" PRIu64 " at +%.3f s while client %d held "
                       "fence %" PRIu64 " (granted +%.3f s, released OK, unlock called +%.3f s)",
@@ -289,6 +334,77 @@ static void check_notice(const struct ck_grant *g, const struct lockv *L,
         silent(ns, g, "neither released nor reported lost");
     else
         ns->unconfirmed++; /* unlock timed out / unavailable: stopped using it, fine */
+}
+
+/* ---- rule 7: an operator's taking is always told ----------------------------------------- */
+
+struct taken_stats {
+    uint64_t forced, forced_now, expired, maybe, holds, told, unseen, stopped_before;
+    uint64_t max_us;     /* the longest from batonctl's start to the holder's notice */
+};
+
+/* Hold g was taken by tk: it must end with its holder told, unless the
+ * holder had already called unlock. */
+static void taken_hold(const struct ck_grant *g, const struct ck_taken *tk,
+                       struct notice_stats *ns, struct taken_stats *ts)
+{
+    if (tk->expiry) {
+        /* Only the holds the session still had when the operator acted:
+         * not those it released (a release that returned 0 applied before
+         * the expiry) or had been told it lost before. */
+        if (g->rel_status == 0 || (g->t_rel != 0 && g->t_rel < tk->t_sent) ||
+            (g->t_told != 0 && g->t_told < tk->t_sent))
+            return;
+    }
+    ts->holds++;
+    if (g->rel_status == 0) {
+        violation(V_RELEASE_AFTER_FORCED, "%s: client %d fence %" PRIu64 " was force-released "
+                  "(batonctl sent +%.3f s), yet its unlock returned 0", g->lock, g->client,
+                  g->fence, rel_s(tk->t_sent));
+        return;
+    }
+    if (g->t_rel != 0 && g->t_rel < tk->t_sent) {
+        ts->stopped_before++;
+        return;
+    }
+    if (g->t_told == 0) {
+        silent(ns, g, tk->expiry ? "an operator expired its session and the holder was never told"
+                                 : "an operator forced its release and the holder was never told");
+        return;
+    }
+    ts->told++;
+    if (g->t_told > tk->t_sent && g->t_told - tk->t_sent > ts->max_us)
+        ts->max_us = g->t_told - tk->t_sent;
+}
+
+static void check_taken(const struct ck_data *d, struct notice_stats *ns, struct taken_stats *ts)
+{
+    for (size_t i = 0; i < d->n_tk; i++) {
+        const struct ck_taken *tk = &d->tk[i];
+        int seen = 0;
+
+        if (tk->maybe) {
+            ts->maybe++;
+            continue;
+        }
+        if (tk->expiry) {
+            ts->expired++;
+        } else {
+            ts->forced++;
+            ts->forced_now += (uint64_t)tk->now;
+        }
+        for (size_t j = 0; j < d->n_gr; j++) {
+            const struct ck_grant *g = &d->gr[j];
+            if (tk->expiry ? g->session != tk->session || g->t_grant > tk->t
+                           : g->fence != tk->fence || strcmp(g->lock, tk->lock) != 0)
+                continue;
+            seen = 1;
+            taken_hold(g, tk, ns, ts);
+        }
+        /* A forced hold no client logged: granted to a lock call that had
+         * already given up (its client releases it itself). */
+        if (!seen && !tk->expiry) ts->unseen++;
+    }
 }
 
 /* ---- rule 5: fences increase in grant order ------------------------------------------------ */
@@ -501,6 +617,7 @@ int main(int argc, char **argv)
     char names[64][CK_LOCK_MAX];
     struct ck_data d;
     struct notice_stats ns = {0};
+    struct taken_stats ts = {0};
     uint64_t fifo_pairs = 0, writes_ok = 0, writes_rej = 0, att_failed = 0, att_queued = 0;
     uint64_t total_viol = 0;
     size_t nl;
@@ -520,13 +637,14 @@ int main(int argc, char **argv)
         lockv_build(&d, names[l], &L);
         check_store(&d, names[l]);
         for (size_t i = 0; i < L.n; i++) {
-            check_one_holder(L.v[i], &L);
+            check_one_holder(&d, L.v[i], &L);
             check_notice(L.v[i], &L, &ns);
         }
         check_fence_order(L.v, L.n);
         fifo_pairs += check_fifo(&d, names[l]);
         lockv_free(&L);
     }
+    check_taken(&d, &ns, &ts);
     for (size_t i = 0; i < d.n_wr; i++) {
         if (d.wr[i].accepted)
             writes_ok++;
@@ -551,6 +669,12 @@ int main(int argc, char **argv)
     printf("lost with notice: %" PRIu64 " (%" PRIu64 " after the lock had moved on, fenced off); "
            "releases unconfirmed: %" PRIu64 "; LOST for unknown grants: %" PRIu64 "\n",
            ns.told, ns.told_late, ns.unconfirmed, d.lost_unmatched);
+    printf("operator: %" PRIu64 " forced releases (%" PRIu64 " with --now), %" PRIu64
+           " expiries, %" PRIu64 " of unknown outcome; %" PRIu64 " holds taken: %" PRIu64
+           " holders told (the longest %.3f s after batonctl started), %" PRIu64
+           " had let go already; %" PRIu64 " forced holds no client had been told of\n",
+           ts.forced, ts.forced_now, ts.expired, ts.maybe, ts.holds, ts.told,
+           (double)ts.max_us / 1e6, ts.stopped_before, ts.unseen);
     printf("violations: %" PRIu64, total_viol);
     for (int k = 0; k < V_COUNT; k++) printf("%s %s %" PRIu64, k ? "," : " (", vname[k], viol[k]);
     printf(")\n");

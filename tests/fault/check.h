@@ -55,6 +55,18 @@ struct ck_fault {
     char detail[96];
 };
 
+/* An operator's taking (nemesis_admin.h): a FORCED or EXPIRED line. */
+struct ck_taken {
+    uint64_t t;          /* batonctl answered */
+    uint64_t t_sent;     /* batonctl started: the taking may apply from here on */
+    int expiry;          /* 0: a forced release, 1: an admin expiry */
+    int now;             /* forced release: --now (the next holder at once) */
+    int maybe;           /* batonctl could not tell whether it happened */
+    char lock[CK_LOCK_MAX]; /* forced release: the lock */
+    uint64_t fence;      /* forced release: the hold taken (0: maybe any) */
+    uint64_t session;    /* forced release: its holder's; expiry: the session */
+};
+
 struct ck_data {
     struct ck_attempt *att;
     size_t n_att, cap_att;
@@ -64,6 +76,8 @@ struct ck_data {
     size_t n_wr, cap_wr;
     struct ck_fault *fa;
     size_t n_fa, cap_fa;
+    struct ck_taken *tk;
+    size_t n_tk, cap_tk;
     int n_clients;
     int clients_ended;       /* logs that end with END */
     uint64_t sessions;       /* SESS lines */

@@ -199,6 +199,39 @@ static int load_store(struct ck_data *d, const char *path)
     return 0;
 }
 
+/* The rest of a FORCED or EXPIRED line (nemesis_admin.h), from its first
+ * field after the word. 0, or -1 if it cannot be read. */
+static int taken_line(struct ck_data *d, unsigned long long t, const char *what, const char *rest)
+{
+    unsigned long long fence, session, sent;
+    char lock[CK_LOCK_MAX], mode[8], maybe[8] = "";
+    struct ck_taken *tk;
+
+    GROW(d->tk, d->n_tk, d->cap_tk);
+    tk = &d->tk[d->n_tk];
+    memset(tk, 0, sizeof *tk);
+    tk->t = t;
+    if (what[0] == 'F') {
+        if (sscanf(rest, "%31s %llu %llu %7s %llu", lock, &fence, &session, mode, &sent) != 5 ||
+            (strcmp(mode, "now") != 0 && strcmp(mode, "wait") != 0))
+            return -1;
+        snprintf(tk->lock, sizeof tk->lock, "%s", lock);
+        tk->fence = fence;
+        tk->session = session;
+        tk->now = mode[0] == 'n';
+        tk->maybe = session == 0;
+    } else {
+        int n = sscanf(rest, "%llu %llu %7s", &session, &sent, maybe);
+        if (n < 2 || (n == 3 && strcmp(maybe, "maybe") != 0)) return -1;
+        tk->expiry = 1;
+        tk->session = session;
+        tk->maybe = n == 3;
+    }
+    tk->t_sent = sent;
+    d->n_tk++;
+    return 0;
+}
+
 static int load_nemesis(struct ck_data *d, const char *path)
 {
     FILE *f = open_log(path);
@@ -216,6 +249,13 @@ static int load_nemesis(struct ck_data *d, const char *path)
         line[strcspn(line, "\n")] = '\0';
         if (sscanf(line, "%llu %15s %31s %n", &t, what, kind, &off) < 3) {
             bad_line(d, path, lineno, line);
+            continue;
+        }
+        if (strcmp(what, "FORCED") == 0 || strcmp(what, "EXPIRED") == 0) {
+            int rest = 0;
+            sscanf(line, "%*s %*s %n", &rest);
+            if (rest == 0 || taken_line(d, t, what, line + rest) != 0)
+                bad_line(d, path, lineno, line);
             continue;
         }
         if (strcmp(what, "FAULT") != 0 && strcmp(what, "HEAL") != 0) continue; /* NOTE lines */
@@ -271,5 +311,6 @@ void ck_free(struct ck_data *d)
     free(d->gr);
     free(d->wr);
     free(d->fa);
+    free(d->tk);
     memset(d, 0, sizeof *d);
 }

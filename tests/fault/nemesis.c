@@ -15,6 +15,8 @@
  *   restart-all        kill -9 every node, restart them all 0.5-2 s later
  *   member             remove a follower from the raft configuration,
  *                      wipe its data, add it back empty (fault_member)
+ *   force-release, expire   an operator takes a hot lock from its holder
+ *                      (nemesis_admin.c)
  *
  * Between faults the cluster gets 1-3 s of quiet. The kill faults pick the
  * leader three times as often as a follower. Each fault is written to
@@ -31,13 +33,14 @@
 #include <unistd.h>
 
 #include "tests/fault/flog.h"
+#include "tests/fault/nemesis_admin.h"
 #include "tests/fault/run.h"
 #include "tests/lib/files.h"
 #include "tests/lib/rng.h"
 
 const char *const fault_names[F_COUNT] = {
     "kill-leader", "kill-follower", "stop-leader", "stop-client", "partition-leader",
-    "partition-follower", "restart-all", "member",
+    "partition-follower", "restart-all", "member", "force-release", "expire",
 };
 
 /* Uniform in [lo, hi], from the run's seed (xorshift64). */
@@ -47,7 +50,7 @@ static uint64_t run_rand(struct run *r, uint64_t lo, uint64_t hi)
 }
 
 /* How often each fault is picked, relative to the others. */
-static const unsigned weight[F_COUNT] = {3, 1, 2, 2, 2, 1, 1, 1};
+static const unsigned weight[F_COUNT] = {3, 1, 2, 2, 2, 1, 1, 1, 2, 1};
 
 /* Print a progress line "# +T s ..." and put it in nemesis.log. */
 static void note(struct run *r, const char *what, const char *fmt, ...)
@@ -63,6 +66,17 @@ static void note(struct run *r, const char *what, const char *fmt, ...)
     flog(r->nemesis, "%s %s", what, msg);
     printf("# +%.1f s %s %s\n", (double)(now_us() - r->t_start_us) / 1e6, what, msg);
     fflush(stdout);
+}
+
+void nemesis_note(struct run *r, const char *what, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    note(r, what, "%s", msg);
 }
 
 int proxy_command(struct run *r, const char *cmd)
@@ -335,6 +349,8 @@ void nemesis_run(struct run *r, int64_t deadline_us)
         case F_PART_FOLLOWER: fault_partition(r, k, l); break;
         case F_RESTART_ALL: fault_restart_all(r); break;
         case F_MEMBER: fault_member(r, l); break;
+        case F_FORCE_RELEASE: fault_force_release(r); break;
+        case F_EXPIRE: fault_expire(r); break;
         default: break;
         }
     }

@@ -26,6 +26,8 @@ enum fault_kind {
     F_PART_FOLLOWER,
     F_RESTART_ALL,
     F_MEMBER,
+    F_FORCE_RELEASE, /* nemesis_admin.c */
+    F_EXPIRE,        /* nemesis_admin.c */
     F_COUNT
 };
 
@@ -71,5 +73,9 @@ void nemesis_run(struct run *r, int64_t deadline_us);
 void nemesis_heal_all(struct run *r);
 /* Send "cut I J" / "heal" to the proxy. 0 or -1. */
 int proxy_command(struct run *r, const char *cmd);
+/* A "WHAT message" line in nemesis.log (WHAT: FAULT, HEAL or NOTE), also
+ * printed as progress. */
+void nemesis_note(struct run *r, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif

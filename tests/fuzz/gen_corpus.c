@@ -109,6 +109,8 @@ static void gen_cmds(void)
     const struct cmd expire = {.type = CMD_EXPIRE_SESSION, .session = 3};
     const struct cmd timeout = {.type = CMD_WAIT_TIMEOUT, .session = 2, .waiter = 1, NAMED("x")};
     const struct cmd force = {.type = CMD_FORCE_RELEASE, NAMED("x")};
+    const struct cmd force2 = {.type = CMD_FORCE_RELEASE2, .fence = 1,
+                               .wait_ms = CMD_FORCE_AFTER_LEASE, NAMED("x")};
     const struct cmd delay_end = {.type = CMD_DELAY_END, NAMED("y")};
     const struct cmd mixed[] = {open, acq_wait, release, expire, delay_end, cancel, close};
     const struct cmd mixed_owned[] = {open_owned, acq_try, open, close, open_owned};
@@ -123,6 +125,7 @@ static void gen_cmds(void)
     batch("expire_session", &expire, 1);
     batch("wait_timeout", &timeout, 1);
     batch("force_release", &force, 1);
+    batch("force_release2", &force2, 1);
     batch("delay_end", &delay_end, 1);
     batch("mixed", mixed, sizeof mixed / sizeof mixed[0]);
     batch("mixed_owned", mixed_owned, sizeof mixed_owned / sizeof mixed_owned[0]);

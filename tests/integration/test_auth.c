@@ -175,6 +175,7 @@ static int needs(int type)
     case MSG_CANCEL:
     case MSG_CLOSE_SESSION:
     case MSG_KEEPALIVE:
+    case MSG_LOST_HOLDS:
         return MSG_ROLE_LOCK;
     default:
         return MSG_ROLE_ADMIN;
@@ -202,6 +203,7 @@ static void harmless(int type, struct msg *m, uint64_t req)
         m->u.op.lock = P("jobs/matrix");
         break;
     case MSG_KEEPALIVE: m->u.keepalive.session = 999999; break;
+    case MSG_LOST_HOLDS: m->u.lost_holds.session = 999999; break;
     case MSG_LOCK_INFO: m->u.lock_info.lock = P("jobs/matrix"); break;
     case MSG_LIST_LOCKS: m->u.list_locks.prefix = P("jobs/"); m->u.list_locks.limit = 10; break;
     case MSG_LIST_SESSIONS: m->u.list_sessions.limit = 10; break;
@@ -305,6 +307,11 @@ static void carol_cannot_touch(uint64_t sess, uint64_t fence)
     ASSERT_EQ(lock_op(&s, MSG_ACQUIRE, sess, ++seq, "jobs/other", 0, UINT64_MAX), BATON_EPERM);
     ASSERT_EQ(lock_op(&s, MSG_CLOSE_SESSION, sess, ++seq, "", 0, UINT64_MAX), BATON_EPERM);
     m.u.keepalive.session = sess;
+    ASSERT_EQ(ask(&s, &m), BATON_EPERM);
+    memset(&m, 0, sizeof m);
+    m.type = MSG_LOST_HOLDS;
+    m.req_id = 8;
+    m.u.lost_holds.session = sess;
     ASSERT_EQ(ask(&s, &m), BATON_EPERM);
     tls_sock_close(&s);
 }

@@ -449,13 +449,22 @@ static uint64_t holder_of(struct cluster *c, const char *name)
     return s;
 }
 
+/*
+ * release --force: a lock not held, or not with the fence given, is left
+ * alone (exit 70, saying the fence there is); with --now the waiter gets
+ * the lock at once, and the same request re-sent (the same --fence) does
+ * not take it from the waiter; without --now the lock goes to no one for
+ * the holder's lease (its ttl plus lock-delay), and a re-send meanwhile
+ * finds it not held. Every holder forced away is told (its batonctl lock
+ * exits 76).
+ */
 TEST(force_release)
 {
     struct cluster c;
     struct ctl_result r;
     const char *hold[] = {"lock", "fr", "--", "sleep", "20", NULL};
-    const char *wait[] = {"lock", "fr", "--", "sleep", "20", NULL};
-    char want[128];
+    const char *wait[] = {"lock", "fr", "--ttl", "3000", "--", "sleep", "20", NULL};
+    char want[256], fence_arg[32], wrong_arg[32];
     unsigned long long s1, f1, s2, f2;
     pid_t holder, waiter;
 
@@ -463,6 +472,8 @@ TEST(force_release)
     /* Not held: exit 70 with a message. */
     ASSERT_EQ(cluster_ctl(&c, &r, "release", "--force", "fr", NULL), 70);
     ASSERT(strstr(r.err, "not held") != NULL);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(&c, &r, "release", "--force", "fr", "--fence", "0", NULL), 64);
     ctl_result_free(&r);
 
     holder = cluster_ctl_spawn(&c, hold, NULL);
@@ -472,10 +483,22 @@ TEST(force_release)
     ASSERT_GT(waiter, 0);
     wait_info(&c, "fr", "\"total_waiters\":1");
     s1 = holder_of(&c, "fr");
+    f1 = (unsigned long long)cluster_lock_i64(&c, "fr", "fence");
+    snprintf(fence_arg, sizeof fence_arg, "%llu", f1);
+    snprintf(wrong_arg, sizeof wrong_arg, "%llu", f1 + 1000);
+
+    /* Another fence: nothing happens, and it says which fence is there. */
+    ASSERT_EQ(cluster_ctl(&c, &r, "release", "--force", "fr", "--fence", wrong_arg, "--now",
+                          NULL), 70);
+    snprintf(want, sizeof want, "is held with fence %llu, not %llu", f1, f1 + 1000);
+    ASSERT(strstr(r.err, want) != NULL);
+    ctl_result_free(&r);
+    ASSERT_UEQ(holder_of(&c, "fr"), s1);
 
     /* The holder loses it (its batonctl stops CMD and exits 76), the
-     * waiter gets it with a higher fence. */
-    ASSERT_EQ(cluster_ctl(&c, &r, "release", "--force", "fr", NULL), 0);
+     * waiter gets it at once (--now) with a higher fence. */
+    ASSERT_EQ(cluster_ctl(&c, &r, "release", "--force", "fr", "--fence", fence_arg, "--now",
+                          NULL), 0);
     ASSERT_EQ(sscanf(r.out, "released fr: session %llu lost it (fence %llu); granted to session "
                             "%llu (fence %llu)",
                      &s1, &f1, &s2, &f2),
@@ -485,17 +508,28 @@ TEST(force_release)
     ctl_result_free(&r);
     ASSERT_EQ(proc_wait(holder, 10000), 76);
     ASSERT_UEQ(holder_of(&c, "fr"), s2);
+    /* The same request again, as a re-send: the new holder keeps it. */
+    ASSERT_EQ(cluster_ctl(&c, &r, "release", "--force", "fr", "--fence", fence_arg, "--now",
+                          NULL), 70);
+    snprintf(want, sizeof want, "is held with fence %llu, not %llu", f2, f1);
+    ASSERT(strstr(r.err, want) != NULL);
+    ctl_result_free(&r);
+    ASSERT_UEQ(holder_of(&c, "fr"), s2);
 
-    /* Again, now with nobody waiting, in JSON. */
+    /* By default, in JSON: nobody gets the lock for the holder's lease
+     * (its session's ttl, 3000 ms, no lock-delay), and a re-send finds it
+     * not held. */
     ASSERT_EQ(cluster_ctl(&c, &r, "release", "--force", "fr", "-o", "json", NULL), 0);
     snprintf(want, sizeof want, "{\"name\":\"fr\",\"lost_session\":%llu,\"lost_fence\":%llu,"
-             "\"granted\":false,\"new_session\":0,\"new_fence\":0}\n", s2, f2);
+             "\"granted\":false,\"new_session\":0,\"new_fence\":0,\"delay_ms\":3000}\n", s2, f2);
     ASSERT_STREQ(r.out, want);
     ctl_result_free(&r);
     ASSERT_EQ(proc_wait(waiter, 10000), 76);
-    wait_info(&c, "fr", "\"held\":false");
-    ASSERT_EQ(cluster_ctl(&c, &r, "release", "--force", "fr", "-o", "json", NULL), 70);
+    wait_info(&c, "fr", "\"delayed\":true");
+    ASSERT_EQ(cluster_ctl(&c, &r, "release", "--force", "fr", NULL), 70);
+    ASSERT(strstr(r.err, "not held") != NULL);
     ctl_result_free(&r);
+    wait_info(&c, "fr", "\"delayed\":false");
     ASSERT_EQ(cluster_stop(&c), 0);
 }
 

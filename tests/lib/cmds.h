@@ -92,6 +92,17 @@ static inline struct cmd c_timeout(uint64_t s, uint64_t waiter, const char *name
 #define c_close(s, seq) cmd_of(CMD_CLOSE_SESSION, (s), (seq), NULL)
 #define c_expire(s) cmd_of(CMD_EXPIRE_SESSION, (s), 0, NULL)
 #define c_force(name) cmd_of(CMD_FORCE_RELEASE, 0, 0, (name))
+
+/* A FORCE_RELEASE2 (storage/cmd.h, "Forced releases"): of the hold with
+ * `fence` (0: whoever holds it); wait CMD_FORCE_NOW or
+ * CMD_FORCE_AFTER_LEASE. */
+static inline struct cmd c_force2(const char *name, uint64_t fence, int64_t wait)
+{
+    struct cmd c = cmd_of(CMD_FORCE_RELEASE2, 0, 0, name);
+    c.fence = fence;
+    c.wait_ms = wait;
+    return c;
+}
 #define c_member(id, addr) cmd_of(CMD_SET_MEMBER_ADDR, (id), 0, (addr))
 #define c_check() cmd_of(CMD_CHECK, 0, 0, NULL)
 

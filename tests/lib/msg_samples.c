@@ -18,6 +18,7 @@ static struct msg_member_info infos[2];
 static struct msg_waiter waiters[2] = {{7, 3, -1}, {9, 1, 500}};
 static struct msg_lock_summary locks[2];
 static struct msg_session_summary sessions[2];
+static struct msg_lost_hold lost[2];
 
 static void init_lists(void)
 {
@@ -30,6 +31,8 @@ static void init_lists(void)
     locks[1] = (struct msg_lock_summary){S("jobs/2"), 0, 0, 0};
     sessions[0] = (struct msg_session_summary){7, 10000, 12, S("worker"), 1, 0, S("alice")};
     sessions[1] = (struct msg_session_summary){9, 3000, 15, S(""), 0, 2, S("")};
+    lost[0] = (struct msg_lost_hold){3, 41, BATON_ELOST, S("jobs/1")};
+    lost[1] = (struct msg_lost_hold){5, 44, BATON_ELOST, S("jobs/2")};
 }
 
 static void lock_info(struct msg_lock_info_r *li)
@@ -176,6 +179,8 @@ int msg_sample(int type, struct msg *m)
         m->u.session_expired.session = 7;
         break;
     case MSG_FORCE_RELEASE:
+        m->u.force_release.fence = 42;
+        m->u.force_release.flags = BATON_FORCE_NOW;
         m->u.force_release.lock = S("jobs/1");
         break;
     case MSG_FORCE_RELEASE_R:
@@ -184,6 +189,8 @@ int msg_sample(int type, struct msg *m)
         m->u.force_release_r.lost_fence = 42;
         m->u.force_release_r.new_session = 9;
         m->u.force_release_r.new_fence = 43;
+        m->u.force_release_r.delay_ms = 10000;
+        m->u.force_release_r.cur_fence = 44;
         break;
     case MSG_EXPIRE_SESSION:
         m->u.expire_session.session = 9;
@@ -228,6 +235,15 @@ int msg_sample(int type, struct msg *m)
         m->u.member_add.id = 4;
         m->u.member_add.raft_addr = S("127.0.0.1:7104");
         m->u.member_add.client_addr = S("127.0.0.1:7004");
+        break;
+    case MSG_LOST_HOLDS:
+        m->u.lost_holds.session = 7;
+        m->u.lost_holds.after = 40;
+        break;
+    case MSG_LOST_HOLDS_R:
+        m->u.lost_holds_r.n = 2;
+        m->u.lost_holds_r.items = lost;
+        m->u.lost_holds_r.more = 1;
         break;
     default:
         return -1;

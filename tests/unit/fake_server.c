@@ -229,6 +229,80 @@ static void fk_acquire(struct fake *f, struct fk_conn *c, const struct msg *m)
     }
 }
 
+/* ---- lost holds ------------------------------------------------------------ */
+
+static void fk_lost_add(struct fake *f, const struct fk_lock *l)
+{
+    struct fk_lost *x;
+
+    if (f->n_lost == FK_LOSTS) FAIL("fake: too many lost holds");
+    x = &f->lost[f->n_lost++];
+    x->session = l->holder_session;
+    x->waiter = l->holder_waiter;
+    x->fence = l->fence;
+    memcpy(x->name, l->name, l->len);
+    x->len = l->len;
+}
+
+static void fk_lost_del(struct fake *f, int i)
+{
+    f->lost[i] = f->lost[--f->n_lost];
+}
+
+/* The session is gone: so are its records. */
+static void fk_lost_drop_session(struct fake *f, uint64_t s)
+{
+    for (int i = f->n_lost - 1; i >= 0; i--)
+        if (f->lost[i].session == s) fk_lost_del(f, i);
+}
+
+static uint64_t fk_lost_count(struct fake *f, uint64_t s)
+{
+    uint64_t n = 0;
+
+    for (int i = 0; i < f->n_lost; i++) n += f->lost[i].session == s;
+    return n;
+}
+
+/* A RELEASE that names a lost hold acknowledges it: 1 (the record goes). */
+static int fk_lost_ack(struct fake *f, uint64_t s, uint64_t fence, struct pstr name)
+{
+    for (int i = 0; i < f->n_lost; i++) {
+        struct fk_lost *x = &f->lost[i];
+        if (x->session == s && x->fence == fence && x->len == name.n &&
+            memcmp(x->name, name.p, name.n) == 0) {
+            fk_lost_del(f, i);
+            f->n_lost_acks++;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* LOST_HOLDS: every record of the session above `after` (unsorted: the
+ * client must not depend on more than the protocol says, and a handful of
+ * records fits one page). */
+static void fk_lost_holds(struct fake *f, struct fk_conn *c, const struct msg *m)
+{
+    struct msg r = {.type = MSG_LOST_HOLDS_R, .req_id = m->req_id};
+    struct msg_lost_hold items[FK_LOSTS];
+    uint32_t n = 0;
+
+    for (int i = 0; i < f->n_lost; i++) {
+        const struct fk_lost *x = &f->lost[i];
+        if (x->session != m->u.lost_holds.session || x->fence <= m->u.lost_holds.after) continue;
+        items[n].waiter = x->waiter;
+        items[n].fence = x->fence;
+        items[n].status = BATON_ELOST;
+        items[n].lock.p = x->name;
+        items[n].lock.n = x->len;
+        n++;
+    }
+    r.u.lost_holds_r.n = n;
+    r.u.lost_holds_r.items = n ? items : NULL;
+    fk_send(c, &r);
+}
+
 static void fk_release(struct fake *f, struct fk_conn *c, const struct msg *m)
 {
     uint64_t s = m->u.op.session, seq = m->u.op.seq;
@@ -246,6 +320,8 @@ static void fk_release(struct fake *f, struct fk_conn *c, const struct msg *m)
         l->holder_session = l->holder_waiter = 0;
         fk_grant_next(f, l);
         st = 0;
+    } else if (fk_lost_ack(f, s, m->u.op.fence, m->u.op.lock)) {
+        st = BATON_ELOST;
     }
     fk_remember(f, s, seq, st, RESULT_OK, 0);
     fk_result(c, m->req_id, st, RESULT_OK, 0);
@@ -295,6 +371,7 @@ static void fk_close_session(struct fake *f, struct fk_conn *c, const struct msg
     }
     for (int i = 0; i < f->nsessions; i++)
         if (f->sessions[i].id == s) f->sessions[i] = f->sessions[--f->nsessions];
+    fk_lost_drop_session(f, s);
     fk_result(c, m->req_id, 0, RESULT_OK, 0);
 }
 
@@ -389,7 +466,11 @@ static void fk_handle(struct fake *f, struct fk_conn *c, const struct msg *m)
         }
         f->n_keepalive_ok++;
         fk_attach(f, m->u.keepalive.session, c->id);
-        fk_result(c, m->req_id, 0, RESULT_OK, 0);
+        fk_result(c, m->req_id, 0, RESULT_OK, fk_lost_count(f, m->u.keepalive.session));
+        return;
+    case MSG_LOST_HOLDS:
+        f->n_lost_holds++;
+        fk_lost_holds(f, c, m);
         return;
     case MSG_ACQUIRE:
         f->n_acquire++;
@@ -455,8 +536,9 @@ static void fk_expire_waits(struct fake *f)
     }
 }
 
-/* Push LOST for the lock l that session s holds, and free the lock for the
- * next waiter. */
+/* Push LOST for the lock l that session s holds (unless it is a forced
+ * release and force_silent is set; a forced release also leaves a lost
+ * record), and free the lock for the next waiter. */
 static void fk_take_away(struct fake *f, struct fk_lock *l, int32_t status)
 {
     struct msg m = {.type = MSG_LOST};
@@ -467,7 +549,8 @@ static void fk_take_away(struct fake *f, struct fk_lock *l, int32_t status)
     m.u.push.status = status;
     m.u.push.lock.p = l->name;
     m.u.push.lock.n = l->len;
-    fk_push(f, l->holder_session, &m);
+    if (status == BATON_ELOST) fk_lost_add(f, l);
+    if (status != BATON_ELOST || !f->force_silent) fk_push(f, l->holder_session, &m);
     l->holder_session = l->holder_waiter = 0;
     fk_grant_next(f, l);
 }
@@ -488,6 +571,7 @@ static void fk_expire_session(struct fake *f, uint64_t s)
     fk_push(f, s, &m);
     for (int i = 0; i < f->nsessions; i++)
         if (f->sessions[i].id == s) f->sessions[i] = f->sessions[--f->nsessions];
+    fk_lost_drop_session(f, s);
 }
 
 /* Perform what the test asked for (under mu). */
@@ -510,6 +594,7 @@ static void fk_actions(struct fake *f)
         }
         for (int i = 0; i < f->nsessions; i++)
             if (f->sessions[i].id == f->do_forget) f->sessions[i] = f->sessions[--f->nsessions];
+        fk_lost_drop_session(f, f->do_forget);
         f->do_forget = 0;
     }
     if (f->do_force[0]) {

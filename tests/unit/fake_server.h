@@ -14,7 +14,10 @@
  * another protocol version. It answers KEEPALIVE (and can be told to stop
  * answering it), and a test can make it expire a session (LOST pushes for
  * its locks, then SESSION_EXPIRED), force the release of one lock (a LOST
- * push), forget a session without a word, or drop every connection. It has
+ * push -- or none, force_silent -- and a lost hold recorded as batond
+ * records it: counted in KEEPALIVE's RESULT, listed by LOST_HOLDS, deleted
+ * by the holder's RELEASE, which answers BATON_ELOST), forget a session
+ * without a word, or drop every connection. It has
  * no Raft, no persistence and no lease timers of its own; it only has to be
  * faithful enough for the client's side of the protocol.
  *
@@ -103,6 +106,15 @@ struct fk_session {
     uint64_t conn_id;
 };
 
+/* A hold forced away and not yet acknowledged (storage/store.h, "Lost
+ * holds"). */
+#define FK_LOSTS 64
+struct fk_lost {
+    uint64_t session, waiter, fence;
+    char name[BATON_MAX_NAME];
+    uint16_t len;
+};
+
 struct fake {
     int lfd;
     uint16_t port;
@@ -132,6 +144,9 @@ struct fake {
     char refuse_msg[128];
     bool tls_alert_plain;  /* TLS fake: answer a plaintext client with a TLS
                               alert record, not a plaintext ERROR */
+    bool force_silent;     /* a forced release sends no LOST push (as when the
+                              holder's connection is gone): only its record
+                              tells */
 
     /* Actions a test asks for; the fake thread performs them (under mu)
      * within a few ms and clears them. */
@@ -144,6 +159,9 @@ struct fake {
     int n_conns, n_open, n_acquire, n_release, n_cancel, n_close, n_redirect, n_no_leader;
     int n_dedup_hits, n_keepalive, n_keepalive_ok;
     int n_hello;           /* HELLOs received */
+    int n_lost_holds;      /* LOST_HOLDS received */
+    int n_lost_acks;       /* RELEASEs that acknowledged a lost hold */
+    int n_lost;            /* lost holds recorded now */
     int n_wrong_kind;      /* clients answered "requires TLS" / "does not serve TLS" */
     int n_tls_failed;      /* TLS endpoints that failed */
     char last_token[BATON_MAX_TOKEN + 1]; /* of the last HELLO */
@@ -165,6 +183,7 @@ struct fake {
     uint64_t next_fence;
     struct fk_dedup *dedup;
     int ndedup;
+    struct fk_lost lost[FK_LOSTS];
 };
 
 /* Start a fake on a free port of 127.0.0.1; stop it (and free it) with

@@ -213,7 +213,7 @@ uint32_t count_in(struct fixture *f, int db)
     return n;
 }
 
-/* One session value of format 5 as formats 3 and 4 wrote it: the 24
+/* One session value of format 5 or 6 as formats 3 and 4 wrote it: the 24
  * fixed bytes, then the client name; the owner byte between them goes. */
 static void put_session_v4(struct buf *out, const uint8_t *v, uint32_t vlen)
 {
@@ -228,15 +228,15 @@ void snap_as_format(const struct buf *cur, uint32_t format, struct buf *out)
 {
     size_t off = SNAP_HDR;
 
-    ASSERT(format == 3 || format == 4);
-    ASSERT_EQ(le_get_u32(cur->data + 4), 5);
+    ASSERT(format >= 3 && format <= 5);
+    ASSERT_EQ(le_get_u32(cur->data + 4), 6);
     buf_free(out);
     ASSERT_EQ(buf_put(out, cur->data, SNAP_HDR), 0);
     le_put_u32(out->data + 4, format);
     for (int db = 0; db < N_DB; db++) {
         uint32_t n = le_get_u32(cur->data + off);
         off += 4;
-        if (db == DB_MEMBERS && format == 3) {
+        if ((db == DB_MEMBERS && format == 3) || db == DB_LOST) {
             ASSERT_EQ(n, 0);
             continue;
         }
@@ -246,7 +246,7 @@ void snap_as_format(const struct buf *cur, uint32_t format, struct buf *out)
             ASSERT_EQ(buf_put(out, cur->data + off, 4 + klen), 0);
             off += 4 + klen;
             vlen = le_get_u32(cur->data + off);
-            if (db == DB_SESSIONS)
+            if (db == DB_SESSIONS && format < 5)
                 put_session_v4(out, cur->data + off + 4, vlen);
             else
                 ASSERT_EQ(buf_put(out, cur->data + off, 4 + vlen), 0);
@@ -294,6 +294,14 @@ void populate(struct fixture *f)
     ASSERT_EQ(run(f, c_acq(a, 3, BATON_WAIT_TRY, "alpha")).status, BATON_EWOULDBLOCK);
     open_session(f);
     ASSERT_EQ(run(f, c_member(4, "127.0.0.1:7004")).status, 0);
+}
+
+void populate_lost(struct fixture *f)
+{
+    uint64_t d = open_session(f);
+    uint64_t fence = grant(f, d, 1, "gamma");
+
+    ASSERT_EQ(run(f, c_force2("gamma", fence, CMD_FORCE_NOW)).status, 0);
 }
 
 /* ---- what the store's iterators report ---------------------------------- */

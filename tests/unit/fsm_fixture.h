@@ -27,7 +27,7 @@
 #include "tests/lib/runner.h"
 
 #define SNAP_HDR 24
-enum { DB_META, DB_SESSIONS, DB_LOCKS, DB_WAITERS, DB_OWNED, DB_DEDUP, DB_MEMBERS, N_DB };
+enum { DB_META, DB_SESSIONS, DB_LOCKS, DB_WAITERS, DB_OWNED, DB_DEDUP, DB_MEMBERS, DB_LOST, N_DB };
 
 struct fixture {
     char dir[128];
@@ -110,11 +110,12 @@ int same_state(const struct buf *a, const struct buf *b);
 uint32_t snap_count(const struct buf *b, int db);
 uint32_t count_in(struct fixture *f, int db);
 /*
- * Write into out (replaced) the format 4 or 3 snapshot an older batond
- * would have taken of the state in the format 5 snapshot cur, from the
- * layouts of storage/store_int.h spelled out here: session records
- * without the owner byte and owner (every owner in cur must be ""), and
- * for format 3 no members table (cur's must be empty).
+ * Write into out (replaced) the format 5, 4 or 3 snapshot an older batond
+ * would have taken of the state in the format 6 snapshot cur, from the
+ * layouts of storage/store_int.h spelled out here: no lost table (cur's
+ * must be empty); for 4 and 3 session records without the owner byte and
+ * owner (every owner in cur must be ""), and for format 3 no members
+ * table (cur's must be empty).
  */
 void snap_as_format(const struct buf *cur, uint32_t format, struct buf *out);
 /* store_lock_info of name (free its waiters). */
@@ -123,8 +124,12 @@ struct msg_lock_info_r info(struct fixture *f, const char *name);
  * `waiters` waiters. */
 void assert_holder(struct fixture *f, const char *name, uint64_t session, uint64_t fence,
                    uint32_t waiters);
-/* Build a state that touches every table. */
+/* Build a state that touches every table a store of format 5 has (every
+ * table but the lost one): the history of an older batond. */
 void populate(struct fixture *f);
+/* Add a lost hold (a new session's hold of "gamma", forced away): with
+ * populate, every table has entries. */
+void populate_lost(struct fixture *f);
 
 /* ---- what the store's iterators report ----------------------------------- */
 

@@ -23,6 +23,7 @@ static struct msg_member_info member_infos[BATON_MAX_MEMBERS];
 static struct msg_waiter waiters[BATON_MAX_LIST];
 static struct msg_lock_summary items[BATON_MAX_LIST];
 static struct msg_session_summary sess_items[BATON_MAX_LIST];
+static struct msg_lost_hold lost_items[BATON_MAX_LIST];
 
 struct pstr psn(const char *s, size_t n)
 {
@@ -263,6 +264,8 @@ void sample(int type, int v, struct msg *m)
         m->u.session_expired.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
         break;
     case MSG_FORCE_RELEASE:
+        m->u.force_release.fence = U64(v, 0xD1D2D3D4D5D6D7D8ull);
+        m->u.force_release.flags = U8(v, BATON_FORCE_NOW);
         m->u.force_release.lock = LOCK(v, "jobs/nightly");
         break;
     case MSG_FORCE_RELEASE_R:
@@ -271,6 +274,8 @@ void sample(int type, int v, struct msg *m)
         m->u.force_release_r.lost_fence = U64(v, 0xD1D2D3D4D5D6D7D8ull);
         m->u.force_release_r.new_session = U64(v, 0xB1B2B3B4B5B6B7B8ull);
         m->u.force_release_r.new_fence = U64(v, 0xC1C2C3C4C5C6C7C8ull);
+        m->u.force_release_r.delay_ms = U32(v, 0x0A0B0C0D);
+        m->u.force_release_r.cur_fence = U64(v, 0xE1E2E3E4E5E6E7E8ull);
         break;
     case MSG_EXPIRE_SESSION:
         m->u.expire_session.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
@@ -349,6 +354,24 @@ void sample(int type, int v, struct msg *m)
         m->u.member_add.raft_addr = STR(v, "10.0.0.4:7104", big_addr, BATON_MAX_ADDR);
         m->u.member_add.client_addr = STR(v, "10.0.0.4:7004", big_addr, BATON_MAX_ADDR);
         break;
+    case MSG_LOST_HOLDS:
+        m->u.lost_holds.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
+        m->u.lost_holds.after = U64(v, 0xD1D2D3D4D5D6D7D8ull);
+        break;
+    case MSG_LOST_HOLDS_R: {
+        struct msg_lost_holds_r *lr = &m->u.lost_holds_r;
+        lr->n = COUNT(v, 3, BATON_MAX_LIST);
+        lr->items = lr->n ? lost_items : NULL;
+        for (uint32_t i = 0; i < lr->n; i++) {
+            lost_items[i].waiter = 0xE1E2E3E4E5E6E7E8ull + i;
+            lost_items[i].fence = 0xD1D2D3D4D5D6D7D8ull + i;
+            lost_items[i].status = v == V_EXTREME ? INT32_MIN : BATON_ELOST;
+            lost_items[i].lock =
+                v == V_EXTREME ? psn(big_name, BATON_MAX_NAME) : ps(names[i]);
+        }
+        lr->more = U8(v, 1);
+        break;
+    }
     default:
         FAIL("no sample for type %d", type);
     }
@@ -514,6 +537,8 @@ void assert_msg_eq(const struct msg *a, const struct msg *b)
         ASSERT_UEQ(a->u.session_expired.session, b->u.session_expired.session);
         break;
     case MSG_FORCE_RELEASE:
+        ASSERT_UEQ(a->u.force_release.fence, b->u.force_release.fence);
+        ASSERT_EQ(a->u.force_release.flags, b->u.force_release.flags);
         ASSERT_PSTR_EQ(a->u.force_release.lock, b->u.force_release.lock);
         break;
     case MSG_FORCE_RELEASE_R:
@@ -522,6 +547,8 @@ void assert_msg_eq(const struct msg *a, const struct msg *b)
         ASSERT_UEQ(a->u.force_release_r.lost_fence, b->u.force_release_r.lost_fence);
         ASSERT_UEQ(a->u.force_release_r.new_session, b->u.force_release_r.new_session);
         ASSERT_UEQ(a->u.force_release_r.new_fence, b->u.force_release_r.new_fence);
+        ASSERT_UEQ(a->u.force_release_r.delay_ms, b->u.force_release_r.delay_ms);
+        ASSERT_UEQ(a->u.force_release_r.cur_fence, b->u.force_release_r.cur_fence);
         break;
     case MSG_EXPIRE_SESSION:
         ASSERT_UEQ(a->u.expire_session.session, b->u.expire_session.session);
@@ -596,6 +623,23 @@ void assert_msg_eq(const struct msg *a, const struct msg *b)
         ASSERT_PSTR_EQ(a->u.member_add.raft_addr, b->u.member_add.raft_addr);
         ASSERT_PSTR_EQ(a->u.member_add.client_addr, b->u.member_add.client_addr);
         break;
+    case MSG_LOST_HOLDS:
+        ASSERT_UEQ(a->u.lost_holds.session, b->u.lost_holds.session);
+        ASSERT_UEQ(a->u.lost_holds.after, b->u.lost_holds.after);
+        break;
+    case MSG_LOST_HOLDS_R: {
+        const struct msg_lost_holds_r *x = &a->u.lost_holds_r, *y = &b->u.lost_holds_r;
+        ASSERT_UEQ(x->n, y->n);
+        ASSERT((x->items == NULL) == (y->items == NULL));
+        for (uint32_t i = 0; i < x->n; i++) {
+            ASSERT_UEQ(x->items[i].waiter, y->items[i].waiter);
+            ASSERT_UEQ(x->items[i].fence, y->items[i].fence);
+            ASSERT_EQ(x->items[i].status, y->items[i].status);
+            ASSERT_PSTR_EQ(x->items[i].lock, y->items[i].lock);
+        }
+        ASSERT_EQ(x->more, y->more);
+        break;
+    }
     default:
         FAIL("unexpected type %d", a->type);
     }

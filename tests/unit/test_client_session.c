@@ -3,7 +3,8 @@
  * tests/unit/fake_server.h): keepalives and their interval, a lease that
  * runs out, LOST and SESSION_EXPIRED pushes and the lost callback, a
  * session the cluster forgot, the keepalive after a reconnect, a node that
- * stops answering keepalives, and freeing from inside the lost callback.
+ * stops answering keepalives, freeing from inside the lost callback, and
+ * forced releases told by the keepalive's answer when no LOST push comes.
  */
 #include <stdint.h>
 #include <string.h>
@@ -371,6 +372,139 @@ TEST(async_free_in_lost_callback)
     fake_stop(f);
 }
 
+/* Run the loop until the fake's counter `field` reaches want (FAILs after
+ * ms). */
+#define RUN_UNTIL_FK(t, f, field, want, ms)                                   \
+    do {                                                                       \
+        int64_t until_ = now_ms() + (ms);                                      \
+        while (FK_GET((f), field) < (want)) {                                  \
+            if (now_ms() > until_) FAIL("fake's " #field " never reached " #want); \
+            run_for((t), 10);                                                  \
+        }                                                                      \
+    } while (0)
+
+/*
+ * A forced release whose LOST push never leaves the cluster (the holder's
+ * connection was gone, the leader changed): the next keepalive's answer
+ * says the session has a lost hold, the client fetches it (LOST_HOLDS),
+ * runs the lost callback (BATON_ELOST) within a keepalive interval, and
+ * acknowledges the record with a RELEASE of its fence. The other lock and
+ * the session live on.
+ */
+TEST(async_forced_release_told_by_keepalive_without_push)
+{
+    struct fake *f = fake_start();
+    struct tloop t;
+    baton_async_t *ac;
+    struct lostrec lr = {0};
+    struct rec rx, ry, ru = {0};
+    int64_t forced_at;
+
+    tloop_init(&t);
+    ac = a_open_ttl(&t, f->addr, 0, 900, 0); /* a keepalive every 300 ms */
+    baton_async_on_lost(ac, rec_lost, &lr);
+    rx = a_lock(&t, ac, "x", BATON_WAIT_FOREVER);
+    ry = a_lock(&t, ac, "y", BATON_WAIT_FOREVER);
+    ASSERT_EQ(rx.status, 0);
+    FK_SET(f, force_silent, true);
+    fk_force(f, "x");
+    forced_at = now_ms();
+    run_until(&t, &lr.calls, 1, 3000);
+    ASSERT_STREQ(lr.e[0].name, "x");
+    ASSERT_UEQ(lr.e[0].fence, rx.value);
+    ASSERT_EQ(lr.e[0].why, BATON_ELOST);
+    ASSERT(strstr(lr.e[0].err, "forced") != NULL);
+    /* Within one keepalive interval (300 ms) and a round trip or two. */
+    ASSERT_LE(lr.e[0].at, forced_at + 300 + 100);
+    ASSERT_GE(FK_GET(f, n_lost_holds), 1);
+    /* The record is acknowledged, once. */
+    RUN_UNTIL_FK(&t, f, n_lost_acks, 1, 3000);
+    ASSERT_EQ(FK_GET(f, n_lost), 0);
+    run_for(&t, 700);
+    ASSERT_EQ(lr.calls, 1);
+    ASSERT_EQ(FK_GET(f, n_lost_acks), 1);
+    ASSERT_EQ(baton_async_unlock(ac, "x", rx.value, rec_done, &ru), BATON_ELOST);
+    ASSERT_EQ(a_unlock(&t, ac, "y", ry.value), 0);
+    ASSERT_EQ(FK_GET(f, n_open), 1);
+    a_close(&t, ac);
+    tloop_done(&t);
+    fake_stop(f);
+}
+
+/* The forced release happens while the client is cut off: the keepalive
+ * that a reconnect sends first brings the news. */
+TEST(async_forced_release_told_after_reconnect)
+{
+    struct fake *f = fake_start();
+    struct tloop t;
+    baton_async_t *ac;
+    struct lostrec lr = {0};
+    struct rec rx;
+    int ka;
+
+    tloop_init(&t);
+    ac = a_open_ttl(&t, f->addr, 0, 3000, 0); /* keepalives every second */
+    baton_async_on_lost(ac, rec_lost, &lr);
+    rx = a_lock(&t, ac, "x", BATON_WAIT_FOREVER);
+    ASSERT_EQ(rx.status, 0);
+    run_for(&t, 50);
+    ka = (int)FK_GET(f, n_keepalive);
+    /* Force (without a push) and drop the connection in one step. */
+    pthread_mutex_lock(&f->mu);
+    f->force_silent = true;
+    snprintf(f->do_force, sizeof f->do_force, "x");
+    f->do_drop_all = true;
+    pthread_mutex_unlock(&f->mu);
+    run_until(&t, &lr.calls, 1, 3000);
+    ASSERT_EQ(lr.e[0].why, BATON_ELOST);
+    /* The reconnect's keepalive told it, not a periodic one a second on. */
+    ASSERT_EQ(FK_GET(f, n_keepalive), ka + 1);
+    ASSERT_GE(FK_GET(f, n_conns), 2);
+    RUN_UNTIL_FK(&t, f, n_lost_acks, 1, 3000);
+    a_close(&t, ac);
+    tloop_done(&t);
+    fake_stop(f);
+}
+
+/* The pushed LOST of a forced release is acknowledged too (no record is
+ * left behind), and an unlock already in flight when the lock was forced
+ * away is itself the acknowledgement: it answers BATON_ELOST, and the lost
+ * callback does not run for it. */
+TEST(async_forced_release_acknowledged)
+{
+    struct fake *f = fake_start();
+    struct tloop t;
+    baton_async_t *ac;
+    struct lostrec lr = {0};
+    struct rec rx, ry, ru = {0};
+
+    tloop_init(&t);
+    ac = a_open(&t, f->addr, 0, 0);
+    baton_async_on_lost(ac, rec_lost, &lr);
+    rx = a_lock(&t, ac, "x", BATON_WAIT_FOREVER);
+    ry = a_lock(&t, ac, "y", BATON_WAIT_FOREVER);
+    fk_force(f, "x"); /* with its push */
+    run_until(&t, &lr.calls, 1, 3000);
+    RUN_UNTIL_FK(&t, f, n_lost_acks, 1, 3000);
+    ASSERT_EQ(FK_GET(f, n_lost), 0);
+    ASSERT_EQ(FK_GET(f, n_lost_holds), 0); /* nothing left to fetch */
+    /* y: forced away silently while its unlock is on the way. */
+    FK_SET(f, force_silent, true);
+    fk_force(f, "y");
+    RUN_UNTIL_FK(&t, f, n_lost, 1, 3000);
+    ASSERT_EQ(baton_async_unlock(ac, "y", ry.value, rec_done, &ru), 0);
+    run_until(&t, &ru.calls, 1, 3000);
+    ASSERT_EQ(ru.status, BATON_ELOST);
+    ASSERT(strstr(ru.err, "taken the lock away") != NULL);
+    ASSERT_EQ(FK_GET(f, n_lost), 0);
+    ASSERT_EQ(FK_GET(f, n_lost_acks), 2);
+    ASSERT_EQ(lr.calls, 1);
+    (void)rx;
+    a_close(&t, ac);
+    tloop_done(&t);
+    fake_stop(f);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -384,5 +518,8 @@ int main(int argc, char **argv)
     RUN(async_reconnect_sends_keepalive);
     RUN(async_silent_node_is_left);
     RUN(async_free_in_lost_callback);
+    RUN(async_forced_release_told_by_keepalive_without_push);
+    RUN(async_forced_release_told_after_reconnect);
+    RUN(async_forced_release_acknowledged);
     return runner_done();
 }

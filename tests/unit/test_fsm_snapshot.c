@@ -24,6 +24,7 @@ TEST(snapshot_restore_roundtrip)
     setup(&f);
     setup(&g);
     populate(&f);
+    populate_lost(&f);
     snap(&f, &s1);
     ASSERT_UEQ(le_get_u64(s1.data + 8), f.index);
     for (int db = 0; db < N_DB; db++) ASSERT_GT(snap_count(&s1, db), 0);
@@ -791,8 +792,8 @@ TEST(digest_unchanged_by_replay)
 
 /* A snapshot of format 2 (no digest in the header) or of a format not yet
  * known is refused without change, whether or not the bytes are laid out
- * the old way. (Formats 3 and 4 are restored: test_fsm_admin.c,
- * test_fsm_owner.c.) */
+ * the old way. (Formats 3, 4 and 5 are restored: test_fsm_admin.c,
+ * test_fsm_owner.c, test_fsm_lost.c.) */
 TEST(restore_rejects_previous_format)
 {
     struct fixture f, g;
@@ -803,22 +804,25 @@ TEST(restore_rejects_previous_format)
     populate(&f);
     snap(&f, &good);
     snap(&g, &before);
-    ASSERT_EQ(le_get_u32(good.data + 4), 5);
+    ASSERT_EQ(le_get_u32(good.data + 4), 6);
     /* Format 2's layout: the header without the digest. */
     ASSERT_EQ(buf_put(&old, good.data, 16), 0);
     ASSERT_EQ(buf_put(&old, good.data + SNAP_HDR, good.len - SNAP_HDR), 0);
     le_put_u32(old.data + 4, 2);
     ASSERT_EQ(store_restore(g.s, old.data, old.len), BATON_EMALFORMED);
-    /* Format 5's layout labelled 2, or labelled 3 (whose layout lacks the
-     * members table: the members count and entry are trailing bytes), or
-     * labelled with a format to come. */
+    /* Format 6's layout labelled 2, or labelled 3 (whose layout lacks the
+     * members and lost tables: their counts and entries are trailing
+     * bytes), or 5 (no lost table: its count is trailing), or labelled
+     * with a format to come. */
     buf_reset(&old);
     ASSERT_EQ(buf_put(&old, good.data, good.len), 0);
     le_put_u32(old.data + 4, 2);
     ASSERT_EQ(store_restore(g.s, old.data, old.len), BATON_EMALFORMED);
     le_put_u32(old.data + 4, 3);
     ASSERT_EQ(store_restore(g.s, old.data, old.len), BATON_EMALFORMED);
-    le_put_u32(old.data + 4, 6);
+    le_put_u32(old.data + 4, 5);
+    ASSERT_EQ(store_restore(g.s, old.data, old.len), BATON_EMALFORMED);
+    le_put_u32(old.data + 4, 7);
     ASSERT_EQ(store_restore(g.s, old.data, old.len), BATON_EMALFORMED);
     snap(&g, &after);
     ASSERT(before.len == after.len && memcmp(before.data, after.data, before.len) == 0);

@@ -585,16 +585,21 @@ static void spec_frame(const struct msg *m, struct buf *w)
     case MSG_SESSION_EXPIRED: /* {u64 session} */
         buf_put_u64(w, m->u.session_expired.session);
         break;
-    case MSG_FORCE_RELEASE: /* {str lock} */
+    case MSG_FORCE_RELEASE: /* {u64 fence, u8 flags, str lock} */
+        buf_put_u64(w, m->u.force_release.fence);
+        buf_put_u8(w, m->u.force_release.flags);
         spec_str(w, m->u.force_release.lock);
         break;
     case MSG_FORCE_RELEASE_R: /* {i32 status, u64 lost_session, u64 lost_fence,
-                                 u64 new_session, u64 new_fence} */
+                                 u64 new_session, u64 new_fence, u32 delay_ms,
+                                 u64 cur_fence} */
         buf_put_i32(w, m->u.force_release_r.status);
         buf_put_u64(w, m->u.force_release_r.lost_session);
         buf_put_u64(w, m->u.force_release_r.lost_fence);
         buf_put_u64(w, m->u.force_release_r.new_session);
         buf_put_u64(w, m->u.force_release_r.new_fence);
+        buf_put_u32(w, m->u.force_release_r.delay_ms);
+        buf_put_u64(w, m->u.force_release_r.cur_fence);
         break;
     case MSG_EXPIRE_SESSION: /* {u64 session} */
         buf_put_u64(w, m->u.expire_session.session);
@@ -679,6 +684,23 @@ static void spec_frame(const struct msg *m, struct buf *w)
     case MSG_CHECK_R: /* {u64 index} */
         buf_put_u64(w, m->u.check_r.index);
         break;
+    case MSG_LOST_HOLDS: /* {u64 session, u64 after} */
+        buf_put_u64(w, m->u.lost_holds.session);
+        buf_put_u64(w, m->u.lost_holds.after);
+        break;
+    case MSG_LOST_HOLDS_R: { /* {u32 n, n x {u64 waiter, u64 fence, i32 status, str lock},
+                                u8 more} */
+        const struct msg_lost_holds_r *x = &m->u.lost_holds_r;
+        buf_put_u32(w, x->n);
+        for (uint32_t i = 0; i < x->n; i++) {
+            buf_put_u64(w, x->items[i].waiter);
+            buf_put_u64(w, x->items[i].fence);
+            buf_put_i32(w, x->items[i].status);
+            spec_str(w, x->items[i].lock);
+        }
+        buf_put_u8(w, x->more);
+        break;
+    }
     default:
         FAIL("no layout for type %d", m->type);
     }
