@@ -4,10 +4,11 @@
  *     lock a random hot lock -> 2..4 guarded writes to the fenced store
  *     (tests/fault/store.c) with the lock's fence -> unlock
  *
- * The writes of a hold are 5-25 ms apart, but one hold in twenty is a long
- * one, 100-600 ms between writes (0.1-1.8 s in all): a fault then may
- * strike while the lock is held, and the holder must learn of a loss in
- * the middle of its work.
+ * The writes of a hold are 5-25 ms apart. With --long-holds (the clients
+ * that go through the client proxy, which the client partitions strike),
+ * one hold in twenty is a long one, 100-600 ms between writes (0.1-1.8 s in
+ * all): a cut then often strikes while the lock is held, and the holder
+ * must learn of a loss in the middle of its work.
  *
  * with libbaton's async API on a libuv loop, and logs every event with a
  * CLOCK_MONOTONIC timestamp (flog.h) for the checker (check.c):
@@ -33,7 +34,7 @@
  *
  *   faultclient --endpoints E --store PORT --name N --log FILE
  *               [--locks K] [--ttl MS] [--seed S] [--cacert FILE] [--token T]
- *               [--expect-clock-ppm N] [--expect-proxy-ports N]
+ *               [--expect-clock-ppm N] [--expect-proxy-ports N] [--long-holds]
  *
  * The last two say which shims the harness preloaded (run.c,
  * client_profiles): a clock N ppm fast or slow (shim_clock.so) and a map
@@ -87,6 +88,7 @@ struct app {
     char lock[32];
     uint64_t fence;
     int writes_left, write_no;
+    int long_holds;          /* --long-holds */
     int slow;                /* a long hold: writes 100-600 ms apart */
     int lost;
 };
@@ -234,7 +236,7 @@ static void on_locked(baton_async_t *ac, int status, const char *name, uint64_t 
     a->lost = 0;
     a->write_no = 0;
     a->writes_left = (int)rnd(a, 2, 4);
-    a->slow = rnd(a, 1, 20) == 1;
+    a->slow = a->long_holds && rnd(a, 1, 20) == 1;
     write_once(a);
 }
 
@@ -419,7 +421,8 @@ int main(int argc, char **argv)
         {"seed", required_argument, NULL, 'r'},      {"cacert", required_argument, NULL, 'c'},
         {"token", required_argument, NULL, 'T'},
         {"expect-clock-ppm", required_argument, NULL, 'P'},
-        {"expect-proxy-ports", required_argument, NULL, 'X'}, {0},
+        {"expect-proxy-ports", required_argument, NULL, 'X'},
+        {"long-holds", no_argument, NULL, 'L'}, {0},
     };
     struct app a = {.n_locks = 2, .store_fd = -1, .rng = 88172645463325252ull};
     const char *logpath = NULL;
@@ -442,6 +445,7 @@ int main(int argc, char **argv)
         case 'T': a.opts.token = optarg; break;
         case 'P': want_ppm = strtol(optarg, NULL, 10); break;
         case 'X': want_ports = atoi(optarg); break;
+        case 'L': a.long_holds = 1; break;
         default: goto usage;
         }
     }
@@ -479,6 +483,6 @@ int main(int argc, char **argv)
 usage:
     fprintf(stderr, "usage: faultclient --endpoints E --store PORT --name N --log FILE "
                     "[--locks K] [--ttl MS] [--seed S] [--cacert FILE] [--token T] "
-                    "[--expect-clock-ppm N] [--expect-proxy-ports N]\n");
+                    "[--expect-clock-ppm N] [--expect-proxy-ports N] [--long-holds]\n");
     return 2;
 }

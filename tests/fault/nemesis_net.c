@@ -25,7 +25,7 @@
 
 /* A proxied client; -1 if none. Four times in five it waits (up to 3 s)
  * for one to hold a lock, so that the cut strikes in the middle of a hold:
- * a long hold (client.c) then goes on behind the cut. */
+ * a long hold (client.c, --long-holds) then goes on behind the cut. */
 static int proxied_client(struct run *r)
 {
     int cand[RUN_MAX_CLIENTS], n = 0;

@@ -213,8 +213,9 @@ void preload_env(const char *so, char *a, size_t alen, char *b, size_t blen)
  * each as a group of its own, so that the nemesis can cut one off from
  * some nodes (nemesis_net.c); clients 2, 6, ... run with a clock 0.1% fast
  * and 3, 7, ... with one 0.1% slow (shim_clock.so). With five clients: c0
- * and c4 plain, c1 proxied, c2 fast, c3 proxied and slow. --plain: all
- * plain.
+ * and c4 plain, c1 proxied, c2 fast, c3 proxied and slow. The proxied ones
+ * make a long hold now and then (client.c, --long-holds), so that a cut
+ * finds them holding. --plain: all plain.
  */
 static void client_profiles(struct run *r)
 {
@@ -278,7 +279,8 @@ static int start_clients(struct run *r)
                               "--locks", locks,        "--ttl",  ttl,  "--seed", seed,
                               "--cacert", ca, "--token", r->client_token,
                               "--expect-clock-ppm", ce.expect_ppm,
-                              "--expect-proxy-ports", ce.expect_ports, NULL};
+                              "--expect-proxy-ports", ce.expect_ports,
+                              r->client_group[k] >= 0 ? "--long-holds" : NULL, NULL};
 
         client_env(r, k, &ce);
         tool(r, "faultclient", path, sizeof path);
