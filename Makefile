@@ -80,7 +80,8 @@ DEB_FUZZ_PKGS := clang libclang-rt-dev
 # The fault harness (tests/fault/; the rules are near the end).
 FAULT_SECONDS ?= 600
 FAULT_DIR   := $(B)/tests/fault
-FAULT_PROGS := $(addprefix $(FAULT_DIR)/,faultrun faultproxy faultstore faultclient faultcheck)
+FAULT_PROGS := $(addprefix $(FAULT_DIR)/,faultrun faultproxy faultstore faultclient faultcheck \
+                 faulthostile shim_disk.so shim_clock.so shim_connect.so)
 FAULT_TEST  := $(FAULT_DIR)/test_fault
 BROKEN      := $(B)/broken
 BROKEN_STORE_OBJ := $(patsubst %.c,$(BROKEN)/%.o,$(wildcard storage/*.c))
@@ -310,8 +311,8 @@ fault-inner: $(PROGS) $(FAULT_PROGS)
 fault-selftest-inner: $(FAULT_ALL)
 	@BATON_BUILD=$(abspath $(BROKEN)) $(FAULT_DIR)/faultrun --seconds 30 --expect-violations
 
-$(FAULT_DIR)/faultrun: $(addprefix $(FAULT_DIR)/,run.o nemesis.o nemesis_admin.o) $(B)/libtest.a \
-                      $(B)/libproto.a
+$(FAULT_DIR)/faultrun: $(addprefix $(FAULT_DIR)/,run.o nemesis.o nemesis_admin.o nemesis_pause.o \
+                       nemesis_net.o nemesis_disk.o) $(B)/libtest.a $(B)/libproto.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
 $(FAULT_DIR)/faultproxy: $(FAULT_DIR)/proxy.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV)
@@ -319,8 +320,16 @@ $(FAULT_DIR)/faultstore: $(FAULT_DIR)/store.o
 	$(CC) $(LDFLAGS) -o $@ $^
 $(FAULT_DIR)/faultclient: $(FAULT_DIR)/client.o $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
-$(FAULT_DIR)/faultcheck: $(FAULT_DIR)/check.o $(FAULT_DIR)/check_load.o
+$(FAULT_DIR)/faultcheck: $(FAULT_DIR)/check.o $(FAULT_DIR)/check_load.o $(FAULT_DIR)/check_hostile.o
 	$(CC) $(LDFLAGS) -o $@ $^
+$(FAULT_DIR)/faulthostile: $(FAULT_DIR)/hostile.o $(B)/libtest.a $(B)/libproto.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
+# The shims (LD_PRELOAD): built without the sanitizers whatever SAN is, as
+# they are loaded into other programs (README.md in tests/fault).
+$(FAULT_DIR)/shim_%.so: tests/fault/shim_%.c
+	@mkdir -p $(dir $@)
+	@echo "  SHIM    $<"
+	@$(CC) -std=c11 -D_GNU_SOURCE -I. $(WARN) -O2 -g -fPIC -shared -MMD -MP -o $@ $< -ldl -lpthread
 $(FAULT_TEST): $(FAULT_DIR)/test_fault.o $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^
 

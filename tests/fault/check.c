@@ -44,6 +44,8 @@
  *     holder's writes accepted by the store meanwhile (before it hears)
  *     are what the fence is for, not a breach of rule 3: rule 3 does not
  *     count them.
+ *  8. The hostile client's requests, which name sessions of another
+ *     principal, are all refused (check_hostile.c).
  *
  * It also prints the operations, the faults of each kind (nemesis.log),
  * the lost-with-notice counts and the longest time without any grant.
@@ -68,6 +70,7 @@ enum vkind {
     V_FIFO,
     V_RELEASE_AFTER_LOST,
     V_RELEASE_AFTER_FORCED,
+    V_HOSTILE,
     V_COUNT
 };
 
@@ -76,6 +79,7 @@ static const char *vname[V_COUNT] = {
     "two holders' writes accepted at once", "fence not increasing in grant order",
     "FIFO order broken", "unlock succeeded after the lock was reported lost",
     "unlock succeeded for a hold an operator had taken",
+    "hostile request not refused",
 };
 
 static uint64_t viol[V_COUNT];
@@ -582,7 +586,8 @@ static void print_gaps_by_fault(const struct ck_data *d, const uint64_t *t, size
     printf("%s no fault in the 15 s before %.2f s\n", nk ? ";" : "", (double)quiet / 1e6);
 }
 
-/* The longest stretch without any grant, from the first grant to the last,
+/* The longest stretch without any grant, from the first grant to the end
+ * of the logs (an outage that lasts until the clients stop counts too),
  * and the faults in effect during it (or, if none, the last one before it:
  * recovery can outlast a fault). The nemesis runs one fault at a time, so a
  * FAULT line's HEAL is the next HEAL line. */
@@ -599,6 +604,10 @@ static void print_unavailability(const struct ck_data *d)
             best = t[i] - t[i - 1];
             at = t[i - 1];
         }
+    if (d->n_gr > 0 && d->t_last > t[d->n_gr - 1] && d->t_last - t[d->n_gr - 1] > best) {
+        best = d->t_last - t[d->n_gr - 1];
+        at = t[d->n_gr - 1];
+    }
     printf("longest unavailability: %.2f s (no grant from +%.3f s)", (double)best / 1e6, rel_s(at));
     if ((cause = cause_of(d, at)) != NULL)
         printf(", after %s %s (+%.3f s)", cause->kind, cause->detail, rel_s(cause->t));
@@ -618,6 +627,7 @@ int main(int argc, char **argv)
     struct ck_data d;
     struct notice_stats ns = {0};
     struct taken_stats ts = {0};
+    struct ck_hostile hs;
     uint64_t fifo_pairs = 0, writes_ok = 0, writes_rej = 0, att_failed = 0, att_queued = 0;
     uint64_t total_viol = 0;
     size_t nl;
@@ -655,6 +665,11 @@ int main(int argc, char **argv)
         if (!d.att[i].granted) att_failed++;
         if (d.att[i].t_queued) att_queued++;
     }
+    if (ck_hostile(argv[1], &hs, rel_s) != 0) {
+        fprintf(stderr, "faultcheck: cannot read %s/hostile.log\n", argv[1]);
+        return 2;
+    }
+    viol[V_HOSTILE] += hs.violations;
     for (int k = 0; k < V_COUNT; k++) total_viol += viol[k];
 
     printf("run: %.1f s of logs, %d clients (%d ended cleanly), %zu locks, %" PRIu64
@@ -666,6 +681,11 @@ int main(int argc, char **argv)
            " releases OK\n",
            d.n_att, att_queued, att_failed, d.n_gr, writes_ok, writes_rej, ns.released_ok);
     print_faults(&d);
+    if (hs.ran)
+        printf("hostile client: %" PRIu64 " requests naming others' sessions: %" PRIu64
+               " refused EPERM, %" PRIu64 " refused ESESSION, %" PRIu64 " unanswered, %" PRIu64
+               " NOT refused\n",
+               hs.sent, hs.refused_perm, hs.refused_session, hs.unanswered, hs.violations);
     printf("lost with notice: %" PRIu64 " (%" PRIu64 " after the lock had moved on, fenced off); "
            "releases unconfirmed: %" PRIu64 "; LOST for unknown grants: %" PRIu64 "\n",
            ns.told, ns.told_late, ns.unconfirmed, d.lost_unmatched);
@@ -682,7 +702,7 @@ int main(int argc, char **argv)
     printf("fifo: %" PRIu64 " queued pairs (waiter committed before the other was sent)\n",
            fifo_pairs);
     print_unavailability(&d);
-    parse_errors = d.parse_errors;
+    parse_errors = d.parse_errors + hs.parse_errors;
     if (parse_errors) printf("unreadable log lines: %d\n", parse_errors);
     ck_free(&d);
     return total_viol || ns.silent || parse_errors ? 1 : 0;

@@ -87,6 +87,19 @@ struct ck_data {
     int parse_errors;
 };
 
+/* What the hostile client's requests got (check_hostile.c). */
+struct ck_hostile {
+    int ran;                 /* DIR/hostile.log exists */
+    uint64_t sent, refused_perm, refused_session, unanswered;
+    uint64_t violations;     /* carried out, or answered otherwise than refused */
+    int parse_errors;
+};
+
+/* Read DIR/hostile.log (if there is one) into h, printing a VIOLATION
+ * line for each of the first requests not refused; rel_s prints times.
+ * 0, or -1 if it exists and cannot be read. */
+int ck_hostile(const char *dir, struct ck_hostile *h, double (*rel_s)(uint64_t));
+
 /* Read DIR/client-*.log, DIR/store.log and DIR/nemesis.log into d (zeroed
  * first). 0, or -1 with a message on stderr (missing or unreadable logs). */
 int ck_load(const char *dir, struct ck_data *d);

@@ -133,7 +133,7 @@ static void client_line(struct ck_data *d, int c, const char *path, int lineno, 
         d->session_fails++;
     } else if (strcmp(ev, "END") == 0) {
         d->clients_ended++;
-    } else if (strcmp(ev, "CLOSED") != 0) {
+    } else if (strcmp(ev, "CLOSED") != 0 && strcmp(ev, "NOTE") != 0) {
         goto bad;
     }
     return;

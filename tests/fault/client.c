@@ -4,6 +4,12 @@
  *     lock a random hot lock -> 2..4 guarded writes to the fenced store
  *     (tests/fault/store.c) with the lock's fence -> unlock
  *
+ * The writes of a hold are 5-25 ms apart. With --long-holds (the clients
+ * that go through the client proxy, which the client partitions strike),
+ * one hold in twenty is a long one, 100-600 ms between writes (0.1-1.8 s in
+ * all): a cut then often strikes while the lock is held, and the holder
+ * must learn of a loss in the middle of its work.
+ *
  * with libbaton's async API on a libuv loop, and logs every event with a
  * CLOCK_MONOTONIC timestamp (flog.h) for the checker (check.c):
  *
@@ -22,16 +28,27 @@
  *     T LOST LOCK FENCE WHY       the lost callback
  *     T CLOSED STATUS             the session was closed at the end
  *     T END                       the client exits
+ *     T NOTE ...                  anything else (the shims it runs with,
+ *                                 its clock's measured rate); not checked
  * STATUS values are BATON_E* numbers.
  *
  *   faultclient --endpoints E --store PORT --name N --log FILE
- *               [--locks K] [--ttl MS] [--seed S]
+ *               [--locks K] [--ttl MS] [--seed S] [--cacert FILE] [--token T]
+ *               [--expect-clock-ppm N] [--expect-proxy-ports N] [--long-holds]
+ *
+ * The last two say which shims the harness preloaded (run.c,
+ * client_profiles): a clock N ppm fast or slow (shim_clock.so) and a map
+ * of N node ports to the client proxy's (shim_connect.so). The client
+ * refuses to run (exit 1) unless the shims are in as said, so a run never
+ * passes without the faults it claims; it logs its clock's rate measured
+ * against the real one when it ends.
  *
  * SIGTERM: start no new lock call, finish the current one (its hold and
  * unlock), close the session, exit 0. A client that is told its lock is
  * lost stops writing at once and unlocks (BATON_ELOST).
  */
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -71,6 +88,8 @@ struct app {
     char lock[32];
     uint64_t fence;
     int writes_left, write_no;
+    int long_holds;          /* --long-holds */
+    int slow;                /* a long hold: writes 100-600 ms apart */
     int lost;
 };
 
@@ -190,7 +209,7 @@ static void write_once(struct app *a)
     else
         flog(a->log, "WERR %s %" PRIu64 " %d", a->lock, a->fence, a->write_no);
     if (--a->writes_left > 0)
-        after(a, rnd(a, 5, 25), write_once);
+        after(a, a->slow ? rnd(a, 100, 600) : rnd(a, 5, 25), write_once);
     else
         release(a);
 }
@@ -217,6 +236,7 @@ static void on_locked(baton_async_t *ac, int status, const char *name, uint64_t 
     a->lost = 0;
     a->write_no = 0;
     a->writes_left = (int)rnd(a, 2, 4);
+    a->slow = a->long_holds && rnd(a, 1, 20) == 1;
     write_once(a);
 }
 
@@ -347,6 +367,39 @@ static void open_session(struct app *a)
     }
 }
 
+/* ---- the shims ----------------------------------------------------------------- */
+
+/* Are the shims the harness says it preloaded in? Logs them; 0 or -1. */
+static int check_shims(FILE *log, long want_ppm, int want_ports)
+{
+    long (*ppm)(void) = (long (*)(void))dlsym(RTLD_DEFAULT, "fault_shim_clock_ppm");
+    int (*ports)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "fault_shim_connect_ports");
+    long have_ppm = ppm ? ppm() : 0;
+    int have_ports = ports ? ports() : 0;
+
+    if (have_ppm != want_ppm || have_ports != want_ports) {
+        fprintf(stderr, "faultclient: the harness asked for a clock %ld ppm off and %d proxied "
+                        "ports, the shims in give %ld and %d\n",
+                want_ppm, want_ports, have_ppm, have_ports);
+        return -1;
+    }
+    if (want_ppm) flog(log, "NOTE shim_clock: %+ld ppm", want_ppm);
+    if (want_ports) flog(log, "NOTE shim_connect: %d node ports go through the client proxy",
+                         want_ports);
+    return 0;
+}
+
+/* The lease clock (CLOCK_BOOTTIME, through any shim) and the real one (the
+ * system call), in ns. */
+static void clocks_now(int64_t *lease, int64_t *real)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    *lease = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    *real = flog_now_us() * 1000;
+}
+
 static void on_sigterm(uv_signal_t *s, int sig)
 {
     struct app *a = s->data;
@@ -366,12 +419,17 @@ int main(int argc, char **argv)
         {"name", required_argument, NULL, 'n'},      {"log", required_argument, NULL, 'l'},
         {"locks", required_argument, NULL, 'k'},     {"ttl", required_argument, NULL, 't'},
         {"seed", required_argument, NULL, 'r'},      {"cacert", required_argument, NULL, 'c'},
-        {"token", required_argument, NULL, 'T'},     {0},
+        {"token", required_argument, NULL, 'T'},
+        {"expect-clock-ppm", required_argument, NULL, 'P'},
+        {"expect-proxy-ports", required_argument, NULL, 'X'},
+        {"long-holds", no_argument, NULL, 'L'}, {0},
     };
     struct app a = {.n_locks = 2, .store_fd = -1, .rng = 88172645463325252ull};
     const char *logpath = NULL;
     unsigned ttl = 3000;
-    int o;
+    long want_ppm = 0;
+    int o, want_ports = 0;
+    int64_t lease0, real0, lease1, real1;
 
     a.opts.client_name = "faultclient";
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -385,6 +443,9 @@ int main(int argc, char **argv)
         case 'r': a.rng ^= strtoull(optarg, NULL, 10) * 0x9E3779B97F4A7C15ull; break;
         case 'c': a.opts.tls_ca_file = optarg; break;
         case 'T': a.opts.token = optarg; break;
+        case 'P': want_ppm = strtol(optarg, NULL, 10); break;
+        case 'X': want_ports = atoi(optarg); break;
+        case 'L': a.long_holds = 1; break;
         default: goto usage;
         }
     }
@@ -398,6 +459,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "faultclient: %s: %s\n", logpath, strerror(errno));
         return 1;
     }
+    if (check_shims(a.log, want_ppm, want_ports) != 0) return 1;
+    clocks_now(&lease0, &real0);
     signal(SIGPIPE, SIG_IGN);
     a.loop = uv_default_loop();
     uv_timer_init(a.loop, &a.timer);
@@ -407,6 +470,11 @@ int main(int argc, char **argv)
     uv_signal_start(&a.sigterm, on_sigterm, SIGTERM);
     open_session(&a);
     uv_run(a.loop, UV_RUN_DEFAULT);
+    clocks_now(&lease1, &real1);
+    if (real1 > real0)
+        flog(a.log, "NOTE lease clock ran %+.0f ppm against the real one over %.1f s",
+             ((double)(lease1 - lease0) / (double)(real1 - real0) - 1) * 1e6,
+             (double)(real1 - real0) / 1e9);
     flog(a.log, "END");
     if (a.store_fd >= 0) close(a.store_fd);
     fclose(a.log);
@@ -414,6 +482,7 @@ int main(int argc, char **argv)
 
 usage:
     fprintf(stderr, "usage: faultclient --endpoints E --store PORT --name N --log FILE "
-                    "[--locks K] [--ttl MS] [--seed S] [--cacert FILE] [--token T]\n");
+                    "[--locks K] [--ttl MS] [--seed S] [--cacert FILE] [--token T] "
+                    "[--expect-clock-ppm N] [--expect-proxy-ports N] [--long-holds]\n");
     return 2;
 }

@@ -1,8 +1,9 @@
 /*
- * proxy.c -- faultproxy: a TCP proxy between batond nodes' raft links that
- * can cut them, for the fault harness's network partitions.
+ * proxy.c -- faultproxy: a TCP proxy between batond nodes' raft links, and
+ * between some clients and the nodes, that can cut them, for the fault
+ * harness's network partitions.
  *
- *   faultproxy --pids DIR ID:LISTEN_PORT:TARGET_PORT ...
+ *   faultproxy --pids DIR [--client-groups G] ID:LISTEN_PORT:TARGET_PORT[:CLIENT_PORT] ...
  *
  * For every node, the proxy listens on 127.0.0.1:LISTEN_PORT -- the raft
  * address the node advertises in --cluster -- and forwards each connection
@@ -23,12 +24,23 @@
  * receiver. A connection whose sender cannot be found (it was closed
  * already, or a process other than the nodes opened it) is closed.
  *
+ * Clients. With --client-groups G, the proxy also listens, for each group
+ * g in 0..G-1 and each node, on a port of its own (picked by the kernel)
+ * that forwards to the node's CLIENT_PORT; before "ready" it prints one
+ * line "client g ID PORT" per listener. A client of group g is given those
+ * ports (the harness preloads shim_connect.so into it, so that REDIRECTs
+ * to a node's own client port come here too). The listener tells both
+ * ends of such a connection: nothing needs looking up. What passes is TLS,
+ * forwarded as bytes.
+ *
  * Commands, one per line on stdin, each answered with one line on stdout
  * ("ok", or "error: ...") once it has taken effect:
  *   cut I J   node I can no longer reach node J: the connections from I to
  *             J are closed, and new ones are accepted but held: what I
  *             sends is read and thrown away, nothing is forwarded (a
  *             black hole, as a real partition is, rather than a refusal)
+ *   ccut g J  the clients of group g can no longer reach node J, in the
+ *             same way (their connections closed, new ones black-holed)
  *   heal      every link works again; held connections are closed so that
  *             their senders reconnect through a working link
  * A partition {A} | {B, C} is "cut A B", "cut B A", "cut A C", "cut C A".
@@ -49,25 +61,37 @@
 #include "tests/fault/flog.h"
 
 #define MAX_NODES 8
+#define MAX_GROUPS 8
+#define SRC_MAX (MAX_NODES + MAX_GROUPS) /* senders: nodes, then client groups */
 #define READ_SIZE 65536
 #define HIGH_WATER (8u << 20) /* stop reading a side whose peer has this much queued */
 
 struct node {
     uint32_t id;
-    int listen_port, target_port;
+    int listen_port, target_port, client_port;
+    uv_tcp_t server;
+};
+
+/* A client listener: group g's way to one node. */
+struct clisten {
+    int group, node;
+    int port;
     uv_tcp_t server;
 };
 
 enum pstate { P_CONNECTING, P_OPEN, P_HELD, P_CLOSING };
 
-/* One connection a node opened to another node's raft address. */
+/* One connection a node opened to another node's raft address, or a
+ * client to a node's client port. */
 struct pconn {
     struct pconn *prev, *next;
     int dst;                 /* index of the node it was sent to */
-    int src;                 /* index of the sender */
+    int src;                 /* index of the sending node, or MAX_NODES + the
+                                client group */
+    int target_port;         /* where dst listens for it */
     enum pstate state;
     uv_tcp_t down;           /* accepted from the sender */
-    uv_tcp_t up;             /* to the receiver's bind port */
+    uv_tcp_t up;             /* to the receiver's port */
     bool up_init;
     bool down_paused, up_paused;
     uv_connect_t creq;
@@ -85,7 +109,9 @@ struct wreq {
 static uv_loop_t *loop;
 static struct node nodes[MAX_NODES];
 static int n_nodes;
-static bool cut[MAX_NODES][MAX_NODES]; /* [src][dst] */
+static struct clisten clis[MAX_GROUPS * MAX_NODES];
+static int n_clis;
+static bool cut[SRC_MAX][MAX_NODES]; /* [src][dst] */
 static struct pconn *conns;
 static uv_pipe_t in;
 static const char *pid_dir;  /* the cluster harness's DIR/node<ID>.pid files */
@@ -97,6 +123,18 @@ static int node_by_id(uint64_t id)
     for (int i = 0; i < n_nodes; i++)
         if (nodes[i].id == id) return i;
     return -1;
+}
+
+/* A sender's name in the log: its node id, or "c" and its group. */
+static const char *src_name(int src, char *buf, size_t cap)
+{
+    if (src < 0)
+        snprintf(buf, cap, "?");
+    else if (src < MAX_NODES)
+        snprintf(buf, cap, "%u", nodes[src].id);
+    else
+        snprintf(buf, cap, "c%d", src - MAX_NODES);
+    return buf;
 }
 
 static void pc_closed(uv_handle_t *h)
@@ -111,9 +149,11 @@ static void pc_closed(uv_handle_t *h)
 /* Close both sides of pc (idempotent); pc is freed once both are closed. */
 static void pc_close(struct pconn *pc, const char *why)
 {
+    char name[16];
+
     if (pc->state == P_CLOSING) return;
-    fprintf(stderr, "%lld close %d->%d: %s\n", (long long)now_us(),
-            pc->src >= 0 ? (int)nodes[pc->src].id : 0, (int)nodes[pc->dst].id, why);
+    fprintf(stderr, "%lld close %s->%d: %s\n", (long long)now_us(),
+            src_name(pc->src, name, sizeof name), (int)nodes[pc->dst].id, why);
     pc->state = P_CLOSING;
     if (pc->prev)
         pc->prev->next = pc->next;
@@ -202,7 +242,7 @@ static void on_read_up(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 static void on_connected(uv_connect_t *req, int status)
 {
     struct pconn *pc = req->data;
-    char *pend = pc->pend;
+    char *pend = pc->pend, name[16];
 
     if (pc->state == P_CLOSING) return;
     if (status < 0) {
@@ -210,8 +250,8 @@ static void on_connected(uv_connect_t *req, int status)
         return;
     }
     pc->state = P_OPEN;
-    fprintf(stderr, "%lld open %d->%d\n", (long long)now_us(),
-            pc->src >= 0 ? (int)nodes[pc->src].id : 0, (int)nodes[pc->dst].id);
+    fprintf(stderr, "%lld open %s->%d\n", (long long)now_us(),
+            src_name(pc->src, name, sizeof name), (int)nodes[pc->dst].id);
     uv_tcp_nodelay(&pc->up, 1);
     pc->pend = NULL;
     if (pc->pend_len == 0) {
@@ -230,11 +270,12 @@ static void on_connected(uv_connect_t *req, int status)
 static void route(struct pconn *pc)
 {
     struct sockaddr_in a;
+    char name[16];
 
     if (cut[pc->src][pc->dst]) {
         pc->state = P_HELD;
-        fprintf(stderr, "%lld hold %d->%d\n", (long long)now_us(), (int)nodes[pc->src].id,
-                (int)nodes[pc->dst].id);
+        fprintf(stderr, "%lld hold %s->%d\n", (long long)now_us(),
+                src_name(pc->src, name, sizeof name), (int)nodes[pc->dst].id);
         return;
     }
     pc->state = P_CONNECTING;
@@ -243,7 +284,7 @@ static void route(struct pconn *pc)
     pc->up_init = true;
     pc->handles++;
     pc->creq.data = pc;
-    uv_ip4_addr("127.0.0.1", nodes[pc->dst].target_port, &a);
+    uv_ip4_addr("127.0.0.1", pc->target_port, &a);
     if (uv_tcp_connect(&pc->creq, &pc->up, (struct sockaddr *)&a, on_connected) != 0)
         pc_close(pc, "connect failed");
 }
@@ -377,16 +418,16 @@ static void on_read_down(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     }
 }
 
-static void on_accept(uv_stream_t *server, int status)
+/* A new pconn for a connection arriving on `server`, sent to node dst at
+ * target_port; NULL if it could not be accepted. */
+static struct pconn *pc_accept(uv_stream_t *server, int dst, int target_port)
 {
-    struct node *nd = server->data;
-    struct pconn *pc;
+    struct pconn *pc = calloc(1, sizeof *pc);
 
-    if (status < 0) return;
-    pc = calloc(1, sizeof *pc);
-    if (pc == NULL) return;
-    pc->dst = (int)(nd - nodes);
+    if (pc == NULL) return NULL;
+    pc->dst = dst;
     pc->src = -1;
+    pc->target_port = target_port;
     uv_tcp_init(loop, &pc->down);
     pc->down.data = pc;
     pc->handles = 1;
@@ -395,14 +436,40 @@ static void on_accept(uv_stream_t *server, int status)
     conns = pc;
     if (uv_accept(server, (uv_stream_t *)&pc->down) != 0) {
         pc_close(pc, "accept failed");
-        return;
+        return NULL;
     }
     uv_tcp_nodelay(&pc->down, 1);
+    return pc;
+}
+
+/* A raft connection: its sender is found through /proc. */
+static void on_accept(uv_stream_t *server, int status)
+{
+    struct node *nd = server->data;
+    struct pconn *pc;
+
+    if (status < 0) return;
+    pc = pc_accept(server, (int)(nd - nodes), nd->target_port);
+    if (pc == NULL) return;
     pc->src = sender_of(pc);
     if (pc->src < 0) {
         pc_close(pc, "sender not found among the nodes");
         return;
     }
+    uv_read_start((uv_stream_t *)&pc->down, on_alloc, on_read_down);
+    route(pc);
+}
+
+/* A client connection: the listener says who sends it and to whom. */
+static void on_accept_client(uv_stream_t *server, int status)
+{
+    struct clisten *cl = server->data;
+    struct pconn *pc;
+
+    if (status < 0) return;
+    pc = pc_accept(server, cl->node, nodes[cl->node].client_port);
+    if (pc == NULL) return;
+    pc->src = MAX_NODES + cl->group;
     uv_read_start((uv_stream_t *)&pc->down, on_alloc, on_read_down);
     route(pc);
 }
@@ -442,7 +509,15 @@ static void shutdown_all(void)
 {
     while (conns) pc_close(conns, "shutdown");
     for (int i = 0; i < n_nodes; i++) uv_close((uv_handle_t *)&nodes[i].server, NULL);
+    for (int k = 0; k < n_clis; k++) uv_close((uv_handle_t *)&clis[k].server, NULL);
     uv_close((uv_handle_t *)&in, NULL);
+}
+
+static bool group_used(unsigned g)
+{
+    for (int k = 0; k < n_clis; k++)
+        if (clis[k].group == (int)g) return true;
+    return false;
 }
 
 static void command(char *s)
@@ -459,11 +534,19 @@ static void command(char *s)
         }
         do_cut(src, dst);
         reply("ok");
+    } else if (sscanf(s, "ccut %u %u %c", &a, &b, &tail) == 2) {
+        int dst = node_by_id(b);
+        if (a >= (unsigned)MAX_GROUPS || dst < 0 || !group_used(a)) {
+            reply("error: ccut needs a client group and a node id");
+            return;
+        }
+        do_cut(MAX_NODES + (int)a, dst);
+        reply("ok");
     } else if (strcmp(s, "heal") == 0) {
         do_heal();
         reply("ok");
     } else {
-        reply("error: unknown command (cut I J | heal)");
+        reply("error: unknown command (cut I J | ccut G J | heal)");
     }
 }
 
@@ -492,51 +575,100 @@ static void on_stdin(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 
 static int parse_node(const char *arg, struct node *nd)
 {
-    unsigned id, lp, tp;
+    unsigned id, lp, tp, cp = 0;
     char tail;
+    int n = sscanf(arg, "%u:%u:%u:%u%c", &id, &lp, &tp, &cp, &tail);
 
-    if (sscanf(arg, "%u:%u:%u%c", &id, &lp, &tp, &tail) != 3 || id == 0 || lp == 0 ||
-        lp > 65535 || tp == 0 || tp > 65535)
+    if ((n != 3 && n != 4) || id == 0 || lp == 0 || lp > 65535 || tp == 0 || tp > 65535 ||
+        cp > 65535)
         return -1;
     nd->id = id;
     nd->listen_port = (int)lp;
     nd->target_port = (int)tp;
+    nd->client_port = (int)cp;
+    return 0;
+}
+
+/* Listen on 127.0.0.1:port (0: any) with cb; the port in *port. 0 or a uv
+ * error. */
+static int listen_on(uv_tcp_t *server, void *data, int *port, uv_connection_cb cb)
+{
+    struct sockaddr_in a;
+    struct sockaddr_storage got;
+    int rv, len = sizeof got;
+
+    uv_tcp_init(loop, server);
+    server->data = data;
+    uv_ip4_addr("127.0.0.1", *port, &a);
+    rv = uv_tcp_bind(server, (struct sockaddr *)&a, 0);
+    if (rv == 0) rv = uv_listen((uv_stream_t *)server, 64, cb);
+    if (rv == 0) rv = uv_tcp_getsockname(server, (struct sockaddr *)&got, &len);
+    if (rv == 0) *port = ntohs(((struct sockaddr_in *)&got)->sin_port);
+    return rv;
+}
+
+/* Group g's listeners, one per node, each announced on stdout. */
+static int listen_clients(int groups)
+{
+    char msg[64];
+
+    for (int g = 0; g < groups; g++)
+        for (int i = 0; i < n_nodes; i++) {
+            struct clisten *cl = &clis[n_clis];
+            int rv;
+
+            if (nodes[i].client_port == 0) {
+                fprintf(stderr, "faultproxy: node %u has no CLIENT_PORT\n", nodes[i].id);
+                return -1;
+            }
+            cl->group = g;
+            cl->node = i;
+            cl->port = 0;
+            if ((rv = listen_on(&cl->server, cl, &cl->port, on_accept_client)) != 0) {
+                fprintf(stderr, "faultproxy: client listener: %s\n", uv_strerror(rv));
+                return -1;
+            }
+            n_clis++;
+            snprintf(msg, sizeof msg, "client %d %u %d", g, nodes[i].id, cl->port);
+            reply(msg);
+        }
     return 0;
 }
 
 int main(int argc, char **argv)
 {
-    int rv;
+    int rv, a = 3, groups = 0;
 
-    if (argc < 4 || strcmp(argv[1], "--pids") != 0 || argc - 3 > MAX_NODES) {
+    if (argc >= 5 && strcmp(argv[3], "--client-groups") == 0) {
+        groups = atoi(argv[4]);
+        a = 5;
+    }
+    if (argc <= a || strcmp(argv[1], "--pids") != 0 || argc - a > MAX_NODES || groups < 0 ||
+        groups > MAX_GROUPS) {
         fprintf(stderr,
-                "usage: faultproxy --pids DIR ID:LISTEN_PORT:TARGET_PORT ... (at most %d)\n",
-                MAX_NODES);
+                "usage: faultproxy --pids DIR [--client-groups G] "
+                "ID:LISTEN_PORT:TARGET_PORT[:CLIENT_PORT] ... (at most %d nodes, %d groups)\n",
+                MAX_NODES, MAX_GROUPS);
         return 2;
     }
     pid_dir = argv[2];
     loop = uv_default_loop();
-    for (int i = 3; i < argc; i++) {
+    for (int i = a; i < argc; i++) {
         struct node *nd = &nodes[n_nodes];
-        struct sockaddr_in a;
 
         if (parse_node(argv[i], nd) != 0) {
-            fprintf(stderr, "faultproxy: bad node '%s' (want ID:LISTEN_PORT:TARGET_PORT)\n",
-                    argv[i]);
+            fprintf(stderr, "faultproxy: bad node '%s' (want ID:LISTEN_PORT:TARGET_PORT"
+                            "[:CLIENT_PORT])\n", argv[i]);
             return 2;
         }
-        uv_tcp_init(loop, &nd->server);
-        nd->server.data = nd;
-        uv_ip4_addr("127.0.0.1", nd->listen_port, &a);
-        rv = uv_tcp_bind(&nd->server, (struct sockaddr *)&a, 0);
-        if (rv == 0) rv = uv_listen((uv_stream_t *)&nd->server, 64, on_accept);
-        if (rv != 0) {
+        if ((rv = listen_on(&nd->server, nd, &nd->listen_port, on_accept)) != 0) {
             fprintf(stderr, "faultproxy: listen on port %d: %s\n", nd->listen_port,
                     uv_strerror(rv));
             return 1;
         }
         n_nodes++;
     }
+    if (listen_clients(groups) != 0) return 1;
     uv_pipe_init(loop, &in, 0);
     if ((rv = uv_pipe_open(&in, 0)) != 0 ||
         (rv = uv_read_start((uv_stream_t *)&in, on_alloc, on_stdin)) != 0) {

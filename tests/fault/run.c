@@ -8,7 +8,7 @@
  * whole design; this is the driver.
  *
  *   faultrun [--seconds N] [--clients N] [--locks N] [--ttl MS] [--seed S]
- *            [--faults LIST] [--expect-violations] [--keep]
+ *            [--faults LIST] [--expect-violations] [--keep] [--plain]
  *
  *   --seconds N         how long the nemesis runs (default 120)
  *   --clients N         client processes (default 5), --locks N hot locks (2)
@@ -19,6 +19,9 @@
  *   --expect-violations succeed only if the checker FINDS violations: for
  *                       the selftest against a deliberately broken batond
  *   --keep              keep the logs (kept anyway when the run fails)
+ *   --plain             every client straight to the nodes with the real
+ *                       clock, no hostile client (client_profiles); the
+ *                       faults that need the client proxy are then skipped
  *
  * batond and batonctl come from $BATON_BUILD (tests/lib/cluster.h); the
  * harness's own programs from the directory faultrun is in.
@@ -51,7 +54,7 @@ static int parse_faults(struct run *r, const char *s)
     char buf[256], *save = NULL, *tok;
 
     if (strcmp(s, "all") == 0) {
-        r->faults_enabled = (1u << F_COUNT) - 1;
+        r->faults_enabled = nemesis_default_faults();
         return 0;
     }
     snprintf(buf, sizeof buf, "%s", s);
@@ -76,7 +79,7 @@ static int parse_args(struct run *r, int argc, char **argv)
         {"locks", required_argument, NULL, 'l'},   {"ttl", required_argument, NULL, 't'},
         {"seed", required_argument, NULL, 'r'},    {"faults", required_argument, NULL, 'f'},
         {"expect-violations", no_argument, NULL, 'x'}, {"keep", no_argument, NULL, 'k'},
-        {0},
+        {"plain", no_argument, NULL, 'p'}, {0},
     };
     int o;
 
@@ -85,7 +88,7 @@ static int parse_args(struct run *r, int argc, char **argv)
     r->n_locks = 2;
     r->ttl_ms = 3000;
     r->seed = (uint64_t)now_us() ^ (uint64_t)getpid() << 32;
-    r->faults_enabled = (1u << F_COUNT) - 1;
+    r->faults_enabled = nemesis_default_faults();
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (o) {
         case 's': r->seconds = (unsigned)atoi(optarg); break;
@@ -98,6 +101,7 @@ static int parse_args(struct run *r, int argc, char **argv)
             break;
         case 'x': r->expect_violations = 1; break;
         case 'k': r->keep = 1; break;
+        case 'p': r->plain = 1; break;
         default: return -1;
         }
     }
@@ -105,7 +109,8 @@ static int parse_args(struct run *r, int argc, char **argv)
         r->ttl_ms < 1000 || r->seconds < 1)
         return -1;
     r->rng = r->seed ? r->seed : 1;
-    return 0;
+    if (r->plain) r->faults_enabled &= ~(1u << F_PART_CLIENT | 1u << F_DEPOSED);
+    return r->faults_enabled ? 0 : -1;
 }
 
 /* ---- set-up ---------------------------------------------------------------------- */
@@ -138,19 +143,43 @@ static int start_store(struct run *r)
     return 0;
 }
 
+/* The proxy's "client G ID PORT" lines, then "ready". 0 or -1. */
+static int read_proxy_ports(struct run *r)
+{
+    char line[64];
+    int g, port, want = r->n_groups * r->c.n;
+    unsigned id;
+
+    for (int k = 0; k < want; k++) {
+        if (proc_read_line(r->proxy_out, line, sizeof line, 10000) != 0 ||
+            sscanf(line, "client %d %u %d", &g, &id, &port) != 3 || g < 0 || g >= r->n_groups ||
+            id < 1 || id > (unsigned)r->c.n)
+            return -1;
+        r->group_port[g][id - 1] = port;
+    }
+    return proc_read_line(r->proxy_out, line, sizeof line, 10000) == 0 &&
+                   strcmp(line, "ready") == 0
+               ? 0
+               : -1;
+}
+
 static int start_proxy(struct run *r)
 {
-    char path[PATH_MAX + 32], logp[PATH_MAX + 32], args[CLUSTER_MAX_NODES][48], line[64];
-    const char *argv[CLUSTER_MAX_NODES + 4];
+    char path[PATH_MAX + 32], logp[PATH_MAX + 32], args[CLUSTER_MAX_NODES][64], groups[16];
+    const char *argv[CLUSTER_MAX_NODES + 6];
     int in[2], out[2], logfd, n = 0;
 
     tool(r, "faultproxy", path, sizeof path);
     argv[n++] = path;
     argv[n++] = "--pids"; /* the harness's pid files tell it who sends what */
     argv[n++] = r->c.root;
+    snprintf(groups, sizeof groups, "%d", r->n_groups);
+    argv[n++] = "--client-groups";
+    argv[n++] = groups;
     for (int i = 0; i < r->c.n; i++) {
-        snprintf(args[i], sizeof args[i], "%u:%d:%d", r->c.nodes[i].id, r->c.nodes[i].raft_port,
-                 r->c.nodes[i].raft_bind_port);
+        snprintf(args[i], sizeof args[i], "%u:%d:%d:%d", r->c.nodes[i].id,
+                 r->c.nodes[i].raft_port, r->c.nodes[i].raft_bind_port,
+                 r->c.nodes[i].client_port);
         argv[n++] = args[i];
     }
     argv[n] = NULL;
@@ -163,24 +192,97 @@ static int start_proxy(struct run *r)
     close(logfd);
     r->proxy_in = in[1];
     r->proxy_out = out[0];
-    if (r->proxy_pid < 0 || proc_read_line(r->proxy_out, line, sizeof line, 10000) != 0 ||
-        strcmp(line, "ready") != 0) {
+    if (r->proxy_pid < 0 || read_proxy_ports(r) != 0) {
         fprintf(stderr, "faultrun: the proxy did not start (see %s)\n", logp);
         return -1;
     }
     return 0;
 }
 
+void preload_env(const char *so, char *a, size_t alen, char *b, size_t blen)
+{
+    const char *asan = getenv("ASAN_OPTIONS");
+
+    snprintf(a, alen, "LD_PRELOAD=%s", so);
+    snprintf(b, blen, "ASAN_OPTIONS=%s%sverify_asan_link_order=0", asan ? asan : "",
+             asan && *asan ? ":" : "");
+}
+
+/*
+ * How each client runs. Odd-numbered clients go through the client proxy,
+ * each as a group of its own, so that the nemesis can cut one off from
+ * some nodes (nemesis_net.c); clients 2, 6, ... run with a clock 0.1% fast
+ * and 3, 7, ... with one 0.1% slow (shim_clock.so). With five clients: c0
+ * and c4 plain, c1 proxied, c2 fast, c3 proxied and slow. The proxied ones
+ * make a long hold now and then (client.c, --long-holds), so that a cut
+ * finds them holding. --plain: all plain.
+ */
+static void client_profiles(struct run *r)
+{
+    r->n_groups = 0;
+    for (int k = 0; k < r->n_clients; k++) {
+        r->client_group[k] = !r->plain && k % 2 == 1 ? r->n_groups++ : -1;
+        r->client_ppm[k] = r->plain ? 0 : k % 4 == 2 ? 1000 : k % 4 == 3 ? -1000 : 0;
+    }
+}
+
+/* A client's environment and endpoints for its profile. */
+struct client_env {
+    char buf[5][PATH_MAX + 256];
+    const char *env[6];
+    char endpoints[256];
+    char expect_ppm[16], expect_ports[16];
+};
+
+static void client_env(const struct run *r, int k, struct client_env *ce)
+{
+    char so[2 * PATH_MAX + 80] = "";
+    int n = 0, g = r->client_group[k];
+
+    snprintf(ce->endpoints, sizeof ce->endpoints, "%s", cluster_endpoints(&r->c));
+    snprintf(ce->expect_ppm, sizeof ce->expect_ppm, "%ld", r->client_ppm[k]);
+    snprintf(ce->expect_ports, sizeof ce->expect_ports, "%d", g >= 0 ? r->c.n : 0);
+    if (g >= 0) {
+        size_t eo = 0, mo;
+        mo = (size_t)snprintf(ce->buf[2], sizeof ce->buf[2], "BATON_FAULT_CONNECT_MAP=");
+        for (int i = 0; i < r->c.n; i++) {
+            eo += (size_t)snprintf(ce->endpoints + eo, sizeof ce->endpoints - eo,
+                                   "%s127.0.0.1:%d", i ? "," : "", r->group_port[g][i]);
+            mo += (size_t)snprintf(ce->buf[2] + mo, sizeof ce->buf[2] - mo, "%s%d=%d",
+                                   i ? "," : "", r->c.nodes[i].client_port, r->group_port[g][i]);
+        }
+        ce->env[n++] = ce->buf[2];
+        snprintf(so, sizeof so, "%s/shim_connect.so", r->tools);
+    }
+    if (r->client_ppm[k] != 0) {
+        snprintf(ce->buf[3], sizeof ce->buf[3], "BATON_FAULT_CLOCK_PPM=%ld", r->client_ppm[k]);
+        ce->env[n++] = ce->buf[3];
+        snprintf(so + strlen(so), sizeof so - strlen(so), "%s%s/shim_clock.so", so[0] ? ":" : "",
+                 r->tools);
+    }
+    if (so[0]) {
+        preload_env(so, ce->buf[0], sizeof ce->buf[0], ce->buf[1], sizeof ce->buf[1]);
+        ce->env[n++] = ce->buf[0];
+        ce->env[n++] = ce->buf[1];
+    }
+    ce->env[n] = NULL;
+}
+
 static int start_clients(struct run *r)
 {
     for (int k = 0; k < r->n_clients; k++) {
+        static struct client_env ce;
         char path[PATH_MAX + 32], logp[PATH_MAX + 32], errp[PATH_MAX + 32], port[16], name[16],
             locks[16], ttl[16], seed[32], ca[PATH_MAX + 64];
-        const char *argv[] = {path,    "--endpoints", cluster_endpoints(&r->c),
+        const char *argv[] = {path,    "--endpoints", ce.endpoints,
                               "--store", port,         "--name", name, "--log", logp,
                               "--locks", locks,        "--ttl",  ttl,  "--seed", seed,
-                              "--cacert", ca, "--token", r->client_token, NULL};
+                              "--cacert", ca, "--token", r->client_token,
+                              "--expect-clock-ppm", ce.expect_ppm,
+                              "--expect-proxy-ports", ce.expect_ports,
+                              r->client_group[k] >= 0 ? "--long-holds" : NULL, NULL};
 
+        client_env(r, k, &ce);
         tool(r, "faultclient", path, sizeof path);
         snprintf(logp, sizeof logp, "%s/client-%02d.log", r->dir, k);
         snprintf(errp, sizeof errp, "%s/client-%02d.err", r->dir, k);
@@ -190,10 +292,47 @@ static int start_clients(struct run *r)
         snprintf(ttl, sizeof ttl, "%u", r->ttl_ms);
         snprintf(seed, sizeof seed, "%" PRIu64, r->seed + (uint64_t)k * 7919u);
         snprintf(ca, sizeof ca, "%s", cluster_cert(&r->c, "ca", 0));
-        r->clients[k] = proc_spawn_files(argv, NULL, errp);
+        if (r->client_group[k] >= 0 || r->client_ppm[k] != 0)
+            printf("# client c%d:%s%s\n", k,
+                   r->client_group[k] >= 0 ? " through the client proxy" : "",
+                   r->client_ppm[k] > 0   ? " clock 0.1% fast"
+                   : r->client_ppm[k] < 0 ? " clock 0.1% slow"
+                                          : "");
+        r->clients[k] = proc_spawn_files_env(argv, ce.env, NULL, errp);
         if (r->clients[k] < 0) return -1;
     }
     return 0;
+}
+
+/* The hostile client (hostile.c): its own principal, replaying the
+ * sessions the real clients log. */
+static int start_hostile(struct run *r)
+{
+    char path[PATH_MAX + 32], logp[PATH_MAX + 32], errp[PATH_MAX + 32], seed[32],
+        ca[PATH_MAX + 64];
+    const char *argv[] = {path,    "--endpoints", cluster_endpoints(&r->c), "--cacert", ca,
+                          "--token", r->hostile_token, "--log", logp, "--logs", r->dir,
+                          "--seed", seed, NULL};
+
+    if (r->plain) return 0;
+    tool(r, "faulthostile", path, sizeof path);
+    snprintf(logp, sizeof logp, "%s/hostile.log", r->dir);
+    snprintf(errp, sizeof errp, "%s/hostile.err", r->dir);
+    snprintf(seed, sizeof seed, "%" PRIu64, r->seed ^ 0x5bd1e995u);
+    snprintf(ca, sizeof ca, "%s", cluster_cert(&r->c, "ca", 0));
+    r->hostile_pid = proc_spawn_files(argv, NULL, errp);
+    return r->hostile_pid < 0 ? -1 : 0;
+}
+
+/* SIGTERM the hostile client: it exits 0 at once. */
+static void stop_hostile(struct run *r)
+{
+    if (r->hostile_pid <= 0) return;
+    if (proc_stop(r->hostile_pid, SIGTERM, 10000) != 0) {
+        printf("# the hostile client did not stop cleanly (see hostile.err)\n");
+        r->harness_errors++;
+    }
+    r->hostile_pid = 0;
 }
 
 /* ---- the end of the run ---------------------------------------------------------------- */
@@ -294,9 +433,10 @@ static void emergency_stop(void)
             proc_stop(R.clients[k], SIGKILL, 2000);
             R.clients[k] = 0;
         }
+    if (R.hostile_pid > 0) proc_stop(R.hostile_pid, SIGKILL, 2000);
     if (R.proxy_pid > 0) proc_stop(R.proxy_pid, SIGKILL, 2000);
     if (R.store_pid > 0) proc_stop(R.store_pid, SIGKILL, 2000);
-    R.proxy_pid = R.store_pid = 0;
+    R.proxy_pid = R.store_pid = R.hostile_pid = 0;
     cluster_stop(&R.c);
 }
 
@@ -325,7 +465,7 @@ int main(int argc, char **argv)
      * open sessions and lock; the harness's own is an admin). */
     struct cluster_opts co = {.extra_args = node_args, .raft_proxy = 1,
                               .secure = CLUSTER_PEER_TLS | CLUSTER_CLIENT_TLS | CLUSTER_AUTH};
-    char self[PATH_MAX], nem[PATH_MAX + 32];
+    char self[PATH_MAX], nem[PATH_MAX + 32], hostile_line[256], lines[512];
     ssize_t n;
     int check, rv;
 
@@ -333,7 +473,7 @@ int main(int argc, char **argv)
     R.store_in = R.proxy_in = R.proxy_out = -1;
     if (parse_args(&R, argc, argv) != 0) {
         fprintf(stderr, "usage: faultrun [--seconds N] [--clients N] [--locks N] [--ttl MS] "
-                        "[--seed S] [--faults LIST] [--expect-violations] [--keep]\n");
+                        "[--seed S] [--faults LIST] [--expect-violations] [--keep] [--plain]\n");
         return 2;
     }
     n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -353,12 +493,24 @@ int main(int argc, char **argv)
     printf("# fault run: %u s, %d clients, %d locks, ttl %u ms, seed %" PRIu64 ", logs in %s\n",
            R.seconds, R.n_clients, R.n_locks, R.ttl_ms, R.seed, R.dir);
 
+    /* Two principals of role client: the clients', and the hostile
+     * client's, which must never act on the clients' sessions. */
     if (cluster_token("faultclient", "client", "", R.client_token, R.auth_line,
-                      sizeof R.auth_line) != 0)
+                      sizeof R.auth_line) != 0 ||
+        cluster_token("faulthostile", "client", "", R.hostile_token, hostile_line,
+                      sizeof hostile_line) != 0)
         return 2;
-    co.auth_lines = R.auth_line;
+    snprintf(lines, sizeof lines, "%s%s", R.auth_line, hostile_line);
+    co.auth_lines = lines;
+    if (disk_setup(&R) != 0) {
+        fprintf(stderr, "faultrun: cannot write the disk shim's control files in %s\n", R.dir);
+        return 2;
+    }
+    for (int i = 0; i < CLUSTER_MAX_NODES; i++) co.node_env[i] = R.node_env[i];
+    client_profiles(&R);
     if (R.nemesis == NULL || start_store(&R) != 0 || cluster_start_opts(&R.c, 3, &co) != 0 ||
-        start_proxy(&R) != 0 || cluster_wait_leader(&R.c, 30000) < 0 || start_clients(&R) != 0) {
+        start_proxy(&R) != 0 || cluster_wait_leader(&R.c, 30000) < 0 || start_clients(&R) != 0 ||
+        start_hostile(&R) != 0) {
         fprintf(stderr, "faultrun: set-up failed; logs kept in %s\n", R.dir);
         emergency_stop();
         return 2;
@@ -371,6 +523,7 @@ int main(int argc, char **argv)
     if (cluster_wait_leader(&R.c, 30000) < 0) R.harness_errors++;
     sleep_ms(2000); /* the clients get going again */
     flog(R.nemesis, "NOTE stopping the clients");
+    stop_hostile(&R);
     stop_clients(&R);
     compare_digests(&R);
     if (cluster_stop(&R.c) != 0) {
@@ -381,7 +534,12 @@ int main(int argc, char **argv)
     flog(R.nemesis, "NOTE stopped");
     fclose(R.nemesis);
 
-    printf("# harness: %d node crashes, %d other problems\n", R.node_crashes, R.harness_errors);
+    printf("# harness: %d node crashes, %d nodes exited on an I/O error of a failing disk "
+           "(expected), %d other problems\n",
+           R.node_crashes, R.io_exits, R.harness_errors);
+    if (R.stalls_kept + R.stalls_lost)
+        printf("# stall-leader: the leader kept its leadership through %u of %u stall faults\n",
+               R.stalls_kept, R.stalls_kept + R.stalls_lost);
     check = run_checker(&R);
     if (check != 0 && check != 1) {
         printf("# the checker could not read the logs (exit %d)\n", check);

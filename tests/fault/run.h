@@ -28,6 +28,17 @@ enum fault_kind {
     F_MEMBER,
     F_FORCE_RELEASE, /* nemesis_admin.c */
     F_EXPIRE,        /* nemesis_admin.c */
+    /* issue 12: pauses (nemesis_pause.c), operator, client partitions
+     * (nemesis_net.c), disks (nemesis_disk.c) */
+    F_STOP_FOLLOWER,
+    F_STALE_FOLLOWER,
+    F_STALL_LEADER,
+    F_TRANSFER,
+    F_PART_CLIENT,
+    F_DEPOSED,
+    F_DISK_SLOW,
+    F_DISK_FAIL,
+    F_DISK_FAIL_LEADER,
     F_COUNT
 };
 
@@ -40,6 +51,7 @@ struct run {
     unsigned faults_enabled; /* bit per enum fault_kind */
     int expect_violations;
     int keep;
+    int plain;               /* --plain: no shims, no client proxy, no hostile client */
 
     /* Where things are. */
     char tools[PATH_MAX];    /* faultproxy, faultstore, faultclient, faultcheck */
@@ -55,27 +67,62 @@ struct run {
     char auth_line[256];     /* its auth-file line */
     pid_t clients[RUN_MAX_CLIENTS];
     int client_stopped[RUN_MAX_CLIENTS];
+    /* How each client runs (run.c, client_profiles): through the client
+     * proxy as group client_group[k] (-1: straight to the nodes), with its
+     * clock skewed by client_ppm[k] parts per million (0: the real one). */
+    int client_group[RUN_MAX_CLIENTS];
+    long client_ppm[RUN_MAX_CLIENTS];
+    int n_groups;
+    int group_port[RUN_MAX_CLIENTS][CLUSTER_MAX_NODES]; /* the proxy's ports per group, node */
+    pid_t hostile_pid;       /* faulthostile, or 0 */
+    char hostile_token[72];  /* its principal "faulthostile" (role client) */
+
+    /* The disk shim (nemesis_disk.c): every node's environment, and the
+     * node whose disk is failing or slow now (-1: none) -- until
+     * disk_grace_us, a node that exits saying "I/O error" did what it
+     * should. */
+    char node_env_buf[CLUSTER_MAX_NODES][4][PATH_MAX + 64];
+    const char *node_env[CLUSTER_MAX_NODES][5];
+    int disk_node;
+    int64_t disk_grace_us;
 
     FILE *nemesis;           /* nemesis.log */
     uint64_t rng;
     int64_t t_start_us;      /* now_us() when the faults began */
     unsigned n_faults[F_COUNT];
     int node_crashes;        /* nodes that died without being killed */
+    int io_exits;            /* nodes that exited on an I/O error during a disk fault */
+    unsigned stalls_kept, stalls_lost; /* stall-leader: leadership kept or lost */
     int harness_errors;      /* anything else that went wrong */
 };
 
 extern const char *const fault_names[F_COUNT];
 
 /* nemesis.c */
+/* The faults of a run without --faults (and of --faults all): every kind
+ * whose weight is not 0. A kind of weight 0, named in --faults, is picked
+ * with weight 1. */
+unsigned nemesis_default_faults(void);
 /* Run faults until the deadline (now_us time, tests/lib/clock.h). */
 void nemesis_run(struct run *r, int64_t deadline_us);
 /* Undo every fault still in effect: SIGCONT, restart killed nodes, heal. */
 void nemesis_heal_all(struct run *r);
-/* Send "cut I J" / "heal" to the proxy. 0 or -1. */
+/* Send "cut I J" / "ccut G J" / "heal" to the proxy. 0 or -1. */
 int proxy_command(struct run *r, const char *cmd);
 /* A "WHAT message" line in nemesis.log (WHAT: FAULT, HEAL or NOTE), also
  * printed as progress. */
 void nemesis_note(struct run *r, const char *what, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* nemesis_disk.c */
+/* Fill r->node_env: every node preloads shim_disk.so, with a control file
+ * of its own in the log directory (set to "ok"). 0 or -1. */
+int disk_setup(struct run *r);
+
+/* The environment a child needs to preload `so` (a ':'-separated list of
+ * paths): LD_PRELOAD, and ASAN_OPTIONS that let an ASan-built program run
+ * with a library loaded before the sanitizer's (make SAN=address). Writes
+ * two "NAME=VALUE" strings into a and b. */
+void preload_env(const char *so, char *a, size_t alen, char *b, size_t blen);
 
 #endif

@@ -384,7 +384,7 @@ static int spawn_node(struct cluster *c, int i)
         fprintf(f, "=== cluster harness: starting node %u ===\n", nd->id);
         fclose(f);
     }
-    pid = proc_spawn_files(argv, NULL, nd->log);
+    pid = proc_spawn_files_env(argv, c->node_env[i], NULL, nd->log);
     if (pid < 0) {
         fprintf(stderr, "# cluster: cannot start %s (log %s): %s\n", path, nd->log,
                 strerror(errno));
@@ -427,6 +427,7 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
     snprintf(c->build, sizeof c->build, "%s", build && *build ? build : "build/default");
     snprintf(c->log_level, sizeof c->log_level, "%s", level && *level ? level : "info");
     c->extra_args = o ? o->extra_args : NULL;
+    for (int i = 0; o && i < CLUSTER_MAX_NODES; i++) c->node_env[i] = o->node_env[i];
     c->secure = o ? o->secure : 0;
     snprintf(path, sizeof path, "%s/batond", c->build);
     if (access(path, X_OK) != 0) {
@@ -624,6 +625,8 @@ static void check_exited(struct cluster *c, int i)
     if (nd->pid <= 0 || waitpid(nd->pid, &st, WNOHANG) != nd->pid) return;
     snprintf(head, sizeof head, "cluster: node %u (pid %d) exited unexpectedly with status %d",
              nd->id, (int)nd->pid, proc_status(st));
+    nd->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    nd->exit_signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
     report_tail(c->root, i, 20, head);
     nd->pid = 0;
     slots[c->slot].pids[i] = 0;

@@ -72,6 +72,10 @@ struct cluster_node {
     char log[PATH_MAX];         /* ROOT/nodeN.log */
     int joined;                 /* started by cluster_add_node: --join, --cluster of itself
                                    (under CLUSTER_PEER_TLS: of every node) */
+    int exit_code;              /* how it ended the last time it exited on its own
+                                   (reaped by cluster_wait_leader or cluster_wait_node):
+                                   its exit status, or -1 if a signal killed it */
+    int exit_signal;            /* that signal, or 0 */
 };
 
 struct cluster {
@@ -84,6 +88,7 @@ struct cluster {
     char endpoints[512];        /* "127.0.0.1:P1,127.0.0.1:P2,..." */
     char log_level[16];
     const char *const *extra_args; /* more batond flags (cluster_opts) */
+    const char *const *node_env[CLUSTER_MAX_NODES]; /* more environment (cluster_opts) */
     int secure;                 /* CLUSTER_* bits (cluster_opts.secure) */
     char certs[PATH_MAX];       /* ROOT/certs when secure, else "" */
     char auth_file[PATH_MAX];   /* ROOT/auth with CLUSTER_AUTH, else "" */
@@ -111,6 +116,11 @@ struct cluster_opts {
     /* With CLUSTER_AUTH: more lines for the auth file (after the harness's
      * own admin principal), or NULL. */
     const char *auth_lines;
+    /* More environment for node i (index), every time it starts:
+     * "NAME=VALUE" strings, NULL-terminated, or NULL for none (the fault
+     * harness preloads its disk shim this way, tests/fault/shim_disk.c).
+     * The arrays must outlive the cluster. */
+    const char *const *node_env[CLUSTER_MAX_NODES];
 };
 
 /* One node's answer to STATUS. */

@@ -8,19 +8,50 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/lib/clock.h"
 
-pid_t proc_spawn(const char *const *argv, int in_fd, int out_fd, int err_fd)
+/* Our environment with `add` ("NAME=VALUE", NULL-terminated) on top: a
+ * malloc'd NULL-terminated vector of pointers into environ and add (free
+ * only the vector). NULL when out of memory. */
+static char **env_merge(const char *const *add)
+{
+    size_t n = 0, k = 0, m = 0;
+    char **v;
+
+    while (environ[n]) n++;
+    while (add && add[m]) m++;
+    v = calloc(n + m + 1, sizeof *v);
+    if (v == NULL) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const char *eq = strchr(environ[i], '=');
+        size_t len = eq ? (size_t)(eq - environ[i]) + 1 : strlen(environ[i]);
+        int replaced = 0;
+        for (size_t j = 0; j < m && !replaced; j++) replaced = strncmp(add[j], environ[i], len) == 0;
+        if (!replaced) v[k++] = environ[i];
+    }
+    for (size_t j = 0; j < m; j++) v[k++] = (char *)add[j];
+    return v;
+}
+
+pid_t proc_spawn_env(const char *const *argv, const char *const *env, int in_fd, int out_fd,
+                     int err_fd)
 {
     int fds[3] = {in_fd, out_fd, err_fd}, nullfd;
     pid_t parent = getpid(), pid;
+    char **envp = env_merge(env);
 
+    if (envp == NULL) return -1;
     nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (nullfd < 0) return -1;
+    if (nullfd < 0) {
+        free(envp);
+        return -1;
+    }
     fflush(stdout);
     fflush(stderr);
     pid = fork();
@@ -39,14 +70,26 @@ pid_t proc_spawn(const char *const *argv, int in_fd, int out_fd, int err_fd)
             if (fds[k] == PROC_INHERIT) continue;
             if (dup2(fds[k] == PROC_NULL ? nullfd : fds[k], k) < 0) _exit(126);
         }
-        execv(argv[0], (char *const *)argv);
+        execve(argv[0], (char *const *)argv, envp);
         _exit(127);
     }
     close(nullfd);
+    free(envp);
     return pid;
 }
 
+pid_t proc_spawn(const char *const *argv, int in_fd, int out_fd, int err_fd)
+{
+    return proc_spawn_env(argv, NULL, in_fd, out_fd, err_fd);
+}
+
 pid_t proc_spawn_files(const char *const *argv, const char *out_path, const char *err_path)
+{
+    return proc_spawn_files_env(argv, NULL, out_path, err_path);
+}
+
+pid_t proc_spawn_files_env(const char *const *argv, const char *const *env, const char *out_path,
+                           const char *err_path)
 {
     const int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
     int out = out_path ? open(out_path, flags, 0644) : PROC_NULL;
@@ -54,7 +97,7 @@ pid_t proc_spawn_files(const char *const *argv, const char *out_path, const char
     pid_t pid = -1;
 
     if (out != -1 || out_path == NULL) {
-        if (err != -1 || err_path == NULL) pid = proc_spawn(argv, PROC_NULL, out, err);
+        if (err != -1 || err_path == NULL) pid = proc_spawn_env(argv, env, PROC_NULL, out, err);
     }
     if (out >= 0) close(out);
     if (err >= 0) close(err);

@@ -38,10 +38,22 @@
 pid_t proc_spawn(const char *const *argv, int in_fd, int out_fd, int err_fd);
 
 /*
+ * The same with more environment: env is a NULL-terminated list of
+ * "NAME=VALUE" strings (NULL: none) that the child gets on top of ours,
+ * each replacing a variable of ours of the same name (the fault harness
+ * preloads its shims into some children this way).
+ */
+pid_t proc_spawn_env(const char *const *argv, const char *const *env, int in_fd, int out_fd,
+                     int err_fd);
+
+/*
  * The same with stdin on /dev/null and stdout and stderr appended to the
  * files out_path and err_path (created 0644 if need be; NULL: /dev/null).
  */
 pid_t proc_spawn_files(const char *const *argv, const char *out_path, const char *err_path);
+/* proc_spawn_files with more environment (proc_spawn_env). */
+pid_t proc_spawn_files_env(const char *const *argv, const char *const *env, const char *out_path,
+                           const char *err_path);
 
 /* A wait status as one number: the exit status 0..255, or 128+N if
  * signal N killed the process; -1 for anything else. */
