@@ -61,8 +61,12 @@ static int32_t effective_lock_delay(const struct srv_config *cfg, int32_t asked)
     return asked;
 }
 
-/* An applied OPEN_SESSION: the leader starts the session's lease and
- * attaches it to the connection, which gets SESSION. */
+/* An applied OPEN_SESSION: the leader starts the session's lease (or
+ * renews it, for a re-sent OPEN_SESSION answered with the session its
+ * nonce names) and attaches it to the connection, which gets SESSION. A
+ * connection that is gone gets nothing: least of all the session's
+ * pushes, which a stale copy of the OPEN_SESSION read from a dead
+ * connection must not take from the live one. */
 static void open_session_done(struct server *srv, const struct pending *p,
                               const struct cmd_outcome *o)
 {
@@ -74,11 +78,10 @@ static void open_session_done(struct server *srv, const struct pending *p,
         reply_result(srv, p, o);
         return;
     }
-    liveness_opened(srv, o->r->value, p->ttl_ms, p->owner);
-    if (p->conn_id) push_attach(srv, o->r->value, p->conn_id);
+    m.u.session.ttl_ms = liveness_opened(srv, o->r->value, p->ttl_ms, p->owner);
     if (c == NULL) return;
+    push_attach(srv, o->r->value, p->conn_id);
     m.u.session.session = o->r->value;
-    m.u.session.ttl_ms = p->ttl_ms;
     conn_send(c, &m);
 }
 
@@ -132,6 +135,9 @@ static void open_session(struct conn *c, const struct msg *m)
      * principal's empty name keeps the entry readable by older binaries. */
     cmd.owner = c->who->name;
     cmd.owner_len = (uint16_t)strlen(c->who->name);
+    /* The client's nonce goes in seq (storage/cmd.h): the store answers a
+     * re-sent OPEN_SESSION with the session it opened. */
+    cmd.seq = m->u.open_session.nonce;
     propose(c, m, &cmd, open_session_done);
 }
 
@@ -143,16 +149,38 @@ static const uint8_t op_cmd[MSG_TYPE_MAX_] = {
     [MSG_CLOSE_SESSION] = CMD_CLOSE_SESSION,
 };
 
+/*
+ * An op's keep list as the command carries it (u64 little-endian each,
+ * into buf), after checking what the store would refuse anyway
+ * (storage/apply.c): strictly increasing seqs, none 0, all below
+ * ack_below. 0, or -1 if the list is not so.
+ */
+static int keep_list(const struct msg_op *op, uint8_t buf[8 * BATON_MAX_KEEP])
+{
+    uint64_t prev = 0;
+
+    for (uint32_t i = 0; i < op->n_keep; i++) {
+        uint64_t seq = op->keep[i].seq;
+        if (seq <= prev || seq >= op->ack_below) return -1;
+        le_put_u64(buf + 8 * i, seq);
+        prev = seq;
+    }
+    return 0;
+}
+
 /* ACQUIRE, RELEASE, CANCEL, CLOSE_SESSION: one body (struct msg_op) into
  * one command; the fields a type does not carry are 0. */
 static void lock_op(struct conn *c, const struct msg *m)
 {
     const struct msg_op *op = &m->u.op;
+    uint8_t keep[8 * BATON_MAX_KEEP];
     struct cmd cmd = {
         .type = op_cmd[m->type],
         .session = op->session,
         .seq = op->seq,
         .ack_below = op->ack_below,
+        .n_keep = (uint16_t)op->n_keep, /* <= BATON_MAX_KEEP: checked by the decoder */
+        .keep = keep,
         .wait_ms = op->wait_ms,
         .fence = op->fence,
         .waiter = op->waiter,
@@ -166,6 +194,12 @@ static void lock_op(struct conn *c, const struct msg *m)
     }
     if (op->session == 0 || op->seq == 0) {
         conn_send_error(c, m->req_id, BATON_EINVAL, "%s needs a session and a non-zero seq",
+                        msg_type_name(m->type));
+        return;
+    }
+    if (keep_list(op, keep) != 0) {
+        conn_send_error(c, m->req_id, BATON_EINVAL,
+                        "%s: the keep list must be increasing non-zero seqs below ack_below",
                         msg_type_name(m->type));
         return;
     }

@@ -18,8 +18,11 @@
  * by a node not yet upgraded. Format 4's session records lack the owner:
  * each is restored as the anonymous principal's (records.c, sess_upgrade),
  * the same bytes as a store that applied the same entries in format 5
- * holds. A format 3 snapshot lacks the members table as well (the last
- * database); it restores as one whose members table is empty.
+ * holds. A format 3 snapshot lacks the members table as well; it restores
+ * as one whose members table is empty. Formats 3, 4 and 5 lack the two
+ * nonce databases of format 6 (the last two): no older binary recorded a
+ * nonce, so they restore empty, as in a store that applied the same
+ * entries in format 6.
  */
 #include <string.h>
 
@@ -107,13 +110,22 @@ static int key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
     return alen < blen ? -1 : alen > blen;
 }
 
-/* Is v a session record of a snapshot of this format? */
+/* Is v a session record of a snapshot of this format? Format 6 did not
+ * change it. */
 static int session_ok(uint32_t format, const MDB_val *v)
 {
     struct sess_rec r;
 
-    if (format == STORE_FORMAT) return sess_decode(v, &r) == 0;
+    if (format > STORE_FORMAT_NO_OWNERS) return sess_decode(v, &r) == 0;
     return sess_decode_v4(v, &r) == 0;
+}
+
+/* Is (k, v) an entry of the nonces database (store_int.h): a non-zero
+ * nonce and an owner no longer than a principal's name, to a session? */
+static int nonce_entry_ok(const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen)
+{
+    return klen >= 8 && klen <= NONCE_KEY_MAX && be_get_u64(k) != 0 && vlen == NONCE_VAL_LEN &&
+           le_get_u64(v) != 0;
 }
 
 /* Is (k, v) a well-formed entry of database db in a snapshot of this
@@ -149,6 +161,10 @@ static int entry_ok(uint32_t format, int db, const uint8_t *k, size_t klen, cons
     case DB_MEMBERS:
         return klen == MEMBER_KEY_LEN && (k[0] | k[1] | k[2] | k[3]) != 0 &&
                member_addr_ok(v, vlen);
+    case DB_NONCES:
+        return nonce_entry_ok(k, klen, v, vlen);
+    case DB_SESSION_NONCES:
+        return klen == 8 && vlen == NONCE_VAL_LEN && le_get_u64(v) != 0;
     default:
         return 0;
     }
@@ -182,10 +198,10 @@ static int read_entry(struct rd *r, uint32_t format, int db, int check, MDB_val 
 
 /* What a snapshot's header says. */
 struct snap_hdr {
-    uint32_t format;    /* STORE_FORMAT, STORE_FORMAT_NO_OWNERS or _NO_MEMBERS */
+    uint32_t format;    /* STORE_FORMAT, STORE_FORMAT_NO_NONCES, _NO_OWNERS or _NO_MEMBERS */
     uint64_t applied;
     uint64_t digest;    /* any value is valid */
-    int n_dbs;          /* databases that follow: all, or all but the members table */
+    int n_dbs;          /* databases that follow: the first n_dbs of enum store_db */
 };
 
 /* Read the header; 0 or BATON_EMALFORMED (bad magic, unknown format). */
@@ -197,8 +213,10 @@ static int read_header(struct rd *r, struct snap_hdr *h)
         rd_u64(r, &h->digest) != 0)
         return BATON_EMALFORMED;
     if (magic != STORE_SNAP_MAGIC) return BATON_EMALFORMED;
-    if (h->format == STORE_FORMAT || h->format == STORE_FORMAT_NO_OWNERS)
+    if (h->format == STORE_FORMAT)
         h->n_dbs = DB_COUNT_;
+    else if (h->format == STORE_FORMAT_NO_NONCES || h->format == STORE_FORMAT_NO_OWNERS)
+        h->n_dbs = DB_NONCES;
     else if (h->format == STORE_FORMAT_NO_MEMBERS)
         h->n_dbs = DB_MEMBERS;
     else
@@ -247,7 +265,7 @@ static int restore_entry(store *s, MDB_txn *txn, uint32_t format, int db, MDB_va
     MDB_val nv = {0, val};
     int rc;
 
-    if (db == DB_SESSIONS && format != STORE_FORMAT) {
+    if (db == DB_SESSIONS && format <= STORE_FORMAT_NO_OWNERS) {
         rc = sess_upgrade(v, val, &nv.mv_size);
         if (rc != 0) return rc;
         v = &nv;

@@ -43,7 +43,7 @@
 const char *store__boot_id_path = "/proc/sys/kernel/random/boot_id";
 
 static const char *const db_names[DB_COUNT_] = {
-    "meta", "sessions", "locks", "waiters", "owned", "dedup", "members",
+    "meta", "sessions", "locks", "waiters", "owned", "dedup", "members", "nonces", "session_nonces",
 };
 
 int store__err(int rc)
@@ -134,7 +134,7 @@ static int env_open(store *s, char *errmsg)
     if (rc != 0) goto err;
     s->map_size = STORE_MAP_SIZE;
     rc = mdb_env_set_mapsize(s->env, s->map_size);
-    if (rc == 0) rc = mdb_env_set_maxdbs(s->env, 8);
+    if (rc == 0) rc = mdb_env_set_maxdbs(s->env, 16);
     if (rc == 0) rc = mdb_env_open(s->env, s->dir, MDB_NOSYNC | MDB_NOTLS | MDB_WRITEMAP, 0600);
     if (rc != 0) goto err_after_create;
     /* Allocate the whole map before the first write transaction. LMDB has
@@ -254,21 +254,53 @@ static int sessions_rewrite(store *s, MDB_txn *txn, sess_rewrite_fn *fn)
 }
 
 /*
+ * Upgrade steps, each from the format before to its own, run in order by
+ * upgrade() inside the open's write transaction.
+ *
+ * To format 5 (owners), from 3 or 4: formats 3 and 4 lack the session
+ * owner, and every session they hold was opened by the anonymous
+ * principal: no binary of theirs knew another. (Format 3 also lacks the
+ * members table, which env_open has just created, empty.)
+ */
+static int upgrade_to_owners(store *s, MDB_txn *txn)
+{
+    return sessions_rewrite(s, txn, sess_upgrade); /* the owner byte of format 5 */
+}
+
+/*
+ * To format 6 (nonces), from 5: the two databases of OPEN_SESSION's nonces
+ * (nonces.c) were created empty by env_open, and empty is right: no binary
+ * of an older format sent a nonce, so none of its sessions has one. So
+ * this step only checks that they are empty (anything in them would not
+ * come from an older binary: MDB_CORRUPTED). Nothing else changed: the
+ * keep lists of format 6's commands need no new state (apply.c, step 3).
+ */
+static int upgrade_to_nonces(store *s, MDB_txn *txn)
+{
+    MDB_stat st;
+    int rc;
+
+    for (int db = DB_NONCES; db <= DB_SESSION_NONCES; db++) {
+        rc = mdb_stat(txn, s->dbi[db], &st);
+        if (rc != 0) return rc;
+        if (st.ms_entries != 0) return MDB_CORRUPTED;
+    }
+    return 0;
+}
+
+/*
  * Bring a store an older batond left in format `format` to STORE_FORMAT,
- * inside the open's write transaction (all or nothing). Format 3 lacks the
- * members table, which env_open has just created, empty; formats 3 and 4
- * lack the session owner, and every session they hold was opened by the
- * anonymous principal: no binary of theirs knew another. Any other format
- * is MDB_VERSION_MISMATCH.
+ * inside the open's write transaction (all or nothing), one step per
+ * format. Any format but 3..STORE_FORMAT is MDB_VERSION_MISMATCH.
  */
 static int upgrade(store *s, MDB_txn *txn, uint64_t format)
 {
-    int rc;
+    int rc = 0;
 
     if (format == STORE_FORMAT) return 0;
-    if (format != STORE_FORMAT_NO_MEMBERS && format != STORE_FORMAT_NO_OWNERS)
-        return MDB_VERSION_MISMATCH;
-    rc = sessions_rewrite(s, txn, sess_upgrade); /* the owner byte of format 5 */
+    if (format < STORE_FORMAT_NO_MEMBERS || format > STORE_FORMAT) return MDB_VERSION_MISMATCH;
+    if (format <= STORE_FORMAT_NO_OWNERS) rc = upgrade_to_owners(s, txn);
+    if (rc == 0 && format <= STORE_FORMAT_NO_NONCES) rc = upgrade_to_nonces(s, txn);
     if (rc != 0) return rc;
     return meta_put_u64(s, txn, META_FORMAT, STORE_FORMAT);
 }
@@ -491,17 +523,22 @@ static int sess_downgrade(const MDB_val *cur, uint8_t *p, size_t *len)
     return rc;
 }
 
-/* Runs in store__write for store__downgrade. */
+/* Runs in store__write for store__downgrade: the nonce databases emptied
+ * (formats before 6 had none), and for formats 3 and 4 the session
+ * records without the owner. */
 static int downgrade_txn(store *s, MDB_txn *txn, void *arg)
 {
-    int rc = sessions_rewrite(s, txn, sess_downgrade);
+    uint64_t format = *(uint64_t *)arg;
+    int rc = mdb_drop(txn, s->dbi[DB_NONCES], 0);
 
+    if (rc == 0) rc = mdb_drop(txn, s->dbi[DB_SESSION_NONCES], 0);
+    if (rc == 0 && format <= STORE_FORMAT_NO_OWNERS) rc = sessions_rewrite(s, txn, sess_downgrade);
     if (rc != 0) return rc;
-    return meta_put_u64(s, txn, META_FORMAT, *(uint64_t *)arg);
+    return meta_put_u64(s, txn, META_FORMAT, format);
 }
 
 int store__downgrade(store *s, uint64_t format)
 {
-    if (format != STORE_FORMAT_NO_MEMBERS && format != STORE_FORMAT_NO_OWNERS) return BATON_EINVAL;
+    if (format < STORE_FORMAT_NO_MEMBERS || format > STORE_FORMAT_NO_NONCES) return BATON_EINVAL;
     return store__write(s, downgrade_txn, &format);
 }

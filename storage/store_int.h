@@ -14,6 +14,7 @@
  *   snapshot.c  store_snapshot and store_restore
  *   reads.c     the short read transactions behind the admin requests
  *   members.c   the members table: SET_MEMBER_ADDR and store_member_addr
+ *   nonces.c    OPEN_SESSION's nonces: the index from a nonce to its session
  *
  * Error convention inside storage/: functions return 0, a raw LMDB code
  * (MDB_* or an errno value), or BATON_ENOMEM. Only store__err() turns these
@@ -37,13 +38,18 @@
  * state digest (meta "digest", and a u64 after the applied index in the
  * snapshot header); format 4 added the members table (a seventh database,
  * dumped last in snapshots); format 5 added the owner to the session
- * record (struct sess_rec). A format 3 or 4 store is upgraded in place
- * when it is opened (store.c: every session record is rewritten with the
- * anonymous owner "", since no binary of those formats knew of
- * authentication; a format 3 store's members table starts empty), and a
- * format 3 or 4 snapshot is restored the same way (snapshot.c); any other
- * format is refused. */
-#define STORE_FORMAT 5
+ * record (struct sess_rec); format 6 added the two databases of
+ * OPEN_SESSION's nonces (nonces, session_nonces: nonces.c), dumped after
+ * the members table. A format 3, 4 or 5 store is upgraded in place when it
+ * is opened (store.c, one step per format: a format 3 or 4 store's session
+ * records are rewritten with the anonymous owner "", since no binary of
+ * those formats knew of authentication; a format 3 store's members table
+ * starts empty; the nonce databases of an older store start empty, since
+ * no binary of those formats sent a nonce), and a format 3, 4 or 5
+ * snapshot is restored the same way (snapshot.c); any other format is
+ * refused. */
+#define STORE_FORMAT 6
+#define STORE_FORMAT_NO_NONCES 5
 #define STORE_FORMAT_NO_OWNERS 4
 #define STORE_FORMAT_NO_MEMBERS 3
 /* The snapshot's leading u32: the bytes "BTN1" read as little-endian. */
@@ -67,10 +73,12 @@
 
 #define STORE_BOOT_ID_MAX 64
 
-/* The named databases, in snapshot order. A format 3 snapshot holds all
- * but the last (DB_MEMBERS). */
+/* The named databases, in snapshot order. A format 4 or 5 snapshot holds
+ * those before DB_NONCES, a format 3 one also lacks DB_MEMBERS. */
 enum store_db {
-    DB_META, DB_SESSIONS, DB_LOCKS, DB_WAITERS, DB_OWNED, DB_DEDUP, DB_MEMBERS, DB_COUNT_
+    DB_META, DB_SESSIONS, DB_LOCKS, DB_WAITERS, DB_OWNED, DB_DEDUP, DB_MEMBERS,
+    DB_NONCES, DB_SESSION_NONCES, /* format 6 */
+    DB_COUNT_
 };
 
 struct store {
@@ -169,6 +177,12 @@ struct owned_rec {
 /* dedup: be64 session, be64 seq -> struct cmd_result. */
 #define DEDUP_VAL_LEN 13
 
+/* nonces: be64 nonce, the owner (0..BATON_MAX_PRINCIPAL bytes) -> u64
+ * session; session_nonces: be64 session -> u64 nonce. Only sessions opened
+ * with a nonce (cmd.h) have entries, in both, for as long as they live. */
+#define NONCE_KEY_MAX (8 + BATON_MAX_PRINCIPAL)
+#define NONCE_VAL_LEN 8
+
 /* members: be32 member id -> client address, 1..BATON_MAX_ADDR bytes of the
  * grammar of proto/addr.h (cmd.h, SET_MEMBER_ADDR). */
 #define MEMBER_KEY_LEN 4
@@ -178,6 +192,7 @@ int member_addr_ok(const void *addr, size_t n);
 /* Keys. The returned length is the number of bytes written. */
 void key_u64(uint8_t k[8], uint64_t a);
 void key_pair(uint8_t k[16], uint64_t a, uint64_t b);
+size_t key_nonce(uint8_t k[NONCE_KEY_MAX], uint64_t nonce, const char *owner, size_t owner_len);
 size_t key_waiter(uint8_t k[WAITER_KEY_MAX], const char *name, size_t name_len, uint64_t enq);
 /* Split a waiters key; 0 or MDB_CORRUPTED. */
 int key_waiter_split(const MDB_val *k, const char **name, size_t *name_len, uint64_t *enq);
@@ -275,6 +290,20 @@ int op_cancel(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res
 int op_wait_timeout(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
 int op_force_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
 int op_delay_end(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
+
+/* ---- nonces.c ----------------------------------------------------------- */
+
+/* The live session that OPEN_SESSION's nonce names for this owner: *found
+ * says whether there is one. An index entry whose session is gone is
+ * MDB_CORRUPTED. */
+int nonce_find(struct apply_ctx *c, uint64_t nonce, const char *owner, size_t owner_len,
+               uint64_t *session, int *found);
+/* Record that session was opened by owner with nonce (non-zero). */
+int nonce_put(struct apply_ctx *c, uint64_t nonce, const char *owner, size_t owner_len,
+              uint64_t session);
+/* The session (whose record is r) is going away: forget its nonce, if it
+ * had one. */
+int nonce_drop(struct apply_ctx *c, uint64_t session, const struct sess_rec *r);
 
 /* ---- members.c ---------------------------------------------------------- */
 

@@ -201,13 +201,13 @@ TEST(restore_rejects_bad_member_entries)
 
     setup(&f);
     setup(&g);
-    populate(&f); /* the one member: 4 -> "127.0.0.1:7004" (14 bytes) */
+    populate_old(&f); /* the one member: 4 -> "127.0.0.1:7004" (14 bytes) */
     snap(&f, &s);
     snap(&g, &before);
     rec = memmem(s.data, s.len, "\x04\x00\x00\x00\x00\x00\x00\x04\x0e\x00\x00\x00", 12);
     ASSERT(rec != NULL);
     off = (size_t)(rec - s.data);
-    ASSERT_EQ(off + 12 + 14, s.len); /* the last entry of the snapshot */
+    ASSERT_EQ(off + 12 + 14 + 8, s.len); /* the last entry but the two empty nonce tables */
     s.data[off + 7] = 0; /* id 0 */
     ASSERT_EQ(store_restore(g.s, s.data, s.len), BATON_EMALFORMED);
     s.data[off + 7] = 4;
@@ -241,7 +241,7 @@ TEST(restore_rejects_bad_member_entries)
 /* A format 3 snapshot (written before the members table existed; raft
  * loads its latest snapshot at every start, so an upgraded node meets one)
  * restores with an empty members table and owner-less sessions, and the
- * result is a format 5 store identical to the one the snapshot came from. */
+ * result is a format 6 store identical to the one the snapshot came from. */
 TEST(restore_accepts_format3_snapshot)
 {
     struct fixture f, g;
@@ -249,11 +249,11 @@ TEST(restore_accepts_format3_snapshot)
 
     setup(&f);
     setup(&g);
-    populate(&f);
+    populate_old(&f);
     ASSERT_EQ(run(&f, c_member(4, NULL)).status, 0); /* no member entries */
     snap(&f, &s5);
     ASSERT_EQ(snap_count(&s5, DB_MEMBERS), 0);
-    ASSERT_EQ(le_get_u32(s5.data + s5.len - 4), 0);
+    ASSERT_EQ(le_get_u32(s5.data + s5.len - 12), 0); /* then the two nonce tables' */
     snap_as_format(&s5, 3, &s3);
     ASSERT_EQ(store_restore(g.s, s3.data, s3.len), 0);
     ASSERT_UEQ(store_applied_index(g.s), f.index);
@@ -274,7 +274,7 @@ TEST(restore_accepts_format3_snapshot)
     teardown(&g);
 }
 
-/* A store left in format 3 by an older batond opens as format 5, with its
+/* A store left in format 3 by an older batond opens as format 6, with its
  * state intact, its sessions the anonymous principal's and an empty
  * members table; format 2 is still refused. */
 TEST(format3_store_upgraded_on_open)
@@ -285,17 +285,17 @@ TEST(format3_store_upgraded_on_open)
     store *s;
 
     setup(&f);
-    populate(&f);
+    populate_old(&f);
     ASSERT_EQ(run(&f, c_member(4, NULL)).status, 0);
     snap(&f, &s1);
     ASSERT_EQ(store__downgrade(f.s, 3), 0);
     store_close(f.s);
     ASSERT_EQ(store_open(f.dir, &f.s, err), 0);
     snap(&f, &s2);
-    ASSERT_EQ(le_get_u32(s2.data + 4), 5);
+    ASSERT_EQ(le_get_u32(s2.data + 4), 6);
     ASSERT_EQ(s1.len, s2.len);
     ASSERT(memcmp(s1.data, s2.data, s1.len) == 0);
-    /* It is a format 5 store now: members can be set. */
+    /* It is a format 6 store now: members can be set. */
     ASSERT_EQ(run(&f, c_member(4, "127.0.0.1:7004")).status, 0);
     ASSERT_STREQ(member_addr(&f, 4, 1), "127.0.0.1:7004");
     ASSERT_EQ(store__set_format(f.s, 2), 0);
