@@ -123,6 +123,31 @@ static void propose(struct conn *c, const struct msg *m, const struct cmd *cmd,
     batch_add(c->srv, cmd, &p);
 }
 
+/*
+ * A re-sent OPEN_SESSION whose session is open already -- its nonce names
+ * the session in the applied state -- is answered at once, as a read is:
+ * that session's OPEN_SESSION is committed, and proposing it again would
+ * cost a round trip and, for a principal at its max-sessions, an ELIMIT
+ * for a session it has. (A re-send that arrives while the first is still
+ * in flight is proposed, and the store answers it with the same session.)
+ * Returns false when there is no such session with a live lease.
+ */
+static bool open_resent(struct conn *c, const struct msg *m, const struct cmd *cmd)
+{
+    struct msg r = {.type = MSG_SESSION, .req_id = m->req_id};
+    uint64_t session;
+
+    if (cmd->seq == 0 ||
+        store_nonce_session(c->srv->store, cmd->seq, cmd->owner, cmd->owner_len, &session) != 0)
+        return false;
+    r.u.session.ttl_ms = liveness_resumed(c->srv, session);
+    if (r.u.session.ttl_ms == 0) return false;
+    push_attach(c->srv, session, c->id);
+    r.u.session.session = session;
+    conn_send(c, &r);
+    return true;
+}
+
 static void open_session(struct conn *c, const struct msg *m)
 {
     struct cmd cmd = {.type = CMD_OPEN_SESSION};
@@ -138,6 +163,7 @@ static void open_session(struct conn *c, const struct msg *m)
     /* The client's nonce goes in seq (storage/cmd.h): the store answers a
      * re-sent OPEN_SESSION with the session it opened. */
     cmd.seq = m->u.open_session.nonce;
+    if (open_resent(c, m, &cmd)) return;
     propose(c, m, &cmd, open_session_done);
 }
 

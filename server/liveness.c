@@ -167,6 +167,12 @@ uint32_t liveness_opened(struct server *srv, uint64_t session, uint32_t ttl_ms, 
     return ttl_ms;
 }
 
+uint32_t liveness_resumed(struct server *srv, uint64_t session)
+{
+    if (!liveness_touch(srv, session)) return 0;
+    return lease_ttl(&srv->leases, session);
+}
+
 void liveness_gone(struct server *srv, uint64_t session)
 {
     uint64_t owner;

@@ -390,6 +390,9 @@ bool liveness_touch(struct server *srv, uint64_t session);
  * renewed and the reservation given back (the session is counted once).
  * Returns the session's ttl, for the SESSION reply. */
 uint32_t liveness_opened(struct server *srv, uint64_t session, uint32_t ttl_ms, uint64_t owner);
+/* A re-sent OPEN_SESSION found the session open: renew its lease; its
+ * ttl, or 0 if it has no live lease (unknown, or being expired). */
+uint32_t liveness_resumed(struct server *srv, uint64_t session);
 void liveness_gone(struct server *srv, uint64_t session);
 /* The owner (auth_key) of a session this leader knows: false if unknown. */
 bool liveness_owner(struct server *srv, uint64_t session, uint64_t *owner);

@@ -25,20 +25,19 @@
 #include "proto/buf.h"
 #include "storage/store_int.h"
 
-int nonce_find(struct apply_ctx *c, uint64_t nonce, const char *owner, size_t owner_len,
+int nonce_find(store *s, MDB_txn *txn, uint64_t nonce, const char *owner, size_t owner_len,
                uint64_t *session, int *found)
 {
     uint8_t k[NONCE_KEY_MAX], sk[8];
     MDB_val v;
     int rc, live;
 
-    rc = db_get(c->txn, c->s->dbi[DB_NONCES], k, key_nonce(k, nonce, owner, owner_len), &v,
-                found);
+    rc = db_get(txn, s->dbi[DB_NONCES], k, key_nonce(k, nonce, owner, owner_len), &v, found);
     if (rc != 0 || !*found) return rc;
     if (v.mv_size != NONCE_VAL_LEN) return MDB_CORRUPTED;
     *session = le_get_u64(v.mv_data);
     key_u64(sk, *session);
-    rc = db_get(c->txn, c->s->dbi[DB_SESSIONS], sk, sizeof sk, &v, &live);
+    rc = db_get(txn, s->dbi[DB_SESSIONS], sk, sizeof sk, &v, &live);
     if (rc == 0 && !live) rc = MDB_CORRUPTED; /* the session took its nonce with it */
     return rc;
 }

@@ -64,7 +64,7 @@ int op_open_session(struct apply_ctx *c, const struct cmd *cmd, struct cmd_resul
     int found, rc;
 
     if (cmd->seq != 0) {
-        rc = nonce_find(c, cmd->seq, cmd->owner, cmd->owner_len, &id, &found);
+        rc = nonce_find(c->s, c->txn, cmd->seq, cmd->owner, cmd->owner_len, &id, &found);
         if (rc != 0) return rc;
         if (found) {
             res->status = 0;

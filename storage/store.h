@@ -252,6 +252,16 @@ int store_list_sessions(store *s, uint64_t after, uint32_t limit, store_session_
 int store_session_exists(store *s, uint64_t session);
 
 /*
+ * The live session that an OPEN_SESSION with this nonce (non-zero) from
+ * this owner opened (storage/nonces.c): 0 with *session set,
+ * BATON_ENOTFOUND (none: never opened, or ended; also for nonce 0), or
+ * BATON_EIO. Lets the leader answer a re-sent OPEN_SESSION from its
+ * applied state.
+ */
+int store_nonce_session(store *s, uint64_t nonce, const char *owner, size_t owner_len,
+                        uint64_t *session);
+
+/*
  * The owner of `session` (the principal that opened it, "" for the
  * anonymous one), copied into out[0..cap) and NUL-terminated; *len (if
  * not NULL) gets its length, which is authoritative: the store keeps an

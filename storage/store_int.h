@@ -293,10 +293,10 @@ int op_delay_end(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *
 
 /* ---- nonces.c ----------------------------------------------------------- */
 
-/* The live session that OPEN_SESSION's nonce names for this owner: *found
- * says whether there is one. An index entry whose session is gone is
- * MDB_CORRUPTED. */
-int nonce_find(struct apply_ctx *c, uint64_t nonce, const char *owner, size_t owner_len,
+/* The live session that OPEN_SESSION's nonce names for this owner, in
+ * the transaction txn (an apply's or a read's): *found says whether there
+ * is one. An index entry whose session is gone is MDB_CORRUPTED. */
+int nonce_find(store *s, MDB_txn *txn, uint64_t nonce, const char *owner, size_t owner_len,
                uint64_t *session, int *found);
 /* Record that session was opened by owner with nonce (non-zero). */
 int nonce_put(struct apply_ctx *c, uint64_t nonce, const char *owner, size_t owner_len,
