@@ -6,6 +6,7 @@
  * a re-sent OPEN_SESSION as batond does.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "client/baton_async.h"
@@ -77,6 +78,60 @@ TEST(long_wait_lets_the_cluster_prune)
 }
 
 /*
+ * More queued lock calls than a keep list holds (BATON_MAX_KEEP): the
+ * oldest BATON_MAX_KEEP are kept and ack_below stops at the next one, so
+ * the cluster forgets nothing the client may still ask for; as calls end,
+ * the window moves on.
+ */
+TEST(keep_list_holds_the_oldest_waits)
+{
+    enum { WAITS = BATON_MAX_KEEP + 6 };
+    struct fake *f = fake_start();
+    struct tloop t;
+    baton_async_t *a, *b;
+    static struct rec held[WAITS], waits[WAITS];
+    uint64_t seq[WAITS];
+    char name[16];
+    struct rec r;
+
+    tloop_init(&t);
+    a = a_open(&t, f->addr, 0, 0);
+    b = a_open(&t, f->addr, 0, 0);
+    for (int i = 0; i < WAITS; i++) {
+        snprintf(name, sizeof name, "k%d", i);
+        held[i] = a_lock(&t, a, name, BATON_WAIT_TRY);
+        ASSERT_EQ(held[i].status, 0);
+    }
+    for (int i = 0; i < WAITS; i++) {
+        snprintf(name, sizeof name, "k%d", i);
+        ASSERT_EQ(baton_async_lock(b, name, BATON_WAIT_FOREVER, rec_lock, &waits[i]), 0);
+        run_for(&t, 5);
+        seq[i] = FK_GET(f, last_acquire_seq);
+    }
+    run_for(&t, 100);
+    r = a_lock(&t, b, "z", BATON_WAIT_TRY);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_EQ(FK_GET(f, last_n_keep), BATON_MAX_KEEP);
+    ASSERT_UEQ(FK_GET(f, last_keep0), seq[0]);
+    ASSERT_UEQ(FK_GET(f, last_ack_below), seq[BATON_MAX_KEEP]);
+    /* The first wait ends: the window moves one on. */
+    ASSERT_EQ(a_unlock(&t, a, "k0", held[0].value), 0);
+    run_until(&t, &waits[0].calls, 1, 3000);
+    ASSERT_EQ(waits[0].status, 0);
+    ASSERT_EQ(a_unlock(&t, b, "z", r.value), 0);
+    r = a_lock(&t, b, "z", BATON_WAIT_TRY);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_EQ(FK_GET(f, last_n_keep), BATON_MAX_KEEP);
+    ASSERT_UEQ(FK_GET(f, last_keep0), seq[1]);
+    ASSERT_UEQ(FK_GET(f, last_ack_below), seq[BATON_MAX_KEEP + 1]);
+    ASSERT_EQ(FK_GET(f, n_stale), 0);
+    a_close(&t, a);
+    a_close(&t, b);
+    tloop_done(&t);
+    fake_stop(f);
+}
+
+/*
  * The node opens the session but the connection dies before its SESSION
  * reply leaves. The client sends the OPEN_SESSION again, with the same
  * nonce, and gets the session that was opened: one session, not two (an
@@ -124,6 +179,7 @@ int main(int argc, char **argv)
 {
     runner_init(argc, argv);
     RUN(long_wait_lets_the_cluster_prune);
+    RUN(keep_list_holds_the_oldest_waits);
     RUN(lost_session_reply_leaves_one_session);
     return runner_done();
 }
