@@ -209,13 +209,14 @@ uint64_t baton__acks(const baton_async_t *ac, struct msg_seq keep[BATON_MAX_KEEP
 }
 
 /*
- * A new OPEN_SESSION nonce: 64 random bits from the kernel, never 0. It
- * must differ from every other nonce of the same principal whose session
- * is alive (else a re-sent OPEN_SESSION could answer with another
- * client's session), which 64 random bits do. Without getrandom (a kernel
- * before 3.17, a seccomp filter) the bits come from the back-off
- * generator and a hash of this process's pid, clock and address, which
- * is as unique as that generator's seed.
+ * A new OPEN_SESSION nonce (proto/msg.h): 64 random bits from the kernel,
+ * never 0. It must differ from the nonce of every other live session of
+ * the same principal (else a re-sent OPEN_SESSION could be answered with
+ * another client's session), which 64 random bits do. Where getrandom
+ * fails (a kernel before 3.17, a seccomp filter), the back-off generator
+ * (seeded from the clock, the pid and the context's address) and the
+ * clock and pid once more stand in: unique across processes and contexts
+ * in practice, if not unpredictable.
  */
 uint64_t baton__nonce(baton_async_t *ac)
 {
