@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -187,13 +188,45 @@ void baton__finish(baton_async_t *ac, struct baton__req *r, int status, uint64_t
     baton__req_remove(ac, r);
 }
 
-/* The lowest seq whose outcome the client has not yet received: requests
- * are in id order, and every request but OPEN_SESSION carries a seq. */
-uint64_t baton__ack_below(const baton_async_t *ac)
+/*
+ * What the session's next request acknowledges (async_int.h, "What the
+ * client acknowledges"): returns ack_below, the lowest seq that is still
+ * owed an answer and not kept, and fills keep[0..*n_keep) with the queued
+ * ACQUIREs below it, in increasing order. Requests are in id order, and
+ * every request but OPEN_SESSION carries a seq. Walks the table up to the
+ * first request that stops it: at most BATON_MAX_KEEP queued ones.
+ */
+uint64_t baton__acks(const baton_async_t *ac, struct msg_seq keep[BATON_MAX_KEEP],
+                     uint32_t *n_keep)
 {
-    for (const struct baton__req *r = ac->head; r; r = r->next)
-        if (r->kind != BATON__K_OPEN) return r->id;
+    *n_keep = 0;
+    for (const struct baton__req *r = ac->head; r; r = r->next) {
+        if (r->kind == BATON__K_OPEN) continue;
+        if (!r->queued || *n_keep == BATON_MAX_KEEP) return r->id;
+        keep[(*n_keep)++].seq = r->id;
+    }
     return ac->next_id;
+}
+
+/*
+ * A new OPEN_SESSION nonce (proto/msg.h): 64 random bits from the kernel,
+ * never 0. It must differ from the nonce of every other live session of
+ * the same principal (else a re-sent OPEN_SESSION could be answered with
+ * another client's session), which 64 random bits do. Where getrandom
+ * fails (a kernel before 3.17, a seccomp filter), the back-off generator
+ * (seeded from the clock, the pid and the context's address) and the
+ * clock and pid once more stand in: unique across processes and contexts
+ * in practice, if not unpredictable.
+ */
+uint64_t baton__nonce(baton_async_t *ac)
+{
+    uint64_t n = 0;
+
+    if (getrandom(&n, sizeof n, GRND_NONBLOCK) != (ssize_t)sizeof n) {
+        n = (uint64_t)baton__rand(ac, 0, UINT32_MAX) << 32 | baton__rand(ac, 0, UINT32_MAX);
+        n ^= baton__now() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid() << 40;
+    }
+    return n != 0 ? n : 1;
 }
 
 /* Complete every owed callback with status and empty the table, except

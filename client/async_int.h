@@ -42,6 +42,15 @@
  * lost callbacks and completions run in one FIFO order, and declaring a
  * lock lost never needs memory.
  *
+ * What the client acknowledges (baton__acks; proto/msg.h). Every session
+ * request says which results the cluster may forget: ack_below is the id
+ * of the oldest request in the table that is still owed an answer, but
+ * for the ACQUIREs the cluster answered QUEUED (r->queued): those were
+ * applied and only wait for their push, so they go in the keep list (at
+ * most BATON_MAX_KEEP; beyond that ack_below stops at the next one) and
+ * ack_below passes them. A long wait then pins nothing: the results of
+ * every later request are acknowledged as they arrive.
+ *
  * Keepalives are not requests: they are not in the table and carry no seq.
  * Their req_ids come from a separate range (BATON__KA_ID_BASE and up, far
  * above any seq), and a small ring remembers when each recent one was sent
@@ -159,6 +168,8 @@ struct baton__req {
     bool reopen;                    /* OPEN: of a fresh session, not the first */
     bool notify;                    /* OPEN (reopen): the session callback is owed */
     bool ever_sent;                 /* may have reached the cluster */
+    bool queued;                    /* ACQUIRE: answered QUEUED, so applied: kept
+                                       in the acks until it ends (above) */
     uint64_t sent_gen;              /* connection it was last sent on */
     uint64_t sent_at;               /* when it was last sent (ms, monotonic) */
     uint64_t session;               /* K_HELD: the session holding the lock */
@@ -170,6 +181,8 @@ struct baton__req {
     uint64_t target;                /* CANCEL: the waiter (ACQUIRE id); K_HELD:
                                        the RELEASE in flight while RELEASING */
     uint64_t waiter;                /* K_HELD: the seq of the ACQUIRE that won it */
+    uint64_t nonce;                 /* OPEN: the session's nonce, the same in every
+                                       re-send (proto/msg.h) */
     uint64_t cancel_id;             /* ACQUIRE: its CANCEL in flight, 0 none */
     int cancel_status;              /* ACQUIRE: its result if the cancel wins */
     int status;                     /* the result handed to the callback; K_HELD:
@@ -290,7 +303,9 @@ struct baton__req *baton__req_find(baton_async_t *ac, uint64_t id);
 void baton__req_complete(baton_async_t *ac, struct baton__req *r, int status, uint64_t fence);
 void baton__req_remove(baton_async_t *ac, struct baton__req *r);
 void baton__finish(baton_async_t *ac, struct baton__req *r, int status, uint64_t fence);
-uint64_t baton__ack_below(const baton_async_t *ac);
+uint64_t baton__acks(const baton_async_t *ac, struct msg_seq keep[BATON_MAX_KEEP],
+                     uint32_t *n_keep);
+uint64_t baton__nonce(baton_async_t *ac);
 void baton__fail_all(baton_async_t *ac, int status, const struct baton__req *keep);
 
 /* async_conn.c */

@@ -58,6 +58,8 @@ static const uint16_t kind_msg[] = {
 void baton__req_send(baton_async_t *ac, struct baton__req *r)
 {
     struct msg m = {.req_id = r->id};
+    struct msg_seq keep[BATON_MAX_KEEP];
+    uint32_t n_keep;
     int rv;
 
     if ((size_t)r->kind >= sizeof kind_msg / sizeof kind_msg[0] || kind_msg[r->kind] == 0) return;
@@ -66,11 +68,15 @@ void baton__req_send(baton_async_t *ac, struct baton__req *r)
         m.u.open_session.ttl_ms = ac->session_ttl_ms;
         m.u.open_session.client_name.p = ac->client_name;
         m.u.open_session.client_name.n = (uint16_t)strlen(ac->client_name);
+        m.u.open_session.nonce = r->nonce;
     } else {
+        uint64_t ack_below = baton__acks(ac, keep, &n_keep);
         m.u.op = (struct msg_op){
             .session = ac->session,
             .seq = r->id,
-            .ack_below = baton__ack_below(ac),
+            .ack_below = ack_below,
+            .n_keep = n_keep,
+            .keep = keep,
             .wait_ms = r->wait_ms,
             .lock_delay_ms = r->lock_delay_ms,
             .fence = r->fence,
@@ -393,6 +399,7 @@ static void on_acquire_result(baton_async_t *ac, struct baton__req *r, int statu
         return;
     case RESULT_QUEUED:
         r->state = BATON__R_WAITING;
+        r->queued = true;
         r->deadline = 0;
         if (r->user) queued_notice(ac, r, value);
         if (!r->user && !r->cancel_id)
@@ -708,6 +715,7 @@ int baton_async_open(baton_async_t *ac, baton_async_open_cb *cb, void *data)
     if (r == NULL) return BATON_ENOMEM;
     user_call(ac, r, data);
     r->cb.open = cb;
+    r->nonce = baton__nonce(ac);
     ac->opened = true;
     ac->sstate = BATON__S_OPENING;
     baton__set_deadline(ac, r, baton__now() + ac->connect_timeout_ms);

@@ -506,6 +506,7 @@ int baton__session_reopen(baton_async_t *ac)
     if (r == NULL) return BATON_ENOMEM;
     r->reopen = true;
     r->notify = true;
+    r->nonce = baton__nonce(ac);
     ac->sstate = BATON__S_OPENING;
     baton__set_deadline(ac, r, baton__now() + ac->connect_timeout_ms);
     if (ac->cstate == BATON__C_READY)

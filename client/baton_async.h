@@ -12,15 +12,19 @@
  * What the core does for you:
  *  - connects to one of the comma-separated endpoints (trying the next one
  *    when a connection fails, and backing off 50-100 ms once every endpoint
- *    has failed in a row), says HELLO, and opens the session;
+ *    has failed in a row), says HELLO, and opens the session (with a random
+ *    nonce, so that an OPEN_SESSION re-sent after its reply was lost gets
+ *    the session it opened, not a second one);
  *  - follows REDIRECT to the leader and, on NO_LEADER or a lost
  *    connection, retries after 50-100 ms; every request that has not been
  *    answered is re-sent on the new connection with the same request id and
  *    the same per-session seq, so the cluster applies it exactly once and a
  *    leader change costs only latency;
- *  - numbers the session's requests, tells the cluster which results it no
- *    longer needs (ack_below), and matches replies and GRANTED / WAIT_FAILED
- *    pushes to the calls that are waiting for them;
+ *  - numbers the session's requests, tells the cluster exactly which
+ *    results it no longer needs (ack_below, and the queued lock calls it
+ *    keeps below it: a lock call that waits for hours leaves no trail of
+ *    cached results in the cluster), and matches replies and GRANTED /
+ *    WAIT_FAILED pushes to the calls that are waiting for them;
  *  - withdraws what nobody waits for any more: a lock call that timed out
  *    (or was cancelled) while the cluster may still have queued it is
  *    CANCELled, and a lock granted to such a call is released again;

@@ -20,9 +20,35 @@
  * A connection starts with HELLO / HELLO_OK. Requests that change lock state
  * carry (session, seq): seq is a per-session sequence number chosen by the
  * client, unique within the session, and a retried request reuses it so that
- * the cluster applies it at most once. `ack_below` tells the cluster that the
- * client has received the results of every request of this session with a
- * seq below it, so their cached results may be dropped.
+ * the cluster applies it at most once. They also say exactly which results
+ * the client still needs, so that the cluster can drop the others:
+ *
+ *   ack_below  every request of this session with a seq below it has either
+ *              been answered for good (the client will never send it again)
+ *              or is listed in `keep`;
+ *   keep       at most BATON_MAX_KEEP seqs below ack_below, strictly
+ *              increasing and non-zero: ACQUIREs the cluster answered
+ *              QUEUED whose push the client has not yet received. Their
+ *              cached results must stay (a re-sent queued ACQUIRE learns
+ *              from it how its wait ended).
+ *
+ * The cluster drops every cached result of the session below ack_below
+ * that is not in keep, and refuses a request below the highest ack_below
+ * it has seen whose result is no longer cached as a stale duplicate
+ * (BATON_ESTALE; docs/design.md, "Deduplication", has the proof). So one
+ * ACQUIRE that waits for an hour does not make the session's every later
+ * result stay cached: the client passes ack_below over it and keeps it.
+ * A request whose keep list is not increasing, has a zero or names a seq
+ * not below ack_below gets ERROR(BATON_EINVAL).
+ *
+ * OPEN_SESSION carries a `nonce`: a random non-zero 64-bit number the
+ * client draws once per session it opens and repeats when it re-sends that
+ * OPEN_SESSION. While the session it opened is alive, an OPEN_SESSION with
+ * the same nonce from the same principal is answered with that session
+ * (nothing new is opened), so a lost SESSION reply never leaves an orphan
+ * session. Once the session has ended its nonce names nothing: the same
+ * nonce opens a new session (with a new id; the old one stays ended). 0
+ * means no nonce: every such OPEN_SESSION opens a session.
  *
  * How batond answers:
  *  - The first frame must be HELLO; a different version gets
@@ -33,7 +59,9 @@
  *    leader is known (or the leader has not yet committed its barrier).
  *    The client retries there with the same req_id/seq.
  *  - OPEN_SESSION -> SESSION. ttl_ms 0 means the server default (10 s);
- *    others are clamped to the server's bounds (1 s .. 300 s).
+ *    others are clamped to the server's bounds (1 s .. 300 s). A re-sent
+ *    OPEN_SESSION whose nonce names an open session of the same principal
+ *    gets SESSION with that session's id and ttl (and renews its lease).
  *  - ACQUIRE, RELEASE, CANCEL, CLOSE_SESSION, KEEPALIVE -> RESULT, sent only
  *    once the command is committed and applied. A request naming a session
  *    attaches that session to this connection: pushes for the session
@@ -80,8 +108,9 @@
  *    the client before the push for that waiter.
  *  - The cached result of a queued ACQUIRE is updated when its wait ends
  *    (to RESULT_GRANTED with the fence, or to the failure status). A client
- *    therefore counts a queued ACQUIRE as unanswered for ack_below until its
- *    push arrives, and after a reconnect re-sends it with the same seq: the
+ *    therefore lists a queued ACQUIRE in `keep` until its push arrives (or,
+ *    beyond BATON_MAX_KEEP of them, holds ack_below at it), and after a
+ *    reconnect re-sends it with the same seq: the
  *    answer is QUEUED (still waiting; pushes now come to the new connection)
  *    or the final outcome it missed.
  *  - A node that stops being the leader closes its client connections.
@@ -198,7 +227,8 @@
                                    3: STATUS_R's content check and fault, CHECK,
                                   FORCE_RELEASE's fence and flags, its reply's delay
                                   and current fence, LOST_HOLDS, the lost-hold count
-                                  in KEEPALIVE's RESULT */
+                                  in KEEPALIVE's RESULT, the ops' keep list,
+                                  OPEN_SESSION's nonce */
 #define BATON_MAX_FRAME (1u << 20)  /* largest `len` field (a frame is <= 4 + this) */
 #define BATON_MAX_CLIENT_NAME 64    /* client name bytes */
 #define BATON_MAX_ADDR 64           /* "a.b.c.d:port" and then some */
@@ -207,6 +237,8 @@
 #define BATON_MAX_MEMBERS 16        /* cluster members in STATUS_R */
 #define BATON_MAX_ERRMSG 256        /* ERROR message bytes */
 #define BATON_MAX_LIST 1000         /* items in LIST_LOCKS_R / SESSIONS_R, waiters in LOCK_INFO_R */
+#define BATON_MAX_KEEP 64           /* seqs in an op's keep list (queued ACQUIREs kept below
+                                       ack_below) */
 
 #define PROTO_HDR_LEN 14            /* u32 len + u16 type + u64 req_id */
 #define PROTO_FRAME_MIN 10          /* smallest legal `len` field */
@@ -449,7 +481,8 @@ struct msg_hello { uint32_t version; struct pstr client_name; struct pstr token;
  * anonymous principal of a node without --auth-file) and its role (enum
  * msg_role: READ, LOCK or ADMIN; the anonymous principal is ADMIN). */
 struct msg_hello_ok { uint32_t version; uint32_t node_id; struct pstr principal; uint8_t role; };
-struct msg_open_session { uint32_t ttl_ms; struct pstr client_name; };
+/* nonce: the client's random tag of the session it opens (above); 0: none. */
+struct msg_open_session { uint32_t ttl_ms; struct pstr client_name; uint64_t nonce; };
 struct msg_session { uint64_t session; uint32_t ttl_ms; };
 struct msg_keepalive { uint64_t session; };
 struct msg_result { int32_t status; uint8_t kind; uint64_t value; };
@@ -473,8 +506,12 @@ struct msg_member_add { uint32_t id; struct pstr raft_addr, client_addr; };
  * CANCEL and CLOSE_SESSION share it; each puts only its own fields on the
  * wire (the others stay 0 after decoding).
  */
+struct msg_seq { uint64_t seq; }; /* an item of an op's keep list */
+
 struct msg_op {
     uint64_t session, seq, ack_below; /* every op */
+    uint32_t n_keep;        /* every op: <= BATON_MAX_KEEP seqs below ack_below */
+    struct msg_seq *keep;   /* whose cached results the client still needs */
     int64_t wait_ms;        /* ACQUIRE: BATON_WAIT_TRY, BATON_WAIT_FOREVER or > 0 */
     int32_t lock_delay_ms;  /* ACQUIRE: BATON_LOCK_DELAY_DEFAULT, _NONE or > 0 */
     uint64_t fence;         /* RELEASE: the fence of the hold being released */

@@ -45,6 +45,13 @@
     U32(P total_waiters) LIST(P n_waiters, P waiters, BATON_MAX_LIST, waiter) U8(P delayed)   \
     LOCK(P lock)
 
+/* What every request of a session that changes lock state (ACQUIRE,
+ * RELEASE, CANCEL, CLOSE_SESSION: struct msg_op) starts with: the session,
+ * the request's seq, and what the client acknowledges -- ack_below, and
+ * the seqs below it whose results it still needs (proto/msg.h). */
+#define BATON_OP_FIELDS                                                                        \
+    U64(session) U64(seq) U64(ack_below) LIST(n_keep, keep, BATON_MAX_KEEP, seq)
+
 /* clang-format off */
 #define BATON_MESSAGES(X)                                                                      \
 /*  name             wire dir  leader role   body            fields */                         \
@@ -55,16 +62,17 @@
                                                          STR(principal, BATON_MAX_PRINCIPAL)   \
                                                          U8(role))                             \
   X(OPEN_SESSION,     3,  C2S, 1, LOCK,  open_session,   U32(ttl_ms)                           \
-                                                         STR(client_name, BATON_MAX_CLIENT_NAME)) \
+                                                         STR(client_name, BATON_MAX_CLIENT_NAME) \
+                                                         U64(nonce))                           \
   X(SESSION,          4,  S2C, 0, NONE,  session,        U64(session) U32(ttl_ms))             \
-  X(ACQUIRE,          5,  C2S, 1, LOCK,  op,             U64(session) U64(seq) U64(ack_below)  \
+  X(ACQUIRE,          5,  C2S, 1, LOCK,  op,             BATON_OP_FIELDS                       \
                                                          I64(wait_ms) LOCK(lock)               \
                                                          I32_MIN(lock_delay_ms, BATON_LOCK_DELAY_NONE)) \
-  X(RELEASE,          6,  C2S, 1, LOCK,  op,             U64(session) U64(seq) U64(ack_below)  \
+  X(RELEASE,          6,  C2S, 1, LOCK,  op,             BATON_OP_FIELDS                       \
                                                          U64(fence) LOCK(lock))                \
-  X(CANCEL,           7,  C2S, 1, LOCK,  op,             U64(session) U64(seq) U64(ack_below)  \
+  X(CANCEL,           7,  C2S, 1, LOCK,  op,             BATON_OP_FIELDS                       \
                                                          U64(waiter) LOCK(lock))               \
-  X(CLOSE_SESSION,    8,  C2S, 1, LOCK,  op,             U64(session) U64(seq) U64(ack_below)) \
+  X(CLOSE_SESSION,    8,  C2S, 1, LOCK,  op,             BATON_OP_FIELDS)                      \
   X(KEEPALIVE,        9,  C2S, 1, LOCK,  keepalive,      U64(session))                         \
   X(RESULT,          10,  S2C, 0, NONE,  result,         I32(status) U8(kind) U64(value))      \
   X(GRANTED,         11,  S2C, 0, NONE,  push,           U64(session) U64(waiter) U64(fence)   \
@@ -124,6 +132,7 @@
 /* The items of the LIST fields above: X(item, fields), the body of one
  * struct msg_<item>. */
 #define BATON_MSG_ITEMS(X)                                                                     \
+  X(seq,             U64(seq))                                                                 \
   X(member,          U32(id) STR(raft_addr, BATON_MAX_ADDR) STR(client_addr, BATON_MAX_ADDR))  \
   X(member_info,     U32(id) U8(role) STR(raft_addr, BATON_MAX_ADDR)                           \
                      STR(client_addr, BATON_MAX_ADDR))                                         \

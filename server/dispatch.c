@@ -61,8 +61,12 @@ static int32_t effective_lock_delay(const struct srv_config *cfg, int32_t asked)
     return asked;
 }
 
-/* An applied OPEN_SESSION: the leader starts the session's lease and
- * attaches it to the connection, which gets SESSION. */
+/* An applied OPEN_SESSION: the leader starts the session's lease (or
+ * renews it, for a re-sent OPEN_SESSION answered with the session its
+ * nonce names) and attaches it to the connection, which gets SESSION. A
+ * connection that is gone gets nothing: least of all the session's
+ * pushes, which a stale copy of the OPEN_SESSION read from a dead
+ * connection must not take from the live one. */
 static void open_session_done(struct server *srv, const struct pending *p,
                               const struct cmd_outcome *o)
 {
@@ -74,11 +78,10 @@ static void open_session_done(struct server *srv, const struct pending *p,
         reply_result(srv, p, o);
         return;
     }
-    liveness_opened(srv, o->r->value, p->ttl_ms, p->owner);
-    if (p->conn_id) push_attach(srv, o->r->value, p->conn_id);
+    m.u.session.ttl_ms = liveness_opened(srv, o->r->value, p->ttl_ms, p->owner);
     if (c == NULL) return;
+    push_attach(srv, o->r->value, p->conn_id);
     m.u.session.session = o->r->value;
-    m.u.session.ttl_ms = p->ttl_ms;
     conn_send(c, &m);
 }
 
@@ -120,6 +123,31 @@ static void propose(struct conn *c, const struct msg *m, const struct cmd *cmd,
     batch_add(c->srv, cmd, &p);
 }
 
+/*
+ * A re-sent OPEN_SESSION whose session is open already -- its nonce names
+ * the session in the applied state -- is answered at once, as a read is:
+ * that session's OPEN_SESSION is committed, and proposing it again would
+ * cost a round trip and, for a principal at its max-sessions, an ELIMIT
+ * for a session it has. (A re-send that arrives while the first is still
+ * in flight is proposed, and the store answers it with the same session.)
+ * Returns false when there is no such session with a live lease.
+ */
+static bool open_resent(struct conn *c, const struct msg *m, const struct cmd *cmd)
+{
+    struct msg r = {.type = MSG_SESSION, .req_id = m->req_id};
+    uint64_t session;
+
+    if (cmd->seq == 0 ||
+        store_nonce_session(c->srv->store, cmd->seq, cmd->owner, cmd->owner_len, &session) != 0)
+        return false;
+    r.u.session.ttl_ms = liveness_resumed(c->srv, session);
+    if (r.u.session.ttl_ms == 0) return false;
+    push_attach(c->srv, session, c->id);
+    r.u.session.session = session;
+    conn_send(c, &r);
+    return true;
+}
+
 static void open_session(struct conn *c, const struct msg *m)
 {
     struct cmd cmd = {.type = CMD_OPEN_SESSION};
@@ -132,6 +160,10 @@ static void open_session(struct conn *c, const struct msg *m)
      * principal's empty name keeps the entry readable by older binaries. */
     cmd.owner = c->who->name;
     cmd.owner_len = (uint16_t)strlen(c->who->name);
+    /* The client's nonce goes in seq (storage/cmd.h): the store answers a
+     * re-sent OPEN_SESSION with the session it opened. */
+    cmd.seq = m->u.open_session.nonce;
+    if (open_resent(c, m, &cmd)) return;
     propose(c, m, &cmd, open_session_done);
 }
 
@@ -143,16 +175,38 @@ static const uint8_t op_cmd[MSG_TYPE_MAX_] = {
     [MSG_CLOSE_SESSION] = CMD_CLOSE_SESSION,
 };
 
+/*
+ * An op's keep list as the command carries it (u64 little-endian each,
+ * into buf), after checking what the store would refuse anyway
+ * (storage/apply.c): strictly increasing seqs, none 0, all below
+ * ack_below. 0, or -1 if the list is not so.
+ */
+static int keep_list(const struct msg_op *op, uint8_t buf[8 * BATON_MAX_KEEP])
+{
+    uint64_t prev = 0;
+
+    for (uint32_t i = 0; i < op->n_keep; i++) {
+        uint64_t seq = op->keep[i].seq;
+        if (seq <= prev || seq >= op->ack_below) return -1;
+        le_put_u64(buf + 8 * i, seq);
+        prev = seq;
+    }
+    return 0;
+}
+
 /* ACQUIRE, RELEASE, CANCEL, CLOSE_SESSION: one body (struct msg_op) into
  * one command; the fields a type does not carry are 0. */
 static void lock_op(struct conn *c, const struct msg *m)
 {
     const struct msg_op *op = &m->u.op;
+    uint8_t keep[8 * BATON_MAX_KEEP];
     struct cmd cmd = {
         .type = op_cmd[m->type],
         .session = op->session,
         .seq = op->seq,
         .ack_below = op->ack_below,
+        .n_keep = (uint16_t)op->n_keep, /* <= BATON_MAX_KEEP: checked by the decoder */
+        .keep = keep,
         .wait_ms = op->wait_ms,
         .fence = op->fence,
         .waiter = op->waiter,
@@ -166,6 +220,12 @@ static void lock_op(struct conn *c, const struct msg *m)
     }
     if (op->session == 0 || op->seq == 0) {
         conn_send_error(c, m->req_id, BATON_EINVAL, "%s needs a session and a non-zero seq",
+                        msg_type_name(m->type));
+        return;
+    }
+    if (keep_list(op, keep) != 0) {
+        conn_send_error(c, m->req_id, BATON_EINVAL,
+                        "%s: the keep list must be increasing non-zero seqs below ack_below",
                         msg_type_name(m->type));
         return;
     }

@@ -54,6 +54,12 @@ bool lease_alive(const struct lease_table *t, uint64_t session)
     return l != NULL && !l->expiring;
 }
 
+uint32_t lease_ttl(const struct lease_table *t, uint64_t session)
+{
+    const struct lease *l = u64map_get(&t->map, session);
+    return l != NULL ? l->ttl_ms : 0;
+}
+
 void lease_remove(struct lease_table *t, uint64_t session)
 {
     free(u64map_del(&t->map, session));

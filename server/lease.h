@@ -47,6 +47,9 @@ bool lease_renew(struct lease_table *t, uint64_t session, uint64_t now);
 /* Is the session known and not being expired? */
 bool lease_alive(const struct lease_table *t, uint64_t session);
 
+/* The ttl of the session's lease; 0 if it has none. */
+uint32_t lease_ttl(const struct lease_table *t, uint64_t session);
+
 void lease_remove(struct lease_table *t, uint64_t session);
 /* Set / get the owner of a session's lease; lease_owner is false if the
  * session has no lease. */

@@ -147,12 +147,30 @@ bool liveness_touch(struct server *srv, uint64_t session)
 }
 
 /* The session was counted for its owner when its OPEN_SESSION was
- * reserved (liveness_open_reserve). */
-void liveness_opened(struct server *srv, uint64_t session, uint32_t ttl_ms, uint64_t owner)
+ * reserved (liveness_open_reserve). A session that has a lease is one
+ * this leader already knows (it loads every session of the store when it
+ * starts to lead, and adds each one it opens): then the OPEN_SESSION was
+ * a re-sent one, which opened nothing, and the session keeps its own ttl. */
+uint32_t liveness_opened(struct server *srv, uint64_t session, uint32_t ttl_ms, uint64_t owner)
 {
-    if (!srv->ready) return;
+    uint32_t ttl;
+
+    if (!srv->ready) return ttl_ms;
+    ttl = lease_ttl(&srv->leases, session);
+    if (ttl != 0) {
+        liveness_open_release(srv, owner);
+        liveness_touch(srv, session);
+        return ttl;
+    }
     lease_grant(&srv->leases, session, ttl_ms, uv_now(srv->loop));
     lease_set_owner(&srv->leases, session, owner);
+    return ttl_ms;
+}
+
+uint32_t liveness_resumed(struct server *srv, uint64_t session)
+{
+    if (!liveness_touch(srv, session)) return 0;
+    return lease_ttl(&srv->leases, session);
 }
 
 void liveness_gone(struct server *srv, uint64_t session)

@@ -403,8 +403,15 @@ void liveness_stop(struct server *srv);                    /* stopped leading */
 void liveness_close(struct server *srv);
 /* Renew the session's lease; false if it has none (unknown or expiring). */
 bool liveness_touch(struct server *srv, uint64_t session);
-/* An OPEN_SESSION of owner applied: its lease starts. */
-void liveness_opened(struct server *srv, uint64_t session, uint32_t ttl_ms, uint64_t owner);
+/* An OPEN_SESSION of owner applied, answered with session: its lease
+ * starts. Or, if the session has a lease already -- a re-sent OPEN_SESSION
+ * that the store answered with the session its nonce names -- the lease is
+ * renewed and the reservation given back (the session is counted once).
+ * Returns the session's ttl, for the SESSION reply. */
+uint32_t liveness_opened(struct server *srv, uint64_t session, uint32_t ttl_ms, uint64_t owner);
+/* A re-sent OPEN_SESSION found the session open: renew its lease; its
+ * ttl, or 0 if it has no live lease (unknown, or being expired). */
+uint32_t liveness_resumed(struct server *srv, uint64_t session);
 void liveness_gone(struct server *srv, uint64_t session);
 /* The owner (auth_key) of a session this leader knows: false if unknown. */
 bool liveness_owner(struct server *srv, uint64_t session, uint64_t *owner);

@@ -5,31 +5,43 @@
  *
  * Deduplication (exactly-once for client requests). ACQUIRE, RELEASE,
  * CANCEL and CLOSE_SESSION with a non-zero seq go through these steps, in
- * this order:
+ * this order (docs/design.md, "Deduplication", has the reasoning and the
+ * proof that a request never runs twice):
  *   1. An unknown session fails with BATON_ESESSION (nothing is cached: the
  *      session, and with it every cache entry, is gone).
- *   2. ack_below prunes the session's cached results with seq < ack_below.
- *      The session remembers the highest ack_below it has seen (ack_floor),
- *      so that an older duplicate of a request, carrying a lower ack_below,
- *      cannot slip under a pruned entry and run a second time.
- *   3. seq < ack_floor: the client already acknowledged that request's
- *      result, so this is a stale duplicate: BATON_ESTALE, nothing changes.
+ *   2. A keep list that is not strictly increasing, holds a 0 or a seq not
+ *      below ack_below fails the command with BATON_EINVAL; nothing changes.
+ *   3. The acknowledgement: unless ack_below is below the session's ack
+ *      floor (the highest ack_below it has seen), every cached result of
+ *      the session with a seq below ack_below that the keep list does not
+ *      name is dropped, and the floor becomes ack_below. The client sends
+ *      ack_below only once every request below it is answered for good or
+ *      kept (proto/msg.h), so what is dropped is what it will never ask
+ *      for again. An older request, carrying a lower ack_below, changes
+ *      nothing; one with the same ack_below keeps at least what a newer one
+ *      keeps (a kept seq leaves the client's list only once it is done).
+ *      So the cached results below the floor are always the kept ones: at
+ *      most CMD_MAX_KEEP, which bounds this step's walk.
  *   4. A cached result for (session, seq) is returned as it is; nothing
  *      changes and no effects are produced. A queued ACQUIRE's cache entry is
  *      rewritten when its wait ends (granted, timed out, cancelled), so its
  *      retry reports QUEUED while it waits (with its position at enqueue
- *      time, not the current one) and the final outcome afterwards.
- *   5. Otherwise the command runs and its result is cached, whatever it is
+ *      time, not the current one) and the final outcome afterwards; a kept
+ *      one is found here even below the floor.
+ *   5. seq < ack floor without a cached result: the client acknowledged
+ *      that request's result, so this is a stale duplicate: BATON_ESTALE,
+ *      nothing changes.
+ *   6. Otherwise the command runs and its result is cached, whatever it is
  *      (errors included), except for CLOSE_SESSION: the session's cache goes
  *      with it, so a retried CLOSE_SESSION gets BATON_ESESSION, which the
  *      client takes as "already closed" (as etcd answers a repeated lease
  *      revoke with "lease not found").
- * OPEN_SESSION has no session yet and is not deduplicated. The leader's and
- * the administrator's commands (EXPIRE_SESSION, WAIT_TIMEOUT, FORCE_RELEASE,
- * FORCE_RELEASE2, DELAY_END, SET_MEMBER_ADDR, CHECK) are never
- * deduplicated: their seq is ignored, and each is harmless to repeat (a
- * FORCE_RELEASE2 that names a fence is exact; one that does not takes the
- * lock from whoever holds it then: cmd.h).
+ * OPEN_SESSION is deduplicated by its nonce instead (sessions.c, nonces.c).
+ * The leader's and the administrator's commands (EXPIRE_SESSION,
+ * WAIT_TIMEOUT, FORCE_RELEASE, FORCE_RELEASE2, DELAY_END, SET_MEMBER_ADDR,
+ * CHECK) are never deduplicated: their seq is ignored, and each is
+ * harmless to repeat (a FORCE_RELEASE2 that names a fence is exact; one
+ * that does not takes the lock from whoever holds it then: cmd.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +151,59 @@ int dedup_drop_session(struct apply_ctx *c, uint64_t session)
     return db_del_range(c->txn, c->s->dbi[DB_DEDUP], lo, hi, sizeof lo);
 }
 
+/* Step 2: is the keep list increasing, without 0, and below ack_below? */
+static int keep_ok(const struct cmd *cmd)
+{
+    uint64_t prev = 0;
+
+    for (size_t i = 0; i < cmd->n_keep; i++) {
+        uint64_t seq = cmd_keep_at(cmd, i);
+        if (seq <= prev || seq >= cmd->ack_below) return 0;
+        prev = seq;
+    }
+    return 1;
+}
+
+/*
+ * Step 3's pruning: drop the session's cached results below ack_below
+ * except the kept ones. The walk visits the kept entries below the old
+ * floor (at most CMD_MAX_KEEP) and the entries it drops, each once; it
+ * seeks afresh after every step, as db_del_range does, rather than rely
+ * on where LMDB leaves a cursor after a delete.
+ */
+static int dedup_prune(struct apply_ctx *c, const struct cmd *cmd)
+{
+    uint8_t k[16];
+    MDB_cursor *cur;
+    MDB_val key, v;
+    uint64_t from = 0, seq;
+    size_t i = 0;
+    int rc;
+
+    rc = mdb_cursor_open(c->txn, c->s->dbi[DB_DEDUP], &cur);
+    if (rc != 0) return rc;
+    for (;;) {
+        key_pair(k, cmd->session, from);
+        key.mv_size = sizeof k;
+        key.mv_data = k;
+        rc = mdb_cursor_get(cur, &key, &v, MDB_SET_RANGE);
+        if (rc != 0) break;
+        if (key.mv_size != sizeof k || be_get_u64(key.mv_data) != cmd->session) break;
+        seq = be_get_u64((const uint8_t *)key.mv_data + 8);
+        if (seq >= cmd->ack_below) break;
+        while (i < cmd->n_keep && cmd_keep_at(cmd, i) < seq) i++;
+        if (i < cmd->n_keep && cmd_keep_at(cmd, i) == seq) {
+            from = seq + 1; /* kept; seq < ack_below, so no overflow */
+            continue;
+        }
+        rc = mdb_cursor_del(cur, 0);
+        if (rc != 0) break;
+        from = seq + 1;
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
 /* Is this a client command, subject to deduplication? */
 static int is_client_cmd(uint8_t type)
 {
@@ -204,24 +269,26 @@ static int apply_one(struct apply_ctx *c, const struct cmd *cmd, struct cmd_resu
         res->status = BATON_ESESSION;
         return 0;
     }
-    if (cmd->ack_below > sess.ack_floor) {
-        uint8_t lo[16], hi[16];
-        key_pair(lo, cmd->session, sess.ack_floor);
-        key_pair(hi, cmd->session, cmd->ack_below);
-        rc = db_del_range(c->txn, c->s->dbi[DB_DEDUP], lo, hi, sizeof lo);
-        if (rc != 0) return rc;
-        sess.ack_floor = cmd->ack_below;
-        rc = sess_put(c, cmd->session, &sess);
-        if (rc != 0) return rc;
-    }
-    if (cmd->seq < sess.ack_floor) {
-        res->status = BATON_ESTALE;
+    if (!keep_ok(cmd)) {
+        res->status = BATON_EINVAL;
         return 0;
+    }
+    if (cmd->ack_below >= sess.ack_floor) {
+        rc = dedup_prune(c, cmd);
+        if (rc == 0 && cmd->ack_below > sess.ack_floor) {
+            sess.ack_floor = cmd->ack_below;
+            rc = sess_put(c, cmd->session, &sess);
+        }
+        if (rc != 0) return rc;
     }
     key_pair(k, cmd->session, cmd->seq);
     rc = db_get(c->txn, c->s->dbi[DB_DEDUP], k, sizeof k, &cached, &found);
     if (rc != 0) return rc;
     if (found) return dedup_decode(&cached, res);
+    if (cmd->seq < sess.ack_floor) {
+        res->status = BATON_ESTALE;
+        return 0;
+    }
 
     rc = run_op(c, cmd, res);
     if (rc != 0 || cmd->type == CMD_CLOSE_SESSION) return rc;

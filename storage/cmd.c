@@ -5,12 +5,13 @@
  *
  * The decoder checks only the shape of each command: its type, and that its
  * name fits the type (a client name for OPEN_SESSION, a lock name for the
- * lock commands, nothing for CLOSE_SESSION, EXPIRE_SESSION and CHECK, an
- * address for SET_MEMBER_ADDR). Whether a lock name (non-empty, no NUL) or
- * an address is legal is decided when the command is applied, so that one
- * bad name fails one command with BATON_EINVAL rather than the whole batch
- * it travels in. An owner is opaque bytes to the
- * store: only its length is checked.
+ * lock commands, nothing for CLOSE_SESSION, EXPIRE_SESSION and CHECK, an address
+ * for SET_MEMBER_ADDR). Whether a lock name (non-empty, no NUL) or an
+ * address is legal is decided when the command is
+ * applied, so that one bad name fails one command with BATON_EINVAL rather
+ * than the whole batch it travels in. An owner is opaque bytes to the
+ * store: only its length is checked. So is a keep list: its length and its
+ * type here, the seqs in it when it is applied.
  */
 #include "storage/cmd.h"
 
@@ -49,6 +50,18 @@ static int name_max(int type)
     }
 }
 
+/* The commands of a client's session, the only ones with a keep list. */
+static int may_keep(int type)
+{
+    return type == CMD_ACQUIRE || type == CMD_RELEASE || type == CMD_CANCEL ||
+           type == CMD_CLOSE_SESSION;
+}
+
+uint64_t cmd_keep_at(const struct cmd *c, size_t i)
+{
+    return le_get_u64(c->keep + 8 * i);
+}
+
 int cmd_batch_begin(struct buf *b, size_t *start)
 {
     int rv = buf_reserve(b, 5);
@@ -62,13 +75,16 @@ int cmd_batch_begin(struct buf *b, size_t *start)
 
 /*
  * The type byte that carries c, or -1 if c cannot be encoded: an
- * OPEN_SESSION with an owner travels as CMD_OPEN_OWNED (cmd.h), so that
- * one without keeps the bytes older binaries read. CMD_OPEN_OWNED is the
- * codec's, not a caller's, and no other type has an owner.
+ * OPEN_SESSION with an owner travels as CMD_OPEN_OWNED and a command with
+ * a keep list with CMD_KEEP_FLAG (cmd.h), so that the others keep the
+ * bytes older binaries read. CMD_OPEN_OWNED is the codec's, not a
+ * caller's; no other type has an owner, and only a client's session
+ * commands have a keep list.
  */
 static int wire_type(const struct cmd *c)
 {
     if (name_max(c->type) < 0 || c->type == CMD_OPEN_OWNED) return -1;
+    if (c->n_keep > 0) return may_keep(c->type) && c->owner_len == 0 ? c->type | CMD_KEEP_FLAG : -1;
     if (c->owner_len == 0) return c->type;
     return c->type == CMD_OPEN_SESSION ? CMD_OPEN_OWNED : -1;
 }
@@ -85,11 +101,14 @@ int cmd_batch_add(struct buf *b, const struct cmd *c)
     int rv;
 
     if (type < 0) return BATON_EINVAL;
-    if (c->name_len > name_max(c->type) || c->owner_len > BATON_MAX_PRINCIPAL)
+    if (c->name_len > name_max(c->type) || c->owner_len > BATON_MAX_PRINCIPAL ||
+        c->n_keep > CMD_MAX_KEEP)
         return BATON_ETOOBIG;
-    if ((c->name_len > 0 && c->name == NULL) || (c->owner_len > 0 && c->owner == NULL))
+    if ((c->name_len > 0 && c->name == NULL) || (c->owner_len > 0 && c->owner == NULL) ||
+        (c->n_keep > 0 && c->keep == NULL))
         return BATON_EINVAL;
     if (type == CMD_OPEN_OWNED) len += 2 + c->owner_len;
+    if (c->n_keep > 0) len += 2 + 8 * (size_t)c->n_keep;
     rv = buf_reserve(b, len);
     if (rv != 0) return rv;
     buf_put_u8(b, (uint8_t)type);
@@ -103,6 +122,10 @@ int cmd_batch_add(struct buf *b, const struct cmd *c)
     buf_put_i32(b, c->lock_delay_ms);
     buf_put_str(b, c->name, c->name_len);
     if (type == CMD_OPEN_OWNED) buf_put_str(b, c->owner, c->owner_len);
+    if (c->n_keep > 0) {
+        buf_put_u16(b, c->n_keep);
+        buf_put(b, c->keep, 8 * (size_t)c->n_keep);
+    }
     return 0;
 }
 
@@ -143,10 +166,30 @@ static void read_owner(struct rd *rd, struct cmd *c)
     c->type = CMD_OPEN_SESSION;
 }
 
+/*
+ * The keep list that ends a command whose type byte had CMD_KEEP_FLAG: a
+ * count of 1..CMD_MAX_KEEP (an empty list is written without the flag:
+ * one encoding per command), then the seqs, borrowed from the batch.
+ */
+static void read_keep(struct rd *rd, struct cmd *c)
+{
+    const uint8_t *p;
+    uint16_t n;
+
+    if (rd_u16(rd, &n) != 0) return;
+    if (n == 0 || n > CMD_MAX_KEEP) {
+        rd->err = BATON_EMALFORMED;
+        return;
+    }
+    if (rd_bytes(rd, 8 * (size_t)n, &p) != 0) return;
+    c->n_keep = n;
+    c->keep = p;
+}
+
 int cmd_reader_next(struct cmd_reader *r, struct cmd *c)
 {
     struct rd *rd = &r->rd;
-    int max;
+    int max, keep;
 
     if (rd->err) return BATON_EMALFORMED;
     if (r->left == 0) {
@@ -156,6 +199,11 @@ int cmd_reader_next(struct cmd_reader *r, struct cmd *c)
     }
     memset(c, 0, sizeof *c);
     rd_u8(rd, &c->type);
+    keep = (c->type & CMD_KEEP_FLAG) != 0;
+    if (keep) {
+        c->type &= (uint8_t)~CMD_KEEP_FLAG;
+        if (!may_keep(c->type)) rd->err = BATON_EMALFORMED;
+    }
     rd_u64(rd, &c->session);
     rd_u64(rd, &c->seq);
     rd_u64(rd, &c->ack_below);
@@ -168,6 +216,7 @@ int cmd_reader_next(struct cmd_reader *r, struct cmd *c)
     if (rd->err == 0 && max < 0) rd->err = BATON_EMALFORMED;
     if (rd->err == 0) rd_str(rd, (size_t)max, &c->name, &c->name_len);
     if (rd->err == 0 && c->type == CMD_OPEN_OWNED) read_owner(rd, c);
+    if (rd->err == 0 && keep) read_keep(rd, c);
     if (rd->err) {
         r->left = 0;
         memset(c, 0, sizeof *c);

@@ -8,10 +8,35 @@
  *     u8 format (CMD_FORMAT), u32 count, then count commands:
  *     u8 type, u64 session, u64 seq, u64 ack_below, u32 ttl_ms, i64 wait_ms,
  *     u64 fence, u64 waiter, i32 lock_delay_ms, str name (u16 length + bytes)
- *     and, for type CMD_OPEN_OWNED only, str owner
+ *     and, for type CMD_OPEN_OWNED only, str owner; and, for a type byte
+ *     with CMD_KEEP_FLAG set, the keep list: u16 count (1..CMD_MAX_KEEP),
+ *     count x u64 seq
  * Every command carries every field (unused ones are zero) so that the
  * format is trivial to validate. Format 1 lacked lock_delay_ms; a batch in
  * any other format than CMD_FORMAT is malformed.
+ *
+ * What the client acknowledges (proto/msg.h; apply.c has the rules). The
+ * four commands of a client's session (ACQUIRE, RELEASE, CANCEL,
+ * CLOSE_SESSION) carry ack_below and the keep list of their request: the
+ * seqs below ack_below whose cached results the client still needs. The
+ * keep list, like the owner, is not a field of every command: entries
+ * written before it existed must decode to the same commands, and most
+ * commands have none. A command with a keep list has CMD_KEEP_FLAG in its
+ * type byte and the list after its other fields; one without is encoded
+ * exactly as before. The flag is allowed on those four types only and
+ * never with an empty list (one encoding per command); a decoded command
+ * has the plain type and n_keep > 0. The order and the range of the seqs
+ * are checked when the command is applied (a bad list fails that command
+ * with BATON_EINVAL), not here.
+ *
+ * OPEN_SESSION's nonce (proto/msg.h) travels in `seq`, which an
+ * OPEN_SESSION never used: 0 (every entry written before nonces existed)
+ * means none, so those entries still apply as they always did.
+ *
+ * Older binaries: a batch with a keep list has a type byte they do not
+ * know and is malformed to them; an OPEN_SESSION's nonce they ignore. A
+ * cluster must therefore run this binary on every node before clients of
+ * protocol 3 (the first to send either) are served.
  *
  * Session owners (CMD_OPEN_OWNED). An OPEN_SESSION records the principal
  * that opened it (struct cmd's owner: 0..BATON_MAX_PRINCIPAL bytes, ""
@@ -45,14 +70,18 @@
 
 #define CMD_FORMAT 2
 #define CMD_MAX_BATCH 4096          /* commands per entry */
+#define CMD_KEEP_FLAG 0x80          /* in the type byte: a keep list follows (above) */
+#define CMD_MAX_KEEP BATON_MAX_KEEP /* seqs in a keep list */
 
 enum cmd_type {
-    CMD_OPEN_SESSION = 1, /* ttl_ms, name = client name, owner -> RESULT_OK, value = session id */
+    CMD_OPEN_SESSION = 1, /* ttl_ms, name = client name, owner, seq = nonce (0: none)
+                                                                -> RESULT_OK, value = session id */
     CMD_ACQUIRE,          /* session, seq, wait_ms, lock_delay_ms, name
                                                                 -> GRANTED(fence) | QUEUED(pos) | EWOULDBLOCK */
     CMD_RELEASE,          /* session, seq, fence, name          -> OK | ENOTHELD */
     CMD_CANCEL,           /* session, seq, waiter, name         -> CANCELLED | GRANTED(fence) | ENOTFOUND */
     CMD_CLOSE_SESSION,    /* session, seq                       -> OK; releases and drops everything */
+                          /* (these four also: ack_below and the keep list, above) */
     CMD_EXPIRE_SESSION,   /* session (leader-proposed)          -> OK | ESESSION */
     CMD_WAIT_TIMEOUT,     /* session, waiter, name (leader)     -> OK; no-op if no longer waiting */
     CMD_FORCE_RELEASE,    /* name (admin; only in logs written before CMD_FORCE_RELEASE2)
@@ -157,8 +186,11 @@ enum cmd_type {
 struct cmd {
     uint8_t type;
     uint64_t session;
-    uint64_t seq;         /* 0 for leader/admin commands: never deduplicated */
-    uint64_t ack_below;   /* results of seq < ack_below may be forgotten */
+    uint64_t seq;         /* 0 for leader/admin commands: never deduplicated;
+                             OPEN_SESSION: the client's nonce, 0 for none */
+    uint64_t ack_below;   /* results of seq < ack_below may be forgotten, */
+    uint16_t n_keep;      /* ... but for these: 0..CMD_MAX_KEEP seqs */
+    const uint8_t *keep;  /* n_keep x u64 little-endian (cmd_keep_at); borrowed */
     uint32_t ttl_ms;
     int64_t wait_ms;      /* BATON_WAIT_TRY, BATON_WAIT_FOREVER or > 0 */
     uint64_t fence;
@@ -170,23 +202,30 @@ struct cmd {
     const char *owner;    /* the principal that opens the session; borrowed, like name */
 };
 
+/* The i-th seq of c's keep list (i < c->n_keep). */
+uint64_t cmd_keep_at(const struct cmd *c, size_t i);
+
 /* Encoding a batch: cmd_batch_begin, then cmd_batch_add per command, then
  * cmd_batch_end to patch the count in. All return 0 or BATON_ENOMEM /
  * BATON_ETOOBIG (a name too long for the command's type, an owner longer
- * than BATON_MAX_PRINCIPAL); cmd_batch_add also BATON_EINVAL (unknown type
- * or CMD_OPEN_OWNED, an owner on another type than OPEN_SESSION, or a NULL
- * name or owner with a non-zero length). A refused command leaves b
- * unchanged. `start` is the offset of the batch inside b. */
+ * than BATON_MAX_PRINCIPAL, a keep list longer than CMD_MAX_KEEP);
+ * cmd_batch_add also BATON_EINVAL (unknown type or CMD_OPEN_OWNED, an
+ * owner on another type than OPEN_SESSION, a keep list on another type
+ * than the four of a client's session, or a NULL name, owner or keep
+ * list with a non-zero length). A refused command leaves b unchanged.
+ * `start` is the offset of the batch inside b. */
 int cmd_batch_begin(struct buf *b, size_t *start);
 int cmd_batch_add(struct buf *b, const struct cmd *c);
 void cmd_batch_end(struct buf *b, size_t start, uint32_t count);
 
 /* Decoding: cmd_reader_init validates the header and yields the count;
- * cmd_reader_next returns 1 with *c filled (c->name and c->owner borrow
- * from data; a CMD_OPEN_OWNED comes back as CMD_OPEN_SESSION), 0 at the
- * end, BATON_EMALFORMED on a malformed command (bad type, name too long for
+ * cmd_reader_next returns 1 with *c filled (c->name, c->owner and c->keep
+ * borrow from data; a CMD_OPEN_OWNED comes back as CMD_OPEN_SESSION, a
+ * type with CMD_KEEP_FLAG as the plain type), 0 at the end,
+ * BATON_EMALFORMED on a malformed command (bad type, name too long for
  * its type, an OPEN_OWNED owner that is empty or longer than
- * BATON_MAX_PRINCIPAL, trailing bytes at the end). */
+ * BATON_MAX_PRINCIPAL, a keep list on another type, empty or longer than
+ * CMD_MAX_KEEP, trailing bytes at the end). */
 struct cmd_reader {
     struct rd rd;
     uint32_t left;

@@ -264,6 +264,22 @@ int store_session_exists(store *s, uint64_t session)
     return found;
 }
 
+int store_nonce_session(store *s, uint64_t nonce, const char *owner, size_t owner_len,
+                        uint64_t *session)
+{
+    MDB_txn *txn;
+    int found = 0, rc;
+
+    *session = 0;
+    if (nonce == 0 || owner_len > BATON_MAX_PRINCIPAL) return BATON_ENOTFOUND;
+    rc = read_begin(s, &txn);
+    if (rc != 0) return store__err(rc);
+    rc = nonce_find(s, txn, nonce, owner, owner_len, session, &found);
+    mdb_txn_abort(txn);
+    if (rc != 0) return store__err(rc);
+    return found ? 0 : BATON_ENOTFOUND;
+}
+
 int store_session_owner(store *s, uint64_t session, char *out, size_t cap, size_t *len)
 {
     struct sess_rec r;

@@ -29,6 +29,15 @@ void key_pair(uint8_t k[16], uint64_t a, uint64_t b)
     be_put_u64(k + 8, b);
 }
 
+/* The nonce first, big-endian like every integer key, then the owner's
+ * bytes (storage/nonces.c). */
+size_t key_nonce(uint8_t k[NONCE_KEY_MAX], uint64_t nonce, const char *owner, size_t owner_len)
+{
+    be_put_u64(k, nonce);
+    if (owner_len > 0) memcpy(k + 8, owner, owner_len);
+    return 8 + owner_len;
+}
+
 /* A lock name never contains a NUL (names are validated before they get
  * here), so "name \0" is a prefix that no other lock's keys share. */
 size_t key_waiter(uint8_t k[WAITER_KEY_MAX], const char *name, size_t name_len, uint64_t enq)

@@ -47,19 +47,32 @@ int sess_owned_add(struct apply_ctx *c, uint64_t id, int delta)
 }
 
 /*
- * OPEN_SESSION(ttl_ms, client name, owner). The ttl was already clamped by
- * the leader that proposed it; the store records it as given. The owner is
- * the principal the leader authenticated on the connection that asked
- * ("" without authentication); the store keeps it so that any later leader
- * can tell whose session this is.
+ * OPEN_SESSION(ttl_ms, client name, owner, nonce). The ttl was already
+ * clamped by the leader that proposed it; the store records it as given.
+ * The owner is the principal the leader authenticated on the connection
+ * that asked ("" without authentication); the store keeps it so that any
+ * later leader can tell whose session this is. A non-zero nonce (cmd->seq)
+ * that names a live session of the same owner is a re-sent OPEN_SESSION:
+ * it gets that session's id and changes nothing (nonces.c); otherwise the
+ * new session is recorded under its nonce.
  */
 int op_open_session(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
 {
     struct sess_rec r;
     MDB_stat st;
     uint64_t id;
-    int rc;
+    int found, rc;
 
+    if (cmd->seq != 0) {
+        rc = nonce_find(c->s, c->txn, cmd->seq, cmd->owner, cmd->owner_len, &id, &found);
+        if (rc != 0) return rc;
+        if (found) {
+            res->status = 0;
+            res->kind = RESULT_OK;
+            res->value = id;
+            return 0;
+        }
+    }
     rc = mdb_stat(c->txn, c->s->dbi[DB_SESSIONS], &st);
     if (rc != 0) return rc;
     if (st.ms_entries >= STORE_MAX_SESSIONS) {
@@ -75,6 +88,7 @@ int op_open_session(struct apply_ctx *c, const struct cmd *cmd, struct cmd_resul
     if (r.owner_len > 0) memcpy(r.owner, cmd->owner, r.owner_len);
     id = c->next_session++;
     rc = sess_put(c, id, &r);
+    if (rc == 0 && cmd->seq != 0) rc = nonce_put(c, cmd->seq, cmd->owner, cmd->owner_len, id);
     if (rc != 0) return rc;
     res->status = 0;
     res->kind = RESULT_OK;
@@ -185,6 +199,7 @@ int op_end_session(struct apply_ctx *c, const struct cmd *cmd, int32_t why, stru
     rc = lost_drop_session(c, cmd->session); /* the client is told by the session's end */
     if (rc != 0) return rc;
     rc = dedup_drop_session(c, cmd->session);
+    if (rc == 0) rc = nonce_drop(c, cmd->session, &sess);
     if (rc != 0) return rc;
     key_u64(k, cmd->session);
     rc = db_del(c->txn, c->s->dbi[DB_SESSIONS], k, 8, NULL);

@@ -21,8 +21,11 @@
  * holds (lost.c). Format 4's session records lack the owner:
  * each is restored as the anonymous principal's (records.c, sess_upgrade),
  * the same bytes as a store that applied the same entries in format 5
- * holds. A format 3 snapshot lacks the members table as well (the last
- * database); it restores as one whose members table is empty.
+ * holds. A format 3 snapshot lacks the members table as well; it restores
+ * as one whose members table is empty. Formats 3, 4 and 5 lack the two
+ * nonce databases of format 6 (the last two): no older binary recorded a
+ * nonce, so they restore empty, as in a store that applied the same
+ * entries in format 6.
  */
 #include <errno.h>
 #include <string.h>
@@ -140,6 +143,14 @@ static int session_ok(uint32_t format, const MDB_val *v)
     return sess_decode_v4(v, &r) == 0;
 }
 
+/* Is (k, v) an entry of the nonces database (store_int.h): a non-zero
+ * nonce and an owner no longer than a principal's name, to a session? */
+static int nonce_entry_ok(const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen)
+{
+    return klen >= 8 && klen <= NONCE_KEY_MAX && be_get_u64(k) != 0 && vlen == NONCE_VAL_LEN &&
+           le_get_u64(v) != 0;
+}
+
 /* Is (k, v) a well-formed entry of database db in a snapshot of this
  * format? Checks sizes and the parts whose misreading would break the
  * store's own invariants (names, kinds, the owner's length, the
@@ -176,6 +187,10 @@ static int entry_ok(uint32_t format, int db, const uint8_t *k, size_t klen, cons
                member_addr_ok(v, vlen);
     case DB_LOST:
         return klen == 16 && lost_decode(&val, &ll) == 0;
+    case DB_NONCES:
+        return nonce_entry_ok(k, klen, v, vlen);
+    case DB_SESSION_NONCES:
+        return klen == 8 && vlen == NONCE_VAL_LEN && le_get_u64(v) != 0;
     default:
         return 0;
     }
@@ -212,8 +227,7 @@ struct snap_hdr {
     uint32_t format;    /* STORE_FORMAT, or _NO_LOST, _NO_OWNERS, _NO_MEMBERS */
     uint64_t applied;
     uint64_t digest;    /* any value is valid */
-    int n_dbs;          /* databases that follow: all, all but the lost table,
-                           or all but the members and lost tables */
+    int n_dbs;          /* databases that follow: the first n_dbs of enum store_db */
 };
 
 /* Read the header; 0 or BATON_EMALFORMED (bad magic, unknown format). */

@@ -48,7 +48,8 @@
 const char *store__boot_id_path = "/proc/sys/kernel/random/boot_id";
 
 static const char *const db_names[DB_COUNT_] = {
-    "meta", "sessions", "locks", "waiters", "owned", "dedup", "members", "lost",
+    "meta", "sessions", "locks", "waiters", "owned", "dedup", "members", "lost", "nonces",
+    "session_nonces",
 };
 
 int store__err(int rc)
@@ -262,14 +263,47 @@ static int sessions_rewrite(store *s, MDB_txn *txn, sess_rewrite_fn *fn)
 }
 
 /*
+ * Upgrade steps, each from the format before to its own, run in order by
+ * upgrade() inside the open's write transaction.
+ *
+ * To format 5 (owners), from 3 or 4: formats 3 and 4 lack the session
+ * owner, and every session they hold was opened by the anonymous
+ * principal: no binary of theirs knew another. (Format 3 also lacks the
+ * members table, which env_open has just created, empty.)
+ */
+static int upgrade_to_owners(store *s, MDB_txn *txn)
+{
+    return sessions_rewrite(s, txn, sess_upgrade); /* the owner byte of format 5 */
+}
+
+/*
+ * To format 6 (nonces), from 5: the two databases of OPEN_SESSION's nonces
+ * (nonces.c) were created empty by env_open, and empty is right: no binary
+ * of an older format sent a nonce, so none of its sessions has one. So
+ * this step only checks that they are empty (anything in them would not
+ * come from an older binary: MDB_CORRUPTED). Nothing else changed: the
+ * keep lists of format 6's commands need no new state (apply.c, step 3).
+ */
+static int upgrade_to_nonces(store *s, MDB_txn *txn)
+{
+    MDB_stat st;
+    int rc;
+
+    for (int db = DB_NONCES; db <= DB_SESSION_NONCES; db++) {
+        rc = mdb_stat(txn, s->dbi[db], &st);
+        if (rc != 0) return rc;
+        if (st.ms_entries != 0) return MDB_CORRUPTED;
+    }
+    return 0;
+}
+
+/*
  * Bring a store an older batond left in format `format` to STORE_FORMAT,
  * inside the open's write transaction (all or nothing), one step per
  * format it lacks:
- *   3, 4 -> 5  Format 3 lacks the members table, which env_open has just
- *              created, empty; formats 3 and 4 lack the session owner, and
- *              every session they hold was opened by the anonymous
- *              principal: no binary of theirs knew another.
- *   5 -> 6     the lost table (lost.c, lost_upgrade).
+ *   3, 4 -> 5  upgrade_to_owners
+ *   5 -> 6     the lost table (lost.c, lost_upgrade) and the nonce
+ *              databases (upgrade_to_nonces)
  * Any other format is MDB_VERSION_MISMATCH.
  */
 static int upgrade(store *s, MDB_txn *txn, uint64_t format)
@@ -278,9 +312,9 @@ static int upgrade(store *s, MDB_txn *txn, uint64_t format)
 
     if (format == STORE_FORMAT) return 0;
     if (format < STORE_FORMAT_NO_MEMBERS || format > STORE_FORMAT) return MDB_VERSION_MISMATCH;
-    if (format < STORE_FORMAT_NO_LOST)
-        rc = sessions_rewrite(s, txn, sess_upgrade); /* the owner byte of format 5 */
-    if (rc == 0 && format < STORE_FORMAT) rc = lost_upgrade(s, txn);
+    if (format <= STORE_FORMAT_NO_OWNERS) rc = upgrade_to_owners(s, txn);
+    if (rc == 0 && format <= STORE_FORMAT_NO_LOST) rc = lost_upgrade(s, txn);
+    if (rc == 0 && format <= STORE_FORMAT_NO_NONCES) rc = upgrade_to_nonces(s, txn);
     if (rc != 0) return rc;
     return meta_put_u64(s, txn, META_FORMAT, STORE_FORMAT);
 }
@@ -529,24 +563,26 @@ static int sess_downgrade(const MDB_val *cur, uint8_t *p, size_t *len)
     return rc;
 }
 
-/* Runs in store__write for store__downgrade. Formats before 6 have no
- * lost table: it must be empty (LMDB keeps the empty database, which the
- * upgrade then finds as a fresh store's). */
+/* Runs in store__write for store__downgrade: the nonce databases emptied
+ * (formats before 6 had none), the lost table checked empty (LMDB keeps
+ * the empty database, which the upgrade then finds as a fresh store's),
+ * and for formats 3 and 4 the session records without the owner. */
 static int downgrade_txn(store *s, MDB_txn *txn, void *arg)
 {
     uint64_t format = *(uint64_t *)arg;
     MDB_stat st;
     int rc = mdb_stat(txn, s->dbi[DB_LOST], &st);
 
-    if (rc != 0) return rc;
-    if (st.ms_entries != 0) return BATON_EINVAL;
-    if (format < STORE_FORMAT_NO_LOST) rc = sessions_rewrite(s, txn, sess_downgrade);
+    if (rc == 0 && st.ms_entries != 0) return BATON_EINVAL;
+    if (rc == 0) rc = mdb_drop(txn, s->dbi[DB_NONCES], 0);
+    if (rc == 0) rc = mdb_drop(txn, s->dbi[DB_SESSION_NONCES], 0);
+    if (rc == 0 && format <= STORE_FORMAT_NO_OWNERS) rc = sessions_rewrite(s, txn, sess_downgrade);
     if (rc != 0) return rc;
     return meta_put_u64(s, txn, META_FORMAT, format);
 }
 
 int store__downgrade(store *s, uint64_t format)
 {
-    if (format < STORE_FORMAT_NO_MEMBERS || format > STORE_FORMAT_NO_LOST) return BATON_EINVAL;
+    if (format < STORE_FORMAT_NO_MEMBERS || format > STORE_FORMAT_NO_NONCES) return BATON_EINVAL;
     return store__write(s, downgrade_txn, &format);
 }

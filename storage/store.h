@@ -26,6 +26,19 @@
  *   dedup     be64 session, be64 seq            -> cached struct cmd_result
  *   members   be32 member id                    -> client address (cmd.h, SET_MEMBER_ADDR)
  *   lost      be64 session, be64 fence          -> waiter, status, lock name (below)
+ *   nonces    be64 nonce, owner                 -> session opened with that nonce
+ *   session_nonces  be64 session                -> its nonce (the way back, for its end)
+ *
+ * The dedup table holds the result of each request of a client's session
+ * (ACQUIRE, RELEASE, CANCEL, CLOSE_SESSION) until the client acknowledges
+ * it: the requests carry ack_below and a keep list (cmd.h), every result
+ * below ack_below that the list does not keep is dropped, and the session
+ * remembers the highest ack_below (its ack floor) to refuse stale
+ * duplicates (apply.c). A session's cache thus holds its unanswered
+ * requests and its kept queued ACQUIREs (at most CMD_MAX_KEEP below the
+ * floor), however long one of them waits. The nonces databases map a live
+ * session's OPEN_SESSION nonce to it, so that a re-sent OPEN_SESSION finds
+ * it (storage/nonces.c); both lose the session's entries when it ends.
  *
  * A session's owner is the principal its OPEN_SESSION carried (cmd.h,
  * CMD_OPEN_OWNED): "" for the anonymous principal of a cluster without
@@ -130,7 +143,8 @@ typedef struct store store;
  * snapshot and log replay rebuild them. A store an older batond left in
  * format 3, 4 or 5 is upgraded to format 6 in one write transaction (the
  * sessions of formats 3 and 4 get the anonymous owner, the lost table
- * starts empty; store_int.h, STORE_FORMAT); any other format fails with
+ * starts empty and no session of an older format has a nonce;
+ * store_int.h, STORE_FORMAT); any other format fails with
  * BATON_EIO. Returns 0, BATON_EIO, BATON_ENOMEM
  * or BATON_ENOSPC (the data file's map could not be allocated on disk); on
  * error *out is NULL and errmsg (if not NULL, BATON_ERRMSG_SIZE bytes,
@@ -205,7 +219,8 @@ int store_apply(store *s, uint64_t index, const void *data, size_t len, struct e
  * Serialise the whole state (applied index and digest included) into out
  * (appended). Format 6: u32 magic "BTN1", u32 format, u64 applied_index,
  * u64 digest, then for each database in a fixed order (meta, sessions,
- * locks, waiters, owned, dedup, members, lost): u32 count and count x {u32 klen,
+ * locks, waiters, owned, dedup, members, lost, nonces, session_nonces):
+ * u32 count and count x {u32 klen,
  * key, u32 vlen, val} in key order, values as stored (storage/store_int.h
  * gives the records). Two stores with equal state produce equal bytes.
  * Returns 0, BATON_EIO or BATON_ENOMEM.
@@ -247,13 +262,13 @@ void store_snapshot_end(store_snap *sn);
 /*
  * Replace the state with a snapshot if the snapshot's applied index is
  * greater than the store's (the digest becomes the snapshot's); otherwise
- * do nothing and return 0. A format 5 snapshot (no lost database) is
- * restored with an empty lost table; a format 4 one (also session records
- * without the owner) with every session owned by the anonymous principal
- * "", and a format 3 one (the same without the members database) also
- * with an empty members table: the result is the format 6 state a store
- * that applied the same entries holds. A snapshot of any other format is
- * malformed.
+ * do nothing and return 0. A format 5 snapshot (no lost table, no nonce
+ * databases) is restored with them empty; a format 4 one (also session
+ * records without the owner) with every session owned by the anonymous
+ * principal "", and a format 3 one (the same without the members database)
+ * also with an empty members table: the result is the format 6 state a
+ * store that applied the same entries holds. A snapshot of any other
+ * format is malformed.
  * Returns 0, BATON_EMALFORMED (nothing changed) or BATON_EIO.
  */
 int store_restore(store *s, const void *data, size_t len);
@@ -359,6 +374,16 @@ int store_lost_list(store *s, uint64_t session, uint64_t after, uint32_t limit,
 
 /* Does this session exist? 1, 0, or BATON_EIO. */
 int store_session_exists(store *s, uint64_t session);
+
+/*
+ * The live session that an OPEN_SESSION with this nonce (non-zero) from
+ * this owner opened (storage/nonces.c): 0 with *session set,
+ * BATON_ENOTFOUND (none: never opened, or ended; also for nonce 0), or
+ * BATON_EIO. Lets the leader answer a re-sent OPEN_SESSION from its
+ * applied state.
+ */
+int store_nonce_session(store *s, uint64_t nonce, const char *owner, size_t owner_len,
+                        uint64_t *session);
 
 /*
  * The owner of `session` (the principal that opened it, "" for the

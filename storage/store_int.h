@@ -19,6 +19,7 @@
  *   members.c   the members table: SET_MEMBER_ADDR and store_member_addr
  *   lost.c      the lost table: holds taken away by a forced release, kept
  *               until the client acknowledges them (format 6)
+ *   nonces.c    OPEN_SESSION's nonces: the index from a nonce to its session
  *
  * Error convention inside storage/: functions return 0, a raw LMDB code
  * (MDB_* or an errno value), or BATON_ENOMEM. Only store__err() turns these
@@ -43,13 +44,16 @@
  * state digest (meta "digest", and a u64 after the applied index in the
  * snapshot header); format 4 added the members table (a seventh database,
  * dumped last in snapshots); format 5 added the owner to the session
- * record (struct sess_rec); format 6 added the lost table (below). A
- * format 3 or 4 store is upgraded in place when it is opened (store.c:
- * every session record is rewritten with the anonymous owner "", since no
- * binary of those formats knew of authentication; a format 3 store's
- * members table starts empty), and a format 3 or 4 snapshot is restored
- * the same way (snapshot.c); then each goes on as a format 5 one does
- * (below). Any other format is refused. */
+ * record (struct sess_rec); format 6 added the lost table (below) and the
+ * two databases of OPEN_SESSION's nonces (nonces, session_nonces:
+ * nonces.c), dumped after it. A format 3, 4 or 5 store is upgraded in
+ * place when it is opened (store.c, one step per format: a format 3 or 4
+ * store's session records are rewritten with the anonymous owner "", since
+ * no binary of those formats knew of authentication; a format 3 store's
+ * members table starts empty; the lost table and the nonce databases of an
+ * older store start empty, since no binary of those formats recorded lost
+ * holds or sent a nonce), and a format 3, 4 or 5 snapshot is restored the
+ * same way (snapshot.c); any other format is refused. */
 #define STORE_FORMAT_NO_OWNERS 4
 #define STORE_FORMAT_NO_MEMBERS 3
 
@@ -66,6 +70,9 @@
  * STORE_FORMAT_NO_LOST is the format before it. */
 #define STORE_FORMAT 6
 #define STORE_FORMAT_NO_LOST 5
+/* Format 6 also added the nonce databases (nonces.c); the format before
+ * them is the same format 5. */
+#define STORE_FORMAT_NO_NONCES STORE_FORMAT_NO_LOST
 /* The snapshot's leading u32: the bytes "BTN1" read as little-endian. */
 #define STORE_SNAP_MAGIC 0x314E5442u
 /* Initial map size. The map is writable, so the data file is this long and
@@ -91,10 +98,13 @@
 #define STORE_BOOT_ID_MAX 64
 
 /* The named databases, in snapshot order. A format 4 or 5 snapshot holds
- * all but the last (DB_LOST), a format 3 one all but the last two
- * (DB_MEMBERS, DB_LOST). */
+ * all but the last three (DB_LOST and the nonce databases), a format 3
+ * one also lacks DB_MEMBERS. */
 enum store_db {
-    DB_META, DB_SESSIONS, DB_LOCKS, DB_WAITERS, DB_OWNED, DB_DEDUP, DB_MEMBERS, DB_LOST, DB_COUNT_
+    DB_META, DB_SESSIONS, DB_LOCKS, DB_WAITERS, DB_OWNED, DB_DEDUP, DB_MEMBERS,
+    DB_LOST,                       /* format 6: lost.c */
+    DB_NONCES, DB_SESSION_NONCES,  /* format 6: nonces.c */
+    DB_COUNT_
 };
 
 struct store {
@@ -234,6 +244,12 @@ struct lost_rec {
 size_t lost_encode(uint8_t *p, const struct lost_rec *r);
 int lost_decode(const MDB_val *v, struct lost_rec *r);
 
+/* nonces: be64 nonce, the owner (0..BATON_MAX_PRINCIPAL bytes) -> u64
+ * session; session_nonces: be64 session -> u64 nonce. Only sessions opened
+ * with a nonce (cmd.h) have entries, in both, for as long as they live. */
+#define NONCE_KEY_MAX (8 + BATON_MAX_PRINCIPAL)
+#define NONCE_VAL_LEN 8
+
 /* members: be32 member id -> client address, 1..BATON_MAX_ADDR bytes of the
  * grammar of proto/addr.h (cmd.h, SET_MEMBER_ADDR). */
 #define MEMBER_KEY_LEN 4
@@ -243,6 +259,7 @@ int member_addr_ok(const void *addr, size_t n);
 /* Keys. The returned length is the number of bytes written. */
 void key_u64(uint8_t k[8], uint64_t a);
 void key_pair(uint8_t k[16], uint64_t a, uint64_t b);
+size_t key_nonce(uint8_t k[NONCE_KEY_MAX], uint64_t nonce, const char *owner, size_t owner_len);
 size_t key_waiter(uint8_t k[WAITER_KEY_MAX], const char *name, size_t name_len, uint64_t enq);
 /* Split a waiters key; 0 or MDB_CORRUPTED. */
 int key_waiter_split(const MDB_val *k, const char **name, size_t *name_len, uint64_t *enq);
@@ -371,6 +388,20 @@ int lost_ack(struct apply_ctx *c, uint64_t session, uint64_t fence, const char *
 int lost_drop_session(struct apply_ctx *c, uint64_t session);
 /* The format 5 -> 6 step of store_open's upgrade, in its transaction. */
 int lost_upgrade(store *s, MDB_txn *txn);
+
+/* ---- nonces.c ----------------------------------------------------------- */
+
+/* The live session that OPEN_SESSION's nonce names for this owner, in
+ * the transaction txn (an apply's or a read's): *found says whether there
+ * is one. An index entry whose session is gone is MDB_CORRUPTED. */
+int nonce_find(store *s, MDB_txn *txn, uint64_t nonce, const char *owner, size_t owner_len,
+               uint64_t *session, int *found);
+/* Record that session was opened by owner with nonce (non-zero). */
+int nonce_put(struct apply_ctx *c, uint64_t nonce, const char *owner, size_t owner_len,
+              uint64_t session);
+/* The session (whose record is r) is going away: forget its nonce, if it
+ * had one. */
+int nonce_drop(struct apply_ctx *c, uint64_t session, const struct sess_rec *r);
 
 /* ---- members.c ---------------------------------------------------------- */
 

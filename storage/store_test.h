@@ -38,12 +38,14 @@ void store__set_boot_id_path(const char *path);
 int store__set_format(store *s, uint64_t format);
 
 /* Rewrite the store as a batond of format 3, 4 or 5 would have left it:
- * for 3 and 4 every session record in that format's layout (the owner
- * dropped, as those formats had none); meta "format" set; takes effect at
- * the next store_open, which upgrades it. The members table is left as it
- * is (a format 3 store had none: empty it first). The lost table, which
- * no format before 6 had, must be empty. Returns 0, BATON_EINVAL for
- * another format or a lost table that is not empty, or BATON_EIO. */
+ * the nonce databases emptied (no older format had them: the sessions
+ * keep no nonce), for formats 3 and 4 every session record in their
+ * layout (the owner dropped, as those formats had none), and meta
+ * "format" set; takes effect at the next store_open, which upgrades it.
+ * The members table is left as it is (a format 3 store had none: empty it
+ * first). The lost table, which no format before 6 had, must be empty.
+ * Returns 0, BATON_EINVAL for another format or a lost table that is not
+ * empty, or BATON_EIO. */
 int store__downgrade(store *s, uint64_t format);
 
 /* Make the next n snapshots of s fail with BATON_EIO, as a failing disk

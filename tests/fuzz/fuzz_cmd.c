@@ -10,9 +10,9 @@
  *     the same commands again (cmd_batch_*) must give the input back byte
  *     for byte;
  *  2. resets a store to a fixed starting state (three sessions, the third
- *     opened by principal "carol"; session 1 holds "x", session 2 waits
- *     for it; session 3 holds "y" with a lock-delay) so that the input
- *     meets live state, then applies the
+ *     opened by principal "carol" with the nonce 0xfeed; session 1 holds
+ *     "x", session 2 waits for it; session 3 holds "y" with a lock-delay)
+ *     so that the input meets live state, then applies the
  *     input as the next entry and checks the results: one per command for
  *     a well-formed batch, none for a malformed one, every status 0 or a
  *     BATON_E* code, every effect well formed;
@@ -90,7 +90,7 @@ static void apply_preamble(store *s)
     const struct cmd pre[] = {
         c_open(10000, "one"),
         c_open(10000, "two"),
-        c_open_by(10000, "three", "carol"),
+        c_open_nonce(10000, "three", "carol", 0xfeed),
         c_acq(1, 1, BATON_WAIT_TRY, "x"),
         c_acq(2, 1, BATON_WAIT_FOREVER, "x"),
         c_acq_d(3, 1, 500, "y", 1000),

@@ -114,6 +114,21 @@ static void gen_cmds(void)
     const struct cmd delay_end = {.type = CMD_DELAY_END, NAMED("y")};
     const struct cmd mixed[] = {open, acq_wait, release, expire, delay_end, cancel, close};
     const struct cmd mixed_owned[] = {open_owned, acq_try, open, close, open_owned};
+    /* Protocol 3: an OPEN_SESSION's nonce (in seq: carol's finds session
+     * 3 of fuzz_cmd's preamble, alice's opens a session and the second
+     * copy finds it), and keep lists (CMD_KEEP_FLAG). */
+    static const uint8_t keep_le[16] = {1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0};
+    const struct cmd open_nonce = {.type = CMD_OPEN_SESSION, .ttl_ms = 5000, .seq = 0xfeed,
+                                   NAMED("seed"), .owner = "alice", .owner_len = 5};
+    const struct cmd acq_keep = {.type = CMD_ACQUIRE, .session = 2, .seq = 3, .ack_below = 3,
+                                 .n_keep = 1, .keep = keep_le, .wait_ms = BATON_WAIT_FOREVER,
+                                 NAMED("y")};
+    const struct cmd rel_keep = {.type = CMD_RELEASE, .session = 1, .seq = 4, .ack_below = 4,
+                                 .n_keep = 2, .keep = keep_le, .fence = 1, NAMED("x")};
+    const struct cmd open_carol = {.type = CMD_OPEN_SESSION, .ttl_ms = 5000, .seq = 0xfeed,
+                                   NAMED("seed"), .owner = "carol", .owner_len = 5};
+    const struct cmd mixed_nonces[] = {open_nonce, acq_keep, open_nonce, rel_keep, open_carol,
+                                       close};
 
     batch("open_session", &open, 1);
     batch("open_owned", &open_owned, 1);
@@ -129,6 +144,10 @@ static void gen_cmds(void)
     batch("delay_end", &delay_end, 1);
     batch("mixed", mixed, sizeof mixed / sizeof mixed[0]);
     batch("mixed_owned", mixed_owned, sizeof mixed_owned / sizeof mixed_owned[0]);
+    batch("open_nonce", &open_nonce, 1);
+    batch("acquire_keep", &acq_keep, 1);
+    batch("release_keep", &rel_keep, 1);
+    batch("mixed_nonces", mixed_nonces, sizeof mixed_nonces / sizeof mixed_nonces[0]);
     batch("empty", NULL, 0);
 }
 

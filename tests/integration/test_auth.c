@@ -11,7 +11,8 @@
  *  - a session opened by one principal cannot be used by another, for
  *    every request that names a session, and the ack_below attack does
  *    not reach the victim; the same holds after the leader fails over;
- *  - max-sessions and max-lock-delay;
+ *  - max-sessions and max-lock-delay (a re-sent OPEN_SESSION, by its
+ *    nonce, gets its session even at the cap; a nonce is its principal's);
  *  - SIGHUP re-reads the file: a removed principal's connection is closed,
  *    a new one gets in, and STATUS shows the new digest.
  */
@@ -439,20 +440,49 @@ TEST(max_sessions_per_principal)
     ASSERT_EQ(cluster_stop(&C), 0);
 }
 
+/* OPEN_SESSION with a nonce on s: its SESSION's session id, or the
+ * status of another answer as a negative number. */
+static int64_t open_nonce(struct tls_sock *s, uint64_t req, uint64_t nonce)
+{
+    struct msg m = {.type = MSG_OPEN_SESSION, .req_id = req}, r;
+    int64_t id;
+
+    m.u.open_session.ttl_ms = 60000;
+    m.u.open_session.nonce = nonce;
+    if (tls_sock_request(s, &m, &r, 10000) != 0) FAIL("OPEN_SESSION: %s", s->err);
+    id = r.type == MSG_SESSION ? (int64_t)r.u.session.session : tls_sock_status(&r);
+    msg_free(&r);
+    return id;
+}
+
 static void body_max_sessions_per_principal(void)
 {
-    struct tls_sock s;
+    struct tls_sock s, a2;
     struct msg m = {.type = MSG_OPEN_SESSION, .req_id = 3};
     uint64_t a, b;
+    int64_t n;
 
     conn_as(&s, CAROL);
     a = open_session(&s, 1);
-    b = open_session(&s, 2);
+    n = open_nonce(&s, 2, 0xca401);
+    ASSERT_GT(n, 0);
+    b = (uint64_t)n;
     m.u.open_session.ttl_ms = 5000;
     ASSERT_EQ(ask(&s, &m), BATON_ELIMIT);
+    /* At the cap, a re-sent OPEN_SESSION (its reply lost, say) still gets
+     * the session its nonce opened: it opens nothing. A new nonce does
+     * not get past the cap. */
+    ASSERT_EQ(open_nonce(&s, 5, 0xca401), (int64_t)b);
+    ASSERT_EQ(open_nonce(&s, 6, 0xca402), BATON_ELIMIT);
+    /* A nonce is its principal's: alice's same nonce is a session of
+     * hers, not carol's. */
+    conn_as(&a2, ALICE);
+    n = open_nonce(&a2, 7, 0xca401);
+    ASSERT_GT(n, 0);
+    ASSERT(n != (int64_t)b && n != (int64_t)a);
+    tls_sock_close(&a2);
     ASSERT_EQ(lock_op(&s, MSG_CLOSE_SESSION, a, 10, "", 0, 0), 0);
     ASSERT_NE(open_session(&s, 4), 0); /* room again */
-    (void)b;
     tls_sock_close(&s);
 }
 

@@ -375,7 +375,7 @@ TEST(lock_name_1mb)
     b = normal_client();
     rss = vmrss_kb(C.nodes[L].pid);
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
-        size_t n = names[k], body = 8 + 8 + 8 + 8 + 2 + n + 4;
+        size_t n = names[k], body = 8 + 8 + 8 + 4 + 8 + 2 + n + 4;
         uint8_t *f = calloc(1, PROTO_HDR_LEN + body);
         uint8_t *p = f + PROTO_HDR_LEN;
         int fd;
@@ -385,9 +385,10 @@ TEST(lock_name_1mb)
         le_put_u64(p, 1);          /* session */
         le_put_u64(p + 8, 1);      /* seq */
         le_put_u64(p + 16, 1);     /* ack_below */
-        le_put_u64(p + 24, 0);     /* wait_ms: try */
-        le_put_u16(p + 32, (uint16_t)(n > 65535 ? 65535 : n));
-        memset(p + 34, 'n', n);
+        le_put_u32(p + 24, 0);     /* keep: none */
+        le_put_u64(p + 28, 0);     /* wait_ms: try */
+        le_put_u16(p + 36, (uint16_t)(n > 65535 ? 65535 : n));
+        memset(p + 38, 'n', n);
         fd = raw_connect(L);
         hello(fd);
         send_bytes(fd, f, PROTO_HDR_LEN + body);

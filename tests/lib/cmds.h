@@ -88,6 +88,27 @@ static inline struct cmd c_timeout(uint64_t s, uint64_t waiter, const char *name
     return c;
 }
 
+/* An OPEN_SESSION with the client's nonce (which travels in seq). */
+static inline struct cmd c_open_nonce(uint32_t ttl_ms, const char *client, const char *owner,
+                                      uint64_t nonce)
+{
+    struct cmd c = c_open_by(ttl_ms, client, owner);
+    c.seq = nonce;
+    return c;
+}
+
+/* c acknowledging below ack_below and keeping seqs[0..n): the keep list is
+ * written little-endian into buf (8 * n bytes), which must outlive c. */
+static inline struct cmd cmd_acks(struct cmd c, uint64_t ack_below, const uint64_t *seqs,
+                                  size_t n, uint8_t *buf)
+{
+    for (size_t i = 0; i < n; i++) le_put_u64(buf + 8 * i, seqs[i]);
+    c.ack_below = ack_below;
+    c.n_keep = (uint16_t)n;
+    c.keep = n ? buf : NULL;
+    return c;
+}
+
 #define c_delay_end(name) cmd_of(CMD_DELAY_END, 0, 0, (name))
 #define c_close(s, seq) cmd_of(CMD_CLOSE_SESSION, (s), (seq), NULL)
 #define c_expire(s) cmd_of(CMD_EXPIRE_SESSION, (s), 0, NULL)

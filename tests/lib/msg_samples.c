@@ -19,6 +19,7 @@ static struct msg_waiter waiters[2] = {{7, 3, -1}, {9, 1, 500}};
 static struct msg_lock_summary locks[2];
 static struct msg_session_summary sessions[2];
 static struct msg_lost_hold lost[2];
+static struct msg_seq kept[1] = {{1}}; /* ACQUIRE 1 was answered QUEUED */
 
 static void init_lists(void)
 {
@@ -69,6 +70,7 @@ int msg_sample(int type, struct msg *m)
     case MSG_OPEN_SESSION:
         m->u.open_session.ttl_ms = 10000;
         m->u.open_session.client_name = S("worker");
+        m->u.open_session.nonce = 0x0123456789abcdefull;
         break;
     case MSG_SESSION:
         m->u.session.session = 7;
@@ -86,6 +88,8 @@ int msg_sample(int type, struct msg *m)
         m->u.op.session = 7;
         m->u.op.seq = 2;
         m->u.op.ack_below = 2;
+        m->u.op.n_keep = 1;
+        m->u.op.keep = kept;
         m->u.op.fence = 41;
         m->u.op.lock = S("jobs/1");
         break;
@@ -93,6 +97,8 @@ int msg_sample(int type, struct msg *m)
         m->u.op.session = 7;
         m->u.op.seq = 3;
         m->u.op.ack_below = 3;
+        m->u.op.n_keep = 1;
+        m->u.op.keep = kept;
         m->u.op.waiter = 1;
         m->u.op.lock = S("jobs/1");
         break;

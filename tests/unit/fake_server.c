@@ -128,6 +128,52 @@ static void fk_remember(struct fake *f, uint64_t session, uint64_t seq, int32_t 
     d->value = value;
 }
 
+/* Is seq in the op's keep list? */
+static bool fk_kept(const struct msg_op *op, uint64_t seq)
+{
+    for (uint32_t i = 0; i < op->n_keep; i++)
+        if (op->keep[i].seq == seq) return true;
+    return false;
+}
+
+/* What an op acknowledges, as batond's store takes it (storage/apply.c):
+ * unless ack_below is below the session's floor, every cached result below
+ * it that the op does not keep goes, and the floor rises. */
+static void fk_ack(struct fake *f, const struct msg_op *op)
+{
+    struct fk_session *s = fk_session(f, op->session);
+
+    f->last_n_keep = op->n_keep;
+    f->last_keep0 = op->n_keep ? op->keep[0].seq : 0;
+    if (s == NULL || op->ack_below < s->ack_floor) return;
+    s->ack_floor = op->ack_below;
+    for (int i = 0; i < f->ndedup;) {
+        struct fk_dedup *d = &f->dedup[i];
+        if (d->session == op->session && d->seq < op->ack_below && !fk_kept(op, d->seq))
+            *d = f->dedup[--f->ndedup];
+        else
+            i++;
+    }
+}
+
+/* A request below its session's floor whose result is gone: a stale copy. */
+static bool fk_stale(struct fake *f, const struct msg_op *op)
+{
+    struct fk_session *s = fk_session(f, op->session);
+
+    return s != NULL && op->seq < s->ack_floor && fk_dedup(f, op->session, op->seq) == NULL;
+}
+
+int fk_cached(struct fake *f, uint64_t session)
+{
+    int n = 0;
+
+    pthread_mutex_lock(&f->mu);
+    for (int i = 0; i < f->ndedup; i++) n += f->dedup[i].session == session;
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+
 static void fk_result(struct fk_conn *c, uint64_t req_id, int32_t status, uint8_t kind,
                       uint64_t value)
 {
@@ -442,16 +488,42 @@ static void fk_handle(struct fake *f, struct fk_conn *c, const struct msg *m)
         fk_result(c, m->req_id, BATON_ESESSION, RESULT_OK, 0);
         return;
     }
+    if ((m->type == MSG_ACQUIRE && !f->silent_acquire) || m->type == MSG_RELEASE ||
+        m->type == MSG_CANCEL) {
+        fk_ack(f, &m->u.op);
+        if (fk_stale(f, &m->u.op)) {
+            f->n_stale++;
+            fk_result(c, m->req_id, BATON_ESTALE, RESULT_OK, 0);
+            return;
+        }
+    }
     switch (m->type) {
     case MSG_OPEN_SESSION:
         f->n_open++;
-        if (f->nsessions == FK_SESSIONS) FAIL("fake: too many sessions");
-        f->sessions[f->nsessions].id = ++f->next_session;
-        f->sessions[f->nsessions].conn_id = c->id;
-        f->nsessions++;
+        f->last_nonce = m->u.open_session.nonce;
         r.type = MSG_SESSION;
-        r.u.session.session = f->next_session;
         r.u.session.ttl_ms = m->u.open_session.ttl_ms ? m->u.open_session.ttl_ms : 10000;
+        /* A re-sent OPEN_SESSION: the session its nonce opened. */
+        for (int i = 0; i < f->nsessions && m->u.open_session.nonce; i++)
+            if (f->sessions[i].nonce == m->u.open_session.nonce) r.u.session.session = f->sessions[i].id;
+        if (r.u.session.session != 0) {
+            f->n_open_resent++;
+        } else {
+            if (f->nsessions == FK_SESSIONS) FAIL("fake: too many sessions");
+            memset(&f->sessions[f->nsessions], 0, sizeof f->sessions[0]);
+            f->sessions[f->nsessions].id = ++f->next_session;
+            f->sessions[f->nsessions].nonce = m->u.open_session.nonce;
+            f->nsessions++;
+            r.u.session.session = f->next_session;
+        }
+        fk_attach(f, r.u.session.session, c->id);
+        if (f->drop_session_reply > 0) {
+            /* Opened, then "crash" before the reply leaves. */
+            f->drop_session_reply--;
+            shutdown(c->fd, SHUT_RDWR);
+            c->dead = true;
+            return;
+        }
         f->last_ok_at = now_ms();
         fk_send(c, &r);
         return;

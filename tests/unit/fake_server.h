@@ -6,12 +6,15 @@
  * Each fake listens on 127.0.0.1 at a free port (f->addr), runs on its own
  * thread with a poll() loop and speaks the real wire protocol through
  * proto/msg.h. It keeps sessions, a FIFO queue per lock, fences and a
- * (session, seq) dedup table in memory, grants and pushes like the protocol
- * says, and can be told to misbehave: answer REDIRECT to another fake,
- * answer NO_LEADER a number of times (or after applying a command: an
- * outcome the node cannot know), drop a connection right after a
- * QUEUED reply, never answer ACQUIRE, ignore wait deadlines, or claim
- * another protocol version. It answers KEEPALIVE (and can be told to stop
+ * (session, seq) dedup table in memory, which it prunes as batond does by
+ * what the requests acknowledge (ack_below and the keep list; fk_cached
+ * counts a session's entries), answers a re-sent OPEN_SESSION by its nonce,
+ * grants and pushes like the protocol says, and can be told to misbehave:
+ * answer REDIRECT to another fake,  answer NO_LEADER a number of times
+ * (or after applying a command: an outcome the node cannot know),
+ * drop a connection right after a QUEUED reply, open a session but drop
+ * the connection instead of the SESSION reply, never answer ACQUIRE,
+ * ignore wait deadlines, or claim another protocol version. It answers KEEPALIVE (and can be told to stop
  * answering it), and a test can make it expire a session (LOST pushes for
  * its locks, then SESSION_EXPIRED), force the release of one lock (a LOST
  * push -- or none, force_silent -- and a lost hold recorded as batond
@@ -104,6 +107,8 @@ struct fk_dedup {
 struct fk_session {
     uint64_t id;
     uint64_t conn_id;
+    uint64_t nonce;     /* of its OPEN_SESSION, 0: none */
+    uint64_t ack_floor; /* the highest ack_below its requests carried */
 };
 
 /* A hold forced away and not yet acknowledged (storage/store.h, "Lost
@@ -134,6 +139,7 @@ struct fake {
     int unknown_outcome;   /* apply the next N ACQUIREs and RELEASEs but answer
                               NO_LEADER instead of their RESULT, as batond does
                               when its log write of the entry failed */
+    int drop_session_reply; /* open the next N sessions but close instead of SESSION */
     uint32_t hello_version;
     bool ka_silent;        /* do not answer KEEPALIVE */
     int32_t hello_error;   /* answer HELLO with ERROR(hello_error, hello_error_msg)
@@ -158,6 +164,8 @@ struct fake {
     /* Counters. */
     int n_conns, n_open, n_acquire, n_release, n_cancel, n_close, n_redirect, n_no_leader;
     int n_dedup_hits, n_keepalive, n_keepalive_ok;
+    int n_open_resent;     /* OPEN_SESSIONs answered with the session of their nonce */
+    int n_stale;           /* requests answered BATON_ESTALE */
     int n_hello;           /* HELLOs received */
     int n_lost_holds;      /* LOST_HOLDS received */
     int n_lost_acks;       /* RELEASEs that acknowledged a lost hold */
@@ -167,6 +175,9 @@ struct fake {
     char last_token[BATON_MAX_TOKEN + 1]; /* of the last HELLO */
     char last_cn[TLS_MAX_CN + 1];         /* of the last client certificate */
     uint64_t last_acquire_seq, last_ack_below;
+    uint32_t last_n_keep;  /* of the last op */
+    uint64_t last_keep0;   /* its first kept seq */
+    uint64_t last_nonce;   /* of the last OPEN_SESSION */
     uint64_t last_ka_req_id, last_ka_conn; /* of the last KEEPALIVE received */
     uint64_t last_ok_at;   /* when the last RESULT OK / SESSION was sent (now_ms) */
 
@@ -204,6 +215,9 @@ int64_t fk_get_(struct fake *f, const void *field, size_t size);
         (f)->field = (value);            \
         pthread_mutex_unlock(&(f)->mu);  \
     } while (0)
+
+/* How many cached results the fake holds for session (under mu). */
+int fk_cached(struct fake *f, uint64_t session);
 
 /* Ask the fake to force the release of lock `name`. */
 void fk_force(struct fake *f, const char *name);

@@ -27,7 +27,10 @@
 #include "tests/lib/runner.h"
 
 #define SNAP_HDR 24
-enum { DB_META, DB_SESSIONS, DB_LOCKS, DB_WAITERS, DB_OWNED, DB_DEDUP, DB_MEMBERS, DB_LOST, N_DB };
+enum {
+    DB_META, DB_SESSIONS, DB_LOCKS, DB_WAITERS, DB_OWNED, DB_DEDUP, DB_MEMBERS, DB_LOST,
+    DB_NONCES, DB_SESSION_NONCES, N_DB
+};
 
 struct fixture {
     char dir[128];
@@ -112,10 +115,10 @@ uint32_t count_in(struct fixture *f, int db);
 /*
  * Write into out (replaced) the format 5, 4 or 3 snapshot an older batond
  * would have taken of the state in the format 6 snapshot cur, from the
- * layouts of storage/store_int.h spelled out here: no lost table (cur's
- * must be empty); for 4 and 3 session records without the owner byte and
- * owner (every owner in cur must be ""), and for format 3 no members
- * table (cur's must be empty).
+ * layouts of storage/store_int.h spelled out here: no lost table and no
+ * nonce databases (cur's must be empty); for formats 4 and 3 session
+ * records without the owner byte and owner (every owner in cur must be
+ * ""), and for format 3 no members table (cur's must be empty).
  */
 void snap_as_format(const struct buf *cur, uint32_t format, struct buf *out);
 /* store_lock_info of name (free its waiters). */
@@ -130,6 +133,9 @@ void populate(struct fixture *f);
 /* Add a lost hold (a new session's hold of "gamma", forced away): with
  * populate, every table has entries. */
 void populate_lost(struct fixture *f);
+/* The same but for the nonce tables: a state the entries of an older
+ * format (before 6) could build, which a downgrade keeps whole. */
+void populate_old(struct fixture *f);
 
 /* ---- what the store's iterators report ----------------------------------- */
 

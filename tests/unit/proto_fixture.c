@@ -24,6 +24,7 @@ static struct msg_waiter waiters[BATON_MAX_LIST];
 static struct msg_lock_summary items[BATON_MAX_LIST];
 static struct msg_session_summary sess_items[BATON_MAX_LIST];
 static struct msg_lost_hold lost_items[BATON_MAX_LIST];
+static struct msg_seq keeps[BATON_MAX_KEEP];
 
 struct pstr psn(const char *s, size_t n)
 {
@@ -83,6 +84,20 @@ static uint32_t COUNT(int v, uint32_t t, uint32_t max)
     return v == V_TYPICAL ? t : v == V_EXTREME ? max : 0;
 }
 
+/* What every op starts with (proto/msg_table.h, BATON_OP_FIELDS): three
+ * kept seqs for the typical variant, the most the list may hold of the
+ * largest value for the extreme one, none for the minimum. */
+static void op_head(int v, struct msg_op *op)
+{
+    op->session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
+    op->seq = U64(v, 0xB1B2B3B4B5B6B7B8ull);
+    op->ack_below = U64(v, 0xC1C2C3C4C5C6C7C8ull);
+    op->n_keep = COUNT(v, 3, BATON_MAX_KEEP);
+    for (uint32_t i = 0; i < op->n_keep; i++)
+        keeps[i].seq = U64(v, 0x9192939495969700ull + i);
+    op->keep = op->n_keep ? keeps : NULL;
+}
+
 /* Build variant v of a message of the given type into *m. Typical values
  * differ from field to field and use every byte, so swapped fields or a
  * wrong byte order cannot go unnoticed. */
@@ -114,15 +129,14 @@ void sample(int type, int v, struct msg *m)
     case MSG_OPEN_SESSION:
         m->u.open_session.ttl_ms = U32(v, 15000);
         m->u.open_session.client_name = STR(v, "batch-job", big_client, BATON_MAX_CLIENT_NAME);
+        m->u.open_session.nonce = U64(v, 0x5152535455565758ull);
         break;
     case MSG_SESSION:
         m->u.session.session = U64(v, 0x1122334455667788ull);
         m->u.session.ttl_ms = U32(v, 0x0A0B0C0D);
         break;
     case MSG_ACQUIRE:
-        m->u.op.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
-        m->u.op.seq = U64(v, 0xB1B2B3B4B5B6B7B8ull);
-        m->u.op.ack_below = U64(v, 0xC1C2C3C4C5C6C7C8ull);
+        op_head(v, &m->u.op);
         m->u.op.wait_ms = I64(v, -0x0102030405060708ll);
         m->u.op.lock = LOCK(v, "jobs/nightly");
         /* Every legal extreme: the largest delay, and -1 (none), the
@@ -131,23 +145,17 @@ void sample(int type, int v, struct msg *m)
             v == V_TYPICAL ? 0x01020304 : v == V_EXTREME ? INT32_MAX : BATON_LOCK_DELAY_NONE;
         break;
     case MSG_RELEASE:
-        m->u.op.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
-        m->u.op.seq = U64(v, 0xB1B2B3B4B5B6B7B8ull);
-        m->u.op.ack_below = U64(v, 0xC1C2C3C4C5C6C7C8ull);
+        op_head(v, &m->u.op);
         m->u.op.fence = U64(v, 0xD1D2D3D4D5D6D7D8ull);
         m->u.op.lock = LOCK(v, "db/primary");
         break;
     case MSG_CANCEL:
-        m->u.op.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
-        m->u.op.seq = U64(v, 0xB1B2B3B4B5B6B7B8ull);
-        m->u.op.ack_below = U64(v, 0xC1C2C3C4C5C6C7C8ull);
+        op_head(v, &m->u.op);
         m->u.op.waiter = U64(v, 0xE1E2E3E4E5E6E7E8ull);
         m->u.op.lock = LOCK(v, "q");
         break;
     case MSG_CLOSE_SESSION:
-        m->u.op.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
-        m->u.op.seq = U64(v, 0xB1B2B3B4B5B6B7B8ull);
-        m->u.op.ack_below = U64(v, 0xC1C2C3C4C5C6C7C8ull);
+        op_head(v, &m->u.op);
         break;
     case MSG_KEEPALIVE:
         m->u.keepalive.session = U64(v, 0xA1A2A3A4A5A6A7A8ull);
@@ -380,6 +388,16 @@ void sample(int type, int v, struct msg *m)
 /* ---- comparing and framing ------------------------------------------------ */
 
 /* Compare every field of two messages of the same type. */
+/* Two ops start alike (BATON_OP_FIELDS). */
+static void assert_op_head_eq(const struct msg_op *a, const struct msg_op *b)
+{
+    ASSERT_UEQ(a->session, b->session);
+    ASSERT_UEQ(a->seq, b->seq);
+    ASSERT_UEQ(a->ack_below, b->ack_below);
+    ASSERT_UEQ(a->n_keep, b->n_keep);
+    for (uint32_t i = 0; i < a->n_keep; i++) ASSERT_UEQ(a->keep[i].seq, b->keep[i].seq);
+}
+
 void assert_msg_eq(const struct msg *a, const struct msg *b)
 {
     ASSERT_EQ(a->type, b->type);
@@ -399,37 +417,30 @@ void assert_msg_eq(const struct msg *a, const struct msg *b)
     case MSG_OPEN_SESSION:
         ASSERT_UEQ(a->u.open_session.ttl_ms, b->u.open_session.ttl_ms);
         ASSERT_PSTR_EQ(a->u.open_session.client_name, b->u.open_session.client_name);
+        ASSERT_UEQ(a->u.open_session.nonce, b->u.open_session.nonce);
         break;
     case MSG_SESSION:
         ASSERT_UEQ(a->u.session.session, b->u.session.session);
         ASSERT_UEQ(a->u.session.ttl_ms, b->u.session.ttl_ms);
         break;
     case MSG_ACQUIRE:
-        ASSERT_UEQ(a->u.op.session, b->u.op.session);
-        ASSERT_UEQ(a->u.op.seq, b->u.op.seq);
-        ASSERT_UEQ(a->u.op.ack_below, b->u.op.ack_below);
+        assert_op_head_eq(&a->u.op, &b->u.op);
         ASSERT_EQ(a->u.op.wait_ms, b->u.op.wait_ms);
         ASSERT_PSTR_EQ(a->u.op.lock, b->u.op.lock);
         ASSERT_EQ(a->u.op.lock_delay_ms, b->u.op.lock_delay_ms);
         break;
     case MSG_RELEASE:
-        ASSERT_UEQ(a->u.op.session, b->u.op.session);
-        ASSERT_UEQ(a->u.op.seq, b->u.op.seq);
-        ASSERT_UEQ(a->u.op.ack_below, b->u.op.ack_below);
+        assert_op_head_eq(&a->u.op, &b->u.op);
         ASSERT_UEQ(a->u.op.fence, b->u.op.fence);
         ASSERT_PSTR_EQ(a->u.op.lock, b->u.op.lock);
         break;
     case MSG_CANCEL:
-        ASSERT_UEQ(a->u.op.session, b->u.op.session);
-        ASSERT_UEQ(a->u.op.seq, b->u.op.seq);
-        ASSERT_UEQ(a->u.op.ack_below, b->u.op.ack_below);
+        assert_op_head_eq(&a->u.op, &b->u.op);
         ASSERT_UEQ(a->u.op.waiter, b->u.op.waiter);
         ASSERT_PSTR_EQ(a->u.op.lock, b->u.op.lock);
         break;
     case MSG_CLOSE_SESSION:
-        ASSERT_UEQ(a->u.op.session, b->u.op.session);
-        ASSERT_UEQ(a->u.op.seq, b->u.op.seq);
-        ASSERT_UEQ(a->u.op.ack_below, b->u.op.ack_below);
+        assert_op_head_eq(&a->u.op, &b->u.op);
         break;
     case MSG_KEEPALIVE:
         ASSERT_UEQ(a->u.keepalive.session, b->u.keepalive.session);

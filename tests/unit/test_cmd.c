@@ -60,6 +60,8 @@ static void assert_cmd_eq(const struct cmd *a, const struct cmd *b)
     if (a->name_len) ASSERT(memcmp(a->name, b->name, a->name_len) == 0);
     ASSERT_EQ(a->owner_len, b->owner_len);
     if (a->owner_len) ASSERT(memcmp(a->owner, b->owner, a->owner_len) == 0);
+    ASSERT_EQ(a->n_keep, b->n_keep);
+    for (size_t i = 0; i < a->n_keep; i++) ASSERT_UEQ(cmd_keep_at(a, i), cmd_keep_at(b, i));
 }
 
 TEST(roundtrip_every_type)
@@ -487,6 +489,104 @@ TEST(decoder_bounds_the_owner)
     ASSERT_EQ(decode_with_type(CMD_OPEN_OWNED, "x"), BATON_EMALFORMED);
 }
 
+/*
+ * The keep list of a client's session commands (cmd.h): the type byte
+ * with CMD_KEEP_FLAG, the command's fields as always, then u16 count and
+ * the seqs. Without a list the bytes are those of before; the four types
+ * round-trip with lists of 1 and CMD_MAX_KEEP seqs.
+ */
+TEST(keep_list_codec)
+{
+    static const uint8_t types[] = {CMD_ACQUIRE, CMD_RELEASE, CMD_CANCEL, CMD_CLOSE_SESSION};
+    uint64_t seqs[CMD_MAX_KEEP];
+    uint8_t kb[8 * CMD_MAX_KEEP];
+    struct buf plain = {0}, b = {0};
+    struct cmd in, out;
+
+    for (int i = 0; i < CMD_MAX_KEEP; i++) seqs[i] = 0x0102030405060700ull + (uint64_t)i;
+    for (size_t t = 0; t < sizeof types; t++) {
+        in = make_cmd(types[t], types[t] == CMD_CLOSE_SESSION ? NULL : "L");
+        in.session = 7;
+        in.seq = 9;
+        buf_reset(&plain);
+        cmds_encode(&plain, &in, 1);
+        for (int n = 1; n <= CMD_MAX_KEEP; n += CMD_MAX_KEEP - 1) {
+            in = cmd_acks(in, 0x0203040506070809ull, seqs, (size_t)n, kb);
+            buf_reset(&b);
+            cmds_encode(&b, &in, 1);
+            /* The command as before with the flag, then the list. */
+            ASSERT_UEQ(b.len, plain.len + 2 + 8 * (size_t)n);
+            ASSERT_EQ(b.data[5], types[t] | CMD_KEEP_FLAG);
+            ASSERT(memcmp(b.data + 6, plain.data + 6, 16) == 0); /* session, seq */
+            ASSERT_UEQ(le_get_u64(b.data + 22), 0x0203040506070809ull);
+            ASSERT(memcmp(b.data + 30, plain.data + 30, plain.len - 30) == 0);
+            ASSERT_EQ(le_get_u16(b.data + plain.len), n);
+            ASSERT_UEQ(le_get_u64(b.data + plain.len + 2), seqs[0]);
+            ASSERT_EQ(decode_all(b.data, b.len, &out, 1), 1);
+            assert_cmd_eq(&in, &out);
+            ASSERT(out.keep > b.data && out.keep < b.data + b.len); /* borrowed */
+        }
+    }
+    /* The encoder: a list on another type, a list with an owner, too long
+     * a list, a missing one. */
+    buf_reset(&b);
+    in = cmd_acks(c_open(1000, "c"), 5, seqs, 1, kb);
+    ASSERT_EQ(cmd_batch_add(&b, &in), BATON_EINVAL);
+    in = cmd_acks(c_expire(3), 5, seqs, 1, kb);
+    ASSERT_EQ(cmd_batch_add(&b, &in), BATON_EINVAL);
+    in = cmd_acks(c_acq(1, 2, 0, "x"), 5, seqs, 1, kb);
+    in.owner = "alice";
+    in.owner_len = 5;
+    ASSERT_EQ(cmd_batch_add(&b, &in), BATON_EINVAL);
+    in = cmd_acks(c_acq(1, 2, 0, "x"), 5, seqs, 1, kb);
+    in.n_keep = CMD_MAX_KEEP + 1;
+    ASSERT_EQ(cmd_batch_add(&b, &in), BATON_ETOOBIG);
+    in.n_keep = 1;
+    in.keep = NULL;
+    ASSERT_EQ(cmd_batch_add(&b, &in), BATON_EINVAL);
+    ASSERT_UEQ(b.len, 0);
+    buf_free(&plain);
+    buf_free(&b);
+}
+
+/* One RELEASE whose type byte is `type` (CMD_KEEP_FLAG included or not),
+ * followed by a keep list declared `declared` seqs long with `present`
+ * seqs there: the decoder's verdict. */
+static int decode_keep(uint8_t type, uint16_t declared, size_t present)
+{
+    struct cmd in = c_rel(1, 2, 3, "x");
+    struct buf b = {0};
+    int rv;
+
+    cmds_encode(&b, &in, 1);
+    b.data[5] = type;
+    ASSERT_EQ(buf_put_u16(&b, declared), 0);
+    for (size_t i = 0; i < present; i++) ASSERT_EQ(buf_put_u64(&b, i + 1), 0);
+    rv = decode_all(b.data, b.len, NULL, 0);
+    buf_free(&b);
+    return rv;
+}
+
+TEST(decoder_bounds_the_keep_list)
+{
+    ASSERT_EQ(decode_keep(CMD_RELEASE | CMD_KEEP_FLAG, 1, 1), 1);
+    ASSERT_EQ(decode_keep(CMD_RELEASE | CMD_KEEP_FLAG, CMD_MAX_KEEP, CMD_MAX_KEEP), 1);
+    /* Empty: that command is written without the flag. */
+    ASSERT_EQ(decode_keep(CMD_RELEASE | CMD_KEEP_FLAG, 0, 0), BATON_EMALFORMED);
+    ASSERT_EQ(decode_keep(CMD_RELEASE | CMD_KEEP_FLAG, CMD_MAX_KEEP + 1, CMD_MAX_KEEP + 1),
+              BATON_EMALFORMED);
+    /* Declared longer than what follows, or shorter (trailing bytes). */
+    ASSERT_EQ(decode_keep(CMD_RELEASE | CMD_KEEP_FLAG, 3, 2), BATON_EMALFORMED);
+    ASSERT_EQ(decode_keep(CMD_RELEASE | CMD_KEEP_FLAG, 2, 3), BATON_EMALFORMED);
+    /* The flag on a type that has no list, or on no type at all. */
+    ASSERT_EQ(decode_keep(CMD_FORCE_RELEASE | CMD_KEEP_FLAG, 1, 1), BATON_EMALFORMED);
+    ASSERT_EQ(decode_keep(CMD_WAIT_TIMEOUT | CMD_KEEP_FLAG, 1, 1), BATON_EMALFORMED);
+    ASSERT_EQ(decode_keep(CMD_KEEP_FLAG, 1, 1), BATON_EMALFORMED);
+    ASSERT_EQ(decode_with_type(CMD_OPEN_SESSION | CMD_KEEP_FLAG, "c"), BATON_EMALFORMED);
+    /* No list after a flagged command. */
+    ASSERT_EQ(decode_with_type(CMD_ACQUIRE | CMD_KEEP_FLAG, "x"), BATON_EMALFORMED);
+}
+
 TEST(decoder_reader_stays_failed)
 {
     struct cmd in[2];
@@ -601,6 +701,8 @@ int main(int argc, char **argv)
     RUN(decoder_rejects_trailing_bytes);
     RUN(decoder_rejects_bad_type_and_name_for_type);
     RUN(decoder_bounds_the_owner);
+    RUN(keep_list_codec);
+    RUN(decoder_bounds_the_keep_list);
     RUN(decoder_reader_stays_failed);
     RUN(decoder_survives_random_garbage);
     RUN(effects_arrays);

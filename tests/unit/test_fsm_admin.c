@@ -201,13 +201,13 @@ TEST(restore_rejects_bad_member_entries)
 
     setup(&f);
     setup(&g);
-    populate(&f); /* the one member: 4 -> "127.0.0.1:7004" (14 bytes) */
+    populate_old(&f); /* the one member: 4 -> "127.0.0.1:7004" (14 bytes) */
     snap(&f, &s);
     snap(&g, &before);
     rec = memmem(s.data, s.len, "\x04\x00\x00\x00\x00\x00\x00\x04\x0e\x00\x00\x00", 12);
     ASSERT(rec != NULL);
     off = (size_t)(rec - s.data);
-    ASSERT_EQ(off + 12 + 14 + 4, s.len); /* the last entry, then the empty lost table */
+    ASSERT_EQ(off + 12 + 14 + 12, s.len); /* the last entry, then the empty lost and nonce tables */
     s.data[off + 7] = 0; /* id 0 */
     ASSERT_EQ(store_restore(g.s, s.data, s.len), BATON_EMALFORMED);
     s.data[off + 7] = 4;
@@ -249,12 +249,12 @@ TEST(restore_accepts_format3_snapshot)
 
     setup(&f);
     setup(&g);
-    populate(&f);
+    populate_old(&f);
     ASSERT_EQ(run(&f, c_member(4, NULL)).status, 0); /* no member entries */
     snap(&f, &s5);
     ASSERT_EQ(snap_count(&s5, DB_MEMBERS), 0);
-    ASSERT_EQ(le_get_u32(s5.data + s5.len - 8), 0); /* members, then the lost table */
-    ASSERT_EQ(le_get_u32(s5.data + s5.len - 4), 0);
+    for (size_t k = 16; k >= 4; k -= 4) /* members, lost, nonces, session_nonces */
+        ASSERT_EQ(le_get_u32(s5.data + s5.len - k), 0);
     snap_as_format(&s5, 3, &s3);
     ASSERT_EQ(store_restore(g.s, s3.data, s3.len), 0);
     ASSERT_UEQ(store_applied_index(g.s), f.index);
@@ -277,7 +277,7 @@ TEST(restore_accepts_format3_snapshot)
 
 /* A store left in format 3 by an older batond opens as format 6, with its
  * state intact, its sessions the anonymous principal's and empty members
- * and lost tables; format 2 is still refused. */
+ * and lost tables and nonce databases; format 2 is still refused. */
 TEST(format3_store_upgraded_on_open)
 {
     struct fixture f;
@@ -286,7 +286,7 @@ TEST(format3_store_upgraded_on_open)
     store *s;
 
     setup(&f);
-    populate(&f);
+    populate_old(&f);
     ASSERT_EQ(run(&f, c_member(4, NULL)).status, 0);
     snap(&f, &s1);
     ASSERT_EQ(store__downgrade(f.s, 3), 0);

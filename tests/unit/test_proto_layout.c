@@ -249,12 +249,13 @@ TEST(golden_bytes_member_add)
 TEST(golden_bytes_lock_delay)
 {
     static const uint8_t acquire[] = {
-        0x31, 0x00, 0x00, 0x00,                         /* len 49 */
+        0x35, 0x00, 0x00, 0x00,                         /* len 53 */
         0x05, 0x00,                                     /* ACQUIRE */
         0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* req_id */
         0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* session */
         0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* seq */
         0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* ack_below */
+        0x00, 0x00, 0x00, 0x00,                         /* keep: none */
         0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, /* wait_ms -1 */
         0x01, 0x00, 'L',                                /* lock */
         0xDC, 0x05, 0x00, 0x00,                         /* lock_delay_ms 1500 */
@@ -432,6 +433,17 @@ static void spec_str(struct buf *w, struct pstr s)
  * than from the encoder. Round trips cannot catch a field order that the
  * encoder and the decoder get wrong in the same way; this can.
  */
+/* What every op starts with: {u64 session, u64 seq, u64 ack_below,
+ * u32 n, n x u64 keep} (msg.h, struct msg_op). */
+static void spec_op_head(struct buf *w, const struct msg_op *op)
+{
+    buf_put_u64(w, op->session);
+    buf_put_u64(w, op->seq);
+    buf_put_u64(w, op->ack_below);
+    buf_put_u32(w, op->n_keep);
+    for (uint32_t i = 0; i < op->n_keep; i++) buf_put_u64(w, op->keep[i].seq);
+}
+
 static void spec_frame(const struct msg *m, struct buf *w)
 {
     begin_frame(w, m->type, m->req_id);
@@ -447,41 +459,33 @@ static void spec_frame(const struct msg *m, struct buf *w)
         spec_str(w, m->u.hello_ok.principal);
         buf_put_u8(w, m->u.hello_ok.role);
         break;
-    case MSG_OPEN_SESSION: /* {u32 ttl_ms, str client_name} */
+    case MSG_OPEN_SESSION: /* {u32 ttl_ms, str client_name, u64 nonce} */
         buf_put_u32(w, m->u.open_session.ttl_ms);
         spec_str(w, m->u.open_session.client_name);
+        buf_put_u64(w, m->u.open_session.nonce);
         break;
     case MSG_SESSION: /* {u64 session, u32 ttl_ms} */
         buf_put_u64(w, m->u.session.session);
         buf_put_u32(w, m->u.session.ttl_ms);
         break;
-    case MSG_ACQUIRE: /* {u64 session, u64 seq, u64 ack_below, i64 wait_ms, str lock,
-                         i32 lock_delay_ms} */
-        buf_put_u64(w, m->u.op.session);
-        buf_put_u64(w, m->u.op.seq);
-        buf_put_u64(w, m->u.op.ack_below);
+    case MSG_ACQUIRE: /* {op head, i64 wait_ms, str lock, i32 lock_delay_ms} */
+        spec_op_head(w, &m->u.op);
         buf_put_i64(w, m->u.op.wait_ms);
         spec_str(w, m->u.op.lock);
         buf_put_i32(w, m->u.op.lock_delay_ms);
         break;
-    case MSG_RELEASE: /* {u64 session, u64 seq, u64 ack_below, u64 fence, str lock} */
-        buf_put_u64(w, m->u.op.session);
-        buf_put_u64(w, m->u.op.seq);
-        buf_put_u64(w, m->u.op.ack_below);
+    case MSG_RELEASE: /* {op head, u64 fence, str lock} */
+        spec_op_head(w, &m->u.op);
         buf_put_u64(w, m->u.op.fence);
         spec_str(w, m->u.op.lock);
         break;
-    case MSG_CANCEL: /* {u64 session, u64 seq, u64 ack_below, u64 waiter, str lock} */
-        buf_put_u64(w, m->u.op.session);
-        buf_put_u64(w, m->u.op.seq);
-        buf_put_u64(w, m->u.op.ack_below);
+    case MSG_CANCEL: /* {op head, u64 waiter, str lock} */
+        spec_op_head(w, &m->u.op);
         buf_put_u64(w, m->u.op.waiter);
         spec_str(w, m->u.op.lock);
         break;
-    case MSG_CLOSE_SESSION: /* {u64 session, u64 seq, u64 ack_below} */
-        buf_put_u64(w, m->u.op.session);
-        buf_put_u64(w, m->u.op.seq);
-        buf_put_u64(w, m->u.op.ack_below);
+    case MSG_CLOSE_SESSION: /* {op head} */
+        spec_op_head(w, &m->u.op);
         break;
     case MSG_KEEPALIVE: /* {u64 session} */
         buf_put_u64(w, m->u.keepalive.session);
@@ -730,12 +734,82 @@ TEST(layout_matches_header)
     }
 }
 
+/* Protocol 3's additions spelled out byte by byte: OPEN_SESSION's
+ * trailing nonce, and an op's keep list between ack_below and the op's
+ * own fields. */
+TEST(golden_bytes_keep_and_nonce)
+{
+    static const uint8_t open[] = {
+        0x19, 0x00, 0x00, 0x00,                         /* len 25 */
+        0x03, 0x00,                                     /* OPEN_SESSION */
+        0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* req_id */
+        0x10, 0x27, 0x00, 0x00,                         /* ttl_ms 10000 */
+        0x01, 0x00, 'w',                                /* client_name */
+        0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, /* nonce */
+    };
+    static const uint8_t release[] = {
+        0x41, 0x00, 0x00, 0x00,                         /* len 65 */
+        0x06, 0x00,                                     /* RELEASE */
+        0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* req_id */
+        0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* session */
+        0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* seq */
+        0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* ack_below */
+        0x02, 0x00, 0x00, 0x00,                         /* keep: 2 seqs */
+        0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /*   2 */
+        0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /*   5 */
+        0x2A, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* fence */
+        0x01, 0x00, 'L',                                /* lock */
+    };
+    struct msg_seq keep[2] = {{2}, {5}};
+    struct msg m, d;
+    struct buf b = {0};
+
+    memset(&m, 0, sizeof m);
+    m.type = MSG_OPEN_SESSION;
+    m.req_id = 1;
+    m.u.open_session.ttl_ms = 10000;
+    m.u.open_session.client_name = ps("w");
+    m.u.open_session.nonce = 0x0102030405060708ull;
+    ASSERT_EQ(proto_encode(&b, &m), 0);
+    ASSERT_UEQ(b.len, sizeof open);
+    ASSERT(memcmp(b.data, open, sizeof open) == 0);
+    ASSERT_EQ(proto_decode(open, sizeof open, &d), 0);
+    assert_msg_eq(&m, &d);
+
+    buf_reset(&b);
+    memset(&m, 0, sizeof m);
+    m.type = MSG_RELEASE;
+    m.req_id = 9;
+    m.u.op.session = 7;
+    m.u.op.seq = 9;
+    m.u.op.ack_below = 8;
+    m.u.op.n_keep = 2;
+    m.u.op.keep = keep;
+    m.u.op.fence = 42;
+    m.u.op.lock = ps("L");
+    ASSERT_EQ(proto_encode(&b, &m), 0);
+    ASSERT_UEQ(b.len, sizeof release);
+    ASSERT(memcmp(b.data, release, sizeof release) == 0);
+    ASSERT_EQ(proto_decode(release, sizeof release, &d), 0);
+    assert_msg_eq(&m, &d);
+    msg_free(&d);
+    /* A keep list longer than BATON_MAX_KEEP is refused both ways. */
+    {
+        static struct msg_seq many[BATON_MAX_KEEP + 1];
+        m.u.op.n_keep = BATON_MAX_KEEP + 1;
+        m.u.op.keep = many;
+        ASSERT_EQ(proto_encode(&b, &m), BATON_ETOOBIG);
+    }
+    buf_free(&b);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
     RUN(golden_bytes);
     RUN(golden_bytes_member_add);
     RUN(golden_bytes_lock_delay);
+    RUN(golden_bytes_keep_and_nonce);
     RUN(golden_bytes_status_r);
     RUN(layout_matches_header);
     return runner_done();
