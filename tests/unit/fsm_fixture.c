@@ -180,6 +180,19 @@ void snap(struct fixture *f, struct buf *b)
     ASSERT_GE(b->len, SNAP_HDR);
 }
 
+void assert_same_snapshots(struct fixture *f, struct fixture *g)
+{
+    struct buf a = {0}, b = {0};
+
+    snap(f, &a);
+    snap(g, &b);
+    ASSERT_UEQ(a.len, b.len);
+    ASSERT(memcmp(a.data, b.data, a.len) == 0);
+    ASSERT_UEQ(store_digest(f->s), store_digest(g->s));
+    buf_free(&a);
+    buf_free(&b);
+}
+
 int same_state(const struct buf *a, const struct buf *b)
 {
     return a->len == b->len &&

@@ -107,6 +107,9 @@ void assert_changed(const struct fixture *f, const char *const *names);
 
 /* Replace b's contents with the store's snapshot. */
 void snap(struct fixture *f, struct buf *b);
+/* The two stores hold the same state, applied index and digest: their
+ * snapshots are the same bytes. */
+void assert_same_snapshots(struct fixture *f, struct fixture *g);
 /* The two snapshots hold the same state (their headers aside). */
 int same_state(const struct buf *a, const struct buf *b);
 /* Number of entries of database db (DB_*) in a snapshot; in the store. */

@@ -18,20 +18,6 @@ static struct cmd_result open_n(struct fixture *f, const char *owner, uint64_t n
     return run(f, c_open_nonce(10000, "client", owner, nonce));
 }
 
-/* The two stores hold the same state, applied index and digest. */
-static void assert_same_snapshots(struct fixture *f, struct fixture *g)
-{
-    struct buf a = {0}, b = {0};
-
-    snap(f, &a);
-    snap(g, &b);
-    ASSERT_UEQ(a.len, b.len);
-    ASSERT(memcmp(a.data, b.data, a.len) == 0);
-    ASSERT_UEQ(store_digest(f->s), store_digest(g->s));
-    buf_free(&a);
-    buf_free(&b);
-}
-
 /*
  * The SESSION reply to an OPEN_SESSION is lost and the client sends it
  * again, with the same nonce: it gets the same session, and nothing else

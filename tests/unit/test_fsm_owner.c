@@ -38,21 +38,6 @@ static uint64_t open_by(struct fixture *f, const char *owner)
     return r.value;
 }
 
-/* The two stores hold the same state, applied index and digest: their
- * snapshots are the same bytes. */
-static void assert_same_snapshots(struct fixture *f, struct fixture *g)
-{
-    struct buf a = {0}, b = {0};
-
-    snap(f, &a);
-    snap(g, &b);
-    ASSERT_UEQ(a.len, b.len);
-    ASSERT(memcmp(a.data, b.data, a.len) == 0);
-    ASSERT_UEQ(store_digest(f->s), store_digest(g->s));
-    buf_free(&a);
-    buf_free(&b);
-}
-
 /* Where session id's value is in snapshot b (the offset of its u32
  * length); 0 if it is not there. */
 static size_t session_value_at(const struct buf *b, uint64_t id)
