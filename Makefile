@@ -11,6 +11,9 @@
 #                   back to back, and the ratios (tests/bench/tls-compare.sh)
 #   make bench-plot     docs/bench-w2.png from the last sweep's JSON lines (gnuplot)
 #   make bench-table    the table of figures (docs/performance.md) from the same lines
+#   make install        build build/default and install it (PREFIX=/usr/local, DESTDIR=)
+#   make uninstall      remove exactly what make install put there
+#   make deb            build/baton_$(VERSION)_<arch>.deb (dist/deb.sh, dpkg-deb)
 #
 # Targets that need the libraries (run, test, all, ...) first run `deps`,
 # which apt-get installs whatever pkg-config cannot find, and then re-invoke
@@ -341,6 +344,27 @@ $(BROKEN)/batond: $(B)/server/main.o $(SERVER_OBJ) $(RAFT_OBJ) $(BROKEN_STORE_OB
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_SYS)
 $(BROKEN)/batonctl: $(B)/batonctl
 	cp $< $@
+
+# ---- install and package (dist/; docs/operations.md, "Installing") ---------
+# dist/install.sh holds the list of what goes where; make install and make
+# deb build build/default (never a SAN build: those are for tests) and then
+# install or package it. install-built and deb-built take what $(B) holds,
+# without building (tests/check-install.sh, tests/check-deb.sh).
+VERSION := 0.13.0
+PREFIX  ?= /usr/local
+DESTDIR ?=
+DEB_DIR ?= build
+INSTALL_ENV = B='$(B)' SONAME='$(SONAME)' VERSION='$(VERSION)' PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)'
+.PHONY: install uninstall install-built deb deb-built
+install deb: deps
+	@$(MAKE) --no-print-directory SAN= all-inner
+	@$(MAKE) --no-print-directory SAN= $@-built
+install-built:
+	@$(INSTALL_ENV) dist/install.sh install
+uninstall:
+	@$(INSTALL_ENV) dist/install.sh uninstall
+deb-built:
+	@$(INSTALL_ENV) DEB_DIR='$(DEB_DIR)' dist/deb.sh
 
 clean:
 	rm -rf build
