@@ -49,16 +49,21 @@ shlibdeps() {
     printf '%s\n' "$out" | sed -n 's/^shlibs:Depends=//p'
 }
 
-# Without dpkg-dev: the packages that own the libraries ldd finds, each at
-# least at the version installed here.
+# Without dpkg-dev: the packages that own the libraries the binaries need
+# (NEEDED, found with ldd), each at least at the version installed here.
 lddeps() {
-    for f in $elves; do ldd "$f"; done | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u |
-        while read -r lib; do
-            pkg=$(dpkg -S "$(readlink -f "$lib")" 2>/dev/null || dpkg -S "$lib" 2>/dev/null) || continue
-            pkg=${pkg%%:*}
-            echo "$pkg (>= $(dpkg-query -W -f='${Version}' "$pkg:$arch" 2>/dev/null ||
-                dpkg-query -W -f='${Version}' "$pkg"))"
-        done | sort -u | paste -sd, - | sed 's/,/, /g'
+    for f in $elves; do
+        ldd "$f" >"$stage.ldd"
+        readelf -d "$f" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | while read -r need; do
+            awk -v n="$need" '$1 == n && $3 ~ /^\// { print $3 }' "$stage.ldd"
+        done
+    done | sort -u | while read -r lib; do
+        pkg=$(dpkg -S "$(readlink -f "$lib")" 2>/dev/null || dpkg -S "$lib" 2>/dev/null) || continue
+        pkg=${pkg%%:*}
+        echo "$pkg (>= $(dpkg-query -W -f='${Version}' "$pkg:$arch" 2>/dev/null ||
+            dpkg-query -W -f='${Version}' "$pkg"))"
+    done | sort -u | paste -sd, - | sed 's/,/, /g'
+    rm -f "$stage.ldd"
 }
 
 if command -v dpkg-shlibdeps >/dev/null 2>&1; then
