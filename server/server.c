@@ -14,10 +14,14 @@
 #include "server/server.h"
 
 /* The metrics of an applied entry, on every node: its apply's duration,
- * the grants and expiries in it. */
+ * the grants and expiries in it. A lock is granted either at once (its
+ * ACQUIRE's result) or to a waiter later (FX_GRANT). */
 static void count_applied(const struct effects *fx)
 {
     metrics_observe(M_APPLY_SECONDS, (double)fx->apply_ns / 1e9);
+    for (size_t i = 0; i < fx->n_results; i++)
+        if (fx->results[i].status == 0 && fx->results[i].kind == RESULT_GRANTED)
+            metrics_inc(M_GRANTS);
     for (size_t i = 0; i < fx->n_fx; i++) {
         if (fx->fx[i].type == FX_GRANT) metrics_inc(M_GRANTS);
         if (fx->fx[i].type == FX_SESSION_GONE && fx->fx[i].status != 0)

@@ -3,6 +3,7 @@
  * JSON for scripts. Lock names are arbitrary bytes (anything but NUL), so
  * both printers escape what would break a terminal or a JSON parser.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,6 +231,15 @@ void jw_u64(struct jw *w, const char *key, uint64_t v)
 {
     jw_prefix(w, key);
     fprintf(w->f, "%llu", (unsigned long long)v);
+}
+
+void jw_f64(struct jw *w, const char *key, double v, int decimals)
+{
+    jw_prefix(w, key);
+    if (isfinite(v))
+        fprintf(w->f, "%.*f", decimals, v);
+    else
+        fputs("null", w->f);
 }
 
 void jw_i64(struct jw *w, const char *key, int64_t v)
