@@ -290,6 +290,7 @@ static struct buf *wire(struct conn *c)
     if (c->unread > CONN_MAX_OUT) {
         log_warn("conn %llu (%s): client does not read its replies (%.1f MiB unread); closing",
                  (unsigned long long)c->id, c->peer, (double)c->unread / MIB);
+        metrics_inc_label(M_REFUSALS, REF_UNREAD);
         return NULL;
     }
     return &c->net;

@@ -51,8 +51,9 @@ static void conn_process(struct conn *c)
         rv = proto_frame_check(c->in.data + off, c->in.len - off, &frame_len);
         if (rv == 0) break;
         if (rv < 0) {
-            metrics_inc_label(M_REFUSALS, REF_MALFORMED);
             uint32_t claimed = le_get_u32(c->in.data + off);
+
+            metrics_inc_label(M_REFUSALS, REF_MALFORMED);
             log_warn("conn %llu (%s): bad frame length %u: %s; closing", (unsigned long long)c->id,
                      c->peer, claimed, baton_strerror(rv));
             conn_send_error(c, 0, rv, "bad frame: length %u is %s (%u..%u)", claimed,
