@@ -11,7 +11,6 @@
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -53,32 +52,51 @@ int log_format_parse(const char *s)
     return -1;
 }
 
-/* Write msg as the body of a JSON string to f. */
-static void json_string(FILE *f, const char *msg)
+/* Append msg to out at *n as the body of a JSON string: out must have
+ * room for 6 bytes per byte of msg (the longest escape, \u00XX or \ufffd). */
+static void json_string(char *out, size_t *n, const char *msg)
 {
     const unsigned char *p = (const unsigned char *)msg;
-    size_t n = strlen(msg), i = 0;
+    size_t len_msg = strlen(msg), i = 0, o = *n;
 
-    while (i < n) {
-        size_t len = proto_utf8_len(p + i, n - i);
+    while (i < len_msg) {
+        size_t len = proto_utf8_len(p + i, len_msg - i);
 
         if (p[i] == '"' || p[i] == '\\') {
-            fprintf(f, "\\%c", p[i]);
+            out[o++] = '\\';
+            out[o++] = (char)p[i];
         } else if (p[i] == '\n') {
-            fputs("\\n", f);
-        } else if (p[i] == '\t') {
-            fputs("\\t", f);
+            memcpy(out + o, "\\n", 2);
+            o += 2;
         } else if (len == 1 && (p[i] < 0x20 || p[i] == 0x7F)) {
-            fprintf(f, "\\u%04x", p[i]);
+            o += (size_t)sprintf(out + o, "\\u%04x", p[i]);
         } else if (len == 0) {
-            fputs("\\ufffd", f);
+            memcpy(out + o, "\\ufffd", 6);
+            o += 6;
         } else {
-            fwrite(p + i, 1, len, f);
+            memcpy(out + o, p + i, len);
+            o += len;
             i += len;
             continue;
         }
         i++;
     }
+    *n = o;
+}
+
+/* One JSON log line, built in one buffer (no allocation: the line saying
+ * that memory ran out must get through) and written with one call, so
+ * that lines of processes sharing a file do not interleave. */
+static void log_json(const char *stamp, const char *level, const char *text)
+{
+    char line[LOG_LINE * 6 + 256];
+    int head = snprintf(line, 256, "{\"time\":\"%s\",\"level\":\"%s\",\"node\":%u,\"msg\":\"",
+                        stamp, level, node_id);
+    size_t n = head < 0 ? 0 : head >= 256 ? 255 : (size_t)head;
+
+    json_string(line, &n, text);
+    memcpy(line + n, "\"}\n", 3);
+    fwrite(line, 1, n + 3, stderr);
 }
 
 void log_msg(enum log_level l, const char *fmt, ...)
@@ -102,21 +120,5 @@ void log_msg(enum log_level l, const char *fmt, ...)
         fprintf(stderr, "%s node=%u %s %s\n", stamp, node_id, tags[l], text);
         return;
     }
-    /* One fprintf per piece, but stderr is unbuffered: build the line in
-     * a memory stream and write it with one call, so that lines of
-     * several processes sharing a file do not interleave. */
-    {
-        char *line = NULL;
-        size_t len = 0;
-        FILE *m = open_memstream(&line, &len);
-
-        if (m == NULL) return;
-        fprintf(m, "{\"time\":\"%s\",\"level\":\"%s\",\"node\":%u,\"msg\":\"", stamp, names[l],
-                node_id);
-        json_string(m, text);
-        fputs("\"}\n", m);
-        fclose(m);
-        fwrite(line, 1, len, stderr);
-        free(line);
-    }
+    log_json(stamp, names[l], text);
 }

@@ -1,11 +1,13 @@
 /*
  * test_metrics.c -- batond's metric registry and its Prometheus text
  * (server/metrics.c): names and TYPE lines, cumulative histogram buckets,
- * labelled counters, the longest-queue gauges and their label escaping.
+ * labelled counters, the longest-queue gauges and their label escaping;
+ * and the JSON log lines of --log-format json (server/log.c).
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "server/log.h"
 #include "server/metrics.h"
 #include "tests/lib/runner.h"
 
@@ -154,6 +156,35 @@ TEST(lock_wait_is_observed_once)
     ASSERT_LINE(t, "baton_lock_wait_seconds_count 1");
 }
 
+/* --log-format json: one object per line; the message escaped so that
+ * any bytes keep the line valid UTF-8 JSON. */
+TEST(json_log_lines_escape_everything)
+{
+    char path[] = "/tmp/baton-log-XXXXXX", line[512];
+    const char *want = "\",\"level\":\"warn\",\"node\":7,\"msg\":\"lock 'a\\\"b\\\\c\\nd"
+                       "\\u0001\\ufffdcaf\xc3\xa9' gone\"}\n";
+    int fd = mkstemp(path), saved = dup(2);
+    FILE *f;
+
+    ASSERT(fd >= 0 && saved >= 0);
+    ASSERT(dup2(fd, 2) == 2);
+    log_set_node(7);
+    log_set_format(LOG_JSON);
+    log_warn("lock '%s' gone", "a\"b\\c\nd\x01\xff" "caf\xc3\xa9");
+    log_debug("not shown");
+    ASSERT(dup2(saved, 2) == 2);
+    f = fdopen(fd, "r");
+    ASSERT(f != NULL);
+    rewind(f);
+    ASSERT(fgets(line, sizeof line, f) != NULL);
+    ASSERT(strncmp(line, "{\"time\":\"", 9) == 0);
+    if (strstr(line, want) == NULL) FAIL("line: %s", line);
+    ASSERT(fgets(line, sizeof line, f) == NULL);
+    fclose(f);
+    unlink(path);
+    close(saved);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -163,5 +194,6 @@ int main(int argc, char **argv)
     RUN(label_values_are_escaped);
     RUN(top_locks_are_bounded_and_escaped);
     RUN(lock_wait_is_observed_once);
+    RUN(json_log_lines_escape_everything);
     return runner_done();
 }
