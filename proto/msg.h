@@ -114,6 +114,7 @@
  *    answer is QUEUED (still waiting; pushes now come to the new connection)
  *    or the final outcome it missed.
  *  - A node that stops being the leader closes its client connections.
+ *  - METRICS -> METRICS_R from any node (role READ): its metrics as text.
  *  - STATUS -> STATUS_R from any node; LOCK_INFO, LIST_LOCKS and
  *    LIST_SESSIONS -> their replies from the leader's applied state.
  *    LIST_SESSIONS returns the sessions whose id is above `after`, in id
@@ -237,6 +238,8 @@
 #define BATON_MAX_MEMBERS 16        /* cluster members in STATUS_R */
 #define BATON_MAX_ERRMSG 256        /* ERROR message bytes */
 #define BATON_MAX_LIST 1000         /* items in LIST_LOCKS_R / SESSIONS_R, waiters in LOCK_INFO_R */
+#define BATON_MAX_TEXT_CHUNK 65535   /* bytes of one chunk of METRICS_R's text */
+#define BATON_MAX_TEXT_CHUNKS 15     /* chunks in METRICS_R: the text fits one frame */
 #define BATON_MAX_KEEP 64           /* seqs in an op's keep list (queued ACQUIREs kept below
                                        ack_below) */
 
@@ -465,6 +468,19 @@ struct msg_session_summary {
     struct pstr owner;      /* the principal that opened it ("" anonymous) */
 };
 
+/* METRICS -> METRICS_R: this node's metrics in the Prometheus text
+ * exposition format (docs/operations.md, "Metrics and health"), the same
+ * text as its HTTP /metrics, in chunks of at most BATON_MAX_TEXT_CHUNK
+ * bytes, each ending at a line's end: the text is their concatenation. */
+struct msg_text_chunk {
+    struct pstr text;
+};
+
+struct msg_metrics_r {
+    uint32_t n;             /* <= BATON_MAX_TEXT_CHUNKS */
+    struct msg_text_chunk *chunks;
+};
+
 struct msg_sessions_r {
     uint32_t n;             /* <= BATON_MAX_LIST, in id order */
     struct msg_session_summary *items;
@@ -473,7 +489,7 @@ struct msg_sessions_r {
 
 /* The bodies of the other messages; proto/msg_table.h says which fields of
  * each go on the wire for which message. */
-struct msg_none { uint8_t unused; };  /* STATUS, NO_LEADER, SNAPSHOT, MEMBERS, CHECK */
+struct msg_none { uint8_t unused; };  /* STATUS, NO_LEADER, SNAPSHOT, MEMBERS, CHECK, METRICS */
 /* HELLO's token: "" when the client has none (then the connection's
  * principal is its certificate's, or the anonymous one). */
 struct msg_hello { uint32_t version; struct pstr client_name; struct pstr token; };
@@ -580,6 +596,7 @@ struct msg {
         struct msg_member_add member_add;
         struct msg_lost_holds lost_holds;
         struct msg_lost_holds_r lost_holds_r;
+        struct msg_metrics_r metrics_r;
     } u;
 };
 

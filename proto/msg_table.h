@@ -127,7 +127,10 @@
   X(CHECK_R,         40,  S2C, 0, NONE,  check_r,        U64(index))                          \
   X(LOST_HOLDS,      41,  C2S, 1, LOCK,  lost_holds,     U64(session) U64(after))              \
   X(LOST_HOLDS_R,    42,  S2C, 0, NONE,  lost_holds_r,   LIST(n, items, BATON_MAX_LIST,        \
-                                                              lost_hold) U8(more))
+                                                              lost_hold) U8(more))               \
+  X(METRICS,         43,  C2S, 0, READ,  none,           )                                     \
+  X(METRICS_R,       44,  S2C, 0, NONE,  metrics_r,      LIST(n, chunks, BATON_MAX_TEXT_CHUNKS, \
+                                                              text_chunk))
 
 /* The items of the LIST fields above: X(item, fields), the body of one
  * struct msg_<item>. */
@@ -141,7 +144,8 @@
   X(session_summary, U64(id) U32(ttl_ms) U64(created_index)                                    \
                      STR(client_name, BATON_MAX_CLIENT_NAME) U32(n_holds) U32(n_waits)    \
                      STR(owner, BATON_MAX_PRINCIPAL))                                          \
-  X(lost_hold,       U64(waiter) U64(fence) I32(status) LOCK(lock))
+  X(lost_hold,       U64(waiter) U64(fence) I32(status) LOCK(lock))                            \
+  X(text_chunk,      STR(text, BATON_MAX_TEXT_CHUNK))
 /* clang-format on */
 
 #endif /* BATON_PROTO_MSG_TABLE_H */

@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <uv.h>
 
 #include "client/baton_defs.h"
 
@@ -76,14 +77,16 @@ static bool leader_commit_unsure(struct raft *r)
 static int apply_entry(struct fsm *f, uint64_t index, const uint8_t *base, size_t size)
 {
     uint64_t before = store_applied_index(f->store);
-    uint64_t len = 0;
+    uint64_t len = 0, start;
     int rv;
 
     /* An entry that is not in our framing is applied as an empty (malformed)
      * batch: every node rejects it the same way and the log moves on. */
     if (size >= 8) len = le_get_u64(base);
     if (size < 8 || len > size - 8) len = 0;
+    start = uv_hrtime();
     rv = store_apply(f->store, index, base + (size >= 8 ? 8 : 0), (size_t)len, &f->fx);
+    f->fx.apply_ns = uv_hrtime() - start;
     if (rv != 0) {
         /* Nothing of the entry was applied (one transaction). Raft retries
          * it on a leader and stops a follower's raft: node.c reads the

@@ -49,6 +49,8 @@ struct fsm {
     uint64_t n_deferred;    /* applies refused until the leader's commit is sure (fsm.c) */
     uint64_t n_gated;       /* entries a follower queued until its commit was sure */
     uint64_t n_snapshots;
+    uint64_t snap_started_ns; /* uv_hrtime when the snapshot being taken began */
+    uint64_t snap_last_ns;  /* how long the last snapshot taken took */
     uint64_t n_snapshot_refusals; /* snapshots refused (RAFT_BUSY): entries waiting, failure */
     uint64_t n_restores;
     /* The store's error (BATON_E*) of the last apply if it failed, 0 once

@@ -19,6 +19,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <uv.h>
 
 #include "client/baton_defs.h"
 #include "raft/fsm.h"
@@ -58,6 +59,7 @@ static int fsm_snapshot(struct raft_fsm *rf, struct raft_buffer *bufs[], unsigne
     struct raft_buffer *rb;
 
     if (snap_refused(f)) return RAFT_BUSY;
+    f->snap_started_ns = uv_hrtime();
     if (store_sync(f->store) != 0 || store_snapshot(f->store, &b) != 0) goto fail;
     rb = raft_malloc(sizeof *rb);
     if (rb == NULL) goto fail;
@@ -71,6 +73,7 @@ static int fsm_snapshot(struct raft_fsm *rf, struct raft_buffer *bufs[], unsigne
     *bufs = rb;
     *n_bufs = 1;
     buf_free(&b);
+    f->snap_last_ns = uv_hrtime() - f->snap_started_ns;
     f->n_snapshots++;
     return 0;
 
@@ -87,6 +90,7 @@ static int fsm_snapshot_begin(struct raft_fsm *rf, struct raft_buffer *bufs[], u
 
     if (snap_refused(f)) return RAFT_BUSY;
     if (store_snapshot_begin(f->store, &f->snap) != 0) return snap_failed(f);
+    f->snap_started_ns = uv_hrtime();
     *bufs = NULL;
     *n_bufs = 0;
     return 0;
@@ -134,8 +138,10 @@ static int fsm_snapshot_finalize(struct raft_fsm *rf, struct raft_buffer *bufs[]
     *n_bufs = 0;
     store_snapshot_end(f->snap);
     f->snap = NULL;
-    if (dumped)
+    if (dumped) {
+        f->snap_last_ns = uv_hrtime() - f->snap_started_ns;
         f->n_snapshots++;
+    }
     else
         snap_failed(f);
     return 0;

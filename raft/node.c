@@ -35,6 +35,9 @@ struct node {
     uint64_t lead_term;      /* term in which we last saw raft make us leader */
     uint64_t lead_since;     /* when (uv_now) */
     bool closing;
+    raft_id last_leader;     /* the last leader seen (leader_track), and its term */
+    uint64_t last_leader_term;
+    uint64_t leader_changes;
     bool marked;             /* cfg.state_mark exists (or there is none to make) */
     struct raft_transfer transfer;
     node_transfer_cb *transfer_cb; /* set while a transfer is running */
@@ -425,6 +428,20 @@ static bool fault_poll(struct node *n)
  * reported next, so that its reply goes out before the loss of leadership
  * closes the client connections.
  */
+/* Count the leaderships this node sees (node_status.leader_changes): a
+ * leader known in a term other than the last one's, or another node. */
+static void leader_track(struct node *n)
+{
+    raft_id id = 0;
+    const char *addr = NULL;
+
+    raft_leader(&n->raft, &id, &addr);
+    if (id == 0 || (id == n->last_leader && n->raft.current_term == n->last_leader_term)) return;
+    n->leader_changes++;
+    n->last_leader = id;
+    n->last_leader_term = n->raft.current_term;
+}
+
 static void node_poll(struct node *n)
 {
     int state;
@@ -434,6 +451,7 @@ static void node_poll(struct node *n)
     fsm_flush(&n->fsm);
     if (n->transfer_over) transfer_finish(n, false);
     if (fault_poll(n)) return;
+    leader_track(n);
     state = raft_state(&n->raft);
     if (state != RAFT_LEADER) {
         set_ready(n, false);
@@ -919,6 +937,9 @@ void node_get_status(struct node *n, struct node_status *st)
     st->fault = n->fault;
     st->fault_kind = n->fault_kind;
     st->fault_index = n->fault_index;
+    st->leader_changes = n->leader_changes;
+    st->snapshots = n->fsm.n_snapshots;
+    st->snapshot_ns = n->fsm.snap_last_ns;
 }
 
 bool node_is_ready(const struct node *n)

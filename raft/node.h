@@ -120,6 +120,10 @@ struct node_status {
     int fault;                      /* BATON_E* of the local failure, 0 if none */
     int fault_kind;                 /* enum node_fault_kind */
     uint64_t fault_index;           /* the entry it happened on (0 if none) */
+    /* For batond's metrics: */
+    uint64_t leader_changes;        /* times a new leader was seen (the first included) */
+    uint64_t snapshots;             /* snapshots taken since start */
+    uint64_t snapshot_ns;           /* how long the last of them took */
 };
 
 /* Called on every node after every applied entry; fx valid during the call. */

@@ -27,6 +27,7 @@
 #include "client/baton_defs.h"
 #include "proto/addr.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/server.h"
 
 int access_init(struct server *srv)
@@ -120,6 +121,7 @@ static bool refuse_hello(struct conn *c, uint64_t req_id, const char *why, const
 {
     log_info("conn %llu (%s): HELLO refused: %s%s", (unsigned long long)c->id, c->peer, why,
              what);
+    metrics_inc_label(M_REFUSALS, REF_AUTH);
     conn_send_error(c, req_id, BATON_EAUTH, "%s%s", why, what);
     conn_close(c);
     return false;
@@ -158,6 +160,7 @@ static bool refuse(struct conn *c, const struct msg *m, const char *fmt, const c
     char why[200];
 
     snprintf(why, sizeof why, fmt, arg);
+    metrics_inc_label(M_REFUSALS, REF_PERM);
     log_debug("conn %llu (%s): %s refused for '%s': %s", (unsigned long long)c->id, c->peer,
               msg_type_name(m->type), c->who->name, why);
     conn_send_error(c, m->req_id, BATON_EPERM, "%s refused for principal '%s': %s",

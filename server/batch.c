@@ -20,6 +20,7 @@
 
 #include "client/baton_defs.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/server.h"
 
 #define HOLD_MIN_CMDS 8
@@ -29,6 +30,7 @@ struct inflight {
     struct server *srv;
     struct pending *p;
     uint32_t n;
+    uint64_t proposed_ns;   /* metrics_now_ns at the proposal */
 };
 
 void batch_init(struct batch *b)
@@ -84,6 +86,7 @@ static void proposed_cb(void *data, int status, const struct effects *fx)
 
     f->srv->batch.inflight--;
     f->srv->batch.inflight_cmds -= f->n;
+    if (status == 0) metrics_observe_since(M_COMMIT_SECONDS, f->proposed_ns);
     if (status != 0) {
         fail_all(f->srv, f->p, f->n, status);
     } else if (fx->n_results != f->n) {
@@ -148,6 +151,8 @@ void batch_flush(struct server *srv)
     b->count = 0;
     b->inflight++;
     b->inflight_cmds += f->n;
+    metrics_observe(M_BATCH_COMMANDS, f->n);
+    f->proposed_ns = metrics_now_ns();
     rv = node_propose(srv->node, b->payload.data, b->payload.len, proposed_cb, f);
     if (rv != 0) {
         b->inflight--;

@@ -39,6 +39,14 @@ static void usage(FILE *f)
           "                         advertising this node's RAFTADDR from --cluster: for a\n"
           "                         proxy in front of the node (the fault harness uses one)\n"
           "  --log-level LEVEL      debug, info (default), warn or error; logs go to stderr\n"
+          "  --log-format FORMAT    text (default) or json: one JSON object per line, with\n"
+          "                         time, level, node and msg\n"
+          "  --metrics-addr ADDR    serve HTTP on ADDR (IPv4 a.b.c.d:port): /metrics in the\n"
+          "                         Prometheus text format, /healthz (200 while the process\n"
+          "                         runs) and /readyz (200 once this node knows a leader and\n"
+          "                         has applied its commit index; 503 and why otherwise).\n"
+          "                         Default: none. It has no authentication: bind it to an\n"
+          "                         address only your monitoring reaches\n"
           "  --election-timeout MS  raft election timeout (default 400)\n"
           "  --heartbeat MS         raft heartbeat interval (default 50)\n"
           "  --snapshot-threshold N entries between snapshots (default 8192)\n"
@@ -195,7 +203,7 @@ int config_parse(struct srv_config *c, int argc, char **argv)
            O_TTL, O_MINTTL, O_MAXTTL, O_DELAY, O_MAXDELAY, O_JOIN, O_RAFT_BIND,
            O_MAXCONNS, O_FRAMETIMEOUT, O_MINFREE, O_MAXINFLIGHT, O_TLS_CERT, O_TLS_KEY,
            O_TLS_CLIENT_CA, O_PEER_CERT, O_PEER_KEY, O_PEER_CA, O_TLS12, O_AUTH_FILE,
-           O_HANDSHAKE_TIMEOUT, O_MAX_UNAUTH, O_MAX_UNREAD };
+           O_HANDSHAKE_TIMEOUT, O_MAX_UNAUTH, O_MAX_UNREAD, O_LOG_FORMAT, O_METRICS_ADDR };
     static const struct option opts[] = {
         {"id", required_argument, NULL, O_ID},
         {"data", required_argument, NULL, O_DATA},
@@ -227,6 +235,8 @@ int config_parse(struct srv_config *c, int argc, char **argv)
         {"handshake-timeout", required_argument, NULL, O_HANDSHAKE_TIMEOUT},
         {"max-unauth-conns", required_argument, NULL, O_MAX_UNAUTH},
         {"max-unread-mb", required_argument, NULL, O_MAX_UNREAD},
+        {"log-format", required_argument, NULL, O_LOG_FORMAT},
+        {"metrics-addr", required_argument, NULL, O_METRICS_ADDR},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -313,6 +323,20 @@ int config_parse(struct srv_config *c, int argc, char **argv)
                 fprintf(stderr, "batond: --max-unread-mb needs a positive number of MiB\n");
                 return -1;
             }
+            break;
+        case O_LOG_FORMAT:
+            c->log_format = log_format_parse(optarg);
+            if (c->log_format < 0) {
+                fprintf(stderr, "batond: --log-format must be text or json\n");
+                return -1;
+            }
+            break;
+        case O_METRICS_ADDR:
+            if ((why = addr_why(optarg)) != NULL) {
+                fprintf(stderr, "batond: --metrics-addr '%.64s': %s\n", optarg, why);
+                return -1;
+            }
+            c->metrics_addr = optarg;
             break;
         case O_RAFT_BIND:
             if ((why = addr_why(optarg)) != NULL) {

@@ -35,6 +35,10 @@ struct srv_config {
                                        is closed to admit one more */
     unsigned max_unread_mb;         /* unread replies of all connections together; beyond
                                        it the largest are closed (conn.c) */
+    /* Observability (docs/operations.md, "Metrics and health"). */
+    const char *metrics_addr;       /* serve /metrics, /healthz, /readyz over HTTP here
+                                       ("a.b.c.d:port", points into argv); NULL: not at all */
+    int log_format;                 /* enum log_format (server/log.h) */
 };
 
 /*

@@ -30,6 +30,7 @@
 
 #include "client/baton_defs.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/server.h"
 
 static void conn_closed_cb(uv_handle_t *h)
@@ -140,6 +141,7 @@ void conn_want_flush(struct conn *c)
  * is queued for it, and conn_flush destroys it at the end of this turn. */
 static void conn_shed(struct conn *c)
 {
+    metrics_inc_label(M_REFUSALS, REF_UNREAD);
     c->shed = true;
     unread_account(c);
     buf_free(&c->out);
@@ -288,6 +290,7 @@ static struct buf *wire(struct conn *c)
     if (c->unread > CONN_MAX_OUT) {
         log_warn("conn %llu (%s): client does not read its replies (%.1f MiB unread); closing",
                  (unsigned long long)c->id, c->peer, (double)c->unread / MIB);
+        metrics_inc_label(M_REFUSALS, REF_UNREAD);
         return NULL;
     }
     return &c->net;
@@ -324,6 +327,7 @@ static void conn_flush(struct conn *c)
         if (c->closing) conn_destroy(c);
         return;
     }
+    metrics_add(M_BYTES_OUT, w->len);
     b = uv_buf_init((char *)w->data, (unsigned)w->len);
     rv = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
     if (rv >= 0) {

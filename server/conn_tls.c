@@ -16,6 +16,7 @@
 #include "client/baton_defs.h"
 #include "proto/tls.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/server.h"
 
 /* At most one warning about failed handshakes per this many ms. */
@@ -68,6 +69,7 @@ static void log_failure(struct conn *c, const char *why)
     uint64_t now = uv_now(srv->loop);
 
     srv->tls_failures++;
+    metrics_inc_label(M_REFUSALS, REF_TLS);
     if (srv->tls_logged != 0 && now - srv->tls_logged < TLS_LOG_EVERY_MS) return;
     log_warn("conn %llu (%s): TLS refused: %s (%llu refusal(s) in the last second)",
              (unsigned long long)c->id, c->peer, why, (unsigned long long)srv->tls_failures);

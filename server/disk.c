@@ -37,6 +37,7 @@
 
 #include "client/baton_defs.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/server.h"
 #include "storage/cmd.h"
 
@@ -101,6 +102,7 @@ bool disk_refuse(struct conn *c, uint64_t req_id, int cmd_type)
     struct server *srv = c->srv;
 
     if (!srv->disk_low || !grows_state(cmd_type)) return false;
+    metrics_inc_label(M_REFUSALS, REF_DISK_FULL);
     conn_send_error(c, req_id, BATON_ENOSPC,
                     "node %u's data disk has %.1f MiB free, below --min-free-mb %u plus the "
                     "%.1f MiB the lock store's next growth takes: new sessions and locks are "

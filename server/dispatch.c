@@ -18,6 +18,7 @@
 
 #include "client/baton_defs.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/server.h"
 
 typedef void handler_fn(struct conn *c, const struct msg *m);
@@ -85,12 +86,37 @@ static void open_session_done(struct server *srv, const struct pending *p,
     conn_send(c, &m);
 }
 
+/* The metrics of an ACQUIRE's outcome: by outcome; a queued one's place
+ * in its queue, the start of its wait, and its lock's queue length. */
+static void acquire_count(const struct pending *p, const struct cmd_outcome *o)
+{
+    unsigned outcome = ACQ_ERROR;
+
+    if (o->status != 0) outcome = ACQ_UNKNOWN;
+    else if (o->r->status == BATON_EWOULDBLOCK) outcome = ACQ_BUSY;
+    else if (o->r->status == 0 && o->r->kind == RESULT_GRANTED) outcome = ACQ_GRANTED;
+    else if (o->r->status == 0 && o->r->kind == RESULT_QUEUED) outcome = ACQ_QUEUED;
+    metrics_inc_label(M_ACQUIRES, outcome);
+    if (outcome != ACQ_QUEUED) return;
+    metrics_observe(M_QUEUE_LENGTH, (double)o->r->value);
+    metrics_wait_start(p->session, p->seq);
+    metrics_top_note(p->name, p->name_len, (uint32_t)o->r->value);
+}
+
 /* An applied ACQUIRE that queued with a deadline gets its timer; then it
  * is answered like every lock request, with RESULT. */
 static void acquire_done(struct server *srv, const struct pending *p, const struct cmd_outcome *o)
 {
+    acquire_count(p, o);
     if (o->status == 0 && o->r->status == 0 && o->r->kind == RESULT_QUEUED && p->wait_ms > 0)
         deadline_wait_arm(srv, p->session, p->seq, p->wait_ms, p->name, p->name_len);
+    reply_result(srv, p, o);
+}
+
+/* An applied RELEASE that released a lock is counted; then answered. */
+static void release_done(struct server *srv, const struct pending *p, const struct cmd_outcome *o)
+{
+    if (o->status == 0 && o->r->status == 0) metrics_inc(M_RELEASES);
     reply_result(srv, p, o);
 }
 
@@ -113,6 +139,7 @@ static void propose(struct conn *c, const struct msg *m, const struct cmd *cmd,
     if (disk_refuse(c, m->req_id, cmd->type)) return; /* answered ERROR(BATON_ENOSPC) */
     if (cmd->type == CMD_OPEN_SESSION &&
         !liveness_open_reserve(c->srv, who->key, who->max_sessions)) {
+        metrics_inc_label(M_REFUSALS, REF_MAX_SESSIONS);
         conn_send_error(c, m->req_id, BATON_ELIMIT,
                         "principal '%s' has its %u sessions open (max-sessions in the auth file)",
                         who->name, who->max_sessions);
@@ -234,7 +261,7 @@ static void lock_op(struct conn *c, const struct msg *m)
             access_lock_delay_cap(c, effective_lock_delay(&c->srv->cfg, op->lock_delay_ms));
         propose(c, m, &cmd, acquire_done);
     } else {
-        propose(c, m, &cmd, reply_result);
+        propose(c, m, &cmd, m->type == MSG_RELEASE ? release_done : reply_result);
     }
 }
 
@@ -267,6 +294,7 @@ static handler_fn *const handlers[MSG_TYPE_MAX_] = {
     [MSG_MEMBER_ADD] = admin_member_add,
     [MSG_CHECK] = admin_check,
     [MSG_LOST_HOLDS] = keepalive_lost_holds,
+    [MSG_METRICS] = observe_metrics,
 };
 
 void dispatch(struct conn *c, const struct msg *m)

@@ -36,6 +36,7 @@
 
 #include "client/baton_defs.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/server.h"
 
 /* Descriptors kept for everything that is not a client connection. */
@@ -77,6 +78,7 @@ static void sweep_handshakes(struct server *srv, uint64_t now)
     while (srv->unauth_head != NULL && now - srv->unauth_head->accepted_at >= limit) {
         close_unauth(srv->unauth_head, BATON_ETIMEDOUT,
                      "no TLS handshake and HELLO within --handshake-timeout");
+        metrics_inc_label(M_REFUSALS, REF_HANDSHAKE_TIMEOUT);
         n++;
     }
     if (n > 0) log_info("closed %zu connection(s) that did not authenticate within %u ms", n,
@@ -114,6 +116,7 @@ static void sweep_cb(uv_timer_t *t)
         log_warn("conn %llu (%s): an incomplete frame (%zu bytes) for %llu ms; closing",
                  (unsigned long long)c->id, c->peer, c->in.len,
                  (unsigned long long)(now - c->partial_since));
+        metrics_inc_label(M_REFUSALS, REF_FRAME_TIMEOUT);
         conn_send_error(c, 0, BATON_ETIMEDOUT,
                         "incomplete frame: %zu bytes received, the rest not within %u ms",
                         c->in.len, srv->cfg.frame_timeout_ms);
@@ -153,11 +156,14 @@ bool guard_admit(struct conn *c)
     struct server *srv = c->srv;
     uint64_t now;
 
-    if (srv->n_unauth > srv->cfg.max_unauth_conns && srv->unauth_head != c)
+    if (srv->n_unauth > srv->cfg.max_unauth_conns && srv->unauth_head != c) {
         close_unauth(srv->unauth_head, BATON_ELIMIT,
                      "too many connections waiting to authenticate: closing the oldest");
+        metrics_inc_label(M_REFUSALS, REF_UNAUTH);
+    }
     if (srv->conns.n <= srv->cfg.max_conns) return true;
     srv->refused_conns++;
+    metrics_inc_label(M_REFUSALS, REF_MAX_CONNS);
     now = uv_now(srv->loop);
     if (srv->refuse_logged == 0 || now - srv->refuse_logged >= GUARD_LOG_EVERY_MS) {
         log_warn("refused %llu connection(s): %u connections is the limit (--max-conns)",

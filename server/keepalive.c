@@ -33,6 +33,7 @@
 
 #include "client/baton_defs.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/server.h"
 
 #define KA_ROUND_MS 20
@@ -107,6 +108,7 @@ void keepalive_received(struct conn *c, uint64_t req_id, uint64_t session)
     struct server *srv = c->srv;
     struct ka_reply r = {.conn_id = c->id, .req_id = req_id, .session = session};
 
+    metrics_inc(M_KEEPALIVES);
     if (!liveness_touch(srv, session)) {
         struct msg m = {.type = MSG_RESULT, .req_id = req_id};
         m.u.result.status = BATON_ESESSION;
@@ -145,6 +147,7 @@ void keepalive_kick(struct server *srv)
         return;
     }
     srv->ka.inflight = true;
+    metrics_inc(M_KEEPALIVE_ROUNDS);
 }
 
 static void kick_timer_cb(uv_timer_t *t)

@@ -12,6 +12,7 @@
 #include "client/baton_defs.h"
 #include "proto/addr.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/server.h"
 
 /* TLS: ciphertext is read into the server's one scratch buffer (the loop
@@ -51,6 +52,8 @@ static void conn_process(struct conn *c)
         if (rv == 0) break;
         if (rv < 0) {
             uint32_t claimed = le_get_u32(c->in.data + off);
+
+            metrics_inc_label(M_REFUSALS, REF_MALFORMED);
             log_warn("conn %llu (%s): bad frame length %u: %s; closing", (unsigned long long)c->id,
                      c->peer, claimed, baton_strerror(rv));
             conn_send_error(c, 0, rv, "bad frame: length %u is %s (%u..%u)", claimed,
@@ -61,6 +64,7 @@ static void conn_process(struct conn *c)
         }
         rv = proto_decode(c->in.data + off, frame_len, &m);
         if (rv != 0) {
+            metrics_inc_label(M_REFUSALS, REF_MALFORMED);
             log_warn("conn %llu (%s): cannot decode %s frame: %s; closing",
                      (unsigned long long)c->id, c->peer, msg_type_name(m.type), baton_strerror(rv));
             if (msg_type_name(m.type)[0] == '?')
@@ -93,6 +97,7 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
         return;
     }
     if (nread == 0) return;
+    metrics_add(M_BYTES_IN, (uint64_t)nread);
     if (c->tls != NULL) {
         if (conn_tls_input(c, c->srv->rbuf, (size_t)nread) != 0) {
             conn_close(c); /* an alert or an ERROR is queued */

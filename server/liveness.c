@@ -15,6 +15,7 @@
  */
 #include "client/baton_defs.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/server.h"
 
 #define LIVENESS_TICK_MS 50
@@ -27,6 +28,7 @@ static void propose_expiry(struct server *srv, uint64_t session)
 
     pending_init(&p, NULL, 0, 0, &cmd);
     log_info("session %llu: lease expired", (unsigned long long)session);
+    metrics_inc(M_LEASE_EXPIRIES);
     batch_add(srv, &cmd, &p);
 }
 

@@ -1,5 +1,6 @@
 /*
- * log.h -- leveled log lines with a timestamp and the node id, to stderr.
+ * log.h -- leveled log lines with a timestamp and the node id, to stderr:
+ * text (the default) or one JSON object per line (--log-format json).
  */
 #ifndef BATON_SERVER_LOG_H
 #define BATON_SERVER_LOG_H
@@ -8,6 +9,10 @@ enum log_level { LOG_DEBUG = 0, LOG_INFO, LOG_WARN, LOG_ERROR };
 
 void log_set_level(enum log_level l);
 void log_set_node(unsigned id);
+enum log_format { LOG_TEXT = 0, LOG_JSON };
+void log_set_format(enum log_format f);
+/* Parse "text", "json"; -1 if unknown. */
+int log_format_parse(const char *s);
 /* Parse "debug", "info", "warn", "error"; -1 if unknown. */
 int log_level_parse(const char *s);
 

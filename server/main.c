@@ -58,6 +58,7 @@ int main(int argc, char **argv)
     rv = config_parse(&cfg, argc, argv);
     if (rv != 0) return rv > 0 ? 0 : 2;
     log_set_level(cfg.log_level);
+    log_set_format(cfg.log_format);
     log_set_node(cfg.node.id);
     signal(SIGPIPE, SIG_IGN);
     raise_nofile_limit();

@@ -18,6 +18,7 @@
 
 #include "client/baton_defs.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/server.h"
 
 void push_attach(struct server *srv, uint64_t session, uint64_t conn_id)
@@ -58,6 +59,7 @@ static void session_gone(struct server *srv, const struct effect *e)
     free(u64map_del(&srv->sessions, e->session));
     if (c == NULL) return;
     m.u.session_expired.session = e->session;
+    metrics_inc_label(M_PUSHES, PUSH_SESSION_EXPIRED);
     conn_send(c, &m);
 }
 
@@ -78,6 +80,9 @@ void push_effect(struct server *srv, const struct effect *e)
     c = session_conn(srv, e->session);
     if (c == NULL) return;
     m.type = fx_msg[e->type];
+    metrics_inc_label(M_PUSHES, m.type == MSG_GRANTED       ? PUSH_GRANTED
+                                : m.type == MSG_WAIT_FAILED ? PUSH_WAIT_FAILED
+                                                            : PUSH_LOST);
     m.u.push = (struct msg_push){
         .session = e->session,
         .waiter = e->waiter,

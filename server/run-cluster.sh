@@ -13,7 +13,8 @@
 # batonctl needs.
 #
 # Node N (1..3) listens for clients on 127.0.0.1:700N and for raft on
-# 127.0.0.1:710N. Its data is in ./run-data/nodeN, its log (stderr,
+# 127.0.0.1:710N, and serves its metrics on http://127.0.0.1:910N/metrics
+# (also /healthz, /readyz). Its data is in ./run-data/nodeN, its log (stderr,
 # appended across runs) in ./run-data/nodeN.log, its pid in
 # ./run-data/nodeN.pid. Running the script again restarts the nodes on the
 # same data; remove ./run-data for a fresh cluster.
@@ -67,7 +68,7 @@ for i in 1 2 3; do
         fi
     fi
 done
-for port in 7001 7002 7003 7101 7102 7103; do
+for port in 7001 7002 7003 7101 7102 7103 9101 9102 9103; do
     if (: <"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
         die "port $port on 127.0.0.1 is already in use"
     fi
@@ -141,10 +142,12 @@ start_node() {
     # shellcheck disable=SC2046 # the secure flags are paths without spaces
     if command -v setsid >/dev/null 2>&1; then
         setsid "$batond" --id "$i" --data "$data/node$i" --cluster "$members" \
-            --log-level "$level" $(secure_args "$i") </dev/null >/dev/null 2>>"$log" &
+            --log-level "$level" --metrics-addr "127.0.0.1:910$i" $(secure_args "$i") \
+            </dev/null >/dev/null 2>>"$log" &
     else
         "$batond" --id "$i" --data "$data/node$i" --cluster "$members" \
-            --log-level "$level" $(secure_args "$i") </dev/null >/dev/null 2>>"$log" &
+            --log-level "$level" --metrics-addr "127.0.0.1:910$i" $(secure_args "$i") \
+            </dev/null >/dev/null 2>>"$log" &
     fi
     pids[$i]=$!
     echo "${pids[$i]}" >"$data/node$i.pid"
@@ -156,7 +159,7 @@ done
 
 echo "baton: 3 nodes on 127.0.0.1 (data in $data/, logs in $data/node{1,2,3}.log)"
 for i in 1 2 3; do
-    echo "  node $i  pid ${pids[$i]}  client 127.0.0.1:700$i  raft 127.0.0.1:710$i"
+    echo "  node $i  pid ${pids[$i]}  client 127.0.0.1:700$i  raft 127.0.0.1:710$i  metrics http://127.0.0.1:910$i/metrics"
 done
 echo "endpoints: $endpoints"
 

@@ -10,7 +10,24 @@
 
 #include "client/baton_defs.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/server.h"
+
+/* The metrics of an applied entry, on every node: its apply's duration,
+ * the grants and expiries in it. A lock is granted either at once (its
+ * ACQUIRE's result) or to a waiter later (FX_GRANT). */
+static void count_applied(const struct effects *fx)
+{
+    metrics_observe(M_APPLY_SECONDS, (double)fx->apply_ns / 1e9);
+    for (size_t i = 0; i < fx->n_results; i++)
+        if (fx->results[i].status == 0 && fx->results[i].kind == RESULT_GRANTED)
+            metrics_inc(M_GRANTS);
+    for (size_t i = 0; i < fx->n_fx; i++) {
+        if (fx->fx[i].type == FX_GRANT) metrics_inc(M_GRANTS);
+        if (fx->fx[i].type == FX_SESSION_GONE && fx->fx[i].status != 0)
+            metrics_inc(M_SESSIONS_EXPIRED);
+    }
+}
 
 /* Node hook: an entry was applied (on every node). The ready leader queues
  * its effects, to be routed in this loop turn's check handler. */
@@ -19,6 +36,7 @@ static void effects_applied(void *data, const struct effects *fx)
     struct server *srv = data;
     size_t need;
 
+    count_applied(fx);
     if (!srv->ready || fx->n_fx == 0) return;
     need = srv->n_pushq + fx->n_fx;
     if (need > srv->cap_pushq) {
@@ -34,6 +52,7 @@ static void effects_applied(void *data, const struct effects *fx)
 /* Send one applied effect to each module it concerns. */
 static void route_effect(struct server *srv, const struct effect *e)
 {
+    if (e->type == FX_GRANT) metrics_wait_granted(e->session, e->waiter);
     deadlines_effect(srv, e);
     if (e->type == FX_SESSION_GONE) liveness_gone(srv, e->session);
     if (e->type == FX_LOCK_CHANGED) watch_changed(srv, e->name, e->name_len);
@@ -242,6 +261,13 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
         uv_run(loop, UV_RUN_DEFAULT);
         return BATON_EIO;
     }
+    rv = http_start(srv);
+    if (rv != 0) {
+        uv_close((uv_handle_t *)&srv->listener, noop_close);
+        node_close(srv->node, NULL, NULL);
+        uv_run(loop, UV_RUN_DEFAULT);
+        return rv;
+    }
     liveness_init(srv);
     guard_init(srv);
     disk_init(srv);
@@ -280,6 +306,7 @@ void server_stop(struct server *srv)
     if (!uv_is_closing((uv_handle_t *)&srv->listener))
         uv_close((uv_handle_t *)&srv->listener, noop_close);
     conn_close_all(srv);
+    http_stop(srv);
     uv_close((uv_handle_t *)&srv->check, noop_close);
     uv_close((uv_handle_t *)&srv->sigint, noop_close);
     uv_close((uv_handle_t *)&srv->sigterm, noop_close);

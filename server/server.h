@@ -12,6 +12,8 @@
  *                leadership switch (what a node does when it starts or
  *                stops being the ready leader); routes applied effects
  *   listen.c     accept and read client connections, frame and decode them
+ *   http.c       --metrics-addr: /metrics, /healthz, /readyz (libmicrohttpd
+ *                on the loop thread)
  *   guard.c      per-client limits: --max-conns, --frame-timeout,
  *                --handshake-timeout, --max-unauth-conns
  *   dispatch.c   the handler table: one decoded request -> its handler;
@@ -26,6 +28,8 @@
  *   liveness.c   session leases on the leader; EXPIRE_SESSION proposals
  *   deadlines.c  wait deadlines and lock-delays; WAIT_TIMEOUT, DELAY_END
  *   disk.c       refuse state-growing requests while the disk is nearly full
+ *   observe.c    the metrics' gauges read from the server and raft, their
+ *                text (METRICS, /metrics), readiness (/readyz)
  *   batch.c      commands of one loop turn (or, while --max-inflight entries
  *                are uncommitted, of several) -> one raft entry; each
  *                command's pending record completes itself once applied
@@ -38,7 +42,9 @@
  *   conn_tls.c   TLS on the client port; a TLS/plaintext mismatch's error
  *   conn.c       a client connection: send, close, write once per loop turn;
  *                the bound on unread replies (per connection, and in all)
- *   lease.c auth.c config.c xmalloc.c log.c   helpers of everyone above
+ *   lease.c auth.c config.c   helpers of everyone above
+ *   metrics.c    the metric registry everyone bumps (server/metrics.h)
+ *   xmalloc.c log.c   helpers of everyone
  *
  * (main.c, above them all, parses the flags and runs server.c.)
  *
@@ -73,6 +79,7 @@
 #define MIB (1024.0 * 1024.0)    /* bytes in a MiB, for log lines */
 
 struct server;
+struct http;
 
 #include "proto/tls.h"
 
@@ -250,6 +257,7 @@ struct server {
     bool disk_low;          /* below --min-free-mb + disk_step: client writes refused */
     struct member_op *member_op; /* MEMBER_ADD or MEMBER_REMOVE in flight (members.c) */
     bool check_inflight;    /* a CHECK's entry is proposed, not yet applied (admin_cmds.c) */
+    struct http *http;      /* --metrics-addr's server (http.c), NULL if none */
     bool ready;             /* mirror of node_is_ready */
     bool stopping;
     int exit_code;          /* main's status: 0, or BATON_EXIT_FAULT */
@@ -275,6 +283,22 @@ void server_free(struct server *srv);
 
 /* listen.c -- accept client connections and feed their frames to dispatch. */
 int listen_start(struct server *srv, const char *addr);
+
+/* http.c -- --metrics-addr. Start serving (nothing without the flag): 0,
+ * or BATON_EINVAL / BATON_EIO (logged; the address is taken, say). */
+int http_start(struct server *srv);
+void http_stop(struct server *srv);        /* closes its handles; idempotent */
+
+/* observe.c -- metrics and readiness (docs/operations.md, "Metrics and health"). */
+/* Set the gauges from the server's state now and append the Prometheus
+ * text of every metric to out: 0 or BATON_ENOMEM. */
+int observe_render(struct server *srv, struct buf *out);
+/* Is the node ready: it knows a leader and has applied up to its commit
+ * index (a leader: its barrier applied), with no local failure? Else
+ * false, with the reason in why[0..cap). */
+bool observe_ready(struct server *srv, char *why, size_t cap);
+/* METRICS -> METRICS_R with observe_render's text, in chunks. */
+void observe_metrics(struct conn *c, const struct msg *m);
 
 /* conn_tls.c -- TLS on the client port; the plaintext/TLS mismatch check. */
 int conn_tls_init(struct server *srv);     /* the context of --tls-cert; 0 or an error (logged) */

@@ -19,6 +19,7 @@
 
 #include "client/baton_defs.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/server.h"
 
 struct watcher {
@@ -63,6 +64,7 @@ static void send_event(struct conn *c, struct watcher *w, const struct msg_lock_
     m.u.watch_event.info = *info;
     m.u.watch_event.info.lock.p = w->name;
     m.u.watch_event.info.lock.n = w->name_len;
+    if (req_id == 0) metrics_inc_label(M_PUSHES, PUSH_WATCH_EVENT);
     conn_send(c, &m);
 }
 

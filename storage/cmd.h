@@ -280,6 +280,8 @@ struct effects {
     size_t n_results, cap_results;
     struct effect *fx;            /* in the order they happened */
     size_t n_fx, cap_fx;
+    uint64_t apply_ns;            /* how long store_apply took: set by its caller
+                                     (raft/fsm.c) for batond's metrics, not by the store */
 };
 
 void effects_init(struct effects *e);

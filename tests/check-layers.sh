@@ -17,10 +17,10 @@ B=${1:-${BATON_BUILD:-build/default}}
 LAYERS='
 main
 server
-listen
+listen http
 guard dispatch
 access admin admin_cmds members watch keepalive
-liveness deadlines disk
+liveness deadlines disk observe
 batch
 push
 reply
@@ -28,6 +28,7 @@ member_addrs peers
 conn_tls
 conn
 lease auth config
+metrics
 xmalloc
 log
 '

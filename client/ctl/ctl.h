@@ -14,6 +14,7 @@
  *   auth_line.c     an auth file's line for a principal and its token
  *   cmd_status.c    batonctl status
  *   cmd_check.c     batonctl check
+ *   cmd_top.c       batonctl top: every node's metrics, refreshed
  *   cmd_locks.c     batonctl locks [PREFIX]
  *   cmd_lock_info.c batonctl lock-info NAME
  *   cmd_watch.c     batonctl watch NAME
@@ -230,6 +231,8 @@ void jw_string(struct jw *w, const char *key, const char *s, size_t n);
 void jw_cstring(struct jw *w, const char *key, const char *s); /* NULL -> null */
 void jw_u64(struct jw *w, const char *key, uint64_t v);
 void jw_i64(struct jw *w, const char *key, int64_t v);
+/* A number with `decimals` digits after the point; NaN or infinite: null. */
+void jw_f64(struct jw *w, const char *key, double v, int decimals);
 void jw_bool(struct jw *w, const char *key, int v);
 void jw_null(struct jw *w, const char *key);
 /* End the document with a newline. */
@@ -406,6 +409,7 @@ const char *ctl_role_name(int role);
  * be global ones, and returns the exit code. */
 
 int cmd_status(struct ctl_opts *o, int argc, char **argv);
+int cmd_top(struct ctl_opts *o, int argc, char **argv);
 int cmd_check(struct ctl_opts *o, int argc, char **argv);
 int cmd_locks(struct ctl_opts *o, int argc, char **argv);
 int cmd_lock_info(struct ctl_opts *o, int argc, char **argv);
@@ -420,6 +424,7 @@ int cmd_member(struct ctl_opts *o, int argc, char **argv);
 int cmd_auth(struct ctl_opts *o, int argc, char **argv);
 
 extern const char cmd_status_help[];
+extern const char cmd_top_help[];
 extern const char cmd_check_help[];
 extern const char cmd_locks_help[];
 extern const char cmd_lock_info_help[];

@@ -18,6 +18,9 @@ static const char usage_text[] =
     "Commands:\n"
     "  status                    every node: addresses, role, term, indexes, reachable\n"
     "  check                     have every node hash its state at one index; compare\n"
+    "  top [--count N] [--interval MS]\n"
+    "                            every node's role, indexes, commit latency, grants/s,\n"
+    "                            sessions, connections and the longest queues, refreshed\n"
     "  locks [PREFIX]            locks whose name starts with PREFIX: holder, fence, waiters\n"
     "  lock-info NAME            one lock: holder, fence, grant index, its queue in order\n"
     "  watch NAME                print a lock's holder and queue now and at every change\n"
@@ -93,6 +96,7 @@ struct command {
 
 static const struct command commands[] = {
     {"status", cmd_status, cmd_status_help},
+    {"top", cmd_top, cmd_top_help},
     {"check", cmd_check, cmd_check_help},
     {"locks", cmd_locks, cmd_locks_help},
     {"lock-info", cmd_lock_info, cmd_lock_info_help},

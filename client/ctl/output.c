@@ -3,44 +3,14 @@
  * JSON for scripts. Lock names are arbitrary bytes (anything but NUL), so
  * both printers escape what would break a terminal or a JSON parser.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client/ctl/ctl.h"
-
-/*
- * Length of the valid UTF-8 sequence at s[0..n) (1 to 4), or 0 if s does
- * not start one. Follows RFC 3629: no overlong forms, no surrogates
- * (U+D800..U+DFFF), nothing above U+10FFFF.
- */
-static size_t utf8_seq_len(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    unsigned char lo = 0x80, hi = 0xBF;
-    size_t len;
-
-    if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        if (c == 0xE0) lo = 0xA0;      /* overlong */
-        if (c == 0xED) hi = 0x9F;      /* surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        if (c == 0xF0) lo = 0x90;      /* overlong */
-        if (c == 0xF4) hi = 0x8F;      /* above U+10FFFF */
-    } else {
-        return 0;
-    }
-    if (n < len) return 0;
-    if (s[1] < lo || s[1] > hi) return 0;
-    for (size_t i = 2; i < len; i++)
-        if (s[i] < 0x80 || s[i] > 0xBF) return 0;
-    return len;
-}
+#include "proto/utf8.h"
 
 size_t ctl_sanitize(FILE *f, const char *s, size_t n)
 {
@@ -48,7 +18,7 @@ size_t ctl_sanitize(FILE *f, const char *s, size_t n)
     size_t i = 0, cols = 0;
 
     while (i < n) {
-        size_t len = utf8_seq_len(p + i, n - i);
+        size_t len = proto_utf8_len(p + i, n - i);
         if (len == 1 && (p[i] < 0x20 || p[i] == 0x7F)) len = 0;
         if (len == 0) {
             fprintf(f, "\\x%02x", p[i]);
@@ -88,7 +58,7 @@ void json_write_string(FILE *f, const char *s, size_t n)
             i++;
             continue;
         }
-        len = utf8_seq_len(p + i, n - i);
+        len = proto_utf8_len(p + i, n - i);
         if (len == 0) {
             fputs("\\ufffd", f);
             i++;
@@ -261,6 +231,15 @@ void jw_u64(struct jw *w, const char *key, uint64_t v)
 {
     jw_prefix(w, key);
     fprintf(w->f, "%llu", (unsigned long long)v);
+}
+
+void jw_f64(struct jw *w, const char *key, double v, int decimals)
+{
+    jw_prefix(w, key);
+    if (isfinite(v))
+        fprintf(w->f, "%.*f", decimals, v);
+    else
+        fputs("null", w->f);
 }
 
 void jw_i64(struct jw *w, const char *key, int64_t v)

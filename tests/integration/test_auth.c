@@ -169,6 +169,7 @@ static int needs(int type)
     case MSG_LIST_LOCKS:
     case MSG_LIST_SESSIONS:
     case MSG_WATCH:
+    case MSG_METRICS:
         return MSG_ROLE_READ;
     case MSG_OPEN_SESSION:
     case MSG_ACQUIRE:

@@ -297,7 +297,7 @@ static int start_guardian(struct slot *s)
  * at once (so none repeats), read the ports, close. */
 static int pick_ports(int *ports, int n)
 {
-    int fds[3 * CLUSTER_MAX_NODES], rv = 0, k;
+    int fds[4 * CLUSTER_MAX_NODES], rv = 0, k;
 
     for (k = 0; k < n; k++) {
         struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -345,8 +345,8 @@ static int spawn_node(struct cluster *c, int i)
 {
     struct cluster_node *nd = &c->nodes[i];
     struct slot *s = &slots[c->slot];
-    char path[PATH_MAX + 16], idbuf[16], bindbuf[32];
-    const char *argv[14 + CLUSTER__SECURE_ARGS + MAX_EXTRA_ARGS];
+    char path[PATH_MAX + 16], idbuf[16], bindbuf[32], metricsbuf[32];
+    const char *argv[16 + CLUSTER__SECURE_ARGS + MAX_EXTRA_ARGS];
     char join_members[sizeof c->members + 64 * CLUSTER_MAX_NODES];
     int argc = 0;
     pid_t pid;
@@ -373,6 +373,11 @@ static int spawn_node(struct cluster *c, int i)
         snprintf(bindbuf, sizeof bindbuf, "127.0.0.1:%d", nd->raft_bind_port);
         argv[argc++] = "--raft-bind";
         argv[argc++] = bindbuf;
+    }
+    if (nd->metrics_port > 0) {
+        snprintf(metricsbuf, sizeof metricsbuf, "127.0.0.1:%d", nd->metrics_port);
+        argv[argc++] = "--metrics-addr";
+        argv[argc++] = metricsbuf;
     }
     argc = cluster__secure_args(c, i, argv, argc);
     for (int k = 0; c->extra_args && c->extra_args[k] && k < MAX_EXTRA_ARGS; k++)
@@ -403,7 +408,7 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
     const char *build = getenv("BATON_BUILD");
     const char *level = o && o->log_level ? o->log_level : getenv("BATON_TEST_LOG_LEVEL");
     char path[PATH_MAX + 16];
-    int ports[3 * CLUSTER_MAX_NODES], per_node = o && o->raft_proxy ? 3 : 2, k;
+    int ports[4 * CLUSTER_MAX_NODES], per_node = o && o->raft_proxy ? 3 : 2, k;
     struct slot *s = NULL;
     size_t off;
 
@@ -429,13 +434,14 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
     c->extra_args = o ? o->extra_args : NULL;
     for (int i = 0; o && i < CLUSTER_MAX_NODES; i++) c->node_env[i] = o->node_env[i];
     c->secure = o ? o->secure : 0;
+    c->metrics = o ? o->metrics : 0;
     snprintf(path, sizeof path, "%s/batond", c->build);
     if (access(path, X_OK) != 0) {
         fprintf(stderr, "# cluster: %s: %s (build it first, or set BATON_BUILD)\n", path,
                 strerror(errno));
         return -1;
     }
-    if (pick_ports(ports, per_node * n) != 0) {
+    if (pick_ports(ports, (per_node + (c->metrics ? 1 : 0)) * n) != 0) {
         fprintf(stderr, "# cluster: cannot find free ports: %s\n", strerror(errno));
         return -1;
     }
@@ -458,6 +464,7 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
         nd->raft_port = ports[per_node * i];
         nd->client_port = ports[per_node * i + 1];
         nd->raft_bind_port = per_node == 3 ? ports[per_node * i + 2] : 0;
+        nd->metrics_port = c->metrics ? ports[per_node * n + i] : 0;
         snprintf(nd->endpoint, sizeof nd->endpoint, "127.0.0.1:%d", nd->client_port);
         snprintf(nd->dir, sizeof nd->dir, "%s/node%d", c->root, i + 1);
         snprintf(nd->log, sizeof nd->log, "%s/node%d.log", c->root, i + 1);
@@ -506,14 +513,14 @@ int cluster_add_node(struct cluster *c)
 {
     struct slot *s;
     struct cluster_node *nd;
-    int ports[2], i = c->n;
+    int ports[3], i = c->n;
 
     if (c->n == 0 || c->owner != getpid()) return -1;
     if (i >= CLUSTER_MAX_NODES) {
         fprintf(stderr, "# cluster: already %d nodes\n", CLUSTER_MAX_NODES);
         return -1;
     }
-    if (pick_ports(ports, 2) != 0) {
+    if (pick_ports(ports, 3) != 0) {
         fprintf(stderr, "# cluster: cannot find free ports: %s\n", strerror(errno));
         return -1;
     }
@@ -524,6 +531,7 @@ int cluster_add_node(struct cluster *c)
     nd->raft_port = ports[0];
     nd->client_port = ports[1];
     nd->joined = 1;
+    nd->metrics_port = c->metrics ? ports[2] : 0;
     snprintf(nd->endpoint, sizeof nd->endpoint, "127.0.0.1:%d", nd->client_port);
     snprintf(nd->dir, sizeof nd->dir, "%s/node%d", c->root, i + 1);
     snprintf(nd->log, sizeof nd->log, "%s/node%d.log", c->root, i + 1);

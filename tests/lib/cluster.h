@@ -67,6 +67,7 @@ struct cluster_node {
     int raft_port;              /* advertised in --cluster */
     int raft_bind_port;         /* --raft-bind port (cluster_opts.raft_proxy), else 0 */
     int client_port;
+    int metrics_port;           /* --metrics-addr 127.0.0.1:PORT (cluster_opts.metrics), else 0 */
     char endpoint[32];          /* "127.0.0.1:CLIENTPORT" */
     char dir[PATH_MAX];         /* ROOT/nodeN */
     char log[PATH_MAX];         /* ROOT/nodeN.log */
@@ -90,6 +91,7 @@ struct cluster {
     const char *const *extra_args; /* more batond flags (cluster_opts) */
     const char *const *node_env[CLUSTER_MAX_NODES]; /* more environment (cluster_opts) */
     int secure;                 /* CLUSTER_* bits (cluster_opts.secure) */
+    int metrics;                /* cluster_opts.metrics */
     char certs[PATH_MAX];       /* ROOT/certs when secure, else "" */
     char auth_file[PATH_MAX];   /* ROOT/auth with CLUSTER_AUTH, else "" */
     char admin_token[72];       /* the harness's admin token with CLUSTER_AUTH */
@@ -113,6 +115,9 @@ struct cluster_opts {
     int raft_proxy;
     /* CLUSTER_* bits: what the nodes secure; 0 for nothing. */
     int secure;
+    /* Non-zero: every node serves HTTP (batond --metrics-addr) on a free
+     * port of its own, cluster_node.metrics_port. */
+    int metrics;
     /* With CLUSTER_AUTH: more lines for the auth file (after the harness's
      * own admin principal), or NULL. */
     const char *auth_lines;

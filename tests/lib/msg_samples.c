@@ -20,6 +20,7 @@ static struct msg_lock_summary locks[2];
 static struct msg_session_summary sessions[2];
 static struct msg_lost_hold lost[2];
 static struct msg_seq kept[1] = {{1}}; /* ACQUIRE 1 was answered QUEUED */
+static struct msg_text_chunk chunks[2];
 
 static void init_lists(void)
 {
@@ -34,6 +35,8 @@ static void init_lists(void)
     sessions[1] = (struct msg_session_summary){9, 3000, 15, S(""), 0, 2, S("")};
     lost[0] = (struct msg_lost_hold){3, 41, BATON_ELOST, S("jobs/1")};
     lost[1] = (struct msg_lost_hold){5, 44, BATON_ELOST, S("jobs/2")};
+    chunks[0] = (struct msg_text_chunk){S("# TYPE baton_grants_total counter\n")};
+    chunks[1] = (struct msg_text_chunk){S("baton_grants_total 3\n")};
 }
 
 static void lock_info(struct msg_lock_info_r *li)
@@ -250,6 +253,12 @@ int msg_sample(int type, struct msg *m)
         m->u.lost_holds_r.n = 2;
         m->u.lost_holds_r.items = lost;
         m->u.lost_holds_r.more = 1;
+        break;
+    case MSG_METRICS:
+        break;
+    case MSG_METRICS_R:
+        m->u.metrics_r.n = 2;
+        m->u.metrics_r.chunks = chunks;
         break;
     default:
         return -1;

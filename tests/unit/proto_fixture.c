@@ -25,6 +25,8 @@ static struct msg_lock_summary items[BATON_MAX_LIST];
 static struct msg_session_summary sess_items[BATON_MAX_LIST];
 static struct msg_lost_hold lost_items[BATON_MAX_LIST];
 static struct msg_seq keeps[BATON_MAX_KEEP];
+static char big_text[BATON_MAX_TEXT_CHUNK];
+static struct msg_text_chunk chunks[BATON_MAX_TEXT_CHUNKS];
 
 struct pstr psn(const char *s, size_t n)
 {
@@ -380,6 +382,19 @@ void sample(int type, int v, struct msg *m)
         lr->more = U8(v, 1);
         break;
     }
+    case MSG_METRICS:
+        break;
+    case MSG_METRICS_R: {
+        /* The extreme: every chunk as long as allowed (the frame still fits). */
+        struct msg_metrics_r *mr = &m->u.metrics_r;
+        fill(big_text, sizeof big_text, 11);
+        mr->n = COUNT(v, 2, BATON_MAX_TEXT_CHUNKS);
+        mr->chunks = mr->n ? chunks : NULL;
+        for (uint32_t i = 0; i < mr->n; i++)
+            chunks[i].text = v == V_EXTREME ? psn(big_text, BATON_MAX_TEXT_CHUNK)
+                                            : ps(i ? "baton_grants_total 3\n" : "# TYPE x gauge\n");
+        break;
+    }
     default:
         FAIL("no sample for type %d", type);
     }
@@ -649,6 +664,15 @@ void assert_msg_eq(const struct msg *a, const struct msg *b)
             ASSERT_PSTR_EQ(x->items[i].lock, y->items[i].lock);
         }
         ASSERT_EQ(x->more, y->more);
+        break;
+    }
+    case MSG_METRICS:
+        break;
+    case MSG_METRICS_R: {
+        const struct msg_metrics_r *x = &a->u.metrics_r, *y = &b->u.metrics_r;
+        ASSERT_UEQ(x->n, y->n);
+        ASSERT((x->chunks == NULL) == (y->chunks == NULL));
+        for (uint32_t i = 0; i < x->n; i++) ASSERT_PSTR_EQ(x->chunks[i].text, y->chunks[i].text);
         break;
     }
     default:

@@ -705,6 +705,14 @@ static void spec_frame(const struct msg *m, struct buf *w)
         buf_put_u8(w, x->more);
         break;
     }
+    case MSG_METRICS: /* {} */
+        break;
+    case MSG_METRICS_R: { /* {u32 n, n x {str text}} */
+        const struct msg_metrics_r *x = &m->u.metrics_r;
+        buf_put_u32(w, x->n);
+        for (uint32_t i = 0; i < x->n; i++) spec_str(w, x->chunks[i].text);
+        break;
+    }
     default:
         FAIL("no layout for type %d", m->type);
     }

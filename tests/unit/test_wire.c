@@ -10,7 +10,7 @@
  * content_hash (the content check) and then the node's fault (fault_kind,
  * fault, fault_index) to STATUS_R, gave FORCE_RELEASE its fence and flags
  * and FORCE_RELEASE_R its delay and current fence, added CHECK, CHECK_R,
- * LOST_HOLDS and LOST_HOLDS_R, gave OPEN_SESSION its nonce and ACQUIRE,
+ * LOST_HOLDS and LOST_HOLDS_R (and, additively, METRICS and METRICS_R), gave OPEN_SESSION its nonce and ACQUIRE,
  * RELEASE, CANCEL and CLOSE_SESSION their keep list, and changed HELLO's
  * and HELLO_OK's frames only by the version number they carry. They must
  * never change within a protocol version: a client of one release talks to a
@@ -76,6 +76,8 @@ static const struct {
     {"CHECK_R", 40},
     {"LOST_HOLDS", 41},
     {"LOST_HOLDS_R", 42},
+    {"METRICS", 43},
+    {"METRICS_R", 44},
 };
 
 #define N_TYPES (sizeof wire_values / sizeof wire_values[0])
@@ -127,6 +129,8 @@ static const struct {
     {MSG_CHECK_R, "12000000280010040000000000000220000000000000"},
     {MSG_LOST_HOLDS, "1a0000002900110400000000000007000000000000002800000000000000"},
     {MSG_LOST_HOLDS_R, "470000002a00120400000000000002000000030000000000000029000000000000004ff0ffff06006a6f62732f3105000000000000002c000000000000004ff0ffff06006a6f62732f3201"},
+    {MSG_METRICS, "0a0000002b001304000000000000"},
+    {MSG_METRICS_R, "490000002c001404000000000000020000002200232054595045206261746f6e5f6772616e74735f746f74616c20636f756e7465720a15006261746f6e5f6772616e74735f746f74616c20330a"},
 };
 
 /* Decode a hex string into a malloc'd buffer; *n gets its length. */
