@@ -74,6 +74,7 @@ manifest() {
     echo "gen 0644 $dist/systemd/batond.service.in $UNITDIR/batond.service"
     echo "file 0644 $dist/batond.conf.example $SYSCONFDIR/baton/batond.conf.example"
     echo "file 0644 $dist/completion/batonctl $COMPLETIONDIR/batonctl"
+    echo "file 0644 $dist/grafana/baton.json $DATADIR/baton/grafana/baton.json"
 }
 
 subst() { # TEMPLATE
@@ -121,7 +122,8 @@ do_uninstall() {
             echo "  REMOVE  $dest" >&2
         fi
     done
-    for d in "$INCLUDEDIR/baton/adapters" "$INCLUDEDIR/baton" "$SYSCONFDIR/baton"; do
+    for d in "$INCLUDEDIR/baton/adapters" "$INCLUDEDIR/baton" "$DATADIR/baton/grafana" "$DATADIR/baton" \
+        "$SYSCONFDIR/baton"; do
         [ -d "$DESTDIR$d" ] && rmdir "$DESTDIR$d" 2>/dev/null || true
     done
 }
