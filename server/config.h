@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "raft/node.h"
+#include "server/config_file.h"
 
 struct srv_config {
     char data_dir[4096];
@@ -35,13 +36,25 @@ struct srv_config {
                                        is closed to admit one more */
     unsigned max_unread_mb;         /* unread replies of all connections together; beyond
                                        it the largest are closed (conn.c) */
+    struct config_args args;        /* argv with --config's pairs: the paths above may
+                                       point into it; config_free releases it */
 };
 
 /*
- * Parse argv into *c. Returns 0; 1 if --help was printed (exit 0); -1 after
- * printing a usage error to stderr (exit 2).
+ * Parse argv into *c, with `--config FILE`'s pairs read first
+ * (server/config_file.h): a flag on the command line overrides the file's.
+ * Returns 0 (release *c with config_free); 1 if --help was printed (exit 0);
+ * -1 after printing a usage error to stderr, naming the file and line of a
+ * value from the file (exit 2). On 1 and -1 there is nothing to free.
  */
 int config_parse(struct srv_config *c, int argc, char **argv);
+
+/* Release what config_parse allocated; c's paths are invalid afterwards. */
+void config_free(struct srv_config *c);
+
+/* getopt_long's table of batond's flags (ends with a zeroed entry). Every
+ * long option but config and help is also a config-file key. */
+const struct option *config_options(void);
 
 /*
  * Parse "1=RAFT/CLIENT,2=...,3=..." into members. 0, or -1 with errmsg
