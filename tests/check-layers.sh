@@ -28,6 +28,7 @@ member_addrs peers
 conn_tls
 conn
 lease auth config
+config_file
 xmalloc
 log
 '
