@@ -25,8 +25,9 @@ static void usage(FILE *f)
           "                         raft log and snapshots, DIR/fsm the LMDB lock state,\n"
           "                         DIR/member marks a node that has been a member\n"
           "  --cluster LIST         every member as ID=RAFTADDR/CLIENTADDR, comma-separated,\n"
-          "                         e.g. 1=127.0.0.1:7101/127.0.0.1:7001,2=...; addresses are\n"
-          "                         IPv4 a.b.c.d:port; identical on every node\n"
+          "                         e.g. 1=127.0.0.1:7101/127.0.0.1:7001,2=...; an address is\n"
+          "                         a.b.c.d:port, [IPv6]:port or host.name:port (resolved at\n"
+          "                         every connection attempt); identical on every node\n"
           "  --join                 do not bootstrap: this node waits, with no configuration,\n"
           "                         until the leader of a running cluster adds it with\n"
           "                         `batonctl member add ID RAFTADDR/CLIENTADDR`. --cluster\n"
@@ -36,7 +37,7 @@ static void usage(FILE *f)
           "                         too: until it is added, only they may connect to it).\n"
           "                         Without --join, a node whose data\n"
           "                         directory is empty bootstraps the --cluster configuration\n"
-          "  --raft-bind ADDR       listen for raft peers on ADDR (IPv4 a.b.c.d:port) while\n"
+          "  --raft-bind ADDR       listen for raft peers on ADDR (an address as above) while\n"
           "                         advertising this node's RAFTADDR from --cluster: for a\n"
           "                         proxy in front of the node (the fault harness uses one)\n"
           "  --log-level LEVEL      debug, info (default), warn or error; logs go to stderr\n"
@@ -113,13 +114,13 @@ static int parse_uint(const char *s, unsigned long max, unsigned *out)
 }
 
 /* Why s is not an address batond can use, or NULL if it is: the grammar of
- * proto/addr.h, and IPv4, because the client listener (server/conn.c) and
- * libraft's transport take nothing else yet. */
+ * proto/addr.h (IPv4, bracketed IPv6 or a host name: every transport
+ * resolves names at each connection attempt). */
 static const char *addr_why(const char *s)
 {
     struct proto_addr a;
 
-    return proto_addr_parse_ipv4(s, strlen(s), &a) == 0 ? NULL : a.why;
+    return proto_addr_parse(s, strlen(s), &a) == 0 ? NULL : a.why;
 }
 
 int config_parse_cluster(const char *s, struct node_config *nc, char *errmsg)

@@ -63,8 +63,7 @@ const struct option *config_options(void);
 int config_parse_cluster(const char *s, struct node_config *nc, char *errmsg);
 
 /* Is s an address --cluster accepts: one of the grammar of proto/addr.h
- * whose host is IPv4 (proto_addr_parse_ipv4), since batond's listener and
- * libraft's transport take nothing else yet? */
+ * (IPv4, bracketed IPv6 or a host name)? */
 int config_addr_ok(const char *s);
 
 #endif
