@@ -334,8 +334,8 @@ static void join_list(const struct cluster *c, int i, char *buf, size_t cap)
         const struct cluster_node *nd = &c->nodes[k];
 
         if (k != i && !(c->secure & CLUSTER_PEER_TLS)) continue;
-        off += (size_t)snprintf(buf + off, cap - off, "%s%u=127.0.0.1:%d/127.0.0.1:%d",
-                                off ? "," : "", nd->id, nd->raft_port, nd->client_port);
+        off += (size_t)snprintf(buf + off, cap - off, "%s%u=%s:%d/%s:%d", off ? "," : "", nd->id,
+                                c->host, nd->raft_port, c->host, nd->client_port);
         if (off >= cap) break;
     }
 }
@@ -345,7 +345,7 @@ static int spawn_node(struct cluster *c, int i)
 {
     struct cluster_node *nd = &c->nodes[i];
     struct slot *s = &slots[c->slot];
-    char path[PATH_MAX + 16], idbuf[16], bindbuf[32];
+    char path[PATH_MAX + 16], idbuf[16], bindbuf[48];
     const char *argv[14 + CLUSTER__SECURE_ARGS + MAX_EXTRA_ARGS];
     char join_members[sizeof c->members + 64 * CLUSTER_MAX_NODES];
     int argc = 0;
@@ -370,7 +370,7 @@ static int spawn_node(struct cluster *c, int i)
     argv[argc++] = "--log-level";
     argv[argc++] = c->log_level;
     if (nd->raft_bind_port > 0) {
-        snprintf(bindbuf, sizeof bindbuf, "127.0.0.1:%d", nd->raft_bind_port);
+        snprintf(bindbuf, sizeof bindbuf, "%s:%d", c->host, nd->raft_bind_port);
         argv[argc++] = "--raft-bind";
         argv[argc++] = bindbuf;
     }
@@ -426,6 +426,7 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
     c->slot = k;
     snprintf(c->build, sizeof c->build, "%s", build && *build ? build : "build/default");
     snprintf(c->log_level, sizeof c->log_level, "%s", level && *level ? level : "info");
+    snprintf(c->host, sizeof c->host, "%s", o && o->host ? o->host : "127.0.0.1");
     c->extra_args = o ? o->extra_args : NULL;
     for (int i = 0; o && i < CLUSTER_MAX_NODES; i++) c->node_env[i] = o->node_env[i];
     c->secure = o ? o->secure : 0;
@@ -458,13 +459,13 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
         nd->raft_port = ports[per_node * i];
         nd->client_port = ports[per_node * i + 1];
         nd->raft_bind_port = per_node == 3 ? ports[per_node * i + 2] : 0;
-        snprintf(nd->endpoint, sizeof nd->endpoint, "127.0.0.1:%d", nd->client_port);
+        snprintf(nd->endpoint, sizeof nd->endpoint, "%s:%d", c->host, nd->client_port);
         snprintf(nd->dir, sizeof nd->dir, "%s/node%d", c->root, i + 1);
         snprintf(nd->log, sizeof nd->log, "%s/node%d.log", c->root, i + 1);
         mkdir(nd->dir, 0755);
-        off += (size_t)snprintf(c->members + off, sizeof c->members - off,
-                                "%s%u=127.0.0.1:%d/127.0.0.1:%d", i ? "," : "", nd->id,
-                                nd->raft_port, nd->client_port);
+        off += (size_t)snprintf(c->members + off, sizeof c->members - off, "%s%u=%s:%d/%s:%d",
+                                i ? "," : "", nd->id, c->host, nd->raft_port, c->host,
+                                nd->client_port);
         snprintf(c->endpoints + strlen(c->endpoints), sizeof c->endpoints - strlen(c->endpoints),
                  "%s%s", i ? "," : "", nd->endpoint);
     }
@@ -524,7 +525,7 @@ int cluster_add_node(struct cluster *c)
     nd->raft_port = ports[0];
     nd->client_port = ports[1];
     nd->joined = 1;
-    snprintf(nd->endpoint, sizeof nd->endpoint, "127.0.0.1:%d", nd->client_port);
+    snprintf(nd->endpoint, sizeof nd->endpoint, "%s:%d", c->host, nd->client_port);
     snprintf(nd->dir, sizeof nd->dir, "%s/node%d", c->root, i + 1);
     snprintf(nd->log, sizeof nd->log, "%s/node%d.log", c->root, i + 1);
     if (mkdir(nd->dir, 0755) != 0) {
@@ -551,7 +552,7 @@ const char *cluster_member_addrs(const struct cluster *c, int i, char *buf, size
         snprintf(buf, cap, "%s", "");
         return buf;
     }
-    snprintf(buf, cap, "127.0.0.1:%d/127.0.0.1:%d", c->nodes[i].raft_port,
+    snprintf(buf, cap, "%s:%d/%s:%d", c->host, c->nodes[i].raft_port, c->host,
              c->nodes[i].client_port);
     return buf;
 }

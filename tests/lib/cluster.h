@@ -67,7 +67,7 @@ struct cluster_node {
     int raft_port;              /* advertised in --cluster */
     int raft_bind_port;         /* --raft-bind port (cluster_opts.raft_proxy), else 0 */
     int client_port;
-    char endpoint[32];          /* "127.0.0.1:CLIENTPORT" */
+    char endpoint[48];          /* "127.0.0.1:CLIENTPORT" (or cluster_opts.host's) */
     char dir[PATH_MAX];         /* ROOT/nodeN */
     char log[PATH_MAX];         /* ROOT/nodeN.log */
     int joined;                 /* started by cluster_add_node: --join, --cluster of itself
@@ -87,6 +87,7 @@ struct cluster {
     char members[1024];         /* the --cluster argument */
     char endpoints[512];        /* "127.0.0.1:P1,127.0.0.1:P2,..." */
     char log_level[16];
+    char host[32];              /* the host of every address (cluster_opts.host) */
     const char *const *extra_args; /* more batond flags (cluster_opts) */
     const char *const *node_env[CLUSTER_MAX_NODES]; /* more environment (cluster_opts) */
     int secure;                 /* CLUSTER_* bits (cluster_opts.secure) */
@@ -121,6 +122,10 @@ struct cluster_opts {
      * harness preloads its disk shim this way, tests/fault/shim_disk.c).
      * The arrays must outlive the cluster. */
     const char *const *node_env[CLUSTER_MAX_NODES];
+    /* The host of every address in --cluster, --raft-bind and the
+     * endpoints: "localhost" or "[::1]" (tests/integration/test_addrs.c);
+     * NULL: "127.0.0.1". The ports are picked free on 127.0.0.1. */
+    const char *host;
 };
 
 /* One node's answer to STATUS. */
