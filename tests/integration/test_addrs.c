@@ -25,6 +25,7 @@
 #include "client/baton_defs.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
+#include "tests/lib/files.h"
 #include "tests/lib/runner.h"
 
 static struct cluster C;
@@ -151,11 +152,119 @@ TEST(ipv6_cluster)
     ASSERT_EQ(cluster_stop(&C), 0);
 }
 
+/* ---- a name whose address changes ---------------------------------------- */
+
+static char hosts_file[PATH_MAX], shim_env[PATH_MAX + 16], hosts_env[PATH_MAX + 32],
+    asan_env[600];
+
+/* Write the names of the three nodes, node f's at addr, the others' at
+ * 127.0.0.1 (the shim reads the file at every lookup). */
+static void write_hosts(int f, const char *addr)
+{
+    FILE *fp = fopen(hosts_file, "w");
+
+    ASSERT(fp != NULL);
+    for (int i = 0; i < 3; i++)
+        fprintf(fp, "node%d.baton-test %s\n", i + 1, i == f ? addr : "127.0.0.1");
+    fclose(fp);
+}
+
+/* The environment that makes a process resolve names with the shim. */
+static void shim_setup(const char *dir)
+{
+    const char *build = getenv("BATON_BUILD"), *prev = getenv("ASAN_OPTIONS");
+    char rel[PATH_MAX], abs[PATH_MAX];
+
+    snprintf(rel, sizeof rel, "%s/tests/shim/hosts.so", build && *build ? build : "build/default");
+    if (realpath(rel, abs) == NULL) FAIL("%s: %s (make build-tests builds it)", rel, strerror(errno));
+    snprintf(hosts_file, sizeof hosts_file, "%s/hosts", dir);
+    snprintf(shim_env, sizeof shim_env, "LD_PRELOAD=%s", abs);
+    snprintf(hosts_env, sizeof hosts_env, "BATON_SHIM_HOSTS=%s", hosts_file);
+    /* An ASan batond or batonctl wants its runtime first among the libraries. */
+    snprintf(asan_env, sizeof asan_env, "ASAN_OPTIONS=%s%sverify_asan_link_order=0",
+             prev ? prev : "", prev && *prev ? ":" : "");
+}
+
+/* batonctl with the shim (the test process itself cannot resolve the
+ * names): cluster_ctl with the variables set for the child only. */
+static int ctl_shim(struct ctl_result *r, const char *const *args)
+{
+    char *env[3] = {shim_env, hosts_env, asan_env};
+    int st;
+
+    for (int i = 0; i < 3; i++) putenv(env[i]);
+    st = cluster_ctlv(&C, 30000, r, args);
+    unsetenv("LD_PRELOAD");
+    unsetenv("BATON_SHIM_HOSTS");
+    return st;
+}
+
+/* Node f's applied index reaches the leader's commit index. */
+static void wait_caught_up(int f)
+{
+    int64_t deadline = now_ms() + 20000;
+    struct cluster_status lst, fst;
+    int leader;
+
+    while (now_ms() < deadline) {
+        leader = cluster_wait_leader(&C, 5000);
+        if (leader >= 0 && leader != f && cluster_node_status(&C, leader, &lst, 2000) == 0 &&
+            cluster_node_status(&C, f, &fst, 2000) == 0 && fst.applied_index >= lst.commit_index)
+            return;
+        sleep_ms(100);
+    }
+    FAIL("node %d did not catch up at its new address", f + 1);
+}
+
+TEST(name_moves_to_another_address)
+{
+    const char *names[] = {"node1.baton-test", "node2.baton-test", "node3.baton-test"};
+    const char *const lock_args[] = {"lock", "moved", "--", "true", NULL};
+    struct cluster_opts o = {0};
+    const char *const *envs;
+    struct ctl_result r;
+    char dir[PATH_MAX - 64];
+    int leader, f, st;
+
+    ASSERT_EQ(tmpdir_make(dir, sizeof dir, "baton-hosts"), 0);
+    shim_setup(dir);
+    write_hosts(-1, NULL);
+    envs = (const char *const[]){shim_env, hosts_env, asan_env, NULL};
+    for (int i = 0; i < 3; i++) {
+        o.node_host[i] = names[i];
+        o.node_env[i] = envs;
+    }
+    ASSERT_EQ(cluster_start_opts(&C, 3, &o), 0);
+    leader = cluster_wait_leader(&C, 15000);
+    ASSERT_GE(leader, 0);
+    st = ctl_shim(&r, lock_args);
+    if (st != 0) FAIL("batonctl lock exited %d\n# %s# %s", st, r.out, r.err);
+    ctl_result_free(&r);
+
+    /* A follower goes down and comes back on 127.0.0.2 behind its name,
+     * after the cluster moved on without it. */
+    f = a_follower(leader);
+    cluster_kill(&C, f, SIGTERM);
+    write_hosts(f, "127.0.0.2");
+    snprintf(C.nodes[f].ip, sizeof C.nodes[f].ip, "127.0.0.2");
+    for (int i = 0; i < 3; i++) {
+        st = ctl_shim(&r, lock_args);
+        if (st != 0) FAIL("batonctl lock exited %d\n# %s# %s", st, r.out, r.err);
+        ctl_result_free(&r);
+    }
+    ASSERT_EQ(cluster_restart(&C, f), 0);
+    /* Only reconnects that resolve the name again reach it there. */
+    wait_caught_up(f);
+    ASSERT_EQ(cluster_stop(&C), 0);
+    rm_rf(dir);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
     runner_set_timeout(180);
     RUN(names_cluster);
     RUN(ipv6_cluster);
+    RUN(name_moves_to_another_address);
     return runner_done();
 }

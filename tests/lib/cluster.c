@@ -293,6 +293,13 @@ static int start_guardian(struct slot *s)
 
 /* ---- starting nodes ------------------------------------------------------- */
 
+/* Where the harness reaches node nd for STATUS: ::1 for the host [::1],
+ * else 127.0.0.1 (what localhost and the tests' names stand for). */
+static void node_ip(struct cluster_node *nd)
+{
+    snprintf(nd->ip, sizeof nd->ip, "%s", strcmp(nd->host, "[::1]") == 0 ? "::1" : "127.0.0.1");
+}
+
 /* Pick `n` distinct free TCP ports on 127.0.0.1: bind them all to port 0
  * at once (so none repeats), read the ports, close. */
 static int pick_ports(int *ports, int n)
@@ -335,7 +342,7 @@ static void join_list(const struct cluster *c, int i, char *buf, size_t cap)
 
         if (k != i && !(c->secure & CLUSTER_PEER_TLS)) continue;
         off += (size_t)snprintf(buf + off, cap - off, "%s%u=%s:%d/%s:%d", off ? "," : "", nd->id,
-                                c->host, nd->raft_port, c->host, nd->client_port);
+                                nd->host, nd->raft_port, nd->host, nd->client_port);
         if (off >= cap) break;
     }
 }
@@ -370,7 +377,7 @@ static int spawn_node(struct cluster *c, int i)
     argv[argc++] = "--log-level";
     argv[argc++] = c->log_level;
     if (nd->raft_bind_port > 0) {
-        snprintf(bindbuf, sizeof bindbuf, "%s:%d", c->host, nd->raft_bind_port);
+        snprintf(bindbuf, sizeof bindbuf, "%s:%d", nd->host, nd->raft_bind_port);
         argv[argc++] = "--raft-bind";
         argv[argc++] = bindbuf;
     }
@@ -459,12 +466,15 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
         nd->raft_port = ports[per_node * i];
         nd->client_port = ports[per_node * i + 1];
         nd->raft_bind_port = per_node == 3 ? ports[per_node * i + 2] : 0;
-        snprintf(nd->endpoint, sizeof nd->endpoint, "%s:%d", c->host, nd->client_port);
+        snprintf(nd->host, sizeof nd->host, "%s",
+                 o && o->node_host[i] ? o->node_host[i] : c->host);
+        node_ip(nd);
+        snprintf(nd->endpoint, sizeof nd->endpoint, "%s:%d", nd->host, nd->client_port);
         snprintf(nd->dir, sizeof nd->dir, "%s/node%d", c->root, i + 1);
         snprintf(nd->log, sizeof nd->log, "%s/node%d.log", c->root, i + 1);
         mkdir(nd->dir, 0755);
         off += (size_t)snprintf(c->members + off, sizeof c->members - off, "%s%u=%s:%d/%s:%d",
-                                i ? "," : "", nd->id, c->host, nd->raft_port, c->host,
+                                i ? "," : "", nd->id, nd->host, nd->raft_port, nd->host,
                                 nd->client_port);
         snprintf(c->endpoints + strlen(c->endpoints), sizeof c->endpoints - strlen(c->endpoints),
                  "%s%s", i ? "," : "", nd->endpoint);
@@ -525,6 +535,8 @@ int cluster_add_node(struct cluster *c)
     nd->raft_port = ports[0];
     nd->client_port = ports[1];
     nd->joined = 1;
+    snprintf(nd->host, sizeof nd->host, "%s", c->host);
+    node_ip(nd);
     snprintf(nd->endpoint, sizeof nd->endpoint, "%s:%d", c->host, nd->client_port);
     snprintf(nd->dir, sizeof nd->dir, "%s/node%d", c->root, i + 1);
     snprintf(nd->log, sizeof nd->log, "%s/node%d.log", c->root, i + 1);
@@ -552,8 +564,8 @@ const char *cluster_member_addrs(const struct cluster *c, int i, char *buf, size
         snprintf(buf, cap, "%s", "");
         return buf;
     }
-    snprintf(buf, cap, "%s:%d/%s:%d", c->host, c->nodes[i].raft_port, c->host,
-             c->nodes[i].client_port);
+    snprintf(buf, cap, "%s:%d/%s:%d", c->nodes[i].host, c->nodes[i].raft_port,
+             c->nodes[i].host, c->nodes[i].client_port);
     return buf;
 }
 
@@ -562,7 +574,7 @@ const char *cluster_member_addrs(const struct cluster *c, int i, char *buf, size
 /* A minimal blocking STATUS client: HELLO (with the harness's token) and
  * STATUS sent together, then read until the STATUS_R; over TLS when the
  * nodes serve it. Socket timeouts bound every call. */
-static int query_status(const struct cluster *c, int port, int timeout_ms,
+static int query_status(const struct cluster *c, int i, int timeout_ms,
                         struct cluster_status *st)
 {
     struct msg hello = {.type = MSG_HELLO, .req_id = 1}, req = {.type = MSG_STATUS, .req_id = 2};
@@ -577,7 +589,8 @@ static int query_status(const struct cluster *c, int port, int timeout_ms,
     hello.u.hello.token.p = c->admin_token;
     hello.u.hello.token.n = (uint16_t)strlen(c->admin_token);
     cluster_sock_cfg(c, &cfg);
-    if (tls_sock_connect(&s, port, &cfg, timeout_ms) != 0) return -1;
+    cfg.ip = c->nodes[i].ip;
+    if (tls_sock_connect(&s, c->nodes[i].client_port, &cfg, timeout_ms) != 0) return -1;
     if (tls_sock_send_msg(&s, &hello) != 0 || tls_sock_send_msg(&s, &req) != 0) goto out;
     while (now_ms() < deadline) {
         struct msg m;
@@ -613,7 +626,7 @@ int cluster_node_status(struct cluster *c, int i, struct cluster_status *st, int
 {
     if (i < 0 || i >= c->n) return -1;
     memset(st, 0, sizeof *st);
-    return query_status(c, c->nodes[i].client_port, timeout_ms, st);
+    return query_status(c, i, timeout_ms, st);
 }
 
 /* Reap node i if it has exited on its own; report it. */

@@ -67,7 +67,10 @@ struct cluster_node {
     int raft_port;              /* advertised in --cluster */
     int raft_bind_port;         /* --raft-bind port (cluster_opts.raft_proxy), else 0 */
     int client_port;
-    char endpoint[48];          /* "127.0.0.1:CLIENTPORT" (or cluster_opts.host's) */
+    char host[32];              /* the host of its addresses (cluster_opts.host, node_host) */
+    char ip[48];                /* where the harness sends STATUS: 127.0.0.1, or ::1 for the
+                                   host [::1]; a test that moves a node changes it */
+    char endpoint[48];          /* "127.0.0.1:CLIENTPORT" (or with its host) */
     char dir[PATH_MAX];         /* ROOT/nodeN */
     char log[PATH_MAX];         /* ROOT/nodeN.log */
     int joined;                 /* started by cluster_add_node: --join, --cluster of itself
@@ -126,6 +129,9 @@ struct cluster_opts {
      * endpoints: "localhost" or "[::1]" (tests/integration/test_addrs.c);
      * NULL: "127.0.0.1". The ports are picked free on 127.0.0.1. */
     const char *host;
+    /* Node i's host instead, if not NULL (a name the test maps itself:
+     * tests/shim/hosts.c). */
+    const char *node_host[CLUSTER_MAX_NODES];
 };
 
 /* One node's answer to STATUS. */

@@ -23,7 +23,6 @@ const char *cluster_cert(const struct cluster *c, const char *name, int key)
 void cluster_sock_cfg(const struct cluster *c, struct tls_sock_cfg *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
-    cfg->ipv6 = strcmp(c->host, "[::1]") == 0;
     if (!(c->secure & CLUSTER_CLIENT_TLS)) return;
     cfg->ca_file = cluster_cert(c, "ca", 0);
     cfg->cert_file = cluster_cert(c, "client", 0);
