@@ -236,6 +236,11 @@ $(B)/tests/unit/test_config: $(B)/tests/unit/test_config.o $(B)/server/config.o 
         $(B)/libstore.a $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_INIH) $(LIBS_SYS)
 
+# The plaintext raft transport against libraft's own (raft/peer_tcp.c).
+$(B)/tests/unit/test_peer_tcp: $(B)/tests/unit/test_peer_tcp.o $(B)/raft/peer_tcp.o \
+        $(B)/raft/peer_addr.o $(B)/libproto.a $(B)/libtest.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_SYS)
+
 # The auth file's parser is batond's (server/auth.c) and needs its allocator.
 $(B)/tests/unit/test_auth_file: $(B)/tests/unit/test_auth_file.o $(B)/server/auth.o \
         $(B)/server/xmalloc.o $(B)/server/log.o $(B)/libproto.a $(B)/libtest.a
