@@ -409,7 +409,7 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
 {
     const char *build = getenv("BATON_BUILD");
     const char *level = o && o->log_level ? o->log_level : getenv("BATON_TEST_LOG_LEVEL");
-    char path[PATH_MAX + 16];
+    char path[PATH_MAX + 16], host[32];
     int ports[3 * CLUSTER_MAX_NODES], per_node = o && o->raft_proxy ? 3 : 2, k;
     struct slot *s = NULL;
     size_t off;
@@ -466,10 +466,11 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
         nd->raft_port = ports[per_node * i];
         nd->client_port = ports[per_node * i + 1];
         nd->raft_bind_port = per_node == 3 ? ports[per_node * i + 2] : 0;
-        snprintf(nd->host, sizeof nd->host, "%s",
-                 o && o->node_host[i] ? o->node_host[i] : c->host);
+        /* From a copy: GCC sees c's own strings as overlapping c. */
+        snprintf(host, sizeof host, "%s", o && o->node_host[i] ? o->node_host[i] : c->host);
+        snprintf(nd->host, sizeof nd->host, "%s", host);
         node_ip(nd);
-        snprintf(nd->endpoint, sizeof nd->endpoint, "%s:%d", nd->host, nd->client_port);
+        snprintf(nd->endpoint, sizeof nd->endpoint, "%s:%d", host, nd->client_port);
         snprintf(nd->dir, sizeof nd->dir, "%s/node%d", c->root, i + 1);
         snprintf(nd->log, sizeof nd->log, "%s/node%d.log", c->root, i + 1);
         mkdir(nd->dir, 0755);
@@ -517,6 +518,7 @@ int cluster_add_node(struct cluster *c)
 {
     struct slot *s;
     struct cluster_node *nd;
+    char host[32];
     int ports[2], i = c->n;
 
     if (c->n == 0 || c->owner != getpid()) return -1;
@@ -535,9 +537,10 @@ int cluster_add_node(struct cluster *c)
     nd->raft_port = ports[0];
     nd->client_port = ports[1];
     nd->joined = 1;
-    snprintf(nd->host, sizeof nd->host, "%s", c->host);
+    snprintf(host, sizeof host, "%s", c->host); /* a copy: see cluster_start_opts */
+    snprintf(nd->host, sizeof nd->host, "%s", host);
     node_ip(nd);
-    snprintf(nd->endpoint, sizeof nd->endpoint, "%s:%d", c->host, nd->client_port);
+    snprintf(nd->endpoint, sizeof nd->endpoint, "%s:%d", host, nd->client_port);
     snprintf(nd->dir, sizeof nd->dir, "%s/node%d", c->root, i + 1);
     snprintf(nd->log, sizeof nd->log, "%s/node%d.log", c->root, i + 1);
     if (mkdir(nd->dir, 0755) != 0) {
