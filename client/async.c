@@ -489,7 +489,7 @@ int baton_async_attach(baton_async_t *ac, const baton_async_hooks *h)
 int baton_async_set_resolver(baton_async_t *ac, const baton_async_resolver *r)
 {
     if (ac == NULL || r == NULL || r->start == NULL || r->cancel == NULL) return BATON_EINVAL;
-    if (ac->resolver.start != NULL || ac->opened) return BATON_EBUSY;
+    if (ac->opened) return BATON_EBUSY;
     ac->resolver = *r;
     return 0;
 }

@@ -295,10 +295,11 @@ BATON_API int baton_async_attach(baton_async_t *ac, const baton_async_hooks *hoo
 
 /*
  * Give the core a non-blocking resolver for host names (see "Name
- * resolution" above; done by an adapter, before baton_async_open). The
- * struct is copied.
+ * resolution" above; done by an adapter, before baton_async_open). A
+ * second call replaces the first: a program may put its own resolver in
+ * place of its adapter's. The struct is copied.
  * @return 0, BATON_EINVAL (ac or r NULL, or a NULL hook), BATON_EBUSY
- *         (already set, or the session already opened).
+ *         (baton_async_open was called).
  */
 BATON_API int baton_async_set_resolver(baton_async_t *ac, const baton_async_resolver *r);
 

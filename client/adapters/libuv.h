@@ -339,7 +339,7 @@ static inline int baton_uv_attach(baton_async_t *ac, uv_loop_t *loop)
     r.data = a;
     r.start = baton_uv__resolve;
     r.cancel = baton_uv__resolve_cancel;
-    (void)baton_async_set_resolver(ac, &r); /* attached first: it cannot be set yet */
+    (void)baton_async_set_resolver(ac, &r); /* cannot fail: attach succeeded before open */
     return 0;
 }
 
