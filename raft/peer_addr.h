@@ -35,9 +35,9 @@ struct peer_listeners {
 /*
  * Listen on every address `address` stands for (resolved now, blocking
  * the loop: call it at start), with cb and h->data = data on each handle.
- * Returns 0 if at least one address listens (ls->n handles are then open;
- * those that failed were closed), else a negative libuv code with errmsg
- * (cap bytes) saying why; ls->n handles still need closing either way.
+ * Returns 0 if at least one address listens, else a negative libuv code
+ * with errmsg (cap bytes) saying why. Either way ls->n handles are
+ * initialised (listening or not), and the caller closes each of them.
  */
 int peer_listen(uv_loop_t *loop, const char *address, struct peer_listeners *ls,
                 uv_connection_cb cb, void *data, char *errmsg, size_t cap);
