@@ -8,7 +8,8 @@
  *    with names as endpoints, a REDIRECT from a follower to the leader's
  *    name, failover after the leader is killed, `batonctl -e
  *    localhost:PORT status` and `member add 4 localhost:P1/localhost:P2`;
- *  - the same cluster on "[::1]:PORT" addresses;
+ *  - the same cluster on "[::1]:PORT" addresses, and one on names with
+ *    mutual TLS between the nodes (raft/peer_tls.c dials the names);
  *  - a name whose address changes while its node is down: with
  *    tests/shim/hosts.so preloaded, getaddrinfo reads names from a file;
  *    a follower restarted on another address (127.0.0.2) behind the same
@@ -152,6 +153,25 @@ TEST(ipv6_cluster)
     ASSERT_EQ(cluster_stop(&C), 0);
 }
 
+/* Under mutual TLS between the nodes the TLS transport dials names too. */
+TEST(names_with_peer_tls)
+{
+    struct cluster_opts o = {.host = "localhost", .secure = CLUSTER_PEER_TLS};
+    int leader;
+    baton_t *b;
+
+    ASSERT_EQ(cluster_start_opts(&C, 3, &o), 0);
+    leader = cluster_wait_leader(&C, 15000);
+    ASSERT_GE(leader, 0);
+    b = connect_to(cluster_endpoints(&C), "peer-tls");
+    lock_unlock(b, "before");
+    ASSERT_EQ(cluster_kill(&C, leader, SIGKILL), 128 + SIGKILL);
+    ASSERT_GE(cluster_wait_leader(&C, 15000), 0);
+    lock_unlock(b, "after");
+    baton_close(b);
+    ASSERT_EQ(cluster_stop(&C), 0);
+}
+
 /* ---- a name whose address changes ---------------------------------------- */
 
 static char hosts_file[PATH_MAX], shim_env[PATH_MAX + 16], hosts_env[PATH_MAX + 32],
@@ -265,6 +285,7 @@ int main(int argc, char **argv)
     runner_set_timeout(180);
     RUN(names_cluster);
     RUN(ipv6_cluster);
+    RUN(names_with_peer_tls);
     RUN(name_moves_to_another_address);
     return runner_done();
 }
