@@ -19,8 +19,9 @@
 # which apt-get installs whatever pkg-config cannot find, and then re-invoke
 # make so that pkg-config is asked only once the packages are there.
 
-PKGS     := libuv raft lmdb openssl libmicrohttpd
-DEB_PKGS := libuv1-dev libraft-dev liblmdb-dev libssl-dev openssl pkg-config libmicrohttpd-dev
+PKGS     := libuv raft lmdb openssl libmicrohttpd inih
+DEB_PKGS := libuv1-dev libraft-dev liblmdb-dev libssl-dev openssl pkg-config libmicrohttpd-dev \
+            libinih-dev
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wwrite-strings \
             -Wno-missing-field-initializers
 CFLAGS   ?= -O2 -g
@@ -47,6 +48,7 @@ LIBS_RAFT  = -lraft
 LIBS_LMDB  = -llmdb
 LIBS_SSL   = -lssl -lcrypto
 LIBS_HTTP  = -lmicrohttpd
+LIBS_INIH  = -linih
 LIBS_SYS   = $(LIBS_SSL) -lpthread
 
 PROTO_OBJ  := $(patsubst %.c,$(B)/%.o,$(wildcard proto/*.c))
@@ -175,7 +177,7 @@ $(B)/libtest.a: $(TESTLIB_OBJ)
 	rm -f $@ && $(AR) rcs $@ $^
 
 $(B)/batond: $(B)/server/main.o $(SERVER_OBJ) $(RAFT_OBJ) $(B)/libstore.a $(B)/libproto.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_HTTP) $(LIBS_SYS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_HTTP) $(LIBS_INIH) $(LIBS_SYS)
 
 $(B)/batonctl: $(CTL_OBJ) $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
@@ -232,6 +234,18 @@ $(B)/tests/unit/test_peer_hello: $(B)/tests/unit/test_peer_hello.o $(B)/raft/pee
                                  $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
 
+# batond's flags and --config file (server/config.c, config_file.c) need
+# libraft for node_member_find (raft/node.c) and libinih.
+$(B)/tests/unit/test_config: $(B)/tests/unit/test_config.o $(B)/server/config.o \
+        $(B)/server/config_file.o $(B)/server/xmalloc.o $(B)/server/log.o $(RAFT_OBJ) \
+        $(B)/libstore.a $(B)/libproto.a $(B)/libtest.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_INIH) $(LIBS_SYS)
+
+# The plaintext raft transport against libraft's own (raft/peer_tcp.c).
+$(B)/tests/unit/test_peer_tcp: $(B)/tests/unit/test_peer_tcp.o $(B)/raft/peer_tcp.o \
+        $(B)/raft/peer_addr.o $(B)/libproto.a $(B)/libtest.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_SYS)
+
 # The auth file's parser is batond's (server/auth.c) and needs its allocator.
 $(B)/tests/unit/test_auth_file: $(B)/tests/unit/test_auth_file.o $(B)/server/auth.o \
         $(B)/server/xmalloc.o $(B)/server/log.o $(B)/libproto.a $(B)/libtest.a
@@ -251,7 +265,7 @@ $(B)/libclusterfix.a: $(CLUSTER_FIX_OBJ)
 	rm -f $@ && $(AR) rcs $@ $^
 
 $(CLUSTER_BIN): $(B)/tests/cluster/%: $(B)/tests/cluster/%.o $(B)/libclusterfix.a $(SERVER_OBJ) $(RAFT_OBJ) $(B)/libstore.a $(B)/libproto.a $(B)/libtest.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_HTTP) $(LIBS_SYS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_HTTP) $(LIBS_INIH) $(LIBS_SYS)
 
 $(B)/tests/integration/%: $(B)/tests/integration/%.o $(B)/libtest.a $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
@@ -347,7 +361,7 @@ $(BROKEN)/%.o: %.c $(B)/.cflags
 	@echo "  CC      $< (BROKEN_GRANT_ALL)"
 	@$(CC) $(ALL_CFLAGS) -DBATON_TEST_BROKEN_GRANT_ALL -c $< -o $@
 $(BROKEN)/batond: $(B)/server/main.o $(SERVER_OBJ) $(RAFT_OBJ) $(BROKEN_STORE_OBJ) $(B)/libproto.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_HTTP) $(LIBS_SYS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_HTTP) $(LIBS_INIH) $(LIBS_SYS)
 $(BROKEN)/batonctl: $(B)/batonctl
 	cp $< $@
 

@@ -486,6 +486,24 @@ int baton_async_attach(baton_async_t *ac, const baton_async_hooks *h)
     return 0;
 }
 
+int baton_async_set_resolver(baton_async_t *ac, const baton_async_resolver *r)
+{
+    if (ac == NULL || r == NULL || r->start == NULL || r->cancel == NULL) return BATON_EINVAL;
+    if (ac->opened) return BATON_EBUSY;
+    ac->resolver = *r;
+    return 0;
+}
+
+void baton__on_resolved(void *arg, const void *res, const char *why)
+{
+    baton_async_t *ac = arg;
+
+    if (ac->freeing) return; /* cannot be: freeing cancels the lookup */
+    baton__enter(ac);
+    baton__conn_resolved(ac, (const struct addrinfo *)res, why);
+    baton__leave(ac);
+}
+
 void baton_async_on_lost(baton_async_t *ac, baton_async_lost_cb *cb, void *data)
 {
     if (ac == NULL) return;

@@ -33,6 +33,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -49,11 +50,10 @@
 
 /*
  * Parse an endpoint or a redirect's address (s need not be NUL-terminated)
- * with the one address grammar (proto/addr.h) into the socket address to
- * connect to. This connector takes IPv4, bracketed IPv6, and the name
- * localhost as 127.0.0.1; other host names are refused, since resolving
- * them would block the caller's loop. Returns 0, or BATON_EINVAL with *why
- * (static storage) saying what is wrong.
+ * with the one address grammar (proto/addr.h): an IP literal becomes its
+ * socket address now; a host name is kept as a name (a->len 0) and
+ * resolved at every attempt (baton__conn_start). Returns 0, or BATON_EINVAL
+ * with *why (static storage) saying what is wrong.
  */
 int baton__parse_addr(const char *s, size_t n, struct baton__addr *a, const char **why)
 {
@@ -66,29 +66,9 @@ int baton__parse_addr(const char *s, size_t n, struct baton__addr *a, const char
     }
     snprintf(a->text, sizeof a->text, "%.*s", (int)n, s);
     snprintf(a->host, sizeof a->host, "%s", pa.host);
-    if (pa.kind == PROTO_ADDR_NAME && strcmp(pa.host, "localhost") == 0) {
-        static const uint8_t loopback[4] = {127, 0, 0, 1};
-        pa.kind = PROTO_ADDR_IPV4;
-        memcpy(pa.ip, loopback, sizeof loopback);
-    }
-    if (pa.kind == PROTO_ADDR_IPV4) {
-        struct sockaddr_in *in = (struct sockaddr_in *)&a->sa;
-        in->sin_family = AF_INET;
-        in->sin_port = htons(pa.port);
-        memcpy(&in->sin_addr, pa.ip, 4);
-        a->len = sizeof *in;
-        return 0;
-    }
-    if (pa.kind == PROTO_ADDR_IPV6) {
-        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&a->sa;
-        in6->sin6_family = AF_INET6;
-        in6->sin6_port = htons(pa.port);
-        memcpy(&in6->sin6_addr, pa.ip, 16);
-        a->len = sizeof *in6;
-        return 0;
-    }
-    *why = "host names other than localhost are not supported yet";
-    return BATON_EINVAL;
+    a->port = pa.port;
+    a->len = proto_addr_sockaddr(&pa, &a->sa);
+    return 0;
 }
 
 /* Remember a connection-level error for messages (both the current error
@@ -133,17 +113,104 @@ static bool attempt_failed(baton_async_t *ac)
     return true;
 }
 
+/* Connect to the current attempt's next address. Returns true once a
+ * connect is in progress (CONNECTING), false when every address failed at
+ * once (the last failure is in the error message). */
+static bool connect_next(baton_async_t *ac)
+{
+    while (ac->try_next < ac->n_try) {
+        unsigned i = ac->try_next++;
+        int fd, one = 1;
+
+        fd = socket(ac->try_sa[i].ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            baton__conn_err(ac, "socket", strerror(errno));
+            continue;
+        }
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (connect(fd, (const struct sockaddr *)&ac->try_sa[i], ac->try_len[i]) == 0 ||
+            errno == EINPROGRESS) {
+            /* Completion (even an immediate one) is reported as writability. */
+            ac->fd = fd;
+            ac->cstate = BATON__C_CONNECTING;
+            ac->ev.add_write(ac->ev.data, fd);
+            ac->ev_write = true;
+            ac->attempt_deadline = baton__now() + BATON__ATTEMPT_MS;
+            baton__sched(ac, ac->attempt_deadline);
+            return true;
+        }
+        baton__conn_err(ac, "connect", strerror(errno));
+        close(fd);
+    }
+    return false;
+}
+
+/* A connect to one of the attempt's addresses failed: try the next one of
+ * the same name, if any. Returns true if one is being tried. */
+static bool connect_other(baton_async_t *ac)
+{
+    if (ac->cstate != BATON__C_CONNECTING || ac->try_next >= ac->n_try) return false;
+    baton__conn_drop(ac);
+    return connect_next(ac);
+}
+
+/* The addresses of a lookup, IPv4 and IPv6, in its order. */
+static void take_addrs(baton_async_t *ac, const struct addrinfo *res)
+{
+    ac->n_try = ac->try_next = 0;
+    for (; res != NULL && ac->n_try < BATON__MAX_RESOLVED; res = res->ai_next)
+        if ((res->ai_family == AF_INET || res->ai_family == AF_INET6) &&
+            res->ai_addrlen <= sizeof ac->try_sa[0]) {
+            memcpy(&ac->try_sa[ac->n_try], res->ai_addr, res->ai_addrlen);
+            ac->try_len[ac->n_try++] = (socklen_t)res->ai_addrlen;
+        }
+}
+
+/* Look up a's host name for this attempt: through the adapter's resolver
+ * (returns true: RESOLVING, baton__conn_resolved follows), or with a
+ * blocking getaddrinfo (the addresses are in the try list: returns false
+ * with n_try > 0, or 0 after a failure, whose message is set). */
+static bool resolve(baton_async_t *ac, const struct baton__addr *a)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV}, *res = NULL;
+    char port[8];
+    int rv;
+
+    snprintf(port, sizeof port, "%u", a->port);
+    if (ac->resolver.start != NULL) {
+        ac->lookup = ac->resolver.start(ac->resolver.data, a->host, port, baton__on_resolved, ac);
+        if (ac->lookup == NULL) {
+            baton__conn_err(ac, "resolve", "the resolver could not start a lookup");
+            return false;
+        }
+        ac->cstate = BATON__C_RESOLVING;
+        ac->attempt_deadline = baton__now() + BATON__ATTEMPT_MS;
+        baton__sched(ac, ac->attempt_deadline);
+        return true;
+    }
+    rv = getaddrinfo(a->host, port, &hints, &res); /* blocks: see baton_async.h */
+    if (rv != 0) {
+        baton__conn_err(ac, "resolve", gai_strerror(rv));
+        return false;
+    }
+    take_addrs(ac, res);
+    freeaddrinfo(res);
+    if (ac->n_try == 0) baton__conn_err(ac, "resolve", "no IPv4 or IPv6 address");
+    return false;
+}
+
 /*
  * Start a connection attempt to the redirect target, if there is one, or
- * to the next endpoint. A connect() that fails at once moves on to the next
+ * to the next endpoint: its IP address, or each address its name resolves
+ * to now, in order. An attempt that fails at once moves on to the next
  * endpoint; when a whole round failed, a back-off is scheduled instead.
  */
 void baton__conn_start(baton_async_t *ac)
 {
-    if (ac->fd >= 0 || !want_conn(ac)) return;
+    if (ac->fd >= 0 || ac->cstate == BATON__C_RESOLVING || !want_conn(ac)) return;
     for (;;) {
         const struct baton__addr *a;
-        int fd, one = 1;
 
         if (ac->have_redirect) {
             a = &ac->redirect;
@@ -155,33 +222,43 @@ void baton__conn_start(baton_async_t *ac)
         }
         snprintf(ac->cur_text, sizeof ac->cur_text, "%s", a->text);
         snprintf(ac->cur_host, sizeof ac->cur_host, "%s", a->host);
-        fd = socket(a->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-            baton__conn_err(ac, "socket", strerror(errno));
-            if (!attempt_failed(ac)) return;
-            continue;
-        }
-        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        if (connect(fd, (const struct sockaddr *)&a->sa, a->len) == 0 || errno == EINPROGRESS) {
-            /* Completion (even an immediate one) is reported as writability. */
-            ac->fd = fd;
-            ac->cstate = BATON__C_CONNECTING;
-            ac->ev.add_write(ac->ev.data, fd);
-            ac->ev_write = true;
-            ac->attempt_deadline = baton__now() + BATON__ATTEMPT_MS;
-            baton__sched(ac, ac->attempt_deadline);
+        ac->n_try = ac->try_next = 0;
+        if (a->len > 0) {
+            ac->try_sa[0] = a->sa;
+            ac->try_len[0] = a->len;
+            ac->n_try = 1;
+        } else if (resolve(ac, a)) {
             return;
         }
-        baton__conn_err(ac, "connect", strerror(errno));
-        close(fd);
+        if (connect_next(ac)) return;
         if (!attempt_failed(ac)) return;
     }
+}
+
+void baton__conn_resolved(baton_async_t *ac, const struct addrinfo *res, const char *why)
+{
+    ac->lookup = NULL;
+    if (ac->cstate != BATON__C_RESOLVING) return;
+    ac->cstate = BATON__C_IDLE;
+    ac->attempt_deadline = 0;
+    if (why != NULL) {
+        baton__conn_err(ac, "resolve", why);
+    } else {
+        take_addrs(ac, res);
+        if (ac->n_try == 0) baton__conn_err(ac, "resolve", "no IPv4 or IPv6 address");
+        if (connect_next(ac)) return;
+    }
+    baton__conn_fail(ac, false);
 }
 
 /* Close the socket (if any) and forget the connection's buffers. The
  * requests are not touched: see baton__on_conn_lost. */
 void baton__conn_drop(baton_async_t *ac)
 {
+    if (ac->lookup != NULL) {
+        ac->resolver.cancel(ac->resolver.data, ac->lookup);
+        ac->lookup = NULL;
+    }
     if (ac->fd >= 0) {
         if (ac->attached) {
             if (ac->ev_read) ac->ev.del_read(ac->ev.data, ac->fd);
@@ -268,11 +345,16 @@ void baton__conn_check_timers(baton_async_t *ac, uint64_t now)
     if (ac->cstate == BATON__C_BACKOFF && now >= ac->reconnect_at) {
         ac->cstate = BATON__C_IDLE;
         baton__conn_start(ac);
-    } else if ((ac->cstate == BATON__C_CONNECTING || ac->cstate == BATON__C_HELLO) &&
+    } else if ((ac->cstate == BATON__C_RESOLVING || ac->cstate == BATON__C_CONNECTING ||
+                ac->cstate == BATON__C_HELLO) &&
                ac->attempt_deadline && now >= ac->attempt_deadline) {
         char why[64];
         snprintf(why, sizeof why, "no answer within %d ms", BATON__ATTEMPT_MS);
-        baton__conn_err(ac, ac->cstate == BATON__C_CONNECTING ? "connect" : "HELLO", why);
+        baton__conn_err(ac, ac->cstate == BATON__C_RESOLVING    ? "resolve"
+                            : ac->cstate == BATON__C_CONNECTING ? "connect"
+                                                                : "HELLO",
+                        why);
+        if (connect_other(ac)) return;
         baton__conn_fail(ac, false);
     }
 }
@@ -280,7 +362,8 @@ void baton__conn_check_timers(baton_async_t *ac, uint64_t now)
 uint64_t baton__conn_next_timer(const baton_async_t *ac)
 {
     if (ac->cstate == BATON__C_BACKOFF) return ac->reconnect_at;
-    if (ac->cstate == BATON__C_CONNECTING || ac->cstate == BATON__C_HELLO)
+    if (ac->cstate == BATON__C_RESOLVING || ac->cstate == BATON__C_CONNECTING ||
+        ac->cstate == BATON__C_HELLO)
         return ac->attempt_deadline;
     return 0;
 }
@@ -346,6 +429,7 @@ static void connected(baton_async_t *ac)
     if (getsockopt(ac->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
     if (err != 0) {
         baton__conn_err(ac, "connect", strerror(err));
+        if (connect_other(ac)) return;
         baton__conn_fail(ac, false);
         return;
     }

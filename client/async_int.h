@@ -97,20 +97,25 @@
 #define BATON__KA_ID_BASE (UINT64_C(1) << 63)
 #define BATON__KA_RING 8 /* keepalives remembered for matching replies */
 
-/* One endpoint: a resolved socket address, its text for messages, and
- * the host a TLS node's certificate must name (the IP address or name as
- * written, without brackets). */
+/* One endpoint: an IP literal's socket address (len 0 for a host name,
+ * resolved at each attempt), its text for messages, the host a TLS node's
+ * certificate must name (the IP address or name as written, without
+ * brackets) and the port. */
 struct baton__addr {
     struct sockaddr_storage sa;
     socklen_t len;
     char text[BATON_MAX_ADDR + 8];
     char host[BATON_MAX_ADDR + 1];
+    uint16_t port;
 };
+
+#define BATON__MAX_RESOLVED 8 /* addresses of one name tried in one attempt */
 
 /* Connection states. */
 enum baton__cstate {
     BATON__C_IDLE = 0,   /* no socket, nothing scheduled */
     BATON__C_BACKOFF,    /* no socket; reconnect at ac->reconnect_at */
+    BATON__C_RESOLVING,  /* no socket; the resolver looks the host name up */
     BATON__C_CONNECTING, /* non-blocking connect in progress */
     BATON__C_HELLO,      /* HELLO sent, HELLO_OK awaited */
     BATON__C_READY,      /* requests may be sent */
@@ -214,6 +219,13 @@ struct baton_async {
     unsigned redirects_in_row;
     char cur_text[BATON_MAX_ADDR + 8]; /* address of the current attempt */
     char cur_host[BATON_MAX_ADDR + 1]; /* and its host (struct baton__addr) */
+    /* The current attempt's socket addresses (an IP literal's, or what its
+     * name resolved to), tried in order. */
+    struct sockaddr_storage try_sa[BATON__MAX_RESOLVED];
+    socklen_t try_len[BATON__MAX_RESOLVED];
+    unsigned n_try, try_next;
+    baton_async_resolver resolver; /* start NULL: blocking getaddrinfo */
+    void *lookup;             /* the resolver's lookup in flight, or NULL */
 
     /* Event loop. */
     baton_async_hooks ev;
@@ -310,6 +322,11 @@ void baton__fail_all(baton_async_t *ac, int status, const struct baton__req *kee
 
 /* async_conn.c */
 int baton__parse_addr(const char *s, size_t n, struct baton__addr *a, const char **why);
+/* async_conn.c: the resolver answered the current attempt's lookup. */
+struct addrinfo;
+void baton__conn_resolved(baton_async_t *ac, const struct addrinfo *res, const char *why);
+/* async.c: the callback given to the resolver (enters the core). */
+void baton__on_resolved(void *arg, const void *res, const char *why);
 void baton__conn_err(baton_async_t *ac, const char *what, const char *why);
 void baton__conn_start(baton_async_t *ac);
 void baton__conn_drop(baton_async_t *ac);

@@ -68,9 +68,13 @@ typedef struct baton_lock baton_lock_t; /* one held lock: name + fence; opaque *
 typedef void baton_lost_cb(baton_t *b, const char *lock, uint64_t fence, int why, void *data);
 
 typedef struct baton_opts {
-    /* Comma-separated "ip:port" client endpoints of any cluster nodes, e.g.
+    /* Comma-separated client endpoints of any cluster nodes, each
+     * "a.b.c.d:port", "[IPv6]:port" or "host.name:port", e.g.
      * "127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003". Required. Followers
-     * redirect to the leader, so one reachable node is enough. */
+     * redirect to the leader, so one reachable node is enough. A name is
+     * resolved again at every connection attempt and each of its addresses
+     * tried in order (baton_async.h, "Name resolution"; the blocking API
+     * resolves on its I/O thread's loop, without blocking the caller). */
     const char *endpoints;
     const char *client_name;      /* shown by batonctl; NULL for "baton" */
     unsigned connect_timeout_ms;  /* 0: 5000. How long baton_connect tries. */
@@ -85,7 +89,8 @@ typedef struct baton_opts {
     /* TLS. NULL: plaintext. Otherwise TLS 1.3 on every connection: the
      * node's certificate must chain to a CA of this PEM file and name the
      * host of the address dialled (an endpoint's, or a redirect's): an IP
-     * SAN for an IP address, a DNS SAN for "localhost". */
+     * SAN for an IP address (IPv6 too), a DNS SAN for a host name (the name
+     * dialled, not the address it resolved to). */
     const char *tls_ca_file;
     /* The client certificate (PEM chain) presented to nodes that ask for
      * one, and its PEM private key: both or neither; only with

@@ -224,6 +224,43 @@ typedef struct baton_async_hooks {
 } baton_async_hooks;
 
 /*
+ * Name resolution. An endpoint or a REDIRECT may name its host
+ * ("db1.example.com:7001"); the core resolves the name again at every
+ * connection attempt (nothing is cached beyond one attempt, so a node
+ * whose address changed behind its name is found on the next reconnect)
+ * and tries each address it resolves to in order ("localhost" may give
+ * ::1, then 127.0.0.1) within the attempt. IP literals never reach a
+ * resolver.
+ *
+ * The core never blocks if the adapter gives it a resolver
+ * (baton_async_set_resolver; client/adapters/libuv.h does, with
+ * uv_getaddrinfo). Without one it falls back to getaddrinfo(3), which
+ * BLOCKS the caller's loop for as long as the lookup takes (a DNS timeout
+ * can be seconds): an adapter for a loop that must not stall should
+ * provide a resolver.
+ *
+ * start(data, host, port, cb, arg) begins looking up host (a DNS name,
+ * NUL-terminated) and port (decimal text) for a TCP connection and returns
+ * a handle for the lookup, or NULL if it could not start (the attempt then
+ * fails like a refused connection). The adapter then calls cb(arg, res,
+ * NULL) once, later, from the loop thread -- never from inside start --
+ * with res the `const struct addrinfo *` list getaddrinfo(3) would give
+ * (read only during the call; entries other than AF_INET and AF_INET6 are
+ * skipped), or cb(arg, NULL, why) with a message (static or valid for the
+ * call) if the lookup failed;
+ * unless cancel(data, lookup) was called first, after which cb must not be
+ * called. The core cancels a lookup when the attempt is abandoned (its
+ * deadline, baton_async_free). cb may call into the core.
+ */
+typedef void baton_async_resolved_cb(void *arg, const void *res, const char *why);
+typedef struct baton_async_resolver {
+    void *data;
+    void *(*start)(void *data, const char *host, const char *port, baton_async_resolved_cb *cb,
+                   void *arg);
+    void (*cancel)(void *data, void *lookup);
+} baton_async_resolver;
+
+/*
  * Create a context. No network I/O happens yet: attach an adapter, then
  * call baton_async_open.
  * @param[in]  o    options (client/baton.h); the strings are copied and
@@ -234,7 +271,7 @@ typedef struct baton_async_hooks {
  * @param[out] out  the new context, owned by the caller (baton_async_free);
  *                  set to NULL on error.
  * @return 0, BATON_EINVAL (no or malformed endpoints: each must be
- *         "a.b.c.d:port", "[v6addr]:port" or "localhost:port", at most 16;
+ *         "a.b.c.d:port", "[v6addr]:port" or "host.name:port", at most 16;
  *         a client name longer than 64 bytes; a token longer than 256
  *         bytes; a TLS file that cannot be read or does not fit: a
  *         certificate without its key, a key that is not the
@@ -255,6 +292,16 @@ BATON_API const char *baton_async_new_errmsg(void);
  * @return 0, BATON_EINVAL (a NULL hook), BATON_EBUSY (already attached).
  */
 BATON_API int baton_async_attach(baton_async_t *ac, const baton_async_hooks *hooks);
+
+/*
+ * Give the core a non-blocking resolver for host names (see "Name
+ * resolution" above; done by an adapter, before baton_async_open). A
+ * second call replaces the first: a program may put its own resolver in
+ * place of its adapter's. The struct is copied.
+ * @return 0, BATON_EINVAL (ac or r NULL, or a NULL hook), BATON_EBUSY
+ *         (baton_async_open was called).
+ */
+BATON_API int baton_async_set_resolver(baton_async_t *ac, const baton_async_resolver *r);
 
 /*
  * Start connecting and open the session. cb runs once the session is open

@@ -1,12 +1,16 @@
 /*
  * addr.c -- the parser of "HOST:PORT" addresses; proto/addr.h has the
- * grammar. inet_pton is the only library call: it converts text to bytes
- * and does no I/O, which keeps proto/ free of sockets and name lookups.
+ * grammar. inet_pton and inet_ntop are the only library calls: they convert
+ * between text and bytes and do no I/O, which keeps proto/ free of sockets
+ * and name lookups.
  */
 #include "proto/addr.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "client/baton_defs.h"
 
@@ -137,11 +141,40 @@ int proto_addr_parse(const char *s, size_t n, struct proto_addr *a)
     return 0;
 }
 
-int proto_addr_parse_ipv4(const char *s, size_t n, struct proto_addr *a)
+unsigned proto_addr_sockaddr(const struct proto_addr *a, struct sockaddr_storage *ss)
 {
-    int rv = proto_addr_parse(s, n, a);
+    memset(ss, 0, sizeof *ss);
+    if (a->kind == PROTO_ADDR_IPV4) {
+        struct sockaddr_in *in = (struct sockaddr_in *)ss;
+        in->sin_family = AF_INET;
+        in->sin_port = htons(a->port);
+        memcpy(&in->sin_addr, a->ip, 4);
+        return sizeof *in;
+    }
+    if (a->kind == PROTO_ADDR_IPV6) {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons(a->port);
+        memcpy(&in6->sin6_addr, a->ip, 16);
+        return sizeof *in6;
+    }
+    return 0;
+}
 
-    if (rv == 0 && a->kind != PROTO_ADDR_IPV4)
-        return refuse(a, "host names and IPv6 are not supported yet: use an IPv4 a.b.c.d:port");
-    return rv;
+char *proto_addr_format(const struct sockaddr *sa, char *buf, size_t cap)
+{
+    char ip[INET6_ADDRSTRLEN] = "?";
+
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof ip);
+        snprintf(buf, cap, "%s:%u", ip, (unsigned)ntohs(in->sin_port));
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof ip);
+        snprintf(buf, cap, "[%s]:%u", ip, (unsigned)ntohs(in6->sin6_port));
+    } else {
+        snprintf(buf, cap, "?");
+    }
+    return buf;
 }

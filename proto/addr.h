@@ -7,9 +7,13 @@
  * `batonctl member add` (client/ctl/cmd_admin.c) and libbaton's endpoints
  * and redirects (client/async_conn.c).
  *
- * It is a pure parser: no sockets, no name resolution, no libuv. What kind
- * of host a caller can then actually connect to or listen on is that
- * caller's decision, made on the parsed kind (see proto_addr_parse_ipv4).
+ * It is a pure parser: no sockets, no name resolution, no libuv. Every
+ * transport takes all three kinds of host: an IP literal becomes a socket
+ * address here (proto_addr_sockaddr) without any resolver; a name is
+ * resolved by the caller at each connection attempt (batond with
+ * uv_getaddrinfo, raft/peer_addr.h; libbaton through its loop's resolver
+ * hook, client/baton_async.h; batonctl with getaddrinfo), and every address
+ * it resolves to is tried in order.
  *
  * Grammar (ABNF):
  *
@@ -67,14 +71,20 @@ struct proto_addr {
  */
 int proto_addr_parse(const char *s, size_t n, struct proto_addr *a);
 
+struct sockaddr;
+struct sockaddr_storage;
+
 /*
- * proto_addr_parse, then refuse every kind but PROTO_ADDR_IPV4 with a->why
- * "host names and IPv6 are not supported yet: use an IPv4 a.b.c.d:port".
- * This is the check for what batond's transports take today: its client
- * listener (server/conn.c) and libraft's TCP transport both read addresses
- * with uv_ip4_addr, so batond's own addresses and every raft address must
- * be IPv4. Returns 0 or BATON_EINVAL.
+ * The socket address of a parsed IP literal (PROTO_ADDR_IPV4 or _IPV6) into
+ * *ss. Returns its length, or 0 for a name (which needs resolving).
  */
-int proto_addr_parse_ipv4(const char *s, size_t n, struct proto_addr *a);
+unsigned proto_addr_sockaddr(const struct proto_addr *a, struct sockaddr_storage *ss);
+
+/*
+ * Write sa (AF_INET or AF_INET6) as "a.b.c.d:port" or "[v6]:port" into buf
+ * (cap bytes; BATON_MAX_ADDR + 1 is enough), for logs. "?" for another
+ * family. Returns buf.
+ */
+char *proto_addr_format(const struct sockaddr *sa, char *buf, size_t cap);
 
 #endif

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "client/baton_defs.h"
+#include "proto/addr.h"
 
 struct link_write {
     uv_write_t req; /* first: the callback gets it back */
@@ -32,16 +33,20 @@ struct link_write {
     uint8_t *data;
 };
 
-static void handle_closed(uv_handle_t *h)
+/* One of the link's handles (or its dial) is done; the last one ends it. */
+static void handle_done(struct peer_link *l)
 {
-    struct peer_link *l = h->data;
-
     if (--l->handles > 0) return;
     tls_free(l->tls);
     l->tls = NULL;
     buf_free(&l->plain);
     buf_free(&l->out);
     l->ev->closed(l);
+}
+
+static void handle_closed(uv_handle_t *h)
+{
+    handle_done(h->data);
 }
 
 void peer_link_close(struct peer_link *l, const char *fmt, ...)
@@ -53,6 +58,7 @@ void peer_link_close(struct peer_link *l, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(l->why, sizeof l->why, fmt, ap);
     va_end(ap);
+    if (l->dialing) peer_dial_cancel(&l->dial);
     uv_close((uv_handle_t *)&l->tcp, handle_closed);
     uv_close((uv_handle_t *)&l->deadline, handle_closed);
     if (l->local_open) uv_close((uv_handle_t *)&l->local, handle_closed);
@@ -263,7 +269,7 @@ void peer_link_init(struct peer_link *l, uv_loop_t *loop, const struct peer_link
     uv_timer_init(loop, &l->deadline);
     l->tcp.data = l;
     l->deadline.data = l;
-    l->creq.data = l;
+    l->dial.data = l;
     l->handles = 2;
 }
 
@@ -287,7 +293,7 @@ static void start_tls(struct peer_link *l, tls_ctx *ctx)
 void peer_link_accept(struct peer_link *l, uv_stream_t *server, tls_ctx *ctx,
                       unsigned timeout_ms)
 {
-    struct sockaddr_in a;
+    struct sockaddr_storage a;
     int len = sizeof a, rv;
 
     uv_timer_start(&l->deadline, deadline_cb, timeout_ms, 0);
@@ -295,40 +301,55 @@ void peer_link_accept(struct peer_link *l, uv_stream_t *server, tls_ctx *ctx,
         peer_link_close(l, "accept failed: %s", uv_strerror(rv));
         return;
     }
-    if (uv_tcp_getpeername(&l->tcp, (struct sockaddr *)&a, &len) == 0 &&
-        a.sin_family == AF_INET) {
-        char ip[INET_ADDRSTRLEN] = "?";
-        inet_ntop(AF_INET, &a.sin_addr, ip, sizeof ip);
-        snprintf(l->peer, sizeof l->peer, "%s:%u", ip, (unsigned)ntohs(a.sin_port));
-    }
+    if (uv_tcp_getpeername(&l->tcp, (struct sockaddr *)&a, &len) == 0)
+        proto_addr_format((struct sockaddr *)&a, l->peer, sizeof l->peer);
     start_tls(l, ctx);
 }
 
-static void on_connect(uv_connect_t *req, int status)
+/* The dial ended: take over its socket (a dup of it in the link's own
+ * handle, as the dial's handle is its own) and start TLS. */
+static void on_dialed(struct peer_dial *d, uv_tcp_t *tcp, int status)
 {
-    struct peer_link *l = req->data;
+    struct peer_link *l = d->data;
+    int fd = -1, rv = status;
+    uv_os_fd_t os;
 
-    if (l->closing) return;
-    if (status < 0) {
+    l->dialing = false;
+    if (rv == 0 && !l->closing) {
+        rv = uv_fileno((uv_handle_t *)tcp, &os);
+        if (rv == 0) fd = dup(os);
+        if (rv == 0 && fd < 0) rv = uv_translate_sys_error(errno);
+        if (rv == 0 && (rv = uv_tcp_open(&l->tcp, fd)) != 0) close(fd);
+    }
+    if (tcp != NULL) peer_tcp_handle_close(tcp);
+    if (l->closing) {
+        handle_done(l); /* may end the link */
+        return;
+    }
+    handle_done(l); /* the dial's count: the link's own handles remain */
+    if (rv != 0) {
         l->quiet = true;
-        peer_link_close(l, "connect: %s", uv_strerror(status));
+        peer_link_close(l, "connect: %s", uv_strerror(rv));
         return;
     }
     start_tls(l, l->ctx);
 }
 
-void peer_link_connect(struct peer_link *l, const struct sockaddr_in *addr, tls_ctx *ctx,
+void peer_link_connect(struct peer_link *l, const char *address, tls_ctx *ctx,
                        unsigned timeout_ms)
 {
     int rv;
 
     l->ctx = ctx;
     uv_timer_start(&l->deadline, deadline_cb, timeout_ms, 0);
-    rv = uv_tcp_connect(&l->creq, &l->tcp, (const struct sockaddr *)addr, on_connect);
+    rv = peer_dial_start(&l->dial, l->loop, address, on_dialed);
     if (rv != 0) {
         l->quiet = true;
         peer_link_close(l, "connect: %s", uv_strerror(rv));
+        return;
     }
+    l->dialing = true;
+    l->handles++;
 }
 
 int peer_link_send(struct peer_link *l, const void *data, size_t n)

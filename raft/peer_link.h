@@ -34,6 +34,7 @@
 
 #include "proto/buf.h"
 #include "proto/tls.h"
+#include "raft/peer_addr.h"
 
 #define PEER_LINK_HIGH_WATER (4u << 20)
 #define PEER_LINK_READ_SIZE 65536
@@ -63,7 +64,8 @@ struct peer_link {
     bool quiet;             /* do not log its end (owner's choice) */
     uint64_t peer_id;       /* outbound: the node dialled; inbound: from its HELLO */
     void *req;              /* outbound: raft's connect request, until answered */
-    char peer[48];          /* "a.b.c.d:port" of the other end, for logs */
+    char peer[72];          /* the other end's address, for logs: the one dialled
+                               (a name, say), or the accepted socket's */
     char why[200];          /* why it closed ("" while open) */
 
     /* The link's own. */
@@ -71,7 +73,8 @@ struct peer_link {
     const struct peer_link_events *ev;
     char *rbuf;             /* PEER_LINK_READ_SIZE bytes, shared by the owner's links */
     uv_tcp_t tcp;
-    uv_connect_t creq;
+    struct peer_dial dial;  /* outbound: resolving the address and connecting */
+    bool dialing;           /* dial started and its callback not yet run */
     uv_timer_t deadline;    /* the handshake's */
     tls_ctx *ctx;           /* the transport's; outlives the link */
     uv_pipe_t local;        /* our end of the bridge */
@@ -97,11 +100,12 @@ void peer_link_init(struct peer_link *l, uv_loop_t *loop, const struct peer_link
 void peer_link_accept(struct peer_link *l, uv_stream_t *server, tls_ctx *ctx,
                       unsigned timeout_ms);
 
-/* Connect to addr and run the client side of a TLS handshake with ctx (no
+/* Connect to address (resolved now if it is a name, every address tried:
+ * raft/peer_addr.h) and run the client side of a TLS handshake with ctx (no
  * host-name check: the owner checks the certificate's CN), all within
  * timeout_ms. On failure the link closes itself; l->quiet is set when the
  * TCP connection itself failed (the peer is down: nothing worth a log). */
-void peer_link_connect(struct peer_link *l, const struct sockaddr_in *addr, tls_ctx *ctx,
+void peer_link_connect(struct peer_link *l, const char *address, tls_ctx *ctx,
                        unsigned timeout_ms);
 
 /* Send plaintext through TLS (before the bridge: the HELLO and its ACK).

@@ -35,8 +35,7 @@ struct peer_tls {
     uint64_t id;                    /* raft's, from init */
     char address[BATON_MAX_ADDR + 1];
     char bind[BATON_MAX_ADDR + 1];  /* "" : listen on `address` */
-    uv_tcp_t listener;
-    bool listening;                 /* listener initialised and not closed */
+    struct peer_listeners ls;       /* every address of the bind or own address */
     uv_timer_t closer;              /* closed by close(), so that its end is always async */
     int handles;                    /* listener / closer initialised, not yet closed */
     struct peer_link *head, *tail;  /* every link, oldest first */
@@ -150,10 +149,8 @@ static void close_all(struct peer_tls *t)
     t->closer.data = t;
     t->handles++;
     uv_close((uv_handle_t *)&t->closer, handle_closed);
-    if (t->listening) {
-        t->listening = false;
-        uv_close((uv_handle_t *)&t->listener, handle_closed);
-    }
+    for (unsigned i = 0; i < t->ls.n; i++) uv_close((uv_handle_t *)&t->ls.h[i], handle_closed);
+    t->ls.n = 0;
     for (l = t->head; l != NULL; l = next) {
         next = l->next;
         peer_link_close(l, "the node is shutting down");
@@ -296,14 +293,6 @@ static const struct peer_link_events events = {
 
 /* ---- raft's interface ------------------------------------------------------ */
 
-static int sockaddr_of(const char *s, struct sockaddr_in *sa)
-{
-    struct proto_addr a;
-
-    if (proto_addr_parse_ipv4(s, strlen(s), &a) != 0) return -1;
-    return uv_ip4_addr(a.host, a.port, sa) == 0 ? 0 : -1;
-}
-
 static int tls_init_cb(struct raft_uv_transport *base, raft_id id, const char *address)
 {
     struct peer_tls *t = impl(base);
@@ -352,23 +341,12 @@ static int tls_listen_cb(struct raft_uv_transport *base, raft_uv_accept_cb cb)
 {
     struct peer_tls *t = impl(base);
     const char *where = t->bind[0] != '\0' ? t->bind : t->address;
-    struct sockaddr_in sa;
     int rv;
 
     t->accept_cb = cb;
-    if (sockaddr_of(where, &sa) != 0) {
-        snprintf(base->errmsg, sizeof base->errmsg, "bad raft address '%s'", where);
-        return RAFT_INVALID;
-    }
-    uv_tcp_init(t->loop, &t->listener);
-    t->listener.data = t;
-    t->listening = true;
-    t->handles++;
-    if ((rv = uv_tcp_bind(&t->listener, (struct sockaddr *)&sa, 0)) != 0 ||
-        (rv = uv_listen((uv_stream_t *)&t->listener, 128, on_accept)) != 0) {
-        snprintf(base->errmsg, sizeof base->errmsg, "listen on %s: %s", where, uv_strerror(rv));
-        return RAFT_IOERR;
-    }
+    rv = peer_listen(t->loop, where, &t->ls, on_accept, t, base->errmsg, sizeof base->errmsg);
+    t->handles += (int)t->ls.n;
+    if (rv != 0) return rv == UV_EINVAL ? RAFT_INVALID : RAFT_IOERR;
     return 0;
 }
 
@@ -376,11 +354,11 @@ static int tls_connect_cb(struct raft_uv_transport *base, struct raft_uv_connect
                           const char *address, raft_uv_connect_cb cb)
 {
     struct peer_tls *t = impl(base);
-    struct sockaddr_in sa;
+    struct proto_addr a;
     struct peer_link *l;
 
     if (t->closing) return RAFT_CANCELED;
-    if (sockaddr_of(address, &sa) != 0) return RAFT_NOCONNECTION;
+    if (proto_addr_parse(address, strlen(address), &a) != 0) return RAFT_NOCONNECTION;
     l = calloc(1, sizeof *l);
     if (l == NULL) return RAFT_NOMEM;
     req->cb = cb;
@@ -391,7 +369,7 @@ static int tls_connect_cb(struct raft_uv_transport *base, struct raft_uv_connect
     snprintf(l->peer, sizeof l->peer, "%s", address);
     peer_link_init(l, t->loop, &events, t->rbuf);
     link_append(t, l);
-    peer_link_connect(l, &sa, t->client, t->handshake_ms);
+    peer_link_connect(l, address, t->client, t->handshake_ms);
     return 0;
 }
 
@@ -482,9 +460,9 @@ int peer_tls_init(struct raft_uv_transport *base, uv_loop_t *loop, uint32_t self
 int peer_tls_set_bind_address(struct raft_uv_transport *base, const char *address)
 {
     struct peer_tls *t = impl(base);
-    struct sockaddr_in sa;
+    struct proto_addr a;
 
-    if (strlen(address) > BATON_MAX_ADDR || sockaddr_of(address, &sa) != 0) return RAFT_INVALID;
+    if (proto_addr_parse(address, strlen(address), &a) != 0) return RAFT_INVALID;
     snprintf(t->bind, sizeof t->bind, "%s", address);
     return 0;
 }

@@ -53,7 +53,7 @@
 int peer_tls_init(struct raft_uv_transport *base, uv_loop_t *loop, uint32_t self_id,
                   const struct node_peer_tls *cfg, char *errmsg);
 
-/* Listen on `address` (IPv4 "a.b.c.d:port") instead of the advertised
+/* Listen on `address` (HOST:PORT, proto/addr.h) instead of the advertised
  * one. 0 or RAFT_INVALID. */
 int peer_tls_set_bind_address(struct raft_uv_transport *base, const char *address);
 

@@ -1,12 +1,14 @@
 /*
  * transport.h -- the raft_uv transport baton hands to libraft, one of two:
  *
- *  - without peer TLS: libraft's own TCP transport (raft_uv_tcp), wrapped
- *    so that every connection it accepts or opens has TCP_NODELAY set.
- *    libraft 0.15 never disables Nagle's algorithm on its sockets; with it
- *    on, a small message (an AppendEntries result, a heartbeat) written
- *    while an earlier one is unacknowledged waits for the peer's delayed
- *    ACK, up to 40 ms on Linux, and commits stall behind it under load;
+ *  - without peer TLS: raft/peer_tcp.h, libraft's own TCP transport
+ *    (raft_uv_tcp) again, on the same wire, for host names and IPv6 as
+ *    well as IPv4 (libraft's takes only IPv4), with TCP_NODELAY on every
+ *    connection. libraft 0.15 never disables Nagle's algorithm on its
+ *    sockets; with it on, a small message (an AppendEntries result, a
+ *    heartbeat) written while an earlier one is unacknowledged waits for
+ *    the peer's delayed ACK, up to 40 ms on Linux, and commits stall
+ *    behind it under load;
  *  - with peer TLS (node_config.peer.cert_file set): raft/peer_tls.h,
  *    mutual TLS on every raft connection and only known nodes admitted
  *    (it sets TCP_NODELAY too).
@@ -25,10 +27,7 @@
 
 struct transport {
     struct raft_uv_transport base;  /* handed to raft_uv_init */
-    bool tls;                       /* base is raft/peer_tls.c's */
-    struct raft_uv_transport tcp;   /* without TLS: libraft's TCP transport, wrapped */
-    raft_uv_accept_cb accept_cb;    /* raft_uv's, given to listen */
-    raft_uv_transport_close_cb close_cb;
+    bool tls;                       /* base is raft/peer_tls.c's, else raft/peer_tcp.c's */
 };
 
 /*
@@ -43,12 +42,11 @@ int transport_init(struct transport *t, uv_loop_t *loop, uint32_t id,
                    const struct node_peer_tls *peer, char *errmsg);
 
 /*
- * Make raft listen on `address` ("a.b.c.d:port") instead of the address it
+ * Make raft listen on `address` (HOST:PORT, proto/addr.h) instead of the address it
  * advertises in the configuration: another process -- the fault harness's
  * proxy, tests/fault/proxy.c -- then listens on the advertised address and
  * forwards to this one. Call after transport_init and before raft_init.
- * Returns 0, or RAFT_NOMEM / RAFT_INVALID (not an IPv4 address with a
- * port).
+ * Returns 0, or RAFT_INVALID (not an address of proto/addr.h's grammar).
  */
 int transport_set_bind_address(struct transport *t, const char *address);
 

@@ -11,6 +11,7 @@
 
 #include "proto/addr.h"
 #include "proto/errmsg.h"
+#include "server/config_file.h"
 #include "server/log.h"
 
 static void usage(FILE *f)
@@ -24,8 +25,9 @@ static void usage(FILE *f)
           "                         raft log and snapshots, DIR/fsm the LMDB lock state,\n"
           "                         DIR/member marks a node that has been a member\n"
           "  --cluster LIST         every member as ID=RAFTADDR/CLIENTADDR, comma-separated,\n"
-          "                         e.g. 1=127.0.0.1:7101/127.0.0.1:7001,2=...; addresses are\n"
-          "                         IPv4 a.b.c.d:port; identical on every node\n"
+          "                         e.g. 1=127.0.0.1:7101/127.0.0.1:7001,2=...; an address is\n"
+          "                         a.b.c.d:port, [IPv6]:port or host.name:port (resolved at\n"
+          "                         every connection attempt); identical on every node\n"
           "  --join                 do not bootstrap: this node waits, with no configuration,\n"
           "                         until the leader of a running cluster adds it with\n"
           "                         `batonctl member add ID RAFTADDR/CLIENTADDR`. --cluster\n"
@@ -35,13 +37,13 @@ static void usage(FILE *f)
           "                         too: until it is added, only they may connect to it).\n"
           "                         Without --join, a node whose data\n"
           "                         directory is empty bootstraps the --cluster configuration\n"
-          "  --raft-bind ADDR       listen for raft peers on ADDR (IPv4 a.b.c.d:port) while\n"
+          "  --raft-bind ADDR       listen for raft peers on ADDR (an address as above) while\n"
           "                         advertising this node's RAFTADDR from --cluster: for a\n"
           "                         proxy in front of the node (the fault harness uses one)\n"
           "  --log-level LEVEL      debug, info (default), warn or error; logs go to stderr\n"
           "  --log-format FORMAT    text (default) or json: one JSON object per line, with\n"
           "                         time, level, node and msg\n"
-          "  --metrics-addr ADDR    serve HTTP on ADDR (IPv4 a.b.c.d:port): /metrics in the\n"
+          "  --metrics-addr ADDR    serve HTTP on ADDR (HOST:PORT): /metrics in the\n"
           "                         Prometheus text format, /healthz (200 while the process\n"
           "                         runs) and /readyz (200 once this node knows a leader and\n"
           "                         has applied its commit index; 503 and why otherwise).\n"
@@ -92,6 +94,12 @@ static void usage(FILE *f)
           "                         within MS (default 5000)\n"
           "  --max-unauth-conns N   connections that have not finished HELLO, at most\n"
           "                         (default 1024); one more closes the oldest of them\n"
+          "  --config FILE          read flags from an INI file first: a [batond] section of\n"
+          "                         `key = value` lines, a key for each long flag without\n"
+          "                         its dashes (`id = 1`, `election-timeout = 400`; `_` may\n"
+          "                         stand for `-`); join and tls12 take true/false, yes/no,\n"
+          "                         on/off or 1/0; a value may go on over indented lines.\n"
+          "                         Flags on the command line override the file\n"
           "  -h, --help             this text\n"
           "\n"
           "SIGINT or SIGTERM shuts the node down cleanly; SIGHUP re-reads --auth-file.\n"
@@ -114,13 +122,13 @@ static int parse_uint(const char *s, unsigned long max, unsigned *out)
 }
 
 /* Why s is not an address batond can use, or NULL if it is: the grammar of
- * proto/addr.h, and IPv4, because the client listener (server/conn.c) and
- * libraft's transport take nothing else yet. */
+ * proto/addr.h (IPv4, bracketed IPv6 or a host name: every transport
+ * resolves names at each connection attempt). */
 static const char *addr_why(const char *s)
 {
     struct proto_addr a;
 
-    return proto_addr_parse_ipv4(s, strlen(s), &a) == 0 ? NULL : a.why;
+    return proto_addr_parse(s, strlen(s), &a) == 0 ? NULL : a.why;
 }
 
 int config_parse_cluster(const char *s, struct node_config *nc, char *errmsg)
@@ -197,60 +205,85 @@ static const struct srv_config defaults = {
     .max_unread_mb = 256,
 };
 
-int config_parse(struct srv_config *c, int argc, char **argv)
+/* batond's flags: getopt_long's table, and the keys of a --config file
+ * (server/config_file.h). */
+enum { O_ID = 256, O_DATA, O_CLUSTER, O_LOG, O_ELECTION, O_HEARTBEAT, O_SNAP, O_TRAIL,
+       O_TTL, O_MINTTL, O_MAXTTL, O_DELAY, O_MAXDELAY, O_JOIN, O_RAFT_BIND,
+       O_MAXCONNS, O_FRAMETIMEOUT, O_MINFREE, O_MAXINFLIGHT, O_TLS_CERT, O_TLS_KEY,
+       O_TLS_CLIENT_CA, O_PEER_CERT, O_PEER_KEY, O_PEER_CA, O_TLS12, O_AUTH_FILE,
+       O_HANDSHAKE_TIMEOUT, O_MAX_UNAUTH, O_MAX_UNREAD, O_LOG_FORMAT, O_METRICS_ADDR, O_CONFIG };
+static const struct option opts[] = {
+    {"id", required_argument, NULL, O_ID},
+    {"data", required_argument, NULL, O_DATA},
+    {"cluster", required_argument, NULL, O_CLUSTER},
+    {"log-level", required_argument, NULL, O_LOG},
+    {"election-timeout", required_argument, NULL, O_ELECTION},
+    {"heartbeat", required_argument, NULL, O_HEARTBEAT},
+    {"snapshot-threshold", required_argument, NULL, O_SNAP},
+    {"snapshot-trailing", required_argument, NULL, O_TRAIL},
+    {"default-ttl", required_argument, NULL, O_TTL},
+    {"min-ttl", required_argument, NULL, O_MINTTL},
+    {"max-ttl", required_argument, NULL, O_MAXTTL},
+    {"lock-delay", required_argument, NULL, O_DELAY},
+    {"max-lock-delay", required_argument, NULL, O_MAXDELAY},
+    {"max-conns", required_argument, NULL, O_MAXCONNS},
+    {"frame-timeout", required_argument, NULL, O_FRAMETIMEOUT},
+    {"min-free-mb", required_argument, NULL, O_MINFREE},
+    {"max-inflight", required_argument, NULL, O_MAXINFLIGHT},
+    {"join", no_argument, NULL, O_JOIN},
+    {"raft-bind", required_argument, NULL, O_RAFT_BIND},
+    {"tls-cert", required_argument, NULL, O_TLS_CERT},
+    {"tls-key", required_argument, NULL, O_TLS_KEY},
+    {"tls-client-ca", required_argument, NULL, O_TLS_CLIENT_CA},
+    {"peer-cert", required_argument, NULL, O_PEER_CERT},
+    {"peer-key", required_argument, NULL, O_PEER_KEY},
+    {"peer-ca", required_argument, NULL, O_PEER_CA},
+    {"tls12", no_argument, NULL, O_TLS12},
+    {"auth-file", required_argument, NULL, O_AUTH_FILE},
+    {"handshake-timeout", required_argument, NULL, O_HANDSHAKE_TIMEOUT},
+    {"max-unauth-conns", required_argument, NULL, O_MAX_UNAUTH},
+    {"max-unread-mb", required_argument, NULL, O_MAX_UNREAD},
+    {"log-format", required_argument, NULL, O_LOG_FORMAT},
+    {"metrics-addr", required_argument, NULL, O_METRICS_ADDR},
+    {"config", required_argument, NULL, O_CONFIG},
+    {"help", no_argument, NULL, 'h'},
+    {0},
+};
+
+const struct option *config_options(void)
 {
-    enum { O_ID = 256, O_DATA, O_CLUSTER, O_LOG, O_ELECTION, O_HEARTBEAT, O_SNAP, O_TRAIL,
-           O_TTL, O_MINTTL, O_MAXTTL, O_DELAY, O_MAXDELAY, O_JOIN, O_RAFT_BIND,
-           O_MAXCONNS, O_FRAMETIMEOUT, O_MINFREE, O_MAXINFLIGHT, O_TLS_CERT, O_TLS_KEY,
-           O_TLS_CLIENT_CA, O_PEER_CERT, O_PEER_KEY, O_PEER_CA, O_TLS12, O_AUTH_FILE,
-           O_HANDSHAKE_TIMEOUT, O_MAX_UNAUTH, O_MAX_UNREAD, O_LOG_FORMAT, O_METRICS_ADDR };
-    static const struct option opts[] = {
-        {"id", required_argument, NULL, O_ID},
-        {"data", required_argument, NULL, O_DATA},
-        {"cluster", required_argument, NULL, O_CLUSTER},
-        {"log-level", required_argument, NULL, O_LOG},
-        {"election-timeout", required_argument, NULL, O_ELECTION},
-        {"heartbeat", required_argument, NULL, O_HEARTBEAT},
-        {"snapshot-threshold", required_argument, NULL, O_SNAP},
-        {"snapshot-trailing", required_argument, NULL, O_TRAIL},
-        {"default-ttl", required_argument, NULL, O_TTL},
-        {"min-ttl", required_argument, NULL, O_MINTTL},
-        {"max-ttl", required_argument, NULL, O_MAXTTL},
-        {"lock-delay", required_argument, NULL, O_DELAY},
-        {"max-lock-delay", required_argument, NULL, O_MAXDELAY},
-        {"max-conns", required_argument, NULL, O_MAXCONNS},
-        {"frame-timeout", required_argument, NULL, O_FRAMETIMEOUT},
-        {"min-free-mb", required_argument, NULL, O_MINFREE},
-        {"max-inflight", required_argument, NULL, O_MAXINFLIGHT},
-        {"join", no_argument, NULL, O_JOIN},
-        {"raft-bind", required_argument, NULL, O_RAFT_BIND},
-        {"tls-cert", required_argument, NULL, O_TLS_CERT},
-        {"tls-key", required_argument, NULL, O_TLS_KEY},
-        {"tls-client-ca", required_argument, NULL, O_TLS_CLIENT_CA},
-        {"peer-cert", required_argument, NULL, O_PEER_CERT},
-        {"peer-key", required_argument, NULL, O_PEER_KEY},
-        {"peer-ca", required_argument, NULL, O_PEER_CA},
-        {"tls12", no_argument, NULL, O_TLS12},
-        {"auth-file", required_argument, NULL, O_AUTH_FILE},
-        {"handshake-timeout", required_argument, NULL, O_HANDSHAKE_TIMEOUT},
-        {"max-unauth-conns", required_argument, NULL, O_MAX_UNAUTH},
-        {"max-unread-mb", required_argument, NULL, O_MAX_UNREAD},
-        {"log-format", required_argument, NULL, O_LOG_FORMAT},
-        {"metrics-addr", required_argument, NULL, O_METRICS_ADDR},
-        {"help", no_argument, NULL, 'h'},
-        {0},
-    };
+    return opts;
+}
+
+/* The argument getopt_long is reading (its index in argv), so that an
+ * error can be traced to the config file's line it came from. */
+static int cur_arg;
+
+/* Parse argv, in which a --config file's pairs are already spliced. */
+static int parse_args(struct srv_config *c, int argc, char **argv, const char *config_file)
+{
     char errmsg[BATON_ERRMSG_SIZE];
     const char *cluster = NULL, *why;
     unsigned *target;
-    int o;
+    int o, cluster_arg = 0;
 
     *c = defaults;
     opterr = 0;
     optind = 1;
-    while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    /* "+": no permutation, so that argv's indexes stay those of
+     * config_args.line (a stray argument is an error all the same). */
+    while (cur_arg = optind, (o = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
         target = NULL;
         switch (o) {
+        case O_CONFIG:
+            /* Read already (config_file_expand), which finds it only
+             * written in full: "--conf FILE" would be lost here. */
+            if (config_file == NULL || (strcmp(argv[cur_arg], "--config") != 0 &&
+                                        strncmp(argv[cur_arg], "--config=", 9) != 0)) {
+                fprintf(stderr, "batond: write --config in full\n");
+                return -1;
+            }
+            break;
         case 'h':
             usage(stdout);
             return 1;
@@ -269,6 +302,7 @@ int config_parse(struct srv_config *c, int argc, char **argv)
             break;
         case O_CLUSTER:
             cluster = optarg;
+            cluster_arg = cur_arg;
             break;
         case O_LOG:
             c->log_level = log_level_parse(optarg);
@@ -355,6 +389,7 @@ int config_parse(struct srv_config *c, int argc, char **argv)
             return -1;
         }
     }
+    cur_arg = 0; /* the checks below are of the flags together */
     if (optind < argc) {
         fprintf(stderr, "batond: unexpected argument '%s'\n", argv[optind]);
         usage(stderr);
@@ -365,10 +400,12 @@ int config_parse(struct srv_config *c, int argc, char **argv)
         usage(stderr);
         return -1;
     }
+    cur_arg = cluster_arg;
     if (config_parse_cluster(cluster, &c->node, errmsg) != 0) {
         fprintf(stderr, "batond: --cluster: %s\n", errmsg);
         return -1;
     }
+    cur_arg = 0;
     if (node_member_find(&c->node, c->node.id) == NULL) {
         fprintf(stderr, "batond: --id %u is not a member of --cluster\n", c->node.id);
         return -1;
@@ -399,6 +436,27 @@ int config_parse(struct srv_config *c, int argc, char **argv)
         return -1;
     }
     return 0;
+}
+
+int config_parse(struct srv_config *c, int argc, char **argv)
+{
+    struct config_args a;
+    int rv;
+
+    memset(c, 0, sizeof *c);
+    if (config_file_expand(argc, argv, opts, &a) != 0) return -1;
+    cur_arg = 0;
+    rv = parse_args(c, a.argc, a.argv, a.file);
+    c->args = a; /* after parse_args, which starts from the defaults */
+    if (rv < 0 && cur_arg > 0 && cur_arg < a.argc && a.line[cur_arg] != 0)
+        fprintf(stderr, "batond: (that value is from %s line %d)\n", a.file, a.line[cur_arg]);
+    if (rv != 0) config_free(c);
+    return rv;
+}
+
+void config_free(struct srv_config *c)
+{
+    config_args_free(&c->args);
 }
 
 /* Exported for the MEMBER_ADD handler (server/members.c), which takes

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "raft/node.h"
+#include "server/config_file.h"
 
 struct srv_config {
     char data_dir[4096];
@@ -39,13 +40,25 @@ struct srv_config {
     const char *metrics_addr;       /* serve /metrics, /healthz, /readyz over HTTP here
                                        ("a.b.c.d:port", points into argv); NULL: not at all */
     int log_format;                 /* enum log_format (server/log.h) */
+    struct config_args args;        /* argv with --config's pairs: the paths above may
+                                       point into it; config_free releases it */
 };
 
 /*
- * Parse argv into *c. Returns 0; 1 if --help was printed (exit 0); -1 after
- * printing a usage error to stderr (exit 2).
+ * Parse argv into *c, with `--config FILE`'s pairs read first
+ * (server/config_file.h): a flag on the command line overrides the file's.
+ * Returns 0 (release *c with config_free); 1 if --help was printed (exit 0);
+ * -1 after printing a usage error to stderr, naming the file and line of a
+ * value from the file (exit 2). On 1 and -1 there is nothing to free.
  */
 int config_parse(struct srv_config *c, int argc, char **argv);
+
+/* Release what config_parse allocated; c's paths are invalid afterwards. */
+void config_free(struct srv_config *c);
+
+/* getopt_long's table of batond's flags (ends with a zeroed entry). Every
+ * long option but config and help is also a config-file key. */
+const struct option *config_options(void);
 
 /*
  * Parse "1=RAFT/CLIENT,2=...,3=..." into members. 0, or -1 with errmsg
@@ -54,8 +67,7 @@ int config_parse(struct srv_config *c, int argc, char **argv);
 int config_parse_cluster(const char *s, struct node_config *nc, char *errmsg);
 
 /* Is s an address --cluster accepts: one of the grammar of proto/addr.h
- * whose host is IPv4 (proto_addr_parse_ipv4), since batond's listener and
- * libraft's transport take nothing else yet? */
+ * (IPv4, bracketed IPv6 or a host name)? */
 int config_addr_ok(const char *s);
 
 #endif

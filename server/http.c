@@ -24,8 +24,8 @@
 #include <string.h>
 
 #include "client/baton_defs.h"
-#include "proto/addr.h"
 #include "server/log.h"
+#include "server/resolve.h"
 #include "server/server.h"
 
 #define HTTP_MAX_CONNS 16
@@ -149,21 +149,21 @@ static void poll_cb(uv_poll_t *p, int status, int events)
 int http_start(struct server *srv)
 {
     const union MHD_DaemonInfo *info;
-    struct proto_addr a;
-    struct sockaddr_in sa;
+    struct sockaddr_storage sa;
     struct http *h;
     int rv;
 
     if (srv->cfg.metrics_addr == NULL) return 0;
-    if (proto_addr_parse_ipv4(srv->cfg.metrics_addr, strlen(srv->cfg.metrics_addr), &a) != 0 ||
-        uv_ip4_addr(a.host, a.port, &sa) != 0) {
-        log_error("--metrics-addr '%s': not an IPv4 address and port", srv->cfg.metrics_addr);
+    /* One listener: the first address a name resolves to. */
+    if (resolve_listen_addrs(srv->loop, "--metrics-addr", srv->cfg.metrics_addr, &sa, 1) < 0)
         return BATON_EINVAL;
-    }
     h = xcalloc(1, sizeof *h);
     h->srv = srv;
     h->daemon = MHD_start_daemon(
-        MHD_USE_EPOLL | MHD_USE_ERROR_LOG, a.port, NULL, NULL, handler, h,
+        MHD_USE_EPOLL | MHD_USE_ERROR_LOG | (sa.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+        ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+                                       : ((struct sockaddr_in *)&sa)->sin_port),
+        NULL, NULL, handler, h,
         MHD_OPTION_EXTERNAL_LOGGER, http_log, NULL,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNS,

@@ -5,6 +5,7 @@
  * an ERROR and the connection is closed once that is written; nothing
  * else is affected. guard.c bounds what one connection may hold.
  */
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "client/baton_defs.h"
 #include "proto/addr.h"
 #include "server/log.h"
+#include "server/resolve.h"
 #include "server/metrics.h"
 #include "server/server.h"
 
@@ -129,37 +131,62 @@ static void accept_cb(uv_stream_t *server, int status)
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sslen) == 0 &&
-        ss.ss_family == AF_INET) {
-        struct sockaddr_in *in = (struct sockaddr_in *)&ss;
-        char ip[INET_ADDRSTRLEN] = "?";
-        uv_ip4_name(in, ip, sizeof ip);
-        snprintf(c->peer, sizeof c->peer, "%s:%u", ip, ntohs(in->sin_port));
-    }
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sslen) == 0)
+        proto_addr_format((struct sockaddr *)&ss, c->peer, sizeof c->peer);
     log_debug("conn %llu from %s", (unsigned long long)c->id, c->peer);
     if (!guard_admit(c)) return; /* over --max-conns: answered and closing */
     conn_tls_start(c);
     uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
 }
 
-int listen_start(struct server *srv, const char *addr)
+/* Listen on one resolved address with handle h (initialised here). */
+static int listen_one(struct server *srv, uv_tcp_t *h, const struct sockaddr *sa)
 {
-    struct proto_addr a;
-    struct sockaddr_in sa;
+    char text[BATON_MAX_ADDR + 1];
     int rv;
 
-    uv_tcp_init(srv->loop, &srv->listener);
-    srv->listener.data = srv;
-    /* The one address grammar (proto/addr.h), then IPv4: uv_ip4_addr is
-     * all this listener knows yet. --cluster has checked the same already
-     * (server/config.c), so this refusal is only a safety net. */
-    if (proto_addr_parse_ipv4(addr, strlen(addr), &a) != 0) {
-        log_error("client address '%s': %s", addr, a.why);
-        return UV_EINVAL;
-    }
-    rv = uv_ip4_addr(a.host, a.port, &sa);
-    if (rv != 0) return rv;
-    rv = uv_tcp_bind(&srv->listener, (const struct sockaddr *)&sa, 0);
-    if (rv == 0) rv = uv_listen((uv_stream_t *)&srv->listener, 1024, accept_cb);
+    uv_tcp_init(srv->loop, h);
+    h->data = srv;
+    rv = uv_tcp_bind(h, sa, 0);
+    if (rv == 0) rv = uv_listen((uv_stream_t *)h, 1024, accept_cb);
+    proto_addr_format(sa, text, sizeof text);
+    if (rv == 0)
+        log_debug("listening for clients on %s", text);
+    else
+        log_warn("cannot listen for clients on %s: %s", text, uv_strerror(rv));
     return rv;
+}
+
+/*
+ * Listen on every address addr stands for: an IP literal as it is, a host
+ * name resolved now, once (getaddrinfo through libuv, synchronously: the
+ * node is starting), on each of its addresses -- "localhost" on ::1 and
+ * 127.0.0.1 -- so that a client reaches the node whichever of them it
+ * tries. Succeeds if one of them listens.
+ */
+int listen_start(struct server *srv, const char *addr)
+{
+    struct sockaddr_storage sas[1 + LISTEN_MORE];
+    unsigned ok = 0;
+    int rv, first = 0, n;
+
+    srv->n_listen = 0;
+    n = resolve_listen_addrs(srv->loop, "client address", addr, sas, 1 + LISTEN_MORE);
+    if (n < 0) return n;
+    for (int i = 0; i < n; i++) {
+        uv_tcp_t *h = i == 0 ? &srv->listener : &srv->listen_more[i - 1];
+        srv->n_listen++;
+        rv = listen_one(srv, h, (const struct sockaddr *)&sas[i]);
+        if (rv == 0) ok++;
+        else if (first == 0) first = rv;
+    }
+    return ok > 0 ? 0 : first;
+}
+
+void listen_stop(struct server *srv)
+{
+    for (unsigned i = 0; i < srv->n_listen; i++) {
+        uv_tcp_t *h = i == 0 ? &srv->listener : &srv->listen_more[i - 1];
+        if (!uv_is_closing((uv_handle_t *)h)) uv_close((uv_handle_t *)h, NULL);
+    }
 }

@@ -67,6 +67,7 @@ int main(int argc, char **argv)
     snprintf(fsm_dir, sizeof fsm_dir, "%s/fsm", cfg.data_dir);
     if (mkdir_p(cfg.data_dir) || mkdir_p(raft_dir) || mkdir_p(fsm_dir)) {
         log_error("cannot create data directory %s: %s", cfg.data_dir, strerror(errno));
+        config_free(&cfg);
         return 1;
     }
     cfg.node.raft_dir = raft_dir;
@@ -75,6 +76,7 @@ int main(int argc, char **argv)
     rv = store_open(fsm_dir, &st, errmsg);
     if (rv != 0) {
         log_error("cannot open the lock store in %s: %s", fsm_dir, errmsg);
+        config_free(&cfg);
         return 1;
     }
     log_info("lock store open, applied index %llu", (unsigned long long)store_applied_index(st));
@@ -85,6 +87,7 @@ int main(int argc, char **argv)
         server_free(&srv);
         store_close(st);
         uv_loop_close(&loop);
+        config_free(&cfg);
         return 1;
     }
     sigprocmask(SIG_UNBLOCK, &stop_signals, NULL);
@@ -94,5 +97,6 @@ int main(int argc, char **argv)
     rv = uv_loop_close(&loop);
     if (rv != 0) log_warn("loop closed with handles still open: %s", uv_strerror(rv));
     log_info("stopped");
+    config_free(&cfg);
     return srv.exit_code;
 }

@@ -274,8 +274,8 @@ void admin_member_add(struct conn *c, const struct msg *m)
         !copy_addr(q->client_addr, m->u.member_add.client_addr) ||
         strcmp(q->raft_addr, q->client_addr) == 0) {
         conn_send_error(c, m->req_id, BATON_EINVAL,
-                        "member add: node %u needs two different IPv4 addresses a.b.c.d:port "
-                        "(raft and client)",
+                        "member add: node %u needs two different addresses HOST:PORT "
+                        "(raft and client; HOST a.b.c.d, [IPv6] or a name)",
                         id);
         free(q);
         return;

@@ -256,7 +256,7 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     rv = listen_start(srv, self->client_addr);
     if (rv != 0) {
         log_error("cannot listen on %s: %s", self->client_addr, uv_strerror(rv));
-        uv_close((uv_handle_t *)&srv->listener, noop_close);
+        listen_stop(srv);
         node_close(srv->node, NULL, NULL);
         uv_run(loop, UV_RUN_DEFAULT);
         return BATON_EIO;
@@ -303,8 +303,7 @@ void server_stop(struct server *srv)
 {
     if (srv->stopping) return;
     srv->stopping = true;
-    if (!uv_is_closing((uv_handle_t *)&srv->listener))
-        uv_close((uv_handle_t *)&srv->listener, noop_close);
+    listen_stop(srv);
     conn_close_all(srv);
     http_stop(srv);
     uv_close((uv_handle_t *)&srv->check, noop_close);

@@ -69,6 +69,7 @@
 #include "storage/store.h"
 
 #define LISTEN_RBUF (64u << 10)  /* a TLS port's scratch read buffer */
+#define LISTEN_MORE 3            /* client listeners beyond the first (a name's addresses) */
 #define CONN_MAX_OUT (64u << 20) /* a client that reads nothing is cut off here */
 #define CONN_OUT_KEEP (64u << 10) /* an emptied output buffer larger than this is freed */
 #define WATCH_MAX_PER_CONN 64    /* WATCHes one connection may hold */
@@ -214,7 +215,9 @@ struct server {
     struct srv_config cfg;
     store *store;
     struct node *node;
-    uv_tcp_t listener;
+    uv_tcp_t listener;      /* the client address, or the first it resolves to */
+    uv_tcp_t listen_more[LISTEN_MORE]; /* the name's other addresses (listen.c) */
+    unsigned n_listen;      /* of listener and listen_more, those initialised */
     uv_check_t check;
     uv_signal_t sigint, sigterm;
     struct u64map conns;    /* id -> struct conn */
@@ -283,6 +286,8 @@ void server_free(struct server *srv);
 
 /* listen.c -- accept client connections and feed their frames to dispatch. */
 int listen_start(struct server *srv, const char *addr);
+/* Close every listener listen_start opened (idempotent). */
+void listen_stop(struct server *srv);
 
 /* http.c -- --metrics-addr. Start serving (nothing without the flag): 0,
  * or BATON_EINVAL / BATON_EIO (logged; the address is taken, say). */

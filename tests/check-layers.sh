@@ -27,8 +27,9 @@ reply
 member_addrs peers
 conn_tls
 conn
-lease auth config
+lease auth config resolve
 metrics
+config_file
 xmalloc
 log
 '

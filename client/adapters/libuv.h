@@ -8,6 +8,8 @@
  *     baton_async_open(ac, on_open, NULL);
  *     uv_run(loop, UV_RUN_DEFAULT);
  *
+ * Host names are looked up with uv_getaddrinfo (libuv's thread pool), so
+ * the loop never blocks on DNS.
  * The adapter holds one uv_timer_t, one uv_idle_t and, while the core has
  * a socket, one uv_poll_t on it. The core opens a new socket on every reconnect, so a
  * poll handle lives only as long as its socket: the adapter closes it when
@@ -31,7 +33,8 @@
 #define BATON_ADAPTERS_LIBUV_H
 
 #include <stdlib.h>
-#include <uv.h>
+#include <string.h>
+#include <uv.h> /* and, through it, <netdb.h> */
 
 #include "../baton_async.h"
 
@@ -243,8 +246,61 @@ static inline void baton_uv__cleanup(void *data)
     uv_close((uv_handle_t *)&a->flush, baton_uv__handle_closed);
 }
 
+/* ---- the resolver: uv_getaddrinfo on the loop (libuv's thread pool) ---- */
+
+/* One lookup; freed in its libuv callback, so a cancelled one outlives the
+ * context and the adapter safely (run the loop until uv_run returns). */
+struct baton_uv_lookup {
+    uv_getaddrinfo_t req;
+    baton_async_resolved_cb *cb;
+    void *arg;
+    int canceled;
+};
+
+static inline void baton_uv__resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
+{
+    struct baton_uv_lookup *l = (struct baton_uv_lookup *)req->data;
+
+    if (!l->canceled)
+        l->cb(l->arg, status == 0 ? res : NULL, status == 0 ? NULL : uv_strerror(status));
+    uv_freeaddrinfo(res);
+    free(l);
+}
+
+static inline void *baton_uv__resolve(void *data, const char *host, const char *port,
+                                      baton_async_resolved_cb *cb, void *arg)
+{
+    struct baton_uv *a = (struct baton_uv *)data;
+    struct baton_uv_lookup *l = (struct baton_uv_lookup *)calloc(1, sizeof *l);
+    struct addrinfo hints;
+
+    if (l == NULL) return NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    l->req.data = l;
+    l->cb = cb;
+    l->arg = arg;
+    if (uv_getaddrinfo(a->loop, &l->req, baton_uv__resolved, host, port, &hints) != 0) {
+        free(l);
+        return NULL;
+    }
+    return l;
+}
+
+static inline void baton_uv__resolve_cancel(void *data, void *lookup)
+{
+    struct baton_uv_lookup *l = (struct baton_uv_lookup *)lookup;
+
+    (void)data;
+    l->canceled = 1;
+    (void)uv_cancel((uv_req_t *)&l->req); /* the callback still runs, and frees l */
+}
+
 /*
- * Attach ac to loop (once, before baton_async_open).
+ * Attach ac to loop (once, before baton_async_open), with a resolver of
+ * host names that does not block the loop (uv_getaddrinfo).
  * @return 0, BATON_ENOMEM, or baton_async_attach's errors (BATON_EBUSY if
  *         ac already has an adapter). On error nothing stays behind (the
  *         timer handle is closed; run the loop to finish closing it).
@@ -253,6 +309,7 @@ static inline int baton_uv_attach(baton_async_t *ac, uv_loop_t *loop)
 {
     struct baton_uv *a;
     baton_async_hooks h;
+    baton_async_resolver r;
     int rv;
 
     if (ac == NULL || loop == NULL) return BATON_EINVAL;
@@ -275,8 +332,15 @@ static inline int baton_uv_attach(baton_async_t *ac, uv_loop_t *loop)
     h.timer_stop = baton_uv__timer_stop;
     h.cleanup = baton_uv__cleanup;
     rv = baton_async_attach(ac, &h);
-    if (rv != 0) baton_uv__cleanup(a);
-    return rv;
+    if (rv != 0) {
+        baton_uv__cleanup(a);
+        return rv;
+    }
+    r.data = a;
+    r.start = baton_uv__resolve;
+    r.cancel = baton_uv__resolve_cancel;
+    (void)baton_async_set_resolver(ac, &r); /* cannot fail: attach succeeded before open */
+    return 0;
 }
 
 #endif /* BATON_ADAPTERS_LIBUV_H */

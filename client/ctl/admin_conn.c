@@ -292,6 +292,11 @@ int admin_connect(struct admin_conn *c, const struct ctl_opts *o, const char *ad
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_NUMERICSERV;
+    /* An IP literal never reaches a resolver (proto/addr.h: a host of
+     * digits and dots is IPv4, one with a colon IPv6). A name is resolved
+     * at every connection, and each of its addresses tried in order. */
+    if (strchr(host, ':') != NULL || strspn(host, "0123456789.") == strlen(host))
+        hints.ai_flags |= AI_NUMERICHOST;
     rv = getaddrinfo(host, port, &hints, &res);
     if (rv != 0) {
         snprintf(err, errlen, "%s: %s", addr, gai_strerror(rv));

@@ -105,8 +105,8 @@ const char cmd_member_help[] =
     "the leader's --cluster list; - when neither knows one.\n"
     "\n"
     "member add ID RAFTADDR/CLIENTADDR adds server ID (1..2147483647) as a voter.\n"
-    "The addresses are written as in batond --cluster: IPv4 a.b.c.d:port, raft\n"
-    "address first. Start the new node first, with batond --join --id ID and a\n"
+    "The addresses are written as in batond --cluster (a.b.c.d:port, [IPv6]:port or\n"
+    "host.name:port), raft address first. Start the new node first, with batond --join --id ID and a\n"
     "--cluster list that names it with the same addresses. The leader commits the\n"
     "client address to the replicated state (so every node can redirect clients\n"
     "there), adds the server as a spare, lets it catch up with the log, promotes it\n"
@@ -520,11 +520,12 @@ static int parse_member_add(const char *id_arg, const char *spec, char *addrs, s
         return ctl_usage_error("member", "add: '%s' is not RAFTADDR/CLIENTADDR", spec);
     *slash = '\0';
     /* The check batond's MEMBER_ADD handler makes (config_addr_ok in
-     * server/config.c): the grammar of proto/addr.h with an IPv4 host, so
-     * that batonctl refuses up front exactly what the server would. */
-    if (proto_addr_parse_ipv4(addrs, strlen(addrs), &pa) != 0)
+     * server/config.c): the grammar of proto/addr.h (IPv4, [IPv6] or a
+     * host name), so that batonctl refuses up front exactly what the
+     * server would. */
+    if (proto_addr_parse(addrs, strlen(addrs), &pa) != 0)
         return ctl_usage_error("member", "add: raft address '%s': %s", addrs, pa.why);
-    if (proto_addr_parse_ipv4(slash + 1, strlen(slash + 1), &pa) != 0)
+    if (proto_addr_parse(slash + 1, strlen(slash + 1), &pa) != 0)
         return ctl_usage_error("member", "add: client address '%s': %s", slash + 1, pa.why);
     if (strcmp(addrs, slash + 1) == 0)
         return ctl_usage_error("member", "add: the raft and client addresses must differ");

@@ -696,7 +696,7 @@ TEST(member_add_usage_errors)
         {"add", "4", "127.0.0.1:1", NULL},                   /* no slash */
         {"add", "4", "127.0.0.1:1/", NULL},                  /* no client address */
         {"add", "4", "/127.0.0.1:2", NULL},                  /* no raft address */
-        {"add", "4", "localhost:1/127.0.0.1:2", NULL},       /* not IPv4 */
+        {"add", "4", "bad_host:1/127.0.0.1:2", NULL},        /* not a host name */
         {"add", "4", "127.0.0.1:0/127.0.0.1:2", NULL},       /* port 0 */
         {"add", "4", "127.0.0.1:70000/127.0.0.1:2", NULL},   /* port too big */
         {"add", "4", "256.0.0.1:1/127.0.0.1:2", NULL},       /* octet too big */

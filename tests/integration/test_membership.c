@@ -604,7 +604,7 @@ TEST(member_add_refuses_bad_requests)
     expect_einval(fd, 0x80000000u, P("127.0.0.1:1"), P("127.0.0.1:2"));
     expect_einval(fd, 4, P(""), P("127.0.0.1:2"));
     expect_einval(fd, 4, P("127.0.0.1:1"), P(""));
-    expect_einval(fd, 4, P("localhost:1"), P("127.0.0.1:2"));
+    expect_einval(fd, 4, P("bad_host:1"), P("127.0.0.1:2"));
     expect_einval(fd, 4, P("127.0.0.1:1"), P("127.0.0.1:2x"));
     expect_einval(fd, 4, P("127.0.0.1:1"), P("127.0.0.1:1"));
     expect_einval(fd, 4, (struct pstr){"127.0.0.1:1\0", 12}, P("127.0.0.1:2"));

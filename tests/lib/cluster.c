@@ -293,6 +293,13 @@ static int start_guardian(struct slot *s)
 
 /* ---- starting nodes ------------------------------------------------------- */
 
+/* Where the harness reaches node nd for STATUS: ::1 for the host [::1],
+ * else 127.0.0.1 (what localhost and the tests' names stand for). */
+static void node_ip(struct cluster_node *nd)
+{
+    snprintf(nd->ip, sizeof nd->ip, "%s", strcmp(nd->host, "[::1]") == 0 ? "::1" : "127.0.0.1");
+}
+
 /* Pick `n` distinct free TCP ports on 127.0.0.1: bind them all to port 0
  * at once (so none repeats), read the ports, close. */
 static int pick_ports(int *ports, int n)
@@ -334,8 +341,8 @@ static void join_list(const struct cluster *c, int i, char *buf, size_t cap)
         const struct cluster_node *nd = &c->nodes[k];
 
         if (k != i && !(c->secure & CLUSTER_PEER_TLS)) continue;
-        off += (size_t)snprintf(buf + off, cap - off, "%s%u=127.0.0.1:%d/127.0.0.1:%d",
-                                off ? "," : "", nd->id, nd->raft_port, nd->client_port);
+        off += (size_t)snprintf(buf + off, cap - off, "%s%u=%s:%d/%s:%d", off ? "," : "", nd->id,
+                                nd->host, nd->raft_port, nd->host, nd->client_port);
         if (off >= cap) break;
     }
 }
@@ -345,7 +352,7 @@ static int spawn_node(struct cluster *c, int i)
 {
     struct cluster_node *nd = &c->nodes[i];
     struct slot *s = &slots[c->slot];
-    char path[PATH_MAX + 16], idbuf[16], bindbuf[32], metricsbuf[32];
+    char path[PATH_MAX + 16], idbuf[16], bindbuf[48], metricsbuf[64];
     const char *argv[16 + CLUSTER__SECURE_ARGS + MAX_EXTRA_ARGS];
     char join_members[sizeof c->members + 64 * CLUSTER_MAX_NODES];
     int argc = 0;
@@ -370,7 +377,7 @@ static int spawn_node(struct cluster *c, int i)
     argv[argc++] = "--log-level";
     argv[argc++] = c->log_level;
     if (nd->raft_bind_port > 0) {
-        snprintf(bindbuf, sizeof bindbuf, "127.0.0.1:%d", nd->raft_bind_port);
+        snprintf(bindbuf, sizeof bindbuf, "%s:%d", nd->host, nd->raft_bind_port);
         argv[argc++] = "--raft-bind";
         argv[argc++] = bindbuf;
     }
@@ -407,7 +414,7 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
 {
     const char *build = getenv("BATON_BUILD");
     const char *level = o && o->log_level ? o->log_level : getenv("BATON_TEST_LOG_LEVEL");
-    char path[PATH_MAX + 16];
+    char path[PATH_MAX + 16], host[32];
     int ports[4 * CLUSTER_MAX_NODES], per_node = o && o->raft_proxy ? 3 : 2, k;
     struct slot *s = NULL;
     size_t off;
@@ -431,6 +438,7 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
     c->slot = k;
     snprintf(c->build, sizeof c->build, "%s", build && *build ? build : "build/default");
     snprintf(c->log_level, sizeof c->log_level, "%s", level && *level ? level : "info");
+    snprintf(c->host, sizeof c->host, "%s", o && o->host ? o->host : "127.0.0.1");
     c->extra_args = o ? o->extra_args : NULL;
     for (int i = 0; o && i < CLUSTER_MAX_NODES; i++) c->node_env[i] = o->node_env[i];
     c->secure = o ? o->secure : 0;
@@ -465,13 +473,17 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
         nd->client_port = ports[per_node * i + 1];
         nd->raft_bind_port = per_node == 3 ? ports[per_node * i + 2] : 0;
         nd->metrics_port = c->metrics ? ports[per_node * n + i] : 0;
-        snprintf(nd->endpoint, sizeof nd->endpoint, "127.0.0.1:%d", nd->client_port);
+        /* From a copy: GCC sees c's own strings as overlapping c. */
+        snprintf(host, sizeof host, "%s", o && o->node_host[i] ? o->node_host[i] : c->host);
+        snprintf(nd->host, sizeof nd->host, "%s", host);
+        node_ip(nd);
+        snprintf(nd->endpoint, sizeof nd->endpoint, "%s:%d", host, nd->client_port);
         snprintf(nd->dir, sizeof nd->dir, "%s/node%d", c->root, i + 1);
         snprintf(nd->log, sizeof nd->log, "%s/node%d.log", c->root, i + 1);
         mkdir(nd->dir, 0755);
-        off += (size_t)snprintf(c->members + off, sizeof c->members - off,
-                                "%s%u=127.0.0.1:%d/127.0.0.1:%d", i ? "," : "", nd->id,
-                                nd->raft_port, nd->client_port);
+        off += (size_t)snprintf(c->members + off, sizeof c->members - off, "%s%u=%s:%d/%s:%d",
+                                i ? "," : "", nd->id, nd->host, nd->raft_port, nd->host,
+                                nd->client_port);
         snprintf(c->endpoints + strlen(c->endpoints), sizeof c->endpoints - strlen(c->endpoints),
                  "%s%s", i ? "," : "", nd->endpoint);
     }
@@ -513,6 +525,7 @@ int cluster_add_node(struct cluster *c)
 {
     struct slot *s;
     struct cluster_node *nd;
+    char host[32];
     int ports[3], i = c->n;
 
     if (c->n == 0 || c->owner != getpid()) return -1;
@@ -532,7 +545,10 @@ int cluster_add_node(struct cluster *c)
     nd->client_port = ports[1];
     nd->joined = 1;
     nd->metrics_port = c->metrics ? ports[2] : 0;
-    snprintf(nd->endpoint, sizeof nd->endpoint, "127.0.0.1:%d", nd->client_port);
+    snprintf(host, sizeof host, "%s", c->host); /* a copy: see cluster_start_opts */
+    snprintf(nd->host, sizeof nd->host, "%s", host);
+    node_ip(nd);
+    snprintf(nd->endpoint, sizeof nd->endpoint, "%s:%d", host, nd->client_port);
     snprintf(nd->dir, sizeof nd->dir, "%s/node%d", c->root, i + 1);
     snprintf(nd->log, sizeof nd->log, "%s/node%d.log", c->root, i + 1);
     if (mkdir(nd->dir, 0755) != 0) {
@@ -559,8 +575,8 @@ const char *cluster_member_addrs(const struct cluster *c, int i, char *buf, size
         snprintf(buf, cap, "%s", "");
         return buf;
     }
-    snprintf(buf, cap, "127.0.0.1:%d/127.0.0.1:%d", c->nodes[i].raft_port,
-             c->nodes[i].client_port);
+    snprintf(buf, cap, "%s:%d/%s:%d", c->nodes[i].host, c->nodes[i].raft_port,
+             c->nodes[i].host, c->nodes[i].client_port);
     return buf;
 }
 
@@ -569,7 +585,7 @@ const char *cluster_member_addrs(const struct cluster *c, int i, char *buf, size
 /* A minimal blocking STATUS client: HELLO (with the harness's token) and
  * STATUS sent together, then read until the STATUS_R; over TLS when the
  * nodes serve it. Socket timeouts bound every call. */
-static int query_status(const struct cluster *c, int port, int timeout_ms,
+static int query_status(const struct cluster *c, int i, int timeout_ms,
                         struct cluster_status *st)
 {
     struct msg hello = {.type = MSG_HELLO, .req_id = 1}, req = {.type = MSG_STATUS, .req_id = 2};
@@ -584,7 +600,8 @@ static int query_status(const struct cluster *c, int port, int timeout_ms,
     hello.u.hello.token.p = c->admin_token;
     hello.u.hello.token.n = (uint16_t)strlen(c->admin_token);
     cluster_sock_cfg(c, &cfg);
-    if (tls_sock_connect(&s, port, &cfg, timeout_ms) != 0) return -1;
+    cfg.ip = c->nodes[i].ip;
+    if (tls_sock_connect(&s, c->nodes[i].client_port, &cfg, timeout_ms) != 0) return -1;
     if (tls_sock_send_msg(&s, &hello) != 0 || tls_sock_send_msg(&s, &req) != 0) goto out;
     while (now_ms() < deadline) {
         struct msg m;
@@ -620,7 +637,7 @@ int cluster_node_status(struct cluster *c, int i, struct cluster_status *st, int
 {
     if (i < 0 || i >= c->n) return -1;
     memset(st, 0, sizeof *st);
-    return query_status(c, c->nodes[i].client_port, timeout_ms, st);
+    return query_status(c, i, timeout_ms, st);
 }
 
 /* Reap node i if it has exited on its own; report it. */

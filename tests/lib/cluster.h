@@ -68,7 +68,10 @@ struct cluster_node {
     int raft_bind_port;         /* --raft-bind port (cluster_opts.raft_proxy), else 0 */
     int client_port;
     int metrics_port;           /* --metrics-addr 127.0.0.1:PORT (cluster_opts.metrics), else 0 */
-    char endpoint[32];          /* "127.0.0.1:CLIENTPORT" */
+    char host[32];              /* the host of its addresses (cluster_opts.host, node_host) */
+    char ip[48];                /* where the harness sends STATUS: 127.0.0.1, or ::1 for the
+                                   host [::1]; a test that moves a node changes it */
+    char endpoint[48];          /* "127.0.0.1:CLIENTPORT" (or with its host) */
     char dir[PATH_MAX];         /* ROOT/nodeN */
     char log[PATH_MAX];         /* ROOT/nodeN.log */
     int joined;                 /* started by cluster_add_node: --join, --cluster of itself
@@ -88,6 +91,7 @@ struct cluster {
     char members[1024];         /* the --cluster argument */
     char endpoints[512];        /* "127.0.0.1:P1,127.0.0.1:P2,..." */
     char log_level[16];
+    char host[32];              /* the host of every address (cluster_opts.host) */
     const char *const *extra_args; /* more batond flags (cluster_opts) */
     const char *const *node_env[CLUSTER_MAX_NODES]; /* more environment (cluster_opts) */
     int secure;                 /* CLUSTER_* bits (cluster_opts.secure) */
@@ -126,6 +130,13 @@ struct cluster_opts {
      * harness preloads its disk shim this way, tests/fault/shim_disk.c).
      * The arrays must outlive the cluster. */
     const char *const *node_env[CLUSTER_MAX_NODES];
+    /* The host of every address in --cluster, --raft-bind and the
+     * endpoints: "localhost" or "[::1]" (tests/integration/test_addrs.c);
+     * NULL: "127.0.0.1". The ports are picked free on 127.0.0.1. */
+    const char *host;
+    /* Node i's host instead, if not NULL (a name the test maps itself:
+     * tests/shim/hosts.c). */
+    const char *node_host[CLUSTER_MAX_NODES];
 };
 
 /* One node's answer to STATUS. */

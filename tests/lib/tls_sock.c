@@ -83,19 +83,31 @@ int tls_sock_connect(struct tls_sock *s, int port, const struct tls_sock_cfg *cf
                      int timeout_ms)
 {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6};
+    int v6 = 0;
     long long deadline = mono_ms() + timeout_ms;
     int one = 1;
 
     memset(s, 0, sizeof *s);
     a.sin_port = htons((uint16_t)port);
-    s->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    a6.sin6_port = htons((uint16_t)port);
+    if (cfg != NULL && cfg->ip != NULL && inet_pton(AF_INET, cfg->ip, &a.sin_addr) != 1) {
+        if (inet_pton(AF_INET6, cfg->ip, &a6.sin6_addr) != 1) {
+            snprintf(s->err, sizeof s->err, "bad IP address '%s'", cfg->ip);
+            s->fd = -1;
+            return -1;
+        }
+        v6 = 1;
+    }
+    s->fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s->fd < 0) {
         snprintf(s->err, sizeof s->err, "socket: %s", strerror(errno));
         return -1;
     }
     setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     set_timeout(s->fd, timeout_ms);
-    if (connect(s->fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    if ((v6 ? connect(s->fd, (struct sockaddr *)&a6, sizeof a6)
+            : connect(s->fd, (struct sockaddr *)&a, sizeof a)) != 0) {
         snprintf(s->err, sizeof s->err, "connect to port %d: %s", port, strerror(errno));
         goto fail;
     }

@@ -27,6 +27,7 @@ struct tls_sock_cfg {
     const char *key_file;
     const char *name;      /* the name the node's certificate must carry;
                               NULL: "127.0.0.1" */
+    const char *ip;        /* the IPv4 or IPv6 address to connect to; NULL: 127.0.0.1 */
 };
 
 struct tls_sock {
@@ -37,7 +38,7 @@ struct tls_sock {
     char err[256];
 };
 
-/* Connect to 127.0.0.1:port and, with TLS, finish the handshake. 0, or -1
+/* Connect to 127.0.0.1:port (or cfg->ip's) and, with TLS, finish the handshake. 0, or -1
  * with s->err set (s is then closed). */
 int tls_sock_connect(struct tls_sock *s, int port, const struct tls_sock_cfg *cfg,
                      int timeout_ms);

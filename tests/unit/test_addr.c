@@ -3,7 +3,9 @@
  * libbaton, batonctl and the members table share: the three kinds of host,
  * the port's range and form, the limits, and why each bad input is refused.
  */
+#include <netinet/in.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <string.h>
 
 #include "client/baton_defs.h"
@@ -167,23 +169,23 @@ TEST(max_addr_limit)
     ASSERT_EQ(a.port, 7001);
 }
 
-/* What batond's transports take today: IPv4 only, with a clear reason. */
-TEST(ipv4_only)
+/* An IP literal's socket address (no resolver), and back to text for logs. */
+TEST(sockaddr_and_format)
 {
+    struct sockaddr_storage ss;
     struct proto_addr a;
+    char text[BATON_MAX_ADDR + 1];
 
-    ASSERT_EQ(proto_addr_parse_ipv4("127.0.0.1:7001", 14, &a), 0);
-    ASSERT_EQ(a.kind, PROTO_ADDR_IPV4);
-    ASSERT_STREQ(a.host, "127.0.0.1");
-    ASSERT_EQ(a.port, 7001);
-    ASSERT_EQ(proto_addr_parse_ipv4("localhost:1", 11, &a), BATON_EINVAL);
-    ASSERT(strstr(a.why, "host names and IPv6 are not supported yet") != NULL);
-    ASSERT_STREQ(a.host, "");
-    ASSERT_EQ(proto_addr_parse_ipv4("[::1]:1", 7, &a), BATON_EINVAL);
-    ASSERT(strstr(a.why, "not supported yet") != NULL);
-    /* A syntax error keeps its own reason. */
-    ASSERT_EQ(proto_addr_parse_ipv4("127.0.0.1:0", 11, &a), BATON_EINVAL);
-    ASSERT_STREQ(a.why, "port out of range");
+    ASSERT_EQ(proto_addr_parse("10.1.2.3:7001", 13, &a), 0);
+    ASSERT_EQ(proto_addr_sockaddr(&a, &ss), sizeof(struct sockaddr_in));
+    ASSERT_STREQ(proto_addr_format((struct sockaddr *)&ss, text, sizeof text), "10.1.2.3:7001");
+    ASSERT_EQ(proto_addr_parse("[2001:db8::7]:9", 15, &a), 0);
+    ASSERT_EQ(proto_addr_sockaddr(&a, &ss), sizeof(struct sockaddr_in6));
+    ASSERT_STREQ(proto_addr_format((struct sockaddr *)&ss, text, sizeof text), "[2001:db8::7]:9");
+    ASSERT_EQ(proto_addr_parse("localhost:9", 11, &a), 0);
+    ASSERT_EQ(proto_addr_sockaddr(&a, &ss), 0); /* a name is resolved elsewhere */
+    ss.ss_family = AF_UNIX;
+    ASSERT_STREQ(proto_addr_format((struct sockaddr *)&ss, text, sizeof text), "?");
 }
 
 int main(int argc, char **argv)
@@ -196,6 +198,6 @@ int main(int argc, char **argv)
     RUN(port);
     RUN(empty_and_junk);
     RUN(max_addr_limit);
-    RUN(ipv4_only);
+    RUN(sockaddr_and_format);
     return runner_done();
 }

@@ -1,0 +1,43 @@
+/*
+ * peer_tcp.h -- the plaintext raft transport: libraft's own TCP transport
+ * (raft_uv_tcp) again, for addresses of every kind. libraft 0.15 reads
+ * addresses with uv_ip4_addr, so it takes neither host names nor IPv6; this
+ * one takes proto/addr.h's whole grammar (raft/peer_addr.h: a name is
+ * resolved at every connection attempt, each of its addresses tried in
+ * order; a listen address is listened on at each of its addresses) and
+ * sets TCP_NODELAY on every stream (libraft never does).
+ *
+ * On the wire it is raft_uv_tcp's: on connect the dialling node sends a
+ * handshake -- three little-endian uint64 (the protocol version, 1; its
+ * raft id; the size of the address field) and its own raft address,
+ * NUL-padded to a multiple of 8 bytes -- then raft's messages follow. So a
+ * node running libraft's transport and one running this one talk.
+ *
+ * An inbound connection must send its handshake within
+ * PEER_TCP_HANDSHAKE_MS, and at most PEER_TCP_MAX_PENDING wait at once
+ * (one more closes the oldest), so that idle connections cannot pile up.
+ * Loop thread only.
+ */
+#ifndef BATON_RAFT_PEER_TCP_H
+#define BATON_RAFT_PEER_TCP_H
+
+#include <raft.h>
+#include <raft/uv.h>
+#include <uv.h>
+
+#define PEER_TCP_HANDSHAKE_MS 5000
+#define PEER_TCP_MAX_PENDING 64
+#define PEER_TCP_MAX_ADDRESS 256 /* the handshake's address field, at most */
+
+/* Set base up as the plaintext transport on loop. 0, or RAFT_NOMEM. */
+int peer_tcp_init(struct raft_uv_transport *base, uv_loop_t *loop);
+
+/* Listen on `address` instead of the advertised one (transport.h). 0, or
+ * RAFT_INVALID (not an address of proto/addr.h's grammar). */
+int peer_tcp_set_bind_address(struct raft_uv_transport *base, const char *address);
+
+/* Release the transport: at once if raft closed it, else once the
+ * connections and listeners it still has are closed. */
+void peer_tcp_free(struct raft_uv_transport *base);
+
+#endif
