@@ -127,7 +127,10 @@
   X(CHECK_R,         40,  S2C, 0, NONE,  check_r,        U64(index))                          \
   X(LOST_HOLDS,      41,  C2S, 1, LOCK,  lost_holds,     U64(session) U64(after))              \
   X(LOST_HOLDS_R,    42,  S2C, 0, NONE,  lost_holds_r,   LIST(n, items, BATON_MAX_LIST,        \
-                                                              lost_hold) U8(more))
+                                                              lost_hold) U8(more))             \
+  X(SNAPSHOT_SAVE,   45,  C2S, 1, ADMIN, none,           )                                     \
+  X(SNAPSHOT_CHUNK,  46,  S2C, 0, NONE,  snapshot_chunk, U64(offset) U64(total)                \
+                                                         STR(data, BATON_SNAPSHOT_CHUNK_MAX))
 
 /* The items of the LIST fields above: X(item, fields), the body of one
  * struct msg_<item>. */
