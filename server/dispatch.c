@@ -267,6 +267,7 @@ static handler_fn *const handlers[MSG_TYPE_MAX_] = {
     [MSG_MEMBER_ADD] = admin_member_add,
     [MSG_CHECK] = admin_check,
     [MSG_LOST_HOLDS] = keepalive_lost_holds,
+    [MSG_SNAPSHOT_SAVE] = backup_save,
 };
 
 void dispatch(struct conn *c, const struct msg *m)

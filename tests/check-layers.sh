@@ -19,7 +19,7 @@ main
 server
 listen
 guard dispatch
-access admin admin_cmds members watch keepalive
+access admin admin_cmds backup members watch keepalive
 liveness deadlines disk
 batch
 push
