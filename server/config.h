@@ -35,6 +35,8 @@ struct srv_config {
                                        is closed to admit one more */
     unsigned max_unread_mb;         /* unread replies of all connections together; beyond
                                        it the largest are closed (conn.c) */
+    const char *restore;            /* --restore FILE (points into argv): initialise
+                                       data_dir from it and exit (restore.c); NULL: none */
 };
 
 /*

@@ -278,6 +278,11 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
 void server_stop(struct server *srv);
 void server_free(struct server *srv);
 
+/* restore.c -- batond --restore FILE: initialise cfg->data_dir (empty or
+ * missing) from a `batonctl snapshot save` file for a new cluster, before
+ * anything else runs. Returns main's exit status: 0, or 1 (logged why). */
+int restore_run(const struct srv_config *cfg);
+
 /* listen.c -- accept client connections and feed their frames to dispatch. */
 int listen_start(struct server *srv, const char *addr);
 

@@ -16,7 +16,7 @@ B=${1:-${BATON_BUILD:-build/default}}
 # Top to bottom; a file may use the files of lower layers only.
 LAYERS='
 main
-server
+server restore
 listen
 guard dispatch
 access admin admin_cmds backup members watch keepalive
