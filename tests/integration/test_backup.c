@@ -35,6 +35,7 @@
 
 #include "client/baton.h"
 #include "proto/backup.h"
+#include "proto/msg.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/files.h"
@@ -43,6 +44,7 @@
 #define TTL_MS 120000 /* no session may expire while the test compares */
 #define CHURN_THREADS 3
 #define CHURN_LOCKS 4
+#define BULK_LOCKS 600 /* with long names: a state of several SNAPSHOT_CHUNKs */
 
 /* ---- files --------------------------------------------------------------- */
 
@@ -191,6 +193,7 @@ TEST(save_during_load_then_restore)
     const uint8_t *body;
     baton_t *holder, *after;
     baton_lock_t *h1, *h2, *l;
+    static baton_lock_t *bulk[BULK_LOCKS];
     char path1[512], path2[512], err[256], want[64];
     char *a_held1, *a_held2, *b_held1, *b_held2;
     uint64_t bound = 0, grants = 0;
@@ -201,10 +204,16 @@ TEST(save_during_load_then_restore)
     ASSERT_EQ(cluster_start(&a, 3), 0);
     ASSERT_GE(cluster_wait_leader(&a, 15000), 0);
 
-    /* The static part: a holder of two locks, two sessions queued. */
+    /* The static part: a holder of two locks, two sessions queued; and
+     * enough locks with long names that the file takes several chunks. */
     holder = connect_as(&a, "holder");
     ASSERT_EQ(baton_lock(holder, "held/1", &h1), 0);
     ASSERT_EQ(baton_lock(holder, "held/2", &h2), 0);
+    for (int i = 0; i < BULK_LOCKS; i++) {
+        char name[BATON_MAX_NAME + 1];
+        snprintf(name, sizeof name, "bulk/%0240d", i);
+        ASSERT_EQ(baton_lock(holder, name, &bulk[i]), 0);
+    }
     for (int i = 0; i < 2; i++) {
         w[i].b = connect_as(&a, "waiter");
         ASSERT_EQ(pthread_create(&w[i].t, NULL, waiter_run, &w[i]), 0);
@@ -241,6 +250,7 @@ TEST(save_during_load_then_restore)
     ctl_result_free(&r);
     read_file(path1, &f1);
     ASSERT_EQ(backup_check(f1.data, f1.len, &h, &body, err), 0);
+    ASSERT_GT(f1.len, 4 * BATON_SNAPSHOT_CHUNK_MAX);
 
     /* A fresh cluster from the file. */
     ro.restore = path1;
@@ -299,6 +309,7 @@ TEST(save_during_load_then_restore)
         baton_close(w[i].b);
     }
     baton_close(holder);
+    for (int i = 0; i < BULK_LOCKS; i++) ASSERT_EQ(baton_unlock(bulk[i]), BATON_ECLOSED);
     ASSERT_EQ(cluster_stop(&a), 0);
     free(a_held1);
     free(a_held2);
