@@ -27,6 +27,8 @@ struct tls_sock_cfg {
     const char *key_file;
     const char *name;      /* the name the node's certificate must carry;
                               NULL: "127.0.0.1" */
+    int rcvbuf;            /* > 0: SO_RCVBUF set before connecting (a small
+                              receive window, for a slow reader); 0: default */
 };
 
 struct tls_sock {
