@@ -25,7 +25,8 @@
  *    directory, a corrupted file, a truncated one, one of another file
  *    format version and one of an unknown store format, each with a
  *    clear message and no data directory left behind; batonctl snapshot
- *    info refuses the corrupted one too.
+ *    info refuses the corrupted one too, and snapshot save refuses a
+ *    missing FILE argument (64) and a FILE it cannot create (70).
  *
  * SNAPSHOT_SAVE by a principal that is not an admin is refused in the
  * role matrix of test_auth.c.
@@ -483,7 +484,6 @@ TEST(restore_refusals)
     size_t start;
 
     snprintf(path, sizeof path, "%s/small.snap", suite_dir());
-    snprintf(bad, sizeof bad, "%s/bad.snap", suite_dir());
     snprintf(fresh, sizeof fresh, "%s/fresh", suite_dir());
     ASSERT_EQ(cluster_start(&c, 1), 0);
     ASSERT_GE(cluster_wait_leader(&c, 15000), 0);
@@ -491,6 +491,18 @@ TEST(restore_refusals)
     ASSERT_EQ(baton_lock(b, "r", &l), 0);
     save(&c, path);
     read_file(path, &f);
+
+    /* batonctl's own refusals: no FILE, a FILE it cannot create, one that
+     * is not there. */
+    ASSERT_EQ(cluster_ctl(&c, &r, "snapshot", "save", NULL), 64);
+    ctl_result_free(&r);
+    snprintf(bad, sizeof bad, "%s/no/such/dir/x.snap", suite_dir());
+    ASSERT_EQ(cluster_ctl(&c, &r, "snapshot", "save", bad, NULL), 70);
+    ASSERT(strstr(r.err, "cannot create") != NULL);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(NULL, &r, "snapshot", "info", bad, NULL), 70);
+    ctl_result_free(&r);
+    snprintf(bad, sizeof bad, "%s/bad.snap", suite_dir());
 
     /* Into the node's own, non-empty, data directory. */
     restore_refused(&c, path, c.nodes[0].dir, "is not empty");
