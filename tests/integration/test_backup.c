@@ -14,7 +14,9 @@
  *    locks (holder, fence, grant index, queue) is the same as on the old
  *    cluster; the static sessions are there. A lock acquired on the
  *    restored cluster gets a fence above every fence granted before the
- *    save and every fence the restored locks hold.
+ *    save and every fence the restored locks hold. A fourth member added
+ *    to the restored cluster gets its state from raft's snapshot and
+ *    agrees with the others' digest.
  *  - a_slow_reader_holds_the_only_save: a raw client asks SNAPSHOT_SAVE
  *    with a tiny receive buffer and reads nothing; the leader stops
  *    sending once the socket is full (it holds one chunk unread, not the
@@ -202,7 +204,7 @@ TEST(save_during_load_then_restore)
     baton_t *holder, *after;
     baton_lock_t *h1, *h2, *l;
     static baton_lock_t *bulk[BULK_LOCKS];
-    char path1[512], path2[512], err[256], want[64];
+    char path1[512], path2[512], err[256], want[64], spec[64];
     char *a_held1, *a_held2, *b_held1, *b_held2;
     uint64_t bound = 0, grants = 0;
     struct cluster_opts ro = {0};
@@ -306,6 +308,16 @@ TEST(save_during_load_then_restore)
     ASSERT_GT(baton_lock_fence(l), bound);
     ASSERT_EQ(baton_unlock(l), 0);
     baton_close(after);
+
+    /* A member added to the restored cluster gets the restored state from
+     * raft (its snapshot at index 1), not an empty store: its digest is
+     * the others' at the same index. */
+    ASSERT_EQ(cluster_add_node(&b), 3);
+    cluster_member_addrs(&b, 3, spec, sizeof spec);
+    if (cluster_ctl(&b, &r, "member", "add", "4", spec, NULL) != 0)
+        FAIL("member add: %s%s", r.out, r.err);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_digests_agree(&b, 20000), 0);
     ASSERT_EQ(cluster_stop(&b), 0);
 
     /* The old cluster winds down: the waiters get held/1 in turn. */
