@@ -174,9 +174,10 @@
  *    reader slows the stream, it does not grow the leader's buffers. A
  *    node serves one SNAPSHOT_SAVE at a time: another gets
  *    ERROR(BATON_EBUSY). ERROR(BATON_EIO) if the dump failed,
- *    ERROR(BATON_ECANCELED) if it was stopped (the store's map grew
- *    meanwhile: try again; or the node stopped leading, or a client
- *    that stopped reading for a minute). The file is the state as of one
+ *    ERROR(BATON_ECANCELED) if the store's map grew during the dump (try
+ *    again). The connection is closed when the node stops leading, and
+ *    when its client has taken nothing for a minute. The file is the
+ *    state as of one
  *    applied index: consistent, but a node that has just lost its
  *    leadership without knowing it may give an older state than the new
  *    leader's.

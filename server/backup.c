@@ -18,7 +18,7 @@
  * little against --max-unread-mb. The whole file stays in memory until it
  * is sent: BACKUP_MAX saves at once per node bounds that (another gets
  * ERROR(BATON_EBUSY)), and a client that takes nothing for
- * BACKUP_STALL_MS loses its save (ERROR(BATON_ECANCELED)).
+ * BACKUP_STALL_MS loses its save and its connection.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -168,11 +168,11 @@ static bool send_next(struct backup *b, uint64_t now)
     }
     if (c->unread > 0) {
         if (now - b->progress_at < BACKUP_STALL_MS) return true;
-        log_warn("snapshot save: conn %llu (%s) took nothing for %d s; given up",
+        /* It reads nothing: an ERROR would wait behind the chunk it does
+         * not take. Drop the connection and what it holds. */
+        log_warn("snapshot save: conn %llu (%s) took nothing for %d s; closed",
                  (unsigned long long)c->id, c->peer, BACKUP_STALL_MS / 1000);
-        conn_send_error(c, b->req_id, BATON_ECANCELED,
-                        "snapshot save: the client read nothing for %d s", BACKUP_STALL_MS / 1000);
-        conn_close(c);
+        conn_destroy(c);
         backup_free(b);
         return false;
     }
