@@ -162,6 +162,26 @@
  *    SNAPSHOT_R with the snapshot's index (the applied index after that
  *    entry; the snapshot file is written in the background).
  *    ERROR(BATON_EBUSY) while another SNAPSHOT runs.
+ *  - SNAPSHOT_SAVE (operator) asks the leader for a copy of its state, to
+ *    keep as a backup (docs/operations.md, "Backup and restore"): the
+ *    leader dumps its store at its applied index on a worker thread and
+ *    answers with SNAPSHOT_CHUNKs that carry the bytes of the snapshot
+ *    file (proto/backup.h) in order: `offset` is where the chunk's data
+ *    goes in the file, `total` the file's length (the same in every
+ *    chunk), data 1..BATON_SNAPSHOT_CHUNK_MAX bytes; the chunk whose data
+ *    ends at `total` is the last. A chunk is sent only once the previous
+ *    one was handed to the socket and read by the client (the
+ *    connection holds no more than about one chunk unread), so a slow
+ *    reader slows the stream, it does not grow the leader's buffers. A
+ *    node serves one SNAPSHOT_SAVE at a time: another gets
+ *    ERROR(BATON_EBUSY). ERROR(BATON_EIO) if the dump failed,
+ *    ERROR(BATON_ECANCELED) if the store's map grew during the dump (try
+ *    again). The connection is closed when the node stops leading, and
+ *    when its client has taken nothing for a minute. The file is the
+ *    state as of one
+ *    applied index: consistent, but a node that has just lost its
+ *    leadership without knowing it may give an older state than the new
+ *    leader's.
  *  - CHECK (operator) asks every node to hash what its lock store holds:
  *    the leader commits an entry holding one CHECK command (storage/cmd.h),
  *    every node hashes its whole state right after applying it, and the
@@ -240,6 +260,7 @@
 #define BATON_MAX_LIST 1000         /* items in LIST_LOCKS_R / SESSIONS_R, waiters in LOCK_INFO_R */
 #define BATON_MAX_TEXT_CHUNK 65535   /* bytes of one chunk of METRICS_R's text */
 #define BATON_MAX_TEXT_CHUNKS 15     /* chunks in METRICS_R: the text fits one frame */
+#define BATON_SNAPSHOT_CHUNK_MAX 49152 /* data bytes in one SNAPSHOT_CHUNK */
 #define BATON_MAX_KEEP 64           /* seqs in an op's keep list (queued ACQUIREs kept below
                                        ack_below) */
 
@@ -489,7 +510,8 @@ struct msg_sessions_r {
 
 /* The bodies of the other messages; proto/msg_table.h says which fields of
  * each go on the wire for which message. */
-struct msg_none { uint8_t unused; };  /* STATUS, NO_LEADER, SNAPSHOT, MEMBERS, CHECK, METRICS */
+struct msg_none { uint8_t unused; };  /* STATUS, NO_LEADER, SNAPSHOT, MEMBERS, CHECK, METRICS,
+                                         SNAPSHOT_SAVE */
 /* HELLO's token: "" when the client has none (then the connection's
  * principal is its certificate's, or the anonymous one). */
 struct msg_hello { uint32_t version; struct pstr client_name; struct pstr token; };
@@ -514,6 +536,8 @@ struct msg_list_sessions { uint64_t after; uint32_t limit; };
 struct msg_watch { struct pstr lock; };
 struct msg_snapshot_r { uint64_t index; };
 struct msg_check_r { uint64_t index; };         /* the CHECK entry's index */
+/* Bytes [offset, offset + data.n) of a snapshot file of `total` bytes. */
+struct msg_snapshot_chunk { uint64_t offset; uint64_t total; struct pstr data; };
 struct msg_member_remove { uint32_t id; };
 struct msg_member_add { uint32_t id; struct pstr raft_addr, client_addr; };
 
@@ -591,6 +615,7 @@ struct msg {
         struct msg_watch_event watch_event;
         struct msg_snapshot_r snapshot_r;
         struct msg_check_r check_r;
+        struct msg_snapshot_chunk snapshot_chunk;
         struct msg_members_r members_r;
         struct msg_member_remove member_remove;
         struct msg_member_add member_add;

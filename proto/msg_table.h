@@ -127,10 +127,13 @@
   X(CHECK_R,         40,  S2C, 0, NONE,  check_r,        U64(index))                          \
   X(LOST_HOLDS,      41,  C2S, 1, LOCK,  lost_holds,     U64(session) U64(after))              \
   X(LOST_HOLDS_R,    42,  S2C, 0, NONE,  lost_holds_r,   LIST(n, items, BATON_MAX_LIST,        \
-                                                              lost_hold) U8(more))               \
+                                                              lost_hold) U8(more))             \
   X(METRICS,         43,  C2S, 0, READ,  none,           )                                     \
   X(METRICS_R,       44,  S2C, 0, NONE,  metrics_r,      LIST(n, chunks, BATON_MAX_TEXT_CHUNKS, \
-                                                              text_chunk))
+                                                              text_chunk))                     \
+  X(SNAPSHOT_SAVE,   45,  C2S, 1, ADMIN, none,           )                                     \
+  X(SNAPSHOT_CHUNK,  46,  S2C, 0, NONE,  snapshot_chunk, U64(offset) U64(total)                \
+                                                         STR(data, BATON_SNAPSHOT_CHUNK_MAX))
 
 /* The items of the LIST fields above: X(item, fields), the body of one
  * struct msg_<item>. */

@@ -37,6 +37,11 @@ static void usage(FILE *f)
           "                         too: until it is added, only they may connect to it).\n"
           "                         Without --join, a node whose data\n"
           "                         directory is empty bootstraps the --cluster configuration\n"
+          "  --restore FILE         initialise the empty (or missing) --data DIR of a NEW\n"
+          "                         cluster from FILE, written by `batonctl snapshot save`,\n"
+          "                         and exit; then start batond without --restore. Run it\n"
+          "                         on every node of the new cluster with the same FILE and\n"
+          "                         --cluster (docs/operations.md, \"Backup and restore\")\n"
           "  --raft-bind ADDR       listen for raft peers on ADDR (an address as above) while\n"
           "                         advertising this node's RAFTADDR from --cluster: for a\n"
           "                         proxy in front of the node (the fault harness uses one)\n"
@@ -211,7 +216,7 @@ enum { O_ID = 256, O_DATA, O_CLUSTER, O_LOG, O_ELECTION, O_HEARTBEAT, O_SNAP, O_
        O_TTL, O_MINTTL, O_MAXTTL, O_DELAY, O_MAXDELAY, O_JOIN, O_RAFT_BIND,
        O_MAXCONNS, O_FRAMETIMEOUT, O_MINFREE, O_MAXINFLIGHT, O_TLS_CERT, O_TLS_KEY,
        O_TLS_CLIENT_CA, O_PEER_CERT, O_PEER_KEY, O_PEER_CA, O_TLS12, O_AUTH_FILE,
-       O_HANDSHAKE_TIMEOUT, O_MAX_UNAUTH, O_MAX_UNREAD, O_LOG_FORMAT, O_METRICS_ADDR, O_CONFIG };
+       O_HANDSHAKE_TIMEOUT, O_MAX_UNAUTH, O_MAX_UNREAD, O_LOG_FORMAT, O_METRICS_ADDR, O_RESTORE, O_CONFIG };
 static const struct option opts[] = {
     {"id", required_argument, NULL, O_ID},
     {"data", required_argument, NULL, O_DATA},
@@ -245,6 +250,7 @@ static const struct option opts[] = {
     {"max-unread-mb", required_argument, NULL, O_MAX_UNREAD},
     {"log-format", required_argument, NULL, O_LOG_FORMAT},
     {"metrics-addr", required_argument, NULL, O_METRICS_ADDR},
+    {"restore", required_argument, NULL, O_RESTORE},
     {"config", required_argument, NULL, O_CONFIG},
     {"help", no_argument, NULL, 'h'},
     {0},
@@ -350,6 +356,7 @@ static int parse_args(struct srv_config *c, int argc, char **argv, const char *c
         case O_PEER_CA: c->peer_ca = optarg; break;
         case O_TLS12: c->tls12 = true; break;
         case O_AUTH_FILE: c->auth_file = optarg; break;
+        case O_RESTORE: c->restore = optarg; break;
         case O_HANDSHAKE_TIMEOUT: target = &c->handshake_timeout_ms; break;
         case O_MAX_UNAUTH: target = &c->max_unauth_conns; break;
         case O_MAX_UNREAD:
@@ -408,6 +415,10 @@ static int parse_args(struct srv_config *c, int argc, char **argv, const char *c
     cur_arg = 0;
     if (node_member_find(&c->node, c->node.id) == NULL) {
         fprintf(stderr, "batond: --id %u is not a member of --cluster\n", c->node.id);
+        return -1;
+    }
+    if (c->restore != NULL && c->node.join) {
+        fprintf(stderr, "batond: --restore starts a new cluster; it does not go with --join\n");
         return -1;
     }
     if (c->node.heartbeat_timeout_ms && c->node.election_timeout_ms &&

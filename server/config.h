@@ -42,6 +42,8 @@ struct srv_config {
     int log_format;                 /* enum log_format (server/log.h) */
     struct config_args args;        /* argv with --config's pairs: the paths above may
                                        point into it; config_free releases it */
+    const char *restore;            /* --restore FILE (points into argv): initialise
+                                       data_dir from it and exit (restore.c); NULL: none */
 };
 
 /*

@@ -295,6 +295,7 @@ static handler_fn *const handlers[MSG_TYPE_MAX_] = {
     [MSG_CHECK] = admin_check,
     [MSG_LOST_HOLDS] = keepalive_lost_holds,
     [MSG_METRICS] = observe_metrics,
+    [MSG_SNAPSHOT_SAVE] = backup_save,
 };
 
 void dispatch(struct conn *c, const struct msg *m)

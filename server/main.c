@@ -61,6 +61,7 @@ int main(int argc, char **argv)
     log_set_format(cfg.log_format);
     log_set_node(cfg.node.id);
     signal(SIGPIPE, SIG_IGN);
+    if (cfg.restore != NULL) return restore_run(&cfg);
     raise_nofile_limit();
 
     snprintf(raft_dir, sizeof raft_dir, "%s/raft", cfg.data_dir);

@@ -75,6 +75,7 @@ static void check_cb(uv_check_t *h)
     srv->watch_turn++;
     for (size_t i = 0; i < srv->n_pushq; i++) route_effect(srv, &srv->pushq[i]);
     srv->n_pushq = 0;
+    backup_kick(srv);
     conn_flush_all(srv);
 }
 
@@ -315,6 +316,7 @@ void server_stop(struct server *srv)
     guard_close(srv);
     disk_close(srv);
     keepalive_close(srv);
+    backup_close(srv);
     node_close(srv->node, node_closed, srv);
     /* raft_close failed pending proposals synchronously; drop their replies. */
     srv->dirty = NULL;

@@ -21,6 +21,7 @@
  *   access.c     who a connection is (HELLO) and what it may ask
  *   admin.c      STATUS, LOCK_INFO, LIST_LOCKS, LIST_SESSIONS (reads)
  *   admin_cmds.c FORCE_RELEASE, EXPIRE_SESSION, TRANSFER, SNAPSHOT, CHECK
+ *   backup.c     SNAPSHOT_SAVE: the state dumped on a worker, streamed in chunks
  *   members.c    MEMBERS, MEMBER_ADD, MEMBER_REMOVE
  *   watch.c      WATCH subscriptions and their WATCH_EVENT pushes
  *   keepalive.c  KEEPALIVE replies, after a leadership confirmation round,
@@ -74,6 +75,8 @@
 #define CONN_OUT_KEEP (64u << 10) /* an emptied output buffer larger than this is freed */
 #define WATCH_MAX_PER_CONN 64    /* WATCHes one connection may hold */
 #define WATCH_MAX_TOTAL 65536    /* WATCHes the server holds in all */
+#define BACKUP_MAX 1             /* SNAPSHOT_SAVEs one node serves at once (backup.c) */
+#define BACKUP_STALL_MS 60000    /* a SNAPSHOT_SAVE whose client reads nothing this long ends */
 /* batond's exit status when a local failure stops it (raft/node.h,
  * NODE_FAULT_EXIT): 74 is EX_IOERR of sysexits.h. */
 #define BATON_EXIT_FAULT 74
@@ -261,6 +264,8 @@ struct server {
     struct member_op *member_op; /* MEMBER_ADD or MEMBER_REMOVE in flight (members.c) */
     bool check_inflight;    /* a CHECK's entry is proposed, not yet applied (admin_cmds.c) */
     struct http *http;      /* --metrics-addr's server (http.c), NULL if none */
+    struct backup *backups; /* SNAPSHOT_SAVEs being dumped or sent (backup.c) */
+    int n_backups;
     bool ready;             /* mirror of node_is_ready */
     bool stopping;
     int exit_code;          /* main's status: 0, or BATON_EXIT_FAULT */
@@ -283,6 +288,11 @@ void keepalive_free(struct server *srv);   /* after the loop ran dry */
 int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv_config *cfg);
 void server_stop(struct server *srv);
 void server_free(struct server *srv);
+
+/* restore.c -- batond --restore FILE: initialise cfg->data_dir (empty or
+ * missing) from a `batonctl snapshot save` file for a new cluster, before
+ * anything else runs. Returns main's exit status: 0, or 1 (logged why). */
+int restore_run(const struct srv_config *cfg);
 
 /* listen.c -- accept client connections and feed their frames to dispatch. */
 int listen_start(struct server *srv, const char *addr);
@@ -474,6 +484,17 @@ void admin_snapshot(struct conn *c, const struct msg *m);
  * its state (storage/cmd.h); answer CHECK_R with its index once applied
  * here; ERROR(EBUSY) while another CHECK is in flight. */
 void admin_check(struct conn *c, const struct msg *m);
+/* backup.c -- SNAPSHOT_SAVE (ready leader only; proto/msg.h). */
+struct backup;
+/* Begin the dump (ERROR(EBUSY) beyond BACKUP_MAX, or while the store's
+ * snapshot slots are taken); its chunks follow from backup_kick. */
+void backup_save(struct conn *c, const struct msg *m);
+/* End of a loop turn: send each save's next chunk to a connection that has
+ * taken the last; end those whose client left or stalled. */
+void backup_kick(struct server *srv);
+/* Shutdown: free the saves being sent (a dump still running frees itself). */
+void backup_close(struct server *srv);
+
 /* members.c -- the requests on the ready leader. proto/msg.h describes
  * the requests and their errors. */
 /* MEMBERS: answer MEMBERS_R with the current raft configuration. */

@@ -278,6 +278,7 @@ static int snapshot_valid(const void *data, size_t len, uint64_t *applied)
 struct restore_arg {
     const void *data;
     size_t len;
+    uint64_t applied;           /* 0: the snapshot's; else this (a backup) */
     uint64_t digest;            /* out: the snapshot's digest */
 };
 
@@ -321,10 +322,12 @@ static int restore_txn(store *s, MDB_txn *txn, void *arg)
         rd_u32(&r, &count);
         for (uint32_t i = 0; i < count; i++) {
             read_entry(&r, h.format, db, 0, &k, &v, NULL);
+            if (a->applied != 0 && db == DB_MEMBERS) continue;
             rc = restore_entry(s, txn, h.format, db, &k, &v);
             if (rc != 0) return rc;
         }
     }
+    if (a->applied != 0) h.applied = a->applied;
     rc = meta_put_u64(s, txn, META_APPLIED, h.applied);
     if (rc == 0) rc = meta_put_u64(s, txn, META_DIGEST, a->digest);
     if (rc == 0) rc = meta_put_u64(s, txn, META_FORMAT, STORE_FORMAT);
@@ -347,6 +350,37 @@ int store_restore(store *s, const void *data, size_t len)
 
     if (data == NULL || !snapshot_valid(data, len, &applied)) return BATON_EMALFORMED;
     if (applied <= s->applied) return 0;
+    rv = store__write(s, restore_txn, &a);
+    if (rv != 0) return rv;
+    s->applied = applied;
+    s->digest = a.digest;
+    return mdb_env_sync(s->env, 1) == 0 ? 0 : BATON_EIO;
+}
+
+int store_snapshot_header(const void *data, size_t len, uint32_t *format, uint64_t *applied,
+                          uint64_t *digest)
+{
+    struct snap_hdr h;
+    struct rd r;
+
+    if (data == NULL) return BATON_EMALFORMED;
+    rd_init(&r, data, len);
+    if (read_header(&r, &h) != 0) return BATON_EMALFORMED;
+    *format = h.format;
+    *applied = h.applied;
+    *digest = h.digest;
+    return 0;
+}
+
+/* A backup restored into a new cluster's empty store (store.h). */
+int store_restore_backup(store *s, const void *data, size_t len, uint64_t applied)
+{
+    struct restore_arg a = {.data = data, .len = len, .applied = applied};
+    uint64_t snap_applied;
+    int rv;
+
+    if (data == NULL || !snapshot_valid(data, len, &snap_applied)) return BATON_EMALFORMED;
+    if (s->applied != 0 || applied == 0) return BATON_EINVAL;
     rv = store__write(s, restore_txn, &a);
     if (rv != 0) return rv;
     s->applied = applied;

@@ -45,10 +45,11 @@ struct store_snap {
 int store_snapshot_begin(store *s, store_snap **out)
 {
     store_snap *sn;
-    int rc;
+    int slot = 0, rc;
 
     *out = NULL;
-    if (s->snap != NULL) return BATON_EBUSY;
+    while (slot < STORE_MAX_SNAPS && s->snaps[slot] != NULL) slot++;
+    if (slot == STORE_MAX_SNAPS) return BATON_EBUSY;
     if (store__snapshot_fault(s)) return BATON_EIO;
     sn = calloc(1, sizeof *sn);
     if (sn == NULL) return BATON_ENOMEM;
@@ -64,7 +65,7 @@ int store_snapshot_begin(store *s, store_snap **out)
     pthread_mutex_init(&sn->mu, NULL);
     pthread_cond_init(&sn->cv, NULL);
     sn->state = SNAP_READY;
-    s->snap = sn;
+    s->snaps[slot] = sn;
     *out = sn;
     return 0;
 }
@@ -110,10 +111,9 @@ int store_snapshot_write(store_snap *sn, struct buf *out)
     return store__err(rc);
 }
 
-void store__snapshot_stop(store *s)
+/* Stop one snapshot (store__snapshot_stop). */
+static void snap_stop(store_snap *sn)
 {
-    store_snap *sn = s->snap;
-
     if (sn == NULL || sn->txn == NULL) return;
     atomic_store(&sn->stop, 1);
     pthread_mutex_lock(&sn->mu);
@@ -124,11 +124,17 @@ void store__snapshot_stop(store *s)
     sn->txn = NULL;
 }
 
+void store__snapshot_stop(store *s)
+{
+    for (int i = 0; i < STORE_MAX_SNAPS; i++) snap_stop(s->snaps[i]);
+}
+
 void store_snapshot_end(store_snap *sn)
 {
     if (sn == NULL) return;
-    store__snapshot_stop(sn->s);
-    sn->s->snap = NULL;
+    snap_stop(sn);
+    for (int i = 0; i < STORE_MAX_SNAPS; i++)
+        if (sn->s->snaps[i] == sn) sn->s->snaps[i] = NULL;
     pthread_cond_destroy(&sn->cv);
     pthread_mutex_destroy(&sn->mu);
     free(sn);

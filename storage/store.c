@@ -426,7 +426,7 @@ err_nomem:
 void store_close(store *s)
 {
     if (s == NULL) return;
-    store_snapshot_end(s->snap);
+    for (int i = 0; i < STORE_MAX_SNAPS; i++) store_snapshot_end(s->snaps[i]);
     mdb_env_sync(s->env, 1);
     write_synced(s, close_mark, NULL);
     mdb_env_close(s->env);

@@ -132,6 +132,7 @@
 /* Limits enforced in apply (results carry BATON_ELIMIT). */
 #define STORE_MAX_OWNED_PER_SESSION 10000   /* holds + waits + lost holds of one session */
 #define STORE_MAX_SESSIONS 200000
+#define STORE_MAX_SNAPS 2           /* snapshots open at once: raft's and a backup's */
 
 typedef struct store store;
 
@@ -241,7 +242,8 @@ int store_snapshot(store *s, struct buf *out);
  *                         store_snapshot would have given at begin;
  *   store_snapshot_end    caller's thread: closes the transaction, frees.
  *
- * One at a time per store. The store may be used meanwhile, with one
+ * At most STORE_MAX_SNAPS at a time per store (raft's, and a backup's:
+ * server/backup.c). The store may be used meanwhile, with one
  * exception that it handles itself: growing the map (on a full map during
  * an apply) needs no transaction open in the process, so it first stops
  * the snapshot -- a write in progress gives up within a few records and
@@ -249,7 +251,8 @@ int store_snapshot(store *s, struct buf *out);
  * the apply goes on. End a snapshot before store_close (which ends one
  * still open).
  *
- * begin returns 0, BATON_EBUSY (one is open), BATON_EIO or BATON_ENOMEM;
+ * begin returns 0, BATON_EBUSY (STORE_MAX_SNAPS are open), BATON_EIO or
+ * BATON_ENOMEM;
  * write returns 0, BATON_ECANCELED, BATON_EIO or BATON_ENOMEM (out is then
  * as it was). end is NULL-safe.
  */
@@ -272,6 +275,30 @@ void store_snapshot_end(store_snap *sn);
  * Returns 0, BATON_EMALFORMED (nothing changed) or BATON_EIO.
  */
 int store_restore(store *s, const void *data, size_t len);
+
+/*
+ * Read the header of a snapshot (the format store_snapshot gives) without
+ * a store: its format, applied index and digest. 0, or BATON_EMALFORMED
+ * (too short, not a snapshot, a format store_restore refuses). Checks the
+ * header only: store_restore checks the rest.
+ */
+int store_snapshot_header(const void *data, size_t len, uint32_t *format, uint64_t *applied,
+                          uint64_t *digest);
+
+/*
+ * Initialise an empty store (applied index 0: just created) from a
+ * snapshot another cluster's store gave (a backup; batond --restore,
+ * docs/operations.md, "Backup and restore"): as store_restore, but the
+ * applied index becomes `applied` whatever the snapshot's (the new
+ * cluster's raft snapshot index, where its log resumes), and the members
+ * table is left empty (it holds the old cluster's client addresses; the
+ * new cluster's come from its --cluster). Everything else -- sessions,
+ * locks, queues, lock-delays, lost holds, nonces, the dedup cache, the
+ * next fence, session and enqueue counters, the digest -- is the
+ * snapshot's. Returns 0, BATON_EMALFORMED (nothing changed), BATON_EINVAL
+ * (the store is not empty, or applied is 0) or BATON_EIO.
+ */
+int store_restore_backup(store *s, const void *data, size_t len, uint64_t applied);
 
 /* ---- reads for the admin requests (short read transactions) ---------- */
 

@@ -110,7 +110,9 @@ enum store_db {
 struct store {
     MDB_env *env;
     MDB_dbi dbi[DB_COUNT_];
-    struct store_snap *snap; /* the snapshot begun and not ended, or NULL */
+    /* The snapshots begun and not ended (NULL: a free slot): raft's and
+     * one backup's (server/backup.c) may run at once. */
+    struct store_snap *snaps[STORE_MAX_SNAPS];
     unsigned fail_snapshots; /* test hook: snapshots still to fail (store_test.h) */
     uint64_t applied;       /* cached meta "applied" */
     uint64_t digest;        /* cached meta "digest" */
@@ -157,8 +159,8 @@ int store__dump(store *s, MDB_txn *txn, struct buf *out, const atomic_int *stop)
 /* The test hook store__fail_snapshots: should this snapshot fail (counted)? */
 int store__snapshot_fault(store *s);
 
-/* Stop and close the open snapshot's read transaction, if any (waiting for
- * a write in progress to give up): growing the map needs it. Loop side. */
+/* Stop and close the open snapshots' read transactions, if any (waiting
+ * for a write in progress to give up): growing the map needs it. Loop side. */
 void store__snapshot_stop(store *s);
 
 /* The path of the boot id file, replaced by the tests (store_test.h). */

@@ -16,10 +16,10 @@ B=${1:-${BATON_BUILD:-build/default}}
 # Top to bottom; a file may use the files of lower layers only.
 LAYERS='
 main
-server
+server restore
 listen http
 guard dispatch
-access admin admin_cmds members watch keepalive
+access admin admin_cmds backup members watch keepalive
 liveness deadlines disk observe
 batch
 push

@@ -80,18 +80,33 @@ const char cmd_transfer_help[] =
 
 const char cmd_snapshot_help[] =
     "usage: batonctl snapshot [-e ENDPOINTS] [-o table|json] [--timeout MS]\n"
+    "       batonctl snapshot save FILE [-e ENDPOINTS] [-o table|json] [--timeout MS]\n"
+    "       batonctl snapshot info FILE [-o table|json]\n"
     "\n"
-    "Asks the leader to take a raft snapshot now, rather than when its log next\n"
-    "reaches the configured threshold, and prints the snapshot's index. The leader\n"
-    "commits an empty entry first; the snapshot covers everything applied up to\n"
-    "it. Its files (snapshot-* in the leader's raft directory) are written in the\n"
-    "background and may appear a moment after batonctl returns. Only the leader\n"
-    "takes one; followers snapshot on their own schedule.\n"
+    "snapshot: asks the leader to take a raft snapshot now, rather than when its\n"
+    "log next reaches the configured threshold, and prints the snapshot's index.\n"
+    "The leader commits an empty entry first; the snapshot covers everything\n"
+    "applied up to it. Its files (snapshot-* in the leader's raft directory) are\n"
+    "written in the background and may appear a moment after batonctl returns.\n"
+    "Only the leader takes one; followers snapshot on their own schedule.\n"
+    "\n"
+    "snapshot save FILE: a backup. The leader dumps its state at its applied index\n"
+    "(on a worker thread; one save at a time per node) and streams it; batonctl\n"
+    "checks its length and SHA-256, writes FILE.tmp, fsyncs it and renames it to\n"
+    "FILE. --timeout (default 60 s here) bounds the wait for the leader and for\n"
+    "each chunk. batond --restore FILE starts a new cluster from it\n"
+    "(docs/operations.md, \"Backup and restore\").\n"
+    "\n"
+    "snapshot info FILE (or status FILE): prints a saved file's header (index,\n"
+    "term, state digest, store format, size) and checks its SHA-256, offline.\n"
     "\n"
     "Exit status: 0; 70 if the cluster refused (for instance while another snapshot\n"
-    "request runs); 69 if no leader answered within --timeout; 64 on a usage error.\n"
+    "request or save runs), or the file is corrupted or cannot be written; 69 if no\n"
+    "leader answered within --timeout; 64 on a usage error.\n"
     "\n"
-    "JSON (-o json): {\"index\": N}\n";
+    "JSON (-o json): snapshot: {\"index\": N}; save and info: {\"file\", \"version\",\n"
+    "\"store_format\", \"index\", \"term\", \"digest\", \"body_bytes\", \"bytes\",\n"
+    "\"sha256\", \"checksum_ok\"}\n";
 
 const char cmd_member_help[] =
     "usage: batonctl member list [-e ENDPOINTS] [-o table|json] [--timeout MS]\n"
@@ -409,17 +424,49 @@ int cmd_transfer(struct ctl_opts *o, int argc, char **argv)
     return CTL_EXIT_OK;
 }
 
+/* snapshot's arguments: at most two positional ones (a subcommand and its
+ * FILE) into pos, the options applied to o. */
+static int parse_snapshot_args(struct ctl_opts *o, int argc, char **argv, const char *pos[2])
+{
+    struct ctl_optiter it;
+    const char *arg;
+    char err[CTL_ERR_SIZE];
+    int n = 0, id, rv;
+
+    ctl_opt_init(&it, argc, argv, 1);
+    while ((id = ctl_opt_next(&it, NULL, ctl_global_opts, &arg, err, sizeof err)) !=
+           CTL_OPT_END) {
+        if (id == CTL_OPT_POSITIONAL && n < 2) {
+            pos[n++] = arg;
+        } else {
+            rv = ctl_common_opt(o, "snapshot", cmd_snapshot_help, id, arg, err);
+            if (rv != CTL_CONTINUE) return rv;
+        }
+    }
+    return CTL_CONTINUE;
+}
+
 int cmd_snapshot(struct ctl_opts *o, int argc, char **argv)
 {
     struct admin_reply rep;
     struct msg req;
-    const char *arg = NULL;
+    const char *pos[2] = {NULL, NULL};
+    const char *arg;
     uint64_t index;
     char err[CTL_ERR_SIZE];
     int rv;
 
-    rv = parse_args(o, argc, argv, "snapshot", cmd_snapshot_help, &arg, NULL);
+    rv = parse_snapshot_args(o, argc, argv, pos);
     if (rv != CTL_CONTINUE) return rv;
+    arg = pos[0];
+    if (arg != NULL && strcmp(arg, "save") == 0 && pos[1] != NULL)
+        return cmd_backup_save(o, pos[1]);
+    if (arg != NULL && (strcmp(arg, "info") == 0 || strcmp(arg, "status") == 0) &&
+        pos[1] != NULL)
+        return cmd_backup_info(o, pos[1]);
+    if (arg != NULL && (strcmp(arg, "save") == 0 || strcmp(arg, "info") == 0 ||
+                        strcmp(arg, "status") == 0))
+        return ctl_usage_error("snapshot", "%s: missing FILE", arg);
     if (arg != NULL) return ctl_usage_error("snapshot", "unexpected argument '%s'", arg);
 
     memset(&req, 0, sizeof req);

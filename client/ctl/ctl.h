@@ -22,6 +22,7 @@
  *   cmd_sessions.c  batonctl sessions
  *   cmd_admin.c     batonctl release --force NAME, expire SESSION,
  *                   transfer-leader [ID], snapshot, member list|add|remove
+ *   cmd_backup.c    batonctl snapshot save FILE, snapshot info FILE
  *   cmd_auth.c      batonctl auth hash NAME ROLE [OPTION...]
  */
 #ifndef BATON_CTL_H
@@ -420,6 +421,10 @@ int cmd_release(struct ctl_opts *o, int argc, char **argv);
 int cmd_expire(struct ctl_opts *o, int argc, char **argv);
 int cmd_transfer(struct ctl_opts *o, int argc, char **argv);
 int cmd_snapshot(struct ctl_opts *o, int argc, char **argv);
+/* cmd_backup.c: `snapshot save FILE` and `snapshot info FILE` (cmd_snapshot
+ * calls them once the arguments are parsed). */
+int cmd_backup_save(struct ctl_opts *o, const char *path);
+int cmd_backup_info(struct ctl_opts *o, const char *path);
 int cmd_member(struct ctl_opts *o, int argc, char **argv);
 int cmd_auth(struct ctl_opts *o, int argc, char **argv);
 

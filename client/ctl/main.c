@@ -36,6 +36,8 @@ static const char usage_text[] =
     "  expire SESSION            end a session as if its lease had run out\n"
     "  transfer-leader [ID]      hand leadership to node ID (or one raft picks)\n"
     "  snapshot                  have the leader take a raft snapshot now\n"
+    "  snapshot save FILE        back up the leader's state into FILE (checked, fsynced)\n"
+    "  snapshot info FILE        print a saved FILE's header and check its SHA-256\n"
     "  member list               the current raft configuration: id, role, addresses\n"
     "  member add ID RAFTADDR/CLIENTADDR\n"
     "                            add node ID (started with batond --join) as a voter\n"

@@ -507,6 +507,15 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
     c->guardian = s->guardian;
     c->guardian_fd = s->guardian_fd;
     for (int i = 0; i < n; i++) {
+        if (o != NULL && o->restore != NULL &&
+            cluster_restore(c, i, o->restore, c->nodes[i].dir) != 0) {
+            fprintf(stderr, "# cluster: batond --restore %s failed for node %d\n", o->restore,
+                    i + 1);
+            cluster_dump_logs(c, 10);
+            slot_stop(s);
+            c->n = 0;
+            return -1;
+        }
         if (spawn_node(c, i) != 0) {
             slot_stop(s);
             c->n = 0;
@@ -514,6 +523,23 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
         }
     }
     return 0;
+}
+
+int cluster_restore(struct cluster *c, int i, const char *file, const char *dir)
+{
+    char batond[PATH_MAX + 16], id[16];
+    const char *argv[] = {batond, "--restore", file, "--id", id, "--data", dir,
+                          "--cluster", c->members, NULL};
+    pid_t pid;
+    int rv;
+
+    snprintf(batond, sizeof batond, "%s/batond", c->build);
+    snprintf(id, sizeof id, "%u", c->nodes[i].id);
+    pid = proc_spawn_files(argv, NULL, c->nodes[i].log);
+    if (pid < 0) return -1;
+    rv = proc_wait(pid, 30000);
+    if (rv < 0) proc_stop(pid, SIGKILL, 5000);
+    return rv;
 }
 
 int cluster_start(struct cluster *c, int n)

@@ -137,6 +137,10 @@ struct cluster_opts {
     /* Node i's host instead, if not NULL (a name the test maps itself:
      * tests/shim/hosts.c). */
     const char *node_host[CLUSTER_MAX_NODES];
+    /* A file of `batonctl snapshot save`, or NULL: before its first start,
+     * each node's data directory is initialised from it by
+     * cluster_restore (batond --restore); the start fails if that does. */
+    const char *restore;
 };
 
 /* One node's answer to STATUS. */
@@ -248,6 +252,14 @@ int cluster_stop(struct cluster *c);
  * running).
  */
 int cluster_add_node(struct cluster *c);
+
+/*
+ * Run `batond --restore file --id ID --data dir --cluster MEMBERS` for node
+ * i of c (its id, and c's --cluster list) and wait (at most 30 s) for it to
+ * exit; its stderr goes to node i's log. Returns its exit status (as
+ * cluster_kill), or -1 if it could not be run or did not exit in time.
+ */
+int cluster_restore(struct cluster *c, int i, const char *file, const char *dir);
 
 /* Node i's "RAFTADDR/CLIENTADDR", as batonctl member add takes it, in buf
  * (at least 48 bytes). Returns buf. */

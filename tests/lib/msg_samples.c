@@ -135,6 +135,7 @@ int msg_sample(int type, struct msg *m)
     case MSG_SNAPSHOT:
     case MSG_MEMBERS:
     case MSG_CHECK:
+    case MSG_SNAPSHOT_SAVE:
         break;
     case MSG_STATUS_R:
         m->u.status_r.node_id = 1;
@@ -232,6 +233,11 @@ int msg_sample(int type, struct msg *m)
         break;
     case MSG_CHECK_R:
         m->u.check_r.index = 8194;
+        break;
+    case MSG_SNAPSHOT_CHUNK:
+        m->u.snapshot_chunk.offset = 49152;
+        m->u.snapshot_chunk.total = 49156;
+        m->u.snapshot_chunk.data = S("BTN1");
         break;
     case MSG_MEMBERS_R:
         m->u.members_r.n = 2;

@@ -105,6 +105,8 @@ int tls_sock_connect(struct tls_sock *s, int port, const struct tls_sock_cfg *cf
         return -1;
     }
     setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (cfg != NULL && cfg->rcvbuf > 0)
+        setsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &cfg->rcvbuf, sizeof cfg->rcvbuf);
     set_timeout(s->fd, timeout_ms);
     if ((v6 ? connect(s->fd, (struct sockaddr *)&a6, sizeof a6)
             : connect(s->fd, (struct sockaddr *)&a, sizeof a)) != 0) {

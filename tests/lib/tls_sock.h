@@ -28,6 +28,8 @@ struct tls_sock_cfg {
     const char *name;      /* the name the node's certificate must carry;
                               NULL: "127.0.0.1" */
     const char *ip;        /* the IPv4 or IPv6 address to connect to; NULL: 127.0.0.1 */
+    int rcvbuf;            /* > 0: SO_RCVBUF set before connecting (a small
+                              receive window, for a slow reader); 0: default */
 };
 
 struct tls_sock {

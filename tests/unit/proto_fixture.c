@@ -17,6 +17,7 @@ static char big_client[BATON_MAX_CLIENT_NAME];
 static char big_token[BATON_MAX_TOKEN];
 static char big_addr[BATON_MAX_ADDR];
 static char big_err[BATON_MAX_ERRMSG];
+static char big_chunk[BATON_SNAPSHOT_CHUNK_MAX];
 static char item_names[BATON_MAX_LIST][BATON_MAX_NAME];
 static struct msg_member members[BATON_MAX_MEMBERS];
 static struct msg_member_info member_infos[BATON_MAX_MEMBERS];
@@ -112,6 +113,7 @@ void sample(int type, int v, struct msg *m)
     fill(big_client, sizeof big_client, 2);
     fill(big_addr, sizeof big_addr, 3);
     fill(big_err, sizeof big_err, 4);
+    fill(big_chunk, sizeof big_chunk, 5);
     fill(big_token, sizeof big_token, 5);
     memset(m, 0, sizeof *m);
     m->type = (uint16_t)type;
@@ -335,9 +337,15 @@ void sample(int type, int v, struct msg *m)
         m->u.snapshot_r.index = U64(v, 0x5152535455565758ull);
         break;
     case MSG_CHECK:
+    case MSG_SNAPSHOT_SAVE:
         break;
     case MSG_CHECK_R:
         m->u.check_r.index = U64(v, 0x6162636465666768ull);
+        break;
+    case MSG_SNAPSHOT_CHUNK:
+        m->u.snapshot_chunk.offset = U64(v, 0x7172737475767778ull);
+        m->u.snapshot_chunk.total = U64(v, 0x8182838485868788ull);
+        m->u.snapshot_chunk.data = STR(v, "BTN1", big_chunk, BATON_SNAPSHOT_CHUNK_MAX);
         break;
     case MSG_MEMBERS:
         break;
@@ -623,9 +631,15 @@ void assert_msg_eq(const struct msg *a, const struct msg *b)
         ASSERT_UEQ(a->u.snapshot_r.index, b->u.snapshot_r.index);
         break;
     case MSG_CHECK:
+    case MSG_SNAPSHOT_SAVE:
         break;
     case MSG_CHECK_R:
         ASSERT_UEQ(a->u.check_r.index, b->u.check_r.index);
+        break;
+    case MSG_SNAPSHOT_CHUNK:
+        ASSERT_UEQ(a->u.snapshot_chunk.offset, b->u.snapshot_chunk.offset);
+        ASSERT_UEQ(a->u.snapshot_chunk.total, b->u.snapshot_chunk.total);
+        ASSERT_PSTR_EQ(a->u.snapshot_chunk.data, b->u.snapshot_chunk.data);
         break;
     case MSG_MEMBERS:
         break;

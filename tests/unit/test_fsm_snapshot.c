@@ -445,8 +445,16 @@ TEST(snapshot_in_steps_is_the_state_at_begin)
     snap(&f, &expect);
     ASSERT_EQ(store_snapshot_begin(f.s, &sn), 0);
     ASSERT_UEQ(store_snap_applied(sn), f.index);
-    ASSERT_EQ(store_snapshot_begin(f.s, &other), BATON_EBUSY);
-    ASSERT(other == NULL);
+    /* STORE_MAX_SNAPS (2: raft's and a backup's) may be open at once. */
+    ASSERT_EQ(store_snapshot_begin(f.s, &other), 0);
+    store_snapshot_end(other);
+    ASSERT_EQ(store_snapshot_begin(f.s, &other), 0);
+    {
+        store_snap *third;
+        ASSERT_EQ(store_snapshot_begin(f.s, &third), BATON_EBUSY);
+        ASSERT(third == NULL);
+    }
+    store_snapshot_end(other);
     apply_big(&f, a, &seq, "later", 64);
     writer_start(&w, sn);
     apply_big(&f, a, &seq, "during", 64);

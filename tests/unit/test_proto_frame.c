@@ -21,6 +21,7 @@
 TEST(frame_byte_by_byte)
 {
     for (int t = 1; t < MSG_TYPE_MAX_; t++) {
+        if (msg_info(t) == NULL) continue; /* a number reserved, not defined yet */
         for (int v = 0; v < N_VARIANTS; v++) {
             struct msg m, d;
             struct buf b;
@@ -57,6 +58,7 @@ TEST(frame_byte_by_byte)
 TEST(truncated_frames)
 {
     for (int t = 1; t < MSG_TYPE_MAX_; t++) {
+        if (msg_info(t) == NULL) continue; /* a number reserved, not defined yet */
         for (int v = 0; v < N_VARIANTS; v++) {
             struct msg m, d;
             struct buf b;
@@ -102,6 +104,7 @@ TEST(frames_concatenated_and_chunked)
     int n_frames = 0;
 
     for (int t = 1; t < MSG_TYPE_MAX_; t++) {
+        if (msg_info(t) == NULL) continue; /* a number reserved, not defined yet */
         for (int v = 0; v < N_VARIANTS; v++) {
             struct msg m;
             if (v == V_EXTREME && (t == MSG_LIST_LOCKS_R || t == MSG_LOCK_INFO_R || t == MSG_WATCH_EVENT)) continue;
@@ -125,8 +128,9 @@ TEST(frames_concatenated_and_chunked)
             while ((rv = proto_frame_check(in.data + off, in.len - off, &fl)) == 1) {
                 struct msg want, got;
                 /* Walk the expected sequence, skipping what was left out. */
-                while (v == V_EXTREME && (t == MSG_LIST_LOCKS_R || t == MSG_LOCK_INFO_R || t == MSG_WATCH_EVENT)) {
-                    if (++v == N_VARIANTS) v = 0, t++;
+                while (msg_info(t) == NULL || (v == V_EXTREME && (t == MSG_LIST_LOCKS_R || t == MSG_LOCK_INFO_R || t == MSG_WATCH_EVENT))) {
+                    if (msg_info(t) == NULL) v = 0, t++;
+                    else if (++v == N_VARIANTS) v = 0, t++;
                 }
                 ASSERT_EQ(proto_decode(in.data + off, fl, &got), 0);
                 sample(t, v, &want);

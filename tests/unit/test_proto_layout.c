@@ -684,6 +684,12 @@ static void spec_frame(const struct msg *m, struct buf *w)
         spec_str(w, m->u.member_add.client_addr);
         break;
     case MSG_CHECK: /* {} */
+    case MSG_SNAPSHOT_SAVE: /* {} */
+        break;
+    case MSG_SNAPSHOT_CHUNK: /* {u64 offset, u64 total, str data} */
+        buf_put_u64(w, m->u.snapshot_chunk.offset);
+        buf_put_u64(w, m->u.snapshot_chunk.total);
+        spec_str(w, m->u.snapshot_chunk.data);
         break;
     case MSG_CHECK_R: /* {u64 index} */
         buf_put_u64(w, m->u.check_r.index);
@@ -724,6 +730,7 @@ static void spec_frame(const struct msg *m, struct buf *w)
 TEST(layout_matches_header)
 {
     for (int t = 1; t < MSG_TYPE_MAX_; t++) {
+        if (msg_info(t) == NULL) continue; /* a number reserved, not defined yet */
         for (int v = 0; v < N_VARIANTS; v++) {
             struct msg m, d;
             struct buf want, got;

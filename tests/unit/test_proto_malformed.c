@@ -70,6 +70,16 @@ static size_t rng_below(size_t n)
     return (size_t)(rng() % n);
 }
 
+/* A random defined message type (the table may skip a reserved number). */
+static int any_type(void)
+{
+    int t;
+
+    do t = 1 + (int)rng_below(MSG_TYPE_MAX_ - 1);
+    while (msg_info(t) == NULL);
+    return t;
+}
+
 /* Flip every bit, and set every byte to 0x00 and 0xFF, in every small
  * frame. Each result must be refused or decode to something that
  * re-encodes identically. */
@@ -78,6 +88,7 @@ TEST(corrupted_frames)
     int accepted = 0, tried = 0;
 
     for (int t = 1; t < MSG_TYPE_MAX_; t++) {
+        if (msg_info(t) == NULL) continue; /* a number reserved, not defined yet */
         for (int v = 0; v < N_VARIANTS; v++) {
             struct msg m;
             struct buf b;
@@ -145,6 +156,7 @@ TEST(random_mutations)
 
     rng_state = 0x0123456789ABCDEFull;
     for (int t = 1; t < MSG_TYPE_MAX_; t++) {
+        if (msg_info(t) == NULL) continue; /* a number reserved, not defined yet */
         struct msg m;
         sample(t, V_TYPICAL, &m);
         encode_ok(&m, &frames[t][0]);
@@ -152,7 +164,7 @@ TEST(random_mutations)
         encode_ok(&m, &frames[t][1]);
     }
     for (int i = 0; i < 60000; i++) {
-        const struct buf *f = &frames[1 + rng_below(MSG_TYPE_MAX_ - 1)][rng_below(2)];
+        const struct buf *f = &frames[any_type()][rng_below(2)];
         size_t n = f->len;
         int edits = 1 + (int)rng_below(4);
 
@@ -202,7 +214,7 @@ TEST(random_stream)
         /* Some real frames, then garbage. */
         for (int j = 0; j < 5; j++) {
             struct msg m;
-            ASSERT_EQ(msg_sample(1 + (int)rng_below(MSG_TYPE_MAX_ - 1), &m), 0);
+            ASSERT_EQ(msg_sample(any_type(), &m), 0);
             ASSERT_EQ(proto_encode(&s, &m), 0);
         }
         for (int j = 0; j < 64; j++) ASSERT_EQ(buf_put_u8(&s, (uint8_t)rng()), 0);
@@ -257,6 +269,7 @@ TEST(unknown_type)
 TEST(trailing_bytes)
 {
     for (int t = 1; t < MSG_TYPE_MAX_; t++) {
+        if (msg_info(t) == NULL) continue; /* a number reserved, not defined yet */
         for (int v = 0; v < N_VARIANTS; v++) {
             for (size_t extra = 1; extra <= 8; extra += 7) {
                 struct msg m;

@@ -21,6 +21,7 @@
 TEST(roundtrip_every_type)
 {
     for (int t = 1; t < MSG_TYPE_MAX_; t++) {
+        if (msg_info(t) == NULL) continue; /* a number reserved, not defined yet */
         for (int v = 0; v < N_VARIANTS; v++) {
             struct msg m, d;
             struct buf b;

@@ -78,6 +78,8 @@ static const struct {
     {"LOST_HOLDS_R", 42},
     {"METRICS", 43},
     {"METRICS_R", 44},
+    {"SNAPSHOT_SAVE", 45},
+    {"SNAPSHOT_CHUNK", 46},
 };
 
 #define N_TYPES (sizeof wire_values / sizeof wire_values[0])
@@ -131,6 +133,8 @@ static const struct {
     {MSG_LOST_HOLDS_R, "470000002a00120400000000000002000000030000000000000029000000000000004ff0ffff06006a6f62732f3105000000000000002c000000000000004ff0ffff06006a6f62732f3201"},
     {MSG_METRICS, "0a0000002b001304000000000000"},
     {MSG_METRICS_R, "490000002c001404000000000000020000002200232054595045206261746f6e5f6772616e74735f746f74616c20636f756e7465720a15006261746f6e5f6772616e74735f746f74616c20330a"},
+    {MSG_SNAPSHOT_SAVE, "0a0000002d001504000000000000"},
+    {MSG_SNAPSHOT_CHUNK, "200000002e00160400000000000000c000000000000004c0000000000000040042544e31"},
 };
 
 /* Decode a hex string into a malloc'd buffer; *n gets its length. */
@@ -149,9 +153,19 @@ static uint8_t *unhex(const char *hex, size_t *n)
     return p;
 }
 
+/* How many message types the table defines (its numbers may skip one
+ * reserved for a message not merged yet). */
+static size_t defined_types(void)
+{
+    size_t n = 0;
+
+    for (int t = 1; t < MSG_TYPE_MAX_; t++) n += msg_info(t) != NULL;
+    return n;
+}
+
 TEST(wire_values_never_change)
 {
-    ASSERT_EQ(N_TYPES, MSG_TYPE_MAX_ - 1);
+    ASSERT_EQ(N_TYPES, defined_types());
     for (size_t i = 0; i < N_TYPES; i++) {
         if (strcmp(msg_type_name(wire_values[i].value), wire_values[i].name) != 0)
             FAIL("wire value %d is %s, must be %s", wire_values[i].value,

@@ -1,0 +1,295 @@
+/*
+ * test_fsm_backup.c -- backup and restore (docs/operations.md, "Backup and
+ * restore"): the snapshot file's format (proto/backup.h: round trip, a
+ * truncated file, a flipped byte, a wrong magic or version), a store
+ * restored from a backup (store_restore_backup: the same locks, queues,
+ * sessions, lost holds and digest; the new applied index; no members
+ * table; the next fence above every saved one), and the two snapshot
+ * slots a backup and raft's snapshot use at once.
+ */
+#include "tests/unit/fsm_fixture.h"
+
+#include <stdlib.h>
+
+#include "proto/backup.h"
+#include "proto/errmsg.h"
+
+/* The snapshot file of f's state, taken in term 7. */
+static void backup_of(struct fixture *f, struct buf *file)
+{
+    struct backup_header h = {.term = 7};
+    uint32_t format;
+    size_t start;
+
+    buf_reset(file);
+    ASSERT_EQ(backup_start(file, &start), 0);
+    ASSERT_EQ(store_snapshot(f->s, file), 0);
+    ASSERT_EQ(store_snapshot_header(file->data + start + BACKUP_HEADER_LEN,
+                                    file->len - start - BACKUP_HEADER_LEN, &format, &h.index,
+                                    &h.digest),
+              0);
+    h.store_format = format;
+    ASSERT_EQ(backup_seal(file, start, &h), 0);
+}
+
+/* The snapshot in a (header and all) with its members table emptied, into
+ * out: what a restored store holds. */
+static void without_members(const struct buf *a, struct buf *out)
+{
+    size_t off = SNAP_HDR;
+
+    buf_reset(out);
+    ASSERT_EQ(buf_put(out, a->data, SNAP_HDR), 0);
+    for (int db = 0; db < N_DB; db++) {
+        uint32_t n = le_get_u32(a->data + off);
+        size_t start = off;
+
+        off += 4;
+        for (uint32_t i = 0; i < n; i++) {
+            off += 4 + le_get_u32(a->data + off);
+            off += 4 + le_get_u32(a->data + off);
+        }
+        if (db == DB_MEMBERS)
+            ASSERT_EQ(buf_put_u32(out, 0), 0);
+        else
+            ASSERT_EQ(buf_put(out, a->data + start, off - start), 0);
+    }
+    ASSERT_EQ(off, a->len);
+}
+
+TEST(file_roundtrip)
+{
+    struct fixture f;
+    struct buf file = {0}, s = {0};
+    struct backup_header h;
+    const uint8_t *body;
+    char err[BATON_ERRMSG_SIZE];
+
+    setup(&f);
+    populate(&f);
+    backup_of(&f, &file);
+    snap(&f, &s);
+    ASSERT_EQ(backup_check(file.data, file.len, &h, &body, err), 0);
+    ASSERT_UEQ(h.version, BACKUP_VERSION);
+    ASSERT_UEQ(h.index, f.index);
+    ASSERT_UEQ(h.term, 7);
+    ASSERT_UEQ(h.digest, store_digest(f.s));
+    ASSERT_UEQ(h.body_len, s.len);
+    ASSERT_EQ(file.len, BACKUP_HEADER_LEN + s.len + BACKUP_TRAILER_LEN);
+    ASSERT(memcmp(body, s.data, s.len) == 0);
+    ASSERT(memcmp(file.data, "BATONSNP", 8) == 0);
+    ASSERT_EQ(backup_read_header(file.data, BACKUP_HEADER_LEN, &h, err), 0);
+    buf_free(&file);
+    buf_free(&s);
+    teardown(&f);
+}
+
+TEST(file_truncated_or_too_long)
+{
+    struct fixture f;
+    struct buf file = {0};
+    struct backup_header h;
+    const uint8_t *body;
+    char err[BATON_ERRMSG_SIZE];
+
+    setup(&f);
+    populate(&f);
+    backup_of(&f, &file);
+    for (size_t n = 0; n < file.len; n += (n < 64 || n + 64 > file.len) ? 1 : 97)
+        ASSERT_EQ(backup_check(file.data, n, &h, &body, err), BATON_EMALFORMED);
+    ASSERT_EQ(backup_check(file.data, 10, &h, &body, err), BATON_EMALFORMED);
+    ASSERT(strstr(err, "truncated") != NULL);
+    ASSERT_EQ(buf_put_u8(&file, 0), 0);
+    ASSERT_EQ(backup_check(file.data, file.len, &h, &body, err), BATON_EMALFORMED);
+    ASSERT(strstr(err, "longer") != NULL);
+    buf_free(&file);
+    teardown(&f);
+}
+
+TEST(file_flipped_byte)
+{
+    struct fixture f;
+    struct buf file = {0};
+    struct backup_header h;
+    const uint8_t *body;
+    char err[BATON_ERRMSG_SIZE];
+
+    setup(&f);
+    populate(&f);
+    backup_of(&f, &file);
+    for (size_t i = 0; i < file.len; i++) {
+        file.data[i] ^= 0x10;
+        if (backup_check(file.data, file.len, &h, &body, err) == 0)
+            FAIL("a file with byte %zu flipped passed the check", i);
+        file.data[i] ^= 0x10;
+    }
+    file.data[BACKUP_HEADER_LEN + 30] ^= 1;
+    ASSERT_EQ(backup_check(file.data, file.len, &h, &body, err), BATON_EMALFORMED);
+    ASSERT(strstr(err, "SHA-256") != NULL);
+    buf_free(&file);
+    teardown(&f);
+}
+
+TEST(file_wrong_magic_or_version)
+{
+    struct fixture f;
+    struct buf file = {0};
+    struct backup_header h;
+    const uint8_t *body;
+    char err[BATON_ERRMSG_SIZE];
+
+    setup(&f);
+    populate(&f);
+    backup_of(&f, &file);
+    memcpy(file.data, "BATONSNQ", 8);
+    ASSERT_EQ(backup_check(file.data, file.len, &h, &body, err), BATON_EMALFORMED);
+    ASSERT(strstr(err, "magic") != NULL);
+    memcpy(file.data, "BATONSNP", 8);
+    le_put_u32(file.data + 8, BACKUP_VERSION + 1);
+    ASSERT_EQ(backup_check(file.data, file.len, &h, &body, err), BATON_EVERSION);
+    ASSERT(strstr(err, "version 2") != NULL);
+    buf_free(&file);
+    teardown(&f);
+}
+
+/* Every fence a store ever granted is below this one. */
+static uint64_t max_fence(struct fixture *f, const char *const *names)
+{
+    uint64_t m = 0;
+
+    for (; *names != NULL; names++) {
+        struct msg_lock_info_r i = info(f, *names);
+        if (i.fence > m) m = i.fence;
+        free(i.waiters);
+    }
+    return m;
+}
+
+TEST(store_restore_backup_keeps_the_state)
+{
+    static const char *const names[] = {"alpha", "beta", "gamma", NULL};
+    struct fixture f, g;
+    struct buf file = {0}, a = {0}, b = {0}, want = {0};
+    struct backup_header h;
+    const uint8_t *body;
+    uint64_t saved_max, sess;
+    char err[BATON_ERRMSG_SIZE];
+
+    setup(&f);
+    setup(&g);
+    populate(&f);
+    populate_lost(&f);
+    backup_of(&f, &file);
+    ASSERT_EQ(backup_check(file.data, file.len, &h, &body, err), 0);
+    ASSERT_EQ(store_restore_backup(g.s, body, h.body_len, 1), 0);
+    ASSERT_UEQ(store_applied_index(g.s), 1);
+    ASSERT_UEQ(store_digest(g.s), store_digest(f.s));
+
+    /* The same state but the members table, and the new applied index. */
+    snap(&f, &a);
+    snap(&g, &b);
+    without_members(&a, &want);
+    ASSERT(same_state(&want, &b));
+    ASSERT_UEQ(le_get_u64(b.data + 8), 1);
+    ASSERT_GT(snap_count(&a, DB_MEMBERS), 0);
+    ASSERT_EQ(snap_count(&b, DB_MEMBERS), 0);
+    for (const char *const *n = names; *n != NULL; n++) {
+        struct msg_lock_info_r x = info(&f, *n), y = info(&g, *n);
+        ASSERT_UEQ(x.holder_session, y.holder_session);
+        ASSERT_UEQ(x.fence, y.fence);
+        ASSERT_EQ(x.n_waiters, y.n_waiters);
+        for (uint32_t i = 0; i < x.n_waiters; i++) {
+            ASSERT_UEQ(x.waiters[i].session, y.waiters[i].session);
+            ASSERT_UEQ(x.waiters[i].waiter, y.waiters[i].waiter);
+        }
+        free(x.waiters);
+        free(y.waiters);
+    }
+
+    /* The restored store goes on from index 2; its next fence is above
+     * every saved one, and its sessions' ids go on above the saved ones. */
+    saved_max = max_fence(&f, names);
+    ASSERT_GT(saved_max, 0);
+    g.index = 1;
+    sess = open_session(&g);
+    ASSERT_GT(grant(&g, sess, 1, "delta"), saved_max);
+    ASSERT_GT(sess, 4);
+
+    /* A second restore, or one into a store that applied entries, is refused. */
+    ASSERT_EQ(store_restore_backup(g.s, body, h.body_len, 1), BATON_EINVAL);
+    ASSERT_EQ(store_restore_backup(f.s, body, h.body_len, 1), BATON_EINVAL);
+    buf_free(&file);
+    buf_free(&a);
+    buf_free(&b);
+    buf_free(&want);
+    teardown(&f);
+    teardown(&g);
+}
+
+TEST(store_restore_backup_refuses_bad_bodies)
+{
+    struct fixture f, g;
+    struct buf s = {0};
+
+    setup(&f);
+    setup(&g);
+    populate(&f);
+    snap(&f, &s);
+    ASSERT_EQ(store_restore_backup(g.s, s.data, s.len, 0), BATON_EINVAL);
+    ASSERT_EQ(store_restore_backup(g.s, s.data, s.len - 1, 1), BATON_EMALFORMED);
+    s.data[0] ^= 1;
+    ASSERT_EQ(store_restore_backup(g.s, s.data, s.len, 1), BATON_EMALFORMED);
+    ASSERT_UEQ(store_applied_index(g.s), 0);
+    {
+        uint32_t format;
+        uint64_t applied, digest;
+        ASSERT_EQ(store_snapshot_header(s.data, s.len, &format, &applied, &digest),
+                  BATON_EMALFORMED);
+        s.data[0] ^= 1;
+        ASSERT_EQ(store_snapshot_header(s.data, s.len, &format, &applied, &digest), 0);
+        ASSERT_UEQ(applied, f.index);
+        ASSERT_UEQ(digest, store_digest(f.s));
+        ASSERT_EQ(store_snapshot_header(s.data, 23, &format, &applied, &digest),
+                  BATON_EMALFORMED);
+    }
+    buf_free(&s);
+    teardown(&f);
+    teardown(&g);
+}
+
+/* A backup's dump and raft's may be open at once; a third is refused. */
+TEST(two_snapshots_at_once)
+{
+    struct fixture f;
+    store_snap *a, *b, *c;
+    struct buf x = {0}, y = {0};
+
+    setup(&f);
+    populate(&f);
+    ASSERT_EQ(store_snapshot_begin(f.s, &a), 0);
+    ASSERT_EQ(store_snapshot_begin(f.s, &b), 0);
+    ASSERT_EQ(store_snapshot_begin(f.s, &c), BATON_EBUSY);
+    ASSERT_EQ(store_snapshot_write(a, &x), 0);
+    ASSERT_EQ(store_snapshot_write(b, &y), 0);
+    ASSERT(x.len == y.len && memcmp(x.data, y.data, x.len) == 0);
+    store_snapshot_end(a);
+    ASSERT_EQ(store_snapshot_begin(f.s, &c), 0);
+    store_snapshot_end(c);
+    store_snapshot_end(b);
+    buf_free(&x);
+    buf_free(&y);
+    teardown(&f);
+}
+
+int main(int argc, char **argv)
+{
+    fsm_main_begin(argc, argv);
+    RUN(file_roundtrip);
+    RUN(file_truncated_or_too_long);
+    RUN(file_flipped_byte);
+    RUN(file_wrong_magic_or_version);
+    RUN(store_restore_backup_keeps_the_state);
+    RUN(store_restore_backup_refuses_bad_bodies);
+    RUN(two_snapshots_at_once);
+    return fsm_main_end();
+}
