@@ -32,57 +32,13 @@
 #include "proto/utf8.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
+#include "tests/lib/http_get.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/runner.h"
 
 /* A hostile lock name: ends the label, starts a fake sample, has a
  * backslash, a percent sign and a byte of invalid UTF-8. */
 static const char evil[] = "q\"} 1\nbaton_fake_total 9\\%\xff";
-
-/* GET path from 127.0.0.1:port (HTTP/1.0, read to EOF): the status code,
- * or -1; the body into *body (malloc'd, NUL-terminated). */
-static int http_get(int port, const char *path, char **body)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    struct timeval tv = {.tv_sec = 5};
-    char req[256], *buf = NULL, *p;
-    size_t len = 0, cap = 0;
-    int fd, code = -1;
-    ssize_t n;
-
-    *body = NULL;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) return -1;
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        close(fd);
-        return -1;
-    }
-    snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
-    if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
-        close(fd);
-        return -1;
-    }
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 16384;
-            buf = realloc(buf, cap);
-            ASSERT(buf != NULL);
-        }
-        n = read(fd, buf + len, cap - len - 1);
-        if (n <= 0) break;
-        len += (size_t)n;
-    }
-    close(fd);
-    if (buf == NULL) return -1;
-    buf[len] = '\0';
-    if (sscanf(buf, "HTTP/1.%*d %d", &code) != 1) code = -1;
-    p = strstr(buf, "\r\n\r\n");
-    *body = strdup(p ? p + 4 : "");
-    free(buf);
-    return code;
-}
 
 /* GET and expect 200; the body (the caller frees it). */
 static char *scrape(struct cluster *c, int i)

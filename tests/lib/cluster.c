@@ -347,6 +347,39 @@ static void join_list(const struct cluster *c, int i, char *buf, size_t cap)
     }
 }
 
+/*
+ * cluster_opts.config_file: write argv[1..*argc) of node i as the [batond]
+ * section of ROOT/nodeN.conf and leave argv as `batond --config FILE`.
+ * A value never starts with "--", so a flag followed by another flag (or
+ * by nothing) takes none: it becomes `key = true`.
+ */
+static int config_argv(struct cluster *c, int i, const char **argv, int *argc)
+{
+    static char conf[CLUSTER_MAX_NODES][PATH_MAX];
+    FILE *f;
+
+    snprintf(conf[i], sizeof conf[i], "%s/node%d.conf", c->root, i + 1);
+    f = fopen(conf[i], "w");
+    if (f == NULL) {
+        fprintf(stderr, "# cluster: cannot write %s: %s\n", conf[i], strerror(errno));
+        return -1;
+    }
+    fprintf(f, "# node %u, written by the cluster harness\n[batond]\n", c->nodes[i].id);
+    for (int k = 1; k < *argc; k++) {
+        const char *key = argv[k] + 2;
+        if (k + 1 < *argc && strncmp(argv[k + 1], "--", 2) != 0)
+            fprintf(f, "%s = %s\n", key, argv[++k]);
+        else
+            fprintf(f, "%s = true\n", key);
+    }
+    if (fclose(f) != 0) return -1;
+    argv[1] = "--config";
+    argv[2] = conf[i];
+    argv[3] = NULL;
+    *argc = 3;
+    return 0;
+}
+
 /* Start node i (its pid is recorded in c, its slot and its pid file). */
 static int spawn_node(struct cluster *c, int i)
 {
@@ -390,6 +423,8 @@ static int spawn_node(struct cluster *c, int i)
     for (int k = 0; c->extra_args && c->extra_args[k] && k < MAX_EXTRA_ARGS; k++)
         argv[argc++] = c->extra_args[k];
     argv[argc] = NULL;
+
+    if (c->config_file && config_argv(c, i, argv, &argc) != 0) return -1;
 
     f = fopen(nd->log, "a");
     if (f != NULL) {
@@ -443,6 +478,7 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
     for (int i = 0; o && i < CLUSTER_MAX_NODES; i++) c->node_env[i] = o->node_env[i];
     c->secure = o ? o->secure : 0;
     c->metrics = o ? o->metrics : 0;
+    c->config_file = o ? o->config_file : 0;
     snprintf(path, sizeof path, "%s/batond", c->build);
     if (access(path, X_OK) != 0) {
         fprintf(stderr, "# cluster: %s: %s (build it first, or set BATON_BUILD)\n", path,

@@ -96,6 +96,7 @@ struct cluster {
     const char *const *node_env[CLUSTER_MAX_NODES]; /* more environment (cluster_opts) */
     int secure;                 /* CLUSTER_* bits (cluster_opts.secure) */
     int metrics;                /* cluster_opts.metrics */
+    int config_file;            /* cluster_opts.config_file */
     char certs[PATH_MAX];       /* ROOT/certs when secure, else "" */
     char auth_file[PATH_MAX];   /* ROOT/auth with CLUSTER_AUTH, else "" */
     char admin_token[72];       /* the harness's admin token with CLUSTER_AUTH */
@@ -141,6 +142,11 @@ struct cluster_opts {
      * each node's data directory is initialised from it by
      * cluster_restore (batond --restore); the start fails if that does. */
     const char *restore;
+    /* Non-zero: each node is started as `batond --config ROOT/nodeN.conf`
+     * alone, the file holding every flag the harness would have passed
+     * (`--key value` as `key = value`, a flag without a value as
+     * `key = true`), rewritten before each start. */
+    int config_file;
 };
 
 /* One node's answer to STATUS. */
