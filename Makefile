@@ -124,7 +124,7 @@ deps:
 	fi
 
 all-inner build: $(PROGS) $(EXAMPLE_BIN)
-build-tests: $(UNIT_BIN) $(CLUSTER_BIN) $(INTEG_BIN) $(SHIM_SO)
+build-tests: $(UNIT_BIN) $(CLUSTER_BIN) $(INTEG_BIN) $(SHIM_SO) $(B)/tests/integration/deploy_installed
 
 run-inner: $(PROGS)
 	@server/run-cluster.sh $(B)
@@ -134,7 +134,7 @@ run-secure-inner: $(PROGS)
 test-inner: $(PROGS) build-tests $(FUZZ_BIN) $(FAULT_ALL) $(B)/lockbench
 	@FUZZ_SECONDS=$(FUZZ_TEST_SECONDS) tests/run-tests.sh $(B) $(UNIT_BIN) tests/fuzz/run-fuzz.sh \
 	    $(CLUSTER_BIN) $(INTEG_BIN) $(FAULT_TEST) tests/bench/smoke.sh tests/check-exports.sh \
-	    tests/check-layers.sh tests/check-install.sh tests/check-deb.sh
+	    tests/check-layers.sh tests/check-install.sh tests/check-deb.sh tests/check-deploy.sh
 unit-inner: $(UNIT_BIN)
 	@tests/run-tests.sh $(B) $(UNIT_BIN)
 cluster-inner: $(CLUSTER_BIN)
@@ -269,6 +269,8 @@ $(CLUSTER_BIN): $(B)/tests/cluster/%: $(B)/tests/cluster/%.o $(B)/libclusterfix.
 
 $(B)/tests/integration/%: $(B)/tests/integration/%.o $(B)/libtest.a $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
+# deploy_installed runs against the installed binaries: tests/check-deploy.sh
+# installs into a DESTDIR and runs it (not one of $(INTEG_BIN)).
 
 # LD_PRELOAD shims of the integration tests (tests/shim/): fault injection
 # into libraft's own calls. Built without sanitizers whatever SAN is: a

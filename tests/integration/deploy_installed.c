@@ -1,0 +1,254 @@
+/*
+ * deploy_installed.c -- a cluster run the way an operator runs one: the
+ * binaries `make install` put into a DESTDIR, one config file per node,
+ * addresses by host name, metrics scraped over HTTP, a backup restored
+ * into a new cluster, and a rolling restart under load.
+ *
+ * tests/check-deploy.sh installs into a fresh DESTDIR and runs this with
+ * BATON_BUILD naming a directory whose batond and batonctl are links to
+ * the installed ones (so the harness starts those). Everything but
+ * systemd itself is exercised; the unit is checked by
+ * tests/check-install.sh (systemd-analyze verify).
+ *
+ *  1. installed_nodes_from_config_files: three nodes started as
+ *     `batond --config nodeN.conf` alone (the harness writes every flag
+ *     into the file: cluster_opts.config_file), every address `localhost`,
+ *     each with --metrics-addr. The installed batonctl reaches them by
+ *     name (status, lock -- CMD); libbaton locks through endpoints that
+ *     are names; every node's /metrics, /healthz and /readyz answer over
+ *     HTTP, and the grants counter moves with the traffic. Then a rolling
+ *     restart (SIGTERM, restart, caught up, next) of all three nodes while
+ *     a client locks and unlocks: no call fails, the session survives,
+ *     fences only go up.
+ *  2. backup_restored_by_installed_batond: `batonctl snapshot save` from
+ *     the installed binaries, `batond --restore` into a new cluster that
+ *     then runs from config files; the held lock and its queue are there.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/baton.h"
+#include "tests/lib/clock.h"
+#include "tests/lib/cluster.h"
+#include "tests/lib/files.h"
+#include "tests/lib/http_get.h"
+#include "tests/lib/runner.h"
+
+#define TTL_MS 10000
+
+static const struct cluster_opts deployed = {
+    .host = "localhost", .metrics = 1, .config_file = 1};
+
+static baton_t *connect_to(struct cluster *c, const char *name)
+{
+    baton_opts o;
+    baton_t *b = NULL;
+
+    cluster_client_opts(c, &o);
+    o.client_name = name;
+    o.session_ttl_ms = TTL_MS;
+    if (baton_connect(&o, &b) != 0) FAIL("connect %s: %s", name, baton_connect_errmsg());
+    return b;
+}
+
+/* The value of the sample line that starts with `key ` (exactly), or -1. */
+static double sample(const char *text, const char *key)
+{
+    size_t n = strlen(key);
+
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, key, n) == 0 && p[n] == ' ') return strtod(p + n + 1, NULL);
+    return -1;
+}
+
+/* /path of node i must answer `want` within 15 s. */
+static void wait_http(struct cluster *c, int i, const char *path, int want)
+{
+    int64_t deadline = now_ms() + 15000;
+    int code;
+
+    for (;;) {
+        char *body = NULL;
+        code = http_get(c->nodes[i].metrics_port, path, &body);
+        free(body);
+        if (code == want) return;
+        if (now_ms() > deadline) FAIL("node %d: %s answered %d, not %d", i + 1, path, code, want);
+        sleep_ms(50);
+    }
+}
+
+/* Wait until node i has applied what the leader had committed when asked. */
+static void wait_caught_up(struct cluster *c, int i)
+{
+    struct cluster_status st, mine;
+    int64_t deadline = now_ms() + 20000;
+    int l;
+
+    ASSERT_GE(l = cluster_wait_leader(c, 15000), 0);
+    ASSERT_EQ(cluster_node_status(c, l, &st, 2000), 0);
+    while (cluster_node_status(c, i, &mine, 2000) != 0 || mine.applied_index < st.commit_index) {
+        if (now_ms() > deadline) FAIL("node %d did not catch up with index %llu", i + 1,
+                                      (unsigned long long)st.commit_index);
+        sleep_ms(50);
+    }
+}
+
+struct churn {
+    baton_t *b;
+    atomic_bool *stop;
+    int errors;
+    uint64_t cycles, last_fence, session;
+    pthread_t t;
+};
+
+/* Lock and unlock "roll" until told to stop; a failed call counts. */
+static void *churn_run(void *arg)
+{
+    struct churn *ch = arg;
+    baton_lock_t *l;
+
+    while (!atomic_load(ch->stop)) {
+        int rv = baton_lock_timeout(ch->b, "roll", 30000, &l);
+        if (rv != 0) {
+            fprintf(stderr, "# churn: lock: %s (%s)\n", baton_strerror(rv), baton_errmsg(ch->b));
+            ch->errors++;
+            continue;
+        }
+        if (baton_lock_fence(l) <= ch->last_fence) ch->errors++;
+        ch->last_fence = baton_lock_fence(l);
+        rv = baton_unlock(l);
+        if (rv != 0) {
+            fprintf(stderr, "# churn: unlock: %s (%s)\n", baton_strerror(rv),
+                    baton_errmsg(ch->b));
+            ch->errors++;
+        }
+        ch->cycles++;
+    }
+    return NULL;
+}
+
+TEST(installed_nodes_from_config_files)
+{
+    static atomic_bool stop;
+    struct cluster c;
+    struct ctl_result r;
+    struct churn ch = {.stop = &stop};
+    baton_t *b;
+    baton_lock_t *l;
+    char *text;
+    double grants_before, grants_after;
+    int lead;
+
+    ASSERT_EQ(cluster_start_opts(&c, 3, &deployed), 0);
+    ASSERT_GE(lead = cluster_wait_leader(&c, 15000), 0);
+    ASSERT(strstr(cluster_endpoints(&c), "localhost:") != NULL);
+
+    /* The installed batonctl, by name. */
+    ASSERT_EQ(cluster_ctl(&c, &r, "status", NULL), 0);
+    ASSERT(strstr(r.out, "leader") != NULL);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(&c, &r, "lock", "deploy/ctl", "--", "true", NULL), 0);
+    ctl_result_free(&r);
+
+    /* Metrics over HTTP: every node up and ready; grants move. */
+    for (int i = 0; i < 3; i++) {
+        wait_http(&c, i, "/healthz", 200);
+        wait_http(&c, i, "/readyz", 200);
+    }
+    ASSERT_EQ(http_get(c.nodes[lead].metrics_port, "/metrics", &text), 200);
+    grants_before = sample(text, "baton_grants_total");
+    free(text);
+    ASSERT_GE(grants_before, 1);
+    b = connect_to(&c, "deploy-client");
+    for (int i = 0; i < 10; i++) {
+        ASSERT_EQ(baton_lock(b, "deploy/lib", &l), 0);
+        ASSERT_EQ(baton_unlock(l), 0);
+    }
+    ASSERT_EQ(http_get(c.nodes[lead].metrics_port, "/metrics", &text), 200);
+    grants_after = sample(text, "baton_grants_total");
+    free(text);
+    ASSERT_GE(grants_after, grants_before + 10);
+
+    /* A rolling restart under load: each node stopped with SIGTERM,
+     * started again from its config file, caught up, then the next. */
+    ch.b = b;
+    ch.session = baton_session_id(b);
+    atomic_store(&stop, false);
+    ASSERT_EQ(pthread_create(&ch.t, NULL, churn_run, &ch), 0);
+    sleep_ms(300);
+    for (int i = 0; i < 3; i++) {
+        ASSERT_EQ(cluster_kill(&c, i, SIGTERM), 0);
+        ASSERT_EQ(cluster_restart(&c, i), 0);
+        wait_caught_up(&c, i);
+        sleep_ms(300);
+    }
+    atomic_store(&stop, true);
+    pthread_join(ch.t, NULL);
+    printf("# rolling restart: %llu cycles, %d errors\n", (unsigned long long)ch.cycles,
+           ch.errors);
+    ASSERT_EQ(ch.errors, 0);
+    ASSERT_GT(ch.cycles, 0);
+    ASSERT_UEQ(baton_session_id(b), ch.session);
+    ASSERT_EQ(cluster_digests_agree(&c, 20000), 0);
+
+    baton_close(b);
+    ASSERT_EQ(cluster_stop(&c), 0);
+}
+
+TEST(backup_restored_by_installed_batond)
+{
+    struct cluster a, b;
+    struct cluster_opts ro = deployed;
+    struct ctl_result r;
+    baton_t *holder, *waiter, *after;
+    baton_lock_t *held, *l;
+    char path[512];
+    int64_t fence;
+
+    snprintf(path, sizeof path, "%s/deploy.snap", suite_dir());
+    ASSERT_EQ(cluster_start_opts(&a, 3, &deployed), 0);
+    ASSERT_GE(cluster_wait_leader(&a, 15000), 0);
+    holder = connect_to(&a, "holder");
+    waiter = connect_to(&a, "waiter");
+    ASSERT_EQ(baton_lock(holder, "deploy/held", &held), 0);
+    fence = (int64_t)baton_lock_fence(held);
+    ASSERT_EQ(baton_trylock(waiter, "deploy/held", &l), BATON_EWOULDBLOCK);
+    ASSERT_EQ(cluster_ctl(&a, &r, "snapshot", "save", path, NULL), 0);
+    ctl_result_free(&r);
+    ASSERT_EQ(cluster_ctl(NULL, &r, "snapshot", "info", path, NULL), 0);
+    ASSERT(strstr(r.out, "(checked)") != NULL);
+    ctl_result_free(&r);
+    baton_close(waiter);
+    baton_close(holder);
+    ASSERT_EQ(cluster_stop(&a), 0);
+
+    ro.restore = path;
+    ASSERT_EQ(cluster_start_opts(&b, 3, &ro), 0);
+    ASSERT_GE(cluster_wait_leader(&b, 15000), 0);
+    ASSERT_EQ(cluster_lock_i64(&b, "deploy/held", "fence"), fence);
+    after = connect_to(&b, "after");
+    ASSERT_EQ(baton_lock(after, "deploy/new", &l), 0);
+    ASSERT_GT((int64_t)baton_lock_fence(l), fence);
+    ASSERT_EQ(baton_unlock(l), 0);
+    baton_close(after);
+    ASSERT_EQ(cluster_stop(&b), 0);
+}
+
+int main(int argc, char **argv)
+{
+    int rv;
+
+    suite_dir_init("baton-deploy");
+    runner_init(argc, argv);
+    runner_set_timeout(180);
+    RUN(installed_nodes_from_config_files);
+    RUN(backup_restored_by_installed_batond);
+    rv = runner_done();
+    suite_dir_done();
+    return rv;
+}
