@@ -16,8 +16,8 @@
 # which apt-get installs whatever pkg-config cannot find, and then re-invoke
 # make so that pkg-config is asked only once the packages are there.
 
-PKGS     := libuv raft lmdb openssl
-DEB_PKGS := libuv1-dev libraft-dev liblmdb-dev libssl-dev openssl pkg-config
+PKGS     := libuv raft lmdb openssl libsystemd
+DEB_PKGS := libuv1-dev libraft-dev liblmdb-dev libssl-dev openssl pkg-config libsystemd-dev
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wwrite-strings \
             -Wno-missing-field-initializers
 CFLAGS   ?= -O2 -g
@@ -43,6 +43,7 @@ LIBS_UV    = -luv
 LIBS_RAFT  = -lraft
 LIBS_LMDB  = -llmdb
 LIBS_SSL   = -lssl -lcrypto
+LIBS_SD    = -lsystemd
 LIBS_SYS   = $(LIBS_SSL) -lpthread
 
 PROTO_OBJ  := $(patsubst %.c,$(B)/%.o,$(wildcard proto/*.c))
@@ -171,7 +172,7 @@ $(B)/libtest.a: $(TESTLIB_OBJ)
 	rm -f $@ && $(AR) rcs $@ $^
 
 $(B)/batond: $(B)/server/main.o $(SERVER_OBJ) $(RAFT_OBJ) $(B)/libstore.a $(B)/libproto.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_SYS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_SD) $(LIBS_SYS)
 
 $(B)/batonctl: $(CTL_OBJ) $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
@@ -242,7 +243,7 @@ $(B)/libclusterfix.a: $(CLUSTER_FIX_OBJ)
 	rm -f $@ && $(AR) rcs $@ $^
 
 $(CLUSTER_BIN): $(B)/tests/cluster/%: $(B)/tests/cluster/%.o $(B)/libclusterfix.a $(SERVER_OBJ) $(RAFT_OBJ) $(B)/libstore.a $(B)/libproto.a $(B)/libtest.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_SYS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_SD) $(LIBS_SYS)
 
 $(B)/tests/integration/%: $(B)/tests/integration/%.o $(B)/libtest.a $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
@@ -338,7 +339,7 @@ $(BROKEN)/%.o: %.c $(B)/.cflags
 	@echo "  CC      $< (BROKEN_GRANT_ALL)"
 	@$(CC) $(ALL_CFLAGS) -DBATON_TEST_BROKEN_GRANT_ALL -c $< -o $@
 $(BROKEN)/batond: $(B)/server/main.o $(SERVER_OBJ) $(RAFT_OBJ) $(BROKEN_STORE_OBJ) $(B)/libproto.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_SYS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_SD) $(LIBS_SYS)
 $(BROKEN)/batonctl: $(B)/batonctl
 	cp $< $@
 

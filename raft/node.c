@@ -586,6 +586,26 @@ int node_transfer(struct node *n, uint32_t id, node_transfer_cb *cb, void *data)
     }
 }
 
+uint32_t node_successor(struct node *n, uint64_t *match)
+{
+    const struct raft *r = &n->raft;
+    uint32_t best = 0;
+
+    *match = 0;
+    if (!node_is_ready(n) || r->state != RAFT_LEADER) return 0;
+    for (unsigned i = 0; i < r->configuration.n; i++) {
+        const struct raft_server *sv = &r->configuration.servers[i];
+        const struct raft_progress *p = &r->leader_state.progress[i];
+
+        if (sv->id == r->id || sv->role != RAFT_VOTER || !p->recent_recv) continue;
+        if (best == 0 || p->match_index > *match) {
+            best = (uint32_t)sv->id;
+            *match = p->match_index;
+        }
+    }
+    return best;
+}
+
 /* The configured snapshot threshold. */
 static unsigned snapshot_threshold(const struct node *n)
 {

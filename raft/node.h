@@ -214,6 +214,17 @@ typedef void node_transfer_cb(void *data, uint32_t new_leader);
  */
 int node_transfer(struct node *n, uint32_t id, node_transfer_cb *cb, void *data);
 
+/*
+ * The voter a planned stop should hand leadership to: of the other voters
+ * this leader heard from within an election timeout, the one whose match
+ * index (the last entry raft knows it holds) is highest, and of those the
+ * first in the configuration; *match is set to that index. 0 when this
+ * node is not the ready leader or no other voter qualifies. libraft 0.15's
+ * own choice (node_transfer with id 0) takes the first up-to-date voter,
+ * else the last voter of the configuration, heard from or not.
+ */
+uint32_t node_successor(struct node *n, uint64_t *match);
+
 /* Completion of node_snapshot_now: status 0 and the snapshot's index, or
  * BATON_ENOTLEADER / BATON_EIO / BATON_ENOMEM (index 0) when the empty
  * entry could not be committed, or BATON_EBUSY when it was but no snapshot

@@ -106,6 +106,10 @@ void batch_add(struct server *srv, const struct cmd *cmd, const struct pending *
     int rv = 0;
 
     if (b->count == CMD_MAX_BATCH) batch_flush(srv);
+    if (b->count == CMD_MAX_BATCH) { /* held: no room for more */
+        fail_all(srv, p, 1, BATON_ENOTLEADER);
+        return;
+    }
     if (b->count == b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 64;
         b->p = xrealloc(b->p, cap * sizeof *b->p);
@@ -131,7 +135,7 @@ void batch_flush(struct server *srv)
     struct inflight *f;
     int rv;
 
-    if (b->count == 0) return;
+    if (b->count == 0 || b->hold) return;
     /* Under load let the batch grow (see the top of this file): one larger
      * entry costs each node one disk write where many small ones would
      * cost one each. A full batch goes anyway. */

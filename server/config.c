@@ -66,6 +66,11 @@ static void usage(FILE *f)
           "                         more), the leader's entries proposed and not yet applied\n"
           "                         at once (default 1; 0: no bound); while N are, the\n"
           "                         commands that arrive wait and go into one larger entry\n"
+          "  --shutdown-transfer-timeout MS\n"
+          "                         SIGTERM/SIGINT on the leader: hand leadership to the\n"
+          "                         most caught-up voter first, and stop once it has moved\n"
+          "                         or after MS (default twice --election-timeout; 0: stop\n"
+          "                         at once, as a follower does); a second signal stops now\n"
           "\n"
           "Security (README, \"Securing a cluster\"):\n"
           "  --tls-cert FILE        serve the client port over TLS with this PEM certificate\n"
@@ -86,7 +91,8 @@ static void usage(FILE *f)
           "                         (default 1024); one more closes the oldest of them\n"
           "  -h, --help             this text\n"
           "\n"
-          "SIGINT or SIGTERM shuts the node down cleanly; SIGHUP re-reads --auth-file.\n"
+          "SIGINT or SIGTERM shuts the node down cleanly (a leader hands leadership over\n"
+          "first); SIGHUP re-reads --auth-file.\n"
           "Exit status: 0 after a clean shutdown; 1 if the node could not start (a raft\n"
           "directory that lost its state, among others: the log says how to rejoin); 2\n"
           "for a bad command line; 74 after a local failure it cannot go on from (a\n"
@@ -187,6 +193,7 @@ static const struct srv_config defaults = {
     .handshake_timeout_ms = 5000,
     .max_unauth_conns = 1024,
     .max_unread_mb = 256,
+    .shutdown_transfer_ms = -1,
 };
 
 int config_parse(struct srv_config *c, int argc, char **argv)
@@ -195,7 +202,7 @@ int config_parse(struct srv_config *c, int argc, char **argv)
            O_TTL, O_MINTTL, O_MAXTTL, O_DELAY, O_MAXDELAY, O_JOIN, O_RAFT_BIND,
            O_MAXCONNS, O_FRAMETIMEOUT, O_MINFREE, O_MAXINFLIGHT, O_TLS_CERT, O_TLS_KEY,
            O_TLS_CLIENT_CA, O_PEER_CERT, O_PEER_KEY, O_PEER_CA, O_TLS12, O_AUTH_FILE,
-           O_HANDSHAKE_TIMEOUT, O_MAX_UNAUTH, O_MAX_UNREAD };
+           O_HANDSHAKE_TIMEOUT, O_MAX_UNAUTH, O_MAX_UNREAD, O_SHUTDOWN_TRANSFER };
     static const struct option opts[] = {
         {"id", required_argument, NULL, O_ID},
         {"data", required_argument, NULL, O_DATA},
@@ -227,6 +234,7 @@ int config_parse(struct srv_config *c, int argc, char **argv)
         {"handshake-timeout", required_argument, NULL, O_HANDSHAKE_TIMEOUT},
         {"max-unauth-conns", required_argument, NULL, O_MAX_UNAUTH},
         {"max-unread-mb", required_argument, NULL, O_MAX_UNREAD},
+        {"shutdown-transfer-timeout", required_argument, NULL, O_SHUTDOWN_TRANSFER},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -314,6 +322,16 @@ int config_parse(struct srv_config *c, int argc, char **argv)
                 return -1;
             }
             break;
+        case O_SHUTDOWN_TRANSFER: {
+            unsigned ms;
+            if (parse_uint(optarg, 3600000, &ms) != 0) {
+                fprintf(stderr, "batond: --shutdown-transfer-timeout needs a number of ms "
+                                "(0: no hand-off)\n");
+                return -1;
+            }
+            c->shutdown_transfer_ms = (int)ms;
+            break;
+        }
         case O_RAFT_BIND:
             if ((why = addr_why(optarg)) != NULL) {
                 fprintf(stderr, "batond: --raft-bind '%.64s': %s\n", optarg, why);
@@ -354,6 +372,9 @@ int config_parse(struct srv_config *c, int argc, char **argv)
         fprintf(stderr, "batond: --heartbeat must be below --election-timeout\n");
         return -1;
     }
+    if (c->shutdown_transfer_ms < 0)
+        c->shutdown_transfer_ms =
+            2 * (int)(c->node.election_timeout_ms ? c->node.election_timeout_ms : 400);
     if (c->lock_delay_ms > c->max_lock_delay_ms) {
         fprintf(stderr, "batond: --lock-delay exceeds --max-lock-delay\n");
         return -1;

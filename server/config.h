@@ -35,6 +35,10 @@ struct srv_config {
                                        is closed to admit one more */
     unsigned max_unread_mb;         /* unread replies of all connections together; beyond
                                        it the largest are closed (conn.c) */
+    /* SIGTERM/SIGINT on the ready leader: hand leadership to the most
+     * caught-up voter first and wait at most this long (server.c); 0: stop
+     * at once. Left at its default (-1), twice the election timeout. */
+    int shutdown_transfer_ms;
 };
 
 /*

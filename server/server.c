@@ -159,9 +159,101 @@ static void sighup_cb(uv_signal_t *h, int signum)
     access_reload(h->data);
 }
 
+/* ---- a planned stop hands leadership over first ----------------------------
+ *
+ * SIGTERM or SIGINT on the ready leader (docs/operations.md, "Planned
+ * restarts"): rather than leave the others to notice its silence and elect
+ * a leader an election timeout later, the leader hands leadership to the
+ * voter whose log is furthest along (node_successor) with raft_transfer,
+ * and stops once leadership has moved -- or after --shutdown-transfer-timeout,
+ * or at a second signal. Meanwhile it listens no more (new connections go
+ * to the other endpoints) and proposes nothing (libraft 0.15 refuses every
+ * raft_apply while a transfer runs): commands that arrive wait in the batch
+ * unanswered, and the entries already proposed commit on the target, which
+ * raft brings up to date before it asks it to stand. When leadership
+ * moves, the node closes its client connections (leadership_changed); the
+ * clients re-send everything unanswered, with the same seqs, to the new
+ * leader, whose store deduplicates them, and which gives every session a
+ * fresh lease. A follower just stops.
+ */
+
+static void handoff_stop_cb(uv_timer_t *t)
+{
+    struct server *srv = t->data;
+
+    if (srv->handing_off)
+        log_warn("leadership hand-off did not finish within %d ms: stopping anyway",
+                 srv->cfg.shutdown_transfer_ms);
+    server_stop(srv);
+}
+
+/* node_transfer's completion: runs on the loop, maybe while raft reports
+ * the change of leader, so the stop itself waits for the next turn. */
+static void handoff_done(void *data, uint32_t new_leader)
+{
+    struct server *srv = data;
+
+    if (!srv->handing_off) return;
+    srv->handing_off = false;
+    if (new_leader == srv->cfg.node.id)
+        log_warn("leadership did not move (node %u did not win within an election timeout): "
+                 "stopping anyway; the others elect a leader", srv->handoff_to);
+    else if (new_leader == 0)
+        /* This node stepped down for a higher term -- the target's
+         * election, which it has not heard the result of yet. */
+        log_info("leadership handed over (to node %u, which stood for election; its win is "
+                 "not heard of yet): stopping", srv->handoff_to);
+    else
+        log_info("leadership handed to node %u: stopping", new_leader);
+    uv_timer_start(&srv->handoff_timer, handoff_stop_cb, 0, 0);
+}
+
+/* Start the hand-off: true if it runs (the node stops when it ends). */
+static bool handoff_start(struct server *srv, int signum)
+{
+    struct node_status st;
+    uint64_t match;
+    uint32_t id;
+    int rv;
+
+    if (!srv->ready || srv->cfg.shutdown_transfer_ms <= 0) return false;
+    id = node_successor(srv->node, &match);
+    if (id == 0) {
+        log_warn("signal %d: no other voter answers; stopping without a hand-off", signum);
+        return false;
+    }
+    node_get_status(srv->node, &st);
+    rv = node_transfer(srv->node, id, handoff_done, srv);
+    if (rv != 0) {
+        log_warn("signal %d: cannot hand leadership to node %u (%s); stopping without a "
+                 "hand-off", signum, id, baton_strerror(rv));
+        return false;
+    }
+    srv->handing_off = true;
+    srv->handoff_to = id;
+    srv->batch.hold = true;
+    if (!uv_is_closing((uv_handle_t *)&srv->listener))
+        uv_close((uv_handle_t *)&srv->listener, noop_close);
+    uv_timer_start(&srv->handoff_timer, handoff_stop_cb, (uint64_t)srv->cfg.shutdown_transfer_ms,
+                   0);
+    log_info("signal %d: handing leadership to node %u (its log at %llu, ours at %llu) before "
+             "stopping, for at most %d ms; no new connections or proposals meanwhile", signum,
+             id, (unsigned long long)match, (unsigned long long)st.last_index,
+             srv->cfg.shutdown_transfer_ms);
+    notify_stopping(srv, id);
+    return true;
+}
+
 static void signal_cb(uv_signal_t *h, int signum)
 {
     struct server *srv = h->data;
+
+    if (srv->handing_off) {
+        log_info("signal %d during the leadership hand-off: stopping now", signum);
+        server_stop(srv);
+        return;
+    }
+    if (handoff_start(srv, signum)) return;
     log_info("signal %d: shutting down", signum);
     server_stop(srv);
 }
@@ -255,6 +347,9 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     srv->sigterm.data = srv;
     uv_signal_start(&srv->sigint, signal_cb, SIGINT);
     uv_signal_start(&srv->sigterm, signal_cb, SIGTERM);
+    uv_timer_init(loop, &srv->handoff_timer);
+    srv->handoff_timer.data = srv;
+    notify_init(srv);
     uv_signal_init(loop, &srv->sighup);
     srv->sighup.data = srv;
     uv_signal_start(&srv->sighup, sighup_cb, SIGHUP);
@@ -277,6 +372,10 @@ void server_stop(struct server *srv)
 {
     if (srv->stopping) return;
     srv->stopping = true;
+    srv->handing_off = false;
+    notify_stopping(srv, 0);
+    uv_close((uv_handle_t *)&srv->handoff_timer, noop_close);
+    notify_close(srv);
     if (!uv_is_closing((uv_handle_t *)&srv->listener))
         uv_close((uv_handle_t *)&srv->listener, noop_close);
     conn_close_all(srv);

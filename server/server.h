@@ -154,6 +154,8 @@ struct batch {
     uint32_t inflight;      /* entries proposed and not yet applied here */
     uint32_t inflight_cmds; /* the commands they carry */
     uint32_t max_inflight;  /* hold the next batch while this many are */
+    bool hold;              /* propose nothing (a planned stop is handing
+                               leadership over): commands wait, unanswered */
 };
 
 /* Where the leader pushes a session's news: the connection it was last
@@ -200,6 +202,19 @@ struct delay_timer {
     struct delay_timer *next;
     uint16_t name_len;
     char name[BATON_MAX_NAME];
+};
+
+/* What notify.c has told the service manager (sd_notify). */
+struct notify {
+    bool on;                /* $NOTIFY_SOCKET is set: the timer runs */
+    uv_timer_t timer;       /* polls the node's state until it stops */
+    uint64_t catch_up_to;   /* the commit index seen when a leader was first
+                               known: READY=1 once applied up to it */
+    bool ready_sent, stopping_sent;
+    int role;               /* role, leader, term, readiness last said in STATUS= */
+    uint32_t leader_id;
+    uint64_t term;
+    bool was_ready;
 };
 
 struct server {
@@ -252,6 +267,10 @@ struct server {
     bool check_inflight;    /* a CHECK's entry is proposed, not yet applied (admin_cmds.c) */
     bool ready;             /* mirror of node_is_ready */
     bool stopping;
+    struct notify notify;   /* notify.c */
+    bool handing_off;       /* a planned stop hands leadership over first (server.c) */
+    uv_timer_t handoff_timer; /* bounds the hand-off; then stops the node */
+    uint32_t handoff_to;    /* the voter it hands leadership to */
     int exit_code;          /* main's status: 0, or BATON_EXIT_FAULT */
 };
 
@@ -265,6 +284,12 @@ void keepalive_lost_holds(struct conn *c, const struct msg *m);
 void keepalive_kick(struct server *srv);   /* end of a loop turn */
 void keepalive_close(struct server *srv);  /* closes its timer */
 void keepalive_free(struct server *srv);   /* after the loop ran dry */
+
+/* notify.c -- sd_notify (systemd Type=notify); nothing without $NOTIFY_SOCKET. */
+void notify_init(struct server *srv);      /* READY=1 and STATUS= lines from now on */
+/* STOPPING=1 (once), with the node leadership is handed to (0: none). */
+void notify_stopping(struct server *srv, uint32_t handing_to);
+void notify_close(struct server *srv);     /* closes its timer */
 
 /* server.c */
 /* Open the raft node over st and start serving. On error the node is

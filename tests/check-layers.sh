@@ -27,7 +27,7 @@ reply
 member_addrs peers
 conn_tls
 conn
-lease auth config
+lease auth config notify
 xmalloc
 log
 '
