@@ -606,6 +606,17 @@ uint32_t node_successor(struct node *n, uint64_t *match)
     return best;
 }
 
+uint32_t node_settled_leader(struct node *n)
+{
+    raft_id id = 0;
+    const char *addr = NULL;
+
+    if (n->closing || raft_state(&n->raft) != RAFT_FOLLOWER) return 0;
+    raft_leader(&n->raft, &id, &addr);
+    if (id == 0 || id == n->cfg.id || !fsm_commit_sure(&n->fsm)) return 0;
+    return (uint32_t)id;
+}
+
 /* The configured snapshot threshold. */
 static unsigned snapshot_threshold(const struct node *n)
 {

@@ -225,6 +225,17 @@ int node_transfer(struct node *n, uint32_t id, node_transfer_cb *cb, void *data)
  */
 uint32_t node_successor(struct node *n, uint64_t *match);
 
+/*
+ * The leader this follower knows of, if it is another node and has made
+ * its leadership sure: raft's commit index here stands on an entry of the
+ * current term (the new leader's barrier, raft/node.c, or a later entry),
+ * so it has been elected and is committing. 0 otherwise. A node that
+ * handed leadership over waits for this before it stops, so that the new
+ * leader's first commit does not depend on the node that is restarting
+ * next.
+ */
+uint32_t node_settled_leader(struct node *n);
+
 /* Completion of node_snapshot_now: status 0 and the snapshot's index, or
  * BATON_ENOTLEADER / BATON_EIO / BATON_ENOMEM (index 0) when the empty
  * entry could not be committed, or BATON_EBUSY when it was but no snapshot

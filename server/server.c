@@ -177,35 +177,55 @@ static void sighup_cb(uv_signal_t *h, int signum)
  * fresh lease. A follower just stops.
  */
 
-static void handoff_stop_cb(uv_timer_t *t)
+#define HANDOFF_POLL_MS 5
+
+/*
+ * The hand-off's timer: once raft reports that leadership moved, every
+ * HANDOFF_POLL_MS until the new leader has made its leadership sure
+ * (node_settled_leader: its barrier has committed, acknowledged by this
+ * node if need be -- in a rolling restart the third node may be the one
+ * that just came back); before that, only at the deadline. The node stops
+ * at whichever comes first.
+ */
+static void handoff_tick(uv_timer_t *t)
 {
     struct server *srv = t->data;
+    uint32_t id;
 
-    if (srv->handing_off)
+    if (uv_now(srv->loop) >= srv->handoff_deadline) {
         log_warn("leadership hand-off did not finish within %d ms: stopping anyway",
                  srv->cfg.shutdown_transfer_ms);
+    } else {
+        if (!srv->handoff_moved) return;
+        id = node_settled_leader(srv->node);
+        if (id == 0) return;
+        log_info("leadership handed to node %u, which has committed an entry of its term: "
+                 "stopping", id);
+    }
+    srv->handing_off = false;
     server_stop(srv);
 }
 
 /* node_transfer's completion: runs on the loop, maybe while raft reports
- * the change of leader, so the stop itself waits for the next turn. */
+ * the change of leader, so the stop itself waits for the timer. */
 static void handoff_done(void *data, uint32_t new_leader)
 {
     struct server *srv = data;
 
     if (!srv->handing_off) return;
-    srv->handing_off = false;
-    if (new_leader == srv->cfg.node.id)
+    if (new_leader == srv->cfg.node.id) {
         log_warn("leadership did not move (node %u did not win within an election timeout): "
                  "stopping anyway; the others elect a leader", srv->handoff_to);
-    else if (new_leader == 0)
-        /* This node stepped down for a higher term -- the target's
-         * election, which it has not heard the result of yet. */
-        log_info("leadership handed over (to node %u, which stood for election; its win is "
-                 "not heard of yet): stopping", srv->handoff_to);
-    else
-        log_info("leadership handed to node %u: stopping", new_leader);
-    uv_timer_start(&srv->handoff_timer, handoff_stop_cb, 0, 0);
+        srv->handoff_deadline = 0;
+        uv_timer_start(&srv->handoff_timer, handoff_tick, 0, 0);
+        return;
+    }
+    /* new_leader is 0 when this node stepped down for a higher term -- the
+     * target's election -- and has not heard the result yet. */
+    log_info("leadership moved (to node %u); waiting for it to commit an entry of its term",
+             new_leader ? new_leader : srv->handoff_to);
+    srv->handoff_moved = true;
+    uv_timer_start(&srv->handoff_timer, handoff_tick, 0, HANDOFF_POLL_MS);
 }
 
 /* Start the hand-off: true if it runs (the node stops when it ends). */
@@ -230,12 +250,13 @@ static bool handoff_start(struct server *srv, int signum)
         return false;
     }
     srv->handing_off = true;
+    srv->handoff_moved = false;
     srv->handoff_to = id;
+    srv->handoff_deadline = uv_now(srv->loop) + (uint64_t)srv->cfg.shutdown_transfer_ms;
     srv->batch.hold = true;
     if (!uv_is_closing((uv_handle_t *)&srv->listener))
         uv_close((uv_handle_t *)&srv->listener, noop_close);
-    uv_timer_start(&srv->handoff_timer, handoff_stop_cb, (uint64_t)srv->cfg.shutdown_transfer_ms,
-                   0);
+    uv_timer_start(&srv->handoff_timer, handoff_tick, (uint64_t)srv->cfg.shutdown_transfer_ms, 0);
     log_info("signal %d: handing leadership to node %u (its log at %llu, ours at %llu) before "
              "stopping, for at most %d ms; no new connections or proposals meanwhile", signum,
              id, (unsigned long long)match, (unsigned long long)st.last_index,

@@ -271,6 +271,8 @@ struct server {
     bool handing_off;       /* a planned stop hands leadership over first (server.c) */
     uv_timer_t handoff_timer; /* bounds the hand-off; then stops the node */
     uint32_t handoff_to;    /* the voter it hands leadership to */
+    bool handoff_moved;     /* raft says leadership moved: wait for it to settle */
+    uint64_t handoff_deadline; /* uv_now at which the node stops anyway */
     int exit_code;          /* main's status: 0, or BATON_EXIT_FAULT */
 };
 
