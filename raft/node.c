@@ -591,15 +591,22 @@ uint32_t node_successor(struct node *n, uint64_t *match)
     const struct raft *r = &n->raft;
     uint32_t best = 0;
 
+    bool best_recent = false;
+
     *match = 0;
     if (!node_is_ready(n) || r->state != RAFT_LEADER) return 0;
     for (unsigned i = 0; i < r->configuration.n; i++) {
         const struct raft_server *sv = &r->configuration.servers[i];
         const struct raft_progress *p = &r->leader_state.progress[i];
 
-        if (sv->id == r->id || sv->role != RAFT_VOTER || !p->recent_recv) continue;
-        if (best == 0 || p->match_index > *match) {
+        if (sv->id == r->id || sv->role != RAFT_VOTER) continue;
+        /* Heard from recently first, then the highest match index. 0.15
+         * clears every recent_recv at each election timeout's check, so
+         * right after it none may be set: then the match index alone. */
+        if (best == 0 || (p->recent_recv && !best_recent) ||
+            (p->recent_recv == best_recent && p->match_index > *match)) {
             best = (uint32_t)sv->id;
+            best_recent = p->recent_recv;
             *match = p->match_index;
         }
     }

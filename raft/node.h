@@ -215,13 +215,13 @@ typedef void node_transfer_cb(void *data, uint32_t new_leader);
 int node_transfer(struct node *n, uint32_t id, node_transfer_cb *cb, void *data);
 
 /*
- * The voter a planned stop should hand leadership to: of the other voters
- * this leader heard from within an election timeout, the one whose match
- * index (the last entry raft knows it holds) is highest, and of those the
- * first in the configuration; *match is set to that index. 0 when this
- * node is not the ready leader or no other voter qualifies. libraft 0.15's
- * own choice (node_transfer with id 0) takes the first up-to-date voter,
- * else the last voter of the configuration, heard from or not.
+ * The voter a planned stop should hand leadership to: the other voter
+ * whose match index (the last entry raft knows it holds) is highest --
+ * among those this leader heard from within the election timeout, if any
+ * -- and of equals the first in the configuration; *match is set to that
+ * index. 0 when this node is not the ready leader or has no other voter.
+ * libraft 0.15's own choice (node_transfer with id 0) takes the first
+ * up-to-date voter, else the last voter of the configuration.
  */
 uint32_t node_successor(struct node *n, uint64_t *match);
 

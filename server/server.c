@@ -239,7 +239,7 @@ static bool handoff_start(struct server *srv, int signum)
     if (!srv->ready || srv->cfg.shutdown_transfer_ms <= 0) return false;
     id = node_successor(srv->node, &match);
     if (id == 0) {
-        log_warn("signal %d: no other voter answers; stopping without a hand-off", signum);
+        log_warn("signal %d: no other voter; stopping without a hand-off", signum);
         return false;
     }
     node_get_status(srv->node, &st);
