@@ -13,6 +13,11 @@
  * synchronous disk write). A lightly loaded leader proposes at once: when
  * the entries in flight are a handful of commands (one hot lock's hand-offs,
  * say), holding would only add a commit's latency to the next hand-off.
+ *
+ * While a planned stop hands leadership over (server.c), `hold` keeps
+ * every command in the batch, unproposed and unanswered: libraft 0.15
+ * would refuse the entry anyway, and the clients re-send them to the new
+ * leader once this node has closed their connections.
  */
 #include <stddef.h>
 #include <stdlib.h>

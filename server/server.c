@@ -165,8 +165,9 @@ static void sighup_cb(uv_signal_t *h, int signum)
  * restarts"): rather than leave the others to notice its silence and elect
  * a leader an election timeout later, the leader hands leadership to the
  * voter whose log is furthest along (node_successor) with raft_transfer,
- * and stops once leadership has moved -- or after --shutdown-transfer-timeout,
- * or at a second signal. Meanwhile it listens no more (new connections go
+ * and stops once leadership has moved and the new leader has committed an
+ * entry of its term -- or after --shutdown-transfer-timeout, or at a
+ * second signal. Meanwhile it listens no more (new connections go
  * to the other endpoints) and proposes nothing (libraft 0.15 refuses every
  * raft_apply while a transfer runs): commands that arrive wait in the batch
  * unanswered, and the entries already proposed commit on the target, which

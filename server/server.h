@@ -38,7 +38,8 @@
  *   conn_tls.c   TLS on the client port; a TLS/plaintext mismatch's error
  *   conn.c       a client connection: send, close, write once per loop turn;
  *                the bound on unread replies (per connection, and in all)
- *   lease.c auth.c config.c xmalloc.c log.c   helpers of everyone above
+ *   lease.c auth.c config.c notify.c xmalloc.c log.c   helpers of everyone
+ *                above (notify.c: sd_notify, called by server.c)
  *
  * (main.c, above them all, parses the flags and runs server.c.)
  *
