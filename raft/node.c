@@ -1079,7 +1079,10 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
     if (!cfg->join && !was_member && node_bootstrap(n, errmsg) != 0) goto err_after_raft;
     rv = raft_start(&n->raft);
     if (rv != 0) {
-        snprintf(errmsg, BATON_ERRMSG_SIZE, "raft start: %s", raft_errmsg(&n->raft));
+        /* 0.15 leaves raft's message empty when loading the log fails;
+         * the I/O layer's says why. */
+        snprintf(errmsg, BATON_ERRMSG_SIZE, "raft start: %s%s%.200s", raft_errmsg(&n->raft),
+                 raft_errmsg(&n->raft)[0] && n->io.errmsg[0] ? ": " : "", n->io.errmsg);
         goto err_after_raft;
     }
     if (was_member && n->raft.current_term == 0) {

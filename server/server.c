@@ -85,6 +85,7 @@ static void leadership_changed(void *data, bool ready)
         log_info("leader: serving");
         liveness_start(srv);
         deadlines_start(srv);
+        listen_unpark_soon(srv);
     } else {
         log_info("no longer the leader");
         liveness_stop(srv);
@@ -193,7 +194,9 @@ static void handoff_tick(uv_timer_t *t)
     struct server *srv = t->data;
     uint32_t id;
 
-    if (uv_now(srv->loop) >= srv->handoff_deadline) {
+    if (srv->handoff_failed) {
+        /* handoff_done said why */
+    } else if (uv_now(srv->loop) >= srv->handoff_deadline) {
         log_warn("leadership hand-off did not finish within %d ms: stopping anyway",
                  srv->cfg.shutdown_transfer_ms);
     } else {
@@ -217,7 +220,7 @@ static void handoff_done(void *data, uint32_t new_leader)
     if (new_leader == srv->cfg.node.id) {
         log_warn("leadership did not move (node %u did not win within an election timeout): "
                  "stopping anyway; the others elect a leader", srv->handoff_to);
-        srv->handoff_deadline = 0;
+        srv->handoff_failed = true;
         uv_timer_start(&srv->handoff_timer, handoff_tick, 0, 0);
         return;
     }
@@ -252,6 +255,7 @@ static bool handoff_start(struct server *srv, int signum)
     }
     srv->handing_off = true;
     srv->handoff_moved = false;
+    srv->handoff_failed = false;
     srv->handoff_to = id;
     srv->handoff_deadline = uv_now(srv->loop) + (uint64_t)srv->cfg.shutdown_transfer_ms;
     srv->batch.hold = true;
@@ -352,6 +356,7 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     if (rv != 0) {
         log_error("cannot listen on %s: %s", self->client_addr, uv_strerror(rv));
         uv_close((uv_handle_t *)&srv->listener, noop_close);
+        listen_close(srv);
         node_close(srv->node, NULL, NULL);
         uv_run(loop, UV_RUN_DEFAULT);
         return BATON_EIO;
@@ -398,6 +403,7 @@ void server_stop(struct server *srv)
     notify_stopping(srv, 0);
     uv_close((uv_handle_t *)&srv->handoff_timer, noop_close);
     notify_close(srv);
+    listen_close(srv);
     if (!uv_is_closing((uv_handle_t *)&srv->listener))
         uv_close((uv_handle_t *)&srv->listener, noop_close);
     conn_close_all(srv);

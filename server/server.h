@@ -98,6 +98,8 @@ struct conn {
                                                yet through HELLO, oldest first */
     bool closing;           /* close once `out` and `writing` are written */
     bool closed;            /* uv_close called */
+    bool parked;            /* a request waits for this new leader to serve: not
+                               read or processed meanwhile (listen.c, park) */
     bool shed;              /* closed for its unread replies: its output is dropped
                                and the end of the loop turn destroys it (conn.c) */
     size_t unread;          /* out + writing + net, as counted in srv->unread */
@@ -268,11 +270,15 @@ struct server {
     bool check_inflight;    /* a CHECK's entry is proposed, not yet applied (admin_cmds.c) */
     bool ready;             /* mirror of node_is_ready */
     bool stopping;
+    uv_timer_t park_timer;  /* processes parked connections again (listen.c) */
+    uint64_t park_term;     /* the term in which connections were last parked */
+    uint64_t park_until;    /* uv_now after which none is parked in that term */
     struct notify notify;   /* notify.c */
     bool handing_off;       /* a planned stop hands leadership over first (server.c) */
     uv_timer_t handoff_timer; /* bounds the hand-off; then stops the node */
     uint32_t handoff_to;    /* the voter it hands leadership to */
     bool handoff_moved;     /* raft says leadership moved: wait for it to settle */
+    bool handoff_failed;    /* raft says it did not: stop now */
     uint64_t handoff_deadline; /* uv_now at which the node stops anyway */
     int exit_code;          /* main's status: 0, or BATON_EXIT_FAULT */
 };
@@ -303,6 +309,10 @@ void server_free(struct server *srv);
 
 /* listen.c -- accept client connections and feed their frames to dispatch. */
 int listen_start(struct server *srv, const char *addr);
+/* This node became the ready leader: on the next loop turn, serve the
+ * requests that waited for it (parked connections). */
+void listen_unpark_soon(struct server *srv);
+void listen_close(struct server *srv);     /* closes its timer (listen_start opened it) */
 
 /* conn_tls.c -- TLS on the client port; the plaintext/TLS mismatch check. */
 int conn_tls_init(struct server *srv);     /* the context of --tls-cert; 0 or an error (logged) */
