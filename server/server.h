@@ -279,6 +279,7 @@ struct server {
     uint32_t handoff_to;    /* the voter it hands leadership to */
     bool handoff_moved;     /* raft says leadership moved: wait for it to settle */
     bool handoff_failed;    /* raft says it did not: stop now */
+    uint64_t handoff_settled; /* uv_now when the new leader was first seen committing */
     uint64_t handoff_deadline; /* uv_now at which the node stops anyway */
     int exit_code;          /* main's status: 0, or BATON_EXIT_FAULT */
 };
