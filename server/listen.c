@@ -3,7 +3,8 @@
  * read them, frame the bytes with proto_frame_check and decode one frame
  * at a time, then hand each message to dispatch(). A malformed frame gets
  * an ERROR and the connection is closed once that is written; nothing
- * else is affected. guard.c bounds what one connection may hold.
+ * else is affected. guard.c bounds what one connection may hold. A request
+ * for the leader that reaches a leader not serving yet waits (park).
  */
 #include <stdio.h>
 #include <stdlib.h>
