@@ -15,7 +15,8 @@
  *    are stopped with SIGSTOP) stops the node at once, with status 0.
  *  - sd_notify: a node started with NOTIFY_SOCKET pointing at a datagram
  *    socket of the test sends READY=1 once it knows a leader and has
- *    caught up, STATUS= lines, and STOPPING=1 on SIGTERM.
+ *    caught up, STATUS= lines, and STOPPING=1 on SIGTERM; a --join node
+ *    sends READY=1 only once `batonctl member add` has added it.
  *
  * No timing is asserted: how long the moves take is measured by the
  * benchmark (tests/bench/run-bench.sh, W3R).
@@ -327,6 +328,44 @@ TEST(sd_notify_ready_status_stopping)
     rm_rf(dir);
 }
 
+/* A --join node says READY=1 only once it has been added (and caught up). */
+TEST(sd_notify_join_node_ready_once_added)
+{
+    char dir[80], env[160], all[8192] = "", spec[16], addrs[64];
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    const char *envv[2] = {env, NULL};
+    struct cluster_opts o = {0};
+    struct ctl_result r;
+    int fd, j;
+
+    ASSERT_EQ(tmpdir_make(dir, sizeof dir, "baton-notify"), 0);
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s/notify", dir);
+    fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    snprintf(env, sizeof env, "NOTIFY_SOCKET=%s", sa.sun_path);
+    o.node_env[3] = envv; /* the fourth node, added below */
+
+    ASSERT_EQ(cluster_start_opts(&C, 3, &o), 0);
+    ASSERT_GE(cluster_wait_leader(&C, 15000), 0);
+    j = cluster_add_node(&C);
+    ASSERT_EQ(j, 3);
+    /* Running, but no member yet: not ready. */
+    if (recv_until(fd, "READY=1", all, sizeof all, 1000))
+        FAIL("READY=1 from a --join node that was not added; it sent:\n%s", all);
+    snprintf(spec, sizeof spec, "%u", C.nodes[j].id);
+    cluster_member_addrs(&C, j, addrs, sizeof addrs);
+    ASSERT_EQ(cluster_ctl(&C, &r, "member", "add", spec, addrs, NULL), 0);
+    ctl_result_free(&r);
+    if (!recv_until(fd, "READY=1", all, sizeof all, 20000)) {
+        cluster_dump_logs(&C, 20);
+        FAIL("no READY=1 from the added node; it sent:\n%s", all);
+    }
+    ASSERT_EQ(cluster_stop(&C), 0);
+    close(fd);
+    rm_rf(dir);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -334,5 +373,6 @@ int main(int argc, char **argv)
     RUN(rolling_restart_under_load);
     RUN(second_sigterm_stops_during_handoff);
     RUN(sd_notify_ready_status_stopping);
+    RUN(sd_notify_join_node_ready_once_added);
     return runner_done();
 }
