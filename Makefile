@@ -19,9 +19,9 @@
 # which apt-get installs whatever pkg-config cannot find, and then re-invoke
 # make so that pkg-config is asked only once the packages are there.
 
-PKGS     := libuv raft lmdb openssl libmicrohttpd inih
+PKGS     := libuv raft lmdb openssl libmicrohttpd inih libsystemd
 DEB_PKGS := libuv1-dev libraft-dev liblmdb-dev libssl-dev openssl pkg-config libmicrohttpd-dev \
-            libinih-dev
+            libinih-dev libsystemd-dev
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wwrite-strings \
             -Wno-missing-field-initializers
 CFLAGS   ?= -O2 -g
@@ -49,6 +49,7 @@ LIBS_LMDB  = -llmdb
 LIBS_SSL   = -lssl -lcrypto
 LIBS_HTTP  = -lmicrohttpd
 LIBS_INIH  = -linih
+LIBS_SD    = -lsystemd
 LIBS_SYS   = $(LIBS_SSL) -lpthread
 
 PROTO_OBJ  := $(patsubst %.c,$(B)/%.o,$(wildcard proto/*.c))
@@ -177,7 +178,7 @@ $(B)/libtest.a: $(TESTLIB_OBJ)
 	rm -f $@ && $(AR) rcs $@ $^
 
 $(B)/batond: $(B)/server/main.o $(SERVER_OBJ) $(RAFT_OBJ) $(B)/libstore.a $(B)/libproto.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_HTTP) $(LIBS_INIH) $(LIBS_SYS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_HTTP) $(LIBS_INIH) $(LIBS_SD) $(LIBS_SYS)
 
 $(B)/batonctl: $(CTL_OBJ) $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
@@ -265,7 +266,7 @@ $(B)/libclusterfix.a: $(CLUSTER_FIX_OBJ)
 	rm -f $@ && $(AR) rcs $@ $^
 
 $(CLUSTER_BIN): $(B)/tests/cluster/%: $(B)/tests/cluster/%.o $(B)/libclusterfix.a $(SERVER_OBJ) $(RAFT_OBJ) $(B)/libstore.a $(B)/libproto.a $(B)/libtest.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_HTTP) $(LIBS_INIH) $(LIBS_SYS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_HTTP) $(LIBS_INIH) $(LIBS_SD) $(LIBS_SYS)
 
 $(B)/tests/integration/%: $(B)/tests/integration/%.o $(B)/libtest.a $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
@@ -363,7 +364,7 @@ $(BROKEN)/%.o: %.c $(B)/.cflags
 	@echo "  CC      $< (BROKEN_GRANT_ALL)"
 	@$(CC) $(ALL_CFLAGS) -DBATON_TEST_BROKEN_GRANT_ALL -c $< -o $@
 $(BROKEN)/batond: $(B)/server/main.o $(SERVER_OBJ) $(RAFT_OBJ) $(BROKEN_STORE_OBJ) $(B)/libproto.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_HTTP) $(LIBS_INIH) $(LIBS_SYS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_HTTP) $(LIBS_INIH) $(LIBS_SD) $(LIBS_SYS)
 $(BROKEN)/batonctl: $(B)/batonctl
 	cp $< $@
 

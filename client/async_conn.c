@@ -11,8 +11,9 @@
  * without reaching a leader, only after a back-off). Otherwise the
  * endpoints are tried in turn: a failed attempt moves on to the next one
  * immediately, until every endpoint has failed in a row; then, and after a
- * NO_LEADER answer, the core backs off for 50-100 ms (random, so that many
- * clients do not retry in step).
+ * NO_LEADER answer, the core backs off: 10-20 ms the first time since the
+ * leader last answered, twice as long each next time, up to 50-100 ms
+ * (random, so that many clients do not retry in step).
  *
  * An attempt (connect plus HELLO) must finish within BATON__ATTEMPT_MS, so
  * that a node that swallows packets does not stall the client.
@@ -90,13 +91,26 @@ static bool want_conn(const baton_async_t *ac)
                             ac->sstate == BATON__S_CLOSING);
 }
 
-/* Wait 50..100 ms (random) before the next attempt; the timer check
- * starts it (baton__conn_check_timers). A back-off ends a round. */
+/*
+ * Wait before the next attempt; the timer check starts it
+ * (baton__conn_check_timers). A back-off ends a round. The first since the
+ * leader last answered is short, 10..20 ms (random), and each next one
+ * twice as long up to 50..100 ms: after a planned hand-off the new leader
+ * serves some 30 ms after the old one let go (docs/operations.md,
+ * "Planned restarts"), and a client that waited 50..100 ms at once would
+ * lose most of that time; while there is no leader at all (an election
+ * after a crash) the retries soon slow to the 50..100 ms of before.
+ */
 static void backoff(baton_async_t *ac)
 {
+    uint64_t lo = BATON__BACKOFF_FIRST_MS;
+
+    for (unsigned i = 0; i < ac->backoffs && lo < BATON__BACKOFF_MIN_MS; i++) lo *= 2;
+    if (lo > BATON__BACKOFF_MIN_MS) lo = BATON__BACKOFF_MIN_MS;
+    ac->backoffs++;
     ac->cstate = BATON__C_BACKOFF;
     ac->round_fails = 0;
-    ac->reconnect_at = baton__now() + baton__rand(ac, BATON__BACKOFF_MIN_MS, BATON__BACKOFF_MAX_MS);
+    ac->reconnect_at = baton__now() + baton__rand(ac, lo, lo * 2);
     baton__sched(ac, ac->reconnect_at);
 }
 

@@ -75,7 +75,11 @@
 
 #define BATON__MAX_ENDPOINTS 16
 #define BATON__ATTEMPT_MS 1000    /* connect + HELLO must finish within this */
-#define BATON__BACKOFF_MIN_MS 50  /* back-off before retrying: 50..100 ms */
+/* Back-off before retrying: the first after a connection that reached the
+ * leader is 10..20 ms, each next one twice as long, up to 50..100 ms
+ * (async_conn.c, backoff). */
+#define BATON__BACKOFF_FIRST_MS 10
+#define BATON__BACKOFF_MIN_MS 50
 #define BATON__BACKOFF_MAX_MS 100
 #define BATON__MAX_REDIRECTS 3    /* redirects in a row followed at once */
 
@@ -213,6 +217,7 @@ struct baton_async {
     size_t n_eps;
     size_t ep_next;           /* the endpoint to try next */
     size_t round_fails;       /* failed attempts in a row */
+    unsigned backoffs;        /* back-offs since the leader last answered */
     struct baton__addr redirect;
     bool have_redirect;       /* the next attempt goes to `redirect` */
     bool cur_is_redirect;     /* the current attempt went to a redirect */

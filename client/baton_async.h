@@ -11,13 +11,14 @@
  *
  * What the core does for you:
  *  - connects to one of the comma-separated endpoints (trying the next one
- *    when a connection fails, and backing off 50-100 ms once every endpoint
- *    has failed in a row), says HELLO, and opens the session (with a random
- *    nonce, so that an OPEN_SESSION re-sent after its reply was lost gets
- *    the session it opened, not a second one);
+ *    when a connection fails, and backing off once every endpoint has
+ *    failed in a row: 10-20 ms the first time, doubling up to 50-100 ms),
+ *    says HELLO, and opens the session (with a random nonce, so that an
+ *    OPEN_SESSION re-sent after its reply was lost gets the session it
+ *    opened, not a second one);
  *  - follows REDIRECT to the leader and, on NO_LEADER or a lost
- *    connection, retries after 50-100 ms; every request that has not been
- *    answered is re-sent on the new connection with the same request id and
+ *    connection, retries (NO_LEADER: after the same back-off); every
+ *    request that has not been answered is re-sent on the new connection with the same request id and
  *    the same per-session seq, so the cluster applies it exactly once and a
  *    leader change costs only latency;
  *  - numbers the session's requests, tells the cluster exactly which

@@ -45,6 +45,11 @@ static bool commit_sure(struct raft *r)
     return log_term(&r->log, r->commit_index) == r->current_term;
 }
 
+bool fsm_commit_sure(struct fsm *f)
+{
+    return f->raft != NULL && commit_sure(f->raft);
+}
+
 /*
  * May the leader apply its committed entries yet? libraft 0.15 commits an
  * entry of an earlier term as soon as a majority stores it, without first

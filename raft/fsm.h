@@ -99,6 +99,9 @@ void fsm_flush(struct fsm *f);
 
 /* How many entries the gate holds (applied for raft, not yet for the store). */
 size_t fsm_gated(const struct fsm *f);
+/* Does raft's commit index stand on an entry of the current term (a real
+ * commit: fsm.c, commit_sure)? */
+bool fsm_commit_sure(struct fsm *f);
 
 /*
  * NULL while all is well; otherwise why this node must stop and be

@@ -604,6 +604,44 @@ int node_transfer(struct node *n, uint32_t id, node_transfer_cb *cb, void *data)
     }
 }
 
+uint32_t node_successor(struct node *n, uint64_t *match)
+{
+    const struct raft *r = &n->raft;
+    uint32_t best = 0;
+
+    bool best_recent = false;
+
+    *match = 0;
+    if (!node_is_ready(n) || r->state != RAFT_LEADER) return 0;
+    for (unsigned i = 0; i < r->configuration.n; i++) {
+        const struct raft_server *sv = &r->configuration.servers[i];
+        const struct raft_progress *p = &r->leader_state.progress[i];
+
+        if (sv->id == r->id || sv->role != RAFT_VOTER) continue;
+        /* Heard from recently first, then the highest match index. 0.15
+         * clears every recent_recv at each election timeout's check, so
+         * right after it none may be set: then the match index alone. */
+        if (best == 0 || (p->recent_recv && !best_recent) ||
+            (p->recent_recv == best_recent && p->match_index > *match)) {
+            best = (uint32_t)sv->id;
+            best_recent = p->recent_recv;
+            *match = p->match_index;
+        }
+    }
+    return best;
+}
+
+uint32_t node_settled_leader(struct node *n)
+{
+    raft_id id = 0;
+    const char *addr = NULL;
+
+    if (n->closing || raft_state(&n->raft) != RAFT_FOLLOWER) return 0;
+    raft_leader(&n->raft, &id, &addr);
+    if (id == 0 || id == n->cfg.id || !fsm_commit_sure(&n->fsm)) return 0;
+    return (uint32_t)id;
+}
+
 /* The configured snapshot threshold. */
 static unsigned snapshot_threshold(const struct node *n)
 {
@@ -1062,7 +1100,10 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
     if (!cfg->join && !was_member && node_bootstrap(n, errmsg) != 0) goto err_after_raft;
     rv = raft_start(&n->raft);
     if (rv != 0) {
-        snprintf(errmsg, BATON_ERRMSG_SIZE, "raft start: %s", raft_errmsg(&n->raft));
+        /* 0.15 leaves raft's message empty when loading the log fails;
+         * the I/O layer's says why. */
+        snprintf(errmsg, BATON_ERRMSG_SIZE, "raft start: %s%s%.200s", raft_errmsg(&n->raft),
+                 raft_errmsg(&n->raft)[0] && n->io.errmsg[0] ? ": " : "", n->io.errmsg);
         goto err_after_raft;
     }
     if (was_member && n->raft.current_term == 0) {

@@ -218,6 +218,28 @@ typedef void node_transfer_cb(void *data, uint32_t new_leader);
  */
 int node_transfer(struct node *n, uint32_t id, node_transfer_cb *cb, void *data);
 
+/*
+ * The voter a planned stop should hand leadership to: the other voter
+ * whose match index (the last entry raft knows it holds) is highest --
+ * among those this leader heard from within the election timeout, if any
+ * -- and of equals the first in the configuration; *match is set to that
+ * index. 0 when this node is not the ready leader or has no other voter.
+ * libraft 0.15's own choice (node_transfer with id 0) takes the first
+ * up-to-date voter, else the last voter of the configuration.
+ */
+uint32_t node_successor(struct node *n, uint64_t *match);
+
+/*
+ * The leader this follower knows of, if it is another node and has made
+ * its leadership sure: raft's commit index here stands on an entry of the
+ * current term (the new leader's barrier, raft/node.c, or a later entry),
+ * so it has been elected and is committing. 0 otherwise. A node that
+ * handed leadership over waits for this before it stops, so that the new
+ * leader's first commit does not depend on the node that is restarting
+ * next.
+ */
+uint32_t node_settled_leader(struct node *n);
+
 /* Completion of node_snapshot_now: status 0 and the snapshot's index, or
  * BATON_ENOTLEADER / BATON_EIO / BATON_ENOMEM (index 0) when the empty
  * entry could not be committed, or BATON_EBUSY when it was but no snapshot

@@ -13,6 +13,11 @@
  * synchronous disk write). A lightly loaded leader proposes at once: when
  * the entries in flight are a handful of commands (one hot lock's hand-offs,
  * say), holding would only add a commit's latency to the next hand-off.
+ *
+ * While a planned stop hands leadership over (server.c), `hold` keeps
+ * every command in the batch, unproposed and unanswered: libraft 0.15
+ * would refuse the entry anyway, and the clients re-send them to the new
+ * leader once this node has closed their connections.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -109,6 +114,10 @@ void batch_add(struct server *srv, const struct cmd *cmd, const struct pending *
     int rv = 0;
 
     if (b->count == CMD_MAX_BATCH) batch_flush(srv);
+    if (b->count == CMD_MAX_BATCH) { /* held: no room for more */
+        fail_all(srv, p, 1, BATON_ENOTLEADER);
+        return;
+    }
     if (b->count == b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 64;
         b->p = xrealloc(b->p, cap * sizeof *b->p);
@@ -134,7 +143,7 @@ void batch_flush(struct server *srv)
     struct inflight *f;
     int rv;
 
-    if (b->count == 0) return;
+    if (b->count == 0 || b->hold) return;
     /* Under load let the batch grow (see the top of this file): one larger
      * entry costs each node one disk write where many small ones would
      * cost one each. A full batch goes anyway. */

@@ -81,6 +81,11 @@ static void usage(FILE *f)
           "                         more), the leader's entries proposed and not yet applied\n"
           "                         at once (default 1; 0: no bound); while N are, the\n"
           "                         commands that arrive wait and go into one larger entry\n"
+          "  --shutdown-transfer-timeout MS\n"
+          "                         SIGTERM/SIGINT on the leader: hand leadership to the\n"
+          "                         most caught-up voter first, and stop once it has moved\n"
+          "                         or after MS (default twice --election-timeout; 0: stop\n"
+          "                         at once, as a follower does); a second signal stops now\n"
           "\n"
           "Security (README, \"Securing a cluster\"):\n"
           "  --tls-cert FILE        serve the client port over TLS with this PEM certificate\n"
@@ -107,7 +112,8 @@ static void usage(FILE *f)
           "                         Flags on the command line override the file\n"
           "  -h, --help             this text\n"
           "\n"
-          "SIGINT or SIGTERM shuts the node down cleanly; SIGHUP re-reads --auth-file.\n"
+          "SIGINT or SIGTERM shuts the node down cleanly (a leader hands leadership over\n"
+          "first); SIGHUP re-reads --auth-file.\n"
           "Exit status: 0 after a clean shutdown; 1 if the node could not start (a raft\n"
           "directory that lost its state, among others: the log says how to rejoin); 2\n"
           "for a bad command line; 74 after a local failure it cannot go on from (a\n"
@@ -208,6 +214,7 @@ static const struct srv_config defaults = {
     .handshake_timeout_ms = 5000,
     .max_unauth_conns = 1024,
     .max_unread_mb = 256,
+    .shutdown_transfer_ms = -1,
 };
 
 /* batond's flags: getopt_long's table, and the keys of a --config file
@@ -216,7 +223,7 @@ enum { O_ID = 256, O_DATA, O_CLUSTER, O_LOG, O_ELECTION, O_HEARTBEAT, O_SNAP, O_
        O_TTL, O_MINTTL, O_MAXTTL, O_DELAY, O_MAXDELAY, O_JOIN, O_RAFT_BIND,
        O_MAXCONNS, O_FRAMETIMEOUT, O_MINFREE, O_MAXINFLIGHT, O_TLS_CERT, O_TLS_KEY,
        O_TLS_CLIENT_CA, O_PEER_CERT, O_PEER_KEY, O_PEER_CA, O_TLS12, O_AUTH_FILE,
-       O_HANDSHAKE_TIMEOUT, O_MAX_UNAUTH, O_MAX_UNREAD, O_LOG_FORMAT, O_METRICS_ADDR, O_RESTORE, O_CONFIG };
+       O_HANDSHAKE_TIMEOUT, O_MAX_UNAUTH, O_MAX_UNREAD, O_LOG_FORMAT, O_METRICS_ADDR, O_RESTORE, O_SHUTDOWN_TRANSFER, O_CONFIG };
 static const struct option opts[] = {
     {"id", required_argument, NULL, O_ID},
     {"data", required_argument, NULL, O_DATA},
@@ -251,6 +258,7 @@ static const struct option opts[] = {
     {"log-format", required_argument, NULL, O_LOG_FORMAT},
     {"metrics-addr", required_argument, NULL, O_METRICS_ADDR},
     {"restore", required_argument, NULL, O_RESTORE},
+    {"shutdown-transfer-timeout", required_argument, NULL, O_SHUTDOWN_TRANSFER},
     {"config", required_argument, NULL, O_CONFIG},
     {"help", no_argument, NULL, 'h'},
     {0},
@@ -379,6 +387,16 @@ static int parse_args(struct srv_config *c, int argc, char **argv, const char *c
             }
             c->metrics_addr = optarg;
             break;
+        case O_SHUTDOWN_TRANSFER: {
+            unsigned ms;
+            if (parse_uint(optarg, 3600000, &ms) != 0) {
+                fprintf(stderr, "batond: --shutdown-transfer-timeout needs a number of ms "
+                                "(0: no hand-off)\n");
+                return -1;
+            }
+            c->shutdown_transfer_ms = (int)ms;
+            break;
+        }
         case O_RAFT_BIND:
             if ((why = addr_why(optarg)) != NULL) {
                 fprintf(stderr, "batond: --raft-bind '%.64s': %s\n", optarg, why);
@@ -426,6 +444,9 @@ static int parse_args(struct srv_config *c, int argc, char **argv, const char *c
         fprintf(stderr, "batond: --heartbeat must be below --election-timeout\n");
         return -1;
     }
+    if (c->shutdown_transfer_ms < 0)
+        c->shutdown_transfer_ms =
+            2 * (int)(c->node.election_timeout_ms ? c->node.election_timeout_ms : 400);
     if (c->lock_delay_ms > c->max_lock_delay_ms) {
         fprintf(stderr, "batond: --lock-delay exceeds --max-lock-delay\n");
         return -1;

@@ -3,7 +3,8 @@
  * read them, frame the bytes with proto_frame_check and decode one frame
  * at a time, then hand each message to dispatch(). A malformed frame gets
  * an ERROR and the connection is closed once that is written; nothing
- * else is affected. guard.c bounds what one connection may hold.
+ * else is affected. guard.c bounds what one connection may hold. A request
+ * for the leader that reaches a leader not serving yet waits (park).
  */
 #include <netdb.h>
 #include <stdio.h>
@@ -37,12 +38,51 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
     b->len = c->in.cap - c->in.len;
 }
 
+static void park_timer_cb(uv_timer_t *t);
+
+/*
+ * A request only the ready leader serves, on a node that raft has just
+ * elected and whose first entry (its barrier, raft/node.h) has not
+ * committed yet. Answering NO_LEADER would send the client into a
+ * back-off although this node serves within a few tens of ms -- after a
+ * planned hand-off (server.c) that is where clients arrive, and most of
+ * the gap they saw. So the connection is parked instead: this frame and
+ * those after it stay in its input buffer, reading stops (nothing more is
+ * buffered meanwhile), and it is processed again once the node serves
+ * (listen_unpark_soon, called by server.c), or at the latest an election
+ * timeout after the first connection was parked in this term -- then the
+ * frame gets NO_LEADER as before. true if c was parked.
+ */
+static bool park(struct conn *c, const struct msg *m)
+{
+    struct server *srv = c->srv;
+    const struct msg_info *info = msg_info(m->type);
+    unsigned window = srv->cfg.node.election_timeout_ms ? srv->cfg.node.election_timeout_ms : 400;
+    struct node_status st;
+    uint64_t now;
+
+    if (srv->ready || srv->stopping || info == NULL || !info->leader || !c->hello) return false;
+    node_get_status(srv->node, &st);
+    if (st.role != ROLE_LEADER || st.fault != 0) return false;
+    now = uv_now(srv->loop);
+    if (srv->park_term != st.term) {
+        srv->park_term = st.term;
+        srv->park_until = now + window;
+        uv_timer_start(&srv->park_timer, park_timer_cb, window, 0);
+    }
+    if (now >= srv->park_until) return false;
+    c->parked = true;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    return true;
+}
+
 /* Frame and handle every whole frame in the input buffer. */
 static void conn_process(struct conn *c)
 {
     size_t off = 0, frame_len;
     int rv;
 
+    if (c->parked) return;
     if (c->tls == NULL && c->srv->client_tls == NULL && conn_plain_is_tls(c)) {
         conn_close(c); /* answered ERROR(BATON_ETLS) */
         return;
@@ -75,6 +115,10 @@ static void conn_process(struct conn *c)
                 conn_send_error(c, m.req_id, rv, "cannot decode %s frame: %s",
                                 msg_type_name(m.type), baton_strerror(rv));
             conn_close(c);
+            break;
+        }
+        if (park(c, &m)) {
+            msg_free(&m);
             break;
         }
         dispatch(c, &m);
@@ -139,6 +183,46 @@ static void accept_cb(uv_stream_t *server, int status)
     uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
 }
 
+/* Process every parked connection again: it is served now, or gets
+ * NO_LEADER if the window has passed. */
+static void park_timer_cb(uv_timer_t *t)
+{
+    struct server *srv = t->data;
+    size_t n = 0;
+    uint64_t *ids;
+
+    if (srv->stopping) return;
+    ids = xmalloc(sizeof *ids * (srv->conns.n + 1));
+    for (size_t i = 0; i < srv->conns.cap; i++) {
+        struct conn *c = srv->conns.slots[i].val;
+        if (srv->conns.slots[i].key && c != NULL && c->parked) ids[n++] = srv->conns.slots[i].key;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct conn *c = u64map_get(&srv->conns, ids[i]);
+        if (c == NULL || !c->parked || c->closed) continue;
+        c->parked = false;
+        uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+        conn_process(c);
+    }
+    free(ids);
+}
+
+void listen_unpark_soon(struct server *srv)
+{
+    if (!srv->stopping) uv_timer_start(&srv->park_timer, park_timer_cb, 0, 0);
+}
+
+static void park_timer_closed(uv_handle_t *h)
+{
+    (void)h;
+}
+
+void listen_close(struct server *srv)
+{
+    uv_timer_stop(&srv->park_timer);
+    uv_close((uv_handle_t *)&srv->park_timer, park_timer_closed);
+}
+
 /* Listen on one resolved address with handle h (initialised here). */
 static int listen_one(struct server *srv, uv_tcp_t *h, const struct sockaddr *sa)
 {
@@ -171,6 +255,8 @@ int listen_start(struct server *srv, const char *addr)
     int rv, first = 0, n;
 
     srv->n_listen = 0;
+    uv_timer_init(srv->loop, &srv->park_timer);
+    srv->park_timer.data = srv;
     n = resolve_listen_addrs(srv->loop, "client address", addr, sas, 1 + LISTEN_MORE);
     if (n < 0) return n;
     for (int i = 0; i < n; i++) {

@@ -105,6 +105,7 @@ static void leadership_changed(void *data, bool ready)
         log_info("leader: serving");
         liveness_start(srv);
         deadlines_start(srv);
+        listen_unpark_soon(srv);
     } else {
         log_info("no longer the leader");
         liveness_stop(srv);
@@ -179,9 +180,137 @@ static void sighup_cb(uv_signal_t *h, int signum)
     access_reload(h->data);
 }
 
+/* ---- a planned stop hands leadership over first ----------------------------
+ *
+ * SIGTERM or SIGINT on the ready leader (docs/operations.md, "Planned
+ * restarts"): rather than leave the others to notice its silence and elect
+ * a leader an election timeout later, the leader hands leadership to the
+ * voter whose log is furthest along (node_successor) with raft_transfer,
+ * and stops once leadership has moved and the new leader has committed an
+ * entry of its term -- or after --shutdown-transfer-timeout, or at a
+ * second signal. Meanwhile it listens no more (new connections go
+ * to the other endpoints) and proposes nothing (libraft 0.15 refuses every
+ * raft_apply while a transfer runs): commands that arrive wait in the batch
+ * unanswered, and the entries already proposed commit on the target, which
+ * raft brings up to date before it asks it to stand. When leadership
+ * moves, the node closes its client connections (leadership_changed); the
+ * clients re-send everything unanswered, with the same seqs, to the new
+ * leader, whose store deduplicates them, and which gives every session a
+ * fresh lease. A follower just stops.
+ */
+
+#define HANDOFF_POLL_MS 5
+/* How long the old leader stays, as a follower, once the new one has
+ * committed: the new leader may still lack a working link to the third
+ * node -- in a rolling restart, a node restarted just before, to which it
+ * (a follower until now) had no connection or a broken one, and which may
+ * need the entries appended since -- and until it has one, it commits with
+ * this node alone. Measured with the benchmark's W3R: the clients' longest
+ * gap began when the old leader left right at the first commit, and
+ * lasted 110-160 ms; staying 200 ms more took it to about 46 ms. */
+#define HANDOFF_LINGER_MS 200
+
+/*
+ * The hand-off's timer: once raft reports that leadership moved, every
+ * HANDOFF_POLL_MS until the new leader has made its leadership sure
+ * (node_settled_leader: its barrier has committed, acknowledged by this
+ * node if need be -- in a rolling restart the third node may be the one
+ * that just came back); before that, only at the deadline. The node stops
+ * at whichever comes first.
+ */
+static void handoff_tick(uv_timer_t *t)
+{
+    struct server *srv = t->data;
+    uint32_t id;
+
+    if (srv->handoff_failed) {
+        /* handoff_done said why */
+    } else if (uv_now(srv->loop) >= srv->handoff_deadline) {
+        log_warn("leadership hand-off did not finish within %d ms: stopping anyway",
+                 srv->cfg.shutdown_transfer_ms);
+    } else {
+        if (!srv->handoff_moved) return;
+        id = node_settled_leader(srv->node);
+        if (id == 0) return;
+        if (srv->handoff_settled == 0) srv->handoff_settled = uv_now(srv->loop);
+        if (uv_now(srv->loop) < srv->handoff_settled + HANDOFF_LINGER_MS) return;
+        log_info("leadership handed to node %u, which has committed an entry of its term "
+                 "(%d ms ago): stopping", id, HANDOFF_LINGER_MS);
+    }
+    srv->handing_off = false;
+    server_stop(srv);
+}
+
+/* node_transfer's completion: runs on the loop, maybe while raft reports
+ * the change of leader, so the stop itself waits for the timer. */
+static void handoff_done(void *data, uint32_t new_leader)
+{
+    struct server *srv = data;
+
+    if (!srv->handing_off) return;
+    if (new_leader == srv->cfg.node.id) {
+        log_warn("leadership did not move (node %u did not win within an election timeout): "
+                 "stopping anyway; the others elect a leader", srv->handoff_to);
+        srv->handoff_failed = true;
+        uv_timer_start(&srv->handoff_timer, handoff_tick, 0, 0);
+        return;
+    }
+    /* new_leader is 0 when this node stepped down for a higher term -- the
+     * target's election -- and has not heard the result yet. */
+    log_info("leadership moved (to node %u); waiting for it to commit an entry of its term",
+             new_leader ? new_leader : srv->handoff_to);
+    srv->handoff_moved = true;
+    uv_timer_start(&srv->handoff_timer, handoff_tick, 0, HANDOFF_POLL_MS);
+}
+
+/* Start the hand-off: true if it runs (the node stops when it ends). */
+static bool handoff_start(struct server *srv, int signum)
+{
+    struct node_status st;
+    uint64_t match;
+    uint32_t id;
+    int rv;
+
+    if (!srv->ready || srv->cfg.shutdown_transfer_ms <= 0) return false;
+    id = node_successor(srv->node, &match);
+    if (id == 0) {
+        log_warn("signal %d: no other voter; stopping without a hand-off", signum);
+        return false;
+    }
+    node_get_status(srv->node, &st);
+    rv = node_transfer(srv->node, id, handoff_done, srv);
+    if (rv != 0) {
+        log_warn("signal %d: cannot hand leadership to node %u (%s); stopping without a "
+                 "hand-off", signum, id, baton_strerror(rv));
+        return false;
+    }
+    srv->handing_off = true;
+    srv->handoff_moved = false;
+    srv->handoff_failed = false;
+    srv->handoff_settled = 0;
+    srv->handoff_to = id;
+    srv->handoff_deadline = uv_now(srv->loop) + (uint64_t)srv->cfg.shutdown_transfer_ms;
+    srv->batch.hold = true;
+    listen_stop(srv);
+    uv_timer_start(&srv->handoff_timer, handoff_tick, (uint64_t)srv->cfg.shutdown_transfer_ms, 0);
+    log_info("signal %d: handing leadership to node %u (its log at %llu, ours at %llu) before "
+             "stopping, for at most %d ms; no new connections or proposals meanwhile", signum,
+             id, (unsigned long long)match, (unsigned long long)st.last_index,
+             srv->cfg.shutdown_transfer_ms);
+    notify_stopping(srv, id);
+    return true;
+}
+
 static void signal_cb(uv_signal_t *h, int signum)
 {
     struct server *srv = h->data;
+
+    if (srv->handing_off) {
+        log_info("signal %d during the leadership hand-off: stopping now", signum);
+        server_stop(srv);
+        return;
+    }
+    if (handoff_start(srv, signum)) return;
     log_info("signal %d: shutting down", signum);
     server_stop(srv);
 }
@@ -258,13 +387,15 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     if (rv != 0) {
         log_error("cannot listen on %s: %s", self->client_addr, uv_strerror(rv));
         listen_stop(srv);
+        listen_close(srv);
         node_close(srv->node, NULL, NULL);
         uv_run(loop, UV_RUN_DEFAULT);
         return BATON_EIO;
     }
     rv = http_start(srv);
     if (rv != 0) {
-        uv_close((uv_handle_t *)&srv->listener, noop_close);
+        listen_stop(srv);
+        listen_close(srv);
         node_close(srv->node, NULL, NULL);
         uv_run(loop, UV_RUN_DEFAULT);
         return rv;
@@ -282,6 +413,9 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     srv->sigterm.data = srv;
     uv_signal_start(&srv->sigint, signal_cb, SIGINT);
     uv_signal_start(&srv->sigterm, signal_cb, SIGTERM);
+    uv_timer_init(loop, &srv->handoff_timer);
+    srv->handoff_timer.data = srv;
+    notify_init(srv);
     uv_signal_init(loop, &srv->sighup);
     srv->sighup.data = srv;
     uv_signal_start(&srv->sighup, sighup_cb, SIGHUP);
@@ -304,6 +438,11 @@ void server_stop(struct server *srv)
 {
     if (srv->stopping) return;
     srv->stopping = true;
+    srv->handing_off = false;
+    notify_stopping(srv, 0);
+    uv_close((uv_handle_t *)&srv->handoff_timer, noop_close);
+    notify_close(srv);
+    listen_close(srv);
     listen_stop(srv);
     conn_close_all(srv);
     http_stop(srv);

@@ -43,7 +43,8 @@
  *   conn_tls.c   TLS on the client port; a TLS/plaintext mismatch's error
  *   conn.c       a client connection: send, close, write once per loop turn;
  *                the bound on unread replies (per connection, and in all)
- *   lease.c auth.c config.c   helpers of everyone above
+ *   lease.c auth.c config.c notify.c   helpers of everyone above (notify.c:
+ *                sd_notify, called by server.c)
  *   metrics.c    the metric registry everyone bumps (server/metrics.h)
  *   xmalloc.c log.c   helpers of everyone
  *
@@ -108,6 +109,8 @@ struct conn {
                                                yet through HELLO, oldest first */
     bool closing;           /* close once `out` and `writing` are written */
     bool closed;            /* uv_close called */
+    bool parked;            /* a request waits for this new leader to serve: not
+                               read or processed meanwhile (listen.c, park) */
     bool shed;              /* closed for its unread replies: its output is dropped
                                and the end of the loop turn destroys it (conn.c) */
     size_t unread;          /* out + writing + net, as counted in srv->unread */
@@ -165,6 +168,8 @@ struct batch {
     uint32_t inflight;      /* entries proposed and not yet applied here */
     uint32_t inflight_cmds; /* the commands they carry */
     uint32_t max_inflight;  /* hold the next batch while this many are */
+    bool hold;              /* propose nothing (a planned stop is handing
+                               leadership over): commands wait, unanswered */
 };
 
 /* Where the leader pushes a session's news: the connection it was last
@@ -211,6 +216,19 @@ struct delay_timer {
     struct delay_timer *next;
     uint16_t name_len;
     char name[BATON_MAX_NAME];
+};
+
+/* What notify.c has told the service manager (sd_notify). */
+struct notify {
+    bool on;                /* $NOTIFY_SOCKET is set: the timer runs */
+    uv_timer_t timer;       /* polls the node's state until it stops */
+    uint64_t catch_up_to;   /* the commit index seen when a leader was first
+                               known: READY=1 once applied up to it */
+    bool ready_sent, stopping_sent;
+    int role;               /* role, leader, term, readiness last said in STATUS= */
+    uint32_t leader_id;
+    uint64_t term;
+    bool was_ready;
 };
 
 struct server {
@@ -268,6 +286,17 @@ struct server {
     int n_backups;
     bool ready;             /* mirror of node_is_ready */
     bool stopping;
+    uv_timer_t park_timer;  /* processes parked connections again (listen.c) */
+    uint64_t park_term;     /* the term in which connections were last parked */
+    uint64_t park_until;    /* uv_now after which none is parked in that term */
+    struct notify notify;   /* notify.c */
+    bool handing_off;       /* a planned stop hands leadership over first (server.c) */
+    uv_timer_t handoff_timer; /* bounds the hand-off; then stops the node */
+    uint32_t handoff_to;    /* the voter it hands leadership to */
+    bool handoff_moved;     /* raft says leadership moved: wait for it to settle */
+    bool handoff_failed;    /* raft says it did not: stop now */
+    uint64_t handoff_settled; /* uv_now when the new leader was first seen committing */
+    uint64_t handoff_deadline; /* uv_now at which the node stops anyway */
     int exit_code;          /* main's status: 0, or BATON_EXIT_FAULT */
 };
 
@@ -281,6 +310,12 @@ void keepalive_lost_holds(struct conn *c, const struct msg *m);
 void keepalive_kick(struct server *srv);   /* end of a loop turn */
 void keepalive_close(struct server *srv);  /* closes its timer */
 void keepalive_free(struct server *srv);   /* after the loop ran dry */
+
+/* notify.c -- sd_notify (systemd Type=notify); nothing without $NOTIFY_SOCKET. */
+void notify_init(struct server *srv);      /* READY=1 and STATUS= lines from now on */
+/* STOPPING=1 (once), with the node leadership is handed to (0: none). */
+void notify_stopping(struct server *srv, uint32_t handing_to);
+void notify_close(struct server *srv);     /* closes its timer */
 
 /* server.c */
 /* Open the raft node over st and start serving. On error the node is
@@ -314,6 +349,10 @@ int observe_render(struct server *srv, struct buf *out);
 bool observe_ready(struct server *srv, char *why, size_t cap);
 /* METRICS -> METRICS_R with observe_render's text, in chunks. */
 void observe_metrics(struct conn *c, const struct msg *m);
+/* This node became the ready leader: on the next loop turn, serve the
+ * requests that waited for it (parked connections). */
+void listen_unpark_soon(struct server *srv);
+void listen_close(struct server *srv);     /* closes its timer (listen_start opened it) */
 
 /* conn_tls.c -- TLS on the client port; the plaintext/TLS mismatch check. */
 int conn_tls_init(struct server *srv);     /* the context of --tls-cert; 0 or an error (logged) */

@@ -27,7 +27,7 @@ reply
 member_addrs peers
 conn_tls
 conn
-lease auth config resolve
+lease auth config resolve notify
 metrics
 config_file
 xmalloc

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tests/bench/bench.h"
 
@@ -53,16 +54,45 @@ void cres_check_fence(struct cres *r, uint64_t fence)
 }
 
 /* Longest stretch of [0, end] with none of the sorted times t[0..n). */
-static uint64_t longest_gap(const uint64_t *t, size_t n, uint64_t end)
+static uint64_t longest_gap(const uint64_t *t, size_t n, uint64_t end, uint64_t *at)
 {
     uint64_t prev = 0, gap = 0;
 
+    *at = 0;
     for (size_t i = 0; i < n && t[i] <= end; i++) {
-        if (t[i] - prev > gap) gap = t[i] - prev;
+        if (t[i] - prev > gap) {
+            gap = t[i] - prev;
+            *at = prev;
+        }
         prev = t[i];
     }
-    if (end - prev > gap) gap = end - prev;
+    if (end - prev > gap) {
+        gap = end - prev;
+        *at = prev;
+    }
     return gap;
+}
+
+/* Say on stderr when the longest gap began, in UTC wall-clock time (to
+ * find it in the nodes' logs): t_start is the run's start (monotonic ns),
+ * at the gap's start in ns after it. */
+static void say_gap(const char *what, uint64_t gap, int64_t t_start, uint64_t at)
+{
+    struct timespec mono, real;
+    int64_t wall_ns;
+    time_t sec;
+    struct tm tm;
+    char buf[32];
+
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    clock_gettime(CLOCK_REALTIME, &real);
+    wall_ns = (int64_t)real.tv_sec * 1000000000 + real.tv_nsec -
+              ((int64_t)mono.tv_sec * 1000000000 + mono.tv_nsec - t_start) + (int64_t)at;
+    sec = (time_t)(wall_ns / 1000000000);
+    gmtime_r(&sec, &tm);
+    strftime(buf, sizeof buf, "%H:%M:%S", &tm);
+    fprintf(stderr, "lockbench: %s %.1f ms from %s.%03dZ (%.3f s into the run)\n", what,
+            (double)gap / 1e6, buf, (int)(wall_ns / 1000000 % 1000), (double)at / 1e9);
 }
 
 /* Count fences that appear more than once among all clients' records. */
@@ -121,9 +151,9 @@ static void w2_sequence(const struct cres *r, int n, uint64_t nseq, uint64_t *ma
 /* W3: the longest stretch without a completed cycle, overall (gap) and for
  * any one client (cgap); times are ns after the start. */
 static void w3_gaps(const struct cres *r, int n, size_t total, uint64_t end, uint64_t *gap,
-                    uint64_t *cgap)
+                    uint64_t *cgap, int64_t t_start)
 {
-    uint64_t *t = malloc((total ? total : 1) * sizeof *t), *ct;
+    uint64_t *t = malloc((total ? total : 1) * sizeof *t), *ct, at, cat = 0;
     size_t k = 0;
 
     *gap = *cgap = 0;
@@ -133,12 +163,17 @@ static void w3_gaps(const struct cres *r, int n, size_t total, uint64_t end, uin
         ct = t + k;
         for (size_t j = 0; j < r[i].recs.n; j++) t[k++] = r[i].recs.v[j].key;
         /* a client's own records are in time order already */
-        uint64_t g = longest_gap(ct, (size_t)(t + k - ct), end);
-        if (g > *cgap) *cgap = g;
+        uint64_t g = longest_gap(ct, (size_t)(t + k - ct), end, &at);
+        if (g > *cgap) {
+            *cgap = g;
+            cat = at;
+        }
     }
     qsort(t, k, sizeof *t, cmp_u64);
-    *gap = longest_gap(t, k, end);
+    *gap = longest_gap(t, k, end, &at);
     free(t);
+    say_gap("longest gap", *gap, t_start, at);
+    say_gap("one client's longest gap", *cgap, t_start, cat);
 }
 
 int report_clients(const struct cfg *cfg, struct cres *r, int n, int64_t t_start,
@@ -187,7 +222,7 @@ int report_clients(const struct cfg *cfg, struct cres *r, int n, int64_t t_start
     printf("\"errors\":%" PRIu64 ",\"violations\":%" PRIu64, errors, violations);
     if (cfg->workload == W3) {
         uint64_t gap, cgap;
-        w3_gaps(r, n, total_recs, (uint64_t)(t_end - t_start), &gap, &cgap);
+        w3_gaps(r, n, total_recs, (uint64_t)(t_end - t_start), &gap, &cgap, t_start);
         printf(",\"gap_ms\":%.1f,\"client_gap_max_ms\":%.1f", (double)gap / 1e6,
                (double)cgap / 1e6);
     }

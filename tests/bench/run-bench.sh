@@ -4,7 +4,7 @@
 #
 #   tests/bench/run-bench.sh BUILD_DIR [SECONDS]     (SECONDS defaults to 10)
 #
-# Every workload gets a FRESH cluster (W1 sweep, W2 sweep, W3, W4, W5): three
+# Every workload gets a FRESH cluster (W1 sweep, W2 sweep, W3, W3R, W4, W5): three
 # batond on 127.0.0.1, client ports BASE+1..BASE+3 and raft ports
 # BASE+101..BASE+103 (BASE = $BENCH_PORT_BASE, default 27000; better below
 # the kernel's ephemeral range, 32768 and up, where any outgoing connection
@@ -17,6 +17,14 @@
 #   W3  16 clients (W1 loop); after SECONDS/2 the leader (found with
 #       `batonctl status -o json`) gets kill -9; the killed node is restarted
 #       after the run to check that it comes back, then the cluster is stopped
+#   W3R 16 clients (W1 loop) while the nodes are restarted one at a time
+#       with SIGTERM (a planned restart: the leader hands leadership over
+#       first), $BENCH_W3R_ROUNDS rounds of nodes 1, 2, 3; each node is
+#       started again and must be back and caught up (its applied index in
+#       `batonctl status -o json` at the leader's) before the next is
+#       stopped. lockbench runs W3 (errors, gap_ms, client_gap_max_ms) for
+#       SECONDS; the line says "kill":"rolling" and how many restarts were
+#       done. SECONDS must leave room for them all (about 1 s each).
 #   W4  one lockbench process opens K sessions and acquires L locks (async
 #       driver: one loop, up to 16 try-locks in flight per session; with
 #       BENCH_DRIVER=blocking, $BENCH_W4_CLIENTS threads); lockbench reads
@@ -38,13 +46,14 @@
 # temporary directory is removed.
 #
 # Environment:
-#   BENCH_WORKLOADS     which to run (default "W1 W2 W3 W4 W5")
+#   BENCH_WORKLOADS     which to run (default "W1 W2 W3 W3R W4 W5")
 #   BENCH_DRIVER        lockbench --driver for W1-W4: async (default) or blocking
 #   BENCH_LOOPS         lockbench --loops for the async driver (default 1)
 #   BENCH_W1_CLIENTS    default "1 16 64"
 #   BENCH_W2_CLIENTS    default "2 16 64 256"
 #   BENCH_W2_HOLD_MS    default 0
 #   BENCH_W3_CLIENTS    default 16
+#   BENCH_W3R_ROUNDS    W3R's rolling restarts of all three nodes (default 3)
 #   BENCH_W4_SESSIONS   default 1000 (K)
 #   BENCH_W4_LOCKS      default 100000 (L)
 #   BENCH_W4_CLIENTS    default 32 (threads of the one W4 client process)
@@ -81,13 +90,14 @@ secs=${2:-10}
 batond=$build/batond
 batonctl=$build/batonctl
 lockbench=$build/lockbench
-workloads=${BENCH_WORKLOADS:-W1 W2 W3 W4 W5}
+workloads=${BENCH_WORKLOADS:-W1 W2 W3 W3R W4 W5}
 driver=${BENCH_DRIVER:-async}
 loops=${BENCH_LOOPS:-1}
 w1_clients=${BENCH_W1_CLIENTS:-1 16 64}
 w2_clients=${BENCH_W2_CLIENTS:-2 16 64 256}
 w2_hold=${BENCH_W2_HOLD_MS:-0}
 w3_clients=${BENCH_W3_CLIENTS:-16}
+w3r_rounds=${BENCH_W3R_ROUNDS:-3}
 w4_sessions=${BENCH_W4_SESSIONS:-1000}
 w4_locks=${BENCH_W4_LOCKS:-100000}
 w4_clients=${BENCH_W4_CLIENTS:-32}
@@ -279,13 +289,15 @@ lb_start() {
     lb_pid=$!
 }
 
-# Wait for lockbench, then print and save its JSON line.
+# Wait for lockbench, then print and save its JSON line (with the JSON
+# fields $2, e.g. '"kill":"rolling",', put in front).
 lb_finish() {
-    local what=$1 st line
+    local what=$1 extra=${2:-} st line
     wait "$lb_pid"
     st=$?
     lb_pid=0
     line=$(head -n 1 "$data/lb.out")
+    [ -n "$line" ] && [ -n "$extra" ] && line="{${extra}${line#\{}"
     [ -n "$line" ] && [ "$peer_tls" = 1 ] && line="{\"peer_tls\":1,${line#\{}"
     [ -n "$line" ] && [ "$secure" = 1 ] && line="{\"client_tls\":1,${line#\{}"
     if [ -n "$line" ]; then
@@ -358,6 +370,77 @@ run_w3() {
     stop_cluster
 }
 
+# The applied index of node $1 and of the leader in one `batonctl status`,
+# as "NODE LEADER" (nothing if either is missing).
+applied_pair() {
+    local out
+    out=$("$batonctl" -e "$endpoints" --timeout 1000 status -o json 2>/dev/null)
+    printf '%s\n' "$out" | grep -o '{"id":[0-9]*,[^{}]*}' | awk -v want="$1" '
+        { id = $0; sub(/^\{"id":/, "", id); sub(/,.*/, "", id)
+          a = $0; if (!sub(/.*"applied_index":/, "", a)) next; sub(/[,}].*/, "", a)
+          if (id == want) node = a
+          if ($0 ~ /"role":"leader"/) leader = a }
+        END { if (node != "" && leader != "") print node, leader }'
+}
+
+# W3R: SIGTERM node $1, start it again, and wait (at most 20 s) until its
+# applied index reaches the leader's. Under load the leader moves on while
+# batonctl asks, so "reaches" means: at least what the leader had applied
+# at the previous look -- and the leader has applied more since, so that it
+# is one that commits (STATUS says "leader" for a node that raft elected
+# and whose first entry has not committed yet). 0 when it is back and
+# caught up.
+restart_caught_up() {
+    local i=$1 n pair t0 prev=''
+    t0=$(date +%s.%N)
+    if [ "${pids[$i]}" != 0 ] && alive "${pids[$i]}"; then
+        kill -TERM "${pids[$i]}"
+        wait "${pids[$i]}" 2>/dev/null
+    fi
+    pids[$i]=0
+    start_node "$i"
+    for ((n = 0; n < 400; n++)); do
+        pair=$(applied_pair "$i")
+        case $pair in
+            [0-9]*' '[0-9]*) ;;
+            *) pair='' ;;
+        esac
+        if [ -n "$pair" ] && [ -n "$prev" ] && [ "${pair% *}" -ge "$prev" ] &&
+            [ "${pair#* }" -gt "$prev" ]; then
+            say "W3R: node $i stopped, restarted and caught up (applied ${pair% *}) in" \
+                "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }') s"
+            return 0
+        fi
+        [ -n "$pair" ] && prev=${pair#* }
+        sleep 0.05
+    done
+    say "W3R: node $i did not catch up within 20 s of its restart"
+    return 1
+}
+
+run_w3r() {
+    local r i done=0 total=$((w3r_rounds * 3))
+    start_cluster W3R || { failed=1; stop_cluster; return; }
+    say "W3R clients=$w3_clients seconds=$secs; $w3r_rounds rolling restarts (SIGTERM) of" \
+        "nodes 1, 2, 3 after 1 s"
+    lb_start --workload W3 --clients "$w3_clients" --seconds "$secs" --driver "$driver" \
+        --loops "$loops"
+    sleep 1
+    for ((r = 0; r < w3r_rounds; r++)); do
+        for i in 1 2 3; do
+            alive "$lb_pid" || break 2
+            restart_caught_up "$i" || { failed=1; break 2; }
+            done=$((done + 1))
+        done
+    done
+    if [ "$done" -lt "$total" ]; then
+        say "W3R: only $done of $total restarts before lockbench ended (raise SECONDS)"
+        failed=1
+    fi
+    lb_finish W3R "\"kill\":\"rolling\",\"restarts\":$done,"
+    stop_cluster
+}
+
 run_w4() {
     start_cluster W4 || { failed=1; stop_cluster; return; }
     say "W4 sessions=$w4_sessions locks=$w4_locks threads=$w4_clients limit=${w4_timeout}s"
@@ -394,6 +477,7 @@ for w in $workloads; do
         W1) run_w1 ;;
         W2) run_w2 ;;
         W3) run_w3 ;;
+        W3R) run_w3r ;;
         W4) run_w4 ;;
         W5) run_w5 ;;
         *) die "unknown workload '$w' in BENCH_WORKLOADS" ;;

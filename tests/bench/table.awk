@@ -49,12 +49,15 @@ function pcts(arr,    parts, k, i, s) {
     errs = pair(jget($0, "errors"), jget($0, "violations"), 0)
     if (w == "W1" || w == "W2" || w == "W3") {
         name = w == "W1" ? "W1 uncontended" : w == "W2" ? "W2 one hot lock" : "W3 leader kill -9"
+        rolling = jget($0, "kill") == "rolling" # run-bench.sh W3R
+        if (rolling) name = "W3R rolling restart (SIGTERM)"
         if (jget($0, "peer_tls") == 1) name = name ", peer TLS" # run-bench.sh BENCH_PEER_TLS=1
         if (jget($0, "client_tls") == 1) name = name ", client TLS + token" # BENCH_SECURE=1
         notes = ""
         if (w == "W3")
             notes = "longest gap " fmt(jget($0, "gap_ms"), 0) " ms (one client: " \
                     fmt(jget($0, "client_gap_max_ms"), 0) " ms)"
+        if (rolling) notes = notes "; " jget($0, "restarts") " restarts"
         printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", name, n,
                fmt(jget($0, "ops_per_s"), 0),
                pair(ms(jget($0, "acq_p50_us")), ms(jget($0, "acq_p99_us")), 2),

@@ -177,8 +177,9 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o);
  * one with the highest term if several do), and return its index; -1 after
  * timeout_ms, with every node's state printed to stderr. A node that exits
  * unexpectedly is reported (with its log tail) and marked not running.
- * Note: a fresh leader answers NO_LEADER until its first barrier commits
- * (a few ms); clients retry, so this rarely matters.
+ * Note: a fresh leader holds requests for the leader until its first
+ * barrier commits (a few ms; server/listen.c), answering only STATUS and
+ * the like meanwhile.
  */
 int cluster_wait_leader(struct cluster *c, int timeout_ms);
 
