@@ -36,7 +36,7 @@
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/files.h"
-#include "tests/lib/http_get.h"
+#include "tests/lib/scrape.h"
 #include "tests/lib/runner.h"
 
 #define TTL_MS 10000
@@ -54,16 +54,6 @@ static baton_t *connect_to(struct cluster *c, const char *name)
     o.session_ttl_ms = TTL_MS;
     if (baton_connect(&o, &b) != 0) FAIL("connect %s: %s", name, baton_connect_errmsg());
     return b;
-}
-
-/* The value of the sample line that starts with `key ` (exactly), or -1. */
-static double sample(const char *text, const char *key)
-{
-    size_t n = strlen(key);
-
-    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-        if (strncmp(p, key, n) == 0 && p[n] == ' ') return strtod(p + n + 1, NULL);
-    return -1;
 }
 
 /* /path of node i must answer `want` within 15 s. */
@@ -161,7 +151,7 @@ TEST(installed_nodes_from_config_files)
         wait_http(&c, i, "/readyz", 200);
     }
     ASSERT_EQ(http_get(c.nodes[lead].metrics_port, "/metrics", &text), 200);
-    grants_before = sample(text, "baton_grants_total");
+    grants_before = scrape_value(text, "baton_grants_total");
     free(text);
     ASSERT_GE(grants_before, 1);
     b = connect_to(&c, "deploy-client");
@@ -170,7 +160,7 @@ TEST(installed_nodes_from_config_files)
         ASSERT_EQ(baton_unlock(l), 0);
     }
     ASSERT_EQ(http_get(c.nodes[lead].metrics_port, "/metrics", &text), 200);
-    grants_after = sample(text, "baton_grants_total");
+    grants_after = scrape_value(text, "baton_grants_total");
     free(text);
     ASSERT_GE(grants_after, grants_before + 10);
 

@@ -32,7 +32,7 @@
 #include "proto/utf8.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
-#include "tests/lib/http_get.h"
+#include "tests/lib/scrape.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/runner.h"
 
@@ -48,16 +48,6 @@ static char *scrape(struct cluster *c, int i)
 
     if (code != 200) FAIL("node %d: /metrics answered %d", i + 1, code);
     return body;
-}
-
-/* The value of the sample line that starts with `key ` (exactly), or -1. */
-static double value_of(const char *text, const char *key)
-{
-    size_t n = strlen(key);
-
-    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-        if (strncmp(p, key, n) == 0 && p[n] == ' ') return strtod(p + n + 1, NULL);
-    return -1;
 }
 
 /* Is s..end a metric name? */
@@ -259,8 +249,8 @@ TEST(metrics_format_and_counters)
     before = scrape(&C, l);
     check_format(before);
     check_documented(before);
-    ASSERT_EQ(value_of(before, "baton_ready_leader"), 1);
-    ASSERT_EQ(value_of(before, "baton_raft_role"), 3);
+    ASSERT_EQ(scrape_value(before, "baton_ready_leader"), 1);
+    ASSERT_EQ(scrape_value(before, "baton_raft_role"), 3);
 
     ASSERT_EQ(cluster_ctl(&C, &r, "lock", "m/a", "--", "true", NULL), 0);
     ctl_result_free(&r);
@@ -269,27 +259,27 @@ TEST(metrics_format_and_counters)
     l = leader_index();
     after = scrape(&C, l);
     check_format(after);
-    ASSERT_GE(value_of(after, "baton_grants_total"), value_of(before, "baton_grants_total") + 2);
-    ASSERT_GE(value_of(after, "baton_acquires_total{outcome=\"granted\"}"),
-              value_of(before, "baton_acquires_total{outcome=\"granted\"}") + 2);
-    ASSERT_GE(value_of(after, "baton_releases_total"), value_of(before, "baton_releases_total") + 2);
-    ASSERT_GT(value_of(after, "baton_client_bytes_in_total"),
-              value_of(before, "baton_client_bytes_in_total"));
-    ASSERT_GT(value_of(after, "baton_client_bytes_out_total"),
-              value_of(before, "baton_client_bytes_out_total"));
-    ASSERT_GT(value_of(after, "baton_commit_latency_seconds_count"),
-              value_of(before, "baton_commit_latency_seconds_count"));
-    ASSERT_GT(value_of(after, "baton_batch_commands_count"), 0);
-    ASSERT_GT(value_of(after, "baton_apply_latency_seconds_count"), 0);
-    ASSERT_GE(value_of(after, "baton_leader_changes_total"), 1);
-    ASSERT_GT(value_of(after, "baton_raft_term"), 0);
+    ASSERT_GE(scrape_value(after, "baton_grants_total"), scrape_value(before, "baton_grants_total") + 2);
+    ASSERT_GE(scrape_value(after, "baton_acquires_total{outcome=\"granted\"}"),
+              scrape_value(before, "baton_acquires_total{outcome=\"granted\"}") + 2);
+    ASSERT_GE(scrape_value(after, "baton_releases_total"), scrape_value(before, "baton_releases_total") + 2);
+    ASSERT_GT(scrape_value(after, "baton_client_bytes_in_total"),
+              scrape_value(before, "baton_client_bytes_in_total"));
+    ASSERT_GT(scrape_value(after, "baton_client_bytes_out_total"),
+              scrape_value(before, "baton_client_bytes_out_total"));
+    ASSERT_GT(scrape_value(after, "baton_commit_latency_seconds_count"),
+              scrape_value(before, "baton_commit_latency_seconds_count"));
+    ASSERT_GT(scrape_value(after, "baton_batch_commands_count"), 0);
+    ASSERT_GT(scrape_value(after, "baton_apply_latency_seconds_count"), 0);
+    ASSERT_GE(scrape_value(after, "baton_leader_changes_total"), 1);
+    ASSERT_GT(scrape_value(after, "baton_raft_term"), 0);
     free(before);
     free(after);
     /* A follower applies the same grants. */
     before = scrape(&C, (l + 1) % 3);
     check_format(before);
-    ASSERT_EQ(value_of(before, "baton_raft_role"), 1);
-    ASSERT_GE(value_of(before, "baton_grants_total"), 2);
+    ASSERT_EQ(scrape_value(before, "baton_raft_role"), 1);
+    ASSERT_GE(scrape_value(before, "baton_grants_total"), 2);
     free(before);
 
     ASSERT_EQ(cluster_stop(&C), 0);
@@ -333,16 +323,16 @@ TEST(hostile_lock_name_stays_escaped)
         NULL)
         FAIL("no escaped queue line in:\n%s", strstr(text, "# HELP baton_lock_queue_length"));
     ASSERT(strstr(text, "\nbaton_fake_total") == NULL);
-    ASSERT_GE(value_of(text, "baton_acquires_total{outcome=\"queued\"}"), 1);
-    ASSERT_GE(value_of(text, "baton_queue_length_count"), 1);
+    ASSERT_GE(scrape_value(text, "baton_acquires_total{outcome=\"queued\"}"), 1);
+    ASSERT_GE(scrape_value(text, "baton_queue_length_count"), 1);
     free(text);
     ASSERT_EQ(proc_wait(holder, 10000), 0);
     ASSERT_EQ(proc_wait(waiter, 10000), 0);
     /* The waiter was granted: its wait is observed, and its queue left
      * the list of the longest. */
     text = scrape(&C, l);
-    ASSERT_GE(value_of(text, "baton_lock_wait_seconds_count"), 1);
-    ASSERT_GE(value_of(text, "baton_pushes_total{type=\"granted\"}"), 1);
+    ASSERT_GE(scrape_value(text, "baton_lock_wait_seconds_count"), 1);
+    ASSERT_GE(scrape_value(text, "baton_pushes_total{type=\"granted\"}"), 1);
     ASSERT(strstr(text, "baton_lock_queue_length{") == NULL);
     free(text);
     ASSERT_EQ(cluster_stop(&C), 0);

@@ -1,7 +1,7 @@
 /*
- * http_get.c -- one HTTP GET over a plain socket (http_get.h).
+ * scrape.c -- a node's /metrics from the tests (scrape.h).
  */
-#include "tests/lib/http_get.h"
+#include "tests/lib/scrape.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -58,4 +58,13 @@ int http_get(int port, const char *path, char **body)
     *body = strdup(p ? p + 4 : "");
     free(buf);
     return code;
+}
+
+double scrape_value(const char *text, const char *key)
+{
+    size_t n = strlen(key);
+
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, key, n) == 0 && p[n] == ' ') return strtod(p + n + 1, NULL);
+    return -1;
 }
