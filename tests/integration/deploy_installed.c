@@ -18,16 +18,14 @@
  *     are names; every node's /metrics, /healthz and /readyz answer over
  *     HTTP, and the grants counter moves with the traffic. Then a rolling
  *     restart (SIGTERM, restart, caught up, next) of all three nodes while
- *     a client locks and unlocks: no call fails, the session survives,
- *     fences only go up.
+ *     a client locks and unlocks (tests/lib/workload.h): no call fails,
+ *     no lock is lost, the session survives, fences only go up.
  *  2. backup_restored_by_installed_batond: `batonctl snapshot save` from
  *     the installed binaries, `batond --restore` into a new cluster that
  *     then runs from config files; the held lock and its queue are there.
  */
-#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +36,7 @@
 #include "tests/lib/files.h"
 #include "tests/lib/scrape.h"
 #include "tests/lib/runner.h"
+#include "tests/lib/workload.h"
 
 #define TTL_MS 10000
 
@@ -72,62 +71,12 @@ static void wait_http(struct cluster *c, int i, const char *path, int want)
     }
 }
 
-/* Wait until node i has applied what the leader had committed when asked. */
-static void wait_caught_up(struct cluster *c, int i)
-{
-    struct cluster_status st, mine;
-    int64_t deadline = now_ms() + 20000;
-    int l;
-
-    ASSERT_GE(l = cluster_wait_leader(c, 15000), 0);
-    ASSERT_EQ(cluster_node_status(c, l, &st, 2000), 0);
-    while (cluster_node_status(c, i, &mine, 2000) != 0 || mine.applied_index < st.commit_index) {
-        if (now_ms() > deadline) FAIL("node %d did not catch up with index %llu", i + 1,
-                                      (unsigned long long)st.commit_index);
-        sleep_ms(50);
-    }
-}
-
-struct churn {
-    baton_t *b;
-    atomic_bool *stop;
-    int errors;
-    uint64_t cycles, last_fence, session;
-    pthread_t t;
-};
-
-/* Lock and unlock "roll" until told to stop; a failed call counts. */
-static void *churn_run(void *arg)
-{
-    struct churn *ch = arg;
-    baton_lock_t *l;
-
-    while (!atomic_load(ch->stop)) {
-        int rv = baton_lock_timeout(ch->b, "roll", 30000, &l);
-        if (rv != 0) {
-            fprintf(stderr, "# churn: lock: %s (%s)\n", baton_strerror(rv), baton_errmsg(ch->b));
-            ch->errors++;
-            continue;
-        }
-        if (baton_lock_fence(l) <= ch->last_fence) ch->errors++;
-        ch->last_fence = baton_lock_fence(l);
-        rv = baton_unlock(l);
-        if (rv != 0) {
-            fprintf(stderr, "# churn: unlock: %s (%s)\n", baton_strerror(rv),
-                    baton_errmsg(ch->b));
-            ch->errors++;
-        }
-        ch->cycles++;
-    }
-    return NULL;
-}
-
 TEST(installed_nodes_from_config_files)
 {
-    static atomic_bool stop;
     struct cluster c;
     struct ctl_result r;
-    struct churn ch = {.stop = &stop};
+    /* The load of the rolling restart: one worker, one lock. */
+    struct workload w = {.n_workers = 1, .n_locks = 1, .prefix = "roll", .lock_wait_ms = 30000};
     baton_t *b;
     baton_lock_t *l;
     char *text;
@@ -164,29 +113,33 @@ TEST(installed_nodes_from_config_files)
     free(text);
     ASSERT_GE(grants_after, grants_before + 10);
 
+    baton_close(b);
+
     /* A rolling restart under load: each node stopped with SIGTERM,
-     * started again from its config file, caught up, then the next. */
-    ch.b = b;
-    ch.session = baton_session_id(b);
-    atomic_store(&stop, false);
-    ASSERT_EQ(pthread_create(&ch.t, NULL, churn_run, &ch), 0);
+     * started again from its config file, caught up, then the next. The
+     * worker's session (the same options as connect_to's) survives it. */
+    cluster_client_opts(&c, &w.opts);
+    w.opts.client_name = "deploy-roll";
+    w.opts.session_ttl_ms = TTL_MS;
+    workload_start(&w);
     sleep_ms(300);
     for (int i = 0; i < 3; i++) {
         ASSERT_EQ(cluster_kill(&c, i, SIGTERM), 0);
         ASSERT_EQ(cluster_restart(&c, i), 0);
-        wait_caught_up(&c, i);
+        ASSERT_EQ(cluster_wait_caught_up(&c, i, 20000), 0);
         sleep_ms(300);
     }
-    atomic_store(&stop, true);
-    pthread_join(ch.t, NULL);
-    printf("# rolling restart: %llu cycles, %d errors\n", (unsigned long long)ch.cycles,
-           ch.errors);
-    ASSERT_EQ(ch.errors, 0);
-    ASSERT_GT(ch.cycles, 0);
-    ASSERT_UEQ(baton_session_id(b), ch.session);
+    workload_stop(&w);
+    printf("# rolling restart: %ld cycles, %d errors, %d violations, %d lost\n",
+           atomic_load(&w.cycles), atomic_load(&w.errors), atomic_load(&w.violations),
+           atomic_load(&w.lost));
+    ASSERT_EQ(atomic_load(&w.errors), 0);
+    ASSERT_EQ(atomic_load(&w.violations), 0);
+    ASSERT_EQ(atomic_load(&w.lost), 0);
+    ASSERT_GT(atomic_load(&w.cycles), 0);
+    ASSERT_GT(w.workers[0].session_before, 0);
+    ASSERT_UEQ(w.workers[0].session_after, w.workers[0].session_before);
     ASSERT_EQ(cluster_digests_agree(&c, 20000), 0);
-
-    baton_close(b);
     ASSERT_EQ(cluster_stop(&c), 0);
 }
 

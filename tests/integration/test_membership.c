@@ -21,7 +21,6 @@
 #include <dirent.h>
 #include <netinet/in.h>
 #include <limits.h>
-#include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -41,6 +40,7 @@
 #include "tests/lib/jsonget.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/runner.h"
+#include "tests/lib/workload.h"
 
 static struct cluster C;
 
@@ -69,122 +69,6 @@ static void ctl_expect(int want, struct ctl_result *r, const char *const *args)
     if (st != want)
         FAIL("batonctl %s %s exited %d, not %d\n# stdout: %s# stderr: %s", args[0],
              args[1] ? args[1] : "", st, want, r->out, r->err);
-}
-
-/* ---- workers: lock and unlock until told to stop ------------------------ */
-
-#define N_WORKERS 4
-#define N_LOCKS 2
-
-static atomic_int w_stop, w_pause, w_paused;
-static atomic_int w_errors, w_violations, w_lost;
-static atomic_int w_holder[N_LOCKS];
-static atomic_ullong w_last_fence[N_LOCKS];
-static atomic_long w_cycles;
-
-static void on_lost(baton_t *b, const char *lock, uint64_t fence, int why, void *data)
-{
-    (void)b;
-    (void)data;
-    fprintf(stderr, "# lost %s (fence %llu): %s\n", lock, (unsigned long long)fence,
-            baton_err_name(why));
-    atomic_fetch_add(&w_lost, 1);
-}
-
-/* One cycle: lock, check that nobody else holds it and that its fence is
- * above the last one seen for it, unlock. */
-static void cycle(baton_t *b, int k, const char *name)
-{
-    baton_lock_t *l;
-    uint64_t f;
-    int rv = baton_lock(b, name, &l);
-
-    if (rv != 0) {
-        fprintf(stderr, "# baton_lock(%s): %s (%s)\n", name, baton_err_name(rv), baton_errmsg(b));
-        atomic_fetch_add(&w_errors, 1);
-        sleep_ms(20);
-        return;
-    }
-    if (atomic_exchange(&w_holder[k], 1) != 0) atomic_fetch_add(&w_violations, 1);
-    f = baton_lock_fence(l);
-    if (f <= atomic_load(&w_last_fence[k])) {
-        fprintf(stderr, "# %s: fence %llu after %llu\n", name, (unsigned long long)f,
-                (unsigned long long)atomic_load(&w_last_fence[k]));
-        atomic_fetch_add(&w_violations, 1);
-    }
-    atomic_store(&w_last_fence[k], f);
-    atomic_store(&w_holder[k], 0);
-    rv = baton_unlock(l);
-    if (rv != 0) {
-        fprintf(stderr, "# baton_unlock(%s): %s (%s)\n", name, baton_err_name(rv),
-                baton_errmsg(b));
-        atomic_fetch_add(&w_errors, 1);
-        return;
-    }
-    atomic_fetch_add(&w_cycles, 1);
-}
-
-static void *worker(void *arg)
-{
-    int k = (int)(intptr_t)arg % N_LOCKS;
-    char name[16];
-    /* The three nodes the cluster started with, node 1 included: its
-     * removal must not strand this client. */
-    baton_t *b = connect_to(cluster_endpoints(&C), "member-worker");
-
-    snprintf(name, sizeof name, "m%d", k);
-    baton_on_lost(b, on_lost, NULL);
-    while (!atomic_load(&w_stop)) {
-        if (atomic_load(&w_pause)) {
-            atomic_fetch_add(&w_paused, 1);
-            while (atomic_load(&w_pause) && !atomic_load(&w_stop)) sleep_ms(5);
-            atomic_fetch_sub(&w_paused, 1);
-            continue;
-        }
-        cycle(b, k, name);
-    }
-    baton_close(b);
-    return NULL;
-}
-
-static void workers_reset(void)
-{
-    atomic_store(&w_stop, 0);
-    atomic_store(&w_pause, 0);
-    atomic_store(&w_paused, 0);
-    atomic_store(&w_errors, 0);
-    atomic_store(&w_violations, 0);
-    atomic_store(&w_lost, 0);
-    atomic_store(&w_cycles, 0);
-    for (int k = 0; k < N_LOCKS; k++) {
-        atomic_store(&w_holder[k], 0);
-        atomic_store(&w_last_fence[k], 0);
-    }
-}
-
-/* Wait until the workers have done n more cycles (at most 30 s). */
-static void wait_cycles(long n, const char *when)
-{
-    long target = atomic_load(&w_cycles) + n;
-    int64_t deadline = now_ms() + 30000;
-
-    while (atomic_load(&w_cycles) < target) {
-        if (now_ms() > deadline)
-            FAIL("%s: the workers did %ld cycles, not %ld", when, atomic_load(&w_cycles), target);
-        sleep_ms(20);
-    }
-}
-
-/* Hold the workers between two cycles (each finishes the one it is in). */
-static void workers_pause(void)
-{
-    int64_t deadline = now_ms() + 30000;
-
-    atomic_store(&w_pause, 1);
-    while (atomic_load(&w_paused) < N_WORKERS) {
-        if (now_ms() > deadline) FAIL("the workers did not pause");
-        sleep_ms(5);
-    }
 }
 
 /* ---- state ------------------------------------------------------------------ */
@@ -219,20 +103,6 @@ static uint64_t wait_same_state(const int *idx, int n)
         fprintf(stderr, "# node %u: applied %llu digest %016llx\n", C.nodes[idx[i]].id,
                 (unsigned long long)st[i].applied_index, (unsigned long long)st[i].state_digest);
     FAIL("the nodes never reached the same state");
-}
-
-/* Wait until node i has applied at least `index` (at most 20 s). */
-static void wait_applied(int i, uint64_t index)
-{
-    struct cluster_status st = {0};
-    int64_t deadline = now_ms() + 20000;
-
-    while (cluster_node_status(&C, i, &st, 1000) != 0 || st.applied_index < index) {
-        if (now_ms() > deadline)
-            FAIL("node %u applied %llu, never %llu", C.nodes[i].id,
-                 (unsigned long long)st.applied_index, (unsigned long long)index);
-        sleep_ms(50);
-    }
 }
 
 /* Make node `want` (an index) the leader, or, with want < 0, any node but
@@ -284,9 +154,14 @@ static void replace_node_1(bool node1_leads, bool via_snapshot)
 {
     const struct cluster_opts opts = {.extra_args = via_snapshot ? small_snapshots : NULL};
     const int all4[] = {0, 1, 2, 3}, rest[] = {1, 2, 3};
-    pthread_t t[N_WORKERS];
+    /* Four workers on two locks. Their endpoints are the three nodes the
+     * cluster started with, node 1 included: its removal must not strand
+     * them. */
+    struct workload w = {.opts = {.client_name = "member-worker", .connect_timeout_ms = 15000},
+                         .n_workers = 4,
+                         .n_locks = 2,
+                         .prefix = "m"};
     struct ctl_result r;
-    struct cluster_status st;
     char spec[64], ep4[32];
     int leader, n4;
     baton_t *b;
@@ -294,9 +169,9 @@ static void replace_node_1(bool node1_leads, bool via_snapshot)
 
     ASSERT_EQ(cluster_start_opts(&C, 3, &opts), 0);
     ASSERT_GE(cluster_wait_leader(&C, 15000), 0);
-    workers_reset();
-    for (int i = 0; i < N_WORKERS; i++) pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
-    wait_cycles(via_snapshot ? 200 : 50, "before the add");
+    w.opts.endpoints = cluster_endpoints(&C);
+    workload_start(&w);
+    workload_wait_cycles(&w, via_snapshot ? 200 : 50, "before the add");
     if (via_snapshot) {
         /* 400 entries and more: every node has snapshotted and dropped the
          * start of its log. */
@@ -318,14 +193,11 @@ static void replace_node_1(bool node1_leads, bool via_snapshot)
     /* 2. It catches up under load: it applies what the leader had
      * committed after the add, and, with the workers held for a moment,
      * all four stand at the same applied index with the same digest. */
-    leader = cluster_wait_leader(&C, 15000);
-    ASSERT_GE(leader, 0);
-    ASSERT_EQ(cluster_node_status(&C, leader, &st, 2000), 0);
-    wait_applied(n4, st.commit_index);
-    wait_cycles(50, "after the add");
-    workers_pause();
+    ASSERT_EQ(cluster_wait_caught_up(&C, n4, 20000), 0);
+    workload_wait_cycles(&w, 50, "after the add");
+    workload_pause(&w);
     wait_same_state(all4, 4);
-    atomic_store(&w_pause, 0);
+    workload_resume(&w);
 
     /* Node 4 knows every member's client address from the replicated
      * state (its own --cluster names only itself): it redirects a client
@@ -344,7 +216,7 @@ static void replace_node_1(bool node1_leads, bool via_snapshot)
     /* 3. Node 1 leads, or does not, as this run wants. */
     leader = arrange_leader(node1_leads ? 0 : -1, 0);
     ASSERT_EQ(leader == 0, node1_leads);
-    wait_cycles(20, "after arranging the leader");
+    workload_wait_cycles(&w, 20, "after arranging the leader");
 
     /* 4. Remove node 1 (a leader hands leadership away first). */
     ctl_expect(0, &r, (const char *[]){"-o", "json", "member", "remove", "1", NULL});
@@ -361,23 +233,22 @@ static void replace_node_1(bool node1_leads, bool via_snapshot)
     ASSERT_EQ(baton_lock(b, "after-remove", &l), 0);
     ASSERT_EQ(baton_unlock(l), 0);
     baton_close(b);
-    wait_cycles(50, "after the removal");
+    workload_wait_cycles(&w, 50, "after the removal");
 
     /* 5. Stop node 1; the workers, whose lists still name it, carry on. */
     ASSERT_EQ(cluster_kill(&C, 0, SIGTERM), 0);
-    wait_cycles(100, "after node 1 stopped");
+    workload_wait_cycles(&w, 100, "after node 1 stopped");
 
     /* Node 4, in none of the workers' lists, becomes the leader: they
      * follow the redirects to its address and carry on. */
     ASSERT_EQ(arrange_leader(n4, -1), n4);
-    wait_cycles(100, "with node 4 leading");
+    workload_wait_cycles(&w, 100, "with node 4 leading");
 
-    atomic_store(&w_stop, 1);
-    for (int i = 0; i < N_WORKERS; i++) pthread_join(t[i], NULL);
-    fprintf(stderr, "# %ld cycles\n", atomic_load(&w_cycles));
-    ASSERT_EQ(atomic_load(&w_errors), 0);
-    ASSERT_EQ(atomic_load(&w_violations), 0);
-    ASSERT_EQ(atomic_load(&w_lost), 0);
+    workload_stop(&w);
+    fprintf(stderr, "# %ld cycles\n", atomic_load(&w.cycles));
+    ASSERT_EQ(atomic_load(&w.errors), 0);
+    ASSERT_EQ(atomic_load(&w.violations), 0);
+    ASSERT_EQ(atomic_load(&w.lost), 0);
 
     /* 6. Nodes 2, 3 and 4 hold the same state, and batonctl status lists
      * exactly them, without a divergence warning. */

@@ -23,7 +23,6 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -41,97 +40,13 @@
 #include "tests/lib/cluster.h"
 #include "tests/lib/files.h"
 #include "tests/lib/runner.h"
+#include "tests/lib/workload.h"
 
 static struct cluster C;
 
-/* ---- workers: lock and unlock until told to stop ------------------------ */
-
-#define N_WORKERS 4
-#define N_LOCKS 2
-
-static atomic_int w_stop, w_ready;
-static atomic_int w_errors, w_violations, w_lost;
-static atomic_int w_holder[N_LOCKS];
-static atomic_ullong w_last_fence[N_LOCKS];
-static atomic_long w_cycles;
-static uint64_t w_session_before[N_WORKERS], w_session_after[N_WORKERS];
-
-static void on_lost(baton_t *b, const char *lock, uint64_t fence, int why, void *data)
-{
-    (void)b;
-    (void)data;
-    fprintf(stderr, "# lost %s (fence %llu): %s\n", lock, (unsigned long long)fence,
-            baton_err_name(why));
-    atomic_fetch_add(&w_lost, 1);
-}
-
-/* One cycle: lock, check that nobody else holds it and that its fence is
- * above the last one seen for it, unlock. */
-static void cycle(baton_t *b, int k, const char *name)
-{
-    baton_lock_t *l;
-    uint64_t f;
-    int rv = baton_lock(b, name, &l);
-
-    if (rv != 0) {
-        fprintf(stderr, "# baton_lock(%s): %s (%s)\n", name, baton_err_name(rv), baton_errmsg(b));
-        atomic_fetch_add(&w_errors, 1);
-        sleep_ms(20);
-        return;
-    }
-    if (atomic_exchange(&w_holder[k], 1) != 0) atomic_fetch_add(&w_violations, 1);
-    f = baton_lock_fence(l);
-    if (f <= atomic_load(&w_last_fence[k])) {
-        fprintf(stderr, "# %s: fence %llu after %llu\n", name, (unsigned long long)f,
-                (unsigned long long)atomic_load(&w_last_fence[k]));
-        atomic_fetch_add(&w_violations, 1);
-    }
-    atomic_store(&w_last_fence[k], f);
-    sleep_ms(2); /* a light load: a few hundred cycles a second in all */
-    atomic_store(&w_holder[k], 0);
-    rv = baton_unlock(l);
-    if (rv != 0) {
-        fprintf(stderr, "# baton_unlock(%s): %s (%s)\n", name, baton_err_name(rv),
-                baton_errmsg(b));
-        atomic_fetch_add(&w_errors, 1);
-        return;
-    }
-    atomic_fetch_add(&w_cycles, 1);
-}
-
-static void *worker(void *arg)
-{
-    int i = (int)(intptr_t)arg, k = i % N_LOCKS;
-    baton_opts o = {.client_name = "restart-worker", .connect_timeout_ms = 15000};
-    baton_t *b = NULL;
-    char name[16];
-    int rv;
-
-    cluster_client_opts(&C, &o);
-    rv = baton_connect(&o, &b);
-    if (rv != 0) FAIL("baton_connect: %s: %s", baton_err_name(rv), baton_connect_errmsg());
-    w_session_before[i] = baton_session_id(b);
-    atomic_fetch_add(&w_ready, 1);
-    snprintf(name, sizeof name, "r%d", k);
-    baton_on_lost(b, on_lost, NULL);
-    while (!atomic_load(&w_stop)) cycle(b, k, name);
-    w_session_after[i] = baton_session_id(b);
-    baton_close(b);
-    return NULL;
-}
-
-/* Wait until the workers have done n more cycles (at most 30 s). */
-static void wait_cycles(long n, const char *when)
-{
-    long target = atomic_load(&w_cycles) + n;
-    int64_t deadline = now_ms() + 30000;
-
-    while (atomic_load(&w_cycles) < target) {
-        if (now_ms() > deadline)
-            FAIL("%s: the workers did %ld cycles, not %ld", when, atomic_load(&w_cycles), target);
-        sleep_ms(10);
-    }
-}
+/* The load of the rolling restart: four workers on two locks, each grant
+ * held 2 ms -- a light load, a few hundred cycles a second in all. */
+static struct workload W = {.n_workers = 4, .n_locks = 2, .prefix = "r", .hold_ms = 2};
 
 /* ---- the cluster's state ------------------------------------------------ */
 
@@ -143,22 +58,6 @@ static int leader_status(struct cluster_status *st)
     ASSERT_GE(leader, 0);
     ASSERT_EQ(cluster_node_status(&C, leader, st, 2000), 0);
     return leader;
-}
-
-/* Wait (at most 20 s) until node i has applied what the leader had
- * applied when this was called: it is back and caught up. */
-static void wait_caught_up(int i)
-{
-    struct cluster_status lst, st = {0};
-    int64_t deadline = now_ms() + 20000;
-
-    leader_status(&lst);
-    while (cluster_node_status(&C, i, &st, 1000) != 0 || st.applied_index < lst.applied_index) {
-        if (now_ms() > deadline)
-            FAIL("node %u applied %llu, never %llu", C.nodes[i].id,
-                 (unsigned long long)st.applied_index, (unsigned long long)lst.applied_index);
-        sleep_ms(20);
-    }
 }
 
 /* Does node i's log contain s? (its last 64 KiB) */
@@ -191,37 +90,37 @@ static void restart_node(int i)
         }
         ASSERT_UEQ(after.term, before.term + 1);
     }
-    wait_cycles(20, "after the stop");
+    workload_wait_cycles(&W, 20, "after the stop");
     ASSERT_EQ(cluster_restart(&C, i), 0);
-    wait_caught_up(i);
-    wait_cycles(20, "after the restart");
+    ASSERT_EQ(cluster_wait_caught_up(&C, i, 20000), 0);
+    workload_wait_cycles(&W, 20, "after the restart");
 }
 
 TEST(rolling_restart_under_load)
 {
-    pthread_t t[N_WORKERS];
     struct cluster_status st;
     int first;
 
     ASSERT_EQ(cluster_start(&C, 3), 0);
     first = leader_status(&st);
-    for (int i = 0; i < N_WORKERS; i++) pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
-    while (atomic_load(&w_ready) < N_WORKERS) sleep_ms(10);
-    wait_cycles(50, "before the restarts");
+    cluster_client_opts(&C, &W.opts);
+    W.opts.client_name = "restart-worker";
+    W.opts.connect_timeout_ms = 15000;
+    workload_start(&W);
+    workload_wait_cycles(&W, 50, "before the restarts");
     /* The followers first, then the leader, then the rest: every node
      * twice, the leader's stop among them whoever leads. */
     for (int round = 0; round < 2; round++)
         for (int k = 1; k <= 3; k++) restart_node((first + k) % 3);
-    wait_cycles(50, "at the end");
-    atomic_store(&w_stop, 1);
-    for (int i = 0; i < N_WORKERS; i++) pthread_join(t[i], NULL);
-    fprintf(stderr, "# %ld cycles\n", atomic_load(&w_cycles));
-    ASSERT_EQ(atomic_load(&w_errors), 0);
-    ASSERT_EQ(atomic_load(&w_violations), 0);
-    ASSERT_EQ(atomic_load(&w_lost), 0);
-    for (int i = 0; i < N_WORKERS; i++) {
-        ASSERT_GT(w_session_before[i], 0);
-        ASSERT_UEQ(w_session_after[i], w_session_before[i]);
+    workload_wait_cycles(&W, 50, "at the end");
+    workload_stop(&W);
+    fprintf(stderr, "# %ld cycles\n", atomic_load(&W.cycles));
+    ASSERT_EQ(atomic_load(&W.errors), 0);
+    ASSERT_EQ(atomic_load(&W.violations), 0);
+    ASSERT_EQ(atomic_load(&W.lost), 0);
+    for (int i = 0; i < W.n_workers; i++) {
+        ASSERT_GT(W.workers[i].session_before, 0);
+        ASSERT_UEQ(W.workers[i].session_after, W.workers[i].session_before);
     }
     ASSERT_EQ(cluster_digests_agree(&C, 20000), 0);
     ASSERT_EQ(cluster_stop(&C), 0);

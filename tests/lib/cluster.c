@@ -785,6 +785,32 @@ int cluster_kill(struct cluster *c, int i, int sig)
     return code;
 }
 
+int cluster_wait_caught_up(struct cluster *c, int i, int timeout_ms)
+{
+    int64_t deadline = now_ms() + timeout_ms;
+    struct cluster_status lst, st = {0};
+    int leader;
+
+    if (i < 0 || i >= c->n) return -1;
+    leader = cluster_wait_leader(c, timeout_ms);
+    if (leader < 0) return -1;
+    if (cluster_node_status(c, leader, &lst, 2000) != 0) {
+        fprintf(stderr, "# cluster: the leader, node %u, does not answer STATUS\n",
+                c->nodes[leader].id);
+        return -1;
+    }
+    while (cluster_node_status(c, i, &st, 1000) != 0 || st.applied_index < lst.commit_index) {
+        if (now_ms() > deadline) {
+            fprintf(stderr, "# cluster: node %u applied %llu, never %llu (node %u's commit index)\n",
+                    c->nodes[i].id, (unsigned long long)st.applied_index,
+                    (unsigned long long)lst.commit_index, c->nodes[leader].id);
+            return -1;
+        }
+        sleep_ms(20);
+    }
+    return 0;
+}
+
 int cluster_digests_agree(struct cluster *c, int timeout_ms)
 {
     int64_t deadline = now_ms() + timeout_ms;

@@ -207,6 +207,16 @@ int cluster_wait_node(struct cluster *c, int i, int timeout_ms);
 int cluster_kill(struct cluster *c, int i, int sig);
 
 /*
+ * Wait (at most timeout_ms in all) until node i has applied every entry the
+ * leader had committed when this was called: it is back and caught up.
+ * The leader is found with cluster_wait_leader (within the same bound) and
+ * asked for STATUS once. 0, or -1 after saying why on stderr (no leader,
+ * the leader not answering, node i behind or not answering at the
+ * deadline).
+ */
+int cluster_wait_caught_up(struct cluster *c, int i, int timeout_ms);
+
+/*
  * Wait (at most timeout_ms) until every running node stands at the same
  * applied index, then check that they report the same state digest. 0, or
  * -1 after saying why on stderr (digests differ, no common index in time,
