@@ -45,7 +45,7 @@ static const struct cluster_opts deployed = {
 
 static baton_t *connect_to(struct cluster *c, const char *name)
 {
-    baton_opts o;
+    baton_opts o = {0};
     baton_t *b = NULL;
 
     cluster_client_opts(c, &o);
