@@ -61,7 +61,11 @@ int main(int argc, char **argv)
     log_set_format(cfg.log_format);
     log_set_node(cfg.node.id);
     signal(SIGPIPE, SIG_IGN);
-    if (cfg.restore != NULL) return restore_run(&cfg);
+    if (cfg.restore != NULL) {
+        rv = restore_run(&cfg);
+        config_free(&cfg);
+        return rv;
+    }
     raise_nofile_limit();
 
     snprintf(raft_dir, sizeof raft_dir, "%s/raft", cfg.data_dir);
