@@ -6,8 +6,16 @@
  * blocking call hands its request to that thread and waits for its own
  * completion. A baton_t may be shared by many threads: every call below is
  * thread-safe, and lock/unlock calls from different threads proceed
- * concurrently (several threads of one baton_t waiting for the same lock are
- * queued in the cluster like separate clients and exclude each other).
+ * concurrently. All threads of a baton_t share its one session: a lock call
+ * for a name the session already holds or waits for fails at once with
+ * BATON_EDEADLK (it would wait behind itself) unless it is reentrant
+ * (baton_lock_args); threads that contend for one lock need a baton_t each.
+ *
+ * ABI: libbaton.so.3. baton_lock_args grew (mode, limit, reentrant: lock
+ * modes, protocol version 4), which changes the layout a caller's struct
+ * has, so the soname went from libbaton.so.2 to libbaton.so.3: a program
+ * built against .so.2 keeps loading .so.2. New fields are only ever added
+ * at the end, and a zero-initialised struct keeps its meaning.
  *
  * Errors: every call returns 0 on success or a negative BATON_E* code
  * (client/baton_defs.h); baton_strerror() gives a short text and
