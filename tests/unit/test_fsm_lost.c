@@ -212,7 +212,11 @@ TEST(lost_record_counts_toward_the_session_limit)
         }
     }
     ASSERT_EQ(run(&f, c_acq(a, seq++, BATON_WAIT_TRY, "more")).status, BATON_ELIMIT);
-    fence = info(&f, "k0").fence;
+    {
+        struct msg_lock_info_r i = info(&f, "k0");
+        fence = i.fence;
+        store_lock_info_free(&i);
+    }
     ASSERT_EQ(run(&f, c_force2("k0", fence, CMD_FORCE_NOW)).status, 0);
     ASSERT_EQ(run(&f, c_acq(a, seq++, BATON_WAIT_TRY, "more")).status, BATON_ELIMIT);
     ASSERT_EQ(run(&f, c_rel(a, seq++, fence, "k0")).status, BATON_ELOST);
