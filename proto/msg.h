@@ -76,6 +76,19 @@
  *    for none, and a positive value for that many ms, which the server
  *    bounds. Anything below -1 is malformed. A RELEASE, a CLOSE_SESSION or
  *    an operator's forced release frees the lock at once, without a delay.
+ *  - ACQUIRE's mode, limit and reentrant (protocol 4; docs/design.md, "Lock
+ *    modes"): mode BATON_MODE_SHARED asks for a shared hold (any number of
+ *    shared holders or one exclusive one, FIFO: a shared request behind a
+ *    waiting exclusive one waits); limit N > 1 makes the name a semaphore
+ *    of N (0 or 1: an ordinary lock), fixed by the request that creates it
+ *    while it has holders or waiters: another limit gets RESULT
+ *    (BATON_EINVAL) whose value is the current limit; reentrant 1 gives a
+ *    session that holds the name a second handle at once (same fence).
+ *    A session that holds or waits for the name otherwise gets RESULT
+ *    (BATON_EDEADLK). A mode other than 0 or 1, a limit above
+ *    BATON_MAX_LIMIT, reentrant other than 0 or 1, or a shared request with
+ *    a limit above 1 gets ERROR(BATON_EINVAL). A release, expiry or end of
+ *    a wait may grant several waiters at once: one GRANTED push each.
  *  - LOST tells a session that a lock it held (the hold won by the ACQUIRE
  *    whose seq is `waiter`, with that fence) was taken away without a
  *    RELEASE: status BATON_ESESSION when the session expired, BATON_ELOST
