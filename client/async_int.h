@@ -186,6 +186,9 @@ struct baton__req {
     uint64_t safety_at;             /* ACQUIRE, wait_ms > 0: CANCEL from then */
     int64_t wait_ms;                /* ACQUIRE */
     int32_t lock_delay_ms;          /* ACQUIRE: as asked (0 server default, -1 none) */
+    uint8_t mode;                   /* ACQUIRE: BATON_MODE_* */
+    uint32_t limit;                 /* ACQUIRE: 0/1 ordinary lock, N semaphore */
+    uint8_t reentrant;              /* ACQUIRE: 1 = reentrant */
     uint64_t fence;                 /* RELEASE: to release; ACQUIRE, K_HELD: granted */
     uint64_t target;                /* CANCEL: the waiter (ACQUIRE id); K_HELD:
                                        the RELEASE in flight while RELEASING */

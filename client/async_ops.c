@@ -79,6 +79,9 @@ void baton__req_send(baton_async_t *ac, struct baton__req *r)
             .keep = keep,
             .wait_ms = r->wait_ms,
             .lock_delay_ms = r->lock_delay_ms,
+            .mode = r->mode,
+            .limit = r->limit,
+            .reentrant = r->reentrant,
             .fence = r->fence,
             .waiter = r->target,
             .lock = {r->name, r->name_len},
@@ -388,6 +391,18 @@ static void on_acquire_result(baton_async_t *ac, struct baton__req *r, int statu
 {
     if (status == BATON_ESESSION) {
         session_gone(ac);
+        return;
+    }
+    if (status == BATON_EINVAL && value != 0 && why == NULL) {
+        /* The state machine's refusal of a limit: value is the lock's. */
+        char text[128];
+        snprintf(text, sizeof text,
+                 value > 1 ? "the lock is a semaphore of %llu (its limit is fixed while it is "
+                             "held or waited for; shared requests are refused on a semaphore)"
+                           : "the lock is an ordinary lock (limit %llu) while it is held or "
+                             "waited for",
+                 (unsigned long long)value);
+        not_granted(ac, r, status, text);
         return;
     }
     if (status < 0) {
@@ -741,7 +756,9 @@ int baton_async_lock_with(baton_async_t *ac, const char *name, const baton_lock_
     int rv;
 
     if (ac == NULL || a == NULL || check_name(name, &n) != 0 || a->wait_ms < BATON_WAIT_FOREVER ||
-        a->lock_delay_ms < BATON_LOCK_DELAY_NONE)
+        a->lock_delay_ms < BATON_LOCK_DELAY_NONE || a->mode > BATON_MODE_SHARED ||
+        a->limit > BATON_MAX_LIMIT || a->reentrant > 1 ||
+        (a->limit > 1 && a->mode == BATON_MODE_SHARED))
         return BATON_EINVAL;
     wait_ms = a->wait_ms;
     rv = check_session(ac);
@@ -759,6 +776,9 @@ int baton_async_lock_with(baton_async_t *ac, const char *name, const baton_lock_
     r->cb.lock = cb;
     r->wait_ms = wait_ms;
     r->lock_delay_ms = a->lock_delay_ms;
+    r->mode = a->mode;
+    r->limit = a->limit;
+    r->reentrant = a->reentrant;
     now = baton__now();
     if (wait_ms > 0) r->safety_at = now + (uint64_t)wait_ms + ac->op_timeout_ms;
     baton__set_deadline(ac, r, now + ac->op_timeout_ms);

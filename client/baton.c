@@ -52,8 +52,7 @@ struct bop {
     baton_t *b;
     int type;
     const char *name;
-    int64_t wait_ms;
-    int32_t lock_delay_ms;
+    baton_lock_args args; /* BOP_LOCK: wait_ms, lock_delay_ms, mode, limit, reentrant */
     uint64_t fence;
     pthread_cond_t cv;
     /* Results, written by the I/O thread under b->mu. */
@@ -277,8 +276,7 @@ static void io_start(baton_t *b, struct bop *op)
 
     switch (op->type) {
     case BOP_LOCK:
-        rv = baton_async_lock_with(b->ac, op->name,
-                                   &(baton_lock_args){op->wait_ms, op->lock_delay_ms}, lock_cb, op);
+        rv = baton_async_lock_with(b->ac, op->name, &op->args, lock_cb, op);
         break;
     case BOP_UNLOCK:
         rv = baton_async_unlock(b->ac, op->name, op->fence, unlock_cb, op);
@@ -368,7 +366,7 @@ static int submit(baton_t *b, struct bop *op)
     return op->status;
 }
 
-static int lock_common(baton_t *b, const char *name, int64_t wait_ms, int32_t lock_delay_ms,
+static int lock_common(baton_t *b, const char *name, const baton_lock_args *a,
                        baton_lock_t **out, const char *fn)
 {
     struct bop op;
@@ -397,13 +395,12 @@ static int lock_common(baton_t *b, const char *name, int64_t wait_ms, int32_t lo
     }
     bop_init(&op, BOP_LOCK);
     op.name = name;
-    op.wait_ms = wait_ms;
-    op.lock_delay_ms = lock_delay_ms;
+    op.args = *a;
     rv = submit(b, &op);
     pthread_cond_destroy(&op.cv);
     /* For a try or an unbounded wait, a timeout can only mean that the
      * cluster did not answer: baton.h calls that BATON_EUNAVAIL. */
-    if (rv == BATON_ETIMEDOUT && wait_ms <= 0) rv = BATON_EUNAVAIL;
+    if (rv == BATON_ETIMEDOUT && a->wait_ms <= 0) rv = BATON_EUNAVAIL;
     if (rv != 0) {
         set_err(b, "%s '%s': %s", fn, name, op.errmsg);
         free(l);
@@ -419,27 +416,31 @@ static int lock_common(baton_t *b, const char *name, int64_t wait_ms, int32_t lo
 
 int baton_lock(baton_t *b, const char *name, baton_lock_t **out)
 {
-    return lock_common(b, name, BATON_WAIT_FOREVER, BATON_LOCK_DELAY_DEFAULT, out, "baton_lock");
+    return lock_common(b, name, &(baton_lock_args){.wait_ms = BATON_WAIT_FOREVER}, out,
+                       "baton_lock");
 }
 
 int baton_trylock(baton_t *b, const char *name, baton_lock_t **out)
 {
-    return lock_common(b, name, BATON_WAIT_TRY, BATON_LOCK_DELAY_DEFAULT, out, "baton_trylock");
+    return lock_common(b, name, &(baton_lock_args){.wait_ms = BATON_WAIT_TRY}, out,
+                       "baton_trylock");
 }
 
 int baton_lock_timeout(baton_t *b, const char *name, int64_t ms, baton_lock_t **out)
 {
-    return lock_common(b, name, ms < 0 ? BATON_WAIT_FOREVER : ms, BATON_LOCK_DELAY_DEFAULT, out,
-                       "baton_lock_timeout");
+    return lock_common(b, name, &(baton_lock_args){.wait_ms = ms < 0 ? BATON_WAIT_FOREVER : ms},
+                       out, "baton_lock_timeout");
 }
 
 int baton_lock_with(baton_t *b, const char *name, const baton_lock_args *a, baton_lock_t **out)
 {
-    if (a == NULL || a->wait_ms < BATON_WAIT_FOREVER || a->lock_delay_ms < BATON_LOCK_DELAY_NONE) {
+    if (a == NULL || a->wait_ms < BATON_WAIT_FOREVER || a->lock_delay_ms < BATON_LOCK_DELAY_NONE ||
+        a->mode > BATON_MODE_SHARED || a->limit > BATON_MAX_LIMIT || a->reentrant > 1 ||
+        (a->limit > 1 && a->mode == BATON_MODE_SHARED)) {
         if (out != NULL) *out = NULL;
         return BATON_EINVAL;
     }
-    return lock_common(b, name, a->wait_ms, a->lock_delay_ms, out, "baton_lock_with");
+    return lock_common(b, name, a, out, "baton_lock_with");
 }
 
 uint64_t baton_lock_fence(const baton_lock_t *l)

@@ -6,8 +6,16 @@
  * blocking call hands its request to that thread and waits for its own
  * completion. A baton_t may be shared by many threads: every call below is
  * thread-safe, and lock/unlock calls from different threads proceed
- * concurrently (several threads of one baton_t waiting for the same lock are
- * queued in the cluster like separate clients and exclude each other).
+ * concurrently. All threads of a baton_t share its one session: a lock call
+ * for a name the session already holds or waits for fails at once with
+ * BATON_EDEADLK (it would wait behind itself) unless it is reentrant
+ * (baton_lock_args); threads that contend for one lock need a baton_t each.
+ *
+ * ABI: libbaton.so.3. baton_lock_args grew (mode, limit, reentrant: lock
+ * modes, protocol version 4), which changes the layout a caller's struct
+ * has, so the soname went from libbaton.so.2 to libbaton.so.3: a program
+ * built against .so.2 keeps loading .so.2. New fields are only ever added
+ * at the end, and a zero-initialised struct keeps its meaning.
  *
  * Errors: every call returns 0 on success or a negative BATON_E* code
  * (client/baton_defs.h); baton_strerror() gives a short text and
@@ -178,18 +186,42 @@ BATON_API int baton_lock_timeout(baton_t *b, const char *name, int64_t ms, baton
  *   waiter at once; > 0 keeps it from everyone for that many ms (bounded by
  *   the server's --max-lock-delay), so that a holder that was paused and does
  *   not yet know it lost the lock cannot overlap with the next one.
+ * mode: BATON_MODE_EXCLUSIVE (0, the default) or BATON_MODE_SHARED (any
+ *   number of shared holders, or one exclusive holder; FIFO: a shared
+ *   request behind a waiting exclusive one waits).
+ * limit: 0 or 1 for an ordinary lock; N (2..BATON_MAX_LIMIT) makes the
+ *   name a semaphore of N: at most N holders at once, FIFO. The request
+ *   that creates the name fixes N for as long as it has holders or
+ *   waiters; a request with another limit meanwhile fails with
+ *   BATON_EINVAL (baton_errmsg gives the current one). A semaphore takes
+ *   exclusive (default) requests only: each holds one of its N permits.
+ * reentrant: 1 lets a session that holds the name take it again at once:
+ *   a second handle with the same fence; the lock is released when the
+ *   last handle is unlocked. Without it (0), asking for a name this
+ *   session (this baton_t: all its threads) holds or waits for fails at
+ *   once with BATON_EDEADLK; so does a reentrant request of a session that
+ *   only waits for it, or an exclusive one on its shared hold (an upgrade).
+ * Zero-initialise the struct ({0} or designated initialisers): fields may
+ * be added at the end in later versions (libbaton.so.3 added the last
+ * three). BATON_WAIT_*, BATON_LOCK_DELAY_*, BATON_MODE_* and
+ * BATON_MAX_LIMIT are defined in baton_defs.h.
  */
-/* BATON_WAIT_* and BATON_LOCK_DELAY_* are defined in baton_defs.h. */
-
 typedef struct baton_lock_args {
     int64_t wait_ms;
     int32_t lock_delay_ms;
+    uint8_t mode;
+    uint32_t limit;
+    uint8_t reentrant;
 } baton_lock_args;
 
 /*
  * Acquire lock `name` with the options in *a (copied).
- * @return as baton_lock_timeout; BATON_EINVAL also for wait_ms < -1 or
- *         lock_delay_ms < -1.
+ * @return as baton_lock_timeout; BATON_EINVAL also for wait_ms < -1,
+ *         lock_delay_ms < -1, a mode other than the two, a limit above
+ *         BATON_MAX_LIMIT, reentrant other than 0 or 1, a shared request
+ *         with a limit above 1, or a limit other than the name's current
+ *         one; BATON_EDEADLK (this session holds or waits for the name:
+ *         see reentrant above).
  */
 BATON_API int baton_lock_with(baton_t *b, const char *name, const baton_lock_args *a,
                               baton_lock_t **out);

@@ -324,8 +324,9 @@ BATON_API int baton_async_open(baton_async_t *ac, baton_async_open_cb *cb, void 
  *                     once wait_ms + op_timeout_ms have passed.
  * @param[in] cb       may be NULL (but then a granted lock can only be
  *                     released by closing the session).
- * Several calls for the same name on one context queue like separate
- * clients: each is its own waiter and they exclude each other.
+ * A context is one session: a call for a name it already holds or waits
+ * for ends with BATON_EDEADLK (its callback, at once) unless it is
+ * reentrant (baton_async_lock_with); a session never waits behind itself.
  * The callback's BATON_ESESSION means that the session ended while the
  * call was pending (see "A fresh session" above); the next call opens a
  * fresh session.
@@ -340,8 +341,15 @@ BATON_API int baton_async_lock(baton_async_t *ac, const char *name, int64_t wait
 /*
  * baton_async_lock with the options of baton_lock_args (client/baton.h):
  * a->wait_ms as wait_ms above, a->lock_delay_ms the lock-delay this hold
- * asks for should the session expire while holding it. *a is copied.
- * @return as baton_async_lock; BATON_EINVAL also for lock_delay_ms < -1.
+ * asks for should the session expire while holding it, a->mode, a->limit
+ * and a->reentrant as baton_lock_with (client/baton.h) has them: shared
+ * locks, semaphores, reentrant handles. *a is copied. The callback gets
+ * BATON_EINVAL for a limit other than the name's current one
+ * (baton_async_errmsg gives it) and BATON_EDEADLK when the session holds
+ * or waits for the name (and the call may not reenter its hold).
+ * @return as baton_async_lock; BATON_EINVAL also for lock_delay_ms < -1,
+ *         an unknown mode, a limit above BATON_MAX_LIMIT, reentrant other
+ *         than 0 or 1, or a shared request with a limit above 1.
  */
 BATON_API int baton_async_lock_with(baton_async_t *ac, const char *name, const baton_lock_args *a,
                                     baton_async_lock_cb *cb, void *data);

@@ -41,6 +41,14 @@ extern "C" {
 #define BATON_LOCK_DELAY_DEFAULT 0 /* the server's --lock-delay */
 #define BATON_LOCK_DELAY_NONE (-1) /* no lock-delay */
 
+/* Lock modes (baton_lock_args.mode; docs/design.md, "Lock modes"). */
+#define BATON_MODE_EXCLUSIVE 0  /* one holder (or, on a semaphore, one permit) */
+#define BATON_MODE_SHARED 1     /* any number of shared holders, no exclusive one */
+
+/* The largest semaphore limit (baton_lock_args.limit). 0 and 1 mean an
+ * ordinary lock. */
+#define BATON_MAX_LIMIT 10000
+
 /* The reserved range: every BATON_E* code c has BATON_ERRNO_MIN <= c <= BATON_ERRNO_MAX. */
 #define BATON_ERRNO_MIN (-4099)
 #define BATON_ERRNO_MAX (-4001)
@@ -71,7 +79,8 @@ extern "C" {
     XX(ENOSPC, -4023, "server's data disk is full")                        \
     XX(EAUTH, -4024, "unknown or missing credentials")                      \
     XX(EPERM, -4025, "not allowed for this principal")                      \
-    XX(ETLS, -4026, "TLS handshake or certificate refused")
+    XX(ETLS, -4026, "TLS handshake or certificate refused")                 \
+    XX(EDEADLK, -4027, "this session already holds or waits for the lock")
 
 typedef enum {
 #define XX(name, val, msg) BATON_##name = (val),

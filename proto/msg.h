@@ -76,6 +76,19 @@
  *    for none, and a positive value for that many ms, which the server
  *    bounds. Anything below -1 is malformed. A RELEASE, a CLOSE_SESSION or
  *    an operator's forced release frees the lock at once, without a delay.
+ *  - ACQUIRE's mode, limit and reentrant (protocol 4; docs/design.md, "Lock
+ *    modes"): mode BATON_MODE_SHARED asks for a shared hold (any number of
+ *    shared holders or one exclusive one, FIFO: a shared request behind a
+ *    waiting exclusive one waits); limit N > 1 makes the name a semaphore
+ *    of N (0 or 1: an ordinary lock), fixed by the request that creates it
+ *    while it has holders or waiters: another limit gets RESULT
+ *    (BATON_EINVAL) whose value is the current limit; reentrant 1 gives a
+ *    session that holds the name a second handle at once (same fence).
+ *    A session that holds or waits for the name otherwise gets RESULT
+ *    (BATON_EDEADLK). A mode other than 0 or 1, a limit above
+ *    BATON_MAX_LIMIT, reentrant other than 0 or 1, or a shared request with
+ *    a limit above 1 gets ERROR(BATON_EINVAL). A release, expiry or end of
+ *    a wait may grant several waiters at once: one GRANTED push each.
  *  - LOST tells a session that a lock it held (the hold won by the ACQUIRE
  *    whose seq is `waiter`, with that fence) was taken away without a
  *    RELEASE: status BATON_ESESSION when the session expired, BATON_ELOST
@@ -244,12 +257,16 @@
 #include "proto/buf.h"
 #include "proto/msg_table.h"
 
-#define BATON_PROTO_VERSION 3  /* 2: HELLO's token, HELLO_OK's principal, owners;
+#define BATON_PROTO_VERSION 4  /* 2: HELLO's token, HELLO_OK's principal, owners;
                                    3: STATUS_R's content check and fault, CHECK,
                                   FORCE_RELEASE's fence and flags, its reply's delay
                                   and current fence, LOST_HOLDS, the lost-hold count
                                   in KEEPALIVE's RESULT, the ops' keep list,
-                                  OPEN_SESSION's nonce */
+                                  OPEN_SESSION's nonce;
+                                  4: lock modes: ACQUIRE's mode, limit and
+                                  reentrant, every holder, the limit and each
+                                  waiter's mode in LOCK_INFO_R and WATCH_EVENT,
+                                  the mode, limit and holder count in LIST_LOCKS_R */
 #define BATON_MAX_FRAME (1u << 20)  /* largest `len` field (a frame is <= 4 + this) */
 #define BATON_MAX_CLIENT_NAME 64    /* client name bytes */
 #define BATON_MAX_ADDR 64           /* "a.b.c.d:port" and then some */
@@ -391,17 +408,33 @@ struct msg_waiter {
     uint64_t session;
     uint64_t waiter;        /* the waiting ACQUIRE's seq */
     int64_t wait_ms;
+    uint8_t mode;           /* BATON_MODE_EXCLUSIVE or BATON_MODE_SHARED */
 };
 
-/* Wire: {u8 held, u64 holder_session, u64 holder_waiter, u64 fence,
- *        u64 granted_index, u32 total_waiters, u32 n, n x {u64,u64,i64},
- *        u8 delayed, str lock} */
-struct msg_lock_info_r {
-    uint8_t held;           /* 0: free (and then no waiters, unless delayed) */
-    uint64_t holder_session;
-    uint64_t holder_waiter;
+/* One hold of a lock (a grant): its ACQUIRE (session, seq = waiter), its
+ * fence, the raft index of the grant, its mode and how many handles it has
+ * (more than 1 only through reentrant ACQUIREs). */
+struct msg_holder {
+    uint64_t session;
+    uint64_t waiter;
     uint64_t fence;
+    uint64_t granted_index;
+    uint8_t mode;
+    uint32_t count;
+};
+
+/* The wire layout is BATON_LOCK_INFO_FIELDS (proto/msg_table.h). */
+struct msg_lock_info_r {
+    uint8_t held;           /* 0: nobody holds it (and then no waiters, unless delayed) */
+    uint64_t holder_session; /* the first holder (lowest fence): the exclusive one, */
+    uint64_t holder_waiter;  /* or one of the shared holders or of a semaphore's; */
+    uint64_t fence;          /* holders lists them all */
     uint64_t granted_index; /* raft index of the grant */
+    uint8_t mode;           /* the holders' mode (BATON_MODE_*); 0 when none */
+    uint32_t limit;         /* 1: an ordinary lock, N > 1: a semaphore of N; 0: no such lock */
+    uint32_t total_holders; /* how many hold it; n_holders may be fewer */
+    uint32_t n_holders;     /* <= BATON_MAX_LIST, in fence order */
+    struct msg_holder *holders;
     uint32_t total_waiters; /* queue length; n_waiters may be fewer */
     uint32_t n_waiters;     /* <= BATON_MAX_LIST, queue order, head first */
     struct msg_waiter *waiters;
@@ -414,9 +447,12 @@ struct msg_lock_info_r {
 
 struct msg_lock_summary {
     struct pstr name;
-    uint64_t holder_session; /* 0 if free */
-    uint64_t fence;
+    uint64_t holder_session; /* the first holder (lowest fence); 0 if none */
+    uint64_t fence;         /* its fence */
     uint32_t n_waiters;
+    uint8_t mode;           /* the holders' mode (BATON_MODE_*) */
+    uint32_t limit;         /* 1: an ordinary lock, N > 1: a semaphore of N */
+    uint32_t n_holders;
 };
 
 struct msg_list_locks_r {
@@ -554,6 +590,9 @@ struct msg_op {
     struct msg_seq *keep;   /* whose cached results the client still needs */
     int64_t wait_ms;        /* ACQUIRE: BATON_WAIT_TRY, BATON_WAIT_FOREVER or > 0 */
     int32_t lock_delay_ms;  /* ACQUIRE: BATON_LOCK_DELAY_DEFAULT, _NONE or > 0 */
+    uint8_t mode;           /* ACQUIRE: BATON_MODE_EXCLUSIVE or BATON_MODE_SHARED */
+    uint32_t limit;         /* ACQUIRE: 0 or 1 an ordinary lock, 2..BATON_MAX_LIMIT a semaphore */
+    uint8_t reentrant;      /* ACQUIRE: 1 = a second handle of the session's hold */
     uint64_t fence;         /* RELEASE: the fence of the hold being released */
     uint64_t waiter;        /* CANCEL: the seq of the ACQUIRE that waits */
     struct pstr lock;       /* all but CLOSE_SESSION */

@@ -42,6 +42,8 @@
  * of the struct msg_lock_info_r inside the body (empty, or "info."). */
 #define BATON_LOCK_INFO_FIELDS(P)                                                              \
     U8(P held) U64(P holder_session) U64(P holder_waiter) U64(P fence) U64(P granted_index)    \
+    U8(P mode) U32(P limit) U32(P total_holders)                                               \
+    LIST(P n_holders, P holders, BATON_MAX_LIST, holder)                                       \
     U32(P total_waiters) LIST(P n_waiters, P waiters, BATON_MAX_LIST, waiter) U8(P delayed)   \
     LOCK(P lock)
 
@@ -67,7 +69,8 @@
   X(SESSION,          4,  S2C, 0, NONE,  session,        U64(session) U32(ttl_ms))             \
   X(ACQUIRE,          5,  C2S, 1, LOCK,  op,             BATON_OP_FIELDS                       \
                                                          I64(wait_ms) LOCK(lock)               \
-                                                         I32_MIN(lock_delay_ms, BATON_LOCK_DELAY_NONE)) \
+                                                         I32_MIN(lock_delay_ms, BATON_LOCK_DELAY_NONE) \
+                                                         U8(mode) U32(limit) U8(reentrant))    \
   X(RELEASE,          6,  C2S, 1, LOCK,  op,             BATON_OP_FIELDS                       \
                                                          U64(fence) LOCK(lock))                \
   X(CANCEL,           7,  C2S, 1, LOCK,  op,             BATON_OP_FIELDS                       \
@@ -142,8 +145,11 @@
   X(member,          U32(id) STR(raft_addr, BATON_MAX_ADDR) STR(client_addr, BATON_MAX_ADDR))  \
   X(member_info,     U32(id) U8(role) STR(raft_addr, BATON_MAX_ADDR)                           \
                      STR(client_addr, BATON_MAX_ADDR))                                         \
-  X(waiter,          U64(session) U64(waiter) I64(wait_ms))                                    \
-  X(lock_summary,    LOCK(name) U64(holder_session) U64(fence) U32(n_waiters))                 \
+  X(waiter,          U64(session) U64(waiter) I64(wait_ms) U8(mode))                           \
+  X(holder,          U64(session) U64(waiter) U64(fence) U64(granted_index) U8(mode)           \
+                     U32(count))                                                               \
+  X(lock_summary,    LOCK(name) U64(holder_session) U64(fence) U32(n_waiters) U8(mode)         \
+                     U32(limit) U32(n_holders))                                                \
   X(session_summary, U64(id) U32(ttl_ms) U64(created_index)                                    \
                      STR(client_name, BATON_MAX_CLIENT_NAME) U32(n_holds) U32(n_waits)    \
                      STR(owner, BATON_MAX_PRINCIPAL))                                          \

@@ -73,7 +73,7 @@ void admin_lock_info(struct conn *c, const struct msg *m)
     }
     r.u.lock_info_r.lock = m->u.lock_info.lock;
     conn_send(c, &r);
-    free(r.u.lock_info_r.waiters);
+    store_lock_info_free(&r.u.lock_info_r);
 }
 
 /* Collects LIST_LOCKS items; names are copied because the store lends them
@@ -84,19 +84,17 @@ struct lister {
     uint32_t n;
 };
 
-static int list_one(void *data, const char *name, size_t name_len, uint64_t holder_session,
-                    uint64_t fence, uint32_t n_waiters)
+static int list_one(void *data, const char *name, size_t name_len,
+                    const struct msg_lock_summary *sum)
 {
     struct lister *l = data;
     struct msg_lock_summary *it = &l->items[l->n];
     char *copy = l->names + (size_t)l->n * BATON_MAX_NAME;
 
     memcpy(copy, name, name_len);
+    *it = *sum;
     it->name.p = copy;
     it->name.n = (uint16_t)name_len;
-    it->holder_session = holder_session;
-    it->fence = fence;
-    it->n_waiters = n_waiters;
     l->n++;
     return 0;
 }

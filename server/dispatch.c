@@ -221,6 +221,27 @@ static int keep_list(const struct msg_op *op, uint8_t buf[8 * BATON_MAX_KEEP])
     return 0;
 }
 
+/* ACQUIRE's mode fields (proto/msg.h): refused with a clear ERROR before
+ * anything is proposed when they cannot be right whatever the lock's state
+ * (the state machine checks them again, and checks the limit against the
+ * lock's: RESULT(BATON_EINVAL) with the lock's limit as its value). */
+static int acquire_modes_bad(struct conn *c, const struct msg *m)
+{
+    const struct msg_op *op = &m->u.op;
+    const char *why = NULL;
+
+    if (op->mode > BATON_MODE_SHARED)
+        why = "mode must be 0 (exclusive) or 1 (shared)";
+    else if (op->limit > BATON_MAX_LIMIT)
+        why = "limit must be 0..10000 (0 or 1: an ordinary lock, N > 1: a semaphore of N)";
+    else if (op->reentrant > 1)
+        why = "reentrant must be 0 or 1";
+    else if (op->limit > 1 && op->mode == BATON_MODE_SHARED)
+        why = "a semaphore (limit > 1) takes no shared requests: each holder holds one permit";
+    if (why != NULL) conn_send_error(c, m->req_id, BATON_EINVAL, "acquire: %s", why);
+    return why != NULL;
+}
+
 /* ACQUIRE, RELEASE, CANCEL, CLOSE_SESSION: one body (struct msg_op) into
  * one command; the fields a type does not carry are 0. */
 static void lock_op(struct conn *c, const struct msg *m)
@@ -237,6 +258,9 @@ static void lock_op(struct conn *c, const struct msg *m)
         .wait_ms = op->wait_ms,
         .fence = op->fence,
         .waiter = op->waiter,
+        .mode = op->mode,
+        .limit = op->limit,
+        .reentrant = op->reentrant,
         .name = op->lock.p,
         .name_len = op->lock.n,
     };
@@ -245,6 +269,7 @@ static void lock_op(struct conn *c, const struct msg *m)
         conn_send_error(c, m->req_id, BATON_EINVAL, "wait_ms must be -1, 0 or positive");
         return;
     }
+    if (m->type == MSG_ACQUIRE && acquire_modes_bad(c, m)) return;
     if (op->session == 0 || op->seq == 0) {
         conn_send_error(c, m->req_id, BATON_EINVAL, "%s needs a session and a non-zero seq",
                         msg_type_name(m->type));

@@ -45,7 +45,7 @@ static void refresh_top_locks(struct server *srv)
         metrics_top_get(i, &p, &len);
         memcpy(name, p, len);
         if (store_lock_info(srv->store, name, len, 0, &info) != 0) continue;
-        free(info.waiters);
+        store_lock_info_free(&info);
         metrics_top_note(name, len, info.total_waiters);
     }
 }

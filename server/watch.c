@@ -108,7 +108,7 @@ void watch_request(struct conn *c, const struct msg *m)
         return;
     }
     send_event(c, w, &info, m->req_id);
-    free(info.waiters);
+    store_lock_info_free(&info);
 }
 
 void watch_changed(struct server *srv, const char *name, size_t len)
@@ -135,7 +135,7 @@ void watch_changed(struct server *srv, const char *name, size_t len)
         send_event(c, w, &info, 0);
         w->turn = srv->watch_turn;
     }
-    if (have) free(info.waiters);
+    if (have) store_lock_info_free(&info);
 }
 
 void watch_conn_gone(struct server *srv, struct conn *c)

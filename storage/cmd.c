@@ -32,6 +32,7 @@ static int name_max(int type)
     case CMD_OPEN_OWNED:
         return BATON_MAX_CLIENT_NAME;
     case CMD_ACQUIRE:
+    case CMD_ACQUIRE_MODES:
     case CMD_RELEASE:
     case CMD_CANCEL:
     case CMD_WAIT_TIMEOUT:
@@ -53,8 +54,8 @@ static int name_max(int type)
 /* The commands of a client's session, the only ones with a keep list. */
 static int may_keep(int type)
 {
-    return type == CMD_ACQUIRE || type == CMD_RELEASE || type == CMD_CANCEL ||
-           type == CMD_CLOSE_SESSION;
+    return type == CMD_ACQUIRE || type == CMD_ACQUIRE_MODES || type == CMD_RELEASE ||
+           type == CMD_CANCEL || type == CMD_CLOSE_SESSION;
 }
 
 uint64_t cmd_keep_at(const struct cmd *c, size_t i)
@@ -81,11 +82,24 @@ int cmd_batch_begin(struct buf *b, size_t *start)
  * caller's; no other type has an owner, and only a client's session
  * commands have a keep list.
  */
+/* Does c carry any of an ACQUIRE's mode fields (cmd.h, "Lock modes")? */
+static int has_modes(const struct cmd *c)
+{
+    return c->mode != 0 || c->limit != 0 || c->reentrant != 0;
+}
+
 static int wire_type(const struct cmd *c)
 {
-    if (name_max(c->type) < 0 || c->type == CMD_OPEN_OWNED) return -1;
-    if (c->n_keep > 0) return may_keep(c->type) && c->owner_len == 0 ? c->type | CMD_KEEP_FLAG : -1;
-    if (c->owner_len == 0) return c->type;
+    int type = c->type;
+
+    if (name_max(c->type) < 0 || c->type == CMD_OPEN_OWNED || c->type == CMD_ACQUIRE_MODES)
+        return -1;
+    if (has_modes(c)) {
+        if (c->type != CMD_ACQUIRE) return -1;
+        type = CMD_ACQUIRE_MODES;
+    }
+    if (c->n_keep > 0) return may_keep(type) && c->owner_len == 0 ? type | CMD_KEEP_FLAG : -1;
+    if (c->owner_len == 0) return type;
     return c->type == CMD_OPEN_SESSION ? CMD_OPEN_OWNED : -1;
 }
 
@@ -108,6 +122,7 @@ int cmd_batch_add(struct buf *b, const struct cmd *c)
         (c->n_keep > 0 && c->keep == NULL))
         return BATON_EINVAL;
     if (type == CMD_OPEN_OWNED) len += 2 + c->owner_len;
+    if ((type & ~CMD_KEEP_FLAG) == CMD_ACQUIRE_MODES) len += 6;
     if (c->n_keep > 0) len += 2 + 8 * (size_t)c->n_keep;
     rv = buf_reserve(b, len);
     if (rv != 0) return rv;
@@ -122,6 +137,11 @@ int cmd_batch_add(struct buf *b, const struct cmd *c)
     buf_put_i32(b, c->lock_delay_ms);
     buf_put_str(b, c->name, c->name_len);
     if (type == CMD_OPEN_OWNED) buf_put_str(b, c->owner, c->owner_len);
+    if ((type & ~CMD_KEEP_FLAG) == CMD_ACQUIRE_MODES) {
+        buf_put_u8(b, c->mode);
+        buf_put_u32(b, c->limit);
+        buf_put_u8(b, c->reentrant);
+    }
     if (c->n_keep > 0) {
         buf_put_u16(b, c->n_keep);
         buf_put(b, c->keep, 8 * (size_t)c->n_keep);
@@ -164,6 +184,18 @@ static void read_owner(struct rd *rd, struct cmd *c)
     if (rd_str(rd, BATON_MAX_PRINCIPAL, &c->owner, &c->owner_len) != 0) return;
     if (c->owner_len == 0) rd->err = BATON_EMALFORMED;
     c->type = CMD_OPEN_SESSION;
+}
+
+/* The mode fields that follow the name of a CMD_ACQUIRE_MODES, which
+ * becomes the ACQUIRE it encodes; all three 0 is malformed (that ACQUIRE
+ * is written as a plain one). */
+static void read_modes(struct rd *rd, struct cmd *c)
+{
+    rd_u8(rd, &c->mode);
+    rd_u32(rd, &c->limit);
+    rd_u8(rd, &c->reentrant);
+    if (rd->err == 0 && !has_modes(c)) rd->err = BATON_EMALFORMED;
+    c->type = CMD_ACQUIRE;
 }
 
 /*
@@ -216,6 +248,7 @@ int cmd_reader_next(struct cmd_reader *r, struct cmd *c)
     if (rd->err == 0 && max < 0) rd->err = BATON_EMALFORMED;
     if (rd->err == 0) rd_str(rd, (size_t)max, &c->name, &c->name_len);
     if (rd->err == 0 && c->type == CMD_OPEN_OWNED) read_owner(rd, c);
+    if (rd->err == 0 && c->type == CMD_ACQUIRE_MODES) read_modes(rd, c);
     if (rd->err == 0 && keep) read_keep(rd, c);
     if (rd->err) {
         r->left = 0;
@@ -316,6 +349,8 @@ const char *cmd_type_name(int type)
         return "CHECK";
     case CMD_FORCE_RELEASE2:
         return "FORCE_RELEASE2";
+    case CMD_ACQUIRE_MODES:
+        return "ACQUIRE_MODES";
     default:
         return "?";
     }

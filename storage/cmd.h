@@ -97,6 +97,8 @@ enum cmd_type {
     CMD_FORCE_RELEASE2,   /* fence, wait_ms, name (admin)       -> OK(value = the fence taken)
                                                                    | ENOTHELD(value = the
                                                                    holder's fence); below */
+    CMD_ACQUIRE_MODES,    /* the type byte of an ACQUIRE with a mode, limit or reentrant
+                             flag (below); only in encoded batches, never in a struct cmd */
     CMD_TYPE_MAX_
 };
 
@@ -158,6 +160,23 @@ enum cmd_type {
  * batch holding one for malformed, as with CMD_OPEN_OWNED, so forced
  * releases wait until every node is upgraded.
  */
+/*
+ * Lock modes (issue 14; storage/locks.c has the rules). An ACQUIRE carries
+ * a mode (BATON_MODE_EXCLUSIVE, BATON_MODE_SHARED), a limit (0 or 1: an
+ * ordinary lock, N > 1: a semaphore of N) and a reentrant flag. As with
+ * owners, these are not new fields of every command: an ACQUIRE with all
+ * three 0 is encoded exactly as before, and one with any of them set
+ * travels under its own type byte, CMD_ACQUIRE_MODES: the same fields,
+ * then u8 mode, u32 limit, u8 reentrant, then the keep list if the type
+ * byte has CMD_KEEP_FLAG. The decoder gives it back as a CMD_ACQUIRE; a
+ * CMD_ACQUIRE_MODES whose three fields are all 0 is malformed (one
+ * encoding per command). The values are checked when the command is
+ * applied (BATON_EINVAL), not here. A binary older than modes finds the
+ * type unknown and the batch malformed: the leader proposes one only for
+ * a request of protocol 4, which an upgraded node serves; a cluster must
+ * run this binary on every node before clients use modes.
+ */
+
 #define CMD_FORCE_NOW 0
 #define CMD_FORCE_AFTER_LEASE 1
 
@@ -196,6 +215,9 @@ struct cmd {
     uint64_t fence;
     uint64_t waiter;
     int32_t lock_delay_ms; /* ACQUIRE only: this hold's lock-delay, 0 = none (above) */
+    uint8_t mode;         /* ACQUIRE only: BATON_MODE_EXCLUSIVE or _SHARED (below) */
+    uint32_t limit;       /* ACQUIRE only: 0 or 1 an ordinary lock, N > 1 a semaphore */
+    uint8_t reentrant;    /* ACQUIRE only: 1 = may add a handle to the session's hold */
     uint16_t name_len;
     const char *name;     /* borrowed; not NUL-terminated */
     uint16_t owner_len;   /* OPEN_SESSION only: <= BATON_MAX_PRINCIPAL; 0 = anonymous */

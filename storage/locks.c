@@ -2,24 +2,47 @@
  * locks.c -- the lock commands (ACQUIRE, RELEASE, CANCEL, WAIT_TIMEOUT,
  * FORCE_RELEASE, FORCE_RELEASE2, DELAY_END) and the FIFO queue beneath them.
  *
- * Three tables describe a lock (store.h):
- *   locks    name -> holder (session, waiter), fence, granted index, n_waiters,
+ * Four tables describe a lock (store.h, store_int.h):
+ *   locks    name -> n_holders, the holders' mode, the limit, n_waiters,
  *            lock_delay_ms, delayed
- *   waiters  name \0 be64 enq -> (session, waiter, wait_ms, lock_delay_ms), the queue
- *   owned    (session, waiter) -> hold or wait, enq, name: the back-index
- *            that lets CANCEL, WAIT_TIMEOUT and session expiry find an entry
- * A lock record exists only while the lock is held, has waiters or is
- * delayed, and a lock with waiters is always held or delayed: whoever lets
- * go of a lock hands it to the queue head in the same apply (lock_handoff),
- * so the queue never stalls and no waiter has to ask again. The one
- * exception is an expired hold with a lock-delay (cmd.h): the lock then
- * stays free but delayed, with its queue, until the leader's DELAY_END
- * hands it on.
+ *   holders  name \0 be64 fence -> (session, waiter, granted, lock_delay_ms,
+ *            mode, count): the set of holds, one per grant
+ *   waiters  name \0 be64 enq -> (session, waiter, wait_ms, lock_delay_ms,
+ *            mode), the queue
+ *   owned    (session, waiter) -> hold (with its fence) or wait (with its
+ *            enq), name: the back-index that lets CANCEL, WAIT_TIMEOUT and
+ *            session expiry find an entry
+ * and session_locks (modes.c) counts each session's entries per name.
+ *
+ * The rules (docs/design.md, "Lock modes"). A lock's limit, fixed by the
+ * request that created its record, is 1 for an ordinary lock and N > 1 for
+ * a semaphore. A request is compatible with the holders when
+ *   - on an ordinary lock: nobody holds it, or it and every holder are
+ *     shared;
+ *   - on a semaphore: fewer than N hold it (every holder takes one permit;
+ *     a semaphore takes exclusive requests only);
+ * and the lock is not delayed. A new request is granted at once only when
+ * nobody waits and it is compatible: no barging past the queue. Otherwise
+ * it waits at the tail (or a try fails). Whenever a hold ends, a waiter
+ * leaves, or a delay ends, grant_waiting grants the queue head while it is
+ * compatible, so consecutive shared requests at the head are granted
+ * together and a shared request behind a waiting exclusive one waits for
+ * it. grant_waiting is the only function that grants a waiter.
  *
  * Queue order is commit order: enq comes from the replicated counter
  * next_enq, never from a clock. Fences come from next_fence, one counter
  * for all locks, so every grant's fence is greater than every earlier one.
  * A waiter is named by its ACQUIRE's seq, which is unique in its session.
+ *
+ * Reentrancy. A session has at most one hold or wait per name: a second
+ * ACQUIRE of a name the session holds or waits for fails with
+ * BATON_EDEADLK at once, unless it is reentrant and the session holds the
+ * name: then the hold gains a handle (count + 1, the same fence) and the
+ * ACQUIRE is granted at once, whoever waits. An exclusive reentrant
+ * request on a shared hold of an ordinary lock is an upgrade, which would
+ * wait for itself: BATON_EDEADLK too. Each handle takes a slot of the
+ * session's n_owned; each RELEASE of the fence gives one back and the last
+ * one ends the hold.
  */
 #include <string.h>
 
@@ -37,8 +60,8 @@ static int lock_get(struct apply_ctx *c, const char *name, size_t len, struct lo
 }
 
 /* Every change of a lock record goes through lock_put or lock_save, and
- * every change of a queue saves its lock record too: so these two are where
- * FX_LOCK_CHANGED is emitted (once per lock per entry). */
+ * every change of a queue or of the holders saves its lock record too: so
+ * these two are where FX_LOCK_CHANGED is emitted (once per lock per entry). */
 static int lock_put(struct apply_ctx *c, const char *name, size_t len, const struct lock_rec *r)
 {
     uint8_t v[LOCK_VAL_LEN];
@@ -46,6 +69,17 @@ static int lock_put(struct apply_ctx *c, const char *name, size_t len, const str
 
     if (rc != 0) return rc;
     return db_put(c->txn, c->s->dbi[DB_LOCKS], name, len, v, lock_encode(v, r));
+}
+
+/* Store the lock record, or delete it once nobody holds or waits and no
+ * delay runs (its limit goes with it). */
+static int lock_save(struct apply_ctx *c, const char *name, size_t len, const struct lock_rec *r)
+{
+    if (r->n_holders == 0 && r->n_waiters == 0 && !r->delayed) {
+        int rc = fx_lock_changed(c, name, len);
+        return rc != 0 ? rc : db_del(c->txn, c->s->dbi[DB_LOCKS], name, len, NULL);
+    }
+    return lock_put(c, name, len, r);
 }
 
 static int owned_get(struct apply_ctx *c, uint64_t session, uint64_t waiter, struct owned_rec *o,
@@ -83,85 +117,165 @@ static int owned_del(struct apply_ctx *c, uint64_t session, uint64_t waiter)
     return db_del(c->txn, c->s->dbi[DB_OWNED], k, sizeof k, NULL);
 }
 
-/* Store the lock record, or delete it once nobody holds or waits and no
- * delay runs. */
-static int lock_save(struct apply_ctx *c, const char *name, size_t len, const struct lock_rec *r)
+/* ---- holders -------------------------------------------------------------- */
+
+static int hold_get(struct apply_ctx *c, const char *name, size_t len, uint64_t fence,
+                    struct hold_rec *h, int *found)
 {
-    if (r->holder_session == 0 && r->n_waiters == 0 && !r->delayed) {
-        int rc = fx_lock_changed(c, name, len);
-        return rc != 0 ? rc : db_del(c->txn, c->s->dbi[DB_LOCKS], name, len, NULL);
-    }
-    return lock_put(c, name, len, r);
+    uint8_t k[WAITER_KEY_MAX];
+    MDB_val v;
+    int rc = db_get(c->txn, c->s->dbi[DB_HOLDERS], k, key_waiter(k, name, len, fence), &v, found);
+
+    if (rc != 0 || !*found) return rc;
+    return hold_decode(&v, h);
 }
 
-/* Make (session, waiter) the holder of the lock described by *r with a new
- * fence and the lock-delay its ACQUIRE asked for, and record the hold in
- * owned. The caller saves *r. */
-static int grant(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r,
-                 uint64_t session, uint64_t waiter, int32_t lock_delay_ms)
+static int hold_put(struct apply_ctx *c, const char *name, size_t len, uint64_t fence,
+                    const struct hold_rec *h)
 {
-    r->holder_session = session;
-    r->holder_waiter = waiter;
-    r->fence = c->next_fence++;
-    r->granted = c->index;
-    r->lock_delay_ms = lock_delay_ms;
-    r->delayed = 0;
-    return owned_put(c, session, waiter, OWNED_HOLD, 0, name, len);
+    uint8_t k[WAITER_KEY_MAX], v[HOLD_VAL_LEN];
+
+    return db_put(c->txn, c->s->dbi[DB_HOLDERS], k, key_waiter(k, name, len, fence), v,
+                  hold_encode(v, h));
+}
+
+/* Forget the hold of `fence` (it must exist): the caller saves *r. */
+static int hold_drop(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r,
+                     uint64_t fence)
+{
+    uint8_t k[WAITER_KEY_MAX];
+    int found, rc;
+
+    rc = db_del(c->txn, c->s->dbi[DB_HOLDERS], k, key_waiter(k, name, len, fence), &found);
+    if (rc != 0) return rc;
+    if (!found || r->n_holders == 0) return MDB_CORRUPTED;
+    r->n_holders--;
+    return 0;
 }
 
 /*
- * The holder of `name` let go (release, expiry, close, forced release), or
- * its lock-delay ended: the holder's owned entry is already gone and the
- * delayed flag clear. Grant the lock to the head of the queue in this same
- * apply and tell the leader (FX_GRANT); a retry of the waiter's ACQUIRE will
- * now report the grant. With nobody queued the lock record is deleted.
+ * The first hold of name with a fence above `after` (in fence order): 0
+ * with *found set, its fence in *fence. Used to walk every holder and to
+ * find a session's hold (modes are rare enough, and a lock's holders few
+ * enough, that the walk is cheap; the common paths never walk).
  */
-static int lock_handoff(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r)
+static int hold_next(struct apply_ctx *c, const char *name, size_t len, uint64_t after,
+                     uint64_t *fence, struct hold_rec *h, int *found)
+{
+    uint8_t k[WAITER_KEY_MAX];
+    const char *kn;
+    size_t kl;
+    MDB_cursor *cur;
+    MDB_val key, val;
+    int rc;
+
+    *found = 0;
+    if (after == UINT64_MAX) return 0;
+    key.mv_size = key_waiter(k, name, len, after + 1);
+    key.mv_data = k;
+    rc = mdb_cursor_open(c->txn, c->s->dbi[DB_HOLDERS], &cur);
+    if (rc != 0) return rc;
+    rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE);
+    if (rc == 0) rc = key_waiter_split(&key, &kn, &kl, fence);
+    if (rc == 0 && kl == len && memcmp(kn, name, len) == 0) {
+        *found = 1;
+        rc = hold_decode(&val, h);
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* Can a request of `mode` be granted beside the holders of r (the queue
+ * aside)? The rules at the top of this file. */
+static int compatible(const struct lock_rec *r, uint8_t mode)
+{
+    if (r->delayed) return 0;
+    if (r->limit > 1) return r->n_holders < r->limit;
+    if (r->n_holders == 0) return 1;
+    return mode == BATON_MODE_SHARED && r->mode == BATON_MODE_SHARED;
+}
+
+/*
+ * Make (session, waiter) a holder of the lock described by *r, in `mode`,
+ * with a new fence and the lock-delay its ACQUIRE asked for, and record the
+ * hold in owned (over its wait, if it waited). The caller saves *r.
+ */
+static int hold_add(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r,
+                    uint64_t session, uint64_t waiter, uint8_t mode, int32_t lock_delay_ms,
+                    uint64_t *fence)
+{
+    struct hold_rec h = {.session = session, .waiter = waiter, .granted = c->index,
+                         .lock_delay_ms = lock_delay_ms, .mode = mode, .count = 1};
+    int rc;
+
+    *fence = c->next_fence++;
+    rc = hold_put(c, name, len, *fence, &h);
+    if (rc != 0) return rc;
+    r->n_holders++;
+    r->mode = mode;
+    return owned_put(c, session, waiter, OWNED_HOLD, *fence, name, len);
+}
+
+/*
+ * The one place a waiter is granted: while the head of name's queue is
+ * compatible with the holders (and the lock not delayed), it leaves the
+ * queue and holds the lock, a retry of its ACQUIRE will report the grant,
+ * and FX_GRANT tells the leader. Then the record is saved (or deleted if
+ * nobody is left). Called whenever a hold ends, a waiter leaves or a delay
+ * ends; a no-op grant-wise when the head must wait.
+ */
+static int grant_waiting(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r)
 {
     uint8_t k[WAITER_KEY_MAX];
     struct waiter_rec w;
     struct cmd_result res;
     MDB_cursor *cur;
     MDB_val key, val;
-    size_t klen = key_waiter(k, name, len, 0);
+    size_t klen;
+    uint64_t fence;
     int rc;
 
-    r->holder_session = 0;
-    r->holder_waiter = 0;
-    r->fence = 0;
-    r->granted = 0;
-    r->lock_delay_ms = 0;
-    rc = mdb_cursor_open(c->txn, c->s->dbi[DB_WAITERS], &cur);
-    if (rc != 0) return rc;
-    key.mv_size = klen;
-    key.mv_data = k;
-    rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE);
-    /* The first key at or after "name \0 0" is the head, if it has the
-     * prefix "name \0"; anything else belongs to another lock. */
-    if (rc == 0 && (key.mv_size != klen || memcmp(key.mv_data, k, len + 1) != 0))
-        rc = MDB_NOTFOUND;
-    if (rc == MDB_NOTFOUND) {
-        /* Nobody waits. */
+    while (r->n_waiters > 0 && !r->delayed) {
+        klen = key_waiter(k, name, len, 0);
+        rc = mdb_cursor_open(c->txn, c->s->dbi[DB_WAITERS], &cur);
+        if (rc != 0) return rc;
+        key.mv_size = klen;
+        key.mv_data = k;
+        rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE);
+        /* The first key at or after "name \0 0" is the head, if it has the
+         * prefix "name \0"; anything else belongs to another lock. */
+        if (rc == 0 && (key.mv_size != klen || memcmp(key.mv_data, k, len + 1) != 0))
+            rc = MDB_NOTFOUND;
+        if (rc == 0) rc = waiter_decode(&val, &w);
+        if (rc == 0 && !compatible(r, w.mode)) {
+            mdb_cursor_close(cur);
+            break;
+        }
+        if (rc == 0) rc = mdb_cursor_del(cur, 0);
         mdb_cursor_close(cur);
-        if (r->n_waiters != 0) return MDB_CORRUPTED;
-        return lock_save(c, name, len, r);
+        if (rc == MDB_NOTFOUND) return MDB_CORRUPTED; /* n_waiters says there is one */
+        if (rc != 0) return rc;
+        r->n_waiters--;
+        rc = hold_add(c, name, len, r, w.session, w.waiter, w.mode, w.lock_delay_ms, &fence);
+        if (rc != 0) return rc;
+        res.status = 0;
+        res.kind = RESULT_GRANTED;
+        res.value = fence;
+        rc = dedup_update(c, w.session, w.waiter, &res);
+        if (rc == 0) rc = fx_emit(c, FX_GRANT, 0, w.session, w.waiter, fence, name, len);
+        if (rc != 0) return rc;
     }
-    if (rc == 0) rc = waiter_decode(&val, &w);
-    if (rc == 0) rc = mdb_cursor_del(cur, 0);
-    mdb_cursor_close(cur);
-    if (rc != 0) return rc;
-    if (r->n_waiters == 0) return MDB_CORRUPTED;
-    r->n_waiters--;
+    return lock_save(c, name, len, r);
+}
 
-    rc = grant(c, name, len, r, w.session, w.waiter, w.lock_delay_ms);
-    if (rc == 0) rc = lock_save(c, name, len, r);
-    if (rc != 0) return rc;
-    res.status = 0;
-    res.kind = RESULT_GRANTED;
-    res.value = r->fence;
-    rc = dedup_update(c, w.session, w.waiter, &res);
-    if (rc != 0) return rc;
-    return fx_emit(c, FX_GRANT, 0, w.session, w.waiter, r->fence, name, len);
+/* Load name's record and run grant_waiting on it (nothing if it is gone). */
+int locks_regrant(struct apply_ctx *c, const char *name, size_t len)
+{
+    struct lock_rec r;
+    int found, rc = lock_get(c, name, len, &r, &found);
+
+    if (rc != 0 || !found) return rc;
+    return grant_waiting(c, name, len, &r);
 }
 
 /*
@@ -179,19 +293,22 @@ static int lock_of_cmd(struct apply_ctx *c, const struct cmd *cmd, struct cmd_re
     return lock_get(c, cmd->name, cmd->name_len, r, found);
 }
 
-/* The holder of r lets the lock go (a release, or an operator's forced
- * release): its hold is forgotten and the lock goes to the queue head. */
-static int hold_end(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r)
+/* The hold h (of `fence`) ends with all its handles, without a grant: its
+ * owned entry, its slots in n_owned and its session_locks count go. The
+ * caller saves *r (through grant_waiting). */
+static int hold_forget(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r,
+                       uint64_t fence, const struct hold_rec *h)
 {
-    int rc = owned_del(c, r->holder_session, r->holder_waiter);
+    int rc = owned_del(c, h->session, h->waiter);
 
-    if (rc == 0) rc = sess_owned_add(c, r->holder_session, -1);
-    if (rc == 0) rc = lock_handoff(c, name, len, r);
+    if (rc == 0) rc = sess_owned_add(c, h->session, -(int)h->count);
+    if (rc == 0) rc = session_lock_add(c, h->session, name, len, -1);
+    if (rc == 0) rc = hold_drop(c, name, len, r, fence);
     return rc;
 }
 
 /* Take the waiter enqueued as `enq` out of the queue of `name`, anywhere in
- * it, and save the lock record. */
+ * it. The caller saves *r. */
 static int queue_remove(struct apply_ctx *c, const char *name, size_t len, uint64_t enq,
                         struct lock_rec *r)
 {
@@ -203,11 +320,12 @@ static int queue_remove(struct apply_ctx *c, const char *name, size_t len, uint6
     if (rc != 0) return rc;
     if (!found || r->n_waiters == 0) return MDB_CORRUPTED;
     r->n_waiters--;
-    return lock_save(c, name, len, r);
+    return 0;
 }
 
 /* Drop the wait (session, waiter) on name, described by its owned entry o,
- * and every trace of it (queue entry, owned entry, n_owned). */
+ * and every trace of it (queue entry, owned entry, n_owned, session_locks);
+ * the requests behind it may now be granted. */
 static int wait_drop(struct apply_ctx *c, uint64_t session, uint64_t waiter,
                      const struct owned_rec *o)
 {
@@ -220,6 +338,8 @@ static int wait_drop(struct apply_ctx *c, uint64_t session, uint64_t waiter,
     rc = queue_remove(c, o->name, o->name_len, o->enq, &r);
     if (rc == 0) rc = owned_del(c, session, waiter);
     if (rc == 0) rc = sess_owned_add(c, session, -1);
+    if (rc == 0) rc = session_lock_add(c, session, o->name, o->name_len, -1);
+    if (rc == 0) rc = grant_waiting(c, o->name, o->name_len, &r);
     return rc;
 }
 
@@ -227,30 +347,67 @@ static int wait_drop(struct apply_ctx *c, uint64_t session, uint64_t waiter,
 /*
  * DELIBERATELY BROKEN, for the fault harness's selftest only (make
  * fault-selftest builds it into a separate batond; tests/fault/README.md):
- * an ACQUIRE that would have to wait takes the lock from its holder
+ * an ACQUIRE that would have to wait takes the lock from its holders
  * instead, silently -- no LOST push, no effect -- so that everybody is
- * granted at once. The store stays consistent (the old holder's owned
- * entry goes), only the lock's guarantees are gone; the checker must see it.
+ * granted at once. The store stays consistent (the old holders' entries
+ * go), only the lock's guarantees are gone; the checker must see it.
  */
-static int broken_forget_holder(struct apply_ctx *c, struct lock_rec *r)
+static int broken_forget_holders(struct apply_ctx *c, const char *name, size_t len,
+                                 struct lock_rec *r)
 {
-    int rc = owned_del(c, r->holder_session, r->holder_waiter);
-    if (rc == 0) rc = sess_owned_add(c, r->holder_session, -1);
-    r->holder_session = 0;
-    r->holder_waiter = 0;
+    struct hold_rec h;
+    uint64_t fence;
+    int found, rc;
+
+    while ((rc = hold_next(c, name, len, 0, &fence, &h, &found)) == 0 && found)
+        if ((rc = hold_forget(c, name, len, r, fence, &h)) != 0) return rc;
     return rc;
 }
 #endif
 
 /*
- * ACQUIRE(session, seq, wait_ms, lock_delay_ms, name). The waiter id is seq.
- * Grants a lock that is free, not delayed and with an empty queue;
- * otherwise fails a try (wait_ms 0) with BATON_EWOULDBLOCK, queueing
- * nothing, or queues the waiter at the tail and answers with its 1-based
- * position. The hold, whenever it is granted, carries lock_delay_ms. A lock
- * is not re-entrant: a second ACQUIRE of a lock the session holds queues
- * behind the holder like any other (several threads of one client may share
- * the session).
+ * A request of a session that already holds or waits for the name
+ * (session_locks): a second handle of its hold if the request is reentrant
+ * and may share the hold (the top of this file), BATON_EDEADLK otherwise.
+ */
+static int acquire_again(struct apply_ctx *c, const struct cmd *cmd, struct lock_rec *r,
+                         struct sess_rec *sess, struct cmd_result *res)
+{
+    struct hold_rec h;
+    uint64_t fence = 0;
+    int found, rc;
+
+    res->status = BATON_EDEADLK;
+    if (!cmd->reentrant) return 0;
+    for (;;) {
+        rc = hold_next(c, cmd->name, cmd->name_len, fence, &fence, &h, &found);
+        if (rc != 0 || !found) return rc; /* it only waits: EDEADLK */
+        if (h.session == cmd->session) break;
+    }
+    if (r->limit == 1 && cmd->mode == BATON_MODE_EXCLUSIVE && h.mode == BATON_MODE_SHARED)
+        return 0; /* an upgrade would wait for itself */
+    if (h.count == UINT32_MAX) return 0;
+    h.count++;
+    rc = hold_put(c, cmd->name, cmd->name_len, fence, &h);
+    if (rc == 0) rc = lock_put(c, cmd->name, cmd->name_len, r); /* watchers see the count */
+    if (rc != 0) return rc;
+    res->status = 0;
+    res->kind = RESULT_GRANTED;
+    res->value = fence;
+    sess->n_owned++;
+    return sess_put(c, cmd->session, sess);
+}
+
+/*
+ * ACQUIRE(session, seq, wait_ms, lock_delay_ms, mode, limit, reentrant,
+ * name). The waiter id is seq. The limit must be the lock's, if its record
+ * exists (else BATON_EINVAL with value = the lock's limit), and a
+ * semaphore takes no shared request (BATON_EINVAL, value = its limit). A
+ * session that holds or waits for the name is answered by acquire_again.
+ * Otherwise a compatible request with nobody waiting is granted; one that
+ * is not fails a try (wait_ms 0) with BATON_EWOULDBLOCK, queueing nothing,
+ * or queues the waiter at the tail and answers with its 1-based position.
+ * The hold, whenever it is granted, carries lock_delay_ms.
  */
 int op_acquire(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
 {
@@ -259,12 +416,13 @@ int op_acquire(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
     struct lock_rec r;
     uint8_t k[WAITER_KEY_MAX], v[WAITER_VAL_LEN];
     struct waiter_rec w;
-    size_t klen;
-    uint64_t enq;
+    uint32_t limit = cmd->limit > 1 ? cmd->limit : 1, n;
+    uint64_t enq, fence;
     int found, rc;
 
     if (!proto_lock_name_ok(cmd->name, cmd->name_len) || cmd->wait_ms < BATON_WAIT_FOREVER ||
-        cmd->lock_delay_ms < 0 || cmd->seq == 0) {
+        cmd->lock_delay_ms < 0 || cmd->seq == 0 || cmd->mode > BATON_MODE_SHARED ||
+        cmd->limit > BATON_MAX_LIMIT || cmd->reentrant > 1) {
         res->status = BATON_EINVAL;
         return 0;
     }
@@ -288,19 +446,31 @@ int op_acquire(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
     }
     rc = lock_get(c, cmd->name, cmd->name_len, &r, &found);
     if (rc != 0) return rc;
-    if (!found) memset(&r, 0, sizeof r);
+    if (!found) {
+        memset(&r, 0, sizeof r);
+        r.limit = limit;
+    }
+    if (r.limit != limit || (limit > 1 && cmd->mode == BATON_MODE_SHARED)) {
+        res->status = BATON_EINVAL;
+        res->value = r.limit; /* the message quotes it (server/dispatch.c) */
+        return 0;
+    }
+    rc = session_lock_count(c, cmd->session, cmd->name, cmd->name_len, &n);
+    if (rc != 0) return rc;
+    if (n > 0) return acquire_again(c, cmd, &r, &sess, res);
 #ifdef BATON_TEST_BROKEN_GRANT_ALL
-    if (r.holder_session != 0 && cmd->wait_ms != BATON_WAIT_TRY &&
-        (rc = broken_forget_holder(c, &r)) != 0)
+    if (r.n_holders != 0 && cmd->wait_ms != BATON_WAIT_TRY &&
+        (rc = broken_forget_holders(c, cmd->name, cmd->name_len, &r)) != 0)
         return rc;
 #endif
 
-    if (r.holder_session == 0 && r.n_waiters == 0 && !r.delayed) {
-        rc = grant(c, cmd->name, cmd->name_len, &r, cmd->session, cmd->seq, cmd->lock_delay_ms);
+    if (r.n_waiters == 0 && compatible(&r, cmd->mode)) {
+        rc = hold_add(c, cmd->name, cmd->name_len, &r, cmd->session, cmd->seq, cmd->mode,
+                      cmd->lock_delay_ms, &fence);
         if (rc == 0) rc = lock_put(c, cmd->name, cmd->name_len, &r);
         if (rc != 0) return rc;
         res->kind = RESULT_GRANTED;
-        res->value = r.fence;
+        res->value = fence;
     } else if (cmd->wait_ms == BATON_WAIT_TRY) {
         res->status = BATON_EWOULDBLOCK;
         return 0;
@@ -310,8 +480,9 @@ int op_acquire(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
         w.waiter = cmd->seq;
         w.wait_ms = cmd->wait_ms;
         w.lock_delay_ms = cmd->lock_delay_ms;
-        klen = key_waiter(k, cmd->name, cmd->name_len, enq);
-        rc = db_put(c->txn, c->s->dbi[DB_WAITERS], k, klen, v, waiter_encode(v, &w));
+        w.mode = cmd->mode;
+        rc = db_put(c->txn, c->s->dbi[DB_WAITERS], k, key_waiter(k, cmd->name, cmd->name_len, enq),
+                    v, waiter_encode(v, &w));
         if (rc != 0) return rc;
         r.n_waiters++;
         rc = lock_put(c, cmd->name, cmd->name_len, &r);
@@ -321,32 +492,63 @@ int op_acquire(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
         res->kind = RESULT_QUEUED;
         res->value = r.n_waiters;
     }
+    rc = session_lock_add(c, cmd->session, cmd->name, cmd->name_len, 1);
+    if (rc != 0) return rc;
     sess.n_owned++;
     return sess_put(c, cmd->session, &sess);
 }
 
 /*
- * RELEASE(session, seq, fence, name): succeeds only for the current holder,
+ * RELEASE(session, seq, fence, name): succeeds only for a current holder,
  * identified by its session and the fence of its grant, so that a client
- * that lost the lock cannot release its successor's hold. The lock goes to
- * the queue head in the same apply. A hold of the session that was forced
- * away (a lost record of that fence and name) answers BATON_ELOST, and the
- * RELEASE is the session's acknowledgement: the record goes. Any other
- * release of a lock not held is BATON_ENOTHELD.
+ * that lost the lock cannot release its successor's hold. A hold with
+ * several handles (reentrancy) loses one; the last one ends it, and the
+ * queue head gets the lock in the same apply if it may. A hold of the
+ * session that was forced away (a lost record of that fence and name)
+ * answers BATON_ELOST, and the RELEASE is the session's acknowledgement:
+ * the record goes. Any other release of a lock not held is BATON_ENOTHELD.
  */
 int op_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
 {
     struct lock_rec r;
+    struct hold_rec h;
     int found, rc = lock_of_cmd(c, cmd, res, &r, &found);
 
     if (rc != 0 || res->status != 0) return rc;
-    if (!found || r.holder_session == 0 || r.holder_session != cmd->session ||
-        r.fence != cmd->fence) {
+    if (found) rc = hold_get(c, cmd->name, cmd->name_len, cmd->fence, &h, &found);
+    if (rc != 0) return rc;
+    if (!found || h.session != cmd->session) {
         rc = lost_ack(c, cmd->session, cmd->fence, cmd->name, cmd->name_len, &found);
         res->status = found ? BATON_ELOST : BATON_ENOTHELD;
         return rc;
     }
-    return hold_end(c, cmd->name, cmd->name_len, &r); /* RESULT_OK (apply_one zeroed res) */
+    if (h.count > 1) {
+        h.count--;
+        rc = hold_put(c, cmd->name, cmd->name_len, cmd->fence, &h);
+        if (rc == 0) rc = sess_owned_add(c, cmd->session, -1);
+        if (rc == 0) rc = lock_put(c, cmd->name, cmd->name_len, &r);
+        return rc;
+    }
+    rc = hold_forget(c, cmd->name, cmd->name_len, &r, cmd->fence, &h);
+    if (rc == 0) rc = grant_waiting(c, cmd->name, cmd->name_len, &r);
+    return rc; /* RESULT_OK (apply_one zeroed res) */
+}
+
+/*
+ * End the wait of (session, waiter), described by o, without a grant: it
+ * leaves the queue, a retry of its ACQUIRE gets `status`, and FX_WAIT_FAILED
+ * tells the client (and disarms the leader's wait deadline). The requests
+ * behind it are granted if they now may.
+ */
+static int wait_end(struct apply_ctx *c, uint64_t session, uint64_t waiter,
+                    const struct owned_rec *o, int32_t status)
+{
+    struct cmd_result ended = {.status = status, .kind = RESULT_OK};
+    int rc = fx_emit(c, FX_WAIT_FAILED, status, session, waiter, 0, o->name, o->name_len);
+
+    if (rc == 0) rc = dedup_update(c, session, waiter, &ended);
+    if (rc == 0) rc = wait_drop(c, session, waiter, o);
+    return rc;
 }
 
 /*
@@ -358,26 +560,10 @@ int op_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
  * caller is told it holds the lock (RESULT_GRANTED with the fence) and must
  * release it. Anything else is BATON_ENOTFOUND.
  */
-/*
- * End the wait of (session, waiter), described by o, without a grant: it
- * leaves the queue, a retry of its ACQUIRE gets `status`, and FX_WAIT_FAILED
- * tells the client (and disarms the leader's wait deadline).
- */
-static int wait_end(struct apply_ctx *c, uint64_t session, uint64_t waiter,
-                    const struct owned_rec *o, int32_t status)
-{
-    struct cmd_result ended = {.status = status, .kind = RESULT_OK};
-    int rc = wait_drop(c, session, waiter, o);
-
-    if (rc == 0) rc = dedup_update(c, session, waiter, &ended);
-    if (rc == 0) rc = fx_emit(c, FX_WAIT_FAILED, status, session, waiter, 0, o->name, o->name_len);
-    return rc;
-}
-
 int op_cancel(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
 {
     struct owned_rec o;
-    struct lock_rec r;
+    struct hold_rec h;
     int found, rc;
 
     if (!proto_lock_name_ok(cmd->name, cmd->name_len)) {
@@ -392,12 +578,11 @@ int op_cancel(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res
         return 0;
     }
     if (o.kind == OWNED_HOLD) {
-        rc = lock_get(c, o.name, o.name_len, &r, &found);
+        rc = hold_get(c, o.name, o.name_len, o.enq, &h, &found);
         if (rc != 0) return rc;
-        if (!found || r.holder_session != cmd->session || r.holder_waiter != cmd->waiter)
-            return MDB_CORRUPTED;
+        if (!found || h.session != cmd->session || h.waiter != cmd->waiter) return MDB_CORRUPTED;
         res->kind = RESULT_GRANTED;
-        res->value = r.fence;
+        res->value = o.enq;
         return 0;
     }
     rc = wait_end(c, cmd->session, cmd->waiter, &o, BATON_ECANCELED);
@@ -430,30 +615,32 @@ int op_wait_timeout(struct apply_ctx *c, const struct cmd *cmd, struct cmd_resul
 /*
  * FORCE_RELEASE(name), the forced release of the binaries before
  * FORCE_RELEASE2, kept as it was for the logs that hold it (cmd.h): take
- * the lock from its holder (FX_LOST with BATON_ELOST, so the leader can log
- * it) and hand it to the next waiter at once, whatever the hold's
- * lock-delay, with no lost record. BATON_ENOTHELD if nobody holds it,
- * which includes a delayed lock: its delay is not cut short.
+ * the lock from its holders (FX_LOST with BATON_ELOST for each, so the
+ * leader can log it) and hand it to the next waiters at once, whatever the
+ * holds' lock-delay, with no lost record. BATON_ENOTHELD if nobody holds
+ * it. (Logs of those binaries hold only exclusive locks: one holder.)
  */
 int op_force_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
 {
     struct lock_rec r;
+    struct hold_rec h;
+    uint64_t fence;
     int found, rc = lock_of_cmd(c, cmd, res, &r, &found);
 
     if (rc != 0 || res->status != 0) return rc;
-    if (!found || r.holder_session == 0) {
+    if (!found || r.n_holders == 0) {
         res->status = BATON_ENOTHELD;
         return 0;
     }
-    rc = fx_emit(c, FX_LOST, BATON_ELOST, r.holder_session, r.holder_waiter, r.fence, cmd->name,
-                 cmd->name_len);
-    if (rc == 0) rc = hold_end(c, cmd->name, cmd->name_len, &r);
+    while ((rc = hold_next(c, cmd->name, cmd->name_len, 0, &fence, &h, &found)) == 0 && found) {
+        rc = fx_emit(c, FX_LOST, BATON_ELOST, h.session, h.waiter, fence, cmd->name,
+                     cmd->name_len);
+        if (rc == 0) rc = hold_forget(c, cmd->name, cmd->name_len, &r, fence, &h);
+        if (rc != 0) return rc;
+    }
+    if (rc == 0) rc = grant_waiting(c, cmd->name, cmd->name_len, &r);
     return rc; /* RESULT_OK (apply_one zeroed res) */
 }
-
-/* Forward: the delayed state of a lock (below, with the expiry that
- * mostly uses it). */
-static int lock_delay_start(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r);
 
 /*
  * The delay of a forced release that waits out the holder's lease
@@ -461,25 +648,66 @@ static int lock_delay_start(struct apply_ctx *c, const char *name, size_t len, s
  * client's own count of the lease ends, plus the hold's lock-delay, as an
  * expiry would give it. Bounded to INT32_MAX ms (the field's range).
  */
-static int32_t lease_wait_ms(const struct sess_rec *holder, const struct lock_rec *r)
+static int32_t lease_wait_ms(const struct sess_rec *holder, const struct hold_rec *h)
 {
-    int64_t ms = (int64_t)holder->ttl_ms + r->lock_delay_ms;
+    int64_t ms = (int64_t)holder->ttl_ms + h->lock_delay_ms;
 
     return ms > INT32_MAX ? INT32_MAX : (int32_t)ms;
 }
 
 /*
+ * The lock gets no grant until DELAY_END: an expired hold with a
+ * lock-delay, or holds forced away that wait out their lease. The record
+ * keeps the delay (the longest of those that run) so that a new leader can
+ * re-arm its timer (store_foreach_delayed_lock); other holders keep their
+ * holds. FX_LOCK_DELAY names the hold (session, waiter, fence) that
+ * started it.
+ */
+static int lock_delay_start(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r,
+                            uint64_t session, uint64_t waiter, uint64_t fence, int32_t delay_ms)
+{
+    int rc = fx_emit_lock_delay(c, session, waiter, fence, delay_ms, name, len);
+
+    if (rc != 0) return rc;
+    if (!r->delayed || delay_ms > r->lock_delay_ms) r->lock_delay_ms = delay_ms;
+    r->delayed = 1;
+    return lock_put(c, name, len, r);
+}
+
+/* One hold taken by FORCE_RELEASE2: FX_LOST, the lost record (which keeps
+ * one slot of n_owned; the other handles' slots are given back), and the
+ * hold's entries. */
+static int hold_force(struct apply_ctx *c, const struct cmd *cmd, struct lock_rec *r,
+                      uint64_t fence, const struct hold_rec *h)
+{
+    int rc = fx_emit(c, FX_LOST, BATON_ELOST, h->session, h->waiter, fence, cmd->name,
+                     cmd->name_len);
+
+    if (rc == 0)
+        rc = lost_put(c, h->session, h->waiter, fence, BATON_ELOST, cmd->name, cmd->name_len);
+    if (rc == 0) rc = owned_del(c, h->session, h->waiter);
+    if (rc == 0 && h->count > 1) rc = sess_owned_add(c, h->session, -(int)(h->count - 1));
+    if (rc == 0) rc = session_lock_add(c, h->session, cmd->name, cmd->name_len, -1);
+    if (rc == 0) rc = hold_drop(c, cmd->name, cmd->name_len, r, fence);
+    return rc;
+}
+
+/*
  * FORCE_RELEASE2(fence, wait_ms, name), an administrator's command (cmd.h,
- * "Forced releases"): take the lock from its holder, if it is the hold of
- * `fence` (any hold for 0), leave a lost record that the holder's session
- * acknowledges, and hand the lock on now or after the holder's lease. The
- * hold's slot in the session's n_owned stays with the lost record. FX_LOST
- * (BATON_ELOST) tells the leader to push LOST and whom to log.
+ * "Forced releases"): take the lock from its holders -- the hold of
+ * `fence`, or every hold for 0 --, leave a lost record for each that its
+ * session acknowledges, and hand the lock on now or after the holders'
+ * leases (the longest). FX_LOST (BATON_ELOST) tells the leader to push
+ * LOST and whom to log. value: the (highest) fence taken; on
+ * BATON_ENOTHELD, the first holder's fence (0: nobody holds it).
  */
 int op_force_release2(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
 {
     struct sess_rec holder;
     struct lock_rec r;
+    struct hold_rec h;
+    uint64_t fence = 0, first = 0, last_s = 0, last_w = 0;
+    int32_t wait = 0;
     int found, rc;
 
     if (cmd->wait_ms != CMD_FORCE_NOW && cmd->wait_ms != CMD_FORCE_AFTER_LEASE) {
@@ -488,35 +716,44 @@ int op_force_release2(struct apply_ctx *c, const struct cmd *cmd, struct cmd_res
     }
     rc = lock_of_cmd(c, cmd, res, &r, &found);
     if (rc != 0 || res->status != 0) return rc;
-    if (!found || r.holder_session == 0 || (cmd->fence != 0 && r.fence != cmd->fence)) {
+    if (found && r.n_holders > 0) rc = hold_next(c, cmd->name, cmd->name_len, 0, &first, &h, &found);
+    else found = 0;
+    if (rc != 0) return rc;
+    if (found && cmd->fence != 0) rc = hold_get(c, cmd->name, cmd->name_len, cmd->fence, &h, &found);
+    if (rc != 0) return rc;
+    if (!found) {
         res->status = BATON_ENOTHELD;
-        res->value = found ? r.fence : 0; /* the hold there is, if any */
+        res->value = first; /* the hold there is, if any */
         return 0;
     }
-    rc = sess_get(c, r.holder_session, &holder, &found);
-    if (rc != 0) return rc;
-    if (!found) return MDB_CORRUPTED; /* a hold without its session */
-    rc = fx_emit(c, FX_LOST, BATON_ELOST, r.holder_session, r.holder_waiter, r.fence, cmd->name,
-                 cmd->name_len);
-    if (rc == 0)
-        rc = lost_put(c, r.holder_session, r.holder_waiter, r.fence, BATON_ELOST, cmd->name,
-                      cmd->name_len);
-    if (rc == 0) rc = owned_del(c, r.holder_session, r.holder_waiter);
-    if (rc != 0) return rc;
-    res->value = r.fence;
-    if (cmd->wait_ms == CMD_FORCE_AFTER_LEASE && lease_wait_ms(&holder, &r) > 0) {
-        r.lock_delay_ms = lease_wait_ms(&holder, &r);
-        return lock_delay_start(c, cmd->name, cmd->name_len, &r);
+    fence = cmd->fence != 0 ? cmd->fence : first;
+    for (;;) {
+        rc = sess_get(c, h.session, &holder, &found);
+        if (rc != 0) return rc;
+        if (!found) return MDB_CORRUPTED; /* a hold without its session */
+        if (lease_wait_ms(&holder, &h) > wait) wait = lease_wait_ms(&holder, &h);
+        rc = hold_force(c, cmd, &r, fence, &h);
+        if (rc != 0) return rc;
+        res->value = fence;
+        last_s = h.session;
+        last_w = h.waiter;
+        if (cmd->fence != 0) break;
+        rc = hold_next(c, cmd->name, cmd->name_len, fence, &fence, &h, &found);
+        if (rc != 0) return rc;
+        if (!found) break;
     }
-    return lock_handoff(c, cmd->name, cmd->name_len, &r);
+    if (cmd->wait_ms == CMD_FORCE_AFTER_LEASE && wait > 0)
+        return lock_delay_start(c, cmd->name, cmd->name_len, &r, last_s, last_w, res->value, wait);
+    return grant_waiting(c, cmd->name, cmd->name_len, &r);
 }
 
 /*
  * DELAY_END(name), proposed by the leader once a lock-delay has run its
- * course: a delayed lock goes to the head of its queue (FX_GRANT, with a
- * fence above the expired holder's), or is deleted if nobody waits. On any
- * other lock, or a name that is no lock, it is a no-op, so a late or
- * repeated DELAY_END is harmless. RESULT_OK either way.
+ * course: the queue head of a delayed lock is granted if it may (FX_GRANT,
+ * with a fence above the expired holder's), or the record is deleted if
+ * nobody holds or waits. On any other lock, or a name that is no lock, it
+ * is a no-op, so a late or repeated DELAY_END is harmless. RESULT_OK
+ * either way.
  */
 int op_delay_end(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
 {
@@ -528,45 +765,43 @@ int op_delay_end(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *
     rc = lock_get(c, cmd->name, cmd->name_len, &r, &found);
     if (rc != 0 || !found || !r.delayed) return rc;
     r.delayed = 0;
-    return lock_handoff(c, cmd->name, cmd->name_len, &r);
+    r.lock_delay_ms = 0;
+    return grant_waiting(c, cmd->name, cmd->name_len, &r);
 }
 
 /*
- * An expired hold with a lock-delay, or a hold forced away that waits out
- * its lease: the lock keeps its queue but nobody holds it and nobody is
- * granted it until DELAY_END. r->lock_delay_ms is the delay; the record
- * keeps it so that a new leader can re-arm its timer
- * (store_foreach_delayed_lock).
+ * A wait leaves its queue without granting anybody (the caller, ending the
+ * session, regrants once all of the session's entries are gone:
+ * locks_regrant); a hold is dropped, after FX_LOST when lost_status is set,
+ * and the lock is delayed (expiry with a lock-delay) or handed on.
  */
-static int lock_delay_start(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r)
-{
-    int rc = fx_emit_lock_delay(c, r->holder_session, r->holder_waiter, r->fence,
-                                r->lock_delay_ms, name, len);
-
-    if (rc != 0) return rc;
-    r->holder_session = 0;
-    r->holder_waiter = 0;
-    r->fence = 0;
-    r->granted = 0;
-    r->delayed = 1;
-    return lock_put(c, name, len, r);
-}
-
 int locks_drop_owned(struct apply_ctx *c, uint64_t session, uint64_t waiter,
                      const struct owned_rec *o, int32_t lost_status, int expiry)
 {
     struct lock_rec r;
+    struct hold_rec h;
     int found, rc;
 
     rc = lock_get(c, o->name, o->name_len, &r, &found);
     if (rc != 0) return rc;
     if (!found) return MDB_CORRUPTED;
-    if (o->kind == OWNED_WAIT) return queue_remove(c, o->name, o->name_len, o->enq, &r);
-    if (r.holder_session != session || r.holder_waiter != waiter) return MDB_CORRUPTED;
+    rc = session_lock_add(c, session, o->name, o->name_len, -1);
+    if (rc != 0) return rc;
+    if (o->kind == OWNED_WAIT) {
+        rc = queue_remove(c, o->name, o->name_len, o->enq, &r);
+        return rc != 0 ? rc : lock_save(c, o->name, o->name_len, &r);
+    }
+    rc = hold_get(c, o->name, o->name_len, o->enq, &h, &found);
+    if (rc != 0) return rc;
+    if (!found || h.session != session || h.waiter != waiter) return MDB_CORRUPTED;
     if (lost_status != 0) {
-        rc = fx_emit(c, FX_LOST, lost_status, session, waiter, r.fence, o->name, o->name_len);
+        rc = fx_emit(c, FX_LOST, lost_status, session, waiter, o->enq, o->name, o->name_len);
         if (rc != 0) return rc;
     }
-    if (expiry && r.lock_delay_ms > 0) return lock_delay_start(c, o->name, o->name_len, &r);
-    return lock_handoff(c, o->name, o->name_len, &r);
+    rc = hold_drop(c, o->name, o->name_len, &r, o->enq);
+    if (rc != 0) return rc;
+    if (expiry && h.lock_delay_ms > 0)
+        return lock_delay_start(c, o->name, o->name_len, &r, session, waiter, o->enq,
+                                h.lock_delay_ms);
+    return grant_waiting(c, o->name, o->name_len, &r);
 }

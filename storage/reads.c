@@ -52,19 +52,86 @@ static int collect_waiters(store *s, MDB_txn *txn, const char *name, size_t name
         (*out)[*n].session = w.session;
         (*out)[*n].waiter = w.waiter;
         (*out)[*n].wait_ms = w.wait_ms;
+        (*out)[*n].mode = w.mode;
         (*n)++;
     }
     mdb_cursor_close(cur);
     return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
-int store_lock_info(store *s, const char *name, size_t name_len, uint32_t max_waiters,
+/* Collect up to max holders of `name`, in fence order, into a malloc'd
+ * array (the holders keys that start with "name \0"). */
+static int collect_holders(store *s, MDB_txn *txn, const char *name, size_t name_len,
+                           uint32_t max, struct msg_holder **out, uint32_t *n)
+{
+    uint8_t k[WAITER_KEY_MAX];
+    struct hold_rec h;
+    MDB_cursor *cur;
+    MDB_val key, val;
+    size_t klen = key_waiter(k, name, name_len, 0);
+    const char *kn;
+    size_t kl;
+    int rc;
+
+    *out = NULL;
+    *n = 0;
+    if (max == 0) return 0;
+    *out = malloc(sizeof **out * max);
+    if (*out == NULL) return BATON_ENOMEM;
+    rc = mdb_cursor_open(txn, s->dbi[DB_HOLDERS], &cur);
+    if (rc != 0) return rc;
+    key.mv_size = klen;
+    key.mv_data = k;
+    for (rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE); rc == 0 && *n < max;
+         rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
+        struct msg_holder *o = &(*out)[*n];
+        if (key.mv_size != klen || memcmp(key.mv_data, k, name_len + 1) != 0) break;
+        rc = key_waiter_split(&key, &kn, &kl, &o->fence);
+        if (rc == 0) rc = hold_decode(&val, &h);
+        if (rc != 0) break;
+        o->session = h.session;
+        o->waiter = h.waiter;
+        o->granted_index = h.granted;
+        o->mode = h.mode;
+        o->count = h.count;
+        (*n)++;
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* The first holder of name (fence order) into *h, *fence; *found 0 if none. */
+static int first_holder(store *s, MDB_txn *txn, const char *name, size_t name_len,
+                        struct msg_holder *first, int *found)
+{
+    struct msg_holder *one;
+    uint32_t n;
+    int rc = collect_holders(s, txn, name, name_len, 1, &one, &n);
+
+    *found = rc == 0 && n == 1;
+    if (*found) *first = one[0];
+    free(one);
+    return rc;
+}
+
+void store_lock_info_free(struct msg_lock_info_r *info)
+{
+    free(info->holders);
+    free(info->waiters);
+    info->holders = NULL;
+    info->waiters = NULL;
+    info->n_holders = 0;
+    info->n_waiters = 0;
+}
+
+int store_lock_info(store *s, const char *name, size_t name_len, uint32_t max_list,
                     struct msg_lock_info_r *info)
 {
     struct lock_rec r;
     struct pstr lock = info->lock;
     MDB_txn *txn;
     MDB_val v;
+    uint32_t max_waiters = max_list, max_holders = max_list;
     int found, rc;
 
     memset(info, 0, sizeof *info);
@@ -77,22 +144,33 @@ int store_lock_info(store *s, const char *name, size_t name_len, uint32_t max_wa
     rc = db_get(txn, s->dbi[DB_LOCKS], name, name_len, &v, &found);
     if (rc == 0 && found) rc = lock_decode(&v, &r);
     if (rc == 0 && found) {
-        info->held = r.holder_session != 0;
-        info->holder_session = r.holder_session;
-        info->holder_waiter = r.holder_waiter;
-        info->fence = r.fence;
-        info->granted_index = r.granted;
+        info->held = r.n_holders != 0;
+        info->mode = r.n_holders != 0 ? r.mode : 0;
+        info->limit = r.limit;
+        info->total_holders = r.n_holders;
         info->total_waiters = r.n_waiters;
         info->delayed = r.delayed;
         if (max_waiters > r.n_waiters) max_waiters = r.n_waiters;
-        rc = collect_waiters(s, txn, name, name_len, max_waiters, &info->waiters,
-                             &info->n_waiters);
+        if (max_holders < 1) max_holders = 1; /* the first holder's fields need it */
+        if (max_holders > r.n_holders) max_holders = r.n_holders;
+        rc = collect_holders(s, txn, name, name_len, max_holders, &info->holders,
+                             &info->n_holders);
+        if (rc == 0 && info->n_holders > 0) {
+            info->holder_session = info->holders[0].session;
+            info->holder_waiter = info->holders[0].waiter;
+            info->fence = info->holders[0].fence;
+            info->granted_index = info->holders[0].granted_index;
+        }
+        if (rc == 0 && info->n_holders > max_list) { /* only the first was wanted */
+            info->n_holders = max_list;
+        }
+        if (rc == 0)
+            rc = collect_waiters(s, txn, name, name_len, max_waiters, &info->waiters,
+                                 &info->n_waiters);
     }
     mdb_txn_abort(txn);
     if (rc != 0) {
-        free(info->waiters);
-        info->waiters = NULL;
-        info->n_waiters = 0;
+        store_lock_info_free(info);
         return store__err(rc);
     }
     return 0;
@@ -101,6 +179,9 @@ int store_lock_info(store *s, const char *name, size_t name_len, uint32_t max_wa
 int store_list_locks(store *s, const char *prefix, size_t prefix_len, uint32_t limit,
                      store_lock_cb *cb, void *data, int *more)
 {
+    struct msg_lock_summary sum;
+    struct msg_holder first;
+    int found;
     struct lock_rec r;
     MDB_cursor *cur;
     MDB_txn *txn;
@@ -130,7 +211,19 @@ int store_list_locks(store *s, const char *prefix, size_t prefix_len, uint32_t l
         }
         rc = lock_decode(&v, &r);
         if (rc != 0) break;
-        rc = cb(data, k.mv_data, k.mv_size, r.holder_session, r.fence, r.n_waiters);
+        memset(&sum, 0, sizeof sum);
+        sum.n_waiters = r.n_waiters;
+        sum.n_holders = r.n_holders;
+        sum.limit = r.limit;
+        sum.mode = r.n_holders != 0 ? r.mode : 0;
+        if (r.n_holders != 0) {
+            rc = first_holder(s, txn, k.mv_data, k.mv_size, &first, &found);
+            if (rc == 0 && !found) rc = MDB_CORRUPTED;
+            if (rc != 0) break;
+            sum.holder_session = first.session;
+            sum.fence = first.fence;
+        }
+        rc = cb(data, k.mv_data, k.mv_size, &sum);
         if (rc != 0) {
             mdb_cursor_close(cur);
             mdb_txn_abort(txn);

@@ -11,6 +11,7 @@
  */
 #include <string.h>
 
+#include "client/baton_defs.h"
 #include "proto/buf.h"
 #include "storage/store_int.h"
 
@@ -138,7 +139,49 @@ int sess_upgrade(const MDB_val *old, uint8_t *p, size_t *len)
     return 0;
 }
 
+size_t key_session_lock(uint8_t k[SESSION_LOCK_KEY_MAX], uint64_t session, const char *name,
+                        size_t name_len)
+{
+    be_put_u64(k, session);
+    memcpy(k + 8, name, name_len);
+    return 8 + name_len;
+}
+
 size_t lock_encode(uint8_t *p, const struct lock_rec *r)
+{
+    le_put_u32(p, r->n_holders);
+    p[4] = r->mode;
+    le_put_u32(p + 5, r->limit);
+    le_put_u32(p + 9, r->n_waiters);
+    le_put_u32(p + 13, (uint32_t)r->lock_delay_ms);
+    p[17] = r->delayed;
+    return LOCK_VAL_LEN;
+}
+
+/* A mode other than the two, a limit of 0 or above BATON_MAX_LIMIT, a
+ * shared semaphore, more holders than the limit allows or a record of
+ * nobody and nothing is corrupt. */
+int lock_decode(const MDB_val *v, struct lock_rec *r)
+{
+    const uint8_t *p = v->mv_data;
+
+    if (v->mv_size != LOCK_VAL_LEN) return MDB_CORRUPTED;
+    r->n_holders = le_get_u32(p);
+    r->mode = p[4];
+    r->limit = le_get_u32(p + 5);
+    r->n_waiters = le_get_u32(p + 9);
+    r->lock_delay_ms = (int32_t)le_get_u32(p + 13);
+    r->delayed = p[17];
+    if (r->lock_delay_ms < 0 || r->delayed > 1 || r->mode > BATON_MODE_SHARED ||
+        r->limit == 0 || r->limit > BATON_MAX_LIMIT ||
+        (r->limit > 1 && (r->mode != BATON_MODE_EXCLUSIVE || r->n_holders > r->limit)) ||
+        (r->limit == 1 && r->mode == BATON_MODE_EXCLUSIVE && r->n_holders > 1) ||
+        (r->n_holders == 0 && r->n_waiters == 0 && !r->delayed))
+        return MDB_CORRUPTED;
+    return 0;
+}
+
+size_t lock_encode_v6(uint8_t *p, const struct lock_rec_v6 *r)
 {
     le_put_u64(p, r->holder_session);
     le_put_u64(p + 8, r->holder_waiter);
@@ -147,14 +190,14 @@ size_t lock_encode(uint8_t *p, const struct lock_rec *r)
     le_put_u32(p + 32, r->n_waiters);
     le_put_u32(p + 36, (uint32_t)r->lock_delay_ms);
     p[40] = r->delayed;
-    return LOCK_VAL_LEN;
+    return LOCK_VAL_LEN_V6;
 }
 
-int lock_decode(const MDB_val *v, struct lock_rec *r)
+int lock_decode_v6(const MDB_val *v, struct lock_rec_v6 *r)
 {
     const uint8_t *p = v->mv_data;
 
-    if (v->mv_size != LOCK_VAL_LEN) return MDB_CORRUPTED;
+    if (v->mv_size != LOCK_VAL_LEN_V6) return MDB_CORRUPTED;
     r->holder_session = le_get_u64(p);
     r->holder_waiter = le_get_u64(p + 8);
     r->fence = le_get_u64(p + 16);
@@ -167,24 +210,71 @@ int lock_decode(const MDB_val *v, struct lock_rec *r)
     return 0;
 }
 
-size_t waiter_encode(uint8_t *p, const struct waiter_rec *r)
+size_t hold_encode(uint8_t *p, const struct hold_rec *r)
 {
     le_put_u64(p, r->session);
     le_put_u64(p + 8, r->waiter);
-    le_put_u64(p + 16, (uint64_t)r->wait_ms);
+    le_put_u64(p + 16, r->granted);
     le_put_u32(p + 24, (uint32_t)r->lock_delay_ms);
+    p[28] = r->mode;
+    le_put_u32(p + 29, r->count);
+    return HOLD_VAL_LEN;
+}
+
+int hold_decode(const MDB_val *v, struct hold_rec *r)
+{
+    const uint8_t *p = v->mv_data;
+
+    if (v->mv_size != HOLD_VAL_LEN) return MDB_CORRUPTED;
+    r->session = le_get_u64(p);
+    r->waiter = le_get_u64(p + 8);
+    r->granted = le_get_u64(p + 16);
+    r->lock_delay_ms = (int32_t)le_get_u32(p + 24);
+    r->mode = p[28];
+    r->count = le_get_u32(p + 29);
+    if (r->lock_delay_ms < 0 || r->mode > BATON_MODE_SHARED || r->count == 0 || r->session == 0)
+        return MDB_CORRUPTED;
+    return 0;
+}
+
+size_t waiter_encode(uint8_t *p, const struct waiter_rec *r)
+{
+    waiter_encode_v6(p, r);
+    p[WAITER_VAL_LEN_V6] = r->mode;
     return WAITER_VAL_LEN;
 }
 
 int waiter_decode(const MDB_val *v, struct waiter_rec *r)
 {
-    const uint8_t *p = v->mv_data;
+    MDB_val v6 = {WAITER_VAL_LEN_V6, v->mv_data};
+    int rc;
 
     if (v->mv_size != WAITER_VAL_LEN) return MDB_CORRUPTED;
+    rc = waiter_decode_v6(&v6, r);
+    if (rc != 0) return rc;
+    r->mode = ((const uint8_t *)v->mv_data)[WAITER_VAL_LEN_V6];
+    return r->mode > BATON_MODE_SHARED ? MDB_CORRUPTED : 0;
+}
+
+size_t waiter_encode_v6(uint8_t *p, const struct waiter_rec *r)
+{
+    le_put_u64(p, r->session);
+    le_put_u64(p + 8, r->waiter);
+    le_put_u64(p + 16, (uint64_t)r->wait_ms);
+    le_put_u32(p + 24, (uint32_t)r->lock_delay_ms);
+    return WAITER_VAL_LEN_V6;
+}
+
+int waiter_decode_v6(const MDB_val *v, struct waiter_rec *r)
+{
+    const uint8_t *p = v->mv_data;
+
+    if (v->mv_size != WAITER_VAL_LEN_V6) return MDB_CORRUPTED;
     r->session = le_get_u64(p);
     r->waiter = le_get_u64(p + 8);
     r->wait_ms = (int64_t)le_get_u64(p + 16);
     r->lock_delay_ms = (int32_t)le_get_u32(p + 24);
+    r->mode = BATON_MODE_EXCLUSIVE;
     if (r->lock_delay_ms < 0) return MDB_CORRUPTED;
     return 0;
 }

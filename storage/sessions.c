@@ -194,6 +194,11 @@ int op_end_session(struct apply_ctx *c, const struct cmd *cmd, int32_t why, stru
             rc = db_del(c->txn, c->s->dbi[DB_OWNED], k, sizeof k, NULL);
         }
     }
+    /* The requests behind a dropped wait may be granted now (a shared one
+     * behind a dropped exclusive one): none of them is this session's. */
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (items[i].o.kind == OWNED_WAIT)
+            rc = locks_regrant(c, items[i].o.name, items[i].o.name_len);
     free(items);
     if (rc != 0) return rc;
     rc = lost_drop_session(c, cmd->session); /* the client is told by the session's end */

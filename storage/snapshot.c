@@ -23,9 +23,12 @@
  * the same bytes as a store that applied the same entries in format 5
  * holds. A format 3 snapshot lacks the members table as well; it restores
  * as one whose members table is empty. Formats 3, 4 and 5 lack the two
- * nonce databases of format 6 (the last two): no older binary recorded a
+ * nonce databases of format 6: no older binary recorded a
  * nonce, so they restore empty, as in a store that applied the same
- * entries in format 6.
+ * entries in format 6. Formats 6 and older lack the two databases of
+ * format 7 (holders, session_locks) and keep their locks, waiters and
+ * owned holds in format 6's layout: they are restored as they are and
+ * then upgraded in the same transaction (modes.c, modes_upgrade).
  */
 #include <errno.h>
 #include <string.h>
@@ -160,6 +163,8 @@ static int entry_ok(uint32_t format, int db, const uint8_t *k, size_t klen, cons
 {
     MDB_val key = {klen, (void *)k}, val = {vlen, (void *)v};
     struct lock_rec lr;
+    struct lock_rec_v6 lr6;
+    struct hold_rec hr;
     struct waiter_rec wr;
     struct lost_rec ll;
     const char *name;
@@ -172,10 +177,20 @@ static int entry_ok(uint32_t format, int db, const uint8_t *k, size_t klen, cons
     case DB_SESSIONS:
         return klen == 8 && session_ok(format, &val);
     case DB_LOCKS:
-        return proto_lock_name_ok((const char *)k, klen) && lock_decode(&val, &lr) == 0;
+        return proto_lock_name_ok((const char *)k, klen) &&
+               (format <= STORE_FORMAT_NO_MODES ? lock_decode_v6(&val, &lr6)
+                                                : lock_decode(&val, &lr)) == 0;
     case DB_WAITERS:
         return key_waiter_split(&key, &name, &name_len, &enq) == 0 &&
-               proto_lock_name_ok(name, name_len) && waiter_decode(&val, &wr) == 0;
+               proto_lock_name_ok(name, name_len) &&
+               (format <= STORE_FORMAT_NO_MODES ? waiter_decode_v6(&val, &wr)
+                                                : waiter_decode(&val, &wr)) == 0;
+    case DB_HOLDERS:
+        return key_waiter_split(&key, &name, &name_len, &enq) == 0 &&
+               proto_lock_name_ok(name, name_len) && enq != 0 && hold_decode(&val, &hr) == 0;
+    case DB_SESSION_LOCKS:
+        return klen > 8 && proto_lock_name_ok((const char *)k + 8, klen - 8) && vlen == 4 &&
+               le_get_u32(v) != 0;
     case DB_OWNED:
         return klen == 16 && vlen > OWNED_VAL_FIXED && vlen <= OWNED_VAL_FIXED + BATON_MAX_NAME &&
                (v[0] == OWNED_HOLD || v[0] == OWNED_WAIT) &&
@@ -241,6 +256,8 @@ static int read_header(struct rd *r, struct snap_hdr *h)
     if (magic != STORE_SNAP_MAGIC) return BATON_EMALFORMED;
     if (h->format == STORE_FORMAT)
         h->n_dbs = DB_COUNT_;
+    else if (h->format == STORE_FORMAT_NO_MODES)
+        h->n_dbs = DB_HOLDERS;
     else if (h->format == STORE_FORMAT_NO_LOST || h->format == STORE_FORMAT_NO_OWNERS)
         h->n_dbs = DB_LOST;
     else if (h->format == STORE_FORMAT_NO_MEMBERS)
@@ -326,6 +343,10 @@ static int restore_txn(store *s, MDB_txn *txn, void *arg)
             rc = restore_entry(s, txn, h.format, db, &k, &v);
             if (rc != 0) return rc;
         }
+    }
+    if (h.format <= STORE_FORMAT_NO_MODES) {
+        rc = modes_upgrade(s, txn); /* the entries are in format 6's layout */
+        if (rc != 0) return rc;
     }
     if (a->applied != 0) h.applied = a->applied;
     rc = meta_put_u64(s, txn, META_APPLIED, h.applied);

@@ -49,7 +49,7 @@ const char *store__boot_id_path = "/proc/sys/kernel/random/boot_id";
 
 static const char *const db_names[DB_COUNT_] = {
     "meta", "sessions", "locks", "waiters", "owned", "dedup", "members", "lost", "nonces",
-    "session_nonces",
+    "session_nonces", "holders", "session_locks",
 };
 
 int store__err(int rc)
@@ -304,6 +304,7 @@ static int upgrade_to_nonces(store *s, MDB_txn *txn)
  *   3, 4 -> 5  upgrade_to_owners
  *   5 -> 6     the lost table (lost.c, lost_upgrade) and the nonce
  *              databases (upgrade_to_nonces)
+ *   6 -> 7     lock modes (modes.c, modes_upgrade)
  * Any other format is MDB_VERSION_MISMATCH.
  */
 static int upgrade(store *s, MDB_txn *txn, uint64_t format)
@@ -315,6 +316,7 @@ static int upgrade(store *s, MDB_txn *txn, uint64_t format)
     if (format <= STORE_FORMAT_NO_OWNERS) rc = upgrade_to_owners(s, txn);
     if (rc == 0 && format <= STORE_FORMAT_NO_LOST) rc = lost_upgrade(s, txn);
     if (rc == 0 && format <= STORE_FORMAT_NO_NONCES) rc = upgrade_to_nonces(s, txn);
+    if (rc == 0 && format <= STORE_FORMAT_NO_MODES) rc = modes_upgrade(s, txn);
     if (rc != 0) return rc;
     return meta_put_u64(s, txn, META_FORMAT, STORE_FORMAT);
 }
@@ -571,8 +573,11 @@ static int downgrade_txn(store *s, MDB_txn *txn, void *arg)
 {
     uint64_t format = *(uint64_t *)arg;
     MDB_stat st;
-    int rc = mdb_stat(txn, s->dbi[DB_LOST], &st);
+    int rc = modes_downgrade(s, txn);
 
+    if (rc != 0 || format == STORE_FORMAT_NO_MODES)
+        return rc != 0 ? rc : meta_put_u64(s, txn, META_FORMAT, format);
+    rc = mdb_stat(txn, s->dbi[DB_LOST], &st);
     if (rc == 0 && st.ms_entries != 0) return BATON_EINVAL;
     if (rc == 0) rc = mdb_drop(txn, s->dbi[DB_NONCES], 0);
     if (rc == 0) rc = mdb_drop(txn, s->dbi[DB_SESSION_NONCES], 0);
@@ -583,6 +588,6 @@ static int downgrade_txn(store *s, MDB_txn *txn, void *arg)
 
 int store__downgrade(store *s, uint64_t format)
 {
-    if (format < STORE_FORMAT_NO_MEMBERS || format > STORE_FORMAT_NO_NONCES) return BATON_EINVAL;
+    if (format < STORE_FORMAT_NO_MEMBERS || format > STORE_FORMAT_NO_MODES) return BATON_EINVAL;
     return store__write(s, downgrade_txn, &format);
 }

@@ -18,11 +18,14 @@
  *   sessions  be64 session                      -> ttl_ms, created index, n_owned,
  *                                                  ack floor (highest ack_below seen), owner
  *                                                  (the principal that opened it), client name
- *   locks     name                              -> holder session, holder waiter, fence,
- *                                                  granted index, n_waiters, lock_delay_ms,
- *                                                  delayed
- *   waiters   name \0 be64 enq                  -> session, waiter, wait_ms, lock_delay_ms
- *   owned     be64 session, be64 waiter         -> kind (hold|wait), enq, name
+ *   locks     name                              -> n_holders, mode, limit, n_waiters,
+ *                                                  lock_delay_ms, delayed
+ *   holders   name \0 be64 fence                -> session, waiter, granted index,
+ *                                                  lock_delay_ms, mode, count (handles)
+ *   waiters   name \0 be64 enq                  -> session, waiter, wait_ms, lock_delay_ms, mode
+ *   owned     be64 session, be64 waiter         -> kind (hold|wait), enq (a hold: its
+ *                                                  fence), name
+ *   session_locks  be64 session, name          -> how many holds and waits it has there
  *   dedup     be64 session, be64 seq            -> cached struct cmd_result
  *   members   be32 member id                    -> client address (cmd.h, SET_MEMBER_ADDR)
  *   lost      be64 session, be64 fence          -> waiter, status, lock name (below)
@@ -142,7 +145,7 @@ typedef struct store store;
  * the machine rebooted since (boot id changed), the LMDB files cannot be
  * trusted after MDB_NOSYNC and are deleted and recreated empty: raft's
  * snapshot and log replay rebuild them. A store an older batond left in
- * format 3, 4 or 5 is upgraded to format 6 in one write transaction (the
+ * format 3, 4, 5 or 6 is upgraded to format 7 in one write transaction (the
  * sessions of formats 3 and 4 get the anonymous owner, the lost table
  * starts empty and no session of an older format has a nonce;
  * store_int.h, STORE_FORMAT); any other format fails with
@@ -218,9 +221,10 @@ int store_apply(store *s, uint64_t index, const void *data, size_t len, struct e
 
 /*
  * Serialise the whole state (applied index and digest included) into out
- * (appended). Format 6: u32 magic "BTN1", u32 format, u64 applied_index,
+ * (appended). Format 7: u32 magic "BTN1", u32 format, u64 applied_index,
  * u64 digest, then for each database in a fixed order (meta, sessions,
- * locks, waiters, owned, dedup, members, lost, nonces, session_nonces):
+ * locks, waiters, owned, dedup, members, lost, nonces, session_nonces,
+ * holders, session_locks):
  * u32 count and count x {u32 klen,
  * key, u32 vlen, val} in key order, values as stored (storage/store_int.h
  * gives the records). Two stores with equal state produce equal bytes.
@@ -265,7 +269,10 @@ void store_snapshot_end(store_snap *sn);
 /*
  * Replace the state with a snapshot if the snapshot's applied index is
  * greater than the store's (the digest becomes the snapshot's); otherwise
- * do nothing and return 0. A format 5 snapshot (no lost table, no nonce
+ * do nothing and return 0. A format 6 snapshot (no holders or
+ * session_locks databases; locks, waiters and owned holds in format 6's
+ * layout) is restored and upgraded as store_open upgrades a store
+ * (modes.c). A format 5 snapshot (no lost table, no nonce
  * databases) is restored with them empty; a format 4 one (also session
  * records without the owner) with every session owned by the anonymous
  * principal "", and a format 3 one (the same without the members database)
@@ -303,25 +310,30 @@ int store_restore_backup(store *s, const void *data, size_t len, uint64_t applie
 /* ---- reads for the admin requests (short read transactions) ---------- */
 
 /*
- * Fill *info for lock `name`. info->waiters is malloc'd (at most max_waiters
- * entries, queue order) and owned by the caller: free(info->waiters).
- * info->lock is left unset. A lock that is free and has no waiters gives
- * held = 0 and no waiters (not an error). A delayed lock gives held = 0,
- * delayed = 1, zero holder fields, and its queue (which may be empty).
+ * Fill *info for lock `name`: its mode, limit, the first holder's fields,
+ * up to max_list holders (fence order) and max_list waiters (queue order,
+ * each with its mode) in malloc'd arrays owned by the caller: release
+ * them with store_lock_info_free. info->lock is left unset. A lock that
+ * nobody holds or waits for gives held = 0, limit 0 and empty lists (not an
+ * error). A delayed lock gives delayed = 1 and its holders (if any: the
+ * other holders of a shared lock or semaphore) and queue.
  * Returns 0, BATON_EIO, BATON_ENOMEM.
  */
-int store_lock_info(store *s, const char *name, size_t name_len, uint32_t max_waiters,
+int store_lock_info(store *s, const char *name, size_t name_len, uint32_t max_list,
                     struct msg_lock_info_r *info);
+/* Free the lists store_lock_info filled in (NULL-safe lists; idempotent). */
+void store_lock_info_free(struct msg_lock_info_r *info);
 
 /*
  * Locks whose name starts with prefix, in name order, at most `limit`:
- * calls cb(data, name, name_len, holder_session, fence, n_waiters) for each
- * (name borrowed for the call only) and sets *more to 1 if more matched.
- * A delayed lock is listed with holder_session 0 and fence 0.
- * Returns 0, BATON_EIO, or cb's non-zero return.
+ * calls cb(data, name, name_len, sum) for each, sum giving its first
+ * holder (session 0 and fence 0 if none: a lock that is only wanted or
+ * delayed), its number of holders and waiters, mode and limit (sum->name
+ * is unset; name and sum are borrowed for the call only) and sets *more to
+ * 1 if more matched. Returns 0, BATON_EIO, or cb's non-zero return.
  */
 typedef int store_lock_cb(void *data, const char *name, size_t name_len,
-                          uint64_t holder_session, uint64_t fence, uint32_t n_waiters);
+                          const struct msg_lock_summary *sum);
 int store_list_locks(store *s, const char *prefix, size_t prefix_len, uint32_t limit,
                      store_lock_cb *cb, void *data, int *more);
 

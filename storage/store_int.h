@@ -68,11 +68,30 @@
  *   - a format 5 (or older) snapshot holds every database but this one
  *     and restores with it empty (snapshot.c).
  * STORE_FORMAT_NO_LOST is the format before it. */
-#define STORE_FORMAT 6
 #define STORE_FORMAT_NO_LOST 5
 /* Format 6 also added the nonce databases (nonces.c); the format before
  * them is the same format 5. */
 #define STORE_FORMAT_NO_NONCES STORE_FORMAT_NO_LOST
+
+/* ---- format 7: lock modes (issue 14: shared locks, semaphores,
+ * reentrancy; modes.c):
+ *   - the holders of a lock are a set: a database of their own, DB_HOLDERS
+ *     (name \0 be64 fence -> struct hold_rec), and the lock record (struct
+ *     lock_rec) keeps their number, their mode and the lock's limit instead
+ *     of the one holder of format 6;
+ *   - a waiter record carries the mode of its request (one byte more);
+ *   - an owned hold's enq is the fence of its hold (0 in format 6), so that
+ *     a session's owned entry finds its holders record;
+ *   - DB_SESSION_LOCKS (be64 session, name -> u32 count of the session's
+ *     owned entries on that name) answers "does this session hold or wait
+ *     for this lock" for reentrancy and BATON_EDEADLK;
+ *   - a format 6 store is upgraded by modes_upgrade (modes.c), which
+ *     rewrites every lock, waiter and owned hold and fills the two new
+ *     databases; a format 6 (or older) snapshot is restored in its own
+ *     layout and then upgraded the same way, in the restore's transaction.
+ * STORE_FORMAT_NO_MODES is the format before it. */
+#define STORE_FORMAT 7
+#define STORE_FORMAT_NO_MODES 6
 /* The snapshot's leading u32: the bytes "BTN1" read as little-endian. */
 #define STORE_SNAP_MAGIC 0x314E5442u
 /* Initial map size. The map is writable, so the data file is this long and
@@ -97,13 +116,15 @@
 
 #define STORE_BOOT_ID_MAX 64
 
-/* The named databases, in snapshot order. A format 4 or 5 snapshot holds
- * all but the last three (DB_LOST and the nonce databases), a format 3
+/* The named databases, in snapshot order. A format 6 snapshot holds all
+ * but the last two; a format 4 or 5 snapshot holds
+ * all but the last five (DB_LOST and the nonce databases), a format 3
  * one also lacks DB_MEMBERS. */
 enum store_db {
     DB_META, DB_SESSIONS, DB_LOCKS, DB_WAITERS, DB_OWNED, DB_DEDUP, DB_MEMBERS,
     DB_LOST,                       /* format 6: lost.c */
     DB_NONCES, DB_SESSION_NONCES,  /* format 6: nonces.c */
+    DB_HOLDERS, DB_SESSION_LOCKS,  /* format 7: modes.c */
     DB_COUNT_
 };
 
@@ -191,32 +212,70 @@ struct sess_rec {
 #define SESS_VAL_FIXED_V4 24
 #define SESS_VAL_MAX (SESS_VAL_FIXED + BATON_MAX_PRINCIPAL + BATON_MAX_CLIENT_NAME)
 
-/* locks: name -> this. A record exists only while the lock is held, has
- * waiters or is delayed; holder_session 0 means free. A delayed lock has no
- * holder (the holder fields are 0) and lock_delay_ms is the delay that is
- * running; a held lock's lock_delay_ms is its holder's (0 = none). */
+/* locks: name -> this (format 7). A record exists only while the lock
+ * has holders or waiters or is delayed. The holders are in DB_HOLDERS;
+ * mode is theirs (meaningless while there are none); limit (1..
+ * BATON_MAX_LIMIT) was fixed by the request that created the record: 1
+ * for an ordinary (read/write) lock, N > 1 for a semaphore of N. A
+ * delayed lock grants nothing until DELAY_END; lock_delay_ms is then the
+ * delay that runs (0 otherwise). It may still have holders (the others
+ * of a shared lock or a semaphore whose one holder expired). */
 struct lock_rec {
-    uint64_t holder_session;
-    uint64_t holder_waiter;
-    uint64_t fence;
-    uint64_t granted;       /* raft index of the grant */
+    uint32_t n_holders;
+    uint8_t mode;           /* BATON_MODE_EXCLUSIVE or BATON_MODE_SHARED */
+    uint32_t limit;         /* >= 1 */
     uint32_t n_waiters;
     int32_t lock_delay_ms;  /* >= 0 */
     uint8_t delayed;        /* 0 or 1 */
 };
-#define LOCK_VAL_LEN 41
+#define LOCK_VAL_LEN 18
+
+/* The lock record of format 6: one holder (0: none). */
+struct lock_rec_v6 {
+    uint64_t holder_session;
+    uint64_t holder_waiter;
+    uint64_t fence;
+    uint64_t granted;
+    uint32_t n_waiters;
+    int32_t lock_delay_ms;
+    uint8_t delayed;
+};
+#define LOCK_VAL_LEN_V6 41
+
+/* holders: name \0 be64 fence -> this (format 7). One hold: the ACQUIRE
+ * (session, waiter) that won it, the raft index of the grant, its
+ * lock-delay, its mode, and how many handles it has (count >= 1: a
+ * reentrant ACQUIRE of the same session adds one, each RELEASE of the
+ * fence takes one, the last one ends the hold). */
+struct hold_rec {
+    uint64_t session;
+    uint64_t waiter;
+    uint64_t granted;
+    int32_t lock_delay_ms;  /* >= 0 */
+    uint8_t mode;
+    uint32_t count;         /* >= 1 */
+};
+#define HOLD_VAL_LEN 33
 
 /* waiters: name \0 be64 enq -> this. lock_delay_ms is the delay of the
- * hold this waiter will have once granted (>= 0). */
+ * hold this waiter will have once granted (>= 0); mode its request's
+ * (format 7; format 6's record lacks the byte: WAITER_VAL_LEN_V6). */
 struct waiter_rec {
     uint64_t session;
     uint64_t waiter;
     int64_t wait_ms;
     int32_t lock_delay_ms;
+    uint8_t mode;
 };
-#define WAITER_VAL_LEN 28
+#define WAITER_VAL_LEN 29
+#define WAITER_VAL_LEN_V6 28
 
-/* owned: be64 session, be64 waiter -> this. enq is 0 for a hold. */
+/* session_locks: be64 session, name -> u32, how many owned entries
+ * (holds and waits) the session has on that lock (>= 1; no record: 0). */
+#define SESSION_LOCK_KEY_MAX (8 + BATON_MAX_NAME)
+
+/* owned: be64 session, be64 waiter -> this. enq is the hold's fence for
+ * a hold (format 7; 0 in format 6). */
 struct owned_rec {
     uint8_t kind;           /* enum owned_kind */
     uint64_t enq;
@@ -286,8 +345,17 @@ int sess_upgrade(const MDB_val *old, uint8_t *p, size_t *len);
 size_t sess_encode_v4(uint8_t *p, const struct sess_rec *r);
 size_t lock_encode(uint8_t *p, const struct lock_rec *r);
 int lock_decode(const MDB_val *v, struct lock_rec *r);
+size_t lock_encode_v6(uint8_t *p, const struct lock_rec_v6 *r);
+int lock_decode_v6(const MDB_val *v, struct lock_rec_v6 *r);
+size_t hold_encode(uint8_t *p, const struct hold_rec *r);
+int hold_decode(const MDB_val *v, struct hold_rec *r);
 size_t waiter_encode(uint8_t *p, const struct waiter_rec *r);
 int waiter_decode(const MDB_val *v, struct waiter_rec *r);
+/* Format 6's waiter record (mode: exclusive). */
+size_t waiter_encode_v6(uint8_t *p, const struct waiter_rec *r);
+int waiter_decode_v6(const MDB_val *v, struct waiter_rec *r);
+size_t key_session_lock(uint8_t k[SESSION_LOCK_KEY_MAX], uint64_t session, const char *name,
+                        size_t name_len);
 size_t owned_encode(uint8_t *p, const struct owned_rec *r);
 int owned_decode(const MDB_val *v, struct owned_rec *r);
 size_t dedup_encode(uint8_t *p, const struct cmd_result *r);
@@ -405,18 +473,40 @@ int nonce_put(struct apply_ctx *c, uint64_t nonce, const char *owner, size_t own
  * had one. */
 int nonce_drop(struct apply_ctx *c, uint64_t session, const struct sess_rec *r);
 
+/* ---- modes.c ------------------------------------------------------------ */
+
+/* Add delta to the count of session's owned entries on name
+ * (DB_SESSION_LOCKS); the record goes when the count reaches 0. */
+int session_lock_add(struct apply_ctx *c, uint64_t session, const char *name, size_t len,
+                     int delta);
+/* How many owned entries session has on name (0: none). */
+int session_lock_count(struct apply_ctx *c, uint64_t session, const char *name, size_t len,
+                       uint32_t *n);
+/* The format 6 -> 7 step (store_int.h, format 7), in txn: of store_open's
+ * upgrade, and of the restore of a format 6 (or older) snapshot. */
+int modes_upgrade(store *s, MDB_txn *txn);
+/* The test hook store__downgrade's step 7 -> 6: refused (BATON_EINVAL)
+ * unless every lock is an ordinary one with at most one exclusive hold of
+ * one handle and only exclusive waiters. */
+int modes_downgrade(store *s, MDB_txn *txn);
+
 /* ---- members.c ---------------------------------------------------------- */
 
 int op_set_member_addr(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
 
 /*
  * A session is going away: drop one thing it owns without touching the
- * session record. A wait leaves its queue silently; a hold is released,
+ * session record. A wait leaves its queue silently, granting nobody (the
+ * caller calls locks_regrant once the session's entries are all gone, so
+ * that nothing is granted to the dying session); a hold is released,
  * preceded by FX_LOST(lost_status) when lost_status is non-zero (expiry).
  * The released lock goes to the next waiter, unless `expiry` is set and the
  * hold has a lock-delay: then the lock becomes delayed (FX_LOCK_DELAY) and
  * nobody gets it until DELAY_END.
  */
+/* After locks_drop_owned dropped waits: grant name's queue head(s) if
+ * they may now be granted (nothing if the lock is gone). */
+int locks_regrant(struct apply_ctx *c, const char *name, size_t len);
 int locks_drop_owned(struct apply_ctx *c, uint64_t session, uint64_t waiter,
                      const struct owned_rec *o, int32_t lost_status, int expiry);
 

@@ -37,15 +37,18 @@ void store__set_boot_id_path(const char *path);
  * BATON_EIO. */
 int store__set_format(store *s, uint64_t format);
 
-/* Rewrite the store as a batond of format 3, 4 or 5 would have left it:
- * the nonce databases emptied (no older format had them: the sessions
+/* Rewrite the store as a batond of format 3, 4, 5 or 6 would have left
+ * it: the locks, waiters and owned holds in format 6's layout and the
+ * databases of format 7 dropped (every lock must be an ordinary one with at
+ * most one exclusive holder of one handle, exclusive waiters only, and not
+ * both held and delayed); for formats before 6 also the nonce databases emptied (no older format had them: the sessions
  * keep no nonce), for formats 3 and 4 every session record in their
  * layout (the owner dropped, as those formats had none), and meta
  * "format" set; takes effect at the next store_open, which upgrades it.
  * The members table is left as it is (a format 3 store had none: empty it
  * first). The lost table, which no format before 6 had, must be empty.
- * Returns 0, BATON_EINVAL for another format or a lost table that is not
- * empty, or BATON_EIO. */
+ * Returns 0, BATON_EINVAL for another format, a lock format 6 cannot
+ * hold, or (below 6) a lost table that is not empty, or BATON_EIO. */
 int store__downgrade(store *s, uint64_t format);
 
 /* Make the next n snapshots of s fail with BATON_EIO, as a failing disk

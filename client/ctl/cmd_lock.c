@@ -46,7 +46,7 @@ extern char **environ;
 
 const char cmd_lock_help[] =
     "usage: batonctl lock NAME [--timeout MS] [--ttl MS] [--lock-delay MS] [--grace MS] [-v]\n"
-    "                     [-e ENDPOINTS]\n"
+    "                     [--shared | --limit N] [-e ENDPOINTS]\n"
     "                     -- CMD [ARGS...]\n"
     "\n"
     "Acquires lock NAME (waiting in the lock's FIFO queue), runs CMD while holding it,\n"
@@ -61,6 +61,12 @@ const char cmd_lock_help[] =
     "  --ttl MS       session lease to ask for (default: the server's, 10 s)\n"
     "  --lock-delay MS  if this session expires while holding the lock, keep the lock\n"
     "                 from everyone for MS (0: none); default: the server's --lock-delay\n"
+    "  --shared       take the lock in shared mode: any number of shared holders at\n"
+    "                 once, or one exclusive holder (FIFO: a shared request behind a\n"
+    "                 waiting exclusive one waits)\n"
+    "  --limit N      take one of the N permits of semaphore NAME (2..10000): at most\n"
+    "                 N holders at once, FIFO. The first request fixes N while NAME is\n"
+    "                 held or waited for; another N is refused\n"
     "  --grace MS     when the lock is lost, how long CMD gets between SIGTERM and\n"
     "                 SIGKILL (default 5000; 0 sends SIGKILL at once)\n"
     "  -v, --verbose  report on stderr when the lock is acquired and released\n"
@@ -94,7 +100,8 @@ const char cmd_lock_help[] =
     "  126, 127       CMD could not be executed / was not found\n"
     "  128+N          interrupted by signal N while waiting for the lock\n";
 
-enum { OPT_WAIT = CTL_OPT_CMD_BASE, OPT_TTL, OPT_GRACE, OPT_VERBOSE, OPT_DELAY };
+enum { OPT_WAIT = CTL_OPT_CMD_BASE, OPT_TTL, OPT_GRACE, OPT_VERBOSE, OPT_DELAY, OPT_SHARED,
+       OPT_LIMIT };
 
 #define DEFAULT_GRACE_MS 5000
 
@@ -103,6 +110,8 @@ static const struct ctl_optspec lock_opts[] = {
     {"ttl", 0, 1, OPT_TTL},
     {"grace", 0, 1, OPT_GRACE},
     {"lock-delay", 0, 1, OPT_DELAY},
+    {"shared", 0, 0, OPT_SHARED},
+    {"limit", 0, 1, OPT_LIMIT},
     {"verbose", 'v', 0, OPT_VERBOSE},
     {NULL, 0, 0, 0},
 };
@@ -386,7 +395,8 @@ int cmd_lock(struct ctl_opts *o, int argc, char **argv)
     const char *arg, *name = NULL, *eps[CTL_MAX_ENDPOINTS];
     char err[CTL_ERR_SIZE], *storage, **cmd = NULL, **env;
     int64_t wait_ms = -1, ttl_ms = 0, grace_ms = DEFAULT_GRACE_MS, delay_ms = -2;
-    int id, rv, verbose = 0, sig, lost, spawned = 0;
+    uint64_t limit = 0;
+    int id, rv, verbose = 0, sig, lost, spawned = 0, mode = BATON_MODE_EXCLUSIVE;
     baton_opts bo;
     baton_t *b = NULL;
     baton_lock_t *l = NULL;
@@ -416,6 +426,11 @@ int cmd_lock(struct ctl_opts *o, int argc, char **argv)
         } else if (id == OPT_GRACE) {
             if (ctl_parse_ms(arg, &grace_ms) != 0)
                 return ctl_usage_error("lock", "bad --grace '%s' (milliseconds)", arg);
+        } else if (id == OPT_SHARED) {
+            mode = BATON_MODE_SHARED;
+        } else if (id == OPT_LIMIT) {
+            if (ctl_parse_uint(arg, BATON_MAX_LIMIT, &limit) != 0 || limit < 2)
+                return ctl_usage_error("lock", "bad --limit '%s' (2..%d)", arg, BATON_MAX_LIMIT);
         } else if (id == OPT_VERBOSE) {
             verbose = 1;
         } else {
@@ -424,6 +439,9 @@ int cmd_lock(struct ctl_opts *o, int argc, char **argv)
         }
     }
     if (name == NULL) return ctl_usage_error("lock", "missing lock NAME");
+    if (mode == BATON_MODE_SHARED && limit > 1)
+        return ctl_usage_error("lock", "--shared and --limit do not combine: a semaphore's "
+                                       "holders each hold one permit");
     if (!ctl_lock_name_ok(name))
         return ctl_usage_error("lock", "a lock name is 1 to %d bytes", BATON_MAX_NAME);
     if (cmd == NULL || cmd[0] == NULL) return ctl_usage_error("lock", "missing CMD to run");
@@ -488,6 +506,8 @@ int cmd_lock(struct ctl_opts *o, int argc, char **argv)
         la.lock_delay_ms = delay_ms == -2  ? BATON_LOCK_DELAY_DEFAULT
                            : delay_ms == 0 ? BATON_LOCK_DELAY_NONE
                                            : (int32_t)delay_ms;
+        la.mode = (uint8_t)mode;
+        la.limit = (uint32_t)limit;
         rv = baton_lock_with(b, name, &la, &l);
     }
 

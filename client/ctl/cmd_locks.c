@@ -1,6 +1,7 @@
 /*
  * cmd_locks.c -- `batonctl locks [PREFIX]`: LIST_LOCKS from the leader's
- * applied state: each lock's name, holder session, fence and queue length.
+ * applied state: each lock's name, mode, holders (the first one's session
+ * and fence, and how many), limit and queue length.
  */
 #include <stdio.h>
 #include <string.h>
@@ -12,7 +13,9 @@ const char cmd_locks_help[] =
     "usage: batonctl locks [PREFIX] [--limit N] [-e ENDPOINTS] [-o table|json] [--timeout MS]\n"
     "\n"
     "Lists the locks whose name starts with PREFIX (all locks if omitted), in name\n"
-    "order, as the leader sees them: name, holder session, fence, number of waiters.\n"
+    "order, as the leader sees them: name, mode (excl or shared; a semaphore of N\n"
+    "shows sem/N), how many hold it, the first holder's session and fence (lowest\n"
+    "fence: lock-info lists them all), number of waiters.\n"
     "At most N locks are listed (default and maximum: as many as the server sends\n"
     "in one reply, up to 1000); a note says when more match.\n"
     "\n"
@@ -21,8 +24,10 @@ const char cmd_locks_help[] =
     "\n"
     "JSON (-o json), one object:\n"
     "  {\"prefix\": S, \"locks\": [{\"name\": S, \"held\": B, \"holder_session\": N,\n"
-    "   \"fence\": N, \"waiters\": N}, ...], \"more\": B}\n"
-    "  holder_session and fence are 0 for a lock that is not held. Names that are\n"
+    "   \"fence\": N, \"waiters\": N, \"mode\": \"exclusive\"|\"shared\", \"limit\": N,\n"
+    "   \"holders\": N}, ...], \"more\": B}\n"
+    "  holder_session and fence (the first holder's) are 0 for a lock that is not\n"
+    "  held. Names that are\n"
     "  not valid UTF-8 have the offending bytes replaced by U+FFFD.\n";
 
 enum { OPT_LIMIT = CTL_OPT_CMD_BASE };
@@ -40,14 +45,22 @@ static void print_table(const struct msg_list_locks_r *l)
         printf("(no locks)\n");
         return;
     }
-    table_init(&t, 4);
+    table_init(&t, 6);
     table_cell(&t, "NAME");
+    table_cell(&t, "MODE");
+    table_cell(&t, "HOLDERS");
     table_cell(&t, "HOLDER");
     table_cell(&t, "FENCE");
     table_cell(&t, "WAITERS");
     for (uint32_t i = 0; i < l->n; i++) {
         const struct msg_lock_summary *s = &l->items[i];
         table_cell_bytes(&t, s->name.p, s->name.n);
+        if (s->limit > 1)
+            table_cell(&t, "sem/%u", s->limit);
+        else
+            table_cell(&t, "%s", s->n_holders == 0 ? "-"
+                                 : s->mode == BATON_MODE_SHARED ? "shared" : "excl");
+        table_cell(&t, "%u", s->n_holders);
         if (s->holder_session != 0) {
             table_cell(&t, "%llu", (unsigned long long)s->holder_session);
             table_cell(&t, "%llu", (unsigned long long)s->fence);
@@ -79,6 +92,9 @@ static void print_json(const char *prefix, const struct msg_list_locks_r *l)
         jw_u64(&w, "holder_session", s->holder_session);
         jw_u64(&w, "fence", s->fence);
         jw_u64(&w, "waiters", s->n_waiters);
+        jw_cstring(&w, "mode", s->mode == BATON_MODE_SHARED ? "shared" : "exclusive");
+        jw_u64(&w, "limit", s->limit);
+        jw_u64(&w, "holders", s->n_holders);
         jw_end_object(&w);
     }
     jw_end_array(&w);

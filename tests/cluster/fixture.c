@@ -443,7 +443,7 @@ void cl_lock(struct cl *c, unsigned i, const char *name, uint64_t *holder, uint6
     ASSERT_EQ(info.n_waiters, info.total_waiters);
     for (uint32_t k = 0; k < info.n_waiters && k < max; k++) waiters[k] = info.waiters[k].session;
     *n_waiters = info.total_waiters;
-    free(info.waiters);
+    store_lock_info_free(&info);
 }
 
 void cl_assert_fx(const struct cl_prop *p, size_t k, uint8_t type, uint64_t session,

@@ -291,14 +291,15 @@ TEST(isolated_leader_cannot_commit)
     cl_snapshot(&c, 0, &now);
     ASSERT(now.len == before.len && memcmp(now.data, before.data, now.len) == 0);
 
-    /* The majority commits: a try by b is refused (a still holds L, the
-     * release never happened), then the client retries its release on the
+    /* The majority commits: a try by b is refused (b waits for L already:
+     * BATON_EDEADLK; a still holds it, the release never happened), then
+     * the client retries its release on the
      * new leader with the same seq: never applied before, so it runs, and
      * b gets L with fence 2. That entry takes index idx + 2, overwriting the
      * old leader's idx + 1 with the try. */
     cl_run1(&c, cl_acquire(2, 2, TRY, "L"), &p);
     ASSERT_UEQ(p.index, idx + 1);
-    assert_res(&p, 0, BATON_EWOULDBLOCK, 0, 0);
+    assert_res(&p, 0, BATON_EDEADLK, 0, 0);
     cl_run1(&c, cl_release(1, 2, 1, "L"), &p);
     assert_res(&p, 0, 0, RESULT_OK, 0);
     ASSERT_EQ(p.n_fx, 1);

@@ -129,6 +129,28 @@ static void gen_cmds(void)
                                    NAMED("seed"), .owner = "carol", .owner_len = 5};
     const struct cmd mixed_nonces[] = {open_nonce, acq_keep, open_nonce, rel_keep, open_carol,
                                        close};
+    /* Protocol 4: lock modes (CMD_ACQUIRE_MODES): shared requests, a
+     * semaphore, a reentrant second handle of session 1's "x", and one
+     * with a keep list. */
+    const struct cmd acq_shared = {.type = CMD_ACQUIRE, .session = 2, .seq = 4, .ack_below = 1,
+                                   .wait_ms = BATON_WAIT_FOREVER, .mode = BATON_MODE_SHARED,
+                                   NAMED("z")};
+    const struct cmd acq_shared3 = {.type = CMD_ACQUIRE, .session = 3, .seq = 4, .ack_below = 1,
+                                    .wait_ms = 1000, .mode = BATON_MODE_SHARED, NAMED("z")};
+    const struct cmd acq_excl = {.type = CMD_ACQUIRE, .session = 1, .seq = 5, .ack_below = 1,
+                                 .wait_ms = BATON_WAIT_FOREVER, NAMED("z")};
+    const struct cmd acq_sem = {.type = CMD_ACQUIRE, .session = 1, .seq = 6, .ack_below = 1,
+                                .wait_ms = BATON_WAIT_FOREVER, .limit = 2, NAMED("s")};
+    const struct cmd acq_sem2 = {.type = CMD_ACQUIRE, .session = 2, .seq = 5, .ack_below = 1,
+                                 .wait_ms = BATON_WAIT_FOREVER, .limit = 3, NAMED("s")};
+    const struct cmd acq_reent = {.type = CMD_ACQUIRE, .session = 1, .seq = 7, .ack_below = 1,
+                                  .wait_ms = BATON_WAIT_TRY, .reentrant = 1, NAMED("x")};
+    const struct cmd acq_modes_keep = {.type = CMD_ACQUIRE, .session = 2, .seq = 6,
+                                       .ack_below = 3, .n_keep = 1, .keep = keep_le,
+                                       .wait_ms = BATON_WAIT_FOREVER,
+                                       .mode = BATON_MODE_SHARED, NAMED("y")};
+    const struct cmd mixed_modes[] = {acq_shared, acq_shared3, acq_excl, acq_sem, acq_sem2,
+                                      acq_reent, release, expire, cancel};
 
     batch("open_session", &open, 1);
     batch("open_owned", &open_owned, 1);
@@ -148,6 +170,11 @@ static void gen_cmds(void)
     batch("acquire_keep", &acq_keep, 1);
     batch("release_keep", &rel_keep, 1);
     batch("mixed_nonces", mixed_nonces, sizeof mixed_nonces / sizeof mixed_nonces[0]);
+    batch("acquire_shared", &acq_shared, 1);
+    batch("acquire_semaphore", &acq_sem, 1);
+    batch("acquire_reentrant", &acq_reent, 1);
+    batch("acquire_modes_keep", &acq_modes_keep, 1);
+    batch("mixed_modes", mixed_modes, sizeof mixed_modes / sizeof mixed_modes[0]);
     batch("empty", NULL, 0);
 }
 

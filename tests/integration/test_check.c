@@ -107,11 +107,18 @@ TEST(byte_flipped_in_data_file_is_reported)
     wait_same_applied(&c);
 
     /* Stop the follower cleanly and change one byte of "check/alpha"'s
-     * record: the low byte of its grant index (offset 24 of the 41-byte
-     * lock record, storage/store_int.h), which only lock-info reads. */
+     * holders record (key: the name, a 0, the be64 fence): the low byte
+     * of its grant index (offset 16 of the 33-byte record,
+     * storage/store_int.h), which only lock-info reads. */
     ASSERT_EQ(cluster_kill(&c, victim, SIGTERM), 0);
     snprintf(path, sizeof path, "%s/fsm/data.mdb", c.nodes[victim].dir);
-    ASSERT_GE(corrupt_lmdb_value(path, "check/alpha", strlen("check/alpha"), 41, 24), 1);
+    {
+        uint8_t key[sizeof "check/alpha" + 8];
+        uint64_t fence = baton_lock_fence(l1);
+        memcpy(key, "check/alpha", sizeof "check/alpha"); /* with its NUL */
+        for (int i = 0; i < 8; i++) key[sizeof "check/alpha" + i] = (uint8_t)(fence >> (56 - 8 * i));
+        ASSERT_GE(corrupt_lmdb_value(path, key, sizeof key, 33, 16), 1);
+    }
     ASSERT_EQ(cluster_restart(&c, victim), 0);
     wait_same_applied(&c);
 

@@ -15,7 +15,10 @@ static struct pstr S(const char *s)
 
 static struct msg_member members[3];
 static struct msg_member_info infos[2];
-static struct msg_waiter waiters[2] = {{7, 3, -1}, {9, 1, 500}};
+static struct msg_waiter waiters[2] = {{7, 3, -1, BATON_MODE_EXCLUSIVE},
+                                       {9, 1, 500, BATON_MODE_SHARED}};
+static struct msg_holder holders[2] = {{5, 2, 40, 100, BATON_MODE_SHARED, 1},
+                                       {6, 4, 42, 103, BATON_MODE_SHARED, 2}};
 static struct msg_lock_summary locks[2];
 static struct msg_session_summary sessions[2];
 static struct msg_lost_hold lost[2];
@@ -29,8 +32,8 @@ static void init_lists(void)
     members[2] = (struct msg_member){3, S("127.0.0.1:7103"), S("127.0.0.1:7003")};
     infos[0] = (struct msg_member_info){1, MEMBER_VOTER, S("127.0.0.1:7101"), S("127.0.0.1:7001")};
     infos[1] = (struct msg_member_info){4, MEMBER_SPARE, S("127.0.0.1:7104"), S("")};
-    locks[0] = (struct msg_lock_summary){S("jobs/1"), 7, 41, 2};
-    locks[1] = (struct msg_lock_summary){S("jobs/2"), 0, 0, 0};
+    locks[0] = (struct msg_lock_summary){S("jobs/1"), 7, 41, 2, BATON_MODE_SHARED, 1, 3};
+    locks[1] = (struct msg_lock_summary){S("jobs/2"), 0, 0, 0, BATON_MODE_EXCLUSIVE, 8, 0};
     sessions[0] = (struct msg_session_summary){7, 10000, 12, S("worker"), 1, 0, S("alice")};
     sessions[1] = (struct msg_session_summary){9, 3000, 15, S(""), 0, 2, S("")};
     lost[0] = (struct msg_lost_hold){3, 41, BATON_ELOST, S("jobs/1")};
@@ -46,6 +49,11 @@ static void lock_info(struct msg_lock_info_r *li)
     li->holder_waiter = 2;
     li->fence = 40;
     li->granted_index = 100;
+    li->mode = BATON_MODE_SHARED;
+    li->limit = 1;
+    li->total_holders = 2;
+    li->n_holders = 2;
+    li->holders = holders;
     li->total_waiters = 2;
     li->n_waiters = 2;
     li->waiters = waiters;
@@ -86,6 +94,8 @@ int msg_sample(int type, struct msg *m)
         m->u.op.wait_ms = BATON_WAIT_FOREVER;
         m->u.op.lock = S("jobs/1");
         m->u.op.lock_delay_ms = 250;
+        m->u.op.mode = BATON_MODE_SHARED;
+        m->u.op.reentrant = 1;
         break;
     case MSG_RELEASE:
         m->u.op.session = 7;

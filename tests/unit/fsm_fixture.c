@@ -237,36 +237,107 @@ static void put_session_v4(struct buf *out, const uint8_t *v, uint32_t vlen)
     ASSERT_EQ(buf_put(out, v + 25, vlen - 25), 0);
 }
 
-void snap_as_format(const struct buf *cur, uint32_t format, struct buf *out)
+/* Where each database's entries start in a snapshot of N_DB databases. */
+static void snap_dbs(const struct buf *cur, size_t at[N_DB + 1])
 {
     size_t off = SNAP_HDR;
 
-    ASSERT(format >= 3 && format <= 5);
-    ASSERT_EQ(le_get_u32(cur->data + 4), 6);
+    for (int db = 0; db < N_DB; db++) {
+        uint32_t n = le_get_u32(cur->data + off);
+        at[db] = off;
+        off += 4;
+        for (uint32_t j = 0; j < n; j++) {
+            off += 4 + le_get_u32(cur->data + off);
+            off += 4 + le_get_u32(cur->data + off);
+        }
+    }
+    at[N_DB] = off;
+    ASSERT_UEQ(off, cur->len);
+}
+
+/* A format 7 lock record (value v of the lock `name`) in format 6's
+ * layout, its one holder (if any) read from the snapshot's holders. */
+static void put_lock_v6(struct buf *out, const struct buf *cur, const size_t at[N_DB + 1],
+                        const uint8_t *name, uint32_t name_len, const uint8_t *v, uint32_t vlen)
+{
+    uint8_t o[41] = {0};
+    size_t off = at[DB_HOLDERS];
+    uint32_t n = le_get_u32(cur->data + off);
+
+    ASSERT_EQ(vlen, 18);
+    ASSERT_EQ(le_get_u32(v + 5), 1); /* an ordinary lock */
+    le_put_u32(o + 32, le_get_u32(v + 9)); /* n_waiters */
+    le_put_u32(o + 36, le_get_u32(v + 13)); /* the delay that runs */
+    o[40] = v[17];
+    off += 4;
+    for (uint32_t j = 0; j < n; j++) {
+        uint32_t klen = le_get_u32(cur->data + off), hlen;
+        const uint8_t *k = cur->data + off + 4, *h;
+        off += 4 + klen;
+        hlen = le_get_u32(cur->data + off);
+        h = cur->data + off + 4;
+        off += 4 + hlen;
+        if (klen != name_len + 9 || memcmp(k, name, name_len) != 0 || k[name_len] != 0) continue;
+        ASSERT_EQ(le_get_u32(v), 1);
+        ASSERT_EQ(hlen, 33);
+        ASSERT_EQ(h[28], BATON_MODE_EXCLUSIVE);
+        ASSERT_EQ(le_get_u32(h + 29), 1);
+        memcpy(o, h, 16);                            /* session, waiter */
+        le_put_u64(o + 16, be_get_u64(k + name_len + 1)); /* fence */
+        memcpy(o + 24, h + 16, 8);                   /* granted */
+        memcpy(o + 36, h + 24, 4);                   /* the hold's lock-delay */
+    }
+    ASSERT_EQ(buf_put_u32(out, 41), 0);
+    ASSERT_EQ(buf_put(out, o, 41), 0);
+}
+
+void snap_as_format(const struct buf *cur, uint32_t format, struct buf *out)
+{
+    size_t at[N_DB + 1];
+
+    ASSERT(format >= 3 && format <= 6);
+    ASSERT_EQ(le_get_u32(cur->data + 4), 7);
+    snap_dbs(cur, at);
     buf_free(out);
     ASSERT_EQ(buf_put(out, cur->data, SNAP_HDR), 0);
     le_put_u32(out->data + 4, format);
     for (int db = 0; db < N_DB; db++) {
+        size_t off = at[db];
         uint32_t n = le_get_u32(cur->data + off);
         off += 4;
-        if (db >= DB_LOST || (db == DB_MEMBERS && format == 3)) {
-            ASSERT_EQ(n, 0);
+        if (db >= DB_HOLDERS || (db >= DB_LOST && format < 6) ||
+            (db == DB_MEMBERS && format == 3)) {
+            if (db < DB_HOLDERS) ASSERT_EQ(n, 0);
             continue;
         }
         ASSERT_EQ(buf_put_u32(out, n), 0);
         for (uint32_t j = 0; j < n; j++) {
             uint32_t klen = le_get_u32(cur->data + off), vlen;
+            const uint8_t *k = cur->data + off + 4, *v;
             ASSERT_EQ(buf_put(out, cur->data + off, 4 + klen), 0);
             off += 4 + klen;
             vlen = le_get_u32(cur->data + off);
-            if (db == DB_SESSIONS && format < 5)
-                put_session_v4(out, cur->data + off + 4, vlen);
-            else
+            v = cur->data + off + 4;
+            if (db == DB_SESSIONS && format < 5) {
+                put_session_v4(out, v, vlen);
+            } else if (db == DB_LOCKS) {
+                put_lock_v6(out, cur, at, k, klen, v, vlen);
+            } else if (db == DB_WAITERS) {
+                ASSERT_EQ(vlen, 29);
+                ASSERT_EQ(v[28], BATON_MODE_EXCLUSIVE);
+                ASSERT_EQ(buf_put_u32(out, 28), 0);
+                ASSERT_EQ(buf_put(out, v, 28), 0);
+            } else if (db == DB_OWNED && v[0] == 1) { /* a hold: no fence in format 6 */
+                ASSERT_EQ(buf_put_u32(out, vlen), 0);
+                ASSERT_EQ(buf_put_u8(out, v[0]), 0);
+                ASSERT_EQ(buf_put_u64(out, 0), 0);
+                ASSERT_EQ(buf_put(out, v + 9, vlen - 9), 0);
+            } else {
                 ASSERT_EQ(buf_put(out, cur->data + off, 4 + vlen), 0);
+            }
             off += 4 + vlen;
         }
     }
-    ASSERT_UEQ(off, cur->len);
 }
 
 struct msg_lock_info_r info(struct fixture *f, const char *name)
@@ -288,7 +359,7 @@ void assert_holder(struct fixture *f, const char *name, uint64_t session, uint64
     if (fence) ASSERT_UEQ(i.fence, fence);
     ASSERT_EQ(i.total_waiters, waiters);
     ASSERT_EQ(i.n_waiters, waiters);
-    free(i.waiters);
+    store_lock_info_free(&i);
 }
 
 void populate(struct fixture *f)
@@ -339,16 +410,15 @@ int collect_timed(void *data, uint64_t session, uint64_t waiter, int64_t wait_ms
     return 0;
 }
 
-int collect_lock(void *data, const char *name, size_t name_len, uint64_t holder,
-                 uint64_t fence, uint32_t n_waiters)
+int collect_lock(void *data, const char *name, size_t name_len,
+                 const struct msg_lock_summary *sum)
 {
     struct listed *l = data;
-    (void)fence;
     ASSERT_LT(l->n, 8);
     memcpy(l->names[l->n], name, name_len);
     l->names[l->n][name_len] = 0;
-    l->holder[l->n] = holder;
-    l->waiters[l->n] = n_waiters;
+    l->holder[l->n] = sum->holder_session;
+    l->waiters[l->n] = sum->n_waiters;
     l->n++;
     return 0;
 }

@@ -29,7 +29,7 @@
 #define SNAP_HDR 24
 enum {
     DB_META, DB_SESSIONS, DB_LOCKS, DB_WAITERS, DB_OWNED, DB_DEDUP, DB_MEMBERS, DB_LOST,
-    DB_NONCES, DB_SESSION_NONCES, N_DB
+    DB_NONCES, DB_SESSION_NONCES, DB_HOLDERS, DB_SESSION_LOCKS, N_DB
 };
 
 struct fixture {
@@ -116,15 +116,18 @@ int same_state(const struct buf *a, const struct buf *b);
 uint32_t snap_count(const struct buf *b, int db);
 uint32_t count_in(struct fixture *f, int db);
 /*
- * Write into out (replaced) the format 5, 4 or 3 snapshot an older batond
- * would have taken of the state in the format 6 snapshot cur, from the
- * layouts of storage/store_int.h spelled out here: no lost table and no
- * nonce databases (cur's must be empty); for formats 4 and 3 session
+ * Write into out (replaced) the format 6, 5, 4 or 3 snapshot an older
+ * batond would have taken of the state in the format 7 snapshot cur, from
+ * the layouts of storage/store_int.h spelled out here: no holders or
+ * session_locks databases, locks, waiters and owned holds in format 6's
+ * layout (every lock in cur must be an ordinary one held exclusively by at
+ * most one hold of one handle, every waiter exclusive); below 6 also no
+ * lost table and no nonce databases (cur's must be empty); for formats 4 and 3 session
  * records without the owner byte and owner (every owner in cur must be
  * ""), and for format 3 no members table (cur's must be empty).
  */
 void snap_as_format(const struct buf *cur, uint32_t format, struct buf *out);
-/* store_lock_info of name (free its waiters). */
+/* store_lock_info of name (store_lock_info_free it). */
 struct msg_lock_info_r info(struct fixture *f, const char *name);
 /* name is held by session (0: free) with this fence (0: any) and has
  * `waiters` waiters. */
@@ -159,8 +162,8 @@ struct listed {
     uint64_t holder[8];
     uint32_t waiters[8];
 };
-int collect_lock(void *data, const char *name, size_t name_len, uint64_t holder,
-                 uint64_t fence, uint32_t n_waiters);
+int collect_lock(void *data, const char *name, size_t name_len,
+                 const struct msg_lock_summary *sum);
 
 /* store_foreach_delayed_lock: up to 8 delayed locks. */
 struct delayed_seen {

@@ -22,6 +22,7 @@ static char item_names[BATON_MAX_LIST][BATON_MAX_NAME];
 static struct msg_member members[BATON_MAX_MEMBERS];
 static struct msg_member_info member_infos[BATON_MAX_MEMBERS];
 static struct msg_waiter waiters[BATON_MAX_LIST];
+static struct msg_holder holders[BATON_MAX_LIST];
 static struct msg_lock_summary items[BATON_MAX_LIST];
 static struct msg_session_summary sess_items[BATON_MAX_LIST];
 static struct msg_lost_hold lost_items[BATON_MAX_LIST];
@@ -147,6 +148,10 @@ void sample(int type, int v, struct msg *m)
          * smallest value the decoder accepts. */
         m->u.op.lock_delay_ms =
             v == V_TYPICAL ? 0x01020304 : v == V_EXTREME ? INT32_MAX : BATON_LOCK_DELAY_NONE;
+        /* Lock modes: any byte and u32 travel (the server checks them). */
+        m->u.op.mode = U8(v, BATON_MODE_SHARED);
+        m->u.op.limit = U32(v, 0x00000103);
+        m->u.op.reentrant = U8(v, 1);
         break;
     case MSG_RELEASE:
         op_head(v, &m->u.op);
@@ -220,6 +225,19 @@ void sample(int type, int v, struct msg *m)
         li->holder_waiter = U64(v, 0xE1E2E3E4E5E6E7E8ull);
         li->fence = U64(v, 0xD1D2D3D4D5D6D7D8ull);
         li->granted_index = U64(v, 0x6162636465666768ull);
+        li->mode = U8(v, BATON_MODE_SHARED);
+        li->limit = U32(v, 0x00000102);
+        li->total_holders = U32(v, 0x02030405);
+        li->n_holders = COUNT(v, 2, BATON_MAX_LIST);
+        li->holders = li->n_holders ? holders : NULL;
+        for (uint32_t i = 0; i < li->n_holders; i++) {
+            holders[i].session = 0x1112131415161718ull + i;
+            holders[i].waiter = 0x2122232425262728ull + i;
+            holders[i].fence = 0x3132333435363738ull + i;
+            holders[i].granted_index = 0x4142434445464748ull + i;
+            holders[i].mode = (uint8_t)(i % 2);
+            holders[i].count = 0x01000000u + i;
+        }
         li->total_waiters = U32(v, 0x01020304);
         li->n_waiters = COUNT(v, 3, BATON_MAX_LIST);
         li->waiters = li->n_waiters ? waiters : NULL;
@@ -227,6 +245,7 @@ void sample(int type, int v, struct msg *m)
             waiters[i].session = 0x7172737475767778ull + i;
             waiters[i].waiter = 0x8182838485868788ull + i;
             waiters[i].wait_ms = i % 2 ? BATON_WAIT_FOREVER : -(int64_t)i * 1000003;
+            waiters[i].mode = (uint8_t)((i + 1) % 2);
         }
         li->delayed = U8(v, 0x5A);
         li->lock = LOCK(v, "jobs/nightly");
@@ -253,6 +272,9 @@ void sample(int type, int v, struct msg *m)
             items[i].holder_session = i == 1 ? 0 : 0x9192939495969798ull + i;
             items[i].fence = 0xA0A1A2A3A4A5A6A7ull + i;
             items[i].n_waiters = 0x00102030 + i;
+            items[i].mode = (uint8_t)(i % 2);
+            items[i].limit = 1 + i;
+            items[i].n_holders = 0x00405060 + i;
         }
         ll->more = U8(v, 1);
         break;
@@ -451,6 +473,9 @@ void assert_msg_eq(const struct msg *a, const struct msg *b)
         ASSERT_EQ(a->u.op.wait_ms, b->u.op.wait_ms);
         ASSERT_PSTR_EQ(a->u.op.lock, b->u.op.lock);
         ASSERT_EQ(a->u.op.lock_delay_ms, b->u.op.lock_delay_ms);
+        ASSERT_EQ(a->u.op.mode, b->u.op.mode);
+        ASSERT_UEQ(a->u.op.limit, b->u.op.limit);
+        ASSERT_EQ(a->u.op.reentrant, b->u.op.reentrant);
         break;
     case MSG_RELEASE:
         assert_op_head_eq(&a->u.op, &b->u.op);
@@ -523,6 +548,19 @@ void assert_msg_eq(const struct msg *a, const struct msg *b)
         ASSERT_UEQ(x->holder_waiter, y->holder_waiter);
         ASSERT_UEQ(x->fence, y->fence);
         ASSERT_UEQ(x->granted_index, y->granted_index);
+        ASSERT_EQ(x->mode, y->mode);
+        ASSERT_UEQ(x->limit, y->limit);
+        ASSERT_UEQ(x->total_holders, y->total_holders);
+        ASSERT_UEQ(x->n_holders, y->n_holders);
+        ASSERT((x->holders == NULL) == (y->holders == NULL));
+        for (uint32_t i = 0; i < x->n_holders; i++) {
+            ASSERT_UEQ(x->holders[i].session, y->holders[i].session);
+            ASSERT_UEQ(x->holders[i].waiter, y->holders[i].waiter);
+            ASSERT_UEQ(x->holders[i].fence, y->holders[i].fence);
+            ASSERT_UEQ(x->holders[i].granted_index, y->holders[i].granted_index);
+            ASSERT_EQ(x->holders[i].mode, y->holders[i].mode);
+            ASSERT_UEQ(x->holders[i].count, y->holders[i].count);
+        }
         ASSERT_UEQ(x->total_waiters, y->total_waiters);
         ASSERT_UEQ(x->n_waiters, y->n_waiters);
         ASSERT((x->waiters == NULL) == (y->waiters == NULL));
@@ -530,6 +568,7 @@ void assert_msg_eq(const struct msg *a, const struct msg *b)
             ASSERT_UEQ(x->waiters[i].session, y->waiters[i].session);
             ASSERT_UEQ(x->waiters[i].waiter, y->waiters[i].waiter);
             ASSERT_EQ(x->waiters[i].wait_ms, y->waiters[i].wait_ms);
+            ASSERT_EQ(x->waiters[i].mode, y->waiters[i].mode);
         }
         ASSERT_EQ(x->delayed, y->delayed);
         ASSERT_PSTR_EQ(x->lock, y->lock);
@@ -548,6 +587,9 @@ void assert_msg_eq(const struct msg *a, const struct msg *b)
             ASSERT_UEQ(x->items[i].holder_session, y->items[i].holder_session);
             ASSERT_UEQ(x->items[i].fence, y->items[i].fence);
             ASSERT_UEQ(x->items[i].n_waiters, y->items[i].n_waiters);
+            ASSERT_EQ(x->items[i].mode, y->items[i].mode);
+            ASSERT_UEQ(x->items[i].limit, y->items[i].limit);
+            ASSERT_UEQ(x->items[i].n_holders, y->items[i].n_holders);
         }
         ASSERT_EQ(x->more, y->more);
         break;

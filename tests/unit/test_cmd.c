@@ -56,6 +56,9 @@ static void assert_cmd_eq(const struct cmd *a, const struct cmd *b)
     ASSERT_UEQ(a->fence, b->fence);
     ASSERT_UEQ(a->waiter, b->waiter);
     ASSERT_EQ(a->lock_delay_ms, b->lock_delay_ms);
+    ASSERT_EQ(a->mode, b->mode);
+    ASSERT_UEQ(a->limit, b->limit);
+    ASSERT_EQ(a->reentrant, b->reentrant);
     ASSERT_EQ(a->name_len, b->name_len);
     if (a->name_len) ASSERT(memcmp(a->name, b->name, a->name_len) == 0);
     ASSERT_EQ(a->owner_len, b->owner_len);
@@ -210,6 +213,70 @@ TEST(open_session_layouts)
     ASSERT_EQ(out.type, CMD_OPEN_SESSION);
     assert_cmd_eq(&owned, &out);
     ASSERT(out.owner >= (const char *)want.data && out.owner < (const char *)want.data + want.len);
+    buf_free(&want);
+    buf_free(&got);
+}
+
+/* An ACQUIRE without mode fields keeps its bytes; one with any of them is
+ * a CMD_ACQUIRE_MODES (type byte 14) with u8 mode, u32 limit, u8
+ * reentrant after the name (and before a keep list), and decodes back as
+ * an ACQUIRE; one with all three 0 under that type byte is malformed, and
+ * the fields go on no other type. */
+TEST(acquire_modes_layouts)
+{
+    struct cmd plain = c_acq(7, 3, BATON_WAIT_FOREVER, "L"), modes = plain, out[2], bad;
+    struct buf want = {0}, got = {0};
+    static const uint8_t keep_le[8] = {1, 0, 0, 0, 0, 0, 0, 0};
+
+    ASSERT_EQ(CMD_ACQUIRE_MODES, 14);
+    modes.mode = BATON_MODE_SHARED;
+    modes.limit = 0x01020304;
+    modes.reentrant = 1;
+    ASSERT_EQ(buf_put_u8(&want, CMD_FORMAT), 0);
+    ASSERT_EQ(buf_put_u32(&want, 2), 0);
+    put_fixed(&want, CMD_ACQUIRE, &plain);
+    ASSERT_EQ(buf_put_str(&want, "L", 1), 0);
+    put_fixed(&want, CMD_ACQUIRE_MODES, &modes);
+    ASSERT_EQ(buf_put_str(&want, "L", 1), 0);
+    ASSERT_EQ(buf_put_u8(&want, BATON_MODE_SHARED), 0);
+    ASSERT_EQ(buf_put_u32(&want, 0x01020304), 0);
+    ASSERT_EQ(buf_put_u8(&want, 1), 0);
+    cmds_encode(&got, (struct cmd[]){plain, modes}, 2);
+    ASSERT(got.len == want.len && memcmp(got.data, want.data, want.len) == 0);
+    ASSERT_EQ(decode_all(want.data, want.len, out, 2), 2);
+    assert_cmd_eq(&plain, &out[0]);
+    ASSERT_EQ(out[1].type, CMD_ACQUIRE);
+    assert_cmd_eq(&modes, &out[1]);
+    /* With a keep list: the flag on the modes type, the list last. */
+    modes.n_keep = 1;
+    modes.keep = keep_le;
+    buf_reset(&got);
+    cmds_encode(&got, &modes, 1);
+    ASSERT_EQ(got.data[5], CMD_ACQUIRE_MODES | CMD_KEEP_FLAG);
+    ASSERT_EQ(decode_all(got.data, got.len, out, 1), 1);
+    assert_cmd_eq(&modes, &out[0]);
+    /* All three 0 under the modes type byte: malformed. */
+    buf_reset(&got);
+    cmds_encode(&got, &plain, 1);
+    {
+        struct buf b = {0};
+        ASSERT_EQ(buf_put(&b, got.data, got.len), 0);
+        b.data[5] = CMD_ACQUIRE_MODES;
+        ASSERT_EQ(buf_put_u8(&b, 0), 0);
+        ASSERT_EQ(buf_put_u32(&b, 0), 0);
+        ASSERT_EQ(buf_put_u8(&b, 0), 0);
+        ASSERT_EQ(decode_all(b.data, b.len, out, 1), BATON_EMALFORMED);
+        buf_free(&b);
+    }
+    /* Mode fields on another type, or the codec's type byte: refused. */
+    bad = c_rel(7, 4, 1, "L");
+    bad.limit = 2;
+    buf_reset(&got);
+    ASSERT_EQ(cmd_batch_add(&got, &bad), BATON_EINVAL);
+    bad = plain;
+    bad.type = CMD_ACQUIRE_MODES;
+    ASSERT_EQ(cmd_batch_add(&got, &bad), BATON_EINVAL);
+    ASSERT_UEQ(got.len, 0);
     buf_free(&want);
     buf_free(&got);
 }
@@ -692,6 +759,7 @@ int main(int argc, char **argv)
     RUN(layout_matches_header);
     RUN(open_session_layouts);
     RUN(owner_roundtrip_lengths);
+    RUN(acquire_modes_layouts);
     RUN(empty_batch);
     RUN(batch_inside_a_buffer);
     RUN(encoder_refuses_bad_commands);

@@ -160,7 +160,7 @@ static uint64_t max_fence(struct fixture *f, const char *const *names)
     for (; *names != NULL; names++) {
         struct msg_lock_info_r i = info(f, *names);
         if (i.fence > m) m = i.fence;
-        free(i.waiters);
+        store_lock_info_free(&i);
     }
     return m;
 }
@@ -202,8 +202,8 @@ TEST(store_restore_backup_keeps_the_state)
             ASSERT_UEQ(x.waiters[i].session, y.waiters[i].session);
             ASSERT_UEQ(x.waiters[i].waiter, y.waiters[i].waiter);
         }
-        free(x.waiters);
-        free(y.waiters);
+        store_lock_info_free(&x);
+        store_lock_info_free(&y);
     }
 
     /* The restored store goes on from index 2; its next fence is above

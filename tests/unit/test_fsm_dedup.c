@@ -26,7 +26,7 @@ TEST(repeated_request_returns_cached_result_and_changes_nothing)
     b = open_session(&f);
     fa = grant(&f, a, 1, "L");
     queue(&f, b, 1, "L", 1);
-    ASSERT_EQ(run(&f, c_acq(b, 2, BATON_WAIT_TRY, "L")).status, BATON_EWOULDBLOCK);
+    ASSERT_EQ(run(&f, c_acq(b, 2, BATON_WAIT_TRY, "L")).status, BATON_EDEADLK); /* b waits */
 
     snap(&f, &before);
     /* The grant, repeated: same fence, no second grant. */
@@ -39,7 +39,7 @@ TEST(repeated_request_returns_cached_result_and_changes_nothing)
     ASSERT_EQ(r.kind, RESULT_QUEUED);
     ASSERT_UEQ(r.value, 1);
     /* A cached error comes back too. */
-    ASSERT_EQ(run(&f, c_acq(b, 2, BATON_WAIT_TRY, "L")).status, BATON_EWOULDBLOCK);
+    ASSERT_EQ(run(&f, c_acq(b, 2, BATON_WAIT_TRY, "L")).status, BATON_EDEADLK); /* b waits */
     /* The cache answers by (session, seq), whatever the rest says. */
     r = run(&f, c_rel(a, 1, 12345, "other"));
     ASSERT_EQ(r.kind, RESULT_GRANTED);
@@ -208,17 +208,19 @@ TEST(keep_list_rules)
 {
     struct buf before = {0}, after = {0};
     struct fixture f;
-    uint64_t a, b, fb, k[3];
+    uint64_t a, b, c, fb, k[3];
 
     setup(&f);
     a = open_session(&f);
     b = open_session(&f);
+    c = open_session(&f);
     fb = grant(&f, b, 1, "w");
     queue(&f, a, 1, "w", 1);
     grant(&f, a, 2, "x");
-    queue(&f, a, 3, "w", 2);
+    grant(&f, c, 1, "u");
+    queue(&f, a, 3, "u", 1); /* a second wait of a, elsewhere */
     grant(&f, a, 4, "y");
-    ASSERT_EQ(count_in(&f, DB_DEDUP), 5);
+    ASSERT_EQ(count_in(&f, DB_DEDUP), 6);
 
     /* Bad lists: not increasing, a zero, a seq not below ack_below. */
     snap(&f, &before);
@@ -236,17 +238,17 @@ TEST(keep_list_rules)
     /* ack_below 5 keeping 1 and 3: 2 and 4 go. */
     k[0] = 1, k[1] = 3;
     ASSERT_EQ(run(&f, acked(c_acq(a, 5, BATON_WAIT_TRY, "z"), 5, k, 2)).kind, RESULT_GRANTED);
-    ASSERT_EQ(count_in(&f, DB_DEDUP), 4); /* b:1; a: 1, 3, 5 */
+    ASSERT_EQ(count_in(&f, DB_DEDUP), 5); /* b:1; c:1; a: 1, 3, 5 */
     ASSERT_EQ(run(&f, c_acq(a, 2, BATON_WAIT_TRY, "x")).status, BATON_ESTALE);
     ASSERT_EQ(run(&f, c_acq(a, 4, BATON_WAIT_TRY, "y")).status, BATON_ESTALE);
     /* The kept ones, below the floor, answer their re-sent requests. */
     ASSERT_EQ(run(&f, c_acq(a, 1, BATON_WAIT_FOREVER, "w")).kind, RESULT_QUEUED);
-    ASSERT_EQ(run(&f, c_acq(a, 3, BATON_WAIT_FOREVER, "w")).kind, RESULT_QUEUED);
+    ASSERT_EQ(run(&f, c_acq(a, 3, BATON_WAIT_FOREVER, "u")).kind, RESULT_QUEUED);
     /* An older acknowledgement (ack_below 3, keeping nothing) prunes
      * nothing: it is below the floor. */
-    ASSERT_EQ(run(&f, acked(c_acq(a, 3, BATON_WAIT_FOREVER, "w"), 3, NULL, 0)).kind,
+    ASSERT_EQ(run(&f, acked(c_acq(a, 3, BATON_WAIT_FOREVER, "u"), 3, NULL, 0)).kind,
               RESULT_QUEUED);
-    ASSERT_EQ(count_in(&f, DB_DEDUP), 4);
+    ASSERT_EQ(count_in(&f, DB_DEDUP), 5);
     /* b lets go: 1 is granted, its cached result says so. */
     ASSERT_EQ(run(&f, acked(c_rel(b, 2, fb, "w"), 2, NULL, 0)).status, 0);
     ASSERT_EQ(run(&f, c_acq(a, 1, BATON_WAIT_FOREVER, "w")).kind, RESULT_GRANTED);
@@ -254,7 +256,7 @@ TEST(keep_list_rules)
     k[0] = 3;
     ASSERT_EQ(run(&f, acked(c_acq(a, 6, BATON_WAIT_TRY, "v"), 5, k, 1)).kind, RESULT_GRANTED);
     ASSERT_EQ(run(&f, c_acq(a, 1, BATON_WAIT_FOREVER, "w")).status, BATON_ESTALE);
-    ASSERT_EQ(run(&f, c_acq(a, 3, BATON_WAIT_FOREVER, "w")).kind, RESULT_QUEUED);
+    ASSERT_EQ(run(&f, c_acq(a, 3, BATON_WAIT_FOREVER, "u")).kind, RESULT_QUEUED);
     /* An older copy at that floor keeping 1 and 3 again cannot bring 1
      * back: the store only ever forgets. */
     k[0] = 1, k[1] = 3;
@@ -262,10 +264,10 @@ TEST(keep_list_rules)
     ASSERT_EQ(run(&f, c_acq(a, 1, BATON_WAIT_FOREVER, "w")).status, BATON_ESTALE);
     /* Keeping nothing at a higher floor: only the newest result is left,
      * and b's. */
-    ASSERT_EQ(run(&f, acked(c_acq(a, 7, BATON_WAIT_TRY, "u"), 7, NULL, 0)).kind, RESULT_GRANTED);
-    ASSERT_EQ(count_in(&f, DB_DEDUP), 2);
-    ASSERT_EQ(run(&f, c_acq(a, 3, BATON_WAIT_FOREVER, "w")).status, BATON_ESTALE);
-    assert_holder(&f, "w", a, 0, 1); /* 3 still waits: only its result went */
+    ASSERT_EQ(run(&f, acked(c_acq(a, 7, BATON_WAIT_TRY, "t"), 7, NULL, 0)).kind, RESULT_GRANTED);
+    ASSERT_EQ(count_in(&f, DB_DEDUP), 3); /* a's 7, b's 2 and c's 1 */
+    ASSERT_EQ(run(&f, c_acq(a, 3, BATON_WAIT_FOREVER, "u")).status, BATON_ESTALE);
+    assert_holder(&f, "u", c, 0, 1); /* 3 still waits: only its result went */
     buf_free(&before);
     buf_free(&after);
     teardown(&f);
@@ -307,7 +309,7 @@ struct sim_copy {
 
 struct sim {
     struct fixture f;
-    uint64_t a, b, next, bseq, bfence[4];
+    uint64_t a, b, next, bseq, bfence[8];
     struct sim_req req[SIM_REQS];
     struct sim_copy net[SIM_NET], hist[SIM_HISTORY];
     int n_net, n_hist;
@@ -409,6 +411,22 @@ static void sim_deliver(const struct sim_copy *c, bool lossy)
     if (r->type == CMD_ACQUIRE && res.status == 0) sim_hold(r->name, res.value);
 }
 
+/* A contended name that a neither holds nor waits for, as far as it
+ * knows (asking again would be BATON_EDEADLK), into name: 0 if none. */
+static int sim_free_name(char name[12])
+{
+    for (int tries = 0; tries < 8; tries++) {
+        int busy = 0;
+        snprintf(name, 12, "w%d", (int)(rng() % 8));
+        for (uint64_t i = 1; i < sim.next && !busy; i++)
+            busy = sim.req[i].name != name && sim.req[i].type == CMD_ACQUIRE &&
+                   sim.req[i].state != SIM_DONE && strcmp(sim.req[i].name, name) == 0;
+        for (int h = 0; h < sim.n_held && !busy; h++) busy = strcmp(sim.held[h].name, name) == 0;
+        if (!busy) return 1;
+    }
+    return 0;
+}
+
 /* A new request of the client, sent once: with `release`, or now and
  * then, the release of a lock it holds. */
 static void sim_request(bool release)
@@ -427,9 +445,8 @@ static void sim_request(bool release)
         r->fence = sim.held[h].fence;
         memcpy(r->name, sim.held[h].name, sizeof r->name);
         sim.held[h] = sim.held[--sim.n_held];
-    } else if (waits < SIM_KEEP - 2 && rng() % 3 == 0) {
+    } else if (waits < SIM_KEEP - 2 && rng() % 3 == 0 && sim_free_name(r->name)) {
         r->wait_ms = BATON_WAIT_FOREVER;
-        snprintf(r->name, sizeof r->name, "w%d", (int)(rng() % 4));
     } else {
         r->wait_ms = BATON_WAIT_TRY;
         snprintf(r->name, sizeof r->name, "t%llu", (unsigned long long)s);
@@ -460,6 +477,19 @@ static void sim_b_release(int k)
     }
 }
 
+/* Session b takes contended lock k again if it is free (a try), so that
+ * a's waits keep queueing (a may not queue behind its own hold: EDEADLK). */
+static void sim_b_take(int k)
+{
+    char name[4] = {'w', (char)('0' + k), 0};
+    struct cmd_result r;
+
+    if (sim.bfence[k] != 0) return;
+    r = run(&sim.f, acked(c_acq(sim.b, sim.bseq, BATON_WAIT_TRY, name), sim.bseq, NULL, 0));
+    sim.bseq++;
+    if (r.status == 0 && r.kind == RESULT_GRANTED) sim.bfence[k] = r.value;
+}
+
 static int sim_pending(void)
 {
     int n = 0;
@@ -478,11 +508,11 @@ TEST(exactly_once_under_random_delivery)
     sim.a = open_session(&sim.f);
     sim.b = open_session(&sim.f);
     sim.next = 1;
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 8; k++) {
         char name[4] = {'w', (char)('0' + k), 0};
         sim.bfence[k] = grant(&sim.f, sim.b, (uint64_t)k + 1, name);
     }
-    sim.bseq = 5;
+    sim.bseq = 9;
     for (int step = 0; step < SIM_STEPS; step++) {
         unsigned d = (unsigned)(rng() % 100);
 
@@ -497,8 +527,10 @@ TEST(exactly_once_under_random_delivery)
         } else if (d < 65 && sim.next > 1) { /* a re-send, with today's acks */
             uint64_t s = 1 + rng() % (sim.next - 1);
             if (sim.req[s].state != SIM_DONE) sim_send(s);
-        } else if (d < 68) {
-            sim_b_release((int)(rng() % 4));
+        } else if (d < 66) {
+            sim_b_release((int)(rng() % 8));
+        } else if (d < 70) {
+            sim_b_take((int)(rng() % 8));
         } else if (d < 80 && sim.n_hist > 0) { /* a copy from the past, again */
             c = sim.hist[rng() % (uint64_t)sim.n_hist];
             sim_deliver(&c, true);
@@ -506,7 +538,7 @@ TEST(exactly_once_under_random_delivery)
     }
     /* Settle: b lets go of everything, the client gets every answer and
      * gives back every lock. */
-    for (int k = 0; k < 4; k++) sim_b_release(k);
+    for (int k = 0; k < 8; k++) sim_b_release(k);
     for (int round = 0; round < 1000 && (sim_pending() > 0 || sim.n_held > 0); round++) {
         for (uint64_t s = 1; s < sim.next; s++) {
             if (sim.req[s].state == SIM_DONE) continue;
@@ -671,7 +703,7 @@ TEST(random_workload_is_deterministic)
         case 4:
         case 5:
             i = info(&f, name);
-            free(i.waiters);
+            store_lock_info_free(&i);
             who = rng() % 4 ? i.holder_session : s;
             ++seq[who % 64];
             c = c_rel(who, seq[who % 64], i.fence, name);
@@ -743,7 +775,7 @@ TEST(random_workload_is_deterministic)
             i = info(&f, names[l]);
             if (i.total_waiters > 0) ASSERT(i.held || i.delayed);
             ASSERT(!(i.held && i.delayed));
-            free(i.waiters);
+            store_lock_info_free(&i);
         }
     }
     ASSERT_GT(top, 20);

@@ -25,7 +25,7 @@ TEST(acquire_free_lock_grants)
     ASSERT_UEQ(i.holder_waiter, 1);
     ASSERT_UEQ(i.fence, 1);
     ASSERT_UEQ(i.granted_index, f.index);
-    free(i.waiters);
+    store_lock_info_free(&i);
     teardown(&f);
 }
 
@@ -45,9 +45,10 @@ TEST(try_on_held_lock_wouldblock_and_queues_nothing)
     assert_holder(&f, "L", a, 1, 0);
     ASSERT_EQ(count_in(&f, DB_WAITERS), 0);
     ASSERT_EQ(count_in(&f, DB_OWNED), 1);
-    /* Even the holder's own session gets EWOULDBLOCK: not re-entrant. */
+    /* The holder's own session gets EDEADLK: not re-entrant unless asked
+     * (test_fsm_modes.c). */
     r = run(&f, c_acq(a, 2, BATON_WAIT_TRY, "L"));
-    ASSERT_EQ(r.status, BATON_EWOULDBLOCK);
+    ASSERT_EQ(r.status, BATON_EDEADLK);
     /* A try on a free lock grants. */
     r = run(&f, c_acq(b, 2, BATON_WAIT_TRY, "M"));
     ASSERT_EQ(r.status, 0);
@@ -78,7 +79,7 @@ TEST(fifo_order_with_many_waiters)
         ASSERT_UEQ(in.waiters[i - 1].waiter, 1);
         ASSERT_EQ(in.waiters[i - 1].wait_ms, BATON_WAIT_FOREVER);
     }
-    free(in.waiters);
+    store_lock_info_free(&in);
 
     /* One release, one grant, strictly in enqueue order. */
     uint64_t holder = sess[0], hfence = fence[0];
@@ -156,22 +157,29 @@ TEST(release_hands_lock_to_head_in_same_apply)
     teardown(&f);
 }
 
-TEST(same_session_waiters_share_a_lock)
+/* A second thread of the same client asking for the lock its session
+ * holds or waits for would wait behind itself: BATON_EDEADLK at once, and
+ * nothing changes (format 7; until then it queued). */
+TEST(same_session_asking_again_gets_edeadlk)
 {
     struct fixture f;
-    uint64_t a, f1;
+    uint64_t a, b, f1;
 
     setup(&f);
     a = open_session(&f);
+    b = open_session(&f);
     f1 = grant(&f, a, 1, "L");
-    queue(&f, a, 2, "L", 1); /* a second thread of the same client */
-    queue(&f, a, 3, "L", 2);
+    ASSERT_EQ(run(&f, c_acq(a, 2, BATON_WAIT_FOREVER, "L")).status, BATON_EDEADLK);
+    ASSERT_EQ(f.fx.n_fx, 0);
+    queue(&f, b, 1, "L", 1);
+    ASSERT_EQ(run(&f, c_acq(b, 2, 1000, "L")).status, BATON_EDEADLK); /* it waits already */
     ASSERT_EQ(run(&f, c_rel(a, 4, f1, "L")).status, 0);
     ASSERT_EQ(f.fx.n_fx, 1);
-    assert_fx(&f.fx.fx[0], FX_GRANT, 0, a, 2, "L");
+    assert_fx(&f.fx.fx[0], FX_GRANT, 0, b, 1, "L");
     struct msg_lock_info_r i = info(&f, "L");
-    ASSERT_UEQ(i.holder_waiter, 2);
-    free(i.waiters);
+    ASSERT_UEQ(i.holder_waiter, 1);
+    ASSERT_UEQ(i.holder_session, b);
+    store_lock_info_free(&i);
     teardown(&f);
 }
 
@@ -488,7 +496,7 @@ TEST(list_locks_and_lock_info)
     grant(&f, a, 3, "zzz");
     grant(&f, a, 4, "app");
     queue(&f, b, 1, "app/b", 1);
-    queue(&f, b, 2, "app/b", 2);
+    queue(&f, open_session(&f), 2, "app/b", 2);
 
     memset(&l, 0, sizeof l);
     ASSERT_EQ(store_list_locks(f.s, "app/", 4, 10, collect_lock, &l, &more), 0);
@@ -517,7 +525,7 @@ TEST(list_locks_and_lock_info)
     ASSERT_EQ(i.n_waiters, 1);
     ASSERT_UEQ(i.waiters[0].session, b);
     ASSERT_UEQ(i.waiters[0].waiter, 1);
-    free(i.waiters);
+    store_lock_info_free(&i);
     /* Names that cannot be locks are simply free. */
     i = info(&f, "");
     ASSERT_EQ(i.held, 0);
@@ -532,7 +540,7 @@ int main(int argc, char **argv)
     RUN(fifo_order_with_many_waiters);
     RUN(release_by_non_holder_rejected);
     RUN(release_hands_lock_to_head_in_same_apply);
-    RUN(same_session_waiters_share_a_lock);
+    RUN(same_session_asking_again_gets_edeadlk);
     RUN(fences_strictly_increase_across_locks);
     RUN(cancel_waiting_and_cancel_vs_grant_race);
     RUN(cancel_from_middle_of_queue_keeps_order);

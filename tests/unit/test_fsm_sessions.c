@@ -171,15 +171,14 @@ TEST(close_session_releases_and_drops_waits)
     grant(&f, a, 2, "L2");
     grant(&f, d, 1, "L3");
     queue(&f, a, 3, "L3", 1);  /* a waits for L3 */
-    queue(&f, a, 4, "L1", 1);  /* and for L1, which it holds (another thread) */
-    queue(&f, b, 1, "L1", 2);
+    queue(&f, b, 1, "L1", 1);
     queue(&f, c, 1, "L2", 1);
     queue(&f, b, 2, "L3", 2);
 
     r = run(&f, c_close(a, 5));
     ASSERT_EQ(r.status, 0);
     ASSERT_EQ(r.kind, RESULT_OK);
-    /* L1 goes to b (a's own waiter left first), L2 to c, then the goodbye. */
+    /* L1 goes to b, L2 to c, then the goodbye. */
     ASSERT_EQ(f.fx.n_fx, 3);
     assert_fx(&f.fx.fx[0], FX_GRANT, 0, b, 1, "L1");
     assert_fx(&f.fx.fx[1], FX_GRANT, 0, c, 1, "L2");
@@ -189,7 +188,7 @@ TEST(close_session_releases_and_drops_waits)
     assert_holder(&f, "L3", d, 0, 1);
     struct msg_lock_info_r i = info(&f, "L3");
     ASSERT_UEQ(i.waiters[0].session, b);
-    free(i.waiters);
+    store_lock_info_free(&i);
     ASSERT_EQ(store_session_exists(f.s, a), 0);
     /* No trace of a: its owned and dedup entries are gone. */
     ASSERT_EQ(count_in(&f, DB_OWNED), 4); /* b: L1 and its L3 wait, c: L2, d: L3 */
@@ -324,7 +323,7 @@ static void assert_delayed(struct fixture *f, const char *name, uint32_t waiters
     ASSERT_UEQ(i.fence, 0);
     ASSERT_EQ(i.total_waiters, waiters);
     ASSERT_EQ(i.n_waiters, waiters);
-    free(i.waiters);
+    store_lock_info_free(&i);
 }
 
 /* store_lock_info's delayed flag for name. */
@@ -332,7 +331,7 @@ static int is_delayed(struct fixture *f, const char *name)
 {
     struct msg_lock_info_r i = info(f, name);
 
-    free(i.waiters);
+    store_lock_info_free(&i);
     return i.delayed;
 }
 
@@ -593,7 +592,6 @@ TEST(expire_with_several_delayed_holds)
     a = open_session(&f);
     b = open_session(&f);
     grant_d(&f, a, 1, "x", 100);
-    queue_d(&f, a, 2, "x", 1, 100);
     grant_d(&f, a, 3, "y", 200);
     grant_d(&f, a, 4, "z", 0);
     queue_d(&f, b, 1, "z", 1, 0);
@@ -759,22 +757,26 @@ TEST(restore_rejects_bad_delay_fields)
     grant_d(&f, a, 1, "Q", 10);
     snap(&f, &s);
     snap(&g, &before);
-    /* The one lock record: key "Q", 41-byte value; its last byte is the
-     * delayed flag and the four before it the delay. */
-    rec = memmem(s.data, s.len, "\x01\x00\x00\x00Q\x29\x00\x00\x00", 9);
+    /* The one lock record: key "Q", 18-byte value (format 7: n_holders,
+     * mode, limit, n_waiters, the delay that runs, the delayed flag). */
+    rec = memmem(s.data, s.len, "\x01\x00\x00\x00Q\x12\x00\x00\x00", 9);
     ASSERT(rec != NULL);
     off = (size_t)(rec - s.data) + 9;
-    ASSERT_EQ(le_get_u32(s.data + off + 36), 10);
-    s.data[off + 40] = 1; /* delayed, yet held */
+    ASSERT_EQ(le_get_u32(s.data + off), 1);
+    s.data[off + 17] = 2; /* a delayed flag other than 0 or 1 */
     ASSERT_EQ(store_restore(g.s, s.data, s.len), BATON_EMALFORMED);
-    s.data[off + 40] = 2;
+    s.data[off + 17] = 0;
+    le_put_u32(s.data + off + 13, (uint32_t)-5);
     ASSERT_EQ(store_restore(g.s, s.data, s.len), BATON_EMALFORMED);
-    s.data[off + 40] = 0;
-    le_put_u32(s.data + off + 36, (uint32_t)-5);
+    le_put_u32(s.data + off + 13, 0);
+    s.data[off + 4] = 2; /* no such mode */
+    ASSERT_EQ(store_restore(g.s, s.data, s.len), BATON_EMALFORMED);
+    s.data[off + 4] = 0;
+    le_put_u32(s.data + off + 5, 0); /* no limit */
     ASSERT_EQ(store_restore(g.s, s.data, s.len), BATON_EMALFORMED);
     snap(&g, &after);
     ASSERT(same_state(&before, &after));
-    le_put_u32(s.data + off + 36, 10);
+    le_put_u32(s.data + off + 5, 1);
     ASSERT_EQ(store_restore(g.s, s.data, s.len), 0);
     buf_free(&s);
     buf_free(&before);

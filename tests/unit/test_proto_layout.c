@@ -46,7 +46,7 @@ TEST(golden_bytes)
         0x01, 0x00, 'L',                                /* lock */
     };
     static const uint8_t watch_event[] = {
-        0x57, 0x00, 0x00, 0x00,                         /* len 87 */
+        0x65, 0x00, 0x00, 0x00,                         /* len 101 */
         0x20, 0x00,                                     /* WATCH_EVENT (32) */
         0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* req_id 0: a push */
         0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* seq */
@@ -55,11 +55,16 @@ TEST(golden_bytes)
         0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* holder_waiter */
         0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* fence */
         0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* granted_index */
+        0x00,                                           /* mode: exclusive */
+        0x01, 0x00, 0x00, 0x00,                         /* limit 1 */
+        0x00, 0x00, 0x00, 0x00,                         /* total_holders (none listed) */
+        0x00, 0x00, 0x00, 0x00,                         /* n holders */
         0x01, 0x00, 0x00, 0x00,                         /* total_waiters */
         0x01, 0x00, 0x00, 0x00,                         /* n */
         0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* waiter session */
         0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* waiter */
         0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, /* wait_ms -1 */
+        0x01,                                           /* its mode: shared */
         0x00,                                           /* delayed */
         0x01, 0x00, 'L',                                /* lock */
     };
@@ -93,7 +98,8 @@ TEST(golden_bytes)
         {.id = 1, .role = MEMBER_VOTER, .raft_addr = {"1:2", 3}, .client_addr = {"1:3", 3}},
         {.id = 4, .role = MEMBER_SPARE, .raft_addr = {"4:2", 3}, .client_addr = {"", 0}},
     };
-    struct msg_waiter ev_waiter = {.session = 8, .waiter = 4, .wait_ms = -1};
+    struct msg_waiter ev_waiter = {.session = 8, .waiter = 4, .wait_ms = -1,
+                                   .mode = BATON_MODE_SHARED};
     struct msg m = {0};
     struct buf b = {0};
 
@@ -148,6 +154,7 @@ TEST(golden_bytes)
     m.u.watch_event.info.holder_waiter = 3;
     m.u.watch_event.info.fence = 9;
     m.u.watch_event.info.granted_index = 0x10;
+    m.u.watch_event.info.limit = 1;
     m.u.watch_event.info.total_waiters = 1;
     m.u.watch_event.info.n_waiters = 1;
     m.u.watch_event.info.waiters = &ev_waiter;
@@ -249,7 +256,7 @@ TEST(golden_bytes_member_add)
 TEST(golden_bytes_lock_delay)
 {
     static const uint8_t acquire[] = {
-        0x35, 0x00, 0x00, 0x00,                         /* len 53 */
+        0x3B, 0x00, 0x00, 0x00,                         /* len 59 */
         0x05, 0x00,                                     /* ACQUIRE */
         0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* req_id */
         0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* session */
@@ -259,6 +266,9 @@ TEST(golden_bytes_lock_delay)
         0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, /* wait_ms -1 */
         0x01, 0x00, 'L',                                /* lock */
         0xDC, 0x05, 0x00, 0x00,                         /* lock_delay_ms 1500 */
+        0x00,                                           /* mode: exclusive */
+        0x03, 0x00, 0x00, 0x00,                         /* limit 3: a semaphore */
+        0x01,                                           /* reentrant */
     };
     static const uint8_t lost[] = {
         0x29, 0x00, 0x00, 0x00,                         /* len 41 */
@@ -277,7 +287,7 @@ TEST(golden_bytes_lock_delay)
         0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* session */
     };
     static const uint8_t info[] = {
-        0x37, 0x00, 0x00, 0x00,                         /* len 55 */
+        0x44, 0x00, 0x00, 0x00,                         /* len 68 */
         0x10, 0x00,                                     /* LOCK_INFO_R */
         0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* req_id */
         0x00,                                           /* held */
@@ -285,6 +295,10 @@ TEST(golden_bytes_lock_delay)
         0, 0, 0, 0, 0, 0, 0, 0,                         /* holder_waiter */
         0, 0, 0, 0, 0, 0, 0, 0,                         /* fence */
         0, 0, 0, 0, 0, 0, 0, 0,                         /* granted_index */
+        0x00,                                           /* mode */
+        0x01, 0x00, 0x00, 0x00,                         /* limit 1 */
+        0x00, 0x00, 0x00, 0x00,                         /* total_holders */
+        0x00, 0x00, 0x00, 0x00,                         /* n holders */
         0x00, 0x00, 0x00, 0x00,                         /* total_waiters */
         0x00, 0x00, 0x00, 0x00,                         /* n */
         0x01,                                           /* delayed */
@@ -302,6 +316,8 @@ TEST(golden_bytes_lock_delay)
     m.u.op.wait_ms = BATON_WAIT_FOREVER;
     m.u.op.lock = ps("L");
     m.u.op.lock_delay_ms = 1500;
+    m.u.op.limit = 3;
+    m.u.op.reentrant = 1;
     ASSERT_EQ(proto_encode(&b, &m), 0);
     ASSERT_UEQ(b.len, sizeof acquire);
     ASSERT(memcmp(b.data, acquire, sizeof acquire) == 0);
@@ -336,6 +352,7 @@ TEST(golden_bytes_lock_delay)
     memset(&m, 0, sizeof m);
     m.type = MSG_LOCK_INFO_R;
     m.req_id = 4;
+    m.u.lock_info_r.limit = 1;
     m.u.lock_info_r.delayed = 1;
     m.u.lock_info_r.lock = ps("L");
     ASSERT_EQ(proto_encode(&b, &m), 0);
@@ -435,6 +452,25 @@ static void spec_str(struct buf *w, struct pstr s)
  */
 /* What every op starts with: {u64 session, u64 seq, u64 ack_below,
  * u32 n, n x u64 keep} (msg.h, struct msg_op). */
+/* LOCK_INFO_R's (and WATCH_EVENT's) holders part: {u8 mode, u32 limit,
+ * u32 total_holders, u32 n, n x {u64 session, u64 waiter, u64 fence,
+ * u64 granted_index, u8 mode, u32 count}}. */
+static void spec_holders(struct buf *w, const struct msg_lock_info_r *x)
+{
+    buf_put_u8(w, x->mode);
+    buf_put_u32(w, x->limit);
+    buf_put_u32(w, x->total_holders);
+    buf_put_u32(w, x->n_holders);
+    for (uint32_t i = 0; i < x->n_holders; i++) {
+        buf_put_u64(w, x->holders[i].session);
+        buf_put_u64(w, x->holders[i].waiter);
+        buf_put_u64(w, x->holders[i].fence);
+        buf_put_u64(w, x->holders[i].granted_index);
+        buf_put_u8(w, x->holders[i].mode);
+        buf_put_u32(w, x->holders[i].count);
+    }
+}
+
 static void spec_op_head(struct buf *w, const struct msg_op *op)
 {
     buf_put_u64(w, op->session);
@@ -468,11 +504,15 @@ static void spec_frame(const struct msg *m, struct buf *w)
         buf_put_u64(w, m->u.session.session);
         buf_put_u32(w, m->u.session.ttl_ms);
         break;
-    case MSG_ACQUIRE: /* {op head, i64 wait_ms, str lock, i32 lock_delay_ms} */
+    case MSG_ACQUIRE: /* {op head, i64 wait_ms, str lock, i32 lock_delay_ms, u8 mode,
+                         u32 limit, u8 reentrant} */
         spec_op_head(w, &m->u.op);
         buf_put_i64(w, m->u.op.wait_ms);
         spec_str(w, m->u.op.lock);
         buf_put_i32(w, m->u.op.lock_delay_ms);
+        buf_put_u8(w, m->u.op.mode);
+        buf_put_u32(w, m->u.op.limit);
+        buf_put_u8(w, m->u.op.reentrant);
         break;
     case MSG_RELEASE: /* {op head, u64 fence, str lock} */
         spec_op_head(w, &m->u.op);
@@ -544,12 +584,14 @@ static void spec_frame(const struct msg *m, struct buf *w)
         buf_put_u64(w, x->holder_waiter);
         buf_put_u64(w, x->fence);
         buf_put_u64(w, x->granted_index);
+        spec_holders(w, x);
         buf_put_u32(w, x->total_waiters);
         buf_put_u32(w, x->n_waiters);
         for (uint32_t i = 0; i < x->n_waiters; i++) {
             buf_put_u64(w, x->waiters[i].session);
             buf_put_u64(w, x->waiters[i].waiter);
             buf_put_i64(w, x->waiters[i].wait_ms);
+            buf_put_u8(w, x->waiters[i].mode);
         }
         buf_put_u8(w, x->delayed);
         spec_str(w, x->lock);
@@ -567,6 +609,9 @@ static void spec_frame(const struct msg *m, struct buf *w)
             buf_put_u64(w, x->items[i].holder_session);
             buf_put_u64(w, x->items[i].fence);
             buf_put_u32(w, x->items[i].n_waiters);
+            buf_put_u8(w, x->items[i].mode);
+            buf_put_u32(w, x->items[i].limit);
+            buf_put_u32(w, x->items[i].n_holders);
         }
         buf_put_u8(w, x->more);
         break;
@@ -646,12 +691,14 @@ static void spec_frame(const struct msg *m, struct buf *w)
         buf_put_u64(w, x->holder_waiter);
         buf_put_u64(w, x->fence);
         buf_put_u64(w, x->granted_index);
+        spec_holders(w, x);
         buf_put_u32(w, x->total_waiters);
         buf_put_u32(w, x->n_waiters);
         for (uint32_t i = 0; i < x->n_waiters; i++) {
             buf_put_u64(w, x->waiters[i].session);
             buf_put_u64(w, x->waiters[i].waiter);
             buf_put_i64(w, x->waiters[i].wait_ms);
+            buf_put_u8(w, x->waiters[i].mode);
         }
         buf_put_u8(w, x->delayed);
         spec_str(w, x->lock);

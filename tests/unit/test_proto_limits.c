@@ -260,12 +260,22 @@ static void forge_lock_info_r(struct buf *b, uint32_t count, uint32_t present)
     begin_frame(b, MSG_LOCK_INFO_R, 9);
     buf_put_u8(b, 1);
     for (int i = 0; i < 4; i++) buf_put_u64(b, 1);
+    buf_put_u8(b, 1);      /* mode */
+    buf_put_u32(b, 1);     /* limit */
+    buf_put_u32(b, count); /* total_holders */
+    buf_put_u32(b, count);
+    for (uint32_t i = 0; i < present; i++) {
+        for (int k = 0; k < 4; k++) buf_put_u64(b, i);
+        buf_put_u8(b, 1);
+        buf_put_u32(b, 1);
+    }
     buf_put_u32(b, count); /* total_waiters */
     buf_put_u32(b, count);
     for (uint32_t i = 0; i < present; i++) {
         buf_put_u64(b, i);
         buf_put_u64(b, i);
         buf_put_i64(b, -1);
+        buf_put_u8(b, 0);
     }
     buf_put_u8(b, 0); /* delayed */
     buf_put_str(b, "L", 1);
@@ -280,6 +290,9 @@ static void forge_list_locks_r(struct buf *b, uint32_t count, uint32_t present)
         buf_put_str(b, "L", 1);
         buf_put_u64(b, i);
         buf_put_u64(b, i);
+        buf_put_u32(b, i);
+        buf_put_u8(b, 0);
+        buf_put_u32(b, 1);
         buf_put_u32(b, i);
     }
     buf_put_u8(b, 0);

@@ -55,8 +55,9 @@ TEST(decoded_strings_borrow_from_frame)
     encode_ok(&m, &b);
     ASSERT_EQ(proto_decode(b.data, b.len, &d), 0);
     ASSERT((const uint8_t *)d.u.op.lock.p > b.data);
-    /* The lock name is followed only by the i32 lock_delay_ms. */
-    ASSERT((const uint8_t *)d.u.op.lock.p + d.u.op.lock.n == b.data + b.len - 4);
+    /* The lock name is followed only by the i32 lock_delay_ms and the
+     * mode fields (u8 mode, u32 limit, u8 reentrant). */
+    ASSERT((const uint8_t *)d.u.op.lock.p + d.u.op.lock.n == b.data + b.len - 4 - 6);
     msg_free(&d);
     buf_free(&b);
 }
@@ -82,8 +83,8 @@ TEST(acquire_lock_delay_values)
         buf_free(&b);
     }
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        /* The encoder refuses it, so write a legal frame and patch its
-         * last four bytes (the field is last in the body). */
+        /* The encoder refuses it, so write a legal frame and patch the
+         * field (before the six bytes of the mode fields). */
         ASSERT_EQ(msg_sample(MSG_ACQUIRE, &m), 0);
         m.u.op.lock_delay_ms = bad[i];
         buf_init(&b);
@@ -92,7 +93,7 @@ TEST(acquire_lock_delay_values)
         buf_free(&b);
         m.u.op.lock_delay_ms = 0;
         encode_ok(&m, &b);
-        le_put_u32(b.data + b.len - 4, (uint32_t)bad[i]);
+        le_put_u32(b.data + b.len - 4 - 6, (uint32_t)bad[i]);
         assert_malformed(b.data, b.len, MSG_ACQUIRE, m.req_id);
         buf_free(&b);
     }

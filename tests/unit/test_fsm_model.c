@@ -1,0 +1,477 @@
+/*
+ * test_fsm_model.c -- the lock store against a small model of the rules of
+ * lock modes (docs/design.md, "Lock modes"), under thousands of random
+ * operations: acquires with a random mode, limit, reentrant flag and wait,
+ * releases (right and wrong fences), cancels, wait timeouts, expiries and
+ * forced releases. After every step the results, the grants of the entry,
+ * and every lock's limit, holders (session, waiter, fence, mode, count)
+ * and queue (session, waiter, mode) must be the model's.
+ *
+ * The model is written to be obviously right, not fast: arrays, linear
+ * scans, and the rules as docs/design.md states them. It gives fences as
+ * the store must (one counter, one per grant, in the order of the grants),
+ * so fences are compared exactly.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/lib/rng.h"
+#include "tests/unit/fsm_fixture.h"
+
+enum { N_NAMES = 3, MAX_SESS = 6, MAX_H = 64, MAX_Q = 64, STEPS = 6000 };
+
+static const char *const names[N_NAMES] = {"a", "b", "c"};
+
+struct m_hold { uint64_t session, waiter, fence; uint8_t mode; uint32_t count; };
+struct m_wait { uint64_t session, waiter; uint8_t mode; };
+struct m_lock {
+    uint32_t limit;                 /* 0: no such lock */
+    struct m_hold h[MAX_H];
+    int nh;
+    struct m_wait q[MAX_Q];
+    int nq;
+};
+struct m_lost { uint64_t session, fence; int name; };
+
+static struct {
+    struct m_lock lock[N_NAMES];
+    uint64_t next_fence;            /* the store's next fence (a new store's is 1) */
+    uint64_t sess[MAX_SESS];
+    uint64_t seq[MAX_SESS];
+    int n_sess;
+    struct m_lost lost[256];
+    int n_lost;
+    uint64_t grants[256][2];        /* the entry's grants: session, waiter */
+    int n_grants;
+} M;
+
+static uint64_t rs = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rnd(uint64_t n)
+{
+    return xorshift64star(&rs) % n;
+}
+
+static int m_compatible(const struct m_lock *l, uint8_t mode)
+{
+    if (l->limit > 1) return l->nh < (int)l->limit;
+    if (l->nh == 0) return 1;
+    return mode == BATON_MODE_SHARED && l->h[0].mode == BATON_MODE_SHARED;
+}
+
+static uint64_t m_hold_add(struct m_lock *l, uint64_t session, uint64_t waiter, uint8_t mode)
+{
+    struct m_hold *h = &l->h[l->nh++];
+
+    ASSERT_LE(l->nh, MAX_H);
+    h->session = session;
+    h->waiter = waiter;
+    h->fence = M.next_fence++;
+    h->mode = mode;
+    h->count = 1;
+    return h->fence;
+}
+
+/* The rule: grant the head while it is compatible. */
+static void m_grant_waiting(struct m_lock *l)
+{
+    while (l->nq > 0 && m_compatible(l, l->q[0].mode)) {
+        struct m_wait w = l->q[0];
+        memmove(l->q, l->q + 1, sizeof l->q[0] * (size_t)--l->nq);
+        m_hold_add(l, w.session, w.waiter, w.mode);
+        M.grants[M.n_grants][0] = w.session;
+        M.grants[M.n_grants++][1] = w.waiter;
+    }
+    if (l->nh == 0 && l->nq == 0) l->limit = 0;
+}
+
+static void m_hold_del(struct m_lock *l, int i)
+{
+    memmove(l->h + i, l->h + i + 1, sizeof l->h[0] * (size_t)(l->nh - i - 1));
+    l->nh--;
+}
+
+static void m_wait_del(struct m_lock *l, int i)
+{
+    memmove(l->q + i, l->q + i + 1, sizeof l->q[0] * (size_t)(l->nq - i - 1));
+    l->nq--;
+}
+
+static struct cmd_result m_acquire(uint64_t s, uint64_t seq, int n, uint8_t mode, uint32_t limit,
+                                   uint8_t reentrant, int64_t wait)
+{
+    struct m_lock *l = &M.lock[n];
+    struct cmd_result r = {0};
+    uint32_t eff = limit > 1 ? limit : 1;
+    int hi = -1, waits = 0;
+
+    if (l->limit != 0 && l->limit != eff) {
+        r.status = BATON_EINVAL;
+        r.value = l->limit;
+        return r;
+    }
+    if (eff > 1 && mode == BATON_MODE_SHARED) {
+        r.status = BATON_EINVAL;
+        r.value = eff;
+        return r;
+    }
+    for (int i = 0; i < l->nh; i++)
+        if (l->h[i].session == s) hi = i;
+    for (int i = 0; i < l->nq; i++) waits += l->q[i].session == s;
+    if (hi >= 0 || waits > 0) {
+        r.status = BATON_EDEADLK;
+        if (!reentrant || hi < 0) return r;
+        if (eff == 1 && mode == BATON_MODE_EXCLUSIVE && l->h[hi].mode == BATON_MODE_SHARED)
+            return r;
+        l->h[hi].count++;
+        r.status = 0;
+        r.kind = RESULT_GRANTED;
+        r.value = l->h[hi].fence;
+        return r;
+    }
+    l->limit = eff;
+    if (l->nq == 0 && m_compatible(l, mode)) {
+        r.kind = RESULT_GRANTED;
+        r.value = m_hold_add(l, s, seq, mode);
+    } else if (wait == BATON_WAIT_TRY) {
+        r.status = BATON_EWOULDBLOCK;
+        if (l->nh == 0 && l->nq == 0) l->limit = 0;
+    } else {
+        l->q[l->nq].session = s;
+        l->q[l->nq].waiter = seq;
+        l->q[l->nq++].mode = mode;
+        ASSERT_LE(l->nq, MAX_Q);
+        r.kind = RESULT_QUEUED;
+        r.value = (uint64_t)l->nq;
+    }
+    return r;
+}
+
+static struct cmd_result m_release(uint64_t s, uint64_t fence, int n)
+{
+    struct m_lock *l = &M.lock[n];
+    struct cmd_result r = {0};
+
+    for (int i = 0; i < l->nh; i++) {
+        if (l->h[i].fence != fence || l->h[i].session != s) continue;
+        if (--l->h[i].count == 0) {
+            m_hold_del(l, i);
+            m_grant_waiting(l);
+        }
+        return r;
+    }
+    for (int i = 0; i < M.n_lost; i++) {
+        if (M.lost[i].session == s && M.lost[i].fence == fence && M.lost[i].name == n) {
+            M.lost[i] = M.lost[--M.n_lost];
+            r.status = BATON_ELOST;
+            return r;
+        }
+    }
+    r.status = BATON_ENOTHELD;
+    return r;
+}
+
+/* CANCEL (cancel = 1) or WAIT_TIMEOUT of waiter w of session s. */
+static struct cmd_result m_end_wait(uint64_t s, uint64_t w, int n, int cancel)
+{
+    struct m_lock *l = &M.lock[n];
+    struct cmd_result r = {0};
+
+    for (int i = 0; i < l->nq; i++) {
+        if (l->q[i].session != s || l->q[i].waiter != w) continue;
+        m_wait_del(l, i);
+        m_grant_waiting(l);
+        if (cancel) r.kind = RESULT_CANCELLED;
+        return r;
+    }
+    if (!cancel) return r;
+    for (int i = 0; i < l->nh; i++) {
+        if (l->h[i].session == s && l->h[i].waiter == w) {
+            r.kind = RESULT_GRANTED;
+            r.value = l->h[i].fence;
+            return r;
+        }
+    }
+    r.status = BATON_ENOTFOUND;
+    return r;
+}
+
+/* The session's entries in waiter order (as the store walks its owned
+ * table): waits dropped first without grants, then holds, each handing
+ * its lock on; then the locks of the dropped waits get their grants. */
+static void m_expire(uint64_t s)
+{
+    uint64_t ws[64][2];
+    int nw = 0;
+
+    for (int n = 0; n < N_NAMES; n++) {
+        struct m_lock *l = &M.lock[n];
+        for (int i = 0; i < l->nq; i++)
+            if (l->q[i].session == s) {
+                ws[nw][0] = l->q[i].waiter;
+                ws[nw++][1] = (uint64_t)n;
+                m_wait_del(l, i--);
+            }
+    }
+    for (;;) { /* holds, lowest waiter first */
+        int bn = -1, bi = -1;
+        for (int n = 0; n < N_NAMES; n++)
+            for (int i = 0; i < M.lock[n].nh; i++)
+                if (M.lock[n].h[i].session == s &&
+                    (bn < 0 || M.lock[n].h[i].waiter < M.lock[bn].h[bi].waiter))
+                    bn = n, bi = i;
+        if (bn < 0) break;
+        m_hold_del(&M.lock[bn], bi);
+        m_grant_waiting(&M.lock[bn]);
+    }
+    for (int a = 0; a < nw; a++) /* sort the dropped waits by waiter */
+        for (int b = a + 1; b < nw; b++)
+            if (ws[b][0] < ws[a][0]) {
+                uint64_t t0 = ws[a][0], t1 = ws[a][1];
+                ws[a][0] = ws[b][0], ws[a][1] = ws[b][1];
+                ws[b][0] = t0, ws[b][1] = t1;
+            }
+    for (int a = 0; a < nw; a++) {
+        struct m_lock *l = &M.lock[ws[a][1]];
+        if (l->nh == 0 && l->nq == 0) {
+            l->limit = 0;
+            continue;
+        }
+        m_grant_waiting(l);
+    }
+    for (int i = 0; i < M.n_lost; i++)
+        if (M.lost[i].session == s) M.lost[i--] = M.lost[--M.n_lost];
+}
+
+/* FORCE_RELEASE2 NOW: the hold of fence, or every hold (fence order). */
+static struct cmd_result m_force(int n, uint64_t fence)
+{
+    struct m_lock *l = &M.lock[n];
+    struct cmd_result r = {0};
+    int any = 0;
+
+    for (int i = 0; i < l->nh; i++) {
+        if (fence != 0 && l->h[i].fence != fence) continue;
+        ASSERT_LT(M.n_lost, 256);
+        M.lost[M.n_lost].session = l->h[i].session;
+        M.lost[M.n_lost].fence = l->h[i].fence;
+        M.lost[M.n_lost++].name = n;
+        r.value = l->h[i].fence;
+        m_hold_del(l, i--);
+        any = 1;
+    }
+    if (!any) {
+        r.status = BATON_ENOTHELD;
+        r.value = l->nh ? l->h[0].fence : 0;
+        return r;
+    }
+    m_grant_waiting(l);
+    return r;
+}
+
+/* ---- the comparison ---------------------------------------------------- */
+
+static void compare_state(struct fixture *f)
+{
+    for (int n = 0; n < N_NAMES; n++) {
+        const struct m_lock *l = &M.lock[n];
+        struct msg_lock_info_r i = info(f, names[n]);
+
+        ASSERT_UEQ(i.limit, l->limit);
+        ASSERT_EQ((int)i.total_holders, l->nh);
+        ASSERT_EQ((int)i.n_holders, l->nh);
+        ASSERT_EQ((int)i.total_waiters, l->nq);
+        ASSERT_EQ((int)i.n_waiters, l->nq);
+        for (int k = 0; k < l->nh; k++) { /* the store lists them by fence; so does the model */
+            ASSERT_UEQ(i.holders[k].session, l->h[k].session);
+            ASSERT_UEQ(i.holders[k].waiter, l->h[k].waiter);
+            ASSERT_UEQ(i.holders[k].fence, l->h[k].fence);
+            ASSERT_EQ(i.holders[k].mode, l->h[k].mode);
+            ASSERT_UEQ(i.holders[k].count, l->h[k].count);
+        }
+        for (int k = 0; k < l->nq; k++) {
+            ASSERT_UEQ(i.waiters[k].session, l->q[k].session);
+            ASSERT_UEQ(i.waiters[k].waiter, l->q[k].waiter);
+            ASSERT_EQ(i.waiters[k].mode, l->q[k].mode);
+        }
+        /* The invariants themselves, on the store's answer. */
+        if (l->limit > 1) ASSERT_LE(i.total_holders, i.limit);
+        for (uint32_t k = 0; k < i.n_holders && i.limit == 1; k++)
+            if (i.holders[k].mode == BATON_MODE_EXCLUSIVE) ASSERT_EQ(i.total_holders, 1);
+        store_lock_info_free(&i);
+    }
+}
+
+static void compare_result(struct cmd_result got, struct cmd_result want)
+{
+    ASSERT_EQ(got.status, want.status);
+    if (want.status == 0) ASSERT_EQ(got.kind, want.kind);
+    if (want.status == 0 || want.status == BATON_EINVAL || want.status == BATON_ENOTHELD)
+        ASSERT_UEQ(got.value, want.value);
+}
+
+static void compare_grants(struct fixture *f)
+{
+    int k = 0;
+
+    for (size_t i = 0; i < f->fx.n_fx; i++) {
+        if (f->fx.fx[i].type != FX_GRANT) continue;
+        ASSERT_LT(k, M.n_grants);
+        ASSERT_UEQ(f->fx.fx[i].session, M.grants[k][0]);
+        ASSERT_UEQ(f->fx.fx[i].waiter, M.grants[k][1]);
+        k++;
+    }
+    ASSERT_EQ(k, M.n_grants);
+}
+
+/* A random hold of the model (any session): its lock, session, fence. */
+static int pick_hold(int *n, uint64_t *s, uint64_t *fence, uint64_t *waiter)
+{
+    int total = 0, k;
+
+    for (int i = 0; i < N_NAMES; i++) total += M.lock[i].nh;
+    if (total == 0) return 0;
+    k = (int)rnd((uint64_t)total);
+    for (int i = 0; i < N_NAMES; i++) {
+        if (k < M.lock[i].nh) {
+            *n = i;
+            *s = M.lock[i].h[k].session;
+            *fence = M.lock[i].h[k].fence;
+            *waiter = M.lock[i].h[k].waiter;
+            return 1;
+        }
+        k -= M.lock[i].nh;
+    }
+    return 0;
+}
+
+static int pick_wait(int *n, uint64_t *s, uint64_t *waiter)
+{
+    int total = 0, k;
+
+    for (int i = 0; i < N_NAMES; i++) total += M.lock[i].nq;
+    if (total == 0) return 0;
+    k = (int)rnd((uint64_t)total);
+    for (int i = 0; i < N_NAMES; i++) {
+        if (k < M.lock[i].nq) {
+            *n = i;
+            *s = M.lock[i].q[k].session;
+            *waiter = M.lock[i].q[k].waiter;
+            return 1;
+        }
+        k -= M.lock[i].nq;
+    }
+    return 0;
+}
+
+static int sess_index(uint64_t s)
+{
+    for (int i = 0; i < M.n_sess; i++)
+        if (M.sess[i] == s) return i;
+    FAIL("no session %llu in the model", (unsigned long long)s);
+    return -1;
+}
+
+static void one_step(struct fixture *f, int *counts)
+{
+    struct cmd_result want = {0}, got;
+    struct cmd c;
+    uint64_t s, fence, waiter;
+    int n, op = (int)rnd(100), si;
+
+    M.n_grants = 0;
+    if (M.n_sess < 2 || (op < 3 && M.n_sess < MAX_SESS)) {
+        got = run(f, c_open(10000, "model"));
+        ASSERT_EQ(got.status, 0);
+        M.sess[M.n_sess] = got.value;
+        M.seq[M.n_sess++] = 0;
+        return;
+    }
+    if (op < 55) { /* acquire */
+        static const uint32_t limits[] = {0, 0, 0, 1, 2, 3};
+        si = (int)rnd((uint64_t)M.n_sess);
+        n = (int)rnd(N_NAMES);
+        c = c_acq(M.sess[si], ++M.seq[si], rnd(3) ? BATON_WAIT_FOREVER : BATON_WAIT_TRY,
+                  names[n]);
+        c.mode = (uint8_t)rnd(2);
+        c.limit = limits[rnd(6)];
+        if (M.lock[n].limit != 0 && rnd(10) < 8) { /* mostly the right limit */
+            c.limit = M.lock[n].limit > 1 ? M.lock[n].limit : (uint32_t)rnd(2);
+            if (M.lock[n].limit > 1) c.mode = BATON_MODE_EXCLUSIVE;
+        }
+        c.reentrant = rnd(3) == 0;
+        want = m_acquire(c.session, c.seq, n, c.mode, c.limit, c.reentrant, c.wait_ms);
+        counts[0]++;
+    } else if (op < 75) { /* release: a real hold, or a wrong fence */
+        if (pick_hold(&n, &s, &fence, &waiter) && rnd(8)) {
+            if (rnd(10) == 0) s = M.sess[rnd((uint64_t)M.n_sess)]; /* maybe another's */
+        } else {
+            n = (int)rnd(N_NAMES);
+            s = M.sess[rnd((uint64_t)M.n_sess)];
+            fence = rnd(M.next_fence + 2);
+        }
+        si = sess_index(s);
+        c = c_rel(s, ++M.seq[si], fence, names[n]);
+        want = m_release(s, fence, n);
+        counts[1]++;
+    } else if (op < 85) { /* cancel or time out a wait (or a hold: cancel's race) */
+        int cancel = (int)rnd(2);
+        if (!pick_wait(&n, &s, &waiter) || rnd(6) == 0) {
+            if (!pick_hold(&n, &s, &fence, &waiter)) return;
+        }
+        si = sess_index(s);
+        c = cancel ? c_cancel(s, ++M.seq[si], waiter, names[n]) : c_timeout(s, waiter, names[n]);
+        want = m_end_wait(s, waiter, n, cancel);
+        counts[2]++;
+    } else if (op < 92) { /* expire a session */
+        si = (int)rnd((uint64_t)M.n_sess);
+        s = M.sess[si];
+        c = c_expire(s);
+        m_expire(s);
+        M.sess[si] = M.sess[--M.n_sess];
+        M.seq[si] = M.seq[M.n_sess];
+        counts[3]++;
+    } else { /* forced release of every holder, or of one fence */
+        n = (int)rnd(N_NAMES);
+        fence = 0;
+        if (rnd(2) && M.lock[n].nh > 0) fence = M.lock[n].h[rnd((uint64_t)M.lock[n].nh)].fence;
+        c = c_force2(names[n], fence, CMD_FORCE_NOW);
+        want = m_force(n, fence);
+        counts[4]++;
+    }
+    got = run(f, c);
+    compare_result(got, want);
+    compare_grants(f);
+    compare_state(f);
+}
+
+TEST(store_matches_the_model_under_random_operations)
+{
+    struct fixture f;
+    int counts[5] = {0};
+    uint32_t n;
+
+    setup(&f);
+    memset(&M, 0, sizeof M);
+    M.next_fence = 1;
+    for (int step = 0; step < STEPS; step++) one_step(&f, counts);
+    printf("# acquires %d, releases %d, cancels/timeouts %d, expiries %d, forced %d\n",
+           counts[0], counts[1], counts[2], counts[3], counts[4]);
+    ASSERT_GT(counts[0], STEPS / 3);
+    /* Every session's lost records are the model's. */
+    for (int i = 0; i < M.n_sess; i++) {
+        int want = 0;
+        for (int k = 0; k < M.n_lost; k++) want += M.lost[k].session == M.sess[i];
+        ASSERT_EQ(store_lost_count(f.s, M.sess[i], 1000, &n), 0);
+        ASSERT_EQ((int)n, want);
+    }
+    teardown(&f);
+}
+
+int main(int argc, char **argv)
+{
+    fsm_main_begin(argc, argv);
+    RUN(store_matches_the_model_under_random_operations);
+    return fsm_main_end();
+}
