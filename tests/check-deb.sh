@@ -21,39 +21,13 @@
 # then "N passed, N failed". Exit status 0 if all passed.
 set -u
 
-build=${1:-${BATON_BUILD:-}}
-if [ -z "$build" ]; then
-    echo "usage: $0 BUILD_DIR (or set BATON_BUILD)" >&2
-    exit 2
-fi
-build=$(cd "$build" && pwd) || exit 2
-root=$(cd "$(dirname "$0")/.." && pwd -P)
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/baton-check-deb.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-
-n=0
-passed=0
-failed=0
-
-# report NAME OK [DETAIL]
-report() {
-    local name=$1 ok=$2 detail=${3:-}
-    n=$((n + 1))
-    if [ "$ok" = 1 ]; then
-        echo "ok $n - $name"
-        passed=$((passed + 1))
-    else
-        echo "not ok $n - $name${detail:+: $detail}"
-        failed=$((failed + 1))
-    fi
-}
-oneline() { head -c 400 | tr '\n' ' '; }
+. "$(dirname "$0")/lib/check.sh"
+check_init check-deb "$@"
 
 if ! command -v dpkg-deb >/dev/null 2>&1; then
     report "the package # SKIP dpkg-deb is not installed" 1
-    echo "$passed passed, $failed failed"
-    exit 0
+    check_done
+    exit
 fi
 
 version=$(sed -n 's/^VERSION *:= *//p' "$root/Makefile")
@@ -66,8 +40,8 @@ out=$(make -C "$root" --no-print-directory -s deb-built B="$build" DEB_DIR="$tmp
 [ -f "$deb" ] || ok=0
 report "make deb-built builds baton_${version}_$arch.deb" "$ok" "$(printf '%s' "$out" | oneline)"
 if [ ! -f "$deb" ]; then
-    echo "$passed passed, 1 failed"
-    exit 1
+    check_done
+    exit
 fi
 
 field() { dpkg-deb -f "$deb" "$1"; }
@@ -161,5 +135,4 @@ grep -q 'systemctl stop' "$tmp/x/DEBIAN/prerm" || detail="$detail prerm does not
 [ -z "$detail" ] && ok=1 || ok=0
 report "postinst adds the baton user and /var/lib/baton, enables nothing; prerm stops batond" "$ok" "$detail"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

@@ -14,24 +14,16 @@
 # then "N passed, N failed"; a failed install is one failed test.
 set -u
 
-build=${1:-${BATON_BUILD:-}}
-if [ -z "$build" ]; then
-    echo "usage: $0 BUILD_DIR (or set BATON_BUILD)" >&2
-    exit 2
-fi
-build=$(cd "$build" && pwd) || exit 2
-root=$(cd "$(dirname "$0")/.." && pwd -P)
+. "$(dirname "$0")/lib/check.sh"
+check_init check-deploy "$@"
 prefix=/usr/local
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/baton-check-deploy.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
 dest=$tmp/root
 
 if ! out=$(make -C "$root" --no-print-directory -s install-built B="$build" DESTDIR="$dest" \
     PREFIX=$prefix 2>&1); then
-    echo "not ok 1 - make install-built DESTDIR=... PREFIX=$prefix: $(printf '%s' "$out" | head -c 400)"
-    echo "0 passed, 1 failed"
-    exit 1
+    report "make install-built DESTDIR=... PREFIX=$prefix" 0 "$(printf '%s' "$out" | oneline)"
+    check_done
+    exit
 fi
 mkdir -p "$tmp/bin"
 ln -s "$dest$prefix/sbin/batond" "$tmp/bin/batond"

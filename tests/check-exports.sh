@@ -38,38 +38,13 @@
 # then "N passed, N failed". Exit status 0 if all passed.
 set -u
 
-build=${1:-${BATON_BUILD:-}}
-if [ -z "$build" ]; then
-    echo "usage: $0 BUILD_DIR (or set BATON_BUILD)" >&2
-    exit 2
-fi
-build=$(cd "$build" && pwd) || exit 2
-root=$(cd "$(dirname "$0")/.." && pwd -P)
+. "$(dirname "$0")/lib/check.sh"
+check_init check-exports "$@"
 inc=$root/client
 so=$build/libbaton.so
 CC=${CC:-cc}
 CXX=${CXX:-c++}
 HEADERS=(baton_defs.h baton.h baton_async.h adapters/libuv.h)
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/baton-check-exports.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-
-n=0
-passed=0
-failed=0
-
-# report NAME OK [DETAIL]
-report() {
-    local name=$1 ok=$2 detail=${3:-}
-    n=$((n + 1))
-    if [ "$ok" = 1 ]; then
-        echo "ok $n - $name"
-        passed=$((passed + 1))
-    else
-        echo "not ok $n - $name${detail:+: $detail}"
-        failed=$((failed + 1))
-    fi
-}
 
 # The words of a file, space-separated, on one line.
 words() { tr '\n' ' ' <"$1" | sed 's/ *$//'; }
@@ -329,5 +304,4 @@ else
     report "a C++ program using every public function links against libbaton.so and runs" "$ok" "$detail"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done

@@ -33,37 +33,12 @@
 # then "N passed, N failed". Exit status 0 if all passed.
 set -u
 
-build=${1:-${BATON_BUILD:-}}
-if [ -z "$build" ]; then
-    echo "usage: $0 BUILD_DIR (or set BATON_BUILD)" >&2
-    exit 2
-fi
-build=$(cd "$build" && pwd) || exit 2
-root=$(cd "$(dirname "$0")/.." && pwd -P)
+. "$(dirname "$0")/lib/check.sh"
+check_init check-install "$@"
 CC=${CC:-cc}
 prefix=/usr/local
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/baton-check-install.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
 dest=$tmp/root
-
-n=0
-passed=0
-failed=0
-
-# report NAME OK [DETAIL]
-report() {
-    local name=$1 ok=$2 detail=${3:-}
-    n=$((n + 1))
-    if [ "$ok" = 1 ]; then
-        echo "ok $n - $name"
-        passed=$((passed + 1))
-    else
-        echo "not ok $n - $name${detail:+: $detail}"
-        failed=$((failed + 1))
-    fi
-}
-oneline() { head -c 400 | tr '\n' ' '; }
 
 # ---- make install -----------------------------------------------------------------
 ok=1
@@ -285,5 +260,4 @@ left=$(cd "$dest" && find . -type f -o -type l | head -20 | tr '\n' ' ')
 [ -n "$left" ] && ok=0
 report "make uninstall leaves no file behind" "$ok" "$(printf '%s' "$out" | oneline) left: $left"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+check_done
