@@ -45,14 +45,10 @@ static const struct cluster_opts deployed = {
 
 static baton_t *connect_to(struct cluster *c, const char *name)
 {
-    baton_opts o = {0};
-    baton_t *b = NULL;
+    baton_opts o = {.client_name = name, .session_ttl_ms = TTL_MS};
 
     cluster_client_opts(c, &o);
-    o.client_name = name;
-    o.session_ttl_ms = TTL_MS;
-    if (baton_connect(&o, &b) != 0) FAIL("connect %s: %s", name, baton_connect_errmsg());
-    return b;
+    return client_connect(&o);
 }
 
 /* /path of node i must answer `want` within 15 s. */

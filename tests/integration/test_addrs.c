@@ -33,13 +33,9 @@ static struct cluster C;
 
 static baton_t *connect_to(const char *endpoints, const char *name)
 {
-    baton_opts o = {.endpoints = endpoints, .client_name = name, .connect_timeout_ms = 15000};
-    baton_t *b = NULL;
-    int rv = baton_connect(&o, &b);
+    baton_opts o = {.endpoints = endpoints, .client_name = name};
 
-    if (rv != 0)
-        FAIL("baton_connect(%s): %s: %s", endpoints, baton_err_name(rv), baton_connect_errmsg());
-    return b;
+    return client_connect(&o);
 }
 
 static void lock_unlock(baton_t *b, const char *name)

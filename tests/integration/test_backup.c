@@ -151,10 +151,8 @@ static baton_t *connect_as(struct cluster *c, const char *name)
 {
     baton_opts o = {.endpoints = cluster_endpoints(c), .client_name = name,
                     .session_ttl_ms = TTL_MS};
-    baton_t *b;
 
-    ASSERT_EQ(baton_connect(&o, &b), 0);
-    return b;
+    return client_connect(&o);
 }
 
 /* lock-info NAME in JSON on c. */

@@ -27,11 +27,9 @@ static void start3(void)
 
 static baton_t *connect_to(const char *endpoints, const char *name)
 {
-    baton_opts o = {.endpoints = endpoints, .client_name = name, .connect_timeout_ms = 15000};
-    baton_t *b = NULL;
-    int rv = baton_connect(&o, &b);
-    if (rv != 0) FAIL("baton_connect(%s): %s: %s", endpoints, baton_err_name(rv), baton_connect_errmsg());
-    return b;
+    baton_opts o = {.endpoints = endpoints, .client_name = name};
+
+    return client_connect(&o);
 }
 
 /* Wait until lock `name` has n waiters queued. */

@@ -367,4 +367,11 @@ int cluster_auth_write(struct cluster *c, const char *lines);
  */
 void cluster_client_opts(const struct cluster *c, baton_opts *o);
 
+/*
+ * baton_connect with *o (a connect_timeout_ms of 0 becomes 15 s), or fail
+ * the test saying which endpoints, which client and why. The session
+ * belongs to the caller (baton_close).
+ */
+baton_t *client_connect(const baton_opts *o);
+
 #endif /* BATON_TESTS_CLUSTER_H */

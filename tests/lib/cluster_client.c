@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "tests/lib/cluster.h"
+#include "tests/lib/runner.h"
 
 void cluster_client_opts(const struct cluster *c, baton_opts *o)
 {
@@ -25,4 +26,19 @@ void cluster_client_opts(const struct cluster *c, baton_opts *o)
         o->tls_key_file = key;
     }
     if (c->secure & CLUSTER_AUTH) o->token = c->admin_token;
+}
+
+baton_t *client_connect(const baton_opts *o)
+{
+    baton_opts with = *o;
+    baton_t *b = NULL;
+    int rv;
+
+    if (with.connect_timeout_ms == 0) with.connect_timeout_ms = 15000;
+    rv = baton_connect(&with, &b);
+    if (rv != 0)
+        FAIL("baton_connect(%s) as %s: %s: %s", with.endpoints,
+             with.client_name ? with.client_name : "-", baton_err_name(rv),
+             baton_connect_errmsg());
+    return b;
 }
