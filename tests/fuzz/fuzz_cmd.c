@@ -160,9 +160,14 @@ static long decode_and_reencode(const uint8_t *data, size_t size)
     return rv == 0 ? (long)count : -1;
 }
 
+/* Is st 0 or one of the BATON_E* codes (client/baton_defs.h)? */
 static int status_ok(int32_t st)
 {
-    return st == 0 || (st <= BATON_EINVAL && st >= BATON_EMALFORMED);
+#define XX(name, val, msg) \
+    if (st == (val)) return 1;
+    BATON_ERRNO_MAP(XX)
+#undef XX
+    return st == 0;
 }
 
 /* What store_apply yielded for a batch of `count` commands (-1: malformed). */

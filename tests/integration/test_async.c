@@ -397,7 +397,7 @@ TEST(refused_calls_never_call_back_and_free_inside_callback_is_deferred)
     struct tloop t;
     baton_async_t *ac, *holder, *other_ac;
     uint64_t held[VICTIMS];
-    char qname[VICTIMS][16];
+    char qname[VICTIMS][32];
 
     start3();
     tloop_init(&t);
