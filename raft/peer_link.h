@@ -35,6 +35,7 @@
 #include "proto/buf.h"
 #include "proto/tls.h"
 #include "raft/peer_addr.h"
+#include "raft/peer_base.h"
 
 #define PEER_LINK_HIGH_WATER (4u << 20)
 #define PEER_LINK_READ_SIZE 65536
@@ -58,8 +59,7 @@ struct peer_link_events {
 struct peer_link {
     /* The owner's. */
     void *owner;
-    struct peer_link *prev, *next;
-    bool outbound;
+    struct peer_conn conn;  /* in the owner's list; conn.outbound: we dialled */
     bool handed;            /* its stream was given to raft */
     bool quiet;             /* do not log its end (owner's choice) */
     uint64_t peer_id;       /* outbound: the node dialled; inbound: from its HELLO */

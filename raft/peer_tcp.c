@@ -2,8 +2,10 @@
  * peer_tcp.c -- the plaintext raft transport, raft_uv_tcp's handshake over
  * addresses of every kind. See peer_tcp.h.
  *
- * Every connection in its handshake is a struct pending, in one list, so
- * that close() can end them all. Its socket is a uv_tcp_t from raft_malloc:
+ * Every connection in its handshake is a struct pending, in the list of
+ * raft/peer_base.h (with raft's init and close and the end of the
+ * transport), so that close() can end them all; the base's timer is the
+ * sweep of inbound handshakes past PEER_TCP_HANDSHAKE_MS. Its socket is a uv_tcp_t from raft_malloc:
  * once the handshake is done it is handed to raft as is (raft closes it and
  * raft_frees it), so no byte is copied after the handshake. The handshake
  * is read with buffers of exactly the bytes still missing, so not one byte
@@ -16,21 +18,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
-#include "proto/addr.h"
 #include "raft/peer_addr.h"
+#include "raft/peer_base.h"
 
 #define PROTOCOL 1
 #define PREAMBLE 24 /* protocol, id, address size: three uint64 */
 #define SWEEP_MS 1000
 
-struct peer_tcp;
-
 struct pending {
-    struct peer_tcp *t;
-    struct pending *prev, *next;
+    struct peer_conn c;             /* in the transport's list */
+    struct peer_base *t;            /* the transport (its timer: the sweep) */
     uv_tcp_t *tcp;                  /* raft_malloc'd; NULL while dialling */
-    bool outbound;
     uint64_t since;                 /* uv_now at accept (inbound) */
     /* Outbound. */
     struct raft_uv_connect *req;
@@ -45,26 +43,9 @@ struct pending {
     char *addr;                     /* addr_len + 1 bytes once the preamble is in */
 };
 
-struct peer_tcp {
-    struct raft_uv_transport *base;
-    uv_loop_t *loop;
-    uint64_t id;
-    char address[BATON_MAX_ADDR + 1];
-    char bind[BATON_MAX_ADDR + 1];  /* "": listen on `address` */
-    struct peer_listeners ls;
-    uv_timer_t sweep;               /* the inbound handshakes' deadline */
-    bool sweep_init;
-    int handles;                    /* listeners and timer open */
-    struct pending *head, *tail;
-    unsigned n_inbound;
-    raft_uv_accept_cb accept_cb;
-    raft_uv_transport_close_cb close_cb;
-    bool closing, close_reported, freed;
-};
-
-static struct peer_tcp *impl(struct raft_uv_transport *base)
+static struct pending *pending_of(struct peer_conn *c)
 {
-    return base->impl;
+    return PEER_CONTAINER(c, struct pending, c);
 }
 
 static void put64(uint8_t *p, uint64_t v)
@@ -80,58 +61,19 @@ static uint64_t get64(const uint8_t *p)
     return v;
 }
 
-/* ---- the list and the end of the transport ------------------------------ */
-
-static void append(struct peer_tcp *t, struct pending *p)
-{
-    p->prev = t->tail;
-    p->next = NULL;
-    if (t->tail != NULL)
-        t->tail->next = p;
-    else
-        t->head = p;
-    t->tail = p;
-    if (!p->outbound) t->n_inbound++;
-}
-
-static void unlink_pending(struct peer_tcp *t, struct pending *p)
-{
-    if (p->prev != NULL)
-        p->prev->next = p->next;
-    else
-        t->head = p->next;
-    if (p->next != NULL)
-        p->next->prev = p->prev;
-    else
-        t->tail = p->prev;
-    if (!p->outbound) t->n_inbound--;
-}
-
-static void maybe_finish(struct peer_tcp *t)
-{
-    if (t->handles > 0 || t->head != NULL) return;
-    if (t->freed) {
-        t->base->impl = NULL;
-        free(t);
-        return;
-    }
-    if (t->closing && !t->close_reported && t->close_cb != NULL) {
-        t->close_reported = true;
-        t->close_cb(t->base);
-    }
-}
+/* ---- a connection's end ---------------------------------------------------- */
 
 /* Remove p from the list and free it; its socket, if any, is the caller's
  * business (closed, or raft's now). */
 static void pending_free(struct pending *p)
 {
-    struct peer_tcp *t = p->t;
+    struct peer_base *t = p->t;
 
-    unlink_pending(t, p);
+    peer_base_remove(t, &p->c);
     free(p->hs);
     free(p->addr);
     free(p);
-    maybe_finish(t);
+    peer_base_maybe_finish(t);
 }
 
 /* An inbound handshake failed or was cut short: close and forget it. */
@@ -141,38 +83,28 @@ static void drop(struct pending *p)
     pending_free(p);
 }
 
-static void handle_closed(uv_handle_t *h)
+/* The transport is closing: end c. */
+static void end_conn(struct peer_conn *c)
 {
-    struct peer_tcp *t = h->data;
+    struct pending *p = pending_of(c);
 
-    t->handles--;
-    maybe_finish(t);
+    if (!c->outbound)
+        drop(p);
+    else if (p->dialing)
+        peer_dial_cancel(&p->dial); /* on_dialed ends it */
+    else
+        peer_tcp_handle_close(p->tcp); /* on_written ends it */
 }
 
-static void close_all(struct peer_tcp *t)
+static void destroy(struct peer_base *t)
 {
-    struct pending *p, *next;
-
-    t->closing = true;
-    for (unsigned i = 0; i < t->ls.n; i++) uv_close((uv_handle_t *)&t->ls.h[i], handle_closed);
-    t->ls.n = 0;
-    if (!t->sweep_init) { /* a handle to close, so that the end is always async */
-        uv_timer_init(t->loop, &t->sweep);
-        t->sweep.data = t;
-        t->sweep_init = true;
-        t->handles++;
-    }
-    uv_close((uv_handle_t *)&t->sweep, handle_closed);
-    for (p = t->head; p != NULL; p = next) {
-        next = p->next;
-        if (!p->outbound)
-            drop(p);
-        else if (p->dialing)
-            peer_dial_cancel(&p->dial); /* on_dialed ends it */
-        else
-            peer_tcp_handle_close(p->tcp); /* on_written ends it */
-    }
+    free(t);
 }
+
+static const struct peer_base_hooks hooks = {
+    .end_conn = end_conn,
+    .destroy = destroy,
+};
 
 /* ---- inbound: read the handshake, hand the stream to raft ---------------- */
 
@@ -191,7 +123,7 @@ static void hs_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 static void hs_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 {
     struct pending *p = s->data;
-    struct peer_tcp *t = p->t;
+    struct peer_base *t = p->t;
     uint64_t id;
     char *addr;
 
@@ -225,26 +157,19 @@ static void hs_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
     addr = p->addr;
     p->addr = NULL;
     pending_free(p);
-    t->accept_cb(t->base, id, addr, s); /* raft owns s from here, and copies addr */
+    t->accept_cb(t->tr, id, addr, s); /* raft owns s from here, and copies addr */
     free(addr);
-}
-
-/* The oldest inbound handshake, once PEER_TCP_MAX_PENDING are waiting. */
-static struct pending *oldest_inbound(struct peer_tcp *t)
-{
-    if (t->n_inbound < PEER_TCP_MAX_PENDING) return NULL;
-    for (struct pending *p = t->head; p != NULL; p = p->next)
-        if (!p->outbound) return p;
-    return NULL;
 }
 
 static void on_accept(uv_stream_t *server, int status)
 {
-    struct peer_tcp *t = server->data;
-    struct pending *p, *old;
+    struct peer_base *t = server->data;
+    struct peer_conn *old;
+    struct pending *p;
 
     if (status < 0 || t->closing) return;
-    if ((old = oldest_inbound(t)) != NULL) drop(old);
+    /* Every inbound connection in the list is in its handshake. */
+    if ((old = peer_base_evictable(t, PEER_TCP_MAX_PENDING, NULL)) != NULL) drop(pending_of(old));
     p = calloc(1, sizeof *p);
     if (p == NULL || (p->tcp = raft_malloc(sizeof *p->tcp)) == NULL) {
         free(p);
@@ -254,7 +179,7 @@ static void on_accept(uv_stream_t *server, int status)
     p->since = uv_now(t->loop);
     uv_tcp_init(t->loop, p->tcp);
     p->tcp->data = p;
-    append(t, p);
+    peer_base_append(t, &p->c);
     if (uv_accept(server, (uv_stream_t *)p->tcp) != 0 ||
         uv_read_start((uv_stream_t *)p->tcp, hs_alloc, hs_read) != 0)
         drop(p);
@@ -264,13 +189,14 @@ static void on_accept(uv_stream_t *server, int status)
  * time. */
 static void sweep_cb(uv_timer_t *timer)
 {
-    struct peer_tcp *t = timer->data;
+    struct peer_base *t = timer->data;
     uint64_t now = uv_now(t->loop);
-    struct pending *p, *next;
+    struct peer_conn *c, *next;
 
-    for (p = t->head; p != NULL; p = next) {
-        next = p->next;
-        if (!p->outbound && now - p->since >= PEER_TCP_HANDSHAKE_MS) drop(p);
+    for (c = t->head; c != NULL; c = next) {
+        next = c->next;
+        if (!c->outbound && now - pending_of(c)->since >= PEER_TCP_HANDSHAKE_MS)
+            drop(pending_of(c));
     }
 }
 
@@ -302,7 +228,7 @@ static void on_written(uv_write_t *w, int status)
 static void on_dialed(struct peer_dial *d, uv_tcp_t *tcp, int status)
 {
     struct pending *p = d->data;
-    struct peer_tcp *t = p->t;
+    struct peer_base *t = p->t;
     size_t len = strlen(t->address) + 1, padded = (len + 7) / 8 * 8;
     uv_buf_t b;
     int rv;
@@ -335,38 +261,20 @@ static void on_dialed(struct peer_dial *d, uv_tcp_t *tcp, int status)
 
 /* ---- raft's interface ----------------------------------------------------- */
 
-static int tcp_init_cb(struct raft_uv_transport *base, raft_id id, const char *address)
-{
-    struct peer_tcp *t = impl(base);
-
-    if (strlen(address) > BATON_MAX_ADDR) return RAFT_INVALID;
-    t->id = id;
-    snprintf(t->address, sizeof t->address, "%s", address);
-    return 0;
-}
-
 static int tcp_listen_cb(struct raft_uv_transport *base, raft_uv_accept_cb cb)
 {
-    struct peer_tcp *t = impl(base);
-    const char *where = t->bind[0] != '\0' ? t->bind : t->address;
-    int rv;
+    struct peer_base *t = peer_base_of(base);
+    int rv = peer_base_listen(t, cb, on_accept);
 
-    t->accept_cb = cb;
-    rv = peer_listen(t->loop, where, &t->ls, on_accept, t, base->errmsg, sizeof base->errmsg);
-    t->handles += (int)t->ls.n;
-    if (rv != 0) return rv == UV_EINVAL ? RAFT_INVALID : RAFT_IOERR;
-    uv_timer_init(t->loop, &t->sweep);
-    t->sweep.data = t;
-    t->sweep_init = true;
-    t->handles++;
-    uv_timer_start(&t->sweep, sweep_cb, SWEEP_MS, SWEEP_MS);
+    if (rv != 0) return rv;
+    uv_timer_start(peer_base_timer(t), sweep_cb, SWEEP_MS, SWEEP_MS);
     return 0;
 }
 
 static int tcp_connect_cb(struct raft_uv_transport *base, struct raft_uv_connect *req, raft_id id,
                           const char *address, raft_uv_connect_cb cb)
 {
-    struct peer_tcp *t = impl(base);
+    struct peer_base *t = peer_base_of(base);
     struct pending *p;
     int rv;
 
@@ -375,7 +283,7 @@ static int tcp_connect_cb(struct raft_uv_transport *base, struct raft_uv_connect
     p = calloc(1, sizeof *p);
     if (p == NULL) return RAFT_NOMEM;
     p->t = t;
-    p->outbound = true;
+    p->c.outbound = true;
     p->req = req;
     p->dial.data = p;
     req->cb = cb;
@@ -385,60 +293,19 @@ static int tcp_connect_cb(struct raft_uv_transport *base, struct raft_uv_connect
         return rv == UV_ENOMEM ? RAFT_NOMEM : RAFT_NOCONNECTION;
     }
     p->dialing = true;
-    append(t, p);
+    peer_base_append(t, &p->c);
     return 0;
-}
-
-static void tcp_close_cb(struct raft_uv_transport *base, raft_uv_transport_close_cb cb)
-{
-    struct peer_tcp *t = impl(base);
-
-    t->close_cb = cb;
-    if (t->closing)
-        maybe_finish(t);
-    else
-        close_all(t);
 }
 
 /* ---- set-up and release ----------------------------------------------------- */
 
 int peer_tcp_init(struct raft_uv_transport *base, uv_loop_t *loop)
 {
-    struct peer_tcp *t = calloc(1, sizeof *t);
+    struct peer_base *t = calloc(1, sizeof *t);
 
     if (t == NULL) return RAFT_NOMEM;
-    t->base = base;
-    t->loop = loop;
-    base->data = NULL;
-    base->impl = t;
-    base->errmsg[0] = '\0';
-    base->init = tcp_init_cb;
+    peer_base_setup(t, base, loop, &hooks);
     base->listen = tcp_listen_cb;
     base->connect = tcp_connect_cb;
-    base->close = tcp_close_cb;
     return 0;
-}
-
-int peer_tcp_set_bind_address(struct raft_uv_transport *base, const char *address)
-{
-    struct peer_tcp *t = impl(base);
-    struct proto_addr a;
-
-    if (proto_addr_parse(address, strlen(address), &a) != 0) return RAFT_INVALID;
-    snprintf(t->bind, sizeof t->bind, "%s", address);
-    return 0;
-}
-
-void peer_tcp_free(struct raft_uv_transport *base)
-{
-    struct peer_tcp *t = impl(base);
-
-    if (t == NULL) return;
-    if (t->handles == 0 && t->head == NULL) {
-        base->impl = NULL;
-        free(t);
-        return;
-    }
-    t->freed = true;
-    if (!t->closing) close_all(t);
 }

@@ -29,15 +29,9 @@
 #define PEER_TCP_MAX_PENDING 64
 #define PEER_TCP_MAX_ADDRESS 256 /* the handshake's address field, at most */
 
-/* Set base up as the plaintext transport on loop. 0, or RAFT_NOMEM. */
+/* Set base up as the plaintext transport on loop. 0, or RAFT_NOMEM. Its
+ * bind address is set with peer_base_set_bind_address, and it is released
+ * with peer_base_free (raft/peer_base.h). */
 int peer_tcp_init(struct raft_uv_transport *base, uv_loop_t *loop);
-
-/* Listen on `address` instead of the advertised one (transport.h). 0, or
- * RAFT_INVALID (not an address of proto/addr.h's grammar). */
-int peer_tcp_set_bind_address(struct raft_uv_transport *base, const char *address);
-
-/* Release the transport: at once if raft closed it, else once the
- * connections and listeners it still has are closed. */
-void peer_tcp_free(struct raft_uv_transport *base);
 
 #endif

@@ -1,9 +1,10 @@
 /*
- * peer_tls.c -- the mutual-TLS raft transport: raft's interface (init,
- * listen, connect, close), the HELLO exchange, who is admitted, and the
- * rate-limited log of refusals. See peer_tls.h; one connection's bytes are
- * raft/peer_link.c's job, the HELLO's format raft/peer_hello.c's, and the
- * start-up check of this node's own certificate raft/peer_cert.c's.
+ * peer_tls.c -- the mutual-TLS raft transport: raft's listen and connect,
+ * the HELLO exchange, who is admitted, and the rate-limited log of
+ * refusals. See peer_tls.h; one connection's bytes are raft/peer_link.c's
+ * job, the HELLO's format raft/peer_hello.c's, the start-up check of this
+ * node's own certificate raft/peer_cert.c's, and raft's init and close,
+ * the list of links and the end of the transport raft/peer_base.c's.
  */
 #include "raft/peer_tls.h"
 
@@ -27,21 +28,10 @@
 #define LOG_LINES 10
 
 struct peer_tls {
-    struct raft_uv_transport *base;
-    uv_loop_t *loop;
+    struct peer_base pb;            /* its timer: only closed, by close_all */
     tls_ctx *server, *client;
     struct node_peer_tls cfg;       /* the hooks; the file names are not kept */
     unsigned handshake_ms, max_pending;
-    uint64_t id;                    /* raft's, from init */
-    char address[BATON_MAX_ADDR + 1];
-    char bind[BATON_MAX_ADDR + 1];  /* "" : listen on `address` */
-    struct peer_listeners ls;       /* every address of the bind or own address */
-    uv_timer_t closer;              /* closed by close(), so that its end is always async */
-    int handles;                    /* listener / closer initialised, not yet closed */
-    struct peer_link *head, *tail;  /* every link, oldest first */
-    raft_uv_accept_cb accept_cb;
-    raft_uv_transport_close_cb close_cb;
-    bool closing, close_reported, freed;
     uint64_t log_window;            /* uv_now when the current log window began */
     unsigned log_lines, log_dropped;
     char rbuf[PEER_LINK_READ_SIZE]; /* every link's reads */
@@ -49,7 +39,12 @@ struct peer_tls {
 
 static struct peer_tls *impl(struct raft_uv_transport *base)
 {
-    return base->impl;
+    return PEER_CONTAINER(peer_base_of(base), struct peer_tls, pb);
+}
+
+static struct peer_link *link_of(const struct peer_conn *c)
+{
+    return PEER_CONTAINER(c, struct peer_link, conn);
 }
 
 /* ---- the log of refusals, rate-limited ----------------------------------- */
@@ -58,7 +53,7 @@ static void say(struct peer_tls *t, const char *fmt, ...) __attribute__((format(
 
 static void say(struct peer_tls *t, const char *fmt, ...)
 {
-    uint64_t now = uv_now(t->loop);
+    uint64_t now = uv_now(t->pb.loop);
     char msg[512];
     va_list ap;
 
@@ -84,78 +79,27 @@ static void say(struct peer_tls *t, const char *fmt, ...)
     t->cfg.log(t->cfg.arg, msg);
 }
 
-/* ---- the list of links and the end of the transport ---------------------- */
+/* ---- the end of the transport -------------------------------------------- */
 
-static void link_append(struct peer_tls *t, struct peer_link *l)
+static void destroy(struct peer_base *pb)
 {
-    l->prev = t->tail;
-    l->next = NULL;
-    if (t->tail != NULL)
-        t->tail->next = l;
-    else
-        t->head = l;
-    t->tail = l;
-}
+    struct peer_tls *t = PEER_CONTAINER(pb, struct peer_tls, pb);
 
-static void link_remove(struct peer_tls *t, struct peer_link *l)
-{
-    if (l->prev != NULL)
-        l->prev->next = l->next;
-    else
-        t->head = l->next;
-    if (l->next != NULL)
-        l->next->prev = l->prev;
-    else
-        t->tail = l->prev;
-}
-
-static void destroy(struct peer_tls *t)
-{
     tls_ctx_free(t->server);
     tls_ctx_free(t->client);
-    t->base->impl = NULL;
     free(t);
 }
 
-/* The last handle or link went: report the close to raft, or free a
- * transport already released. */
-static void maybe_finish(struct peer_tls *t)
+/* The transport is closing: end c. */
+static void end_conn(struct peer_conn *c)
 {
-    if (t->handles > 0 || t->head != NULL) return;
-    if (t->freed) {
-        destroy(t);
-        return;
-    }
-    if (t->closing && !t->close_reported && t->close_cb != NULL) {
-        t->close_reported = true;
-        t->close_cb(t->base); /* raft may release the transport from here on */
-    }
+    peer_link_close(link_of(c), "the node is shutting down");
 }
 
-static void handle_closed(uv_handle_t *h)
-{
-    struct peer_tls *t = h->data;
-
-    t->handles--;
-    maybe_finish(t);
-}
-
-static void close_all(struct peer_tls *t)
-{
-    struct peer_link *l, *next;
-
-    t->closing = true;
-    uv_timer_init(t->loop, &t->closer);
-    t->closer.data = t;
-    t->handles++;
-    uv_close((uv_handle_t *)&t->closer, handle_closed);
-    for (unsigned i = 0; i < t->ls.n; i++) uv_close((uv_handle_t *)&t->ls.h[i], handle_closed);
-    t->ls.n = 0;
-    for (l = t->head; l != NULL; l = next) {
-        next = l->next;
-        peer_link_close(l, "the node is shutting down");
-    }
-}
+static const struct peer_base_hooks hooks = {
+    .end_conn = end_conn,
+    .destroy = destroy,
+};
 
 /* ---- a link's events ------------------------------------------------------ */
 
@@ -166,17 +110,17 @@ static void link_closed(struct peer_link *l)
     struct peer_tls *t = l->owner;
     struct raft_uv_connect *req = l->req;
 
-    link_remove(t, l);
-    if (!l->handed && !l->quiet && !t->closing) {
-        if (l->outbound)
+    peer_base_remove(&t->pb, &l->conn);
+    if (!l->handed && !l->quiet && !t->pb.closing) {
+        if (l->conn.outbound)
             say(t, "raft connection to node %" PRIu64 " (%s) failed: %s", l->peer_id, l->peer,
                 l->why);
         else
             say(t, "raft connection from %s refused: %s", l->peer[0] ? l->peer : "?", l->why);
     }
     free(l);
-    if (req != NULL) req->cb(req, NULL, t->closing ? RAFT_CANCELED : RAFT_NOCONNECTION);
-    maybe_finish(t);
+    if (req != NULL) req->cb(req, NULL, t->pb.closing ? RAFT_CANCELED : RAFT_NOCONNECTION);
+    peer_base_maybe_finish(&t->pb);
 }
 
 /* Dialling side: the peer's certificate must name the node dialled; then
@@ -188,12 +132,12 @@ static void link_up(struct peer_link *l)
     struct buf b = {0};
     int rv;
 
-    if (!l->outbound) return; /* the accepting side waits for the HELLO */
+    if (!l->conn.outbound) return; /* the accepting side waits for the HELLO */
     if (strcmp(peer_link_cn(l), peer_cn_of(l->peer_id, want)) != 0) {
         peer_link_close(l, "its certificate names '%s', not '%s'", peer_link_cn(l), want);
         return;
     }
-    rv = peer_hello_encode(&b, t->id, t->address);
+    rv = peer_hello_encode(&b, t->pb.id, t->pb.address);
     if (rv == 0) rv = peer_link_send(l, b.data, b.len);
     buf_free(&b);
     if (rv != 0) peer_link_close(l, "cannot send the HELLO: %s", baton_strerror(rv));
@@ -210,7 +154,7 @@ static const char *refusal(struct peer_tls *t, struct peer_link *l, const struct
                  peer_link_cn(l), h->id);
         return why;
     }
-    if (h->id == t->id) {
+    if (h->id == t->pb.id) {
         snprintf(why, cap, "it says it is this node (%" PRIu64 ")", h->id);
         return why;
     }
@@ -241,7 +185,7 @@ static void admit(struct peer_tls *t, struct peer_link *l, const struct peer_hel
         return;
     }
     l->handed = true;
-    t->accept_cb(t->base, h->id, h->address, stream);
+    t->pb.accept_cb(t->pb.tr, h->id, h->address, stream);
 }
 
 /* Dialling side: the ACK arrived; hand raft its stream. */
@@ -266,7 +210,7 @@ static void link_plain(struct peer_link *l, struct buf *in)
     struct peer_hello h;
     int n;
 
-    if (l->outbound) {
+    if (l->conn.outbound) {
         if (in->data[0] != PEER_HELLO_ACK) {
             peer_link_close(l, "it answered the HELLO with 0x%02x, not an ACK", in->data[0]);
             return;
@@ -293,61 +237,39 @@ static const struct peer_link_events events = {
 
 /* ---- raft's interface ------------------------------------------------------ */
 
-static int tls_init_cb(struct raft_uv_transport *base, raft_id id, const char *address)
+/* An inbound link still in its handshake (not handed to raft, not
+ * closing): max_pending of them at most. */
+static bool in_handshake(const struct peer_conn *c)
 {
-    struct peer_tls *t = impl(base);
+    const struct peer_link *l = link_of(c);
 
-    if (strlen(address) > BATON_MAX_ADDR) return RAFT_INVALID;
-    t->id = id;
-    snprintf(t->address, sizeof t->address, "%s", address);
-    return 0;
-}
-
-/* The oldest inbound connection still in its handshake, once max_pending
- * of them are: closing it makes room for one more. */
-static struct peer_link *evictable(struct peer_tls *t)
-{
-    struct peer_link *l, *oldest = NULL;
-    unsigned n = 0;
-
-    for (l = t->head; l != NULL; l = l->next) {
-        if (l->outbound || l->handed || l->closing) continue;
-        if (oldest == NULL) oldest = l;
-        n++;
-    }
-    return n >= t->max_pending ? oldest : NULL;
+    return !l->handed && !l->closing;
 }
 
 static void on_accept(uv_stream_t *server, int status)
 {
-    struct peer_tls *t = server->data;
-    struct peer_link *l, *old;
+    struct peer_tls *t = PEER_CONTAINER(server->data, struct peer_tls, pb);
+    struct peer_conn *old;
+    struct peer_link *l;
 
-    if (status < 0 || t->closing) return;
-    if ((old = evictable(t)) != NULL)
-        peer_link_close(old, "dropped: %u raft handshakes were pending at once", t->max_pending);
+    if (status < 0 || t->pb.closing) return;
+    if ((old = peer_base_evictable(&t->pb, t->max_pending, in_handshake)) != NULL)
+        peer_link_close(link_of(old), "dropped: %u raft handshakes were pending at once",
+                        t->max_pending);
     l = calloc(1, sizeof *l);
     if (l == NULL) {
         say(t, "out of memory for a raft connection");
         return;
     }
     l->owner = t;
-    peer_link_init(l, t->loop, &events, t->rbuf);
-    link_append(t, l);
+    peer_link_init(l, t->pb.loop, &events, t->rbuf);
+    peer_base_append(&t->pb, &l->conn);
     peer_link_accept(l, server, t->server, t->handshake_ms);
 }
 
 static int tls_listen_cb(struct raft_uv_transport *base, raft_uv_accept_cb cb)
 {
-    struct peer_tls *t = impl(base);
-    const char *where = t->bind[0] != '\0' ? t->bind : t->address;
-    int rv;
-
-    t->accept_cb = cb;
-    rv = peer_listen(t->loop, where, &t->ls, on_accept, t, base->errmsg, sizeof base->errmsg);
-    t->handles += (int)t->ls.n;
-    if (rv != 0) return rv == UV_EINVAL ? RAFT_INVALID : RAFT_IOERR;
-    return 0;
+    return peer_base_listen(peer_base_of(base), cb, on_accept);
 }
 
 static int tls_connect_cb(struct raft_uv_transport *base, struct raft_uv_connect *req, raft_id id,
@@ -357,31 +279,20 @@ static int tls_connect_cb(struct raft_uv_transport *base, struct raft_uv_connect
     struct proto_addr a;
     struct peer_link *l;
 
-    if (t->closing) return RAFT_CANCELED;
+    if (t->pb.closing) return RAFT_CANCELED;
     if (proto_addr_parse(address, strlen(address), &a) != 0) return RAFT_NOCONNECTION;
     l = calloc(1, sizeof *l);
     if (l == NULL) return RAFT_NOMEM;
     req->cb = cb;
     l->owner = t;
-    l->outbound = true;
+    l->conn.outbound = true;
     l->req = req;
     l->peer_id = id;
     snprintf(l->peer, sizeof l->peer, "%s", address);
-    peer_link_init(l, t->loop, &events, t->rbuf);
-    link_append(t, l);
+    peer_link_init(l, t->pb.loop, &events, t->rbuf);
+    peer_base_append(&t->pb, &l->conn);
     peer_link_connect(l, address, t->client, t->handshake_ms);
     return 0;
-}
-
-static void tls_close_cb(struct raft_uv_transport *base, raft_uv_transport_close_cb cb)
-{
-    struct peer_tls *t = impl(base);
-
-    t->close_cb = cb;
-    if (t->closing)
-        maybe_finish(t); /* already closing: peer_tls_free came first */
-    else
-        close_all(t);
 }
 
 /* ---- set-up and release ------------------------------------------------------ */
@@ -440,42 +351,13 @@ int peer_tls_init(struct raft_uv_transport *base, uv_loop_t *loop, uint32_t self
         free(t);
         return rv;
     }
-    t->base = base;
-    t->loop = loop;
+    peer_base_setup(&t->pb, base, loop, &hooks);
     t->cfg = *cfg;
     t->cfg.cert_file = t->cfg.key_file = t->cfg.ca_file = NULL;
     t->handshake_ms = cfg->handshake_timeout_ms ? cfg->handshake_timeout_ms : DEFAULT_HANDSHAKE_MS;
     t->max_pending = cfg->max_pending ? cfg->max_pending : DEFAULT_MAX_PENDING;
     t->log_window = uv_now(loop);
-    base->data = NULL;
-    base->impl = t;
-    base->errmsg[0] = '\0';
-    base->init = tls_init_cb;
     base->listen = tls_listen_cb;
     base->connect = tls_connect_cb;
-    base->close = tls_close_cb;
     return 0;
-}
-
-int peer_tls_set_bind_address(struct raft_uv_transport *base, const char *address)
-{
-    struct peer_tls *t = impl(base);
-    struct proto_addr a;
-
-    if (proto_addr_parse(address, strlen(address), &a) != 0) return RAFT_INVALID;
-    snprintf(t->bind, sizeof t->bind, "%s", address);
-    return 0;
-}
-
-void peer_tls_free(struct raft_uv_transport *base)
-{
-    struct peer_tls *t = impl(base);
-
-    if (t == NULL) return;
-    if (t->handles == 0 && t->head == NULL) {
-        destroy(t);
-        return;
-    }
-    t->freed = true;
-    if (!t->closing) close_all(t);
 }

@@ -47,19 +47,13 @@
  * certificate and key are readable and match, that the certificate chain
  * verifies against the CA, and that its subject CN is baton-node-<self_id>.
  * Returns 0, or BATON_EINVAL / BATON_ENOMEM with errmsg
- * (BATON_ERRMSG_SIZE bytes) saying which file is wrong and why. On
- * success release it with peer_tls_free, after raft_uv has closed it.
+ * (BATON_ERRMSG_SIZE bytes) saying which file is wrong and why. Its bind
+ * address is set with peer_base_set_bind_address (raft/peer_base.h). On
+ * success release it with peer_base_free, after raft_uv has closed it (if
+ * raft never closed it, its handles are closed and the memory goes once
+ * the loop has run their callbacks).
  */
 int peer_tls_init(struct raft_uv_transport *base, uv_loop_t *loop, uint32_t self_id,
                   const struct node_peer_tls *cfg, char *errmsg);
-
-/* Listen on `address` (HOST:PORT, proto/addr.h) instead of the advertised
- * one. 0 or RAFT_INVALID. */
-int peer_tls_set_bind_address(struct raft_uv_transport *base, const char *address);
-
-/* Release the transport. If handles are still open (raft never closed
- * it: an error during start-up), they are closed and the memory goes once
- * the loop has run their callbacks. */
-void peer_tls_free(struct raft_uv_transport *base);
 
 #endif /* BATON_RAFT_PEER_TLS_H */

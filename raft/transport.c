@@ -8,6 +8,7 @@
 
 #include "client/baton_defs.h"
 #include "proto/errmsg.h"
+#include "raft/peer_base.h"
 #include "raft/peer_tcp.h"
 #include "raft/peer_tls.h"
 
@@ -25,14 +26,10 @@ int transport_init(struct transport *t, uv_loop_t *loop, uint32_t id,
 
 int transport_set_bind_address(struct transport *t, const char *address)
 {
-    if (t->tls) return peer_tls_set_bind_address(&t->base, address);
-    return peer_tcp_set_bind_address(&t->base, address);
+    return peer_base_set_bind_address(&t->base, address);
 }
 
 void transport_close(struct transport *t)
 {
-    if (t->tls)
-        peer_tls_free(&t->base);
-    else
-        peer_tcp_free(&t->base);
+    peer_base_free(&t->base);
 }

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "raft/peer_base.h"
 #include "raft/peer_tcp.h"
 #include "tests/lib/runner.h"
 #include "tests/lib/tloop.h"
@@ -118,7 +119,7 @@ TEST(same_handshake_as_libraft)
     run_until(&L, &lib.closed, 1, 5000);
     run_until(&L, &ours.closed, 1, 5000);
     raft_uv_tcp_close(&lib.t);
-    peer_tcp_free(&ours.t);
+    peer_base_free(&ours.t);
     tloop_done(&L);
 }
 
@@ -140,7 +141,7 @@ TEST(close_cancels_connects)
     run_until(&L, &ours.closed, 1, 5000);
     ASSERT_EQ(ours.failed, 1);
     ASSERT_EQ(ours.connected, 0);
-    peer_tcp_free(&ours.t);
+    peer_base_free(&ours.t);
     tloop_done(&L);
 }
 

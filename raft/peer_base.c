@@ -1,0 +1,182 @@
+/*
+ * peer_base.c -- the list of connections and the end of a raft transport,
+ * shared by raft/peer_tcp.c and raft/peer_tls.c. See peer_base.h.
+ */
+#include "raft/peer_base.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/addr.h"
+
+struct peer_base *peer_base_of(struct raft_uv_transport *tr)
+{
+    return tr->impl;
+}
+
+void peer_base_setup(struct peer_base *pb, struct raft_uv_transport *tr, uv_loop_t *loop,
+                     const struct peer_base_hooks *hooks)
+{
+    pb->tr = tr;
+    pb->loop = loop;
+    pb->hooks = hooks;
+    tr->data = NULL;
+    tr->impl = pb;
+    tr->errmsg[0] = '\0';
+    tr->init = peer_base_init_cb;
+    tr->close = peer_base_close_cb;
+}
+
+/* ---- the list --------------------------------------------------------------- */
+
+void peer_base_append(struct peer_base *pb, struct peer_conn *c)
+{
+    c->prev = pb->tail;
+    c->next = NULL;
+    if (pb->tail != NULL)
+        pb->tail->next = c;
+    else
+        pb->head = c;
+    pb->tail = c;
+}
+
+void peer_base_remove(struct peer_base *pb, struct peer_conn *c)
+{
+    if (c->prev != NULL)
+        c->prev->next = c->next;
+    else
+        pb->head = c->next;
+    if (c->next != NULL)
+        c->next->prev = c->prev;
+    else
+        pb->tail = c->prev;
+}
+
+struct peer_conn *peer_base_evictable(struct peer_base *pb, unsigned max,
+                                      bool (*waiting)(const struct peer_conn *c))
+{
+    struct peer_conn *c, *oldest = NULL;
+    unsigned n = 0;
+
+    for (c = pb->head; c != NULL; c = c->next) {
+        if (c->outbound || (waiting != NULL && !waiting(c))) continue;
+        if (oldest == NULL) oldest = c;
+        n++;
+    }
+    return n >= max ? oldest : NULL;
+}
+
+uv_timer_t *peer_base_timer(struct peer_base *pb)
+{
+    if (!pb->timer_init) {
+        uv_timer_init(pb->loop, &pb->timer);
+        pb->timer.data = pb;
+        pb->timer_init = true;
+        pb->handles++;
+    }
+    return &pb->timer;
+}
+
+/* ---- the end of the transport ------------------------------------------------ */
+
+static void destroy(struct peer_base *pb)
+{
+    pb->tr->impl = NULL;
+    pb->hooks->destroy(pb);
+}
+
+void peer_base_maybe_finish(struct peer_base *pb)
+{
+    if (pb->handles > 0 || pb->head != NULL) return;
+    if (pb->freed) {
+        destroy(pb);
+        return;
+    }
+    if (pb->closing && !pb->close_reported && pb->close_cb != NULL) {
+        pb->close_reported = true;
+        pb->close_cb(pb->tr); /* raft may release the transport from here on */
+    }
+}
+
+static void handle_closed(uv_handle_t *h)
+{
+    struct peer_base *pb = h->data;
+
+    pb->handles--;
+    peer_base_maybe_finish(pb);
+}
+
+static void close_all(struct peer_base *pb)
+{
+    struct peer_conn *c, *next;
+
+    pb->closing = true;
+    for (unsigned i = 0; i < pb->ls.n; i++) uv_close((uv_handle_t *)&pb->ls.h[i], handle_closed);
+    pb->ls.n = 0;
+    /* A handle to close, so that the end is always async. */
+    uv_close((uv_handle_t *)peer_base_timer(pb), handle_closed);
+    for (c = pb->head; c != NULL; c = next) {
+        next = c->next;
+        pb->hooks->end_conn(c);
+    }
+}
+
+/* ---- raft's interface and release ---------------------------------------------- */
+
+int peer_base_init_cb(struct raft_uv_transport *tr, raft_id id, const char *address)
+{
+    struct peer_base *pb = peer_base_of(tr);
+
+    if (strlen(address) > BATON_MAX_ADDR) return RAFT_INVALID;
+    pb->id = id;
+    snprintf(pb->address, sizeof pb->address, "%s", address);
+    return 0;
+}
+
+int peer_base_listen(struct peer_base *pb, raft_uv_accept_cb accept_cb, uv_connection_cb cb)
+{
+    struct raft_uv_transport *tr = pb->tr;
+    const char *where = pb->bind[0] != '\0' ? pb->bind : pb->address;
+    int rv;
+
+    pb->accept_cb = accept_cb;
+    rv = peer_listen(pb->loop, where, &pb->ls, cb, pb, tr->errmsg, sizeof tr->errmsg);
+    pb->handles += (int)pb->ls.n;
+    if (rv != 0) return rv == UV_EINVAL ? RAFT_INVALID : RAFT_IOERR;
+    return 0;
+}
+
+void peer_base_close_cb(struct raft_uv_transport *tr, raft_uv_transport_close_cb cb)
+{
+    struct peer_base *pb = peer_base_of(tr);
+
+    pb->close_cb = cb;
+    if (pb->closing)
+        peer_base_maybe_finish(pb); /* already closing: the transport's free came first */
+    else
+        close_all(pb);
+}
+
+int peer_base_set_bind_address(struct raft_uv_transport *tr, const char *address)
+{
+    struct peer_base *pb = peer_base_of(tr);
+    struct proto_addr a;
+
+    if (proto_addr_parse(address, strlen(address), &a) != 0) return RAFT_INVALID;
+    snprintf(pb->bind, sizeof pb->bind, "%s", address);
+    return 0;
+}
+
+void peer_base_free(struct raft_uv_transport *tr)
+{
+    struct peer_base *pb = peer_base_of(tr);
+
+    if (pb == NULL) return;
+    if (pb->handles == 0 && pb->head == NULL) {
+        destroy(pb);
+        return;
+    }
+    pb->freed = true;
+    if (!pb->closing) close_all(pb);
+}

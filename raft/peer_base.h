@@ -1,0 +1,114 @@
+/*
+ * peer_base.h -- what baton's two raft transports (raft/peer_tcp.c, plain;
+ * raft/peer_tls.c, mutual TLS) share: the node's id and addresses, the
+ * listeners, the list of connections the transport still holds, and the
+ * end of the transport (closing every handle and connection, then either
+ * reporting the close to raft or freeing a transport already released).
+ * How a connection's handshake goes is each transport's own business.
+ *
+ * Ownership: a transport embeds a struct peer_base and points its
+ * raft_uv_transport's impl at it (peer_base_setup), so the raft callbacks
+ * below take the raft_uv_transport directly. The connections in the list
+ * are the transport's: it allocates them, links them in with
+ * peer_base_append, unlinks them with peer_base_remove when it frees them,
+ * and then calls peer_base_maybe_finish. The transport's memory is freed by
+ * its `destroy` hook, called once, after every handle is closed and the
+ * list is empty, if peer_base_free came first; else raft's close callback
+ * runs then, once.
+ *
+ * Everything runs on the loop thread. Only raft/ includes this header.
+ */
+#ifndef BATON_RAFT_PEER_BASE_H
+#define BATON_RAFT_PEER_BASE_H
+
+#include <raft.h>
+#include <raft/uv.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "proto/msg.h" /* BATON_MAX_ADDR */
+#include "raft/peer_addr.h"
+
+/* The struct of type `type` whose member `member` is at ptr. */
+#define PEER_CONTAINER(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+/* One connection the transport holds, embedded in the transport's own
+ * struct for it. */
+struct peer_conn {
+    struct peer_conn *prev, *next;
+    bool outbound;
+};
+
+struct peer_base;
+
+struct peer_base_hooks {
+    /* Start ending every connection in the list (close_all): each is
+     * removed, now or from a later callback, by its transport. */
+    void (*end_conn)(struct peer_conn *c);
+    /* Free the transport's memory (the struct embedding the peer_base). */
+    void (*destroy)(struct peer_base *pb);
+};
+
+struct peer_base {
+    struct raft_uv_transport *tr;
+    uv_loop_t *loop;
+    const struct peer_base_hooks *hooks;
+    uint64_t id;                    /* raft's, from init */
+    char address[BATON_MAX_ADDR + 1];
+    char bind[BATON_MAX_ADDR + 1];  /* "": listen on `address` */
+    struct peer_listeners ls;       /* every address of the bind or own address */
+    uv_timer_t timer;               /* peer_base_timer's */
+    bool timer_init;
+    int handles;                    /* listeners and timer open */
+    struct peer_conn *head, *tail;  /* oldest first */
+    raft_uv_accept_cb accept_cb;
+    raft_uv_transport_close_cb close_cb;
+    bool closing, close_reported, freed;
+};
+
+/* Zero-initialised pb becomes tr's implementation, on loop; sets tr's
+ * data, impl, errmsg, and the init and close callbacks (the transport sets
+ * listen and connect). */
+void peer_base_setup(struct peer_base *pb, struct raft_uv_transport *tr, uv_loop_t *loop,
+                     const struct peer_base_hooks *hooks);
+
+/* The peer_base behind tr. */
+struct peer_base *peer_base_of(struct raft_uv_transport *tr);
+
+/* Link c (outbound set by the caller) at the end of the list / out of it. */
+void peer_base_append(struct peer_base *pb, struct peer_conn *c);
+void peer_base_remove(struct peer_base *pb, struct peer_conn *c);
+
+/* The oldest inbound connection for which waiting(c) is true (NULL: every
+ * inbound one), once max of them are: closing it makes room for one more. */
+struct peer_conn *peer_base_evictable(struct peer_base *pb, unsigned max,
+                                      bool (*waiting)(const struct peer_conn *c));
+
+/* The transport's timer (its data is pb), initialised and counted as a
+ * handle on first use; close_all closes it. */
+uv_timer_t *peer_base_timer(struct peer_base *pb);
+
+/* Listen on the bind address, else the advertised one, accepting with cb
+ * (its handle's data is pb). 0, RAFT_INVALID or RAFT_IOERR, with tr's
+ * errmsg. */
+int peer_base_listen(struct peer_base *pb, raft_uv_accept_cb accept_cb, uv_connection_cb cb);
+
+/* The last handle or connection went: report the close to raft, or
+ * destroy a transport already released. */
+void peer_base_maybe_finish(struct peer_base *pb);
+
+/* raft_uv_transport's init and close. */
+int peer_base_init_cb(struct raft_uv_transport *tr, raft_id id, const char *address);
+void peer_base_close_cb(struct raft_uv_transport *tr, raft_uv_transport_close_cb cb);
+
+/* Listen on `address` instead of the advertised one. 0, or RAFT_INVALID
+ * (not an address of proto/addr.h's grammar). */
+int peer_base_set_bind_address(struct raft_uv_transport *tr, const char *address);
+
+/* Release: at once if nothing is open, else once the handles and
+ * connections still open are closed (closing them if raft did not). */
+void peer_base_free(struct raft_uv_transport *tr);
+
+#endif /* BATON_RAFT_PEER_BASE_H */
