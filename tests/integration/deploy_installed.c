@@ -162,6 +162,7 @@ TEST(backup_restored_by_installed_batond)
     ASSERT_EQ(cluster_ctl(NULL, &r, "snapshot", "info", path, NULL), 0);
     ASSERT(strstr(r.out, "(checked)") != NULL);
     ctl_result_free(&r);
+    ASSERT_EQ(baton_unlock(held), 0); /* the file keeps it held */
     baton_close(waiter);
     baton_close(holder);
     ASSERT_EQ(cluster_stop(&a), 0);
