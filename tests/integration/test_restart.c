@@ -141,6 +141,22 @@ TEST(second_sigterm_stops_during_handoff)
     ASSERT_EQ(cluster_start_opts(&C, 3, &o), 0);
     leader = cluster_wait_leader(&C, 20000);
     ASSERT_GE(leader, 0);
+    /* A lock taken and given back: the leader serves (its first barrier
+     * applied), so it is one that hands over. STATUS says "leader" a
+     * moment before that, and with the followers stopped the barrier
+     * would never commit. */
+    {
+        baton_opts co = {.client_name = "ready-check"};
+        baton_t *b;
+        baton_lock_t *l;
+
+        cluster_client_opts(&C, &co);
+        b = client_connect(&co);
+        ASSERT_EQ(baton_lock(b, "ready", &l), 0);
+        ASSERT_EQ(baton_unlock(l), 0);
+        baton_close(b);
+    }
+    ASSERT_EQ(cluster_wait_leader(&C, 20000), leader);
     for (int i = 0; i < 3; i++)
         if (i != leader) ASSERT_EQ(cluster_kill(&C, i, SIGSTOP), 0);
     ASSERT_EQ(kill(C.nodes[leader].pid, SIGTERM), 0);
