@@ -237,6 +237,8 @@ static void start(const char *const *extra)
     leader_index();
 }
 
+static char *wait_code(int i, const char *path, int want);
+
 TEST(metrics_format_and_counters)
 {
     static const char *const json_logs[] = {"--log-format", "json", NULL};
@@ -246,6 +248,9 @@ TEST(metrics_format_and_counters)
 
     start(json_logs);
     l = leader_index();
+    /* STATUS says leader a moment before the leader serves (its barrier
+     * applied); baton_ready_leader is 1 only from then on. */
+    free(wait_code(l, "/readyz", 200));
     before = scrape(&C, l);
     check_format(before);
     check_documented(before);
