@@ -202,21 +202,33 @@ static bool recv_until(int fd, const char *want, char *all, size_t cap, int time
     return false;
 }
 
+/* A unix datagram socket in a fresh directory (dir, cap bytes; dir/notify
+ * must fit sun_path), bound for a node's sd_notify, and its NOTIFY_SOCKET
+ * variable in env (envcap bytes). Returns the socket; the caller closes
+ * it and removes dir. */
+static int notify_listen(char *dir, size_t cap, char *env, size_t envcap)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int fd;
+
+    ASSERT_EQ(tmpdir_make(dir, cap, "baton-notify"), 0);
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s/notify", dir);
+    fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    snprintf(env, envcap, "NOTIFY_SOCKET=%s", sa.sun_path);
+    return fd;
+}
+
 TEST(sd_notify_ready_status_stopping)
 {
     char dir[80], env[160], all[8192] = ""; /* dir/notify fits sun_path */
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
     struct cluster_status st;
     const char *envv[2] = {env, NULL};
     struct cluster_opts o = {0};
     int fd, leader;
 
-    ASSERT_EQ(tmpdir_make(dir, sizeof dir, "baton-notify"), 0);
-    snprintf(sa.sun_path, sizeof sa.sun_path, "%s/notify", dir);
-    fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    snprintf(env, sizeof env, "NOTIFY_SOCKET=%s", sa.sun_path);
+    fd = notify_listen(dir, sizeof dir, env, sizeof env);
     o.node_env[0] = envv;
 
     ASSERT_EQ(cluster_start_opts(&C, 3, &o), 0);
@@ -247,18 +259,12 @@ TEST(sd_notify_ready_status_stopping)
 TEST(sd_notify_join_node_ready_once_added)
 {
     char dir[80], env[160], all[8192] = "", spec[16], addrs[64];
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
     const char *envv[2] = {env, NULL};
     struct cluster_opts o = {0};
     struct ctl_result r;
     int fd, j;
 
-    ASSERT_EQ(tmpdir_make(dir, sizeof dir, "baton-notify"), 0);
-    snprintf(sa.sun_path, sizeof sa.sun_path, "%s/notify", dir);
-    fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    snprintf(env, sizeof env, "NOTIFY_SOCKET=%s", sa.sun_path);
+    fd = notify_listen(dir, sizeof dir, env, sizeof env);
     o.node_env[3] = envv; /* the fourth node, added below */
 
     ASSERT_EQ(cluster_start_opts(&C, 3, &o), 0);
