@@ -45,6 +45,9 @@ extern "C" {
 #define BATON_MODE_EXCLUSIVE 0  /* one holder (or, on a semaphore, one permit) */
 #define BATON_MODE_SHARED 1     /* any number of shared holders, no exclusive one */
 
+/* The most names one atomic multi-lock may take (baton_lock_many). */
+#define BATON_MAX_MANY 64
+
 /* The largest semaphore limit (baton_lock_args.limit). 0 and 1 mean an
  * ordinary lock. */
 #define BATON_MAX_LIMIT 10000

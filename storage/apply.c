@@ -207,17 +207,19 @@ static int dedup_prune(struct apply_ctx *c, const struct cmd *cmd)
 /* Is this a client command, subject to deduplication? */
 static int is_client_cmd(uint8_t type)
 {
-    return type == CMD_ACQUIRE || type == CMD_RELEASE || type == CMD_CANCEL ||
-           type == CMD_CLOSE_SESSION;
+    return type == CMD_ACQUIRE || type == CMD_ACQUIRE_MANY || type == CMD_RELEASE ||
+           type == CMD_CANCEL || type == CMD_CLOSE_SESSION;
 }
 
-static int run_op(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
+static int run_cmd(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
 {
     switch (cmd->type) {
     case CMD_OPEN_SESSION:
         return op_open_session(c, cmd, res);
     case CMD_ACQUIRE:
         return op_acquire(c, cmd, res);
+    case CMD_ACQUIRE_MANY:
+        return op_acquire_many(c, cmd, res);
     case CMD_RELEASE:
         return op_release(c, cmd, res);
     case CMD_CANCEL:
@@ -246,6 +248,15 @@ static int run_op(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result 
         res->status = BATON_EINVAL;
         return 0;
     }
+}
+
+/* Run one command, then regrant the queues a multi-lock's grant or end
+ * left to regrant (multi.c), so that the command's effects are complete. */
+static int run_op(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
+{
+    int rc = run_cmd(c, cmd, res);
+
+    return rc != 0 ? rc : regrant_drain(c);
 }
 
 /*
@@ -352,6 +363,7 @@ static int apply_txn(store *s, MDB_txn *txn, void *arg)
     /* One FX_LOCK_CHANGED per changed lock, after the entry's other effects. */
     for (size_t i = 0; rc == 0 && i < c.n_changed; i++) rc = effects_add_fx(a->out, &c.changed[i]);
     free(c.changed);
+    free(c.regrant);
     if (rc != 0) return rc;
     a->checked = c.checked;
     if (c.next_session != session0) rc = meta_put_u64(s, txn, META_NEXT_SESSION, c.next_session);

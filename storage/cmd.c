@@ -33,6 +33,7 @@ static int name_max(int type)
         return BATON_MAX_CLIENT_NAME;
     case CMD_ACQUIRE:
     case CMD_ACQUIRE_MODES:
+    case CMD_ACQUIRE_MANY:
     case CMD_RELEASE:
     case CMD_CANCEL:
     case CMD_WAIT_TIMEOUT:
@@ -54,8 +55,17 @@ static int name_max(int type)
 /* The commands of a client's session, the only ones with a keep list. */
 static int may_keep(int type)
 {
-    return type == CMD_ACQUIRE || type == CMD_ACQUIRE_MODES || type == CMD_RELEASE ||
-           type == CMD_CANCEL || type == CMD_CLOSE_SESSION;
+    return type == CMD_ACQUIRE || type == CMD_ACQUIRE_MODES || type == CMD_ACQUIRE_MANY ||
+           type == CMD_RELEASE || type == CMD_CANCEL || type == CMD_CLOSE_SESSION;
+}
+
+int cmd_more_next(const struct cmd *c, size_t *off, const char **name, uint16_t *len)
+{
+    if (*off + 2 > c->more_len) return 0;
+    *len = le_get_u16(c->more + *off);
+    *name = (const char *)c->more + *off + 2;
+    *off += 2 + (size_t)*len;
+    return 1;
 }
 
 uint64_t cmd_keep_at(const struct cmd *c, size_t i)
@@ -94,10 +104,9 @@ static int wire_type(const struct cmd *c)
 
     if (name_max(c->type) < 0 || c->type == CMD_OPEN_OWNED || c->type == CMD_ACQUIRE_MODES)
         return -1;
-    if (has_modes(c)) {
-        if (c->type != CMD_ACQUIRE) return -1;
-        type = CMD_ACQUIRE_MODES;
-    }
+    if ((c->type == CMD_ACQUIRE_MANY) != (c->n_more > 0)) return -1;
+    if (has_modes(c) && c->type == CMD_ACQUIRE) type = CMD_ACQUIRE_MODES;
+    else if (has_modes(c) && c->type != CMD_ACQUIRE_MANY) return -1;
     if (c->n_keep > 0) return may_keep(type) && c->owner_len == 0 ? type | CMD_KEEP_FLAG : -1;
     if (c->owner_len == 0) return type;
     return c->type == CMD_OPEN_SESSION ? CMD_OPEN_OWNED : -1;
@@ -123,6 +132,12 @@ int cmd_batch_add(struct buf *b, const struct cmd *c)
         return BATON_EINVAL;
     if (type == CMD_OPEN_OWNED) len += 2 + c->owner_len;
     if ((type & ~CMD_KEEP_FLAG) == CMD_ACQUIRE_MODES) len += 6;
+    if (c->type == CMD_ACQUIRE_MANY) {
+        if (c->n_more >= BATON_MAX_MANY || c->more_len > (size_t)c->n_more * (2 + BATON_MAX_NAME))
+            return BATON_ETOOBIG;
+        if (c->more == NULL) return BATON_EINVAL;
+        len += 6 + 1 + c->more_len;
+    }
     if (c->n_keep > 0) len += 2 + 8 * (size_t)c->n_keep;
     rv = buf_reserve(b, len);
     if (rv != 0) return rv;
@@ -137,10 +152,14 @@ int cmd_batch_add(struct buf *b, const struct cmd *c)
     buf_put_i32(b, c->lock_delay_ms);
     buf_put_str(b, c->name, c->name_len);
     if (type == CMD_OPEN_OWNED) buf_put_str(b, c->owner, c->owner_len);
-    if ((type & ~CMD_KEEP_FLAG) == CMD_ACQUIRE_MODES) {
+    if ((type & ~CMD_KEEP_FLAG) == CMD_ACQUIRE_MODES || c->type == CMD_ACQUIRE_MANY) {
         buf_put_u8(b, c->mode);
         buf_put_u32(b, c->limit);
         buf_put_u8(b, c->reentrant);
+    }
+    if (c->type == CMD_ACQUIRE_MANY) {
+        buf_put_u8(b, c->n_more);
+        buf_put(b, c->more, c->more_len);
     }
     if (c->n_keep > 0) {
         buf_put_u16(b, c->n_keep);
@@ -198,6 +217,30 @@ static void read_modes(struct rd *rd, struct cmd *c)
     c->type = CMD_ACQUIRE;
 }
 
+/* The more names of an ACQUIRE_MANY (cmd.h): 1..BATON_MAX_MANY - 1 of
+ * them, each 1..BATON_MAX_NAME bytes, borrowed still encoded. */
+static void read_more(struct rd *rd, struct cmd *c)
+{
+    const uint8_t *start;
+    const char *name;
+    uint16_t len;
+
+    rd_u8(rd, &c->mode);
+    rd_u32(rd, &c->limit);
+    rd_u8(rd, &c->reentrant);
+    if (rd_u8(rd, &c->n_more) != 0) return;
+    if (c->n_more == 0 || c->n_more >= BATON_MAX_MANY) {
+        rd->err = BATON_EMALFORMED;
+        return;
+    }
+    start = rd->p;
+    for (unsigned i = 0; i < c->n_more && rd->err == 0; i++)
+        if (rd_str(rd, BATON_MAX_NAME, &name, &len) == 0 && len == 0) rd->err = BATON_EMALFORMED;
+    if (rd->err != 0) return;
+    c->more = start;
+    c->more_len = (size_t)(rd->p - start);
+}
+
 /*
  * The keep list that ends a command whose type byte had CMD_KEEP_FLAG: a
  * count of 1..CMD_MAX_KEEP (an empty list is written without the flag:
@@ -249,6 +292,7 @@ int cmd_reader_next(struct cmd_reader *r, struct cmd *c)
     if (rd->err == 0) rd_str(rd, (size_t)max, &c->name, &c->name_len);
     if (rd->err == 0 && c->type == CMD_OPEN_OWNED) read_owner(rd, c);
     if (rd->err == 0 && c->type == CMD_ACQUIRE_MODES) read_modes(rd, c);
+    if (rd->err == 0 && c->type == CMD_ACQUIRE_MANY) read_more(rd, c);
     if (rd->err == 0 && keep) read_keep(rd, c);
     if (rd->err) {
         r->left = 0;
@@ -351,6 +395,8 @@ const char *cmd_type_name(int type)
         return "FORCE_RELEASE2";
     case CMD_ACQUIRE_MODES:
         return "ACQUIRE_MODES";
+    case CMD_ACQUIRE_MANY:
+        return "ACQUIRE_MANY";
     default:
         return "?";
     }

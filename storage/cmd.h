@@ -99,6 +99,10 @@ enum cmd_type {
                                                                    holder's fence); below */
     CMD_ACQUIRE_MODES,    /* the type byte of an ACQUIRE with a mode, limit or reentrant
                              flag (below); only in encoded batches, never in a struct cmd */
+    CMD_ACQUIRE_MANY,     /* session, seq, wait_ms, lock_delay_ms, mode, limit, name and
+                             n_more more names: an atomic multi-lock (below)
+                                                                -> GRANTED(fence) | QUEUED(pos)
+                                                                   | EWOULDBLOCK */
     CMD_TYPE_MAX_
 };
 
@@ -176,6 +180,20 @@ enum cmd_type {
  * a request of protocol 4, which an upgraded node serves; a cluster must
  * run this binary on every node before clients use modes.
  */
+/*
+ * Atomic multi-locks (ACQUIRE_MANY; storage/multi.c has the rules). One
+ * request for 2..BATON_MAX_MANY distinct names, granted on all of them at
+ * once or on none, with one fence for all. It is an ACQUIRE with more
+ * names: the fields of a CMD_ACQUIRE_MODES (its first name in `name`,
+ * then u8 mode, u32 limit, u8 reentrant), then u8 n_more (1..
+ * BATON_MAX_MANY - 1) and n_more names, each a str of 1..BATON_MAX_NAME
+ * bytes, then the keep list if the type byte has CMD_KEEP_FLAG. The
+ * decoder hands the names over still encoded (`more`, borrowed from the
+ * batch; cmd_more_next walks them) and checks only their shape; that they
+ * are legal and distinct is checked when the command is applied. A binary
+ * older than format 8 of the store finds the type unknown and the batch
+ * malformed: the leader proposes one only for a client of protocol 5.
+ */
 
 #define CMD_FORCE_NOW 0
 #define CMD_FORCE_AFTER_LEASE 1
@@ -220,9 +238,17 @@ struct cmd {
     uint8_t reentrant;    /* ACQUIRE only: 1 = may add a handle to the session's hold */
     uint16_t name_len;
     const char *name;     /* borrowed; not NUL-terminated */
+    uint8_t n_more;       /* ACQUIRE_MANY only: the names after `name` (1..63) */
+    size_t more_len;
+    const uint8_t *more;  /* ... encoded: n_more x (u16 length + bytes); borrowed */
     uint16_t owner_len;   /* OPEN_SESSION only: <= BATON_MAX_PRINCIPAL; 0 = anonymous */
     const char *owner;    /* the principal that opens the session; borrowed, like name */
 };
+
+/* The next of an ACQUIRE_MANY's more names: *off starts at 0; returns 1
+ * with *name and *len set, 0 after the last. The encoding is trusted (the
+ * decoder checked it, or the caller built it). */
+int cmd_more_next(const struct cmd *c, size_t *off, const char **name, uint16_t *len);
 
 /* The i-th seq of c's keep list (i < c->n_keep). */
 uint64_t cmd_keep_at(const struct cmd *c, size_t i);

@@ -49,8 +49,7 @@
 #include "client/baton_defs.h"
 #include "storage/store_int.h"
 
-static int lock_get(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r,
-                    int *found)
+int lock_get(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r, int *found)
 {
     MDB_val v;
     int rc = db_get(c->txn, c->s->dbi[DB_LOCKS], name, len, &v, found);
@@ -62,7 +61,7 @@ static int lock_get(struct apply_ctx *c, const char *name, size_t len, struct lo
 /* Every change of a lock record goes through lock_put or lock_save, and
  * every change of a queue or of the holders saves its lock record too: so
  * these two are where FX_LOCK_CHANGED is emitted (once per lock per entry). */
-static int lock_put(struct apply_ctx *c, const char *name, size_t len, const struct lock_rec *r)
+int lock_put(struct apply_ctx *c, const char *name, size_t len, const struct lock_rec *r)
 {
     uint8_t v[LOCK_VAL_LEN];
     int rc = fx_lock_changed(c, name, len);
@@ -73,7 +72,7 @@ static int lock_put(struct apply_ctx *c, const char *name, size_t len, const str
 
 /* Store the lock record, or delete it once nobody holds or waits and no
  * delay runs (its limit goes with it). */
-static int lock_save(struct apply_ctx *c, const char *name, size_t len, const struct lock_rec *r)
+int lock_save(struct apply_ctx *c, const char *name, size_t len, const struct lock_rec *r)
 {
     if (r->n_holders == 0 && r->n_waiters == 0 && !r->delayed) {
         int rc = fx_lock_changed(c, name, len);
@@ -82,8 +81,8 @@ static int lock_save(struct apply_ctx *c, const char *name, size_t len, const st
     return lock_put(c, name, len, r);
 }
 
-static int owned_get(struct apply_ctx *c, uint64_t session, uint64_t waiter, struct owned_rec *o,
-                     int *found)
+int owned_get(struct apply_ctx *c, uint64_t session, uint64_t waiter, struct owned_rec *o,
+              int *found)
 {
     uint8_t k[16];
     MDB_val v;
@@ -95,13 +94,14 @@ static int owned_get(struct apply_ctx *c, uint64_t session, uint64_t waiter, str
     return owned_decode(&v, o);
 }
 
-static int owned_put(struct apply_ctx *c, uint64_t session, uint64_t waiter, uint8_t kind,
-                     uint64_t enq, const char *name, size_t len)
+int owned_put(struct apply_ctx *c, uint64_t session, uint64_t waiter, uint8_t kind, uint8_t multi,
+              uint64_t enq, const char *name, size_t len)
 {
     struct owned_rec o;
     uint8_t k[16], v[VAL_MAX];
 
     o.kind = kind;
+    o.multi = multi;
     o.enq = enq;
     o.name_len = (uint16_t)len;
     memcpy(o.name, name, len);
@@ -109,7 +109,7 @@ static int owned_put(struct apply_ctx *c, uint64_t session, uint64_t waiter, uin
     return db_put(c->txn, c->s->dbi[DB_OWNED], k, sizeof k, v, owned_encode(v, &o));
 }
 
-static int owned_del(struct apply_ctx *c, uint64_t session, uint64_t waiter)
+int owned_del(struct apply_ctx *c, uint64_t session, uint64_t waiter)
 {
     uint8_t k[16];
 
@@ -130,8 +130,8 @@ static int hold_get(struct apply_ctx *c, const char *name, size_t len, uint64_t 
     return hold_decode(&v, h);
 }
 
-static int hold_put(struct apply_ctx *c, const char *name, size_t len, uint64_t fence,
-                    const struct hold_rec *h)
+int hold_put(struct apply_ctx *c, const char *name, size_t len, uint64_t fence,
+             const struct hold_rec *h)
 {
     uint8_t k[WAITER_KEY_MAX], v[HOLD_VAL_LEN];
 
@@ -140,8 +140,8 @@ static int hold_put(struct apply_ctx *c, const char *name, size_t len, uint64_t 
 }
 
 /* Forget the hold of `fence` (it must exist): the caller saves *r. */
-static int hold_drop(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r,
-                     uint64_t fence)
+int hold_drop(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r,
+              uint64_t fence)
 {
     uint8_t k[WAITER_KEY_MAX];
     int found, rc;
@@ -187,7 +187,7 @@ static int hold_next(struct apply_ctx *c, const char *name, size_t len, uint64_t
 
 /* Can a request of `mode` be granted beside the holders of r (the queue
  * aside)? The rules at the top of this file. */
-static int compatible(const struct lock_rec *r, uint8_t mode)
+int lock_compatible(const struct lock_rec *r, uint8_t mode)
 {
     if (r->delayed) return 0;
     if (r->limit > 1) return r->n_holders < r->limit;
@@ -213,57 +213,80 @@ static int hold_add(struct apply_ctx *c, const char *name, size_t len, struct lo
     if (rc != 0) return rc;
     r->n_holders++;
     r->mode = mode;
-    return owned_put(c, session, waiter, OWNED_HOLD, *fence, name, len);
+    return owned_put(c, session, waiter, OWNED_HOLD, 0, *fence, name, len);
+}
+
+int queue_head(struct apply_ctx *c, const char *name, size_t len, uint64_t *enq,
+               struct waiter_rec *w, int *found)
+{
+    uint8_t k[WAITER_KEY_MAX];
+    size_t klen = key_waiter(k, name, len, 0);
+    const char *kn;
+    size_t kl;
+    MDB_cursor *cur;
+    MDB_val key = {klen, k}, val;
+    int rc;
+
+    *found = 0;
+    rc = mdb_cursor_open(c->txn, c->s->dbi[DB_WAITERS], &cur);
+    if (rc != 0) return rc;
+    rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE);
+    /* The first key at or after "name \0 0" is the head, if it has the
+     * prefix "name \0"; anything else belongs to another lock. */
+    if (rc == 0) rc = key_waiter_split(&key, &kn, &kl, enq);
+    if (rc == 0 && kl == len && memcmp(kn, name, len) == 0) {
+        *found = 1;
+        rc = waiter_decode(&val, w);
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* Grant the single-name waiter w, enqueued as enq, at the head of name's
+ * queue: it leaves the queue and holds the lock, a retry of its ACQUIRE
+ * will report the grant, and FX_GRANT tells the leader. */
+static int grant_head(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r,
+                      const struct waiter_rec *w, uint64_t enq)
+{
+    struct cmd_result res = {.status = 0, .kind = RESULT_GRANTED};
+    uint64_t fence;
+    int rc = queue_remove(c, name, len, enq, r);
+
+    if (rc == 0)
+        rc = hold_add(c, name, len, r, w->session, w->waiter, w->mode, w->lock_delay_ms, &fence);
+    if (rc != 0) return rc;
+    res.value = fence;
+    rc = dedup_update(c, w->session, w->waiter, &res);
+    if (rc == 0) rc = fx_emit(c, FX_GRANT, 0, w->session, w->waiter, fence, name, len);
+    return rc;
 }
 
 /*
  * The one place a waiter is granted: while the head of name's queue is
- * compatible with the holders (and the lock not delayed), it leaves the
- * queue and holds the lock, a retry of its ACQUIRE will report the grant,
- * and FX_GRANT tells the leader. Then the record is saved (or deleted if
- * nobody is left). Called whenever a hold ends, a waiter leaves or a delay
- * ends; a no-op grant-wise when the head must wait.
+ * compatible with the holders (and the lock not delayed) -- and, for a
+ * multi-lock, heads every queue it is in and fits there too --, it is
+ * granted. Then the record is saved (or deleted if nobody is left).
+ * Called whenever a hold ends, a waiter leaves or a delay ends; a no-op
+ * grant-wise when the head must wait.
  */
 static int grant_waiting(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r)
 {
-    uint8_t k[WAITER_KEY_MAX];
     struct waiter_rec w;
-    struct cmd_result res;
-    MDB_cursor *cur;
-    MDB_val key, val;
-    size_t klen;
-    uint64_t fence;
-    int rc;
+    uint64_t enq;
+    int found, granted, rc;
 
     while (r->n_waiters > 0 && !r->delayed) {
-        klen = key_waiter(k, name, len, 0);
-        rc = mdb_cursor_open(c->txn, c->s->dbi[DB_WAITERS], &cur);
+        rc = queue_head(c, name, len, &enq, &w, &found);
         if (rc != 0) return rc;
-        key.mv_size = klen;
-        key.mv_data = k;
-        rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE);
-        /* The first key at or after "name \0 0" is the head, if it has the
-         * prefix "name \0"; anything else belongs to another lock. */
-        if (rc == 0 && (key.mv_size != klen || memcmp(key.mv_data, k, len + 1) != 0))
-            rc = MDB_NOTFOUND;
-        if (rc == 0) rc = waiter_decode(&val, &w);
-        if (rc == 0 && !compatible(r, w.mode)) {
-            mdb_cursor_close(cur);
-            break;
+        if (!found) return MDB_CORRUPTED; /* n_waiters says there is one */
+        if (!lock_compatible(r, w.mode)) break;
+        if (w.multi) {
+            rc = multi_try_grant(c, name, len, r, &w, enq, &granted);
+            if (rc != 0) return rc;
+            if (!granted) break;
+        } else if ((rc = grant_head(c, name, len, r, &w, enq)) != 0) {
+            return rc;
         }
-        if (rc == 0) rc = mdb_cursor_del(cur, 0);
-        mdb_cursor_close(cur);
-        if (rc == MDB_NOTFOUND) return MDB_CORRUPTED; /* n_waiters says there is one */
-        if (rc != 0) return rc;
-        r->n_waiters--;
-        rc = hold_add(c, name, len, r, w.session, w.waiter, w.mode, w.lock_delay_ms, &fence);
-        if (rc != 0) return rc;
-        res.status = 0;
-        res.kind = RESULT_GRANTED;
-        res.value = fence;
-        rc = dedup_update(c, w.session, w.waiter, &res);
-        if (rc == 0) rc = fx_emit(c, FX_GRANT, 0, w.session, w.waiter, fence, name, len);
-        if (rc != 0) return rc;
     }
     return lock_save(c, name, len, r);
 }
@@ -309,8 +332,8 @@ static int hold_forget(struct apply_ctx *c, const char *name, size_t len, struct
 
 /* Take the waiter enqueued as `enq` out of the queue of `name`, anywhere in
  * it. The caller saves *r. */
-static int queue_remove(struct apply_ctx *c, const char *name, size_t len, uint64_t enq,
-                        struct lock_rec *r)
+int queue_remove(struct apply_ctx *c, const char *name, size_t len, uint64_t enq,
+                 struct lock_rec *r)
 {
     uint8_t k[WAITER_KEY_MAX];
     size_t klen = key_waiter(k, name, len, enq);
@@ -384,6 +407,7 @@ static int acquire_again(struct apply_ctx *c, const struct cmd *cmd, struct lock
         if (rc != 0 || !found) return rc; /* it only waits: EDEADLK */
         if (h.session == cmd->session) break;
     }
+    if (h.multi) return 0; /* a multi-lock's hold has one handle */
     if (r->limit == 1 && cmd->mode == BATON_MODE_EXCLUSIVE && h.mode == BATON_MODE_SHARED)
         return 0; /* an upgrade would wait for itself */
     if (h.count == UINT32_MAX) return 0;
@@ -464,7 +488,7 @@ int op_acquire(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
         return rc;
 #endif
 
-    if (r.n_waiters == 0 && compatible(&r, cmd->mode)) {
+    if (r.n_waiters == 0 && lock_compatible(&r, cmd->mode)) {
         rc = hold_add(c, cmd->name, cmd->name_len, &r, cmd->session, cmd->seq, cmd->mode,
                       cmd->lock_delay_ms, &fence);
         if (rc == 0) rc = lock_put(c, cmd->name, cmd->name_len, &r);
@@ -481,13 +505,14 @@ int op_acquire(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
         w.wait_ms = cmd->wait_ms;
         w.lock_delay_ms = cmd->lock_delay_ms;
         w.mode = cmd->mode;
+        w.multi = 0;
         rc = db_put(c->txn, c->s->dbi[DB_WAITERS], k, key_waiter(k, cmd->name, cmd->name_len, enq),
                     v, waiter_encode(v, &w));
         if (rc != 0) return rc;
         r.n_waiters++;
         rc = lock_put(c, cmd->name, cmd->name_len, &r);
         if (rc == 0)
-            rc = owned_put(c, cmd->session, cmd->seq, OWNED_WAIT, enq, cmd->name, cmd->name_len);
+            rc = owned_put(c, cmd->session, cmd->seq, OWNED_WAIT, 0, enq, cmd->name, cmd->name_len);
         if (rc != 0) return rc;
         res->kind = RESULT_QUEUED;
         res->value = r.n_waiters;
@@ -522,6 +547,7 @@ int op_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
         res->status = found ? BATON_ELOST : BATON_ENOTHELD;
         return rc;
     }
+    if (h.multi) return multi_release(c, cmd->session, h.waiter, cmd->fence);
     if (h.count > 1) {
         h.count--;
         rc = hold_put(c, cmd->name, cmd->name_len, cmd->fence, &h);
@@ -585,7 +611,8 @@ int op_cancel(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res
         res->value = o.enq;
         return 0;
     }
-    rc = wait_end(c, cmd->session, cmd->waiter, &o, BATON_ECANCELED);
+    rc = o.multi ? multi_wait_end(c, cmd->session, cmd->waiter, &o, BATON_ECANCELED)
+                 : wait_end(c, cmd->session, cmd->waiter, &o, BATON_ECANCELED);
     if (rc != 0) return rc;
     res->kind = RESULT_CANCELLED;
     return 0;
@@ -609,6 +636,7 @@ int op_wait_timeout(struct apply_ctx *c, const struct cmd *cmd, struct cmd_resul
     if (!found || o.kind != OWNED_WAIT || o.name_len != cmd->name_len ||
         memcmp(o.name, cmd->name, cmd->name_len) != 0)
         return 0;
+    if (o.multi) return multi_wait_end(c, cmd->session, cmd->waiter, &o, BATON_ETIMEDOUT);
     return wait_end(c, cmd->session, cmd->waiter, &o, BATON_ETIMEDOUT);
 }
 
@@ -633,9 +661,13 @@ int op_force_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_resu
         return 0;
     }
     while ((rc = hold_next(c, cmd->name, cmd->name_len, 0, &fence, &h, &found)) == 0 && found) {
-        rc = fx_emit(c, FX_LOST, BATON_ELOST, h.session, h.waiter, fence, cmd->name,
-                     cmd->name_len);
-        if (rc == 0) rc = hold_forget(c, cmd->name, cmd->name_len, &r, fence, &h);
+        if (h.multi) {
+            rc = multi_force(c, cmd->name, cmd->name_len, &r, fence, &h, 0);
+        } else {
+            rc = fx_emit(c, FX_LOST, BATON_ELOST, h.session, h.waiter, fence, cmd->name,
+                         cmd->name_len);
+            if (rc == 0) rc = hold_forget(c, cmd->name, cmd->name_len, &r, fence, &h);
+        }
         if (rc != 0) return rc;
     }
     if (rc == 0) rc = grant_waiting(c, cmd->name, cmd->name_len, &r);
@@ -663,8 +695,8 @@ static int32_t lease_wait_ms(const struct sess_rec *holder, const struct hold_re
  * holds. FX_LOCK_DELAY names the hold (session, waiter, fence) that
  * started it.
  */
-static int lock_delay_start(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r,
-                            uint64_t session, uint64_t waiter, uint64_t fence, int32_t delay_ms)
+int lock_delay_start(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r,
+                     uint64_t session, uint64_t waiter, uint64_t fence, int32_t delay_ms)
 {
     int rc = fx_emit_lock_delay(c, session, waiter, fence, delay_ms, name, len);
 
@@ -732,7 +764,11 @@ int op_force_release2(struct apply_ctx *c, const struct cmd *cmd, struct cmd_res
         if (rc != 0) return rc;
         if (!found) return MDB_CORRUPTED; /* a hold without its session */
         if (lease_wait_ms(&holder, &h) > wait) wait = lease_wait_ms(&holder, &h);
-        rc = hold_force(c, cmd, &r, fence, &h);
+        if (h.multi)
+            rc = multi_force(c, cmd->name, cmd->name_len, &r, fence, &h,
+                             cmd->wait_ms == CMD_FORCE_AFTER_LEASE ? lease_wait_ms(&holder, &h) : 0);
+        else
+            rc = hold_force(c, cmd, &r, fence, &h);
         if (rc != 0) return rc;
         res->value = fence;
         last_s = h.session;
@@ -782,6 +818,7 @@ int locks_drop_owned(struct apply_ctx *c, uint64_t session, uint64_t waiter,
     struct hold_rec h;
     int found, rc;
 
+    if (o->multi) return multi_drop_owned(c, session, waiter, o, lost_status, expiry);
     rc = lock_get(c, o->name, o->name_len, &r, &found);
     if (rc != 0) return rc;
     if (!found) return MDB_CORRUPTED;

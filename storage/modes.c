@@ -132,6 +132,7 @@ static int lock_up(store *s, MDB_txn *txn, const MDB_val *k, const MDB_val *v, u
         h.lock_delay_ms = o.lock_delay_ms;
         h.mode = BATON_MODE_EXCLUSIVE;
         h.count = 1;
+        h.multi = 0;
         r.n_holders = 1;
         rc = db_put(txn, s->dbi[DB_HOLDERS], hk, key_waiter(hk, k->mv_data, k->mv_size, o.fence),
                     hv, hold_encode(hv, &h));

@@ -216,7 +216,7 @@ size_t hold_encode(uint8_t *p, const struct hold_rec *r)
     le_put_u64(p + 8, r->waiter);
     le_put_u64(p + 16, r->granted);
     le_put_u32(p + 24, (uint32_t)r->lock_delay_ms);
-    p[28] = r->mode;
+    p[28] = (uint8_t)(r->mode | (r->multi ? REC_MULTI_FLAG : 0));
     le_put_u32(p + 29, r->count);
     return HOLD_VAL_LEN;
 }
@@ -230,9 +230,11 @@ int hold_decode(const MDB_val *v, struct hold_rec *r)
     r->waiter = le_get_u64(p + 8);
     r->granted = le_get_u64(p + 16);
     r->lock_delay_ms = (int32_t)le_get_u32(p + 24);
-    r->mode = p[28];
+    r->mode = p[28] & (uint8_t)~REC_MULTI_FLAG;
+    r->multi = (p[28] & REC_MULTI_FLAG) != 0;
     r->count = le_get_u32(p + 29);
-    if (r->lock_delay_ms < 0 || r->mode > BATON_MODE_SHARED || r->count == 0 || r->session == 0)
+    if (r->lock_delay_ms < 0 || r->mode > BATON_MODE_SHARED || r->count == 0 || r->session == 0 ||
+        (r->multi && r->count != 1))
         return MDB_CORRUPTED;
     return 0;
 }
@@ -240,7 +242,7 @@ int hold_decode(const MDB_val *v, struct hold_rec *r)
 size_t waiter_encode(uint8_t *p, const struct waiter_rec *r)
 {
     waiter_encode_v6(p, r);
-    p[WAITER_VAL_LEN_V6] = r->mode;
+    p[WAITER_VAL_LEN_V6] = (uint8_t)(r->mode | (r->multi ? REC_MULTI_FLAG : 0));
     return WAITER_VAL_LEN;
 }
 
@@ -253,6 +255,8 @@ int waiter_decode(const MDB_val *v, struct waiter_rec *r)
     rc = waiter_decode_v6(&v6, r);
     if (rc != 0) return rc;
     r->mode = ((const uint8_t *)v->mv_data)[WAITER_VAL_LEN_V6];
+    r->multi = (r->mode & REC_MULTI_FLAG) != 0;
+    r->mode &= (uint8_t)~REC_MULTI_FLAG;
     return r->mode > BATON_MODE_SHARED ? MDB_CORRUPTED : 0;
 }
 
@@ -275,13 +279,14 @@ int waiter_decode_v6(const MDB_val *v, struct waiter_rec *r)
     r->wait_ms = (int64_t)le_get_u64(p + 16);
     r->lock_delay_ms = (int32_t)le_get_u32(p + 24);
     r->mode = BATON_MODE_EXCLUSIVE;
+    r->multi = 0;
     if (r->lock_delay_ms < 0) return MDB_CORRUPTED;
     return 0;
 }
 
 size_t owned_encode(uint8_t *p, const struct owned_rec *r)
 {
-    p[0] = r->kind;
+    p[0] = (uint8_t)(r->kind | (r->multi ? REC_MULTI_FLAG : 0));
     le_put_u64(p + 1, r->enq);
     memcpy(p + OWNED_VAL_FIXED, r->name, r->name_len);
     return OWNED_VAL_FIXED + r->name_len;
@@ -293,8 +298,9 @@ int owned_decode(const MDB_val *v, struct owned_rec *r)
 
     if (v->mv_size <= OWNED_VAL_FIXED || v->mv_size > OWNED_VAL_FIXED + BATON_MAX_NAME)
         return MDB_CORRUPTED;
-    if (p[0] != OWNED_HOLD && p[0] != OWNED_WAIT) return MDB_CORRUPTED;
-    r->kind = p[0];
+    r->kind = p[0] & (uint8_t)~REC_MULTI_FLAG;
+    r->multi = (p[0] & REC_MULTI_FLAG) != 0;
+    if (r->kind != OWNED_HOLD && r->kind != OWNED_WAIT) return MDB_CORRUPTED;
     r->enq = le_get_u64(p + 1);
     r->name_len = (uint16_t)(v->mv_size - OWNED_VAL_FIXED);
     memcpy(r->name, p + OWNED_VAL_FIXED, r->name_len);

@@ -167,6 +167,7 @@ static int entry_ok(uint32_t format, int db, const uint8_t *k, size_t klen, cons
     struct hold_rec hr;
     struct waiter_rec wr;
     struct lost_rec ll;
+    struct owned_rec or;
     const char *name;
     size_t name_len;
     uint64_t enq;
@@ -184,17 +185,21 @@ static int entry_ok(uint32_t format, int db, const uint8_t *k, size_t klen, cons
         return key_waiter_split(&key, &name, &name_len, &enq) == 0 &&
                proto_lock_name_ok(name, name_len) &&
                (format <= STORE_FORMAT_NO_MODES ? waiter_decode_v6(&val, &wr)
-                                                : waiter_decode(&val, &wr)) == 0;
+                                                : waiter_decode(&val, &wr)) == 0 &&
+               (format > STORE_FORMAT_NO_MULTI || !wr.multi);
     case DB_HOLDERS:
         return key_waiter_split(&key, &name, &name_len, &enq) == 0 &&
-               proto_lock_name_ok(name, name_len) && enq != 0 && hold_decode(&val, &hr) == 0;
+               proto_lock_name_ok(name, name_len) && enq != 0 && hold_decode(&val, &hr) == 0 &&
+               (format > STORE_FORMAT_NO_MULTI || !hr.multi);
     case DB_SESSION_LOCKS:
         return klen > 8 && proto_lock_name_ok((const char *)k + 8, klen - 8) && vlen == 4 &&
                le_get_u32(v) != 0;
     case DB_OWNED:
-        return klen == 16 && vlen > OWNED_VAL_FIXED && vlen <= OWNED_VAL_FIXED + BATON_MAX_NAME &&
-               (v[0] == OWNED_HOLD || v[0] == OWNED_WAIT) &&
-               proto_lock_name_ok((const char *)v + OWNED_VAL_FIXED, vlen - OWNED_VAL_FIXED);
+        return klen == 16 && owned_decode(&val, &or) == 0 &&
+               (format > STORE_FORMAT_NO_MULTI || !or.multi) &&
+               proto_lock_name_ok(or.name, or.name_len);
+    case DB_MULTI:
+        return klen == 16 && multi_value_ok(v, vlen);
     case DB_DEDUP:
         return klen == 16 && vlen == DEDUP_VAL_LEN;
     case DB_MEMBERS:
@@ -256,6 +261,8 @@ static int read_header(struct rd *r, struct snap_hdr *h)
     if (magic != STORE_SNAP_MAGIC) return BATON_EMALFORMED;
     if (h->format == STORE_FORMAT)
         h->n_dbs = DB_COUNT_;
+    else if (h->format == STORE_FORMAT_NO_MULTI)
+        h->n_dbs = DB_MULTI;
     else if (h->format == STORE_FORMAT_NO_MODES)
         h->n_dbs = DB_HOLDERS;
     else if (h->format == STORE_FORMAT_NO_LOST || h->format == STORE_FORMAT_NO_OWNERS)

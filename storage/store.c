@@ -49,7 +49,7 @@ const char *store__boot_id_path = "/proc/sys/kernel/random/boot_id";
 
 static const char *const db_names[DB_COUNT_] = {
     "meta", "sessions", "locks", "waiters", "owned", "dedup", "members", "lost", "nonces",
-    "session_nonces", "holders", "session_locks",
+    "session_nonces", "holders", "session_locks", "multi",
 };
 
 int store__err(int rc)
@@ -297,6 +297,15 @@ static int upgrade_to_nonces(store *s, MDB_txn *txn)
     return 0;
 }
 
+/* A database that an older format did not have must be empty. */
+static int db_must_be_empty(store *s, MDB_txn *txn, int db)
+{
+    MDB_stat st;
+    int rc = mdb_stat(txn, s->dbi[db], &st);
+
+    return rc != 0 ? rc : st.ms_entries != 0 ? MDB_CORRUPTED : 0;
+}
+
 /*
  * Bring a store an older batond left in format `format` to STORE_FORMAT,
  * inside the open's write transaction (all or nothing), one step per
@@ -305,6 +314,8 @@ static int upgrade_to_nonces(store *s, MDB_txn *txn)
  *   5 -> 6     the lost table (lost.c, lost_upgrade) and the nonce
  *              databases (upgrade_to_nonces)
  *   6 -> 7     lock modes (modes.c, modes_upgrade)
+ *   7 -> 8     multi-locks: nothing to rewrite (store_int.h, format 8);
+ *              DB_MULTI, which LMDB created empty, must be so
  * Any other format is MDB_VERSION_MISMATCH.
  */
 static int upgrade(store *s, MDB_txn *txn, uint64_t format)
@@ -317,6 +328,7 @@ static int upgrade(store *s, MDB_txn *txn, uint64_t format)
     if (rc == 0 && format <= STORE_FORMAT_NO_LOST) rc = lost_upgrade(s, txn);
     if (rc == 0 && format <= STORE_FORMAT_NO_NONCES) rc = upgrade_to_nonces(s, txn);
     if (rc == 0 && format <= STORE_FORMAT_NO_MODES) rc = modes_upgrade(s, txn);
+    if (rc == 0 && format <= STORE_FORMAT_NO_MULTI) rc = db_must_be_empty(s, txn, DB_MULTI);
     if (rc != 0) return rc;
     return meta_put_u64(s, txn, META_FORMAT, STORE_FORMAT);
 }
@@ -573,7 +585,12 @@ static int downgrade_txn(store *s, MDB_txn *txn, void *arg)
 {
     uint64_t format = *(uint64_t *)arg;
     MDB_stat st;
-    int rc = modes_downgrade(s, txn);
+    int rc = db_must_be_empty(s, txn, DB_MULTI);
+
+    if (rc == MDB_CORRUPTED) return BATON_EINVAL; /* a multi-lock holds or waits */
+    if (rc != 0 || format == STORE_FORMAT_NO_MULTI)
+        return rc != 0 ? rc : meta_put_u64(s, txn, META_FORMAT, format);
+    rc = modes_downgrade(s, txn);
 
     if (rc != 0 || format == STORE_FORMAT_NO_MODES)
         return rc != 0 ? rc : meta_put_u64(s, txn, META_FORMAT, format);
@@ -588,6 +605,6 @@ static int downgrade_txn(store *s, MDB_txn *txn, void *arg)
 
 int store__downgrade(store *s, uint64_t format)
 {
-    if (format < STORE_FORMAT_NO_MEMBERS || format > STORE_FORMAT_NO_MODES) return BATON_EINVAL;
+    if (format < STORE_FORMAT_NO_MEMBERS || format > STORE_FORMAT_NO_MULTI) return BATON_EINVAL;
     return store__write(s, downgrade_txn, &format);
 }

@@ -90,8 +90,20 @@
  *     databases; a format 6 (or older) snapshot is restored in its own
  *     layout and then upgraded the same way, in the restore's transaction.
  * STORE_FORMAT_NO_MODES is the format before it. */
-#define STORE_FORMAT 7
 #define STORE_FORMAT_NO_MODES 6
+
+/* ---- format 8: atomic multi-locks (issue 14; multi.c):
+ *   - DB_MULTI (be64 session, be64 waiter -> the request's names, in the
+ *     order the client gave them) for every multi-lock that waits or holds;
+ *   - waiter, holder and owned records of a multi-lock carry
+ *     REC_MULTI_FLAG in their mode (or kind) byte. Records of format 7
+ *     never have the bit, so they read the same in format 8: the step
+ *     7 -> 8 rewrites nothing, and DB_MULTI starts empty;
+ *   - a format 7 (or older) snapshot holds every database but DB_MULTI.
+ * STORE_FORMAT_NO_MULTI is the format before it. */
+#define STORE_FORMAT 8
+#define STORE_FORMAT_NO_MULTI 7
+#define REC_MULTI_FLAG 0x80
 /* The snapshot's leading u32: the bytes "BTN1" read as little-endian. */
 #define STORE_SNAP_MAGIC 0x314E5442u
 /* Initial map size. The map is writable, so the data file is this long and
@@ -116,8 +128,8 @@
 
 #define STORE_BOOT_ID_MAX 64
 
-/* The named databases, in snapshot order. A format 6 snapshot holds all
- * but the last two; a format 4 or 5 snapshot holds
+/* The named databases, in snapshot order. A format 7 snapshot holds all
+ * but the last; a format 6 one all but the last three; a format 4 or 5 snapshot holds
  * all but the last five (DB_LOST and the nonce databases), a format 3
  * one also lacks DB_MEMBERS. */
 enum store_db {
@@ -125,6 +137,7 @@ enum store_db {
     DB_LOST,                       /* format 6: lost.c */
     DB_NONCES, DB_SESSION_NONCES,  /* format 6: nonces.c */
     DB_HOLDERS, DB_SESSION_LOCKS,  /* format 7: modes.c */
+    DB_MULTI,                      /* format 8: multi.c */
     DB_COUNT_
 };
 
@@ -253,7 +266,8 @@ struct hold_rec {
     uint64_t granted;
     int32_t lock_delay_ms;  /* >= 0 */
     uint8_t mode;
-    uint32_t count;         /* >= 1 */
+    uint8_t multi;          /* 1: part of a multi-lock (format 8; REC_MULTI_FLAG) */
+    uint32_t count;         /* >= 1; always 1 for a multi-lock */
 };
 #define HOLD_VAL_LEN 33
 
@@ -266,6 +280,7 @@ struct waiter_rec {
     int64_t wait_ms;
     int32_t lock_delay_ms;
     uint8_t mode;
+    uint8_t multi;          /* 1: part of a multi-lock (format 8; REC_MULTI_FLAG) */
 };
 #define WAITER_VAL_LEN 29
 #define WAITER_VAL_LEN_V6 28
@@ -278,6 +293,8 @@ struct waiter_rec {
  * a hold (format 7; 0 in format 6). */
 struct owned_rec {
     uint8_t kind;           /* enum owned_kind */
+    uint8_t multi;          /* 1: a multi-lock, whose names are in DB_MULTI and
+                               whose first one is `name` (REC_MULTI_FLAG) */
     uint64_t enq;
     uint16_t name_len;
     char name[BATON_MAX_NAME];
@@ -383,6 +400,14 @@ struct apply_ctx {
      * appended to out after the last command (apply.c). Owned here. */
     struct effect *changed;
     size_t n_changed, cap_changed;
+    /* Locks whose queue head may have become grantable because a
+     * multi-lock was granted or ended elsewhere (multi.c): each gets
+     * locks_regrant before the command's result is final. Owned here. */
+    struct regrant_item {
+        uint16_t len;
+        char name[BATON_MAX_NAME];
+    } *regrant;
+    size_t n_regrant, cap_regrant;
 };
 
 /*
@@ -489,6 +514,81 @@ int modes_upgrade(store *s, MDB_txn *txn);
  * unless every lock is an ordinary one with at most one exclusive hold of
  * one handle and only exclusive waiters. */
 int modes_downgrade(store *s, MDB_txn *txn);
+
+/* ---- locks.c: the pieces multi.c shares ------------------------------- */
+
+int lock_get(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r, int *found);
+/* Store the lock record (FX_LOCK_CHANGED), or delete it once nobody holds
+ * or waits and no delay runs. */
+int lock_put(struct apply_ctx *c, const char *name, size_t len, const struct lock_rec *r);
+int lock_save(struct apply_ctx *c, const char *name, size_t len, const struct lock_rec *r);
+int owned_get(struct apply_ctx *c, uint64_t session, uint64_t waiter, struct owned_rec *o,
+              int *found);
+int owned_put(struct apply_ctx *c, uint64_t session, uint64_t waiter, uint8_t kind, uint8_t multi,
+              uint64_t enq, const char *name, size_t len);
+int owned_del(struct apply_ctx *c, uint64_t session, uint64_t waiter);
+int hold_put(struct apply_ctx *c, const char *name, size_t len, uint64_t fence,
+             const struct hold_rec *h);
+/* Forget the hold of `fence` (it must exist); n_holders - 1 in *r, which
+ * the caller saves. */
+int hold_drop(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r,
+              uint64_t fence);
+/* Can a request of `mode` be granted beside r's holders (queue aside)? */
+int lock_compatible(const struct lock_rec *r, uint8_t mode);
+/* Take the waiter enqueued as `enq` out of name's queue (n_waiters - 1 in
+ * *r, which the caller saves). */
+int queue_remove(struct apply_ctx *c, const char *name, size_t len, uint64_t enq,
+                 struct lock_rec *r);
+/* The head of name's queue: *found, its enq and record. */
+int queue_head(struct apply_ctx *c, const char *name, size_t len, uint64_t *enq,
+               struct waiter_rec *w, int *found);
+/* Start a lock-delay of delay_ms on name, begun by the hold (session,
+ * waiter, fence): FX_LOCK_DELAY, and *r saved delayed. */
+int lock_delay_start(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r,
+                     uint64_t session, uint64_t waiter, uint64_t fence, int32_t delay_ms);
+
+/* ---- multi.c: atomic multi-locks (format 8) ----------------------------- */
+
+#define MULTI_MAX BATON_MAX_MANY
+/* The names of one multi-lock, copied out of its DB_MULTI record. */
+struct multi_names {
+    unsigned n;
+    uint16_t len[MULTI_MAX];
+    const char *name[MULTI_MAX]; /* into buf */
+    char buf[MULTI_MAX * BATON_MAX_NAME];
+};
+int multi_get(struct apply_ctx *c, uint64_t session, uint64_t waiter, struct multi_names *m);
+/* Is v a well-formed DB_MULTI value (2..MULTI_MAX distinct lock names)? */
+int multi_value_ok(const void *v, size_t vlen);
+
+/* ACQUIRE_MANY (cmd.h): all the names at once or none. */
+int op_acquire_many(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
+/* grant_waiting (locks.c) found the multi-lock w, enqueued as enq, at the
+ * head of name's queue and compatible with *r: grant it on every name if
+ * it heads each queue and fits there (*granted), else change nothing. *r
+ * is name's record in the caller's hands; the other names are saved here
+ * and queued for regrant_drain. */
+int multi_try_grant(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r,
+                    const struct waiter_rec *w, uint64_t enq, int *granted);
+/* RELEASE of a multi-lock's hold (session, waiter, fence): every name. */
+int multi_release(struct apply_ctx *c, uint64_t session, uint64_t waiter, uint64_t fence);
+/* End a multi-lock's wait, described by its owned entry o, with status:
+ * FX_WAIT_FAILED, the cached result, every queue entry. */
+int multi_wait_end(struct apply_ctx *c, uint64_t session, uint64_t waiter,
+                   const struct owned_rec *o, int32_t status);
+/* The session is going away (locks_drop_owned's twin for a multi-lock). */
+int multi_drop_owned(struct apply_ctx *c, uint64_t session, uint64_t waiter,
+                     const struct owned_rec *o, int32_t lost_status, int expiry);
+/* A forced release took the multi-lock hold h (of fence) found on name,
+ * whose record *r the caller holds and saves: every other name loses it
+ * too, delayed by delay_ms (> 0) or handed on; FX_LOST and the lost record
+ * name the multi-lock by its first name. */
+int multi_force(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r,
+                uint64_t fence, const struct hold_rec *h, int32_t delay_ms);
+/* Queue name for regrant_drain: its queue head may be grantable. */
+int regrant_push(struct apply_ctx *c, const char *name, size_t len);
+/* Run locks_regrant on every queued name, until none is left. */
+int regrant_drain(struct apply_ctx *c);
 
 /* ---- members.c ---------------------------------------------------------- */
 

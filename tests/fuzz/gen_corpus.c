@@ -175,6 +175,25 @@ static void gen_cmds(void)
     batch("acquire_reentrant", &acq_reent, 1);
     batch("acquire_modes_keep", &acq_modes_keep, 1);
     batch("mixed_modes", mixed_modes, sizeof mixed_modes / sizeof mixed_modes[0]);
+    /* Format 8: atomic multi-locks (CMD_ACQUIRE_MANY), crossing in
+     * opposite orders, a shared one, and one of every session's names. */
+    {
+        static const uint8_t yz[] = {1, 0, 'y', 1, 0, 'z'}, zx[] = {1, 0, 'z', 1, 0, 'x'};
+        const struct cmd many_xyz = {.type = CMD_ACQUIRE_MANY, .session = 1, .seq = 8,
+                                     .ack_below = 1, .wait_ms = BATON_WAIT_FOREVER, NAMED("x"),
+                                     .n_more = 2, .more = yz, .more_len = sizeof yz};
+        const struct cmd many_yzx = {.type = CMD_ACQUIRE_MANY, .session = 2, .seq = 7,
+                                     .ack_below = 1, .wait_ms = 2000, NAMED("y"), .n_more = 2,
+                                     .more = zx, .more_len = sizeof zx};
+        const struct cmd many_shared = {.type = CMD_ACQUIRE_MANY, .session = 3, .seq = 5,
+                                        .ack_below = 1, .wait_ms = BATON_WAIT_FOREVER,
+                                        .mode = BATON_MODE_SHARED, NAMED("y"), .n_more = 2,
+                                        .more = zx, .more_len = sizeof zx};
+        const struct cmd mixed_many[] = {many_xyz, many_yzx, many_shared, release, expire,
+                                         cancel, timeout};
+        batch("acquire_many", &many_xyz, 1);
+        batch("mixed_many", mixed_many, sizeof mixed_many / sizeof mixed_many[0]);
+    }
     batch("empty", NULL, 0);
 }
 

@@ -67,6 +67,31 @@ static inline struct cmd c_acq_d(uint64_t s, uint64_t seq, int64_t wait_ms, cons
     return c;
 }
 
+/* Room for the more names of an ACQUIRE_MANY (c_many). */
+#define CMDS_MORE_MAX ((BATON_MAX_MANY - 1) * (2 + BATON_MAX_NAME))
+
+/* An ACQUIRE_MANY of names[0..n) (n >= 2), exclusive, ordinary locks: the
+ * more names are encoded into more[CMDS_MORE_MAX], which must live until
+ * the command is encoded. */
+static inline struct cmd c_many(uint64_t s, uint64_t seq, int64_t wait_ms,
+                                const char *const *names, size_t n, uint8_t *more)
+{
+    struct cmd c = c_acq(s, seq, wait_ms, names[0]);
+    size_t len = 0;
+
+    c.type = CMD_ACQUIRE_MANY;
+    for (size_t i = 1; i < n; i++) {
+        size_t l = strlen(names[i]);
+        le_put_u16(more + len, (uint16_t)l);
+        memcpy(more + len + 2, names[i], l);
+        len += 2 + l;
+    }
+    c.n_more = (uint8_t)(n - 1);
+    c.more = more;
+    c.more_len = len;
+    return c;
+}
+
 static inline struct cmd c_rel(uint64_t s, uint64_t seq, uint64_t fence, const char *name)
 {
     struct cmd c = cmd_of(CMD_RELEASE, s, seq, name);

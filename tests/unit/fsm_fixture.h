@@ -29,7 +29,7 @@
 #define SNAP_HDR 24
 enum {
     DB_META, DB_SESSIONS, DB_LOCKS, DB_WAITERS, DB_OWNED, DB_DEDUP, DB_MEMBERS, DB_LOST,
-    DB_NONCES, DB_SESSION_NONCES, DB_HOLDERS, DB_SESSION_LOCKS, N_DB
+    DB_NONCES, DB_SESSION_NONCES, DB_HOLDERS, DB_SESSION_LOCKS, DB_MULTI, N_DB
 };
 
 struct fixture {
@@ -116,9 +116,10 @@ int same_state(const struct buf *a, const struct buf *b);
 uint32_t snap_count(const struct buf *b, int db);
 uint32_t count_in(struct fixture *f, int db);
 /*
- * Write into out (replaced) the format 6, 5, 4 or 3 snapshot an older
- * batond would have taken of the state in the format 7 snapshot cur, from
- * the layouts of storage/store_int.h spelled out here: no holders or
+ * Write into out (replaced) the format 7, 6, 5, 4 or 3 snapshot an older
+ * batond would have taken of the state in the format 8 snapshot cur, from
+ * the layouts of storage/store_int.h spelled out here: for 7, no multi
+ * database (cur's must be empty); below 7 also no holders or
  * session_locks databases, locks, waiters and owned holds in format 6's
  * layout (every lock in cur must be an ordinary one held exclusively by at
  * most one hold of one handle, every waiter exclusive); below 6 also no
@@ -136,8 +137,9 @@ void assert_holder(struct fixture *f, const char *name, uint64_t session, uint64
 /* Build a state that touches every table a store of format 5 has (every
  * table but the lost one): the history of an older batond. */
 void populate(struct fixture *f);
-/* Add a lost hold (a new session's hold of "gamma", forced away): with
- * populate, every table has entries. */
+/* Add a lost hold (a new session's hold of "gamma", forced away) and
+ * that session's multi-lock of "mu1" and "mu2": with populate, every
+ * table has entries. */
 void populate_lost(struct fixture *f);
 /* The same but for the nonce tables: a state the entries of an older
  * format (before 6) could build, which a downgrade keeps whole. */

@@ -65,6 +65,9 @@ static void assert_cmd_eq(const struct cmd *a, const struct cmd *b)
     if (a->owner_len) ASSERT(memcmp(a->owner, b->owner, a->owner_len) == 0);
     ASSERT_EQ(a->n_keep, b->n_keep);
     for (size_t i = 0; i < a->n_keep; i++) ASSERT_UEQ(cmd_keep_at(a, i), cmd_keep_at(b, i));
+    ASSERT_EQ(a->n_more, b->n_more);
+    ASSERT_UEQ(a->more_len, b->more_len);
+    if (a->more_len) ASSERT(memcmp(a->more, b->more, a->more_len) == 0);
 }
 
 TEST(roundtrip_every_type)
@@ -279,6 +282,75 @@ TEST(acquire_modes_layouts)
     ASSERT_UEQ(got.len, 0);
     buf_free(&want);
     buf_free(&got);
+}
+
+/* An ACQUIRE_MANY (type byte 15): the modes' fields, u8 n_more and the
+ * more names after the name, then the keep list; 1..63 more names of
+ * 1..BATON_MAX_NAME bytes, or the batch is malformed. */
+TEST(acquire_many_layouts)
+{
+    static uint8_t more[CMDS_MORE_MAX];
+    static const uint8_t keep_le[8] = {1, 0, 0, 0, 0, 0, 0, 0};
+    const char *names[BATON_MAX_MANY];
+    char buf[BATON_MAX_MANY][8];
+    struct cmd c, out[1];
+    struct buf got = {0}, b = {0};
+    const char *n;
+    uint16_t len;
+    size_t off = 0;
+
+    ASSERT_EQ(CMD_ACQUIRE_MANY, 15);
+    for (int i = 0; i < BATON_MAX_MANY; i++) {
+        snprintf(buf[i], sizeof buf[i], "n%d", i);
+        names[i] = buf[i];
+    }
+    c = c_many(7, 3, 500, names, 3, more);
+    c.mode = BATON_MODE_SHARED;
+    c.n_keep = 1;
+    c.keep = keep_le;
+    cmds_encode(&got, &c, 1);
+    ASSERT_EQ(got.data[5], CMD_ACQUIRE_MANY | CMD_KEEP_FLAG);
+    ASSERT_EQ(decode_all(got.data, got.len, out, 1), 1);
+    assert_cmd_eq(&c, &out[0]);
+    ASSERT_EQ(cmd_more_next(&out[0], &off, &n, &len), 1);
+    ASSERT(len == 2 && memcmp(n, "n1", 2) == 0);
+    ASSERT_EQ(cmd_more_next(&out[0], &off, &n, &len), 1);
+    ASSERT(len == 2 && memcmp(n, "n2", 2) == 0);
+    ASSERT_EQ(cmd_more_next(&out[0], &off, &n, &len), 0);
+    /* 64 names in all is the most. */
+    buf_reset(&got);
+    c = c_many(7, 3, 500, names, BATON_MAX_MANY, more);
+    cmds_encode(&got, &c, 1);
+    ASSERT_EQ(decode_all(got.data, got.len, out, 1), 1);
+    ASSERT_EQ(out[0].n_more, BATON_MAX_MANY - 1);
+    /* The count byte patched to 0, or to 64 with one more name. */
+    ASSERT_EQ(buf_put(&b, got.data, got.len), 0);
+    c = c_many(7, 3, 500, names, 2, more);
+    buf_reset(&got);
+    cmds_encode(&got, &c, 1);
+    buf_reset(&b);
+    ASSERT_EQ(buf_put(&b, got.data, got.len), 0);
+    b.data[b.len - 5] = 0; /* n_more: before "u16 2, 'n1'" */
+    ASSERT_EQ(decode_all(b.data, b.len, out, 1), BATON_EMALFORMED);
+    /* An empty more name. */
+    buf_reset(&b);
+    ASSERT_EQ(buf_put(&b, got.data, got.len - 4), 0);
+    ASSERT_EQ(buf_put_u16(&b, 0), 0);
+    le_put_u32(b.data + 1, 1);
+    ASSERT_EQ(decode_all(b.data, b.len, out, 1), BATON_EMALFORMED);
+    /* The encoder: no more names on ACQUIRE_MANY, or more names on
+     * another type, is refused. */
+    buf_reset(&got);
+    c.n_more = 0;
+    ASSERT_EQ(cmd_batch_add(&got, &c), BATON_EINVAL);
+    c = c_acq(7, 3, 500, "x");
+    c.n_more = 1;
+    c.more = more;
+    c.more_len = 4;
+    ASSERT_EQ(cmd_batch_add(&got, &c), BATON_EINVAL);
+    ASSERT_UEQ(got.len, 0);
+    buf_free(&got);
+    buf_free(&b);
 }
 
 /* Owners of every length up to BATON_MAX_PRINCIPAL, with any bytes. */
@@ -760,6 +832,7 @@ int main(int argc, char **argv)
     RUN(open_session_layouts);
     RUN(owner_roundtrip_lengths);
     RUN(acquire_modes_layouts);
+    RUN(acquire_many_layouts);
     RUN(empty_batch);
     RUN(batch_inside_a_buffer);
     RUN(encoder_refuses_bad_commands);

@@ -293,7 +293,7 @@ TEST(format3_store_upgraded_on_open)
     store_close(f.s);
     ASSERT_EQ(store_open(f.dir, &f.s, err), 0);
     snap(&f, &s2);
-    ASSERT_EQ(le_get_u32(s2.data + 4), 7);
+    ASSERT_EQ(le_get_u32(s2.data + 4), 8);
     ASSERT_EQ(s1.len, s2.len);
     ASSERT(memcmp(s1.data, s2.data, s1.len) == 0);
     /* It is a format 6 store now: members can be set. */

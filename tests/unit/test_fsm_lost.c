@@ -462,7 +462,7 @@ TEST(format5_store_and_snapshot_upgrade)
     store_close(f.s);
     ASSERT_EQ(store_open(f.dir, &f.s, err), 0);
     snap(&f, &out);
-    ASSERT_EQ(le_get_u32(out.data + 4), 7);
+    ASSERT_EQ(le_get_u32(out.data + 4), 8);
     ASSERT_EQ(out.len, s6.len);
     ASSERT(memcmp(out.data, s6.data, s6.len) == 0);
     /* It records lost holds now. */

@@ -469,9 +469,261 @@ TEST(store_matches_the_model_under_random_operations)
     teardown(&f);
 }
 
+/* ---- multi-locks: the rules as invariants ------------------------------- */
+
+/*
+ * Multi-locks make the order of grants within one entry an implementation
+ * choice (which queue is looked at first), so rather than a model that
+ * would copy that order, the second test checks after every random step
+ * the rules themselves on the store's answers (store_lock_info of every
+ * name): a multi-lock holds all of its names with one fence or none, and
+ * waits in all of its queues or none; no exclusive holder beside another;
+ * the waiters two queues share stand in the same order in both (one
+ * commit order: no cycle); nothing grantable is left waiting (the head of
+ * each queue is incompatible with its holders, or a multi-lock that does
+ * not yet head, or fit, one of its other queues); every grant's fence is
+ * above every earlier one. At the end every session expires and every
+ * lock must be gone.
+ */
+enum { MN = 6, MSESS = 6, MSTEPS = 5000, MREQ = 24000 };
+static const char *const mnames[MN] = {"m0", "m1", "m2", "m3", "m4", "m5"};
+
+static struct {
+    struct mreq { uint64_t s, seq; int n, idx[4]; } req[MREQ];
+    int n_req;
+    uint64_t sess[MSESS], seq[MSESS];
+    int n_sess;
+    uint64_t max_fence;
+    struct msg_lock_info_r info[MN], before[MN];
+} X;
+
+static const struct mreq *mreq_find(uint64_t s, uint64_t seq)
+{
+    for (int i = X.n_req - 1; i >= 0; i--)
+        if (X.req[i].s == s && X.req[i].seq == seq) return &X.req[i];
+    FAIL("no request %llu/%llu", (unsigned long long)s, (unsigned long long)seq);
+    return NULL;
+}
+
+static int holds_on(const struct msg_lock_info_r *i, uint64_t s, uint64_t w, uint64_t *fence)
+{
+    for (uint32_t k = 0; k < i->n_holders; k++)
+        if (i->holders[k].session == s && i->holders[k].waiter == w) {
+            if (fence) *fence = i->holders[k].fence;
+            return 1;
+        }
+    return 0;
+}
+
+static int waits_on(const struct msg_lock_info_r *i, uint64_t s, uint64_t w)
+{
+    for (uint32_t k = 0; k < i->n_waiters; k++)
+        if (i->waiters[k].session == s && i->waiters[k].waiter == w) return (int)k + 1;
+    return 0;
+}
+
+static int fits(const struct msg_lock_info_r *i, uint8_t mode)
+{
+    if (i->delayed) return 0;
+    if (i->total_holders == 0) return 1;
+    return mode == BATON_MODE_SHARED && i->mode == BATON_MODE_SHARED;
+}
+
+static void check_invariants(void)
+{
+    for (int n = 0; n < MN; n++) {
+        const struct msg_lock_info_r *i = &X.info[n];
+        for (uint32_t k = 0; k < i->n_holders; k++) {
+            const struct mreq *r = mreq_find(i->holders[k].session, i->holders[k].waiter);
+            uint64_t f;
+            if (i->holders[k].mode == BATON_MODE_EXCLUSIVE) ASSERT_EQ(i->total_holders, 1);
+            for (int j = 0; j < r->n; j++) { /* all of its names, one fence */
+                ASSERT(holds_on(&X.info[r->idx[j]], r->s, r->seq, &f));
+                ASSERT_UEQ(f, i->holders[k].fence);
+            }
+        }
+        for (uint32_t k = 0; k < i->n_waiters; k++) {
+            const struct mreq *r = mreq_find(i->waiters[k].session, i->waiters[k].waiter);
+            for (int j = 0; j < r->n; j++) ASSERT(waits_on(&X.info[r->idx[j]], r->s, r->seq));
+        }
+        for (int m = 0; m < MN; m++) /* the shared waiters in one order */
+            for (uint32_t a = 0; a < i->n_waiters; a++)
+                for (uint32_t b = a + 1; b < i->n_waiters; b++) {
+                    int pa = waits_on(&X.info[m], i->waiters[a].session, i->waiters[a].waiter);
+                    int pb = waits_on(&X.info[m], i->waiters[b].session, i->waiters[b].waiter);
+                    if (pa && pb) ASSERT_LT(pa, pb);
+                }
+        if (i->n_waiters > 0) { /* the head must not be grantable */
+            const struct mreq *r = mreq_find(i->waiters[0].session, i->waiters[0].waiter);
+            int grantable = fits(i, i->waiters[0].mode);
+            for (int j = 0; j < r->n && grantable; j++) {
+                const struct msg_lock_info_r *o = &X.info[r->idx[j]];
+                grantable = waits_on(o, r->s, r->seq) == 1 && fits(o, i->waiters[0].mode);
+            }
+            ASSERT(!grantable);
+        }
+    }
+}
+
+/* Keep the last step's answers in X.before and read the new ones. */
+static void load_infos(struct fixture *f)
+{
+    for (int n = 0; n < MN; n++) {
+        store_lock_info_free(&X.before[n]);
+        X.before[n] = X.info[n];
+        X.info[n] = info(f, mnames[n]);
+    }
+}
+
+/* FIFO: a request granted in this step had nobody ahead of it, in any of
+ * its queues, who still waits. */
+static void check_no_barging(struct fixture *f)
+{
+    for (size_t e = 0; e < f->fx.n_fx; e++) {
+        const struct mreq *r;
+        if (f->fx.fx[e].type != FX_GRANT) continue;
+        r = mreq_find(f->fx.fx[e].session, f->fx.fx[e].waiter);
+        for (int j = 0; j < r->n; j++) {
+            const struct msg_lock_info_r *b = &X.before[r->idx[j]];
+            int pos = waits_on(b, r->s, r->seq);
+            ASSERT_GT(pos, 0);
+            for (int k = 0; k < pos - 1; k++)
+                ASSERT(!waits_on(&X.info[r->idx[j]], b->waiters[k].session,
+                                 b->waiters[k].waiter));
+        }
+    }
+}
+
+static void check_fences(struct fixture *f, struct cmd_result got)
+{
+    for (size_t i = 0; i < f->fx.n_fx; i++) {
+        if (f->fx.fx[i].type != FX_GRANT) continue;
+        ASSERT_ULT(X.max_fence, f->fx.fx[i].fence);
+        X.max_fence = f->fx.fx[i].fence;
+    }
+    if (got.status == 0 && got.kind == RESULT_GRANTED && got.value > X.max_fence)
+        X.max_fence = got.value;
+}
+
+/* A new request of session slot si: 1 name, or 2..4 distinct ones. */
+static struct cmd m_request(int si, uint8_t *more)
+{
+    struct mreq *r = &X.req[X.n_req++];
+    const char *p[4];
+    struct cmd c;
+
+    ASSERT_LT(X.n_req, MREQ);
+    r->s = X.sess[si];
+    r->seq = ++X.seq[si];
+    r->n = rnd(3) ? 2 + (int)rnd(3) : 1;
+    for (int j = 0; j < r->n; j++) {
+        int again;
+        do {
+            r->idx[j] = (int)rnd(MN);
+            again = 0;
+            for (int k = 0; k < j; k++) again |= r->idx[k] == r->idx[j];
+        } while (again);
+        p[j] = mnames[r->idx[j]];
+    }
+    if (r->n == 1) c = c_acq(r->s, r->seq, BATON_WAIT_FOREVER, p[0]);
+    else c = c_many(r->s, r->seq, BATON_WAIT_FOREVER, p, (size_t)r->n, more);
+    if (rnd(5) == 0) c.wait_ms = BATON_WAIT_TRY;
+    c.mode = (uint8_t)rnd(2);
+    return c;
+}
+
+static int m_sess_index(uint64_t s)
+{
+    for (int i = 0; i < X.n_sess; i++)
+        if (X.sess[i] == s) return i;
+    return -1;
+}
+
+static void multi_step(struct fixture *f, int *counts)
+{
+    static uint8_t more[CMDS_MORE_MAX];
+    struct cmd_result got;
+    struct cmd c;
+    int op = (int)rnd(100), n = (int)rnd(MN), si;
+    const struct msg_lock_info_r *i = &X.info[n];
+
+    if (X.n_sess < 2 || (op < 3 && X.n_sess < MSESS)) {
+        got = run(f, c_open(10000, "multi"));
+        ASSERT_EQ(got.status, 0);
+        X.sess[X.n_sess] = got.value;
+        X.seq[X.n_sess++] = 0;
+        return;
+    }
+    if (op < 50) {
+        c = m_request((int)rnd((uint64_t)X.n_sess), more);
+        counts[0]++;
+    } else if (op < 78) { /* release a hold, by any of its names */
+        uint32_t k;
+        if (i->n_holders == 0) return;
+        k = (uint32_t)rnd(i->n_holders);
+        si = m_sess_index(i->holders[k].session);
+        c = c_rel(i->holders[k].session, ++X.seq[si], i->holders[k].fence, mnames[n]);
+        counts[1]++;
+    } else if (op < 88) { /* cancel or time out: by the first name */
+        const struct mreq *r;
+        uint32_t k;
+        if (i->n_waiters == 0) return;
+        k = (uint32_t)rnd(i->n_waiters);
+        r = mreq_find(i->waiters[k].session, i->waiters[k].waiter);
+        si = m_sess_index(r->s);
+        c = rnd(2) ? c_cancel(r->s, ++X.seq[si], r->seq, mnames[r->idx[0]])
+                   : c_timeout(r->s, r->seq, mnames[r->idx[0]]);
+        counts[2]++;
+    } else if (op < 92) {
+        si = (int)rnd((uint64_t)X.n_sess);
+        c = c_expire(X.sess[si]);
+        X.sess[si] = X.sess[--X.n_sess];
+        X.seq[si] = X.seq[X.n_sess];
+        counts[3]++;
+    } else {
+        if (i->n_holders == 0) return;
+        c = c_force2(mnames[n], 0, CMD_FORCE_NOW);
+        counts[4]++;
+    }
+    got = run(f, c);
+    ASSERT(got.status == 0 || got.status == BATON_EWOULDBLOCK || got.status == BATON_EDEADLK ||
+           (c.type == CMD_RELEASE && got.status == BATON_ELOST));
+    check_fences(f, got);
+    load_infos(f);
+    check_invariants();
+    check_no_barging(f);
+}
+
+TEST(multi_locks_keep_the_rules_under_random_operations)
+{
+    struct fixture f;
+    int counts[5] = {0};
+
+    setup(&f);
+    memset(&X, 0, sizeof X);
+    load_infos(&f);
+    for (int step = 0; step < MSTEPS; step++) multi_step(&f, counts);
+    printf("# acquires %d, releases %d, cancels/timeouts %d, expiries %d, forced %d\n",
+           counts[0], counts[1], counts[2], counts[3], counts[4]);
+    ASSERT_GT(counts[1], MSTEPS / 10);
+    while (X.n_sess > 0) {
+        ASSERT_EQ(run(&f, c_expire(X.sess[--X.n_sess])).status, 0);
+        load_infos(&f);
+        check_invariants();
+    }
+    ASSERT_UEQ(count_in(&f, DB_LOCKS), 0);
+    ASSERT_UEQ(count_in(&f, DB_MULTI), 0);
+    for (int n = 0; n < MN; n++) {
+        store_lock_info_free(&X.info[n]);
+        store_lock_info_free(&X.before[n]);
+    }
+    teardown(&f);
+}
+
 int main(int argc, char **argv)
 {
     fsm_main_begin(argc, argv);
     RUN(store_matches_the_model_under_random_operations);
+    RUN(multi_locks_keep_the_rules_under_random_operations);
     return fsm_main_end();
 }

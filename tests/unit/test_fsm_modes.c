@@ -440,7 +440,7 @@ TEST(format6_store_and_snapshot_upgrade)
     setup(&g);
     populate_v6(&f);
     snap(&f, &s7);
-    ASSERT_EQ(le_get_u32(s7.data + 4), 7);
+    ASSERT_EQ(le_get_u32(s7.data + 4), 8);
     ASSERT_EQ(store__downgrade(f.s, 6), 0);
     store_close(f.s);
     ASSERT_EQ(store_open(f.dir, &f.s, err), 0);

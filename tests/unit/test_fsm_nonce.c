@@ -237,7 +237,7 @@ TEST(format5_store_upgraded_on_open)
     ASSERT_EQ(store_open(f.dir, &f.s, err), 0);
     assert_same_snapshots(&f, &g);
     snap(&f, &s);
-    ASSERT_EQ(le_get_u32(s.data + 4), 7);
+    ASSERT_EQ(le_get_u32(s.data + 4), 8);
     ASSERT_UEQ(open_n(&f, "", 5).value, open_n(&g, "", 5).value);
     ASSERT_UEQ(open_n(&f, "", 5).value, open_n(&g, "", 5).value);
     assert_same_snapshots(&f, &g);

@@ -812,7 +812,7 @@ TEST(restore_rejects_previous_format)
     populate(&f);
     snap(&f, &good);
     snap(&g, &before);
-    ASSERT_EQ(le_get_u32(good.data + 4), 7);
+    ASSERT_EQ(le_get_u32(good.data + 4), 8);
     /* Format 2's layout: the header without the digest. */
     ASSERT_EQ(buf_put(&old, good.data, 16), 0);
     ASSERT_EQ(buf_put(&old, good.data + SNAP_HDR, good.len - SNAP_HDR), 0);
@@ -829,9 +829,11 @@ TEST(restore_rejects_previous_format)
     ASSERT_EQ(store_restore(g.s, old.data, old.len), BATON_EMALFORMED);
     le_put_u32(old.data + 4, 3);
     ASSERT_EQ(store_restore(g.s, old.data, old.len), BATON_EMALFORMED);
-    le_put_u32(old.data + 4, 6); /* format 7's two last tables trail */
+    le_put_u32(old.data + 4, 6); /* format 8's three last tables trail */
     ASSERT_EQ(store_restore(g.s, old.data, old.len), BATON_EMALFORMED);
-    le_put_u32(old.data + 4, 8);
+    le_put_u32(old.data + 4, 7); /* format 8's last table trails */
+    ASSERT_EQ(store_restore(g.s, old.data, old.len), BATON_EMALFORMED);
+    le_put_u32(old.data + 4, 9);
     ASSERT_EQ(store_restore(g.s, old.data, old.len), BATON_EMALFORMED);
     snap(&g, &after);
     ASSERT(before.len == after.len && memcmp(before.data, after.data, before.len) == 0);
