@@ -114,6 +114,7 @@ void baton__req_free(struct baton__req *r)
     if (r == NULL) return;
     baton__req_free(r->held);
     free(r->errmsg);
+    free(r->more);
     free(r);
 }
 

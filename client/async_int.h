@@ -202,6 +202,8 @@ struct baton__req {
     struct baton__req *held;        /* ACQUIRE with a caller: its K_HELD entry,
                                        reserved at call time; NULL once granted */
     char *errmsg;                   /* its message when status < 0 */
+    uint32_t n_more;                /* ACQUIRE of a multi-lock: the names after `name` */
+    struct msg_lock_name *more;     /* ... malloc'd with their bytes (one block); NULL */
     union {
         baton_async_open_cb *open;
         baton_async_lock_cb *lock;

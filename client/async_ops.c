@@ -85,7 +85,10 @@ void baton__req_send(baton_async_t *ac, struct baton__req *r)
             .fence = r->fence,
             .waiter = r->target,
             .lock = {r->name, r->name_len},
+            .n_more = r->n_more,
+            .more = r->more,
         };
+        if (r->n_more > 0) m.type = MSG_ACQUIRE_MANY;
     }
     rv = baton__send_msg(ac, &m);
     if (rv != 0) {
@@ -746,25 +749,35 @@ int baton_async_lock(baton_async_t *ac, const char *name, int64_t wait_ms, baton
     return baton_async_lock_with(ac, name, &a, cb, data);
 }
 
-int baton_async_lock_with(baton_async_t *ac, const char *name, const baton_lock_args *a,
-                          baton_async_lock_cb *cb, void *data)
+/* Is *a a set of options a lock call may take? */
+static bool args_ok(const baton_lock_args *a)
+{
+    return a->wait_ms >= BATON_WAIT_FOREVER && a->lock_delay_ms >= BATON_LOCK_DELAY_NONE &&
+           a->mode <= BATON_MODE_SHARED && a->limit <= BATON_MAX_LIMIT && a->reentrant <= 1 &&
+           !(a->limit > 1 && a->mode == BATON_MODE_SHARED);
+}
+
+/* Start a lock call on name[0..n), checked, with *a checked; a multi-lock
+ * also carries its more names (taken over, freed on every path). */
+static int lock_start(baton_async_t *ac, const char *name, size_t n, const baton_lock_args *a,
+                      struct msg_lock_name *more, uint32_t n_more, baton_async_lock_cb *cb,
+                      void *data)
 {
     struct baton__req *r;
-    int64_t wait_ms;
     uint64_t now;
-    size_t n;
-    int rv;
+    int rv = check_session(ac);
 
-    if (ac == NULL || a == NULL || check_name(name, &n) != 0 || a->wait_ms < BATON_WAIT_FOREVER ||
-        a->lock_delay_ms < BATON_LOCK_DELAY_NONE || a->mode > BATON_MODE_SHARED ||
-        a->limit > BATON_MAX_LIMIT || a->reentrant > 1 ||
-        (a->limit > 1 && a->mode == BATON_MODE_SHARED))
-        return BATON_EINVAL;
-    wait_ms = a->wait_ms;
-    rv = check_session(ac);
-    if (rv != 0) return rv;
+    if (rv != 0) {
+        free(more);
+        return rv;
+    }
     r = baton__req_new(ac, BATON__K_ACQUIRE, name, n);
-    if (r == NULL) return BATON_ENOMEM;
+    if (r == NULL) {
+        free(more);
+        return BATON_ENOMEM;
+    }
+    r->more = more;
+    r->n_more = n_more;
     /* Reserve the held-lock entry now: a grant must never fail for want
      * of memory. */
     r->held = baton__req_alloc(BATON__K_HELD, name, n);
@@ -774,16 +787,75 @@ int baton_async_lock_with(baton_async_t *ac, const char *name, const baton_lock_
     }
     user_call(ac, r, data);
     r->cb.lock = cb;
-    r->wait_ms = wait_ms;
+    r->wait_ms = a->wait_ms;
     r->lock_delay_ms = a->lock_delay_ms;
     r->mode = a->mode;
     r->limit = a->limit;
     r->reentrant = a->reentrant;
     now = baton__now();
-    if (wait_ms > 0) r->safety_at = now + (uint64_t)wait_ms + ac->op_timeout_ms;
+    if (a->wait_ms > 0) r->safety_at = now + (uint64_t)a->wait_ms + ac->op_timeout_ms;
     baton__set_deadline(ac, r, now + ac->op_timeout_ms);
     baton__try_send(ac, r);
     return 0;
+}
+
+int baton_async_lock_with(baton_async_t *ac, const char *name, const baton_lock_args *a,
+                          baton_async_lock_cb *cb, void *data)
+{
+    size_t n;
+
+    if (ac == NULL || a == NULL || check_name(name, &n) != 0 || !args_ok(a)) return BATON_EINVAL;
+    return lock_start(ac, name, n, a, NULL, 0, cb, data);
+}
+
+/*
+ * The names after the first of a multi-lock, checked (legal, none
+ * repeated) and copied into one malloc'd block: n - 1 pstrs, then their
+ * bytes. 0, BATON_EINVAL or BATON_ENOMEM.
+ */
+static int copy_more(const char *const *names, size_t n, struct msg_lock_name **out)
+{
+    size_t len[BATON_MAX_MANY], bytes = 0;
+    struct msg_lock_name *more;
+    char *p;
+
+    if (n < 2 || n > BATON_MAX_MANY) return BATON_EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        if (check_name(names[i], &len[i]) != 0) return BATON_EINVAL;
+        for (size_t j = 0; j < i; j++)
+            if (len[j] == len[i] && memcmp(names[j], names[i], len[i]) == 0) return BATON_EINVAL;
+        bytes += len[i];
+    }
+    more = malloc((n - 1) * sizeof *more + bytes);
+    if (more == NULL) return BATON_ENOMEM;
+    p = (char *)(more + (n - 1));
+    for (size_t i = 1; i < n; i++) {
+        memcpy(p, names[i], len[i]);
+        more[i - 1].name.p = p;
+        more[i - 1].name.n = (uint16_t)len[i];
+        p += len[i];
+    }
+    *out = more;
+    return 0;
+}
+
+int baton_async_lock_many(baton_async_t *ac, const char *const *names, size_t n,
+                          const baton_lock_args *a, baton_async_lock_cb *cb, void *data)
+{
+    baton_lock_args dflt = {.wait_ms = BATON_WAIT_FOREVER};
+    struct msg_lock_name *more = NULL;
+    size_t first;
+    int rv;
+
+    if (a == NULL) a = &dflt;
+    if (ac == NULL || names == NULL || n == 0 || n > BATON_MAX_MANY || a->reentrant != 0 ||
+        !args_ok(a))
+        return BATON_EINVAL;
+    if (n == 1) return baton_async_lock_with(ac, names[0], a, cb, data);
+    rv = copy_more(names, n, &more);
+    if (rv != 0) return rv;
+    first = strlen(names[0]); /* checked by copy_more */
+    return lock_start(ac, names[0], first, a, more, (uint32_t)(n - 1), cb, data);
 }
 
 int baton_async_cancel(baton_async_t *ac, const char *name, void *data)

@@ -52,6 +52,8 @@ struct bop {
     baton_t *b;
     int type;
     const char *name;
+    const char *const *names; /* BOP_LOCK of a multi-lock: n_names names, names[0] == name */
+    size_t n_names;
     baton_lock_args args; /* BOP_LOCK: wait_ms, lock_delay_ms, mode, limit, reentrant */
     uint64_t fence;
     pthread_cond_t cv;
@@ -276,7 +278,10 @@ static void io_start(baton_t *b, struct bop *op)
 
     switch (op->type) {
     case BOP_LOCK:
-        rv = baton_async_lock_with(b->ac, op->name, &op->args, lock_cb, op);
+        if (op->n_names > 1)
+            rv = baton_async_lock_many(b->ac, op->names, op->n_names, &op->args, lock_cb, op);
+        else
+            rv = baton_async_lock_with(b->ac, op->name, &op->args, lock_cb, op);
         break;
     case BOP_UNLOCK:
         rv = baton_async_unlock(b->ac, op->name, op->fence, unlock_cb, op);
@@ -366,9 +371,10 @@ static int submit(baton_t *b, struct bop *op)
     return op->status;
 }
 
-static int lock_common(baton_t *b, const char *name, const baton_lock_args *a,
-                       baton_lock_t **out, const char *fn)
+static int lock_common(baton_t *b, const char *const *names, size_t n_names,
+                       const baton_lock_args *a, baton_lock_t **out, const char *fn)
 {
+    const char *name = names[0];
     struct bop op;
     baton_lock_t *l;
     size_t n;
@@ -395,6 +401,8 @@ static int lock_common(baton_t *b, const char *name, const baton_lock_args *a,
     }
     bop_init(&op, BOP_LOCK);
     op.name = name;
+    op.names = names;
+    op.n_names = n_names;
     op.args = *a;
     rv = submit(b, &op);
     pthread_cond_destroy(&op.cv);
@@ -416,20 +424,21 @@ static int lock_common(baton_t *b, const char *name, const baton_lock_args *a,
 
 int baton_lock(baton_t *b, const char *name, baton_lock_t **out)
 {
-    return lock_common(b, name, &(baton_lock_args){.wait_ms = BATON_WAIT_FOREVER}, out,
+    return lock_common(b, &name, 1, &(baton_lock_args){.wait_ms = BATON_WAIT_FOREVER}, out,
                        "baton_lock");
 }
 
 int baton_trylock(baton_t *b, const char *name, baton_lock_t **out)
 {
-    return lock_common(b, name, &(baton_lock_args){.wait_ms = BATON_WAIT_TRY}, out,
+    return lock_common(b, &name, 1, &(baton_lock_args){.wait_ms = BATON_WAIT_TRY}, out,
                        "baton_trylock");
 }
 
 int baton_lock_timeout(baton_t *b, const char *name, int64_t ms, baton_lock_t **out)
 {
-    return lock_common(b, name, &(baton_lock_args){.wait_ms = ms < 0 ? BATON_WAIT_FOREVER : ms},
-                       out, "baton_lock_timeout");
+    return lock_common(b, &name, 1,
+                       &(baton_lock_args){.wait_ms = ms < 0 ? BATON_WAIT_FOREVER : ms}, out,
+                       "baton_lock_timeout");
 }
 
 int baton_lock_with(baton_t *b, const char *name, const baton_lock_args *a, baton_lock_t **out)
@@ -440,7 +449,23 @@ int baton_lock_with(baton_t *b, const char *name, const baton_lock_args *a, bato
         if (out != NULL) *out = NULL;
         return BATON_EINVAL;
     }
-    return lock_common(b, name, a, out, "baton_lock_with");
+    return lock_common(b, &name, 1, a, out, "baton_lock_with");
+}
+
+int baton_lock_many(baton_t *b, const char *const *names, size_t n, const baton_lock_args *a,
+                    baton_lock_t **out)
+{
+    baton_lock_args dflt = {.wait_ms = BATON_WAIT_FOREVER};
+
+    if (a == NULL) a = &dflt;
+    if (names == NULL || n == 0 || n > BATON_MAX_MANY || a->reentrant != 0 ||
+        a->wait_ms < BATON_WAIT_FOREVER || a->lock_delay_ms < BATON_LOCK_DELAY_NONE ||
+        a->mode > BATON_MODE_SHARED || a->limit > BATON_MAX_LIMIT ||
+        (a->limit > 1 && a->mode == BATON_MODE_SHARED)) {
+        if (out != NULL) *out = NULL;
+        return BATON_EINVAL;
+    }
+    return lock_common(b, names, n, a, out, "baton_lock_many");
 }
 
 uint64_t baton_lock_fence(const baton_lock_t *l)

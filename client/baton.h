@@ -43,6 +43,7 @@
 #ifndef BATON_H
 #define BATON_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "baton_defs.h"
@@ -225,6 +226,32 @@ typedef struct baton_lock_args {
  */
 BATON_API int baton_lock_with(baton_t *b, const char *name, const baton_lock_args *a,
                               baton_lock_t **out);
+
+/*
+ * Acquire the n names in names[0..n) atomically (an atomic multi-lock):
+ * all of them, with one fence, or none -- never some. The request joins
+ * every name's queue in one step and is granted when it is first (or
+ * compatible) in each, so multi-locks over the same names in any order
+ * never deadlock, and every queue stays FIFO. a->wait_ms works as for one
+ * name (a try holds nothing unless it can have everything at once; a
+ * timeout withdraws the request from every queue); a->mode and a->limit
+ * apply to every name; a->reentrant must be 0. a may be NULL (wait
+ * forever, exclusive, ordinary locks).
+ * @param[in] names  n distinct names, 1..256 bytes each; copied.
+ * @param[in] n      1..BATON_MAX_MANY (64); 1 is baton_lock_with.
+ * @param[out] out   ONE handle for all the names: baton_lock_name gives
+ *                   names[0], baton_lock_fence the one fence, and one
+ *                   baton_unlock releases every name at once. Losing any
+ *                   name (expiry, a forced release of any of them) loses
+ *                   all, reported once to the lost callback (by names[0]).
+ * @return as baton_lock_with; BATON_EINVAL also for names NULL, n 0 or
+ *         above BATON_MAX_MANY, a bad or repeated name, or a->reentrant;
+ *         BATON_EDEADLK when this session holds or waits for any of the
+ *         names; BATON_EPERM when any name is outside the principal's
+ *         prefixes.
+ */
+BATON_API int baton_lock_many(baton_t *b, const char *const *names, size_t n,
+                              const baton_lock_args *a, baton_lock_t **out);
 
 /* The fencing token of a held lock: unique, and greater than every fence
  * granted before it for any lock. Pass it to the resource you protect. */

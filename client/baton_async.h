@@ -123,6 +123,7 @@
 #ifndef BATON_ASYNC_H
 #define BATON_ASYNC_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "baton.h"
@@ -353,6 +354,33 @@ BATON_API int baton_async_lock(baton_async_t *ac, const char *name, int64_t wait
  */
 BATON_API int baton_async_lock_with(baton_async_t *ac, const char *name, const baton_lock_args *a,
                                     baton_async_lock_cb *cb, void *data);
+
+/*
+ * Acquire the n names in names[0..n) atomically (an atomic multi-lock):
+ * the session holds all of them, with one fence, or none. The request
+ * joins every name's queue at once, so two multi-locks that name the same
+ * locks in any order never deadlock, and it is granted when it is first
+ * (or compatible) in every queue: FIFO per name, no partial holding.
+ * @param[in] names  n pointers to names as baton_async_lock takes them,
+ *                   all distinct; copied (the array too).
+ * @param[in] n      1..BATON_MAX_MANY; 1 is baton_async_lock_with.
+ * @param[in] a      as baton_async_lock_with (NULL: wait forever, the
+ *                   server's lock-delay, exclusive, ordinary locks); the
+ *                   mode and limit apply to every name; reentrant must be 0.
+ * The call is known by its FIRST name: the callback gets names[0] and the
+ * fence; baton_async_unlock(ac, names[0], fence, ...) releases every name
+ * in one step; baton_async_cancel(ac, names[0], data) withdraws it; the
+ * lost and queued callbacks name names[0] (queued: the position in its
+ * queue). Losing any name (an expiry, a forced release of any of them)
+ * loses all of them, reported once. The callback's BATON_EDEADLK means
+ * the session holds or waits for one of the names; BATON_EINVAL a limit
+ * other than one name's current one.
+ * @return as baton_async_lock_with; BATON_EINVAL also for names NULL, n 0
+ *         or above BATON_MAX_MANY, a bad or repeated name, or a->reentrant.
+ */
+BATON_API int baton_async_lock_many(baton_async_t *ac, const char *const *names, size_t n,
+                                    const baton_lock_args *a, baton_async_lock_cb *cb,
+                                    void *data);
 
 /*
  * Withdraw the pending baton_async_lock calls on `name` that were made with

@@ -89,6 +89,14 @@
  *    BATON_MAX_LIMIT, reentrant other than 0 or 1, or a shared request with
  *    a limit above 1 gets ERROR(BATON_EINVAL). A release, expiry or end of
  *    a wait may grant several waiters at once: one GRANTED push each.
+ *  - ACQUIRE_MANY (protocol 5; docs/design.md, "Lock modes") is an ACQUIRE
+ *    of `lock` and its n_more more names (2..BATON_MAX_MANY distinct names
+ *    in all), granted on all of them at once with one fence, or on none.
+ *    It is answered, pushed (GRANTED, WAIT_FAILED, LOST) and named in
+ *    RELEASE, CANCEL and LOST_HOLDS by its first name, `lock`; one RELEASE
+ *    of its fence frees every name. It is never reentrant: reentrant 1, no
+ *    more names, or a repeated name gets ERROR(BATON_EINVAL); a name the
+ *    session holds or waits for gets RESULT(BATON_EDEADLK).
  *  - LOST tells a session that a lock it held (the hold won by the ACQUIRE
  *    whose seq is `waiter`, with that fence) was taken away without a
  *    RELEASE: status BATON_ESESSION when the session expired, BATON_ELOST
@@ -257,7 +265,7 @@
 #include "proto/buf.h"
 #include "proto/msg_table.h"
 
-#define BATON_PROTO_VERSION 4  /* 2: HELLO's token, HELLO_OK's principal, owners;
+#define BATON_PROTO_VERSION 5  /* 2: HELLO's token, HELLO_OK's principal, owners;
                                    3: STATUS_R's content check and fault, CHECK,
                                   FORCE_RELEASE's fence and flags, its reply's delay
                                   and current fence, LOST_HOLDS, the lost-hold count
@@ -266,7 +274,8 @@
                                   4: lock modes: ACQUIRE's mode, limit and
                                   reentrant, every holder, the limit and each
                                   waiter's mode in LOCK_INFO_R and WATCH_EVENT,
-                                  the mode, limit and holder count in LIST_LOCKS_R */
+                                  the mode, limit and holder count in LIST_LOCKS_R;
+                                  5: ACQUIRE_MANY, the atomic multi-lock */
 #define BATON_MAX_FRAME (1u << 20)  /* largest `len` field (a frame is <= 4 + this) */
 #define BATON_MAX_CLIENT_NAME 64    /* client name bytes */
 #define BATON_MAX_ADDR 64           /* "a.b.c.d:port" and then some */
@@ -583,6 +592,7 @@ struct msg_member_add { uint32_t id; struct pstr raft_addr, client_addr; };
  * wire (the others stay 0 after decoding).
  */
 struct msg_seq { uint64_t seq; }; /* an item of an op's keep list */
+struct msg_lock_name { struct pstr name; }; /* an item of ACQUIRE_MANY's more names */
 
 struct msg_op {
     uint64_t session, seq, ack_below; /* every op */
@@ -595,7 +605,9 @@ struct msg_op {
     uint8_t reentrant;      /* ACQUIRE: 1 = a second handle of the session's hold */
     uint64_t fence;         /* RELEASE: the fence of the hold being released */
     uint64_t waiter;        /* CANCEL: the seq of the ACQUIRE that waits */
-    struct pstr lock;       /* all but CLOSE_SESSION */
+    struct pstr lock;       /* all but CLOSE_SESSION; ACQUIRE_MANY: its first name */
+    uint32_t n_more;        /* ACQUIRE_MANY: the names after `lock` (1..BATON_MAX_MANY - 1) */
+    struct msg_lock_name *more;
 };
 
 /*

@@ -136,7 +136,13 @@
                                                               text_chunk))                     \
   X(SNAPSHOT_SAVE,   45,  C2S, 1, ADMIN, none,           )                                     \
   X(SNAPSHOT_CHUNK,  46,  S2C, 0, NONE,  snapshot_chunk, U64(offset) U64(total)                \
-                                                         STR(data, BATON_SNAPSHOT_CHUNK_MAX))
+                                                         STR(data, BATON_SNAPSHOT_CHUNK_MAX))  \
+  X(ACQUIRE_MANY,    47,  C2S, 1, LOCK,  op,             BATON_OP_FIELDS                       \
+                                                         I64(wait_ms) LOCK(lock)               \
+                                                         I32_MIN(lock_delay_ms, BATON_LOCK_DELAY_NONE) \
+                                                         U8(mode) U32(limit) U8(reentrant)     \
+                                                         LIST(n_more, more, BATON_MAX_MANY - 1, \
+                                                              lock_name))
 
 /* The items of the LIST fields above: X(item, fields), the body of one
  * struct msg_<item>. */
@@ -154,7 +160,8 @@
                      STR(client_name, BATON_MAX_CLIENT_NAME) U32(n_holds) U32(n_waits)    \
                      STR(owner, BATON_MAX_PRINCIPAL))                                          \
   X(lost_hold,       U64(waiter) U64(fence) I32(status) LOCK(lock))                            \
-  X(text_chunk,      STR(text, BATON_MAX_TEXT_CHUNK))
+  X(text_chunk,      STR(text, BATON_MAX_TEXT_CHUNK))                                         \
+  X(lock_name,       LOCK(name))
 /* clang-format on */
 
 #endif /* BATON_PROTO_MSG_TABLE_H */

@@ -173,6 +173,7 @@ static uint64_t session_of(const struct msg *m)
 {
     switch (m->type) {
     case MSG_ACQUIRE:
+    case MSG_ACQUIRE_MANY:
     case MSG_RELEASE:
     case MSG_CANCEL:
     case MSG_CLOSE_SESSION:
@@ -192,7 +193,8 @@ static const char *lock_of(const struct msg *m, size_t *n)
     const struct pstr *s = NULL;
 
     switch (m->type) {
-    case MSG_ACQUIRE: s = &m->u.op.lock; break;
+    case MSG_ACQUIRE:
+    case MSG_ACQUIRE_MANY: s = &m->u.op.lock; break;
     case MSG_LOCK_INFO: s = &m->u.lock_info.lock; break;
     case MSG_WATCH: s = &m->u.watch.lock; break;
     default: break;
@@ -220,10 +222,17 @@ bool access_allowed(struct conn *c, const struct msg *m)
         return refuse(c, m, "%s", "the session belongs to another principal");
     if (p->role == MSG_ROLE_ADMIN || p->n_prefixes == 0) return true;
     lock = lock_of(m, &n);
-    if (lock != NULL && !auth_may_use(p, lock, n)) {
-        memcpy(name, lock, n);
-        name[n] = '\0';
-        return refuse(c, m, "lock '%s' is outside its prefixes", name);
+    for (uint32_t i = 0; lock != NULL; i++) { /* and every name of a multi-lock */
+        if (!auth_may_use(p, lock, n)) {
+            memcpy(name, lock, n);
+            name[n] = '\0';
+            return refuse(c, m, "lock '%s' is outside its prefixes", name);
+        }
+        lock = NULL;
+        if (m->type == MSG_ACQUIRE_MANY && i < m->u.op.n_more) {
+            lock = m->u.op.more[i].name.p;
+            n = m->u.op.more[i].name.n;
+        }
     }
     if (m->type == MSG_LIST_LOCKS &&
         !auth_covers_prefix(p, m->u.list_locks.prefix.p, m->u.list_locks.prefix.n))

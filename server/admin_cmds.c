@@ -37,16 +37,17 @@ static void force_release_done(struct server *srv, const struct pending *p,
     if (fr->status == BATON_ENOTHELD) fr->cur_fence = o->r->value;
     for (size_t i = 0; fr->status == 0 && i < o->fx->n_fx; i++) {
         const struct effect *e = &o->fx->fx[i];
-        if (e->cmd != o->index || e->name_len != p->name_len ||
-            memcmp(e->name, p->name, p->name_len) != 0)
-            continue;
+        bool same = e->name_len == p->name_len && memcmp(e->name, p->name, p->name_len) == 0;
+        if (e->cmd != o->index) continue;
+        /* Every FX_LOST of the command is of a holder of this lock; a
+         * multi-lock's names its first name (storage/multi.c). */
         if (e->type == FX_LOST && e->status == BATON_ELOST) {
             fr->lost_session = e->session;
             fr->lost_fence = e->fence;
-        } else if (e->type == FX_GRANT) {
+        } else if (e->type == FX_GRANT && same) {
             fr->new_session = e->session;
             fr->new_fence = e->fence;
-        } else if (e->type == FX_LOCK_DELAY && e->lock_delay_ms > 0) {
+        } else if (e->type == FX_LOCK_DELAY && e->lock_delay_ms > 0 && same) {
             fr->delay_ms = (uint32_t)e->lock_delay_ms;
         }
     }

@@ -94,7 +94,7 @@ void disk_close(struct server *srv)
  * wait)? Only those are refused while the disk is low. */
 static bool grows_state(int cmd_type)
 {
-    return cmd_type == CMD_OPEN_SESSION || cmd_type == CMD_ACQUIRE;
+    return cmd_type == CMD_OPEN_SESSION || cmd_type == CMD_ACQUIRE || cmd_type == CMD_ACQUIRE_MANY;
 }
 
 bool disk_refuse(struct conn *c, uint64_t req_id, int cmd_type)

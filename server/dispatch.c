@@ -197,6 +197,7 @@ static void open_session(struct conn *c, const struct msg *m)
 /* The command each lock request becomes. */
 static const uint8_t op_cmd[MSG_TYPE_MAX_] = {
     [MSG_ACQUIRE] = CMD_ACQUIRE,
+    [MSG_ACQUIRE_MANY] = CMD_ACQUIRE_MANY,
     [MSG_RELEASE] = CMD_RELEASE,
     [MSG_CANCEL] = CMD_CANCEL,
     [MSG_CLOSE_SESSION] = CMD_CLOSE_SESSION,
@@ -242,12 +243,44 @@ static int acquire_modes_bad(struct conn *c, const struct msg *m)
     return why != NULL;
 }
 
-/* ACQUIRE, RELEASE, CANCEL, CLOSE_SESSION: one body (struct msg_op) into
- * one command; the fields a type does not carry are 0. */
+/*
+ * ACQUIRE_MANY's more names as the command carries them (u16 length +
+ * bytes each, into buf; storage/cmd.h), after checking what the store
+ * would refuse anyway: at least one more name, none the same as another
+ * or as the first, and no reentrant flag. Returns the encoded length, or
+ * 0 with an ERROR sent.
+ */
+static size_t more_names(struct conn *c, const struct msg *m,
+                         uint8_t buf[(BATON_MAX_MANY - 1) * (2 + BATON_MAX_NAME)])
+{
+    const struct msg_op *op = &m->u.op;
+    const char *why = NULL;
+    size_t len = 0;
+
+    if (op->n_more == 0) why = "a multi-lock needs 2 to 64 names";
+    else if (op->reentrant != 0) why = "a multi-lock cannot be reentrant";
+    for (uint32_t i = 0; i < op->n_more && why == NULL; i++) {
+        const struct pstr *a = &op->more[i].name;
+        if (a->n == op->lock.n && memcmp(a->p, op->lock.p, a->n) == 0) why = "names repeat";
+        for (uint32_t j = 0; j < i && why == NULL; j++)
+            if (a->n == op->more[j].name.n && memcmp(a->p, op->more[j].name.p, a->n) == 0)
+                why = "names repeat";
+        le_put_u16(buf + len, (uint16_t)a->n);
+        memcpy(buf + len + 2, a->p, a->n);
+        len += 2 + a->n;
+    }
+    if (why == NULL) return len;
+    conn_send_error(c, m->req_id, BATON_EINVAL, "acquire_many: %s", why);
+    return 0;
+}
+
+/* ACQUIRE, ACQUIRE_MANY, RELEASE, CANCEL, CLOSE_SESSION: one body (struct
+ * msg_op) into one command; the fields a type does not carry are 0. */
 static void lock_op(struct conn *c, const struct msg *m)
 {
     const struct msg_op *op = &m->u.op;
-    uint8_t keep[8 * BATON_MAX_KEEP];
+    uint8_t keep[8 * BATON_MAX_KEEP], more[(BATON_MAX_MANY - 1) * (2 + BATON_MAX_NAME)];
+    bool acquire = m->type == MSG_ACQUIRE || m->type == MSG_ACQUIRE_MANY;
     struct cmd cmd = {
         .type = op_cmd[m->type],
         .session = op->session,
@@ -265,11 +298,17 @@ static void lock_op(struct conn *c, const struct msg *m)
         .name_len = op->lock.n,
     };
 
-    if (m->type == MSG_ACQUIRE && op->wait_ms < BATON_WAIT_FOREVER) {
+    if (acquire && op->wait_ms < BATON_WAIT_FOREVER) {
         conn_send_error(c, m->req_id, BATON_EINVAL, "wait_ms must be -1, 0 or positive");
         return;
     }
-    if (m->type == MSG_ACQUIRE && acquire_modes_bad(c, m)) return;
+    if (acquire && acquire_modes_bad(c, m)) return;
+    if (m->type == MSG_ACQUIRE_MANY) {
+        cmd.more_len = more_names(c, m, more);
+        if (cmd.more_len == 0) return;
+        cmd.more = more;
+        cmd.n_more = (uint8_t)op->n_more; /* <= BATON_MAX_MANY - 1: checked by the decoder */
+    }
     if (op->session == 0 || op->seq == 0) {
         conn_send_error(c, m->req_id, BATON_EINVAL, "%s needs a session and a non-zero seq",
                         msg_type_name(m->type));
@@ -281,7 +320,7 @@ static void lock_op(struct conn *c, const struct msg *m)
                         msg_type_name(m->type));
         return;
     }
-    if (m->type == MSG_ACQUIRE) {
+    if (acquire) {
         cmd.lock_delay_ms =
             access_lock_delay_cap(c, effective_lock_delay(&c->srv->cfg, op->lock_delay_ms));
         propose(c, m, &cmd, acquire_done);
@@ -301,6 +340,7 @@ static handler_fn *const handlers[MSG_TYPE_MAX_] = {
     [MSG_HELLO] = hello,
     [MSG_OPEN_SESSION] = open_session,
     [MSG_ACQUIRE] = lock_op,
+    [MSG_ACQUIRE_MANY] = lock_op,
     [MSG_RELEASE] = lock_op,
     [MSG_CANCEL] = lock_op,
     [MSG_CLOSE_SESSION] = lock_op,

@@ -1,7 +1,8 @@
 /*
- * cmd_lock.c -- `batonctl lock NAME [--timeout MS] -- CMD [ARGS...]`: take
- * a lock with the blocking client API, run CMD while holding it, release it,
- * and exit with CMD's status.
+ * cmd_lock.c -- `batonctl lock NAME... [--timeout MS] -- CMD [ARGS...]`:
+ * take a lock (or, with several names, an atomic multi-lock of all of
+ * them) with the blocking client API, run CMD while holding it, release
+ * it, and exit with CMD's status.
  *
  * Signals. SIGINT, SIGTERM and SIGHUP are blocked in every thread (libbaton's
  * I/O thread inherits the mask) and taken by one thread with sigwaitinfo(),
@@ -45,13 +46,17 @@
 extern char **environ;
 
 const char cmd_lock_help[] =
-    "usage: batonctl lock NAME [--timeout MS] [--ttl MS] [--lock-delay MS] [--grace MS] [-v]\n"
-    "                     [--shared | --limit N] [-e ENDPOINTS]\n"
+    "usage: batonctl lock NAME [NAME...] [--timeout MS] [--ttl MS] [--lock-delay MS]\n"
+    "                     [--grace MS] [-v] [--shared | --limit N] [-e ENDPOINTS]\n"
     "                     -- CMD [ARGS...]\n"
     "\n"
     "Acquires lock NAME (waiting in the lock's FIFO queue), runs CMD while holding it,\n"
     "releases it when CMD exits, and exits with CMD's exit status. The '--' may be\n"
-    "left out when CMD does not start with '-'.\n"
+    "left out when there is one NAME and CMD does not start with '-'.\n"
+    "\n"
+    "Several NAMEs (up to 64, before the '--') are taken atomically: all of them at\n"
+    "once, with one fencing token, or none. The request joins every name's queue at\n"
+    "once, so two such commands over the same names in any order never deadlock.\n"
     "\n"
     "Options:\n"
     "  --timeout MS   wait at most MS milliseconds for the lock; 0 takes it only if it\n"
@@ -71,7 +76,7 @@ const char cmd_lock_help[] =
     "                 SIGKILL (default 5000; 0 sends SIGKILL at once)\n"
     "  -v, --verbose  report on stderr when the lock is acquired and released\n"
     "\n"
-    "CMD's environment gets BATON_LOCK=NAME, BATON_FENCE=<fencing token> and\n"
+    "CMD's environment gets BATON_LOCK=NAME (the first), BATON_FENCE=<fencing token> and\n"
     "BATON_SESSION=<session id>. Pass BATON_FENCE to the resource the lock protects.\n"
     "\n"
     "Signals: SIGINT, SIGTERM and SIGHUP sent to batonctl while CMD runs are passed\n"
@@ -392,7 +397,9 @@ static void close_session(void)
 int cmd_lock(struct ctl_opts *o, int argc, char **argv)
 {
     struct ctl_optiter it;
-    const char *arg, *name = NULL, *eps[CTL_MAX_ENDPOINTS];
+    const char *arg, *name = NULL, *eps[CTL_MAX_ENDPOINTS], *names[BATON_MAX_MANY];
+    size_t n_names = 0;
+    int dashdash = 0;
     char err[CTL_ERR_SIZE], *storage, **cmd = NULL, **env;
     int64_t wait_ms = -1, ttl_ms = 0, grace_ms = DEFAULT_GRACE_MS, delay_ms = -2;
     uint64_t limit = 0;
@@ -404,12 +411,22 @@ int cmd_lock(struct ctl_opts *o, int argc, char **argv)
     struct sigaction sa;
     pid_t pid;
 
+    /* With a '--', every word before it that is no option is a NAME. */
+    for (int i = 1; i < argc && !dashdash; i++) dashdash = strcmp(argv[i], "--") == 0;
     ctl_opt_init(&it, argc, argv, 1);
     while (cmd == NULL &&
            (id = ctl_opt_next(&it, lock_opts, ctl_global_opts, &arg, err, sizeof err)) !=
                CTL_OPT_END) {
-        if (id == CTL_OPT_POSITIONAL && name == NULL) {
-            name = arg;
+        if (id == CTL_OPT_POSITIONAL && (name == NULL || dashdash)) {
+            if (n_names == BATON_MAX_MANY)
+                return ctl_usage_error("lock", "at most %d NAMEs", BATON_MAX_MANY);
+            if (!ctl_lock_name_ok(arg))
+                return ctl_usage_error("lock", "a lock name is 1 to %d bytes", BATON_MAX_NAME);
+            for (size_t i = 0; i < n_names; i++)
+                if (strcmp(names[i], arg) == 0)
+                    return ctl_usage_error("lock", "lock '%s' named twice", arg);
+            names[n_names++] = arg;
+            name = names[0];
         } else if (id == CTL_OPT_POSITIONAL) {
             cmd = argv + it.i - 1;  /* CMD starts at its first word */
         } else if (id == CTL_OPT_DASHDASH) {
@@ -442,8 +459,6 @@ int cmd_lock(struct ctl_opts *o, int argc, char **argv)
     if (mode == BATON_MODE_SHARED && limit > 1)
         return ctl_usage_error("lock", "--shared and --limit do not combine: a semaphore's "
                                        "holders each hold one permit");
-    if (!ctl_lock_name_ok(name))
-        return ctl_usage_error("lock", "a lock name is 1 to %d bytes", BATON_MAX_NAME);
     if (cmd == NULL || cmd[0] == NULL) return ctl_usage_error("lock", "missing CMD to run");
     storage = malloc(strlen(o->endpoints) + 1);
     if (storage == NULL) return CTL_EXIT_SOFTWARE;
@@ -508,7 +523,7 @@ int cmd_lock(struct ctl_opts *o, int argc, char **argv)
                                            : (int32_t)delay_ms;
         la.mode = (uint8_t)mode;
         la.limit = (uint32_t)limit;
-        rv = baton_lock_with(b, name, &la, &l);
+        rv = baton_lock_many(b, names, n_names, &la, &l);
     }
 
     pthread_mutex_lock(&g.mu);

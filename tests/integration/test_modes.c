@@ -309,6 +309,111 @@ TEST(failover_keeps_shared_holders_and_waiters)
     ASSERT_EQ(cluster_stop(&C), 0);
 }
 
+/* lock-info's `key` of a holder-less lock is 0; of a held one the first
+ * holder's fence. */
+static int64_t fence_of(const char *name)
+{
+    return info_i64(name, "fence");
+}
+
+TEST(multi_lock_through_both_apis)
+{
+    static const char *const abc[] = {"ma", "mb", "mc"}, *const ca[] = {"mc", "ma"};
+    static const char *const a_zz[] = {"ma", "mzz"}, *const x_b[] = {"mx", "mb"};
+    static const char *const a_y[] = {"ma", "my"};
+    baton_opts o = {.client_name = "multi", .connect_timeout_ms = 10000};
+    baton_lock_args try_ = {.wait_ms = BATON_WAIT_TRY}, brief = {.wait_ms = 300};
+    struct tloop t;
+    baton_async_t *ac[2];
+    struct rec r[2];
+    baton_lock_t *l, *l2;
+    baton_t *b;
+
+    start3();
+    o.endpoints = cluster_endpoints(&C);
+    ASSERT_EQ(baton_connect(&o, &b), 0);
+    ASSERT_EQ(baton_lock_many(b, abc, 3, NULL, &l), 0);
+    ASSERT_STREQ(baton_lock_name(l), "ma");
+    for (int i = 0; i < 3; i++) ASSERT_EQ(fence_of(abc[i]), (int64_t)baton_lock_fence(l));
+    /* EDEADLK for a name it holds, even not the first; a try holds nothing
+     * unless it can hold all; a timeout leaves no queue behind. */
+    ASSERT_EQ(baton_lock_many(b, x_b, 2, NULL, &l2), BATON_EDEADLK);
+    tloop_init(&t);
+    ac[0] = a_open(&t, "multi0");
+    ac[1] = a_open(&t, "multi1");
+    {
+        baton_t *b2;
+        ASSERT_EQ(baton_connect(&o, &b2), 0);
+        ASSERT_EQ(baton_lock_many(b2, a_zz, 2, &try_, &l2), BATON_EWOULDBLOCK);
+        ASSERT_EQ(info_i64("mzz", "total_holders"), 0);
+        ASSERT_EQ(baton_lock_many(b2, a_y, 2, &brief, &l2), BATON_ETIMEDOUT);
+        ASSERT_EQ(info_i64("my", "total_waiters"), 0);
+        ASSERT_EQ(info_i64("ma", "total_waiters"), 0);
+        baton_close(b2);
+    }
+    /* The async twin, crossing the order; a single request on mb. */
+    memset(&r[0], 0, sizeof r[0]);
+    ASSERT_EQ(baton_async_lock_many(ac[0], ca, 2, NULL, rec_lock, &r[0]), 0);
+    wait_info(&t, "ma", "total_waiters", 1);
+    wait_info(&t, "mc", "total_waiters", 1);
+    a_ask(ac[1], "mb", BATON_MODE_EXCLUSIVE, 0, &r[1]);
+    wait_info(&t, "mb", "total_waiters", 1);
+    ASSERT_EQ(baton_unlock(l), 0); /* one unlock: every name */
+    a_granted(&t, ac[0], &r[0]);
+    a_granted(&t, ac[1], &r[1]);
+    ASSERT_STREQ(r[0].name, "mc");
+    ASSERT_EQ(fence_of("ma"), (int64_t)r[0].value);
+    ASSERT_EQ(fence_of("mc"), (int64_t)r[0].value);
+    ASSERT_ULT(r[0].value, r[1].value); /* granted in that order, in one entry */
+    /* A forced release of one name takes the whole multi-lock, told once. */
+    {
+        struct lostrec lr = {0};
+        struct ctl_result cr;
+        baton_async_on_lost(ac[0], rec_lost, &lr);
+        ASSERT_EQ(cluster_ctl(&C, &cr, "release", "--force", "ma", "--now", NULL), 0);
+        ctl_result_free(&cr);
+        run_until(&t, &lr.calls, 1, 15000);
+        run_for(&t, 300);
+        ASSERT_EQ(lr.calls, 1);
+        ASSERT_STREQ(lr.e[0].name, "mc");
+        ASSERT_EQ(info_i64("mc", "total_holders"), 0);
+        ASSERT_EQ(baton_async_unlock(ac[0], "mc", r[0].value, NULL, NULL), BATON_ELOST);
+    }
+    a_unlock(&t, ac[1], "mb", r[1].value);
+    for (int i = 0; i < 2; i++) a_close(&t, ac[i]);
+    tloop_done(&t);
+    baton_close(b);
+    ASSERT_EQ(cluster_stop(&C), 0);
+}
+
+TEST(batonctl_multi_lock)
+{
+    baton_opts o = {.client_name = "ctlmulti", .connect_timeout_ms = 10000};
+    baton_lock_t *l;
+    baton_t *b;
+    struct ctl_result r;
+
+    start3();
+    o.endpoints = cluster_endpoints(&C);
+    ASSERT_EQ(baton_connect(&o, &b), 0);
+    ASSERT_EQ(cluster_ctl(&C, &r, "lock", "k1", "k2", "k3", "--", "sh", "-c",
+                          "echo \"$BATON_LOCK $BATON_FENCE\"", NULL),
+              0);
+    ASSERT(strncmp(r.out, "k1 ", 3) == 0);
+    ctl_result_free(&r);
+    /* Busy on one name: a try takes none of them. */
+    ASSERT_EQ(baton_lock(b, "k2", &l), 0);
+    ASSERT_EQ(cluster_ctl(&C, &r, "lock", "k1", "k2", "--timeout", "0", "--", "true", NULL), 75);
+    ctl_result_free(&r);
+    ASSERT_EQ(info_i64("k1", "total_holders"), 0);
+    /* A name twice is a usage error. */
+    ASSERT_EQ(cluster_ctl(&C, &r, "lock", "k1", "k1", "--", "true", NULL), 64);
+    ctl_result_free(&r);
+    ASSERT_EQ(baton_unlock(l), 0);
+    baton_close(b);
+    ASSERT_EQ(cluster_stop(&C), 0);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -317,5 +422,7 @@ int main(int argc, char **argv)
     RUN(reentrant_handles_and_edeadlk);
     RUN(batonctl_shared_lock_and_lock_info);
     RUN(failover_keeps_shared_holders_and_waiters);
+    RUN(multi_lock_through_both_apis);
+    RUN(batonctl_multi_lock);
     return runner_done();
 }

@@ -24,6 +24,7 @@ static struct msg_session_summary sessions[2];
 static struct msg_lost_hold lost[2];
 static struct msg_seq kept[1] = {{1}}; /* ACQUIRE 1 was answered QUEUED */
 static struct msg_text_chunk chunks[2];
+static struct msg_lock_name more[2];
 
 static void init_lists(void)
 {
@@ -38,6 +39,8 @@ static void init_lists(void)
     sessions[1] = (struct msg_session_summary){9, 3000, 15, S(""), 0, 2, S("")};
     lost[0] = (struct msg_lost_hold){3, 41, BATON_ELOST, S("jobs/1")};
     lost[1] = (struct msg_lost_hold){5, 44, BATON_ELOST, S("jobs/2")};
+    more[0] = (struct msg_lock_name){S("jobs/2")};
+    more[1] = (struct msg_lock_name){S("db")};
     chunks[0] = (struct msg_text_chunk){S("# TYPE baton_grants_total counter\n")};
     chunks[1] = (struct msg_text_chunk){S("baton_grants_total 3\n")};
 }
@@ -243,6 +246,15 @@ int msg_sample(int type, struct msg *m)
         break;
     case MSG_CHECK_R:
         m->u.check_r.index = 8194;
+        break;
+    case MSG_ACQUIRE_MANY:
+        m->u.op.session = 7;
+        m->u.op.seq = 9;
+        m->u.op.ack_below = 9;
+        m->u.op.wait_ms = 1500;
+        m->u.op.lock = S("jobs/1");
+        m->u.op.n_more = 2;
+        m->u.op.more = more;
         break;
     case MSG_SNAPSHOT_CHUNK:
         m->u.snapshot_chunk.offset = 49152;

@@ -29,6 +29,7 @@ static struct msg_lost_hold lost_items[BATON_MAX_LIST];
 static struct msg_seq keeps[BATON_MAX_KEEP];
 static char big_text[BATON_MAX_TEXT_CHUNK];
 static struct msg_text_chunk chunks[BATON_MAX_TEXT_CHUNKS];
+static struct msg_lock_name more_names[BATON_MAX_MANY - 1];
 
 struct pstr psn(const char *s, size_t n)
 {
@@ -364,6 +365,27 @@ void sample(int type, int v, struct msg *m)
     case MSG_CHECK_R:
         m->u.check_r.index = U64(v, 0x6162636465666768ull);
         break;
+    case MSG_ACQUIRE_MANY:
+        op_head(v, &m->u.op);
+        m->u.op.wait_ms = I64(v, 0x0102030405060708ll);
+        m->u.op.lock = LOCK(v, "jobs/a");
+        m->u.op.lock_delay_ms = v == V_TYPICAL ? 0x01020304 : BATON_LOCK_DELAY_NONE;
+        m->u.op.mode = U8(v, BATON_MODE_SHARED);
+        m->u.op.limit = U32(v, 0x00000103);
+        m->u.op.reentrant = U8(v, 0);
+        /* The more names: the list may be empty on the wire (the server
+         * refuses it), or hold 63 names of the largest size. */
+        m->u.op.n_more = COUNT(v, 3, BATON_MAX_MANY - 1);
+        for (uint32_t i = 0; i < m->u.op.n_more; i++) {
+            if (v == V_EXTREME) { /* distinct names without NUL bytes */
+                fill(item_names[i], BATON_MAX_NAME, i);
+                item_names[i][0] = (char)('A' + i);
+            }
+            more_names[i].name = v == V_EXTREME ? psn(item_names[i], BATON_MAX_NAME)
+                                                : ps(i == 0 ? "jobs/b" : i == 1 ? "c" : "jobs/d");
+        }
+        m->u.op.more = m->u.op.n_more ? more_names : NULL;
+        break;
     case MSG_SNAPSHOT_CHUNK:
         m->u.snapshot_chunk.offset = U64(v, 0x7172737475767778ull);
         m->u.snapshot_chunk.total = U64(v, 0x8182838485868788ull);
@@ -677,6 +699,18 @@ void assert_msg_eq(const struct msg *a, const struct msg *b)
         break;
     case MSG_CHECK_R:
         ASSERT_UEQ(a->u.check_r.index, b->u.check_r.index);
+        break;
+    case MSG_ACQUIRE_MANY:
+        assert_op_head_eq(&a->u.op, &b->u.op);
+        ASSERT_EQ(a->u.op.wait_ms, b->u.op.wait_ms);
+        ASSERT_PSTR_EQ(a->u.op.lock, b->u.op.lock);
+        ASSERT_EQ(a->u.op.lock_delay_ms, b->u.op.lock_delay_ms);
+        ASSERT_EQ(a->u.op.mode, b->u.op.mode);
+        ASSERT_UEQ(a->u.op.limit, b->u.op.limit);
+        ASSERT_EQ(a->u.op.reentrant, b->u.op.reentrant);
+        ASSERT_UEQ(a->u.op.n_more, b->u.op.n_more);
+        for (uint32_t i = 0; i < a->u.op.n_more; i++)
+            ASSERT_PSTR_EQ(a->u.op.more[i].name, b->u.op.more[i].name);
         break;
     case MSG_SNAPSHOT_CHUNK:
         ASSERT_UEQ(a->u.snapshot_chunk.offset, b->u.snapshot_chunk.offset);

@@ -514,6 +514,17 @@ static void spec_frame(const struct msg *m, struct buf *w)
         buf_put_u32(w, m->u.op.limit);
         buf_put_u8(w, m->u.op.reentrant);
         break;
+    case MSG_ACQUIRE_MANY: /* {ACQUIRE's fields, u32 n_more, n_more x str name} */
+        spec_op_head(w, &m->u.op);
+        buf_put_i64(w, m->u.op.wait_ms);
+        spec_str(w, m->u.op.lock);
+        buf_put_i32(w, m->u.op.lock_delay_ms);
+        buf_put_u8(w, m->u.op.mode);
+        buf_put_u32(w, m->u.op.limit);
+        buf_put_u8(w, m->u.op.reentrant);
+        buf_put_u32(w, m->u.op.n_more);
+        for (uint32_t i = 0; i < m->u.op.n_more; i++) spec_str(w, m->u.op.more[i].name);
+        break;
     case MSG_RELEASE: /* {op head, u64 fence, str lock} */
         spec_op_head(w, &m->u.op);
         buf_put_u64(w, m->u.op.fence);
