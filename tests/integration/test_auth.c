@@ -277,6 +277,20 @@ static void body_prefixes_bound_a_client(void)
     ASSERT_EQ(lock_op(&s, MSG_ACQUIRE, sess, ++seq, "batch/b", 0, 0), 0);
     ASSERT_EQ(lock_op(&s, MSG_ACQUIRE, sess, ++seq, "other/c", 0, 0), BATON_EPERM);
     ASSERT_EQ(lock_op(&s, MSG_ACQUIRE, sess, ++seq, "jobs", 0, 0), BATON_EPERM);
+    { /* a multi-lock: every name is checked, not only the first */
+        struct msg_lock_name more[2] = {{P("batch/m")}, {P("other/m")}};
+        memset(&m, 0, sizeof m);
+        m.type = MSG_ACQUIRE_MANY;
+        m.req_id = m.u.op.seq = ++seq;
+        m.u.op.session = sess;
+        m.u.op.lock = P("jobs/m");
+        m.u.op.n_more = 2;
+        m.u.op.more = more;
+        ASSERT_EQ(ask(&s, &m), BATON_EPERM);
+        m.req_id = m.u.op.seq = ++seq;
+        m.u.op.n_more = 1;
+        ASSERT_EQ(ask(&s, &m), 0);
+    }
     memset(&m, 0, sizeof m);
     m.type = MSG_LOCK_INFO;
     m.req_id = ++seq;

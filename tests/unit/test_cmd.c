@@ -292,7 +292,7 @@ TEST(acquire_many_layouts)
     static uint8_t more[CMDS_MORE_MAX];
     static const uint8_t keep_le[8] = {1, 0, 0, 0, 0, 0, 0, 0};
     const char *names[BATON_MAX_MANY];
-    char buf[BATON_MAX_MANY][8];
+    char buf[BATON_MAX_MANY][16];
     struct cmd c, out[1];
     struct buf got = {0}, b = {0};
     const char *n;

@@ -286,7 +286,7 @@ TEST(refusals_change_nothing)
 TEST(sixty_four_names_and_the_session_limit)
 {
     struct fixture f;
-    char names[BATON_MAX_MANY][8];
+    char names[BATON_MAX_MANY][16];
     const char *p[BATON_MAX_MANY];
     struct cmd_result r;
     uint64_t a;
