@@ -10,7 +10,7 @@
 # sessions, which keeps them held), then lockbench W1 with CLIENTS clients
 # (default 16) for SECONDS (default 10). Two kinds of run, back to back:
 #
-#   on   batond --snapshot-threshold $SNAP_THRESHOLD (default 1024): every
+#   on   batond --snapshot-threshold $SNAP_THRESHOLD (default 2048): every
 #        node snapshots the whole state (2 MB and more) every THRESHOLD
 #        entries, several times during W1
 #   off  --snapshot-threshold 100000000: no snapshot during the run
@@ -27,7 +27,7 @@
 # at the end the median p99 of each kind and on/off. Measures; the only
 # failures are a run that could not be made (exit 1).
 #
-# Environment: SNAP_THRESHOLD (1024), SNAP_LOCKS (100000), SNAP_EXTRA_ARGS
+# Environment: SNAP_THRESHOLD (2048), SNAP_LOCKS (100000), SNAP_EXTRA_ARGS
 # (more batond flags for both kinds), BENCH_PORT_BASE (default 27400: client
 # ports BASE+1.., raft BASE+101.., metrics BASE+201..), BENCH_TMPDIR (as
 # run-bench.sh), BATON_LOG_LEVEL (default warn), SNAP_KEEP_LOGS=DIR (copy
@@ -38,7 +38,7 @@ build=${1:?usage: snapshot-p99.sh BUILD_DIR [CLIENTS] [SECONDS] [ROUNDS]}
 clients=${2:-16}
 secs=${3:-10}
 rounds=${4:-1}
-threshold=${SNAP_THRESHOLD:-1024}
+threshold=${SNAP_THRESHOLD:-2048}
 locks=${SNAP_LOCKS:-100000}
 off_threshold=100000000
 batond=$build/batond
@@ -103,6 +103,15 @@ snapshots_of() {
         awk '$1 == "baton_snapshots_total" { print $2 }'
 }
 
+# CPU ticks (utime + stime) used so far by process $1's main thread (the
+# loop) and by all its threads, as "MAIN ALL".
+cpu_ticks() {
+    local main all
+    main=$(sed 's/.*) //' "/proc/$1/task/$1/stat" 2>/dev/null | awk '{ print $12 + $13 }')
+    all=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{ print $12 + $13 }')
+    echo "${main:-0} ${all:-0}"
+}
+
 # The id of the leader (empty if none).
 leader_id() {
     "$batonctl" -e "$endpoints" --timeout 1000 status -o json 2>/dev/null |
@@ -154,15 +163,22 @@ p99_off=()
 
 # One run of kind $1 (on/off), number $2.
 one_run() {
-    local kind=$1 k=$2 thr i line before=() after=() snaps="" leader
+    local kind=$1 k=$2 thr i line before=() after=() snaps="" leader c0=() c1=() cpu=""
     [ "$kind" = on ] && thr=$threshold || thr=$off_threshold
     start_run "$kind$k" "$thr" || { stop_run; return 1; }
     leader=$(leader_id)
-    for i in 1 2 3; do before[$i]=$(snapshots_of "$i"); done
+    for i in 1 2 3; do
+        before[$i]=$(snapshots_of "$i")
+        c0[$i]=$(cpu_ticks "${pids[$i]}")
+    done
     line=$("$lockbench" --endpoints "$endpoints" --workload W1 --clients "$clients" \
         --seconds "$secs" 2>"$data/w1.err" | head -n 1)
     for i in 1 2 3; do
         after[$i]=$(snapshots_of "$i")
+        c1[$i]=$(cpu_ticks "${pids[$i]}")
+        cpu+="${cpu:+ / }$(awk -v a="${c0[$i]}" -v b="${c1[$i]}" -v hz="$(getconf CLK_TCK)" -v s="$secs" '
+            BEGIN { split(a, x, " "); split(b, y, " ")
+                    printf "%.0f+%.0f", 100 * (y[1] - x[1]) / hz / s, 100 * ((y[2] - x[2]) - (y[1] - x[1])) / hz / s }')"
         snaps+="${snaps:+ / }$(( ${after[$i]:-0} - ${before[$i]:-0} ))"
     done
     [ "$(leader_id)" = "$leader" ] || say "$kind$k: the leader changed during W1"
@@ -173,8 +189,9 @@ one_run() {
     printf '%-3s %d: ops/s %8s  acquire p50 %7s us  p99 %8s us  max %9s us  errors %s' \
         "$kind" "$k" "$(jfield "$line" ops_per_s)" "$(jfield "$line" acq_p50_us)" \
         "$(jfield "$line" acq_p99_us)" "$(jfield "$line" acq_max_us)" "$(jfield "$line" errors)"
-    printf '  violations %s  snapshots during W1 (nodes 1/2/3, leader %s): %s\n' \
+    printf '  violations %s\n      snapshots during W1 (nodes 1/2/3, leader %s): %s;' \
         "$(jfield "$line" violations)" "$leader" "$snaps"
+    printf ' CPU %% of one core, loop+other threads: %s\n' "$cpu"
     if [ "$kind" = on ]; then
         p99_on+=("$(jfield "$line" acq_p99_us)")
         if [ -z "$leader" ] || [ "$(( ${after[$leader]:-0} - ${before[$leader]:-0} ))" -lt 3 ]; then
