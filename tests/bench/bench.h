@@ -11,14 +11,18 @@
  *                   libuv loops, async API
  *   w4.c            W4: K sessions holding L locks
  *   w5.c            W5: N idle sessions, the servers' CPU while they idle
+ *   modes.c         W6/W7: what each cycle asks for (names, mode, limit)
+ *                   and the in-process checks of the holders
  *   opts.c          every session's libbaton options (cluster, timeouts, TLS)
  *
  * Every driver fills one struct cres per client and leaves the checks and
  * the output to report_clients(), so both drivers print the same line.
+ * W1/W2/W3/W6/W7 run on either driver.
  */
 #ifndef BATON_BENCH_BENCH_H
 #define BATON_BENCH_BENCH_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/resource.h>
@@ -28,7 +32,7 @@
 #include "tests/lib/clock.h"
 #include "tests/lib/proc.h"
 
-enum { W1 = 1, W2, W3, W4, W5 };
+enum { W1 = 1, W2, W3, W4, W5, W6, W7 };
 enum { DRV_ASYNC = 1, DRV_BLOCKING };
 
 #define MAX_PIDS 16
@@ -44,7 +48,7 @@ enum { DRV_ASYNC = 1, DRV_BLOCKING };
 struct cfg {
     const char *endpoints;
     int workload;
-    int driver;       /* DRV_ASYNC or DRV_BLOCKING (W1/W2/W3) */
+    int driver;       /* DRV_ASYNC or DRV_BLOCKING (W1/W2/W3/W6/W7) */
     int loops;        /* async driver: libuv loops (threads); W5 uses one */
     int clients;
     double seconds;
@@ -84,8 +88,8 @@ void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Report a failed call of `client` (msg: the context's detail, may be NULL). */
 void log_err(int client, const char *what, int rv, const char *msg);
 
-/* What a grant left behind for the checks at the end: in W2 the grant's
- * sequence number, in W1/W3 its completion time (ns after the start). */
+/* What a grant left behind for the checks at the end: in W2/W6/W7 the
+ * grant's sequence number, in W1/W3 its completion time (ns after the start). */
 struct rec {
     uint64_t key;
     uint64_t fence;
@@ -113,13 +117,56 @@ void start_watchdog(int64_t hard_ns);
 /* Raise the soft open-files limit to at least `want` (up to the hard limit). */
 void raise_nofile(rlim_t want);
 
-/* ---- report.c: per-client results of W1/W2/W3 -------------------------------------- */
+/* ---- modes.c: W6/W7, lock modes --------------------------------------------------- */
+
+/* A workload whose grants are counted in one sequence (max_streak) and
+ * whose clients take names of struct modes (W6, W7) rather than their own
+ * or "hot". */
+#define GRANT_SEQ_WORKLOAD(w) ((w) == W2 || (w) == W6 || (w) == W7)
+#define MODES_WORKLOAD(w) ((w) == W6 || (w) == W7)
+
+#define MODES_MAX_NAMES 16 /* names of one workload */
+#define MREQ_MAX 4         /* names of one request */
+
+/* One acquire of a cycle: names (indexes into struct modes' names), all
+ * in one mode, with the semaphore limit (0: an ordinary lock). */
+struct mreq {
+    int n;
+    int idx[MREQ_MAX];
+    uint8_t mode;   /* BATON_MODE_* */
+    uint32_t limit;
+};
+
+/* A W6/W7 run's names and their holders in this process (every client). */
+struct modes {
+    int workload;
+    int n_names;
+    char names[MODES_MAX_NAMES][16];
+    atomic_int shared[MODES_MAX_NAMES];    /* shared holders of each name */
+    atomic_int exclusive[MODES_MAX_NAMES]; /* exclusive holders (W7: permits held) */
+    atomic_int max_holders; /* most holders of one name seen at once */
+};
+
+/* The names of cfg's workload; -1 if it is not W6/W7. */
+int modes_init(struct modes *m, const struct cfg *cfg);
+/* Client `client`'s random stream (the same for every run). */
+void modes_seed(uint64_t *rng, int client);
+/* What the client asks for in its next cycle. */
+void modes_pick(const struct modes *m, uint64_t *rng, struct mreq *q);
+/* Right after the grant of q: count the holders in; the holders found that
+ * it must not overlap with (0 when all is well; each is logged). */
+uint64_t modes_enter(struct modes *m, const struct mreq *q, int client);
+/* Right before the release of q is sent: count the holders out. */
+void modes_leave(struct modes *m, const struct mreq *q);
+
+/* ---- report.c: per-client results of W1/W2/W3/W6/W7 ------------------------------- */
 
 struct cres {
     int id;
     bool connected;       /* the first session was opened */
     struct hist acq, rel; /* ns */
-    uint64_t ops;         /* cycles (W1/W3) or grants (W2) within the run */
+    uint64_t ops;         /* cycles (W1/W3) or grants (W2/W6/W7) within the run */
+    uint64_t shared_ops;  /* W6: of ops, the shared grants */
     uint64_t errors;
     uint64_t violations;
     uint64_t last_fence;
@@ -135,14 +182,16 @@ void cres_free(struct cres *r, int n);
 void cres_check_fence(struct cres *r, uint64_t fence);
 
 /*
- * Merge the results of a W1/W2/W3 run from t_start to t_end (monotonic ns),
- * run the cross-client checks (duplicate fences; W2: fences in grant order
- * and the longest streak; W3: the gaps) and print the JSON line of
- * docs/performance.md on stdout. grant_seq: W2 grants handed out (the keys of the
- * records are 0..grant_seq-1). Returns 0 if any client connected, else 1.
+ * Merge the results of a W1/W2/W3/W6/W7 run from t_start to t_end
+ * (monotonic ns), run the cross-client checks (duplicate fences; W2/W6/W7:
+ * the longest streak, W2: fences in grant order; W3: the gaps) and print
+ * the JSON line of docs/performance.md on stdout. grant_seq: W2/W6/W7
+ * grants handed out (the keys of the records are 0..grant_seq-1). m: the
+ * W6/W7 names (max_holders), else NULL. Returns 0 if any client
+ * connected, else 1.
  */
 int report_clients(const struct cfg *cfg, struct cres *r, int n, int64_t t_start,
-                   int64_t t_end, uint64_t grant_seq);
+                   int64_t t_end, uint64_t grant_seq, const struct modes *m);
 
 /* lockbench's own CPU over the run, on stderr (it competes with the servers
  * for the same cores, so a busy driver caps what it measures). */
@@ -166,8 +215,8 @@ int bench_async_open(const struct cfg *cfg, const char *name_prefix, int id,
                      void (*cb)(struct baton_async *, int, uint64_t, void *), void *data,
                      struct baton_async **out);
 
-int run_blocking(const struct cfg *cfg); /* W1/W2/W3 */
-int run_async(const struct cfg *cfg);    /* W1/W2/W3 */
+int run_blocking(const struct cfg *cfg); /* W1/W2/W3/W6/W7 */
+int run_async(const struct cfg *cfg);    /* W1/W2/W3/W6/W7 */
 int run_w4(const struct cfg *cfg);       /* W4, blocking driver (threads) */
 int run_w4_async(const struct cfg *cfg); /* W4, async driver (one loop) */
 int run_w5(const struct cfg *cfg);

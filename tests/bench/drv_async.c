@@ -1,5 +1,5 @@
 /*
- * drv_async.c -- the async driver of W1/W2/W3 (lockbench --driver async, the
+ * drv_async.c -- the async driver of W1/W2/W3/W6/W7 (lockbench --driver async, the
  * default): every client is a small callback state machine with its own
  * baton_async_t (client/baton_async.h) -- its own session, connection and
  * keepalives, as docs/performance.md describes -- and the clients are spread over
@@ -12,7 +12,7 @@
  *
  * A client's life:
  *
- *   OPENING --open cb--> IDLE --go--> LOCKING --granted--> (W2: HOLDING)
+ *   OPENING --open cb--> IDLE --go--> LOCKING --granted--> (W2/W6/W7: HOLDING)
  *   --> UNLOCKING --done--> LOCKING ... ; an error --> PAUSED (10 ms) or,
  *   after a lost session, LOCKING again at once (the core opens a fresh
  *   session for the next call); at the end of the run --> CLOSING --> DONE.
@@ -44,9 +44,11 @@ struct aclient {
     struct aloop *L;
     struct cres *r;
     baton_async_t *ac; /* NULL once freed */
-    uv_timer_t timer;  /* W2's hold and the pause after an error */
+    uv_timer_t timer;  /* W2/W6/W7's hold and the pause after an error */
     enum cstate state;
-    char name[32];     /* the lock this client takes */
+    char name[32];     /* the lock this client takes (W6/W7: this cycle's) */
+    struct mreq req;   /* W6/W7: this cycle's request */
+    uint64_t rng;      /* W6: the stream its picks come from */
     uint64_t fence;    /* of the grant being held */
     int64_t t0, t1;    /* when the lock call / the unlock call was made */
 };
@@ -76,6 +78,7 @@ struct abench {
     int64_t t_start, t_end;
     atomic_int holder; /* W2: client id + 1 of the holder, 0 if none */
     atomic_uint_fast64_t grant_seq;
+    struct modes modes; /* W6/W7 */
 };
 
 static void next_op(struct aclient *c);
@@ -173,19 +176,22 @@ static void on_unlocked(baton_async_t *ac, int status, void *data)
         return;
     }
     hist_record(&c->r->rel, (uint64_t)(t2 - c->t1));
-    if (L->B->cfg->workload != W2) {
+    if (!GRANT_SEQ_WORKLOAD(L->B->cfg->workload)) {
         recs_add(&c->r->recs, (uint64_t)(t2 - L->t_start), c->fence);
         if (t2 <= L->t_end) c->r->ops++;
     }
     next_op(c);
 }
 
-/* Release the held lock (W2: clear the holder flag first). */
+/* Release the held lock (W2: clear the holder flag first; W6/W7: count
+ * this holder out first). */
 static void release(struct aclient *c)
 {
+    struct abench *B = c->L->B;
     int me = c->r->id + 1, rv;
 
-    if (c->L->B->cfg->workload == W2) atomic_compare_exchange_strong(&c->L->B->holder, &me, 0);
+    if (B->cfg->workload == W2) atomic_compare_exchange_strong(&B->holder, &me, 0);
+    if (MODES_WORKLOAD(B->cfg->workload)) modes_leave(&B->modes, &c->req);
     c->state = C_UNLOCKING;
     c->t1 = now_ns();
     rv = baton_async_unlock(c->ac, c->name, c->fence, on_unlocked, c);
@@ -217,6 +223,20 @@ static void w2_granted(struct aclient *c, int64_t t1)
     if (t1 <= c->L->t_end) c->r->ops++;
 }
 
+/* W6/W7's bookkeeping of a grant: the holders' check, the grant's place in
+ * the sequence, and the counts if it came within the run. */
+static void modes_granted(struct aclient *c, int64_t t1)
+{
+    struct abench *B = c->L->B;
+
+    c->r->violations += modes_enter(&B->modes, &c->req, c->r->id);
+    recs_add(&c->r->recs, atomic_fetch_add(&B->grant_seq, 1), c->fence);
+    if (t1 <= c->L->t_end) {
+        c->r->ops++;
+        c->r->shared_ops += c->req.mode == BATON_MODE_SHARED;
+    }
+}
+
 static void on_locked(baton_async_t *ac, int status, const char *name, uint64_t fence,
                       void *data)
 {
@@ -239,8 +259,11 @@ static void on_locked(baton_async_t *ac, int status, const char *name, uint64_t 
     c->fence = fence;
     hist_record(&c->r->acq, (uint64_t)(t1 - c->t0));
     cres_check_fence(c->r, fence);
-    if (cfg->workload == W2) {
-        w2_granted(c, t1);
+    if (cfg->workload == W2 || MODES_WORKLOAD(cfg->workload)) {
+        if (cfg->workload == W2)
+            w2_granted(c, t1);
+        else
+            modes_granted(c, t1);
         if (cfg->hold_ms > 0) {
             c->state = C_HOLDING;
             uv_timer_start(&c->timer, on_hold_over, (uint64_t)cfg->hold_ms, 0);
@@ -248,6 +271,19 @@ static void on_locked(baton_async_t *ac, int status, const char *name, uint64_t 
         }
     }
     release(c);
+}
+
+/* W6/W7: pick this cycle's request and ask for it, waiting at most left_ms. */
+static int lock_modes(struct aclient *c, int64_t left_ms)
+{
+    struct modes *m = &c->L->B->modes;
+    baton_lock_args a = {.wait_ms = left_ms};
+
+    modes_pick(m, &c->rng, &c->req);
+    snprintf(c->name, sizeof c->name, "%s", m->names[c->req.idx[0]]);
+    a.mode = c->req.mode;
+    a.limit = c->req.limit;
+    return baton_async_lock_with(c->ac, c->name, &a, on_locked, c);
 }
 
 /* Start the next acquire, or finish if the run is over. */
@@ -264,7 +300,10 @@ static void next_op(struct aclient *c)
     left_ms = (L->t_end - now + NS_PER_MS - 1) / NS_PER_MS;
     c->state = C_LOCKING;
     c->t0 = now;
-    rv = baton_async_lock(c->ac, c->name, left_ms, on_locked, c);
+    if (MODES_WORKLOAD(L->B->cfg->workload))
+        rv = lock_modes(c, left_ms);
+    else
+        rv = baton_async_lock(c->ac, c->name, left_ms, on_locked, c);
     if (rv < 0) {
         fail(c, "lock", rv);
         recover(c, rv, true);
@@ -378,6 +417,7 @@ static struct aloop *loops_new(struct abench *B, struct cres *res, int nl)
             c->L = L;
             c->r = &res[k + j * nl];
             snprintf(c->name, sizeof c->name, B->cfg->workload == W2 ? "hot" : "w1-%d", c->r->id);
+            modes_seed(&c->rng, c->r->id);
         }
     }
     return loops;
@@ -397,6 +437,7 @@ int run_async(const struct cfg *cfg)
     pthread_cond_init(&B.cv, NULL);
     atomic_init(&B.holder, 0);
     atomic_init(&B.grant_seq, 0);
+    (void)modes_init(&B.modes, cfg); /* W6/W7 only; -1 otherwise */
     res = cres_new(n);
     loops = res ? loops_new(&B, res, nl) : NULL;
     if (loops == NULL) {
@@ -427,7 +468,8 @@ int run_async(const struct cfg *cfg)
     cpu1 = self_cpu_ns();
     for (int k = 0; k < nl; k++) pthread_join(loops[k].th, NULL);
 
-    rv = report_clients(cfg, res, n, B.t_start, B.t_end, atomic_load(&B.grant_seq));
+    rv = report_clients(cfg, res, n, B.t_start, B.t_end, atomic_load(&B.grant_seq),
+                        MODES_WORKLOAD(cfg->workload) ? &B.modes : NULL);
     report_driver_cpu(nl > 1 ? "async (several loops)" : "async", cpu1 - cpu0,
                       B.t_end - B.t_start);
     for (int k = 0; k < nl; k++) free(loops[k].cl);

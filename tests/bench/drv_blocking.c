@@ -1,5 +1,5 @@
 /*
- * drv_blocking.c -- the blocking driver of W1/W2/W3 (lockbench --driver
+ * drv_blocking.c -- the blocking driver of W1/W2/W3/W6/W7 (lockbench --driver
  * blocking): every client is a thread with its own baton_t (client/baton.h),
  * so its own session, connection and libbaton I/O thread. Latencies are
  * measured around the blocking calls.
@@ -44,6 +44,7 @@ struct bench {
     int64_t t_start, t_end;
     atomic_int holder; /* W2: client id + 1 of the holder, 0 if none */
     atomic_uint_fast64_t grant_seq;
+    struct modes modes; /* W6/W7 */
 };
 
 /* Open a blocking session for client `id` (see bench.h). */
@@ -184,6 +185,64 @@ static void run_w2(struct client *c)
     }
 }
 
+/* W6/W7: ask for the picked names, in the picked mode, waiting at most
+ * left_ms; baton_lock_with's result. */
+static int lock_modes(struct client *c, const struct mreq *q, int64_t left_ms, baton_lock_t **l)
+{
+    baton_lock_args a = {.wait_ms = left_ms, .mode = q->mode, .limit = q->limit};
+
+    return baton_lock_with(c->b, c->bench->modes.names[q->idx[0]], &a, l);
+}
+
+/* W6/W7: pick a request (modes.c), acquire, count the holders in, hold
+ * hold_ms, count them out, release; until the run ends. */
+static void run_modes(struct client *c)
+{
+    struct bench *B = c->bench;
+    struct mreq q;
+    baton_lock_t *l;
+    uint64_t fence, rng;
+    int64_t t0, t1, t2, t3, left_ms;
+    int rv;
+
+    modes_seed(&rng, c->r->id);
+    while ((t0 = now_ns()) < B->t_end) {
+        if (c->b == NULL && reconnect(c) != 0) break;
+        t0 = now_ns();
+        left_ms = (B->t_end - t0 + NS_PER_MS - 1) / NS_PER_MS;
+        if (left_ms <= 0) break;
+        modes_pick(&B->modes, &rng, &q);
+        rv = lock_modes(c, &q, left_ms, &l);
+        t1 = now_ns();
+        if (rv == BATON_ETIMEDOUT && t1 >= B->t_end - RUN_OVER_SLACK_NS) break; /* run over */
+        if (rv != 0) {
+            client_fail(c, "lock", rv);
+            recover(c, rv);
+            continue;
+        }
+        c->r->violations += modes_enter(&B->modes, &q, c->r->id);
+        fence = baton_lock_fence(l);
+        recs_add(&c->r->recs, atomic_fetch_add(&B->grant_seq, 1), fence);
+        cres_check_fence(c->r, fence);
+        hist_record(&c->r->acq, (uint64_t)(t1 - t0));
+        if (t1 <= B->t_end) {
+            c->r->ops++;
+            c->r->shared_ops += q.mode == BATON_MODE_SHARED;
+        }
+        if (B->cfg->hold_ms > 0) sleep_ns(B->cfg->hold_ms * NS_PER_MS);
+        modes_leave(&B->modes, &q);
+        t2 = now_ns();
+        rv = baton_unlock(l);
+        t3 = now_ns();
+        if (rv != 0) {
+            client_fail(c, "unlock", rv);
+            recover(c, rv);
+            continue;
+        }
+        hist_record(&c->r->rel, (uint64_t)(t3 - t2));
+    }
+}
+
 static void *client_main(void *arg)
 {
     struct client *c = arg;
@@ -206,6 +265,8 @@ static void *client_main(void *arg)
     if (c->r->connected) {
         if (B->cfg->workload == W2)
             run_w2(c);
+        else if (MODES_WORKLOAD(B->cfg->workload))
+            run_modes(c);
         else
             run_w1(c);
     }
@@ -233,6 +294,7 @@ int run_blocking(const struct cfg *cfg)
     pthread_cond_init(&B.cv, NULL);
     atomic_init(&B.holder, 0);
     atomic_init(&B.grant_seq, 0);
+    (void)modes_init(&B.modes, cfg); /* W6/W7 only; -1 otherwise */
 
     cl = calloc((size_t)n, sizeof *cl);
     res = cres_new(n);
@@ -280,7 +342,8 @@ int run_blocking(const struct cfg *cfg)
     for (int i = 0; i < n; i++)
         if (cl[i].started) pthread_join(cl[i].th, NULL);
 
-    rv = report_clients(cfg, res, n, B.t_start, B.t_end, atomic_load(&B.grant_seq));
+    rv = report_clients(cfg, res, n, B.t_start, B.t_end, atomic_load(&B.grant_seq),
+                        MODES_WORKLOAD(cfg->workload) ? &B.modes : NULL);
     report_driver_cpu("blocking", cpu1 - cpu0, B.t_end - B.t_start);
     cres_free(res, n);
     free(cl);

@@ -2,7 +2,7 @@
  * lockbench.c -- baton's benchmark driver (docs/performance.md): the
  * options and main. The parts are listed in bench.h.
  *
- *   lockbench --endpoints E --workload W1|W2|W3|W4|W5 --clients N --seconds S
+ *   lockbench --endpoints E --workload W1|...|W7 --clients N --seconds S
  *             [--hold-ms H] [--driver async|blocking] [--loops N]
  *             [--sessions K --locks L] [--pids P1,P2,P3] [--leader-pid P]
  *             [--cacert F [--cert F --key F]] [--token T]
@@ -23,16 +23,23 @@
  *       try-locks in flight per session (w4_async.c, the default), or with
  *       --driver blocking on N threads (w4.c).
  *   W5  N idle sessions; the servers' CPU while they only keep alive (w5.c).
+ *   W6  all clients loop { pick one of 4 names "w6-0".."w6-3"; lock it
+ *       shared (9 in 10) or exclusive; hold H ms; unlock }; ops = grants,
+ *       with jain, max_streak, shared_ops, max_holders (modes.c).
+ *   W7  all clients loop { lock "sem" with .limit = 8; hold H ms; unlock }:
+ *       a semaphore of 8; ops = grants, with jain, max_streak, max_holders.
  *
- * W1/W2/W3 run on one of two drivers that print the same line: "async"
+ * W1/W2/W3/W6/W7 run on one of two drivers that print the same line: "async"
  * (default; drv_async.c: every client a callback state machine with its own
  * baton_async_t, on --loops libuv loops) or "blocking" (drv_blocking.c: a
  * thread per client with the blocking API). The driver and its CPU use go
  * to stderr.
  *
  * violations: in W2, the times a client found the in-process holder flag
- * already set right after its grant; in every workload, fences that break
- * baton's fencing guarantee (report.c).
+ * already set right after its grant; in W6, an exclusive holder that
+ * overlaps any other holder of its name; in W7, a ninth holder of the
+ * semaphore (both counted in-process, modes.c); in every workload, fences
+ * that break baton's fencing guarantee (report.c).
  *
  * errors: calls that returned an error to the caller (a connect, a lock or
  * an unlock). Acquires wait at most for the time left in the run; such a
@@ -54,7 +61,7 @@
 #include "tests/bench/bench.h"
 
 static const char usage_text[] =
-    "usage: lockbench --endpoints E --workload W1|W2|W3|W4|W5 --clients N --seconds S\n"
+    "usage: lockbench --endpoints E --workload W1|...|W7 --clients N --seconds S\n"
     "                 [--hold-ms H] [--driver async|blocking] [--loops N]\n"
     "                 [--sessions K --locks L] [--pids P1,P2,...] [--leader-pid P]\n"
     "                 [--ttl-ms MS] [--open-inflight N]\n"
@@ -65,16 +72,18 @@ static const char usage_text[] =
     "  --endpoints E          ip:port,... client endpoints of the cluster\n"
     "  --workload W           W1 uncontended, W2 hot lock, W3 failover (W1 while the\n"
     "                         harness kills the leader), W4 many sessions and locks,\n"
-    "                         W5 idle sessions (the servers' CPU while they idle)\n"
+    "                         W5 idle sessions (the servers' CPU while they idle),\n"
+    "                         W6 shared/exclusive mix on 4 names (90% shared),\n"
+    "                         W7 a semaphore of 8 (\"sem\", .limit = 8)\n"
     "  --clients N            clients, each with its own session (W4 with --driver\n"
     "                         blocking: the threads that open the sessions and take\n"
     "                         the locks; W5: the idle sessions)\n"
     "  --seconds S            length of the run (W4: time limit for opening the\n"
     "                         sessions and acquiring the locks; W5: the idle window)\n"
-    "  --hold-ms H            W2: how long each grant is held (default 0); W4 (async\n"
+    "  --hold-ms H            W2/W6/W7: how long each grant is held (default 0); W4 (async\n"
     "                         driver): how long the locks stay held after the JSON\n"
     "                         line is printed, before the sessions close\n"
-    "  --driver D             W1-W4: async (default; callback state machines on\n"
+    "  --driver D             W1-W4, W6, W7: async (default; callback state machines on\n"
     "                         --loops libuv loops; W4 on one) or blocking (a thread\n"
     "                         per client)\n"
     "  --loops N              async driver: libuv loops, one thread each (default 1;\n"
@@ -118,11 +127,11 @@ static long parse_long(const char *s, long lo, long hi, const char *what)
 
 static int parse_workload(const char *s)
 {
-    static const char *const names[] = {"W1", "W2", "W3", "W4", "W5"};
+    static const char *const names[] = {"W1", "W2", "W3", "W4", "W5", "W6", "W7"};
 
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
         if (strcmp(s, names[i]) == 0) return W1 + i;
-    usage_error("--workload must be W1, W2, W3, W4 or W5");
+    usage_error("--workload must be W1, W2, W3, W4, W5, W6 or W7");
     return 0;
 }
 

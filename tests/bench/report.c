@@ -1,14 +1,16 @@
 /*
- * report.c -- the end of a W1/W2/W3 run, whichever driver ran it: merge the
+ * report.c -- the end of a W1/W2/W3/W6/W7 run, whichever driver ran it: merge the
  * per-client results, run the checks that need every client's records, and
  * print the JSON line described in docs/performance.md.
  *
  * violations: a driver counts, per client, grants whose fence is not greater
  * than the client's previous fence (cres_check_fence) and, in W2, grants
- * that found the in-process holder flag set. Here are added: a fence
- * granted twice (across all clients), and in W2 a fence that does not grow
- * in grant order. Each means two sessions held a lock at once in the
- * cluster's view.
+ * that found the in-process holder flag set (W6/W7: holders that conflict,
+ * modes.c). Here are added: a fence granted twice (across all clients),
+ * and in W2 a fence that does not grow in grant order. Each means two
+ * sessions held a lock at once in the cluster's view. (W6/W7 grant several
+ * holders at once, whose callbacks may run in another order than the
+ * cluster granted them: there the order of fences says nothing.)
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -112,10 +114,10 @@ static uint64_t duplicate_fences(const struct cres *r, int n, size_t total)
     return dups;
 }
 
-/* W2: walk the grants in sequence order: the longest run of grants to one
- * client, and fences that do not grow. */
-static void w2_sequence(const struct cres *r, int n, uint64_t nseq, uint64_t *max_streak,
-                        uint64_t *violations)
+/* W2/W6/W7: walk the grants in sequence order: the longest run of grants
+ * to one client, and (fence_order: W2) fences that do not grow. */
+static void grant_sequence(const struct cres *r, int n, uint64_t nseq, bool fence_order,
+                           uint64_t *max_streak, uint64_t *violations)
 {
     int32_t *owner = malloc((nseq ? nseq : 1) * sizeof *owner);
     uint64_t *fence = malloc((nseq ? nseq : 1) * sizeof *fence);
@@ -135,14 +137,15 @@ static void w2_sequence(const struct cres *r, int n, uint64_t nseq, uint64_t *ma
             else
                 streak = owner[s] >= 0;
             if (streak > *max_streak) *max_streak = streak;
-            if (s > 0 && owner[s] >= 0 && owner[s - 1] >= 0 && fence[s] <= fence[s - 1]) {
+            if (fence_order && s > 0 && owner[s] >= 0 && owner[s - 1] >= 0 &&
+                fence[s] <= fence[s - 1]) {
                 (*violations)++;
                 note("grant %" PRIu64 " has fence %" PRIu64 " after fence %" PRIu64, s,
                      fence[s], fence[s - 1]);
             }
         }
     } else {
-        fprintf(stderr, "lockbench: warning: out of memory for the W2 sequence check\n");
+        fprintf(stderr, "lockbench: warning: out of memory for the grant sequence check\n");
     }
     free(owner);
     free(fence);
@@ -177,10 +180,10 @@ static void w3_gaps(const struct cres *r, int n, size_t total, uint64_t end, uin
 }
 
 int report_clients(const struct cfg *cfg, struct cres *r, int n, int64_t t_start,
-                   int64_t t_end, uint64_t grant_seq)
+                   int64_t t_end, uint64_t grant_seq, const struct modes *m)
 {
     struct hist acq, rel;
-    uint64_t ops = 0, errors = 0, violations = 0, max_streak = 0;
+    uint64_t ops = 0, shared_ops = 0, errors = 0, violations = 0, max_streak = 0;
     size_t total_recs = 0;
     double sx = 0, sx2 = 0, jain;
     int n_connected = 0;
@@ -195,6 +198,7 @@ int report_clients(const struct cfg *cfg, struct cres *r, int n, int64_t t_start
         hist_merge(&acq, &r[i].acq);
         hist_merge(&rel, &r[i].rel);
         ops += r[i].ops;
+        shared_ops += r[i].shared_ops;
         errors += r[i].errors;
         violations += r[i].violations;
         sx += (double)r[i].ops;
@@ -206,7 +210,8 @@ int report_clients(const struct cfg *cfg, struct cres *r, int n, int64_t t_start
     jain = sx2 > 0 ? sx * sx / ((double)n * sx2) : 0.0;
     violations += duplicate_fences(r, n, total_recs);
     if (oom) fprintf(stderr, "lockbench: warning: out of memory for records; checks partial\n");
-    if (cfg->workload == W2) w2_sequence(r, n, grant_seq, &max_streak, &violations);
+    if (GRANT_SEQ_WORKLOAD(cfg->workload))
+        grant_sequence(r, n, grant_seq, cfg->workload == W2, &max_streak, &violations);
 
     printf("{\"system\":\"baton\",\"workload\":\"W%d\",\"clients\":%d,\"seconds\":%g,"
            "\"ops\":%" PRIu64 ",\"ops_per_s\":%.1f,"
@@ -215,7 +220,7 @@ int report_clients(const struct cfg *cfg, struct cres *r, int n, int64_t t_start
            cfg->workload, n, cfg->seconds, ops, (double)ops / cfg->seconds,
            us(hist_percentile(&acq, 50)), us(hist_percentile(&acq, 99)), us(acq.max),
            us(hist_percentile(&rel, 50)), us(hist_percentile(&rel, 99)), jain);
-    if (cfg->workload == W2)
+    if (GRANT_SEQ_WORKLOAD(cfg->workload))
         printf("\"max_streak\":%" PRIu64 ",", max_streak);
     else
         printf("\"max_streak\":null,");
@@ -226,6 +231,8 @@ int report_clients(const struct cfg *cfg, struct cres *r, int n, int64_t t_start
         printf(",\"gap_ms\":%.1f,\"client_gap_max_ms\":%.1f", (double)gap / 1e6,
                (double)cgap / 1e6);
     }
+    if (cfg->workload == W6) printf(",\"shared_ops\":%" PRIu64, shared_ops);
+    if (m != NULL) printf(",\"max_holders\":%d", atomic_load(&m->max_holders));
     printf("}\n");
     fflush(stdout);
     hist_free(&acq);

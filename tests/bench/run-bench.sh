@@ -4,7 +4,8 @@
 #
 #   tests/bench/run-bench.sh BUILD_DIR [SECONDS]     (SECONDS defaults to 10)
 #
-# Every workload gets a FRESH cluster (W1 sweep, W2 sweep, W3, W3R, W4, W5): three
+# Every workload gets a FRESH cluster (W1 sweep, W2 sweep, W3, W3R, W4, W5, W6,
+# W7): three
 # batond on 127.0.0.1, client ports BASE+1..BASE+3 and raft ports
 # BASE+101..BASE+103 (BASE = $BENCH_PORT_BASE, default 27000; better below
 # the kernel's ephemeral range, 32768 and up, where any outgoing connection
@@ -35,8 +36,13 @@
 #       server's CPU time from /proc (--pids) and reports the leader's
 #       (--leader-pid) as leader_cpu_pct. The leader is checked again after
 #       the run; a change is reported as a failure.
+#   W6  $BENCH_W6_CLIENTS clients (default 64) loop on 4 names: pick one,
+#       ask for it shared (9 in 10) or exclusive, release (lock modes)
+#   W7  $BENCH_W7_CLIENTS clients (default 64) loop on one semaphore of 8
+#       ("sem", .limit = 8)
+#   W6 and W7 hold each grant $BENCH_MODES_HOLD_MS ms (default 0).
 #
-# W1/W2/W3 use lockbench's async driver (every client its own
+# W1/W2/W3/W6/W7 use lockbench's async driver (every client its own
 # baton_async_t, all on one libuv loop) unless BENCH_DRIVER=blocking (a
 # thread per client with the blocking API).
 #
@@ -46,8 +52,9 @@
 # temporary directory is removed.
 #
 # Environment:
-#   BENCH_WORKLOADS     which to run (default "W1 W2 W3 W3R W4 W5")
-#   BENCH_DRIVER        lockbench --driver for W1-W4: async (default) or blocking
+#   BENCH_WORKLOADS     which to run (default "W1 W2 W3 W3R W4 W5 W6 W7")
+#   BENCH_DRIVER        lockbench --driver for W1-W4, W6, W7: async (default) or
+#                       blocking
 #   BENCH_LOOPS         lockbench --loops for the async driver (default 1)
 #   BENCH_W1_CLIENTS    default "1 16 64"
 #   BENCH_W2_CLIENTS    default "2 16 64 256"
@@ -60,6 +67,9 @@
 #   BENCH_W4_TIMEOUT    default 300 (seconds)
 #   BENCH_W5_CLIENTS    default 10000 (idle sessions)
 #   BENCH_W5_SECONDS    the idle window (default max(SECONDS, 10))
+#   BENCH_W6_CLIENTS    default 64
+#   BENCH_W7_CLIENTS    default 64
+#   BENCH_MODES_HOLD_MS W6/W7 hold time, default 0
 #   BENCH_PORT_BASE     default 27000
 #   BENCH_TMPDIR        parent of the temp dir (default /var/tmp, else BUILD_DIR)
 #   BENCH_BATOND_ARGS   extra batond flags for every node (e.g. "--max-inflight 0")
@@ -90,7 +100,7 @@ secs=${2:-10}
 batond=$build/batond
 batonctl=$build/batonctl
 lockbench=$build/lockbench
-workloads=${BENCH_WORKLOADS:-W1 W2 W3 W3R W4 W5}
+workloads=${BENCH_WORKLOADS:-W1 W2 W3 W3R W4 W5 W6 W7}
 driver=${BENCH_DRIVER:-async}
 loops=${BENCH_LOOPS:-1}
 w1_clients=${BENCH_W1_CLIENTS:-1 16 64}
@@ -103,6 +113,9 @@ w4_locks=${BENCH_W4_LOCKS:-100000}
 w4_clients=${BENCH_W4_CLIENTS:-32}
 w4_timeout=${BENCH_W4_TIMEOUT:-300}
 w5_clients=${BENCH_W5_CLIENTS:-10000}
+w6_clients=${BENCH_W6_CLIENTS:-64}
+w7_clients=${BENCH_W7_CLIENTS:-64}
+modes_hold=${BENCH_MODES_HOLD_MS:-0}
 w5_secs=${BENCH_W5_SECONDS:-$(awk -v s="$secs" 'BEGIN { print (s < 10 ? 10 : s) }')}
 base=${BENCH_PORT_BASE:-27000}
 level=${BATON_LOG_LEVEL:-warn}
@@ -479,6 +492,17 @@ run_w5() {
     stop_cluster
 }
 
+# W6, W7 (lock modes): workload $1 with $2 clients on a fresh cluster.
+run_modes() {
+    local w=$1 n=$2
+    start_cluster "$w" || { failed=1; stop_cluster; return; }
+    say "$w clients=$n seconds=$secs hold_ms=$modes_hold"
+    lb_start --workload "$w" --clients "$n" --seconds "$secs" --hold-ms "$modes_hold" \
+        --driver "$driver" --loops "$loops"
+    lb_finish "$w/$n"
+    stop_cluster
+}
+
 for w in $workloads; do
     case $w in
         W1) run_w1 ;;
@@ -487,6 +511,8 @@ for w in $workloads; do
         W3R) run_w3r ;;
         W4) run_w4 ;;
         W5) run_w5 ;;
+        W6) run_modes W6 "$w6_clients" ;;
+        W7) run_modes W7 "$w7_clients" ;;
         *) die "unknown workload '$w' in BENCH_WORKLOADS" ;;
     esac
 done

@@ -8,7 +8,8 @@
 # clients, 300 idle sessions) on free 127.0.0.1 ports, with both lockbench
 # drivers, and checks every JSON line: present, no errors, no violations,
 # ops > 0, W2 fairness fields, W3 gap fields, W5 sessions all alive and the
-# leader's CPU read, W3R's three restarts (one rolling restart, 10 s); then that table.sh turns the lines into a table with a
+# leader's CPU read, W6/W7 fairness and max_holders fields (W7: at most 8),
+# W3R's three restarts (one rolling restart, 10 s); then that table.sh turns the lines into a table with a
 # row each; and a W1 run over TLS with a token (BENCH_SECURE=1). The
 # bench's binaries are linked into a temp dir, so the build dir's
 # bench.jsonl (the last real sweep) is left alone. run-bench.sh stops
@@ -95,6 +96,12 @@ check_line() {
         err="no ops"
     elif [ "$w" = W2 ] && { [ -z "$(field "$line" jain)" ] || [ "$(field "$line" max_streak)" = null ]; }; then
         err="no fairness fields"
+    elif { [ "$w" = W6 ] || [ "$w" = W7 ]; } &&
+        { [ -z "$(field "$line" jain)" ] || [ "$(field "$line" max_streak)" = null ] ||
+            [ -z "$(field "$line" max_holders)" ]; }; then
+        err="no fairness or max_holders fields"
+    elif [ "$w" = W7 ] && [ "$(field "$line" max_holders)" -gt 8 ]; then
+        err="max_holders $(field "$line" max_holders) on a semaphore of 8"
     elif [ "$w" = W3 ] && [ -z "$(field "$line" gap_ms)" ]; then
         err="no gap_ms"
     elif [ "$w" = W5 ] && { [ "$(field "$line" sessions_alive)" != "$(field "$line" clients)" ] ||
@@ -112,29 +119,33 @@ line_of() {
 }
 
 t0=$(ms)
-if bench BENCH_WORKLOADS="W1 W2 W3 W5" BENCH_W1_CLIENTS="1 8" BENCH_W2_CLIENTS="2 8" \
-    BENCH_W3_CLIENTS=4 BENCH_W5_CLIENTS=300 BENCH_W5_SECONDS=2; then
-    report "run-bench.sh W1 W2 W3 W5 (async driver) exits 0" "$t0" 1
+if bench BENCH_WORKLOADS="W1 W2 W3 W5 W6 W7" BENCH_W1_CLIENTS="1 8" BENCH_W2_CLIENTS="2 8" \
+    BENCH_W3_CLIENTS=4 BENCH_W5_CLIENTS=300 BENCH_W5_SECONDS=2 BENCH_W6_CLIENTS=8 \
+    BENCH_W7_CLIENTS=12; then
+    report "run-bench.sh W1 W2 W3 W5 W6 W7 (async driver) exits 0" "$t0" 1
 else
-    report "run-bench.sh W1 W2 W3 W5 (async driver) exits 0" "$t0" 0 "$(tail -n 3 "$tmp/run.err" | tr '\n' ' ')"
+    report "run-bench.sh W1 W2 W3 W5 W6 W7 (async driver) exits 0" "$t0" 0 "$(tail -n 3 "$tmp/run.err" | tr '\n' ' ')"
 fi
 cp "$tmp/bench.jsonl" "$tmp/async.jsonl" 2>/dev/null
-for spec in "W1 1" "W1 8" "W2 2" "W2 8" "W3 4" "W5 300"; do
+for spec in "W1 1" "W1 8" "W2 2" "W2 8" "W3 4" "W5 300" "W6 8" "W7 12"; do
     t0=$(ms)
     set -- $spec
     check_line "async $1 with $2 clients: line, no errors, no violations" "$(line_of "$1" "$2")" "$t0"
 done
 t0=$(ms)
 rows=$("$here/table.sh" "$tmp/async.jsonl" 2>/dev/null | grep -c '^| W[0-9]')
-report "table.sh makes one row per line" "$t0" "$([ "$rows" = 6 ] && echo 1 || echo 0)" "$rows rows"
+report "table.sh makes one row per line" "$t0" "$([ "$rows" = 8 ] && echo 1 || echo 0)" "$rows rows"
 
 t0=$(ms)
-if bench BENCH_DRIVER=blocking BENCH_WORKLOADS="W1 W2" BENCH_W1_CLIENTS=4 BENCH_W2_CLIENTS=4; then
-    report "run-bench.sh W1 W2 (blocking driver) exits 0" "$t0" 1
+# W6/W7 hold 1 ms here, so that holders overlap in lockbench and its
+# holder counts have something to check.
+if bench BENCH_DRIVER=blocking BENCH_WORKLOADS="W1 W2 W6 W7" BENCH_W1_CLIENTS=4 \
+    BENCH_W2_CLIENTS=4 BENCH_W6_CLIENTS=4 BENCH_W7_CLIENTS=12 BENCH_MODES_HOLD_MS=1; then
+    report "run-bench.sh W1 W2 W6 W7 (blocking driver) exits 0" "$t0" 1
 else
-    report "run-bench.sh W1 W2 (blocking driver) exits 0" "$t0" 0 "$(tail -n 3 "$tmp/run.err" | tr '\n' ' ')"
+    report "run-bench.sh W1 W2 W6 W7 (blocking driver) exits 0" "$t0" 0 "$(tail -n 3 "$tmp/run.err" | tr '\n' ' ')"
 fi
-for spec in "W1 4" "W2 4"; do
+for spec in "W1 4" "W2 4" "W6 4" "W7 12"; do
     t0=$(ms)
     set -- $spec
     check_line "blocking $1 with $2 clients: line, no errors, no violations" "$(line_of "$1" "$2")" "$t0"

@@ -5,8 +5,9 @@
 #   tests/bench/table.sh BENCH_JSONL
 #
 # One row per line of BENCH_JSONL (what run-bench.sh writes to
-# BUILD_DIR/bench.jsonl), in the file's order: W1/W2/W3 with their rates,
+# BUILD_DIR/bench.jsonl), in the file's order: W1/W2/W3/W6/W7 with their rates,
 # latencies (ms), fairness, errors and violations; W3 adds the longest gap;
+# W6/W7 the share of shared grants and the most holders seen at once;
 # W4 the time to take every lock and the servers' memory; W5 the leader's
 # CPU while the sessions idle. Paste the output under docs/performance.md "Figures".
 #
