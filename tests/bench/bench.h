@@ -32,7 +32,7 @@
 #include "tests/lib/clock.h"
 #include "tests/lib/proc.h"
 
-enum { W1 = 1, W2, W3, W4, W5, W6, W7 };
+enum { W1 = 1, W2, W3, W4, W5, W6, W7, W8 };
 enum { DRV_ASYNC = 1, DRV_BLOCKING };
 
 #define MAX_PIDS 16
@@ -53,6 +53,8 @@ struct cfg {
     int clients;
     double seconds;
     int hold_ms;
+    int names;        /* W1/W3: names each cycle takes at once (1: baton_lock; more:
+                         one baton_lock_many of the client's own names) */
     int sessions;
     long locks;
     unsigned op_timeout_ms;
@@ -122,11 +124,12 @@ void raise_nofile(rlim_t want);
 /* A workload whose grants are counted in one sequence (max_streak) and
  * whose clients take names of struct modes (W6, W7) rather than their own
  * or "hot". */
-#define GRANT_SEQ_WORKLOAD(w) ((w) == W2 || (w) == W6 || (w) == W7)
-#define MODES_WORKLOAD(w) ((w) == W6 || (w) == W7)
+#define GRANT_SEQ_WORKLOAD(w) ((w) == W2 || (w) == W6 || (w) == W7 || (w) == W8)
+#define MODES_WORKLOAD(w) ((w) == W6 || (w) == W7 || (w) == W8)
 
 #define MODES_MAX_NAMES 16 /* names of one workload */
 #define MREQ_MAX 4         /* names of one request */
+#define W1_MAX_NAMES 8     /* lockbench --names */
 
 /* One acquire of a cycle: names (indexes into struct modes' names), all
  * in one mode, with the semaphore limit (0: an ordinary lock). */
@@ -156,6 +159,9 @@ void modes_pick(const struct modes *m, uint64_t *rng, struct mreq *q);
 /* Right after the grant of q: count the holders in; the holders found that
  * it must not overlap with (0 when all is well; each is logged). */
 uint64_t modes_enter(struct modes *m, const struct mreq *q, int client);
+/* W1/W3 with --names K > 1: the client's K names, `first` and first.1 ..
+ * first.K-1, into buf, pointed at by ptrs. */
+void w1_names(const char *first, int k, char (*buf)[48], const char **ptrs);
 /* Right before the release of q is sent: count the holders out. */
 void modes_leave(struct modes *m, const struct mreq *q);
 

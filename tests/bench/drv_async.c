@@ -279,11 +279,28 @@ static int lock_modes(struct aclient *c, int64_t left_ms)
     struct modes *m = &c->L->B->modes;
     baton_lock_args a = {.wait_ms = left_ms};
 
+    const char *names[MREQ_MAX];
+
     modes_pick(m, &c->rng, &c->req);
     snprintf(c->name, sizeof c->name, "%s", m->names[c->req.idx[0]]);
     a.mode = c->req.mode;
     a.limit = c->req.limit;
-    return baton_async_lock_with(c->ac, c->name, &a, on_locked, c);
+    for (int k = 0; k < c->req.n; k++) names[k] = m->names[c->req.idx[k]];
+    /* W8: one atomic multi-lock; its handle is its first name (c->name). */
+    return baton_async_lock_many(c->ac, names, (size_t)c->req.n, &a, on_locked, c);
+}
+
+/* W1/W3 with --names K: the client's K names at once; the handle is its
+ * first name (c->name). */
+static int lock_own_names(struct aclient *c, int64_t left_ms)
+{
+    baton_lock_args a = {.wait_ms = left_ms};
+    char buf[W1_MAX_NAMES][48];
+    const char *names[W1_MAX_NAMES];
+    int k = c->L->B->cfg->names;
+
+    w1_names(c->name, k, buf, names);
+    return baton_async_lock_many(c->ac, names, (size_t)k, &a, on_locked, c);
 }
 
 /* Start the next acquire, or finish if the run is over. */
@@ -302,6 +319,8 @@ static void next_op(struct aclient *c)
     c->t0 = now;
     if (MODES_WORKLOAD(L->B->cfg->workload))
         rv = lock_modes(c, left_ms);
+    else if (L->B->cfg->names > 1)
+        rv = lock_own_names(c, left_ms);
     else
         rv = baton_async_lock(c->ac, c->name, left_ms, on_locked, c);
     if (rv < 0) {

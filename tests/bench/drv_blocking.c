@@ -113,7 +113,15 @@ static void run_w1(struct client *c)
         t0 = now_ns();
         left_ms = (B->t_end - t0 + NS_PER_MS - 1) / NS_PER_MS;
         if (left_ms <= 0) break;
-        rv = baton_lock_timeout(c->b, c->name, left_ms, &l);
+        if (B->cfg->names > 1) { /* --names K: the client's K names at once */
+            baton_lock_args a = {.wait_ms = left_ms};
+            char buf[W1_MAX_NAMES][48];
+            const char *names[W1_MAX_NAMES];
+            w1_names(c->name, B->cfg->names, buf, names);
+            rv = baton_lock_many(c->b, names, (size_t)B->cfg->names, &a, &l);
+        } else {
+            rv = baton_lock_timeout(c->b, c->name, left_ms, &l);
+        }
         t1 = now_ns();
         if (rv == BATON_ETIMEDOUT && t1 >= B->t_end - RUN_OVER_SLACK_NS) break; /* run over */
         if (rv != 0) {
@@ -190,8 +198,10 @@ static void run_w2(struct client *c)
 static int lock_modes(struct client *c, const struct mreq *q, int64_t left_ms, baton_lock_t **l)
 {
     baton_lock_args a = {.wait_ms = left_ms, .mode = q->mode, .limit = q->limit};
+    const char *names[MREQ_MAX];
 
-    return baton_lock_with(c->b, c->bench->modes.names[q->idx[0]], &a, l);
+    for (int k = 0; k < q->n; k++) names[k] = c->bench->modes.names[q->idx[k]];
+    return baton_lock_many(c->b, names, (size_t)q->n, &a, l); /* W8: several at once */
 }
 
 /* W6/W7: pick a request (modes.c), acquire, count the holders in, hold

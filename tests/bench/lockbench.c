@@ -28,8 +28,11 @@
  *       with jain, max_streak, shared_ops, max_holders (modes.c).
  *   W7  all clients loop { lock "sem" with .limit = 8; hold H ms; unlock }:
  *       a semaphore of 8; ops = grants, with jain, max_streak, max_holders.
+ *   W8  all clients loop { take 2 to 4 of 16 names "w8-0".."w8-15" at once
+ *       (baton_lock_many, exclusive); hold H ms; unlock }: atomic
+ *       multi-locks; ops = grants, with jain, max_streak, max_holders.
  *
- * W1/W2/W3/W6/W7 run on one of two drivers that print the same line: "async"
+ * W1/W2/W3/W6/W7/W8 run on one of two drivers that print the same line: "async"
  * (default; drv_async.c: every client a callback state machine with its own
  * baton_async_t, on --loops libuv loops) or "blocking" (drv_blocking.c: a
  * thread per client with the blocking API). The driver and its CPU use go
@@ -74,7 +77,8 @@ static const char usage_text[] =
     "                         harness kills the leader), W4 many sessions and locks,\n"
     "                         W5 idle sessions (the servers' CPU while they idle),\n"
     "                         W6 shared/exclusive mix on 4 names (90% shared),\n"
-    "                         W7 a semaphore of 8 (\"sem\", .limit = 8)\n"
+    "                         W7 a semaphore of 8 (\"sem\", .limit = 8),\n"
+    "                         W8 atomic multi-locks of 2-4 of 16 names\n"
     "  --clients N            clients, each with its own session (W4 with --driver\n"
     "                         blocking: the threads that open the sessions and take\n"
     "                         the locks; W5: the idle sessions)\n"
@@ -86,6 +90,9 @@ static const char usage_text[] =
     "  --driver D             W1-W4, W6, W7: async (default; callback state machines on\n"
     "                         --loops libuv loops; W4 on one) or blocking (a thread\n"
     "                         per client)\n"
+    "  --names K              W1/W3: each cycle takes the client's own K names at once\n"
+    "                         (one baton_lock_many; default 1, at most 8): what a\n"
+    "                         multi-lock costs beside a single lock\n"
     "  --loops N              async driver: libuv loops, one thread each (default 1;\n"
     "                         W5 always runs on one loop)\n"
     "  --sessions K           W4: sessions to open (default 1000)\n"
@@ -127,11 +134,11 @@ static long parse_long(const char *s, long lo, long hi, const char *what)
 
 static int parse_workload(const char *s)
 {
-    static const char *const names[] = {"W1", "W2", "W3", "W4", "W5", "W6", "W7"};
+    static const char *const names[] = {"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8"};
 
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
         if (strcmp(s, names[i]) == 0) return W1 + i;
-    usage_error("--workload must be W1, W2, W3, W4, W5, W6 or W7");
+    usage_error("--workload must be W1, W2, W3, W4, W5, W6, W7 or W8");
     return 0;
 }
 
@@ -166,7 +173,7 @@ static rlim_t nofile_wanted(const struct cfg *cfg)
 
 int main(int argc, char **argv)
 {
-    enum { O_DRIVER = 256, O_LOOPS, O_LEADER, O_TTL, O_INFLIGHT, O_CACERT, O_CERT, O_KEY, O_TOKEN };
+    enum { O_DRIVER = 256, O_NAMES, O_LOOPS, O_LEADER, O_TTL, O_INFLIGHT, O_CACERT, O_CERT, O_KEY, O_TOKEN };
     static const struct option opts[] = {
         {"endpoints", required_argument, NULL, 'e'},
         {"workload", required_argument, NULL, 'w'},
@@ -175,6 +182,7 @@ int main(int argc, char **argv)
         {"hold-ms", required_argument, NULL, 'H'},
         {"driver", required_argument, NULL, O_DRIVER},
         {"loops", required_argument, NULL, O_LOOPS},
+        {"names", required_argument, NULL, O_NAMES},
         {"sessions", required_argument, NULL, 'K'},
         {"locks", required_argument, NULL, 'L'},
         {"pids", required_argument, NULL, 'p'},
@@ -197,6 +205,7 @@ int main(int argc, char **argv)
     memset(&cfg, 0, sizeof cfg);
     cfg.driver = DRV_ASYNC;
     cfg.loops = 1;
+    cfg.names = 1;
     cfg.clients = -1;
     cfg.seconds = -1;
     cfg.sessions = 1000;
@@ -226,6 +235,7 @@ int main(int argc, char **argv)
             else usage_error("--driver must be async or blocking");
             break;
         case O_LOOPS: cfg.loops = (int)parse_long(optarg, 1, MAX_LOOPS, "--loops"); break;
+        case O_NAMES: cfg.names = (int)parse_long(optarg, 1, W1_MAX_NAMES, "--names"); break;
         case 'K': cfg.sessions = (int)parse_long(optarg, 1, 1000000, "--sessions"); break;
         case 'L': cfg.locks = parse_long(optarg, 0, 100000000, "--locks"); break;
         case 'p': parse_pids(&cfg, optarg); break;

@@ -6,6 +6,8 @@
  *       for it shared 9 times in 10, exclusive otherwise.
  *   W7  one name "sem", a semaphore of 8 (.limit = 8, exclusive requests:
  *       each holds one permit).
+ *   W8  16 names "w8-0".."w8-15"; each cycle takes 2 to 4 distinct ones,
+ *       picked at random, exclusively and atomically (baton_lock_many).
  *
  * A request is a list of names with one mode and limit (struct mreq), so
  * that a workload taking several names at once needs only its own pick.
@@ -29,6 +31,7 @@
 #define W6_NAMES 4
 #define W6_SHARED_PER_MILLE 900
 #define W7_LIMIT 8
+#define W8_NAMES 16
 
 int modes_init(struct modes *m, const struct cfg *cfg)
 {
@@ -36,6 +39,7 @@ int modes_init(struct modes *m, const struct cfg *cfg)
     switch (cfg->workload) {
     case W6: m->n_names = W6_NAMES; break;
     case W7: m->n_names = 1; break;
+    case W8: m->n_names = W8_NAMES; break;
     default: return -1;
     }
     for (int i = 0; i < m->n_names; i++) {
@@ -73,6 +77,19 @@ void modes_pick(const struct modes *m, uint64_t *rng, struct mreq *q)
         q->idx[0] = 0;
         q->mode = BATON_MODE_EXCLUSIVE;
         q->limit = W7_LIMIT;
+        return;
+    }
+    if (m->workload == W8) { /* 2..4 distinct names, in a random order */
+        q->n = 2 + (int)(next_rand(rng) % 3);
+        q->mode = BATON_MODE_EXCLUSIVE;
+        for (int k = 0; k < q->n; k++) {
+            int again;
+            do {
+                q->idx[k] = (int)(next_rand(rng) % (uint64_t)m->n_names);
+                again = 0;
+                for (int j = 0; j < k; j++) again |= q->idx[j] == q->idx[k];
+            } while (again);
+        }
         return;
     }
     q->idx[0] = (int)(next_rand(rng) % (uint64_t)m->n_names);
@@ -125,4 +142,15 @@ void modes_leave(struct modes *m, const struct mreq *q)
         atomic_fetch_sub(q->mode == BATON_MODE_SHARED ? &m->shared[q->idx[k]]
                                                       : &m->exclusive[q->idx[k]],
                          1);
+}
+
+void w1_names(const char *first, int k, char (*buf)[48], const char **ptrs)
+{
+    for (int i = 0; i < k; i++) {
+        if (i == 0)
+            snprintf(buf[i], sizeof buf[i], "%s", first);
+        else
+            snprintf(buf[i], sizeof buf[i], "%.32s.%d", first, i);
+        ptrs[i] = buf[i];
+    }
 }

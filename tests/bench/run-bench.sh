@@ -38,9 +38,11 @@
 #       the run; a change is reported as a failure.
 #   W6  $BENCH_W6_CLIENTS clients (default 64) loop on 4 names: pick one,
 #       ask for it shared (9 in 10) or exclusive, release (lock modes)
+#   W8  $BENCH_W8_CLIENTS clients (default 32) loop taking 2 to 4 of 16 names
+#       at once (atomic multi-locks)
 #   W7  $BENCH_W7_CLIENTS clients (default 64) loop on one semaphore of 8
 #       ("sem", .limit = 8)
-#   W6 and W7 hold each grant $BENCH_MODES_HOLD_MS ms (default 0).
+#   W6, W7 and W8 hold each grant $BENCH_MODES_HOLD_MS ms (default 0).
 #
 # W1/W2/W3/W6/W7 use lockbench's async driver (every client its own
 # baton_async_t, all on one libuv loop) unless BENCH_DRIVER=blocking (a
@@ -52,7 +54,7 @@
 # temporary directory is removed.
 #
 # Environment:
-#   BENCH_WORKLOADS     which to run (default "W1 W2 W3 W3R W4 W5 W6 W7")
+#   BENCH_WORKLOADS     which to run (default "W1 W2 W3 W3R W4 W5 W6 W7 W8")
 #   BENCH_DRIVER        lockbench --driver for W1-W4, W6, W7: async (default) or
 #                       blocking
 #   BENCH_LOOPS         lockbench --loops for the async driver (default 1)
@@ -69,6 +71,10 @@
 #   BENCH_W5_SECONDS    the idle window (default max(SECONDS, 10))
 #   BENCH_W6_CLIENTS    default 64
 #   BENCH_W7_CLIENTS    default 64
+#   BENCH_W8_CLIENTS    default 32
+#   BENCH_W1_NAMES      names each W1 cycle takes at once (default "1"; e.g.
+#                       "1 4": each W1 run also with one baton_lock_many of
+#                       4 of the client's own names, the line marked "names")
 #   BENCH_MODES_HOLD_MS W6/W7 hold time, default 0
 #   BENCH_PORT_BASE     default 27000
 #   BENCH_TMPDIR        parent of the temp dir (default /var/tmp, else BUILD_DIR)
@@ -100,7 +106,7 @@ secs=${2:-10}
 batond=$build/batond
 batonctl=$build/batonctl
 lockbench=$build/lockbench
-workloads=${BENCH_WORKLOADS:-W1 W2 W3 W3R W4 W5 W6 W7}
+workloads=${BENCH_WORKLOADS:-W1 W2 W3 W3R W4 W5 W6 W7 W8}
 driver=${BENCH_DRIVER:-async}
 loops=${BENCH_LOOPS:-1}
 w1_clients=${BENCH_W1_CLIENTS:-1 16 64}
@@ -115,6 +121,8 @@ w4_timeout=${BENCH_W4_TIMEOUT:-300}
 w5_clients=${BENCH_W5_CLIENTS:-10000}
 w6_clients=${BENCH_W6_CLIENTS:-64}
 w7_clients=${BENCH_W7_CLIENTS:-64}
+w8_clients=${BENCH_W8_CLIENTS:-32}
+w1_names=${BENCH_W1_NAMES:-1}
 modes_hold=${BENCH_MODES_HOLD_MS:-0}
 w5_secs=${BENCH_W5_SECONDS:-$(awk -v s="$secs" 'BEGIN { print (s < 10 ? 10 : s) }')}
 base=${BENCH_PORT_BASE:-27000}
@@ -324,12 +332,15 @@ lb_finish() {
 }
 
 run_w1() {
-    local n
+    local n k
     start_cluster W1 || { failed=1; stop_cluster; return; }
     for n in $w1_clients; do
-        say "W1 clients=$n seconds=$secs"
-        lb_start --workload W1 --clients "$n" --seconds "$secs" --driver "$driver" --loops "$loops"
-        lb_finish "W1/$n"
+        for k in $w1_names; do
+            say "W1 clients=$n seconds=$secs names=$k"
+            lb_start --workload W1 --clients "$n" --seconds "$secs" --driver "$driver" \
+                --loops "$loops" --names "$k"
+            if [ "$k" = 1 ]; then lb_finish "W1/$n"; else lb_finish "W1/$n/names=$k" "\"names\":$k,"; fi
+        done
     done
     stop_cluster
 }
@@ -492,7 +503,7 @@ run_w5() {
     stop_cluster
 }
 
-# W6, W7 (lock modes): workload $1 with $2 clients on a fresh cluster.
+# W6, W7, W8 (lock modes): workload $1 with $2 clients on a fresh cluster.
 run_modes() {
     local w=$1 n=$2
     start_cluster "$w" || { failed=1; stop_cluster; return; }
@@ -513,6 +524,7 @@ for w in $workloads; do
         W5) run_w5 ;;
         W6) run_modes W6 "$w6_clients" ;;
         W7) run_modes W7 "$w7_clients" ;;
+        W8) run_modes W8 "$w8_clients" ;;
         *) die "unknown workload '$w' in BENCH_WORKLOADS" ;;
     esac
 done

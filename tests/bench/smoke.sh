@@ -96,7 +96,7 @@ check_line() {
         err="no ops"
     elif [ "$w" = W2 ] && { [ -z "$(field "$line" jain)" ] || [ "$(field "$line" max_streak)" = null ]; }; then
         err="no fairness fields"
-    elif { [ "$w" = W6 ] || [ "$w" = W7 ]; } &&
+    elif { [ "$w" = W6 ] || [ "$w" = W7 ] || [ "$w" = W8 ]; } &&
         { [ -z "$(field "$line" jain)" ] || [ "$(field "$line" max_streak)" = null ] ||
             [ -z "$(field "$line" max_holders)" ]; }; then
         err="no fairness or max_holders fields"
@@ -119,33 +119,34 @@ line_of() {
 }
 
 t0=$(ms)
-if bench BENCH_WORKLOADS="W1 W2 W3 W5 W6 W7" BENCH_W1_CLIENTS="1 8" BENCH_W2_CLIENTS="2 8" \
+if bench BENCH_WORKLOADS="W1 W2 W3 W5 W6 W7 W8" BENCH_W1_CLIENTS="1 8" BENCH_W2_CLIENTS="2 8" \
     BENCH_W3_CLIENTS=4 BENCH_W5_CLIENTS=300 BENCH_W5_SECONDS=2 BENCH_W6_CLIENTS=8 \
-    BENCH_W7_CLIENTS=12; then
-    report "run-bench.sh W1 W2 W3 W5 W6 W7 (async driver) exits 0" "$t0" 1
+    BENCH_W7_CLIENTS=12 BENCH_W8_CLIENTS=8; then
+    report "run-bench.sh W1 W2 W3 W5 W6 W7 W8 (async driver) exits 0" "$t0" 1
 else
-    report "run-bench.sh W1 W2 W3 W5 W6 W7 (async driver) exits 0" "$t0" 0 "$(tail -n 3 "$tmp/run.err" | tr '\n' ' ')"
+    report "run-bench.sh W1 W2 W3 W5 W6 W7 W8 (async driver) exits 0" "$t0" 0 "$(tail -n 3 "$tmp/run.err" | tr '\n' ' ')"
 fi
 cp "$tmp/bench.jsonl" "$tmp/async.jsonl" 2>/dev/null
-for spec in "W1 1" "W1 8" "W2 2" "W2 8" "W3 4" "W5 300" "W6 8" "W7 12"; do
+for spec in "W1 1" "W1 8" "W2 2" "W2 8" "W3 4" "W5 300" "W6 8" "W7 12" "W8 8"; do
     t0=$(ms)
     set -- $spec
     check_line "async $1 with $2 clients: line, no errors, no violations" "$(line_of "$1" "$2")" "$t0"
 done
 t0=$(ms)
 rows=$("$here/table.sh" "$tmp/async.jsonl" 2>/dev/null | grep -c '^| W[0-9]')
-report "table.sh makes one row per line" "$t0" "$([ "$rows" = 8 ] && echo 1 || echo 0)" "$rows rows"
+report "table.sh makes one row per line" "$t0" "$([ "$rows" = 9 ] && echo 1 || echo 0)" "$rows rows"
 
 t0=$(ms)
-# W6/W7 hold 1 ms here, so that holders overlap in lockbench and its
+# W6/W7/W8 hold 1 ms here, so that holders overlap in lockbench and its
 # holder counts have something to check.
-if bench BENCH_DRIVER=blocking BENCH_WORKLOADS="W1 W2 W6 W7" BENCH_W1_CLIENTS=4 \
-    BENCH_W2_CLIENTS=4 BENCH_W6_CLIENTS=4 BENCH_W7_CLIENTS=12 BENCH_MODES_HOLD_MS=1; then
-    report "run-bench.sh W1 W2 W6 W7 (blocking driver) exits 0" "$t0" 1
+if bench BENCH_DRIVER=blocking BENCH_WORKLOADS="W1 W2 W6 W7 W8" BENCH_W1_CLIENTS=4 \
+    BENCH_W2_CLIENTS=4 BENCH_W6_CLIENTS=4 BENCH_W7_CLIENTS=12 BENCH_W8_CLIENTS=6 \
+    BENCH_MODES_HOLD_MS=1; then
+    report "run-bench.sh W1 W2 W6 W7 W8 (blocking driver) exits 0" "$t0" 1
 else
-    report "run-bench.sh W1 W2 W6 W7 (blocking driver) exits 0" "$t0" 0 "$(tail -n 3 "$tmp/run.err" | tr '\n' ' ')"
+    report "run-bench.sh W1 W2 W6 W7 W8 (blocking driver) exits 0" "$t0" 0 "$(tail -n 3 "$tmp/run.err" | tr '\n' ' ')"
 fi
-for spec in "W1 4" "W2 4" "W6 4" "W7 12"; do
+for spec in "W1 4" "W2 4" "W6 4" "W7 12" "W8 6"; do
     t0=$(ms)
     set -- $spec
     check_line "blocking $1 with $2 clients: line, no errors, no violations" "$(line_of "$1" "$2")" "$t0"

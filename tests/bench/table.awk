@@ -63,8 +63,8 @@ function pcts(arr,    parts, k, i, s) {
                pair(ms(jget($0, "acq_p50_us")), ms(jget($0, "acq_p99_us")), 2),
                pair(ms(jget($0, "rel_p50_us")), ms(jget($0, "rel_p99_us")), 2),
                fmt(jget($0, "jain"), 4) " / " fmt(jget($0, "max_streak"), 0), errs, notes
-    } else if (w == "W6" || w == "W7") {
-        name = w == "W6" ? "W6 shared/exclusive, 4 names" : "W7 semaphore of 8"
+    } else if (w == "W6" || w == "W7" || w == "W8") {
+        name = w == "W6" ? "W6 shared/exclusive, 4 names" : w == "W7" ? "W7 semaphore of 8" : "W8 multi-locks, 2-4 of 16 names"
         notes = "at most " jget($0, "max_holders") " holders of one name seen at once"
         if (w == "W6")
             notes = fmt(100.0 * jget($0, "shared_ops") / (jget($0, "ops") > 0 ? jget($0, "ops") : 1), 0) \
