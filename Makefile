@@ -346,7 +346,7 @@ $(FAULT_DIR)/faultstore: $(FAULT_DIR)/store.o
 	$(CC) $(LDFLAGS) -o $@ $^
 $(FAULT_DIR)/faultclient: $(FAULT_DIR)/client.o $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
-$(FAULT_DIR)/faultcheck: $(FAULT_DIR)/check.o $(FAULT_DIR)/check_load.o $(FAULT_DIR)/check_hostile.o
+$(FAULT_DIR)/faultcheck: $(addprefix $(FAULT_DIR)/,check.o check_load.o check_modes.o check_hostile.o)
 	$(CC) $(LDFLAGS) -o $@ $^
 $(FAULT_DIR)/faulthostile: $(FAULT_DIR)/hostile.o $(B)/libtest.a $(B)/libproto.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
