@@ -14,26 +14,30 @@
  * can be ordered. The rules (README.md in this directory has the why):
  *
  *  1. Fences are unique: no fence is in two grants.
- *  2. The fenced store's accepted fences never go down, per lock (a check
- *     on the store itself).
- *  3. One holder at a time. If holder A's unlock returned 0, the cluster
- *     counted A as the holder from A's grant until it applied the release,
- *     which came after A called unlock (t_rel). So no other grant of that
- *     lock may reach its client, and the store may accept no other fence
- *     of that lock, between A's grant and A's t_rel.
+ *  2. The fenced store kept its own rules (store.c), replayed over its log.
+ *  3. Holders beside holders. A grant whose unlock returned 0 was held
+ *     from its grant until its unlock call (t_rel): the cluster granted it
+ *     before the one and applied its release after the other. Ordinary
+ *     locks: no other grant of the lock may reach its client then if
+ *     either is exclusive, and the store may accept no other fence's write
+ *     (nor, under an exclusive hold, read). Semaphores of N: a grant and
+ *     the holds certain when it reached its client number at most N
+ *     (check_modes.c).
  *  4. Never silently dropped. A grant must end in a successful unlock or
  *     with its holder told (lost callback, or unlock answering
- *     BATON_ELOST). Evidence that the lock was taken from A while A
- *     believed it held it -- the store rejected A's write, or a higher
- *     fence of the lock was granted before A called unlock -- with A never
- *     told, or an unlock answering BATON_ENOTHELD without a notice, or a
- *     grant neither released nor reported lost, is a silent loss.
- *  5. Fences increase in grant order: a grant that reaches its client
- *     after another grant of the lock has ended (unlock answered, or its
- *     holder told of the loss) has a higher fence.
- *  6. FIFO: if P's ACQUIRE was known committed (QUEUED or GRANT logged)
- *     before Q's ACQUIRE was sent, and both were granted, P's fence is
- *     lower (fences are handed out in grant order).
+ *     BATON_ELOST). Evidence that the hold was taken from A while A
+ *     believed it held it (was_taken: by mode), with A never told, or an
+ *     unlock answering BATON_ENOTHELD without a notice, or a grant neither
+ *     released nor reported lost, is a silent loss.
+ *  5. Fences increase: (a) a grant that reaches its client after another
+ *     grant of the lock has ended (unlock answered, or its holder told of
+ *     the loss) has a higher fence, if either is exclusive; (b) a grant
+ *     known before a request was sent has a lower fence than that
+ *     request's, for any names (check_modes.c).
+ *  6. FIFO, every mode: if P's ACQUIRE was known committed (QUEUED or
+ *     GRANT logged) before Q's ACQUIRE was sent, and both were granted,
+ *     P's fence is lower (queue order is commit order, and waiters are
+ *     granted from the head with fresh fences).
  *  7. An operator's taking is always told. Every hold a forced release
  *     took (FORCED in nemesis.log) and every hold of a session an admin
  *     expiry ended (EXPIRED) ends with its holder told -- the lost
