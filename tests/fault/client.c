@@ -135,6 +135,7 @@ struct app {
     int stopping;
     enum cstate state;
     uint64_t attempt;
+    uint64_t session;        /* the last session opened (SESS) */
     struct hold h;
     int long_holds;          /* --long-holds */
 };
@@ -315,8 +316,11 @@ static void on_locked(baton_async_t *ac, int status, const char *name, uint64_t 
               next_op);
         return;
     }
+    /* A grant and the session's end can arrive together: the context has
+     * forgotten the session (id 0) when this callback runs, and the lost
+     * callback follows. The grant is the last session's. */
     flog(a->log, "GRANT %" PRIu64 " %s %" PRIu64 " %" PRIu64, a->attempt, name, fence,
-         baton_async_session_id(ac));
+         baton_async_session_id(ac) ? baton_async_session_id(ac) : a->session);
     a->state = C_HOLDING;
     p->fence = fence;
     p->lost = 0;
@@ -449,6 +453,7 @@ static void on_open(baton_async_t *ac, int status, uint64_t session, void *data)
         return;
     }
     flog(a->log, "SESS %" PRIu64, session);
+    a->session = session;
     a->state = C_IDLE;
     next_op(a);
 }
@@ -458,10 +463,12 @@ static void on_session(baton_async_t *ac, int status, uint64_t session, void *da
     struct app *a = data;
 
     (void)ac;
-    if (status == 0)
+    if (status == 0) {
         flog(a->log, "SESS %" PRIu64, session);
-    else
+        a->session = session;
+    } else {
         flog(a->log, "SESSFAIL %d", status);
+    }
 }
 
 static void open_session(struct app *a)
