@@ -161,15 +161,34 @@ static size_t first_grant_after(struct ck_grant **v, size_t n, uint64_t t)
 
 /* ---- rule 1: unique fences -------------------------------------------------------- */
 
+/* A grant's fence and the hold it belongs to (client, attempt). */
+struct fence_of {
+    uint64_t fence, attempt;
+    int client;
+};
+
+static int cmp_fence_of(const void *a, const void *b)
+{
+    const struct fence_of *x = a, *y = b;
+    return x->fence < y->fence ? -1 : x->fence > y->fence;
+}
+
+/* One fence per hold: the names of one hold (an atomic multi-lock grant:
+ * one fence for all) share it; two holds never do. */
 static void check_fence_unique(const struct ck_data *d)
 {
-    uint64_t *f = malloc((d->n_gr + 1) * sizeof *f);
+    struct fence_of *f = malloc((d->n_gr + 1) * sizeof *f);
 
     if (f == NULL) exit(2);
-    for (size_t i = 0; i < d->n_gr; i++) f[i] = d->gr[i].fence;
-    qsort(f, d->n_gr, sizeof *f, cmp_u64);
+    for (size_t i = 0; i < d->n_gr; i++)
+        f[i] = (struct fence_of){d->gr[i].fence, d->gr[i].attempt, d->gr[i].client};
+    qsort(f, d->n_gr, sizeof *f, cmp_fence_of);
     for (size_t i = 1; i < d->n_gr; i++)
-        if (f[i] == f[i - 1]) violation(V_FENCE_REUSE, "fence %" PRIu64 " granted twice", f[i]);
+        for (size_t j = i; j-- > 0 && f[j].fence == f[i].fence;)
+            if (f[j].client != f[i].client || f[j].attempt != f[i].attempt) {
+                violation(V_FENCE_REUSE, "fence %" PRIu64 " granted twice", f[i].fence);
+                break;
+            }
     free(f);
 }
 

@@ -32,6 +32,7 @@ struct ck_attempt {
 /* One grant a client was told of, and how it ended: one name of a hold. */
 struct ck_grant {
     int client;
+    uint64_t attempt;    /* the lock call's number: the names of one hold share it */
     char lock[CK_LOCK_MAX];
     int shared;          /* held in shared mode */
     uint32_t limit;      /* a semaphore's N, 0 (or 1) for a lock */

@@ -111,6 +111,7 @@ static void client_line(struct ck_data *d, int c, const char *path, int lineno, 
         g = &d->gr[d->n_gr++];
         memset(g, 0, sizeof *g);
         g->client = c;
+        g->attempt = a;
         snprintf(g->lock, sizeof g->lock, "%s", lock);
         g->shared = at->shared;
         g->limit = at->limit;

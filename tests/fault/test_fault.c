@@ -11,7 +11,8 @@
  *                          grants every lock to everyone): passes only if
  *                          the checker FAILS that run -- proof that it can
  *   fault_checker_*        faultcheck on small logs written here, each
- *                          breaking one rule of the lock modes (or none):
+ *                          breaking one rule of the lock modes (or none;
+ *                          or a fence in two holds):
  *                          the checker must name that rule (or pass)
  *
  * faultrun prints its numbers as "# " lines. `make fault` runs the long
@@ -229,6 +230,21 @@ TEST(fault_checker_permit_silent_loss)
     ASSERT(strstr(out, "VIOLATION") == NULL);
 }
 
+/* One fence in two holds is a violation; the names of one hold (a
+ * multi-lock call: one attempt, one fence) share theirs. */
+TEST(fault_checker_fence_reuse)
+{
+    char out[16384];
+    LOGS(2);
+
+    snprintf(lg[0], sizeof lg[0], "100000 ACQ 1 a 1000 x 0\n100001 ACQ 1 b 1000 x 0\n"
+             "100100 GRANT 1 a 10 7\n100101 GRANT 1 b 10 7\n200000 REL a 10\n"
+             "200001 REL b 10\n200100 RELD a 10 0\n200101 RELD b 10 0\n");
+    if (check_logs(c, 1, out, sizeof out) != 0) FAIL("one hold's shared fence refused:\n%s", out);
+    HOLD(1, 1, "hot0", 'x', 0, 10, 300000, 400000, 0);
+    expect_rule(c, 2, "fence issued twice");
+}
+
 int main(int argc, char **argv)
 {
     ssize_t n = readlink("/proc/self/exe", faultrun, sizeof faultrun - 16);
@@ -248,6 +264,7 @@ int main(int argc, char **argv)
     RUN(fault_checker_fence_global);
     RUN(fault_checker_shared_silent_loss);
     RUN(fault_checker_permit_silent_loss);
+    RUN(fault_checker_fence_reuse);
     RUN(fault_mixed_short);
     RUN(fault_selftest_broken);
     suite_dir_done();
