@@ -326,7 +326,9 @@ $(FUZZ_BIN): $(FUZZ_B)/%: $(FUZZ_B)/obj/tests/fuzz/%.o $(FUZZ_B)/libfuzzlib.a
 # `make fault` runs FAULT_SECONDS of mixed faults and prints the numbers;
 # `make fault-selftest` runs it against $(BROKEN)/batond, whose storage is
 # compiled with -DBATON_TEST_BROKEN_GRANT_ALL (grants every lock to
-# everyone), and succeeds only if the checker fails that run. `make test`
+# everyone), and succeeds only if the checker fails that run, after the
+# checker's own cases (test_fault fault_checker_*: written logs that break
+# the lock modes' rules one at a time). `make test`
 # runs a 2-minute version and the selftest ($(FAULT_TEST)).
 
 .PHONY: fault fault-inner fault-selftest fault-selftest-inner
@@ -335,6 +337,7 @@ fault fault-selftest: deps
 fault-inner: $(PROGS) $(FAULT_PROGS)
 	@BATON_BUILD=$(abspath $(B)) $(FAULT_DIR)/faultrun --seconds $(FAULT_SECONDS)
 fault-selftest-inner: $(FAULT_ALL)
+	@BATON_BUILD=$(abspath $(B)) $(FAULT_TEST) fault_checker
 	@BATON_BUILD=$(abspath $(BROKEN)) $(FAULT_DIR)/faultrun --seconds 30 --expect-violations
 
 $(FAULT_DIR)/faultrun: $(addprefix $(FAULT_DIR)/,run.o nemesis.o nemesis_admin.o nemesis_pause.o \
@@ -346,7 +349,7 @@ $(FAULT_DIR)/faultstore: $(FAULT_DIR)/store.o
 	$(CC) $(LDFLAGS) -o $@ $^
 $(FAULT_DIR)/faultclient: $(FAULT_DIR)/client.o $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
-$(FAULT_DIR)/faultcheck: $(FAULT_DIR)/check.o $(FAULT_DIR)/check_load.o $(FAULT_DIR)/check_hostile.o
+$(FAULT_DIR)/faultcheck: $(addprefix $(FAULT_DIR)/,check.o check_load.o check_modes.o check_hostile.o)
 	$(CC) $(LDFLAGS) -o $@ $^
 $(FAULT_DIR)/faulthostile: $(FAULT_DIR)/hostile.o $(B)/libtest.a $(B)/libproto.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)

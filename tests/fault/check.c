@@ -14,26 +14,30 @@
  * can be ordered. The rules (README.md in this directory has the why):
  *
  *  1. Fences are unique: no fence is in two grants.
- *  2. The fenced store's accepted fences never go down, per lock (a check
- *     on the store itself).
- *  3. One holder at a time. If holder A's unlock returned 0, the cluster
- *     counted A as the holder from A's grant until it applied the release,
- *     which came after A called unlock (t_rel). So no other grant of that
- *     lock may reach its client, and the store may accept no other fence
- *     of that lock, between A's grant and A's t_rel.
+ *  2. The fenced store kept its own rules (store.c), replayed over its log.
+ *  3. Holders beside holders. A grant whose unlock returned 0 was held
+ *     from its grant until its unlock call (t_rel): the cluster granted it
+ *     before the one and applied its release after the other. Ordinary
+ *     locks: no other grant of the lock may reach its client then if
+ *     either is exclusive, and the store may accept no other fence's write
+ *     (nor, under an exclusive hold, read). Semaphores of N: a grant and
+ *     the holds certain when it reached its client number at most N
+ *     (check_modes.c).
  *  4. Never silently dropped. A grant must end in a successful unlock or
  *     with its holder told (lost callback, or unlock answering
- *     BATON_ELOST). Evidence that the lock was taken from A while A
- *     believed it held it -- the store rejected A's write, or a higher
- *     fence of the lock was granted before A called unlock -- with A never
- *     told, or an unlock answering BATON_ENOTHELD without a notice, or a
- *     grant neither released nor reported lost, is a silent loss.
- *  5. Fences increase in grant order: a grant that reaches its client
- *     after another grant of the lock has ended (unlock answered, or its
- *     holder told of the loss) has a higher fence.
- *  6. FIFO: if P's ACQUIRE was known committed (QUEUED or GRANT logged)
- *     before Q's ACQUIRE was sent, and both were granted, P's fence is
- *     lower (fences are handed out in grant order).
+ *     BATON_ELOST). Evidence that the hold was taken from A while A
+ *     believed it held it (was_taken: by mode), with A never told, or an
+ *     unlock answering BATON_ENOTHELD without a notice, or a grant neither
+ *     released nor reported lost, is a silent loss.
+ *  5. Fences increase: (a) a grant that reaches its client after another
+ *     grant of the lock has ended (unlock answered, or its holder told of
+ *     the loss) has a higher fence, if either is exclusive; (b) a grant
+ *     known before a request was sent has a lower fence than that
+ *     request's, for any names (check_modes.c).
+ *  6. FIFO, every mode: if P's ACQUIRE was known committed (QUEUED or
+ *     GRANT logged) before Q's ACQUIRE was sent, and both were granted,
+ *     P's fence is lower (queue order is commit order, and waiters are
+ *     granted from the head with fresh fences).
  *  7. An operator's taking is always told. Every hold a forced release
  *     took (FORCED in nemesis.log) and every hold of a session an admin
  *     expiry ended (EXPIRED) ends with its holder told -- the lost
@@ -61,37 +65,29 @@
 
 #define SHOW_MAX 10 /* detailed lines per kind */
 
-enum vkind {
-    V_FENCE_REUSE,
-    V_STORE_ORDER,
-    V_DOUBLE_GRANT,
-    V_TWO_WRITERS,
-    V_FENCE_ORDER,
-    V_FIFO,
-    V_RELEASE_AFTER_LOST,
-    V_RELEASE_AFTER_FORCED,
-    V_HOSTILE,
-    V_COUNT
-};
-
 static const char *vname[V_COUNT] = {
-    "fence issued twice", "store accepted a lower fence", "two holders granted at once",
-    "two holders' writes accepted at once", "fence not increasing in grant order",
-    "FIFO order broken", "unlock succeeded after the lock was reported lost",
-    "unlock succeeded for a hold an operator had taken",
-    "hostile request not refused",
+    "fence issued twice", "store accepted what its rules refuse",
+    "exclusive holder beside another holder", "write accepted beside another holder",
+    "more holders than the semaphore's limit", "fence not increasing in grant order",
+    "fence not above a grant known before the request", "FIFO order broken",
+    "unlock succeeded after the lock was reported lost",
+    "unlock succeeded for a hold an operator had taken", "hostile request not refused",
 };
 
 static uint64_t viol[V_COUNT];
 static uint64_t t0; /* first event: times are printed relative to it */
 
-static double rel_s(uint64_t t)
+double ck_rel_s(uint64_t t)
 {
     return t >= t0 ? (double)(t - t0) / 1e6 : -(double)(t0 - t) / 1e6;
 }
 
-static void violation(enum vkind k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void violation(enum vkind k, const char *fmt, ...)
+static double rel_s(uint64_t t)
+{
+    return ck_rel_s(t);
+}
+
+void ck_violation(enum ck_vkind k, const char *fmt, ...)
 {
     va_list ap;
 
@@ -102,6 +98,8 @@ static void violation(enum vkind k, const char *fmt, ...)
     va_end(ap);
     putchar('\n');
 }
+
+#define violation ck_violation
 
 /* ---- sorting helpers ---------------------------------------------------------- */
 
@@ -163,69 +161,83 @@ static size_t first_grant_after(struct ck_grant **v, size_t n, uint64_t t)
 
 /* ---- rule 1: unique fences -------------------------------------------------------- */
 
+/* A grant's fence and the hold it belongs to (client, attempt). */
+struct fence_of {
+    uint64_t fence, attempt;
+    int client;
+};
+
+static int cmp_fence_of(const void *a, const void *b)
+{
+    const struct fence_of *x = a, *y = b;
+    return x->fence < y->fence ? -1 : x->fence > y->fence;
+}
+
+/* One fence per hold: the names of one hold (an atomic multi-lock grant:
+ * one fence for all) share it; two holds never do. */
 static void check_fence_unique(const struct ck_data *d)
 {
-    uint64_t *f = malloc((d->n_gr + 1) * sizeof *f);
+    struct fence_of *f = malloc((d->n_gr + 1) * sizeof *f);
 
     if (f == NULL) exit(2);
-    for (size_t i = 0; i < d->n_gr; i++) f[i] = d->gr[i].fence;
-    qsort(f, d->n_gr, sizeof *f, cmp_u64);
+    for (size_t i = 0; i < d->n_gr; i++)
+        f[i] = (struct fence_of){d->gr[i].fence, d->gr[i].attempt, d->gr[i].client};
+    qsort(f, d->n_gr, sizeof *f, cmp_fence_of);
     for (size_t i = 1; i < d->n_gr; i++)
-        if (f[i] == f[i - 1]) violation(V_FENCE_REUSE, "fence %" PRIu64 " granted twice", f[i]);
+        for (size_t j = i; j-- > 0 && f[j].fence == f[i].fence;)
+            if (f[j].client != f[i].client || f[j].attempt != f[i].attempt) {
+                violation(V_FENCE_REUSE, "fence %" PRIu64 " granted twice", f[i].fence);
+                break;
+            }
     free(f);
 }
 
-/* ---- rule 2: the store ------------------------------------------------------------ */
+/* ---- rule 3: holders beside holders ---------------------------------------------------- */
 
-static void check_store(const struct ck_data *d, const char *lock)
+static void lockv_build(const struct ck_data *d, const char *lock, struct ck_lockv *L)
 {
-    uint64_t max = 0;
-
-    for (size_t i = 0; i < d->n_wr; i++) {
-        const struct ck_write *w = &d->wr[i];
-        if (!w->accepted || strcmp(w->lock, lock) != 0) continue;
-        if (w->fence < max)
-            violation(V_STORE_ORDER, "%s: fence %" PRIu64 " accepted at +%.3f s after %" PRIu64,
-                      lock, w->fence, rel_s(w->t), max);
-        if (w->fence > max) max = w->fence;
-    }
-}
-
-/* ---- rule 3: one holder at a time ---------------------------------------------------- */
-
-/* One lock's grants (sorted by t_grant, with prefix maxima of their
- * fences) and the store's accepted writes of it (in time order). */
-struct lockv {
-    struct ck_grant **v;
-    size_t n;
-    uint64_t *premax;          /* premax[i]: highest fence of v[0..i) */
-    const struct ck_write **w;
-    size_t nw;
-};
-
-static void lockv_build(const struct ck_data *d, const char *lock, struct lockv *L)
-{
+    memset(L, 0, sizeof *L);
+    L->lock = lock;
     L->v = grants_of(d, lock, &L->n);
     L->premax = malloc((L->n + 1) * sizeof *L->premax);
+    L->premax_x = malloc((L->n + 1) * sizeof *L->premax_x);
+    L->ok_start = malloc((L->n + 1) * sizeof *L->ok_start);
+    L->ok_end = malloc((L->n + 1) * sizeof *L->ok_end);
     L->w = malloc((d->n_wr + 1) * sizeof *L->w);
-    if (L->premax == NULL || L->w == NULL) exit(2);
-    L->premax[0] = 0;
-    for (size_t i = 0; i < L->n; i++)
-        L->premax[i + 1] = L->v[i]->fence > L->premax[i] ? L->v[i]->fence : L->premax[i];
-    L->nw = 0;
+    if (L->premax == NULL || L->premax_x == NULL || L->ok_start == NULL || L->ok_end == NULL ||
+        L->w == NULL)
+        exit(2);
+    L->premax[0] = L->premax_x[0] = 0;
+    for (size_t i = 0; i < L->n; i++) {
+        const struct ck_grant *g = L->v[i];
+        uint64_t fx = g->shared ? 0 : g->fence;
+        L->premax[i + 1] = g->fence > L->premax[i] ? g->fence : L->premax[i];
+        L->premax_x[i + 1] = fx > L->premax_x[i] ? fx : L->premax_x[i];
+        if (g->rel_status == 0 && g->t_rel != 0) {
+            L->ok_start[L->n_ok] = g->t_grant;
+            L->ok_end[L->n_ok++] = g->t_rel;
+        }
+    }
+    qsort(L->ok_start, L->n_ok, sizeof *L->ok_start, cmp_u64);
+    qsort(L->ok_end, L->n_ok, sizeof *L->ok_end, cmp_u64);
+    if (L->n > 0) L->limit = L->v[0]->limit > 1 ? L->v[0]->limit : 0;
     for (size_t i = 0; i < d->n_wr; i++)
-        if (d->wr[i].accepted && strcmp(d->wr[i].lock, lock) == 0) L->w[L->nw++] = &d->wr[i];
+        if (d->wr[i].accepted && d->wr[i].op != 'D' && strcmp(d->wr[i].lock, lock) == 0)
+            L->w[L->nw++] = &d->wr[i];
 }
 
-static void lockv_free(struct lockv *L)
+static void lockv_free(struct ck_lockv *L)
 {
     free(L->v);
     free(L->premax);
+    free(L->premax_x);
+    free(L->ok_start);
+    free(L->ok_end);
     free(L->w);
 }
 
 /* The session of the grant of `fence` among L's grants, 0 if none. */
-static uint64_t session_of_fence(const struct lockv *L, uint64_t fence)
+static uint64_t session_of_fence(const struct ck_lockv *L, uint64_t fence)
 {
     for (size_t i = 0; i < L->n; i++)
         if (L->v[i]->fence == fence) return L->v[i]->session;
@@ -236,7 +248,7 @@ static uint64_t session_of_fence(const struct lockv *L, uint64_t fence)
  * -- a forced release with --now (or one that may have been, fence 0), or
  * an expiry of its session -- so that its holder could still write before
  * hearing of it? (Rule 7.) */
-static int handed_on_by_operator(const struct ck_data *d, const struct lockv *L, const char *lock,
+static int handed_on_by_operator(const struct ck_data *d, const struct ck_lockv *L, const char *lock,
                                  uint64_t fence, uint64_t t)
 {
     uint64_t session = 0;
@@ -255,23 +267,31 @@ static int handed_on_by_operator(const struct ck_data *d, const struct lockv *L,
     return 0;
 }
 
-/* Grant g ended with a successful unlock: nothing else of its lock may be
- * granted or written between its grant and its unlock call (except the
- * stale writes of a hold an operator handed on at once: rule 7). */
+/*
+ * Grant g of an ordinary lock ended with a successful unlock: from its
+ * grant to its unlock call the cluster counted it as a holder. If g is
+ * exclusive, no other grant of the lock may reach its client then, and the
+ * store may accept no other fence's write or read; if g is shared, no
+ * exclusive grant may reach its client and no other fence's write be
+ * accepted (except the stale writes of a hold an operator handed on at
+ * once: rule 7). Semaphores: ck_check_limit.
+ */
 static void check_one_holder(const struct ck_data *d, const struct ck_grant *g,
-                             const struct lockv *L)
+                             const struct ck_lockv *L)
 {
     struct ck_grant **v = L->v;
     size_t n = L->n, lo = 0, hi = L->nw;
 
     if (g->rel_status != 0 || g->t_rel == 0) return;
     for (size_t k = first_grant_after(v, n, g->t_grant); k < n && v[k]->t_grant < g->t_rel; k++)
-        if (v[k] != g)
+        if (v[k] != g && (!g->shared || !v[k]->shared))
             violation(V_DOUBLE_GRANT,
-                      "%s: client %d got fence %" PRIu64 " at +%.3f s while client %d held "
-                      "fence %" PRIu64 " (granted +%.3f s, released OK, unlock called +%.3f s)",
-                      g->lock, v[k]->client, v[k]->fence, rel_s(v[k]->t_grant), g->client,
-                      g->fence, rel_s(g->t_grant), rel_s(g->t_rel));
+                      "%s: client %d got fence %" PRIu64 " (%s) at +%.3f s while client %d held "
+                      "fence %" PRIu64 " (%s, granted +%.3f s, released OK, unlock called "
+                      "+%.3f s)",
+                      g->lock, v[k]->client, v[k]->fence, v[k]->shared ? "shared" : "exclusive",
+                      rel_s(v[k]->t_grant), g->client, g->fence,
+                      g->shared ? "shared" : "exclusive", rel_s(g->t_grant), rel_s(g->t_rel));
     while (lo < hi) { /* the first accepted write after the grant */
         size_t mid = (lo + hi) / 2;
         if (L->w[mid]->t <= g->t_grant)
@@ -281,11 +301,14 @@ static void check_one_holder(const struct ck_data *d, const struct ck_grant *g,
     }
     for (size_t i = lo; i < L->nw && L->w[i]->t < g->t_rel; i++) {
         const struct ck_write *w = L->w[i];
-        if (w->fence != g->fence && !handed_on_by_operator(d, L, g->lock, w->fence, w->t))
+        if (w->fence != g->fence && (w->op == 'W' || !g->shared) &&
+            !handed_on_by_operator(d, L, g->lock, w->fence, w->t))
             violation(V_TWO_WRITERS,
-                      "%s: store accepted fence %" PRIu64 " at +%.3f s while client %d held "
-                      "fence %" PRIu64 " (granted +%.3f s, released OK, unlock called +%.3f s)",
-                      g->lock, w->fence, rel_s(w->t), g->client, g->fence, rel_s(g->t_grant),
+                      "%s: store accepted fence %" PRIu64 " (%s) at +%.3f s while client %d held "
+                      "fence %" PRIu64 " (%s, granted +%.3f s, released OK, unlock called "
+                      "+%.3f s)",
+                      g->lock, w->fence, w->op == 'W' ? "write" : "read", rel_s(w->t), g->client,
+                      g->fence, g->shared ? "shared" : "exclusive", rel_s(g->t_grant),
                       rel_s(g->t_rel));
     }
 }
@@ -294,6 +317,7 @@ static void check_one_holder(const struct ck_data *d, const struct ck_grant *g,
 
 struct notice_stats {
     uint64_t released_ok, told, told_late, unconfirmed, silent, stale_rejects;
+    uint64_t permit_refused; /* permit writes refused to holders never told (not evidence) */
 };
 
 static void silent(struct notice_stats *ns, const struct ck_grant *g, const char *why)
@@ -303,17 +327,31 @@ static void silent(struct notice_stats *ns, const struct ck_grant *g, const char
                g->client, g->fence, rel_s(g->t_grant), why);
 }
 
-static void check_notice(const struct ck_grant *g, const struct lockv *L,
+/*
+ * Evidence that the cluster took g from its holder while the holder still
+ * believed it held it (before `stop`, its unlock call): for an exclusive
+ * hold, any higher fence of the lock reached its client, or the store
+ * refused g's write or read (a newer holder had acted); for a shared hold,
+ * a higher *exclusive* fence reached its client, or the store refused its
+ * read (a newer writer had written); for a permit, N others certainly held
+ * the semaphore at one moment (a refused permit write is no evidence: the
+ * store cannot tell a stale newer permit from a live one, store.c).
+ */
+static int was_taken(const struct ck_grant *g, const struct ck_lockv *L, uint64_t stop)
+{
+    size_t k = first_grant_after(L->v, L->n, stop - 1);
+
+    if (ck_is_permit(g->limit)) return ck_permit_taken(L, g, stop);
+    return g->n_rej > 0 || (g->shared ? L->premax_x[k] : L->premax[k]) > g->fence;
+}
+
+static void check_notice(const struct ck_grant *g, const struct ck_lockv *L,
                          struct notice_stats *ns)
 {
     uint64_t stop = g->t_rel ? g->t_rel : UINT64_MAX;
-    int taken = g->n_rej > 0, told = g->t_told != 0;
+    int permit = ck_is_permit(g->limit), told = g->t_told != 0, taken;
 
-    /* A higher fence of the lock reached its client before g's holder let
-     * go: the cluster had taken the lock from g. */
-    if (L->premax[first_grant_after(L->v, L->n, stop - 1)] > g->fence) taken = 1;
     ns->stale_rejects += (uint64_t)g->n_rej;
-
     if (told && g->rel_status == 0)
         violation(V_RELEASE_AFTER_LOST, "%s: client %d fence %" PRIu64 " was reported lost at "
                   "+%.3f s, yet its unlock returned 0", g->lock, g->client, g->fence,
@@ -322,18 +360,26 @@ static void check_notice(const struct ck_grant *g, const struct lockv *L,
         ns->released_ok++; /* an overlap here is rule 3's violation */
         return;
     }
+    taken = was_taken(g, L, stop);
     if (told) {
         ns->told++;
         if (taken) ns->told_late++;
         return;
     }
+    if (permit && g->n_rej > 0) ns->permit_refused++;
     if (g->rel_status == BATON_ENOTHELD)
         silent(ns, g, "unlock answered BATON_ENOTHELD and the holder was never told");
     else if (taken)
-        silent(ns, g, g->n_rej ? "the store rejected its write (a newer fence had written) and "
-                                 "the holder was never told"
-                               : "a higher fence was granted before it let go, and it was never "
-                                 "told");
+        silent(ns, g, permit ? "the semaphore's limit of others certainly held it before it let "
+                               "go, and it was never told"
+                      : !g->shared && g->n_rej ? "the store rejected its write (a newer fence "
+                                                 "had acted) and the holder was never told"
+                      : g->n_rej ? "the store rejected its read (a newer writer had written) and "
+                                   "the holder was never told"
+                      : g->shared ? "a higher exclusive fence was granted before it let go, and "
+                                    "it was never told"
+                                  : "a higher fence was granted before it let go, and it was "
+                                    "never told");
     else if (g->t_rel == 0)
         silent(ns, g, "neither released nor reported lost");
     else
@@ -424,11 +470,18 @@ static int cmp_ended(const void *a, const void *b)
     return x->t < y->t ? -1 : x->t > y->t;
 }
 
+/*
+ * A grant that reaches its client after another grant of the lock ended
+ * has a higher fence -- if the two could not hold together (one of them
+ * exclusive): then the later one was granted after the earlier one's hold
+ * ended. Two shared holds may overlap, and a later-delivered one may have
+ * been granted first. Not for semaphores (their holders overlap).
+ */
 static void check_fence_order(struct ck_grant **v, size_t n)
 {
     struct ended *e = malloc((n + 1) * sizeof *e);
     size_t ne = 0, j = 0;
-    const struct ck_grant *maxg = NULL;
+    const struct ck_grant *maxg = NULL, *maxg_x = NULL;
 
     if (e == NULL) exit(2);
     for (size_t i = 0; i < n; i++) {
@@ -437,16 +490,21 @@ static void check_fence_order(struct ck_grant **v, size_t n)
     }
     qsort(e, ne, sizeof *e, cmp_ended);
     for (size_t i = 0; i < n; i++) {
+        const struct ck_grant *before;
         while (j < ne && e[j].t < v[i]->t_grant) {
             if (maxg == NULL || e[j].fence > maxg->fence) maxg = e[j].g;
+            if (!e[j].g->shared && (maxg_x == NULL || e[j].fence > maxg_x->fence))
+                maxg_x = e[j].g;
             j++;
         }
-        if (maxg && v[i]->fence <= maxg->fence)
+        before = v[i]->shared ? maxg_x : maxg;
+        if (before && v[i]->fence <= before->fence)
             violation(V_FENCE_ORDER,
-                      "%s: client %d got fence %" PRIu64 " at +%.3f s, after fence %" PRIu64
-                      " (client %d) had ended",
-                      v[i]->lock, v[i]->client, v[i]->fence, rel_s(v[i]->t_grant), maxg->fence,
-                      maxg->client);
+                      "%s: client %d got fence %" PRIu64 " (%s) at +%.3f s, after fence %" PRIu64
+                      " (client %d, %s) had ended",
+                      v[i]->lock, v[i]->client, v[i]->fence, v[i]->shared ? "shared" : "exclusive",
+                      rel_s(v[i]->t_grant), before->fence, before->client,
+                      before->shared ? "shared" : "exclusive");
     }
     free(e);
 }
@@ -472,14 +530,26 @@ static int cmp_att_sent(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Returns the number of (P, Q) pairs where P was waiting in the queue,
- * known committed, when Q was sent: the pairs that really test FIFO. */
-static uint64_t check_fifo(const struct ck_data *d, const char *lock)
+/* An attempt's kind for the FIFO counts: 0 exclusive, 1 shared, 2 permit. */
+static int att_kind(const struct ck_attempt *a)
+{
+    return ck_is_permit(a->limit) ? 2 : a->shared;
+}
+
+/*
+ * Queue order is commit order, whatever the modes: a new request is
+ * granted at once only when nobody waits, and waiters are granted from
+ * the head, each with a fresh fence, even when several shared ones (or
+ * permits) go in one step. So if P's ACQUIRE was known committed (QUEUED
+ * or GRANT logged) before Q's was sent, and both were granted, P's fence
+ * is lower. Adds to pairs[P's kind][Q's kind] the pairs where P was still
+ * waiting in the queue when Q was sent: the pairs that really test FIFO.
+ */
+static void check_fifo(const struct ck_data *d, const char *lock, uint64_t pairs[3][3])
 {
     struct ck_attempt **k = malloc((d->n_att + 1) * sizeof *k), **s;
     const struct ck_attempt *maxp = NULL;
     size_t n = 0, j = 0;
-    uint64_t pairs = 0;
 
     s = malloc((d->n_att + 1) * sizeof *s);
     if (k == NULL || s == NULL) exit(2);
@@ -504,12 +574,11 @@ static uint64_t check_fifo(const struct ck_data *d, const char *lock)
         for (size_t m = j; m-- > 0;) {
             const struct ck_attempt *p = k[m];
             if (known_at(p) + 60000000u < q->t_sent) break;
-            if (p->t_queued && p->t_end > q->t_sent) pairs++;
+            if (p->t_queued && p->t_end > q->t_sent) pairs[att_kind(p)][att_kind(q)]++;
         }
     }
     free(k);
     free(s);
-    return pairs;
 }
 
 /* ---- availability and faults --------------------------------------------------------------- */
@@ -621,6 +690,36 @@ static void print_unavailability(const struct ck_data *d)
     free(t);
 }
 
+/* The most holders that certainly held L at one moment (a grant's). */
+static size_t most_at_once(const struct ck_lockv *L)
+{
+    size_t most = 0;
+
+    for (size_t i = 0; i < L->n; i++) {
+        size_t at = ck_certain_at(L, L->v[i]->t_grant);
+        if (!(L->v[i]->rel_status == 0 && L->v[i]->t_rel != 0)) at++;
+        if (at > most) most = at;
+    }
+    return most;
+}
+
+/* One lock's line: its grants by mode and the most holders at once. */
+static void print_lock(const struct ck_data *d, const struct ck_lockv *L, size_t most)
+{
+    uint64_t shared = 0, queued = 0;
+
+    for (size_t i = 0; i < L->n; i++) shared += (uint64_t)L->v[i]->shared;
+    for (size_t i = 0; i < d->n_att; i++)
+        queued += d->att[i].t_queued != 0 && strcmp(d->att[i].lock, L->lock) == 0;
+    if (L->limit)
+        printf("lock %s (semaphore of %u): %zu permits granted, %" PRIu64 " requests queued, "
+               "up to %zu holders at once\n", L->lock, L->limit, L->n, queued, most);
+    else
+        printf("lock %s: %zu grants (%" PRIu64 " exclusive, %" PRIu64 " shared), %" PRIu64
+               " requests queued, up to %zu holders at once\n", L->lock, L->n, L->n - shared,
+               shared, queued, most);
+}
+
 int main(int argc, char **argv)
 {
     char names[64][CK_LOCK_MAX];
@@ -628,7 +727,8 @@ int main(int argc, char **argv)
     struct notice_stats ns = {0};
     struct taken_stats ts = {0};
     struct ck_hostile hs;
-    uint64_t fifo_pairs = 0, writes_ok = 0, writes_rej = 0, att_failed = 0, att_queued = 0;
+    uint64_t fifo_pairs[3][3] = {{0}}, writes_ok = 0, writes_rej = 0, att_failed = 0,
+             att_queued = 0, by_mode[3] = {0}, fifo_total = 0;
     uint64_t total_viol = 0;
     size_t nl;
     int parse_errors;
@@ -641,19 +741,30 @@ int main(int argc, char **argv)
     t0 = d.t_first;
 
     check_fence_unique(&d);
+    ck_check_fence_global(&d);
     nl = lock_names(&d, names, 64);
     for (size_t l = 0; l < nl; l++) {
-        struct lockv L;
+        struct ck_lockv L;
+        size_t most;
         lockv_build(&d, names[l], &L);
-        check_store(&d, names[l]);
+        ck_check_store(&d, names[l]);
         for (size_t i = 0; i < L.n; i++) {
-            check_one_holder(&d, L.v[i], &L);
+            if (!L.limit) check_one_holder(&d, L.v[i], &L);
             check_notice(L.v[i], &L, &ns);
+            by_mode[L.limit ? 2 : L.v[i]->shared]++;
         }
-        check_fence_order(L.v, L.n);
-        fifo_pairs += check_fifo(&d, names[l]);
+        if (L.limit) {
+            most = ck_check_limit(&L);
+        } else {
+            most = most_at_once(&L);
+            check_fence_order(L.v, L.n);
+        }
+        check_fifo(&d, names[l], fifo_pairs);
+        print_lock(&d, &L, most);
         lockv_free(&L);
     }
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) fifo_total += fifo_pairs[i][j];
     check_taken(&d, &ns, &ts);
     for (size_t i = 0; i < d.n_wr; i++) {
         if (d.wr[i].accepted)
@@ -680,6 +791,8 @@ int main(int argc, char **argv)
            "%" PRIu64 " writes accepted, %" PRIu64 " stale writes rejected, %" PRIu64
            " releases OK\n",
            d.n_att, att_queued, att_failed, d.n_gr, writes_ok, writes_rej, ns.released_ok);
+    printf("grants by mode: %" PRIu64 " exclusive, %" PRIu64 " shared, %" PRIu64
+           " semaphore permits\n", by_mode[0], by_mode[1], by_mode[2]);
     print_faults(&d);
     if (hs.ran)
         printf("hostile client: %" PRIu64 " requests naming others' sessions: %" PRIu64
@@ -689,6 +802,9 @@ int main(int argc, char **argv)
     printf("lost with notice: %" PRIu64 " (%" PRIu64 " after the lock had moved on, fenced off); "
            "releases unconfirmed: %" PRIu64 "; LOST for unknown grants: %" PRIu64 "\n",
            ns.told, ns.told_late, ns.unconfirmed, d.lost_unmatched);
+    if (ns.permit_refused)
+        printf("permit writes refused to holders never told: %" PRIu64 " (no evidence of a "
+               "loss: README)\n", ns.permit_refused);
     printf("operator: %" PRIu64 " forced releases (%" PRIu64 " with --now), %" PRIu64
            " expiries, %" PRIu64 " of unknown outcome; %" PRIu64 " holds taken: %" PRIu64
            " holders told (the longest %.3f s after batonctl started), %" PRIu64
@@ -699,8 +815,11 @@ int main(int argc, char **argv)
     for (int k = 0; k < V_COUNT; k++) printf("%s %s %" PRIu64, k ? "," : " (", vname[k], viol[k]);
     printf(")\n");
     printf("lost without notice: %" PRIu64 "\n", ns.silent);
-    printf("fifo: %" PRIu64 " queued pairs (waiter committed before the other was sent)\n",
-           fifo_pairs);
+    printf("fifo: %" PRIu64 " queued pairs (waiter committed before the other was sent); "
+           "waiter/later exclusive/exclusive %" PRIu64 ", exclusive/shared %" PRIu64
+           ", shared/exclusive %" PRIu64 ", shared/shared %" PRIu64 ", permit/permit %" PRIu64
+           "\n", fifo_total, fifo_pairs[0][0], fifo_pairs[0][1], fifo_pairs[1][0],
+           fifo_pairs[1][1], fifo_pairs[2][2]);
     print_unavailability(&d);
     parse_errors = d.parse_errors + hs.parse_errors;
     if (parse_errors) printf("unreadable log lines: %d\n", parse_errors);

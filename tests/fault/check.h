@@ -12,10 +12,15 @@
 #define CK_LOCK_MAX 32
 #define CK_NO_STATUS (-999999)
 
-/* One lock call of a client (ACQ ... GRANT | AFAIL). */
+/* One lock call of a client for one name (ACQ ... GRANT | AFAIL). A call
+ * that takes several names at once would log an ACQ per name with one
+ * attempt id: each name is an attempt of its own here. */
 struct ck_attempt {
     int client;
+    uint64_t id;         /* the client's attempt number */
     char lock[CK_LOCK_MAX];
+    int shared;          /* asked for in shared mode */
+    uint32_t limit;      /* a semaphore's N, 0 (or 1) for a lock */
     uint64_t t_sent;     /* ACQ: logged before the call, so before the send */
     uint64_t t_queued;   /* first QUEUED, 0 if none */
     uint64_t t_end;      /* GRANT or AFAIL, 0 if neither */
@@ -24,10 +29,13 @@ struct ck_attempt {
     int status;          /* AFAIL's status, or 0 */
 };
 
-/* One grant a client was told of, and how it ended. */
+/* One grant a client was told of, and how it ended: one name of a hold. */
 struct ck_grant {
     int client;
+    uint64_t attempt;    /* the lock call's number: the names of one hold share it */
     char lock[CK_LOCK_MAX];
+    int shared;          /* held in shared mode */
+    uint32_t limit;      /* a semaphore's N, 0 (or 1) for a lock */
     uint64_t fence, session;
     uint64_t t_grant;    /* the lock callback ran */
     uint64_t t_rel;      /* unlock called: the holder stopped writing; 0: never */
@@ -38,13 +46,15 @@ struct ck_grant {
     int n_ok, n_rej, n_err;
 };
 
-/* One decision of the fenced store. */
+/* One decision of the fenced store (store.c). */
 struct ck_write {
     uint64_t t;
+    char op;             /* W write, S read, P permit write, D permit done */
     char lock[CK_LOCK_MAX];
     uint64_t fence;
-    int accepted;
-    uint64_t max;        /* rejected: the fence it had seen */
+    int accepted;        /* D: 1 */
+    uint64_t max;        /* rejected: the fence that shut it out */
+    uint32_t limit;      /* P: the semaphore's N */
 };
 
 /* One nemesis line: FAULT (start) or HEAL (end) of a fault. */
@@ -86,6 +96,73 @@ struct ck_data {
     uint64_t t_first, t_last;
     int parse_errors;
 };
+
+/* ---- the rules (check.c; the lock modes' in check_modes.c) ---- */
+
+enum ck_vkind {
+    V_FENCE_REUSE,
+    V_STORE_ORDER,
+    V_DOUBLE_GRANT,
+    V_TWO_WRITERS,
+    V_OVER_LIMIT,
+    V_FENCE_ORDER,
+    V_FENCE_GLOBAL,
+    V_FIFO,
+    V_RELEASE_AFTER_LOST,
+    V_RELEASE_AFTER_FORCED,
+    V_HOSTILE,
+    V_COUNT
+};
+
+/* Count a violation of kind k; print the first few of each kind. */
+void ck_violation(enum ck_vkind k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A log time as seconds since the first event, for messages. */
+double ck_rel_s(uint64_t t);
+
+/* Is g a permit of a semaphore (N > 1)? */
+static inline int ck_is_permit(uint32_t limit)
+{
+    return limit > 1;
+}
+
+/*
+ * One lock's grants (sorted by t_grant, with prefix maxima of their
+ * fences: of all, and of the exclusive ones), the store's accepted writes
+ * and reads of it (in time order), and for a semaphore the intervals in
+ * which holders certainly held a permit (grant to unlock call, of the
+ * grants whose unlock returned 0), as sorted starts and ends.
+ */
+struct ck_lockv {
+    const char *lock;
+    struct ck_grant **v;
+    size_t n;
+    uint64_t *premax;          /* premax[i]: highest fence of v[0..i) */
+    uint64_t *premax_x;        /* the same over the exclusive grants */
+    const struct ck_write **w;
+    size_t nw;
+    uint32_t limit;            /* a semaphore's N (the first grant's), 0 for a lock */
+    uint64_t *ok_start, *ok_end;
+    size_t n_ok;
+};
+
+/* Holders that certainly held lock L at time t: grants whose unlock
+ * returned 0, from their grant to their unlock call. */
+size_t ck_certain_at(const struct ck_lockv *L, uint64_t t);
+
+/* check_modes.c */
+/* Rule 2: replay the store's decisions on `lock` (store.c) and flag any
+ * it got wrong. */
+void ck_check_store(const struct ck_data *d, const char *lock);
+/* Rule 3 for a semaphore: never more than N holders; returns the most
+ * that certainly held at once. */
+size_t ck_check_limit(const struct ck_lockv *L);
+/* Rule 4 for a permit g (not released OK): did N others certainly hold
+ * the semaphore at some moment between g's grant and `stop` (g cannot have
+ * held it then)? */
+int ck_permit_taken(const struct ck_lockv *L, const struct ck_grant *g, uint64_t stop);
+/* Rule 5b: a grant known (GRANT logged) before another request was sent
+ * has a lower fence, whatever the names. */
+void ck_check_fence_global(const struct ck_data *d);
 
 /* What the hostile client's requests got (check_hostile.c). */
 struct ck_hostile {

@@ -50,14 +50,29 @@ static void bad_line(struct ck_data *d, const char *path, int lineno, const char
         fprintf(stderr, "faultcheck: %s:%d: cannot read '%.80s'\n", path, lineno, line);
 }
 
-/* One line of client c's log. cur_att: index of its attempt in progress. */
+/* Client c's attempt `id` on `lock` still in progress (no GRANT or AFAIL
+ * yet), or NULL. first: index of c's first attempt (a client's attempts
+ * are contiguous: its log is read in one go). */
+static struct ck_attempt *attempt_find(struct ck_data *d, size_t first, unsigned long long id,
+                                       const char *lock)
+{
+    for (size_t i = d->n_att; i-- > first;) {
+        struct ck_attempt *at = &d->att[i];
+        if (at->id == id && at->t_end == 0 && strcmp(at->lock, lock) == 0) return at;
+        if (at->id < id) break;
+    }
+    return NULL;
+}
+
+/* One line of client c's log. first_att: index of c's first attempt. */
 static void client_line(struct ck_data *d, int c, const char *path, int lineno, char *line,
-                        long *cur_att)
+                        size_t first_att)
 {
     unsigned long long t, a, fence, x;
     char ev[16], lock[CK_LOCK_MAX];
     int st, k;
     struct ck_grant *g;
+    struct ck_attempt *at;
 
     if (sscanf(line, "%llu %15s", &t, ev) != 2) {
         bad_line(d, path, lineno, line);
@@ -66,41 +81,50 @@ static void client_line(struct ck_data *d, int c, const char *path, int lineno, 
     see_time(d, t);
     if (strcmp(ev, "ACQ") == 0) {
         long long wait;
-        struct ck_attempt *at;
-        if (sscanf(line, "%*u %*s %llu %31s %lld", &a, lock, &wait) != 3) goto bad;
+        char mode = 'x';
+        unsigned limit = 0;
+        /* Older logs end after WAIT_MS: exclusive locks. */
+        int n = sscanf(line, "%*u %*s %llu %31s %lld %c %u", &a, lock, &wait, &mode, &limit);
+        if ((n != 3 && n != 5) || (mode != 'x' && mode != 's')) goto bad;
         GROW(d->att, d->n_att, d->cap_att);
-        at = &d->att[d->n_att];
+        at = &d->att[d->n_att++];
         memset(at, 0, sizeof *at);
         at->client = c;
+        at->id = a;
         snprintf(at->lock, sizeof at->lock, "%s", lock);
+        at->shared = mode == 's';
+        at->limit = limit;
         at->t_sent = t;
-        *cur_att = (long)d->n_att++;
     } else if (strcmp(ev, "QUEUED") == 0) {
-        if (*cur_att < 0) goto bad;
-        if (d->att[*cur_att].t_queued == 0) d->att[*cur_att].t_queued = t;
-    } else if (strcmp(ev, "GRANT") == 0) {
-        struct ck_attempt *at;
-        if (sscanf(line, "%*u %*s %llu %31s %llu %llu", &a, lock, &fence, &x) != 4 || *cur_att < 0)
+        if (sscanf(line, "%*u %*s %llu %31s", &a, lock) != 2 ||
+            (at = attempt_find(d, first_att, a, lock)) == NULL)
             goto bad;
-        at = &d->att[*cur_att];
+        if (at->t_queued == 0) at->t_queued = t;
+    } else if (strcmp(ev, "GRANT") == 0) {
+        if (sscanf(line, "%*u %*s %llu %31s %llu %llu", &a, lock, &fence, &x) != 4 ||
+            (at = attempt_find(d, first_att, a, lock)) == NULL)
+            goto bad;
         at->t_end = t;
         at->granted = 1;
         at->fence = fence;
-        *cur_att = -1;
         GROW(d->gr, d->n_gr, d->cap_gr);
         g = &d->gr[d->n_gr++];
         memset(g, 0, sizeof *g);
         g->client = c;
+        g->attempt = a;
         snprintf(g->lock, sizeof g->lock, "%s", lock);
+        g->shared = at->shared;
+        g->limit = at->limit;
         g->fence = fence;
         g->session = x;
         g->t_grant = t;
         g->rel_status = CK_NO_STATUS;
     } else if (strcmp(ev, "AFAIL") == 0) {
-        if (sscanf(line, "%*u %*s %llu %31s %d", &a, lock, &st) != 3 || *cur_att < 0) goto bad;
-        d->att[*cur_att].t_end = t;
-        d->att[*cur_att].status = st;
-        *cur_att = -1;
+        if (sscanf(line, "%*u %*s %llu %31s %d", &a, lock, &st) != 3 ||
+            (at = attempt_find(d, first_att, a, lock)) == NULL)
+            goto bad;
+        at->t_end = t;
+        at->status = st;
     } else if (strcmp(ev, "WRITE") == 0 || strcmp(ev, "WOK") == 0 || strcmp(ev, "WREJ") == 0 ||
                strcmp(ev, "WERR") == 0) {
         if (sscanf(line, "%*u %*s %31s %llu %d", lock, &fence, &k) != 3) goto bad;
@@ -154,16 +178,52 @@ static int load_client(struct ck_data *d, const char *path, int c)
 {
     FILE *f = open_log(path);
     char line[512];
-    long cur = -1;
+    size_t first = d->n_att;
     int lineno = 0;
 
     if (f == NULL) return -1;
     while (fgets(line, sizeof line, f)) {
         lineno++;
         line[strcspn(line, "\n")] = '\0';
-        if (line[0]) client_line(d, c, path, lineno, line, &cur);
+        if (line[0]) client_line(d, c, path, lineno, line, first);
     }
     fclose(f);
+    return 0;
+}
+
+/* One line of store.log (store.c): "A OP ...", "R OP ... MAX" or "D ...".
+ * 0, or -1 if it cannot be read. */
+static int store_line(struct ck_data *d, const char *line)
+{
+    unsigned long long t, fence, max = 0, limit = 0, k;
+    char verdict[4], op = 'W', lock[CK_LOCK_MAX], who[64];
+    struct ck_write *w;
+    int n;
+
+    if (sscanf(line, "%llu %3s", &t, verdict) != 2) return -1;
+    if (strcmp(verdict, "D") == 0) {
+        if (sscanf(line, "%*u %*s %31s %llu %63s", lock, &fence, who) != 3) return -1;
+        op = 'D';
+    } else if (strcmp(verdict, "A") == 0 || strcmp(verdict, "R") == 0) {
+        int rej = verdict[0] == 'R';
+        n = sscanf(line, "%*u %*s %c %31s %llu %63s %llu %llu %llu", &op, lock, &fence, who, &k,
+                   rej ? &max : &limit, &limit);
+        if ((op != 'W' && op != 'S' && op != 'P') || n < 5 + rej ||
+            n != 5 + rej + (op == 'P'))
+            return -1;
+    } else {
+        return -1;
+    }
+    GROW(d->wr, d->n_wr, d->cap_wr);
+    w = &d->wr[d->n_wr++];
+    w->t = t;
+    w->op = op;
+    snprintf(w->lock, sizeof w->lock, "%s", lock);
+    w->fence = fence;
+    w->accepted = verdict[0] != 'R';
+    w->max = verdict[0] == 'R' ? max : fence;
+    w->limit = (uint32_t)limit;
+    see_time(d, t);
     return 0;
 }
 
@@ -175,25 +235,9 @@ static int load_store(struct ck_data *d, const char *path)
 
     if (f == NULL) return -1;
     while (fgets(line, sizeof line, f)) {
-        unsigned long long t, fence, max = 0;
-        char kind[4], lock[CK_LOCK_MAX];
-        int n = sscanf(line, "%llu %3s %31s %llu %*s %*d %llu", &t, kind, lock, &fence, &max);
-        struct ck_write *w;
-
         lineno++;
-        if (n < 4 || (kind[0] != 'A' && kind[0] != 'R') || (kind[0] == 'R' && n != 5)) {
-            line[strcspn(line, "\n")] = '\0';
-            bad_line(d, path, lineno, line);
-            continue;
-        }
-        GROW(d->wr, d->n_wr, d->cap_wr);
-        w = &d->wr[d->n_wr++];
-        w->t = t;
-        snprintf(w->lock, sizeof w->lock, "%s", lock);
-        w->fence = fence;
-        w->accepted = kind[0] == 'A';
-        w->max = kind[0] == 'R' ? max : fence;
-        see_time(d, t);
+        line[strcspn(line, "\n")] = '\0';
+        if (store_line(d, line) != 0) bad_line(d, path, lineno, line);
     }
     fclose(f);
     return 0;

@@ -1,8 +1,25 @@
 /*
  * client.c -- faultclient: one worker of the fault harness. It loops
  *
- *     lock a random hot lock -> 2..4 guarded writes to the fenced store
+ *     lock a random name -> 2..4 guarded operations on the fenced store
  *     (tests/fault/store.c) with the lock's fence -> unlock
+ *
+ * What it locks. By default only the exclusive hot locks hot0..hotK-1.
+ * With --modes it mixes the lock modes (README "Lock modes"): one call in
+ * five takes a hot lock, two in five the read/write lock `rw0` (shared two
+ * times in three, exclusive otherwise) and two in five a permit of the
+ * semaphore `sem0` (limit --sem-limit, 3). The guarded operation depends
+ * on how the name is held (store.c has the store's rules):
+ *
+ *     exclusive       W: a write, refused below any fence seen
+ *     shared          S: a read, refused below the highest write's fence
+ *     semaphore       P: a write under a permit, refused once N newer
+ *                     permit holders are writing; D (done) when the hold
+ *                     ends, before unlock
+ *
+ * A hold is a record of the names it holds (struct hold): one today. An
+ * atomic multi-lock call would fill several parts; the writes, the lost
+ * notices and the unlocks already go over every part.
  *
  * The writes of a hold are 5-25 ms apart. With --long-holds (the clients
  * that go through the client proxy, which the client partitions strike),
@@ -15,13 +32,17 @@
  *
  *     T SESS SESSION              a session is open (first or fresh one)
  *     T SESSFAIL STATUS           opening a session failed
- *     T ACQ A LOCK WAIT_MS        attempt A: lock call made (before it is sent)
+ *     T ACQ A LOCK WAIT_MS MODE LIMIT  attempt A: lock call made (before it is
+ *                                 sent); MODE x (exclusive) or s (shared),
+ *                                 LIMIT the semaphore's N (0: a lock)
  *     T QUEUED A LOCK POS         the cluster committed A's ACQUIRE and queued it
  *     T GRANT A LOCK FENCE SESSION   the lock callback: granted
  *     T AFAIL A LOCK STATUS       the lock callback (or the call) failed
- *     T WRITE LOCK FENCE K        guarded write K of this hold, about to be sent
+ *     T WRITE LOCK FENCE K        guarded operation K of this hold (W, S or P
+ *                                 above), about to be sent
  *     T WOK LOCK FENCE K          the store accepted it
- *     T WREJ LOCK FENCE K MAX     the store rejected it: it had seen fence MAX
+ *     T WREJ LOCK FENCE K MAX     the store rejected it: MAX is the fence that
+ *                                 shut it out
  *     T WERR LOCK FENCE K         no answer from the store (harness problem)
  *     T REL LOCK FENCE            unlock called (the holder stops writing here)
  *     T RELD LOCK FENCE STATUS    unlock's outcome (0, BATON_ELOST, ...)
@@ -35,6 +56,7 @@
  *   faultclient --endpoints E --store PORT --name N --log FILE
  *               [--locks K] [--ttl MS] [--seed S] [--cacert FILE] [--token T]
  *               [--expect-clock-ppm N] [--expect-proxy-ports N] [--long-holds]
+ *               [--modes] [--sem-limit N]
  *
  * The last two say which shims the harness preloaded (run.c,
  * client_profiles): a clock N ppm fast or slow (shim_clock.so) and a map
@@ -69,6 +91,32 @@
 
 enum cstate { C_OPENING, C_IDLE, C_ACQUIRING, C_HOLDING, C_RELEASING, C_CLOSING, C_DONE };
 
+#define HOLD_MAX 4  /* names one hold may take; a lock call takes one today */
+#define RW_LOCK "rw0"
+#define SEM_LOCK "sem0"
+
+struct app;
+
+/* One name of a hold: how it is asked for and, once granted, its fence. */
+struct part {
+    struct app *a;
+    char lock[32];
+    uint8_t mode;            /* BATON_MODE_* */
+    uint32_t limit;          /* a semaphore's N; 0: a lock */
+    uint64_t fence;
+    int lost;                /* the lost callback ran for it */
+};
+
+/* What the client holds (or asks for): every name of it is used, told
+ * lost and unlocked as one. */
+struct hold {
+    int n;
+    struct part p[HOLD_MAX];
+    int writes_left, write_no;
+    int slow;                /* a long hold: writes 100-600 ms apart */
+    int unlocks_pending;
+};
+
 struct app {
     uv_loop_t *loop;
     baton_opts opts;
@@ -79,18 +127,17 @@ struct app {
     FILE *log;
     const char *name;
     int n_locks;
+    int modes;               /* --modes: shared locks and the semaphore too */
+    uint32_t sem_limit;      /* --sem-limit */
     int store_port;
     int store_fd;
     uint64_t rng;
     int stopping;
     enum cstate state;
     uint64_t attempt;
-    char lock[32];
-    uint64_t fence;
-    int writes_left, write_no;
+    uint64_t session;        /* the last session opened (SESS) */
+    struct hold h;
     int long_holds;          /* --long-holds */
-    int slow;                /* a long hold: writes 100-600 ms apart */
-    int lost;
 };
 
 static void next_op(struct app *a);
@@ -161,55 +208,94 @@ fail:
     return -1;
 }
 
-/* ---- one hold: writes, then unlock ------------------------------------------ */
+/* ---- one hold: guarded operations, then unlock ------------------------------------- */
+
+/* The store request that a holder of p makes (store.c): a write under an
+ * exclusive hold, a read under a shared one, a write under a permit. */
+static void store_request(const struct app *a, const struct part *p, int k, char *out,
+                          size_t cap)
+{
+    if (p->limit > 1)
+        snprintf(out, cap, "P %s %" PRIu64 " %s %d %u\n", p->lock, p->fence, a->name, k,
+                 p->limit);
+    else
+        snprintf(out, cap, "%c %s %" PRIu64 " %s %d\n",
+                 p->mode == BATON_MODE_SHARED ? 'S' : 'W', p->lock, p->fence, a->name, k);
+}
 
 static void on_unlocked(baton_async_t *ac, int status, void *data)
 {
-    struct app *a = data;
+    struct part *p = data;
+    struct app *a = p->a;
 
     (void)ac;
-    flog(a->log, "RELD %s %" PRIu64 " %d", a->lock, a->fence, status);
-    a->state = C_IDLE;
-    next_op(a);
-}
-
-static void release(struct app *a)
-{
-    int rv;
-
-    a->state = C_RELEASING;
-    flog(a->log, "REL %s %" PRIu64, a->lock, a->fence);
-    rv = baton_async_unlock(a->ac, a->lock, a->fence, on_unlocked, a);
-    if (rv < 0) {
-        /* BATON_ELOST at once: the lost callback had run. */
-        flog(a->log, "RELD %s %" PRIu64 " %d", a->lock, a->fence, rv);
+    flog(a->log, "RELD %s %" PRIu64 " %d", p->lock, p->fence, status);
+    if (--a->h.unlocks_pending == 0) {
         a->state = C_IDLE;
         next_op(a);
     }
 }
 
-static void write_once(struct app *a)
+/* The holder stops using every name of its hold, tells the store that its
+ * permits are done with, and unlocks each name. */
+static void release(struct app *a)
+{
+    char req[128], ans[64];
+
+    a->state = C_RELEASING;
+    a->h.unlocks_pending = a->h.n;
+    for (int i = 0; i < a->h.n; i++) {
+        struct part *p = &a->h.p[i];
+        if (p->limit > 1) {
+            snprintf(req, sizeof req, "D %s %" PRIu64 " %s\n", p->lock, p->fence, a->name);
+            store_call(a, req, ans, sizeof ans); /* the store logs it; nothing to learn */
+        }
+    }
+    for (int i = 0; i < a->h.n; i++) {
+        struct part *p = &a->h.p[i];
+        int rv;
+        flog(a->log, "REL %s %" PRIu64, p->lock, p->fence);
+        rv = baton_async_unlock(a->ac, p->lock, p->fence, on_unlocked, p);
+        if (rv < 0) { /* BATON_ELOST at once: the lost callback had run */
+            flog(a->log, "RELD %s %" PRIu64 " %d", p->lock, p->fence, rv);
+            a->h.unlocks_pending--;
+        }
+    }
+    if (a->h.unlocks_pending == 0) {
+        a->state = C_IDLE;
+        next_op(a);
+    }
+}
+
+/* One guarded operation on the store under part p, logged. */
+static void guarded_op(struct app *a, const struct part *p)
 {
     char req[128], ans[64];
     unsigned long long max;
 
-    if (a->lost) { /* told: stop using the resource */
-        release(a);
-        return;
-    }
-    a->write_no++;
-    snprintf(req, sizeof req, "W %s %" PRIu64 " %s %d\n", a->lock, a->fence, a->name, a->write_no);
-    flog(a->log, "WRITE %s %" PRIu64 " %d", a->lock, a->fence, a->write_no);
+    store_request(a, p, a->h.write_no, req, sizeof req);
+    flog(a->log, "WRITE %s %" PRIu64 " %d", p->lock, p->fence, a->h.write_no);
     if (store_call(a, req, ans, sizeof ans) != 0)
-        flog(a->log, "WERR %s %" PRIu64 " %d", a->lock, a->fence, a->write_no);
+        flog(a->log, "WERR %s %" PRIu64 " %d", p->lock, p->fence, a->h.write_no);
     else if (ans[0] == 'A')
-        flog(a->log, "WOK %s %" PRIu64 " %d", a->lock, a->fence, a->write_no);
+        flog(a->log, "WOK %s %" PRIu64 " %d", p->lock, p->fence, a->h.write_no);
     else if (sscanf(ans, "R %llu", &max) == 1)
-        flog(a->log, "WREJ %s %" PRIu64 " %d %llu", a->lock, a->fence, a->write_no, max);
+        flog(a->log, "WREJ %s %" PRIu64 " %d %llu", p->lock, p->fence, a->h.write_no, max);
     else
-        flog(a->log, "WERR %s %" PRIu64 " %d", a->lock, a->fence, a->write_no);
-    if (--a->writes_left > 0)
-        after(a, a->slow ? rnd(a, 100, 600) : rnd(a, 5, 25), write_once);
+        flog(a->log, "WERR %s %" PRIu64 " %d", p->lock, p->fence, a->h.write_no);
+}
+
+static void write_once(struct app *a)
+{
+    for (int i = 0; i < a->h.n; i++)
+        if (a->h.p[i].lost) { /* told: stop using the resource, all of it */
+            release(a);
+            return;
+        }
+    a->h.write_no++;
+    for (int i = 0; i < a->h.n; i++) guarded_op(a, &a->h.p[i]);
+    if (--a->h.writes_left > 0)
+        after(a, a->h.slow ? rnd(a, 100, 600) : rnd(a, 5, 25), write_once);
     else
         release(a);
 }
@@ -219,6 +305,7 @@ static void write_once(struct app *a)
 static void on_locked(baton_async_t *ac, int status, const char *name, uint64_t fence, void *data)
 {
     struct app *a = data;
+    struct part *p = &a->h.p[0];
 
     if (status != 0) {
         flog(a->log, "AFAIL %" PRIu64 " %s %d", a->attempt, name, status);
@@ -229,14 +316,17 @@ static void on_locked(baton_async_t *ac, int status, const char *name, uint64_t 
               next_op);
         return;
     }
+    /* A grant and the session's end can arrive together: the context has
+     * forgotten the session (id 0) when this callback runs, and the lost
+     * callback follows. The grant is the last session's. */
     flog(a->log, "GRANT %" PRIu64 " %s %" PRIu64 " %" PRIu64, a->attempt, name, fence,
-         baton_async_session_id(ac));
+         baton_async_session_id(ac) ? baton_async_session_id(ac) : a->session);
     a->state = C_HOLDING;
-    a->fence = fence;
-    a->lost = 0;
-    a->write_no = 0;
-    a->writes_left = (int)rnd(a, 2, 4);
-    a->slow = a->long_holds && rnd(a, 1, 20) == 1;
+    p->fence = fence;
+    p->lost = 0;
+    a->h.write_no = 0;
+    a->h.writes_left = (int)rnd(a, 2, 4);
+    a->h.slow = a->long_holds && rnd(a, 1, 20) == 1;
     write_once(a);
 }
 
@@ -256,21 +346,48 @@ static void on_lost(baton_async_t *ac, const char *lock, uint64_t fence, int why
 
     (void)ac;
     flog(a->log, "LOST %s %" PRIu64 " %d", lock, fence, why);
-    if (a->state == C_HOLDING && a->fence == fence && strcmp(a->lock, lock) == 0) a->lost = 1;
+    if (a->state != C_HOLDING) return;
+    for (int i = 0; i < a->h.n; i++)
+        if (a->h.p[i].fence == fence && strcmp(a->h.p[i].lock, lock) == 0) a->h.p[i].lost = 1;
+}
+
+/* The name the next hold takes, and how (see the top of this file). */
+static void pick(struct app *a, struct part *p)
+{
+    uint32_t r = a->modes ? rnd(a, 1, 5) : 1;
+
+    memset(p, 0, sizeof *p);
+    p->a = a;
+    p->mode = BATON_MODE_EXCLUSIVE;
+    if (r == 1) {
+        snprintf(p->lock, sizeof p->lock, "hot%u", rnd(a, 0, (uint32_t)a->n_locks - 1));
+    } else if (r <= 3) {
+        snprintf(p->lock, sizeof p->lock, RW_LOCK);
+        if (rnd(a, 1, 3) <= 2) p->mode = BATON_MODE_SHARED;
+    } else {
+        snprintf(p->lock, sizeof p->lock, SEM_LOCK);
+        p->limit = a->sem_limit;
+    }
 }
 
 static void acquire(struct app *a)
 {
     int64_t wait_ms = rnd(a, 1, 10) == 1 ? BATON_WAIT_TRY : (int64_t)rnd(a, 500, 5000);
+    struct part *p = &a->h.p[0];
+    baton_lock_args args = {.wait_ms = wait_ms};
     int rv;
 
     a->attempt++;
-    snprintf(a->lock, sizeof a->lock, "hot%u", rnd(a, 0, (uint32_t)a->n_locks - 1));
+    a->h.n = 1;
+    pick(a, p);
+    args.mode = p->mode;
+    args.limit = p->limit;
     a->state = C_ACQUIRING;
-    flog(a->log, "ACQ %" PRIu64 " %s %" PRId64, a->attempt, a->lock, wait_ms);
-    rv = baton_async_lock(a->ac, a->lock, wait_ms, on_locked, a);
+    flog(a->log, "ACQ %" PRIu64 " %s %" PRId64 " %c %u", a->attempt, p->lock, wait_ms,
+         p->mode == BATON_MODE_SHARED ? 's' : 'x', p->limit);
+    rv = baton_async_lock_with(a->ac, p->lock, &args, on_locked, a);
     if (rv < 0) {
-        flog(a->log, "AFAIL %" PRIu64 " %s %d", a->attempt, a->lock, rv);
+        flog(a->log, "AFAIL %" PRIu64 " %s %d", a->attempt, p->lock, rv);
         a->state = C_IDLE;
         after(a, 100, next_op);
     }
@@ -336,6 +453,7 @@ static void on_open(baton_async_t *ac, int status, uint64_t session, void *data)
         return;
     }
     flog(a->log, "SESS %" PRIu64, session);
+    a->session = session;
     a->state = C_IDLE;
     next_op(a);
 }
@@ -345,10 +463,12 @@ static void on_session(baton_async_t *ac, int status, uint64_t session, void *da
     struct app *a = data;
 
     (void)ac;
-    if (status == 0)
+    if (status == 0) {
         flog(a->log, "SESS %" PRIu64, session);
-    else
+        a->session = session;
+    } else {
         flog(a->log, "SESSFAIL %d", status);
+    }
 }
 
 static void open_session(struct app *a)
@@ -422,9 +542,10 @@ int main(int argc, char **argv)
         {"token", required_argument, NULL, 'T'},
         {"expect-clock-ppm", required_argument, NULL, 'P'},
         {"expect-proxy-ports", required_argument, NULL, 'X'},
-        {"long-holds", no_argument, NULL, 'L'}, {0},
+        {"long-holds", no_argument, NULL, 'L'}, {"modes", no_argument, NULL, 'M'},
+        {"sem-limit", required_argument, NULL, 'N'}, {0},
     };
-    struct app a = {.n_locks = 2, .store_fd = -1, .rng = 88172645463325252ull};
+    struct app a = {.n_locks = 2, .sem_limit = 3, .store_fd = -1, .rng = 88172645463325252ull};
     const char *logpath = NULL;
     unsigned ttl = 3000;
     long want_ppm = 0;
@@ -446,11 +567,14 @@ int main(int argc, char **argv)
         case 'P': want_ppm = strtol(optarg, NULL, 10); break;
         case 'X': want_ports = atoi(optarg); break;
         case 'L': a.long_holds = 1; break;
+        case 'M': a.modes = 1; break;
+        case 'N': a.sem_limit = (uint32_t)atoi(optarg); break;
         default: goto usage;
         }
     }
     if (a.opts.endpoints == NULL || a.store_port <= 0 || a.name == NULL || logpath == NULL ||
-        a.n_locks < 1 || a.n_locks > 1000 || optind != argc)
+        a.n_locks < 1 || a.n_locks > 1000 || a.sem_limit < 2 || a.sem_limit > BATON_MAX_LIMIT ||
+        optind != argc)
         goto usage;
     if (a.rng == 0) a.rng = 1;
     a.opts.session_ttl_ms = ttl;
@@ -483,6 +607,7 @@ int main(int argc, char **argv)
 usage:
     fprintf(stderr, "usage: faultclient --endpoints E --store PORT --name N --log FILE "
                     "[--locks K] [--ttl MS] [--seed S] [--cacert FILE] [--token T] "
-                    "[--expect-clock-ppm N] [--expect-proxy-ports N] [--long-holds]\n");
+                    "[--expect-clock-ppm N] [--expect-proxy-ports N] [--long-holds] "
+                    "[--modes] [--sem-limit N]\n");
     return 2;
 }

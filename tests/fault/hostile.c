@@ -122,6 +122,7 @@ static void learn_line(const char *line)
         remember_session(session);
     } else if (sscanf(line, "%llu GRANT %llu %31s %llu %llu", &t, &a, lock, &fence, &session) ==
                5) {
+        if (session == 0) return; /* not a session: nothing of another principal */
         remember_session(session);
         h = &holds[next_hold];
         h->session = session;

@@ -1,7 +1,10 @@
 /*
  * nemesis_admin.c -- the operator's faults (nemesis_admin.h):
  *
- *   force-release   batonctl release --force on the holder of a hot lock,
+ *   force-release   batonctl release --force on the holder of a hot lock
+ *                   (or, with clients of lock modes, of `rw0` or `sem0`,
+ *                   always with --fence there: lock-info names the
+ *                   first of their holders),
  *                   with --fence (its current fence, read with lock-info
  *                   just before; tried up to five times, since holds last
  *                   tens of ms) or without, with --now or waiting out the
@@ -9,7 +12,8 @@
  *                   the lock is sent again at once, as batonctl would after
  *                   a broken connection: the re-send must answer "not held
  *                   with that fence" and take nothing from the next holder.
- *   expire          batonctl expire of the session holding a hot lock.
+ *   expire          batonctl expire of the session holding a hot lock (or
+ *                   the first holder of `rw0` or `sem0`).
  *
  * The holders are faultclient processes whose pushes may be lost like any
  * other (a leader change, a dropped connection): the checker requires each
@@ -27,10 +31,19 @@
 
 #define CTL_MS 40000
 
-/* A hot lock's name, at random. */
-static void pick_lock(struct run *r, char *out, size_t cap)
+/* A hot lock's name at random, or, if clients take lock modes (run.c,
+ * client_profiles), one time in three the read/write lock or the
+ * semaphore (client.c). 1 if it is one of those: several may hold it. */
+static int pick_lock(struct run *r, char *out, size_t cap)
 {
-    snprintf(out, cap, "hot%u", (unsigned)(xorshift64(&r->rng) % (uint64_t)r->n_locks));
+    uint64_t x = xorshift64(&r->rng);
+
+    if (r->n_modes > 0 && x % 3 == 0) {
+        snprintf(out, cap, "%s", x / 3 % 2 ? "rw0" : "sem0");
+        return 1;
+    }
+    snprintf(out, cap, "hot%u", (unsigned)(x / 3 % (uint64_t)r->n_locks));
+    return 0;
 }
 
 /* The holder of `lock` now (lock-info): 0, with *session and *fence set, or
@@ -113,7 +126,9 @@ void fault_force_release(struct run *r)
     char lock[16];
     int rv = 70;
 
-    pick_lock(r, lock, sizeof lock);
+    /* Without --fence a forced release takes every holder of a shared
+     * lock or semaphore, and says only one of them: always name one. */
+    if (pick_lock(r, lock, sizeof lock)) fenced = 1;
     nemesis_note(r, "FAULT", "force-release %s (%s, %s)", lock, fenced ? "--fence" : "any holder",
                  now ? "--now" : "waiting out the lease");
     for (int attempt = 0; attempt < (fenced ? 5 : 1) && rv == 70; attempt++) {

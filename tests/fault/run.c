@@ -8,10 +8,10 @@
  * whole design; this is the driver.
  *
  *   faultrun [--seconds N] [--clients N] [--locks N] [--ttl MS] [--seed S]
- *            [--faults LIST] [--expect-violations] [--keep] [--plain]
+ *            [--faults LIST] [--expect-violations] [--keep] [--plain] [--exclusive]
  *
  *   --seconds N         how long the nemesis runs (default 120)
- *   --clients N         client processes (default 5), --locks N hot locks (2)
+ *   --clients N         client processes (default 6), --locks N hot locks (2)
  *   --ttl MS            the clients' session lease (default 3000)
  *   --seed S            the nemesis's random seed (default: from the clock);
  *                       printed, so a run can be repeated
@@ -22,6 +22,9 @@
  *   --plain             every client straight to the nodes with the real
  *                       clock, no hostile client (client_profiles); the
  *                       faults that need the client proxy are then skipped
+ *   --exclusive         every client takes exclusive hot locks only (the
+ *                       harness before lock modes); by default all but c0
+ *                       mix in a read/write lock and a semaphore of 3
  *
  * batond and batonctl come from $BATON_BUILD (tests/lib/cluster.h); the
  * harness's own programs from the directory faultrun is in.
@@ -79,12 +82,12 @@ static int parse_args(struct run *r, int argc, char **argv)
         {"locks", required_argument, NULL, 'l'},   {"ttl", required_argument, NULL, 't'},
         {"seed", required_argument, NULL, 'r'},    {"faults", required_argument, NULL, 'f'},
         {"expect-violations", no_argument, NULL, 'x'}, {"keep", no_argument, NULL, 'k'},
-        {"plain", no_argument, NULL, 'p'}, {0},
+        {"plain", no_argument, NULL, 'p'}, {"exclusive", no_argument, NULL, 'X'}, {0},
     };
     int o;
 
     r->seconds = 120;
-    r->n_clients = 5;
+    r->n_clients = 6;
     r->n_locks = 2;
     r->ttl_ms = 3000;
     r->seed = (uint64_t)now_us() ^ (uint64_t)getpid() << 32;
@@ -102,6 +105,7 @@ static int parse_args(struct run *r, int argc, char **argv)
         case 'x': r->expect_violations = 1; break;
         case 'k': r->keep = 1; break;
         case 'p': r->plain = 1; break;
+        case 'X': r->exclusive_only = 1; break;
         default: return -1;
         }
     }
@@ -216,13 +220,23 @@ void preload_env(const char *so, char *a, size_t alen, char *b, size_t blen)
  * and c4 plain, c1 proxied, c2 fast, c3 proxied and slow. The proxied ones
  * make a long hold now and then (client.c, --long-holds), so that a cut
  * finds them holding. --plain: all plain.
+ *
+ * Lock modes: c0 takes only the exclusive hot locks; every other client
+ * mixes in shared and exclusive holds of a read/write lock and permits of
+ * a semaphore of 3 (client.c, --modes), so that the proxied and skewed
+ * clients -- the ones the faults strike hardest -- hold every mode. With
+ * the default six clients five contend for the semaphore's three permits.
+ * --exclusive: all exclusive only.
  */
 static void client_profiles(struct run *r)
 {
     r->n_groups = 0;
+    r->n_modes = 0;
     for (int k = 0; k < r->n_clients; k++) {
         r->client_group[k] = !r->plain && k % 2 == 1 ? r->n_groups++ : -1;
         r->client_ppm[k] = r->plain ? 0 : k % 4 == 2 ? 1000 : k % 4 == 3 ? -1000 : 0;
+        r->client_modes[k] = !r->exclusive_only && k != 0;
+        r->n_modes += r->client_modes[k];
     }
 }
 
@@ -279,9 +293,11 @@ static int start_clients(struct run *r)
                               "--locks", locks,        "--ttl",  ttl,  "--seed", seed,
                               "--cacert", ca, "--token", r->client_token,
                               "--expect-clock-ppm", ce.expect_ppm,
-                              "--expect-proxy-ports", ce.expect_ports,
-                              r->client_group[k] >= 0 ? "--long-holds" : NULL, NULL};
+                              "--expect-proxy-ports", ce.expect_ports, NULL, NULL, NULL};
+        int extra = (int)(sizeof argv / sizeof *argv) - 3; /* the optional flags: last */
 
+        if (r->client_group[k] >= 0) argv[extra++] = "--long-holds";
+        if (r->client_modes[k]) argv[extra++] = "--modes";
         client_env(r, k, &ce);
         tool(r, "faultclient", path, sizeof path);
         snprintf(logp, sizeof logp, "%s/client-%02d.log", r->dir, k);
@@ -292,12 +308,13 @@ static int start_clients(struct run *r)
         snprintf(ttl, sizeof ttl, "%u", r->ttl_ms);
         snprintf(seed, sizeof seed, "%" PRIu64, r->seed + (uint64_t)k * 7919u);
         snprintf(ca, sizeof ca, "%s", cluster_cert(&r->c, "ca", 0));
-        if (r->client_group[k] >= 0 || r->client_ppm[k] != 0)
-            printf("# client c%d:%s%s\n", k,
-                   r->client_group[k] >= 0 ? " through the client proxy" : "",
-                   r->client_ppm[k] > 0   ? " clock 0.1% fast"
-                   : r->client_ppm[k] < 0 ? " clock 0.1% slow"
-                                          : "");
+        printf("# client c%d: %s%s%s\n", k,
+               r->client_modes[k] ? "hot locks, rw0 shared/exclusive, sem0 permits"
+                                  : "exclusive hot locks only",
+               r->client_group[k] >= 0 ? ", through the client proxy" : "",
+               r->client_ppm[k] > 0   ? ", clock 0.1% fast"
+               : r->client_ppm[k] < 0 ? ", clock 0.1% slow"
+                                      : "");
         r->clients[k] = proc_spawn_files_env(argv, ce.env, NULL, errp);
         if (r->clients[k] < 0) return -1;
     }
@@ -473,7 +490,8 @@ int main(int argc, char **argv)
     R.store_in = R.proxy_in = R.proxy_out = -1;
     if (parse_args(&R, argc, argv) != 0) {
         fprintf(stderr, "usage: faultrun [--seconds N] [--clients N] [--locks N] [--ttl MS] "
-                        "[--seed S] [--faults LIST] [--expect-violations] [--keep] [--plain]\n");
+                        "[--seed S] [--faults LIST] [--expect-violations] [--keep] [--plain] "
+                        "[--exclusive]\n");
         return 2;
     }
     n = readlink("/proc/self/exe", self, sizeof self - 1);

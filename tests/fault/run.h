@@ -52,6 +52,7 @@ struct run {
     int expect_violations;
     int keep;
     int plain;               /* --plain: no shims, no client proxy, no hostile client */
+    int exclusive_only;      /* --exclusive: every client takes exclusive hot locks only */
 
     /* Where things are. */
     char tools[PATH_MAX];    /* faultproxy, faultstore, faultclient, faultcheck */
@@ -72,6 +73,10 @@ struct run {
      * clock skewed by client_ppm[k] parts per million (0: the real one). */
     int client_group[RUN_MAX_CLIENTS];
     long client_ppm[RUN_MAX_CLIENTS];
+    /* client_modes[k]: client k mixes shared locks and the semaphore with
+     * the hot locks (client.c --modes); n_modes of them. */
+    int client_modes[RUN_MAX_CLIENTS];
+    int n_modes;
     int n_groups;
     int group_port[RUN_MAX_CLIENTS][CLUSTER_MAX_NODES]; /* the proxy's ports per group, node */
     pid_t hostile_pid;       /* faulthostile, or 0 */
