@@ -173,6 +173,7 @@ static int needs(int type)
         return MSG_ROLE_READ;
     case MSG_OPEN_SESSION:
     case MSG_ACQUIRE:
+    case MSG_ACQUIRE_MANY:
     case MSG_RELEASE:
     case MSG_CANCEL:
     case MSG_CLOSE_SESSION:
@@ -206,6 +207,15 @@ static void harmless(int type, struct msg *m, uint64_t req)
         m->u.op.waiter = 1;
         m->u.op.lock = P("jobs/matrix");
         break;
+    case MSG_ACQUIRE_MANY: {
+        static struct msg_lock_name more[1] = {{{"jobs/matrix2", 12}}};
+        m->u.op.session = 999999;
+        m->u.op.seq = req;
+        m->u.op.lock = P("jobs/matrix");
+        m->u.op.n_more = 1;
+        m->u.op.more = more;
+        break;
+    }
     case MSG_KEEPALIVE: m->u.keepalive.session = 999999; break;
     case MSG_LOST_HOLDS: m->u.lost_holds.session = 999999; break;
     case MSG_LOCK_INFO: m->u.lock_info.lock = P("jobs/matrix"); break;
