@@ -28,7 +28,9 @@
  * (default; drv_async.c: every client a callback state machine with its own
  * baton_async_t, on --loops libuv loops) or "blocking" (drv_blocking.c: a
  * thread per client with the blocking API). The driver and its CPU use go
- * to stderr.
+ * to stderr. "redis" (drv_redis.c) runs W1/W2/W3 against a Redis server
+ * instead, with the usual Redis lock recipe, for make bench-compare; its
+ * line says "system":"redis" and whether the server fsyncs every write.
  *
  * violations: in W2, the times a client found the in-process holder flag
  * already set right after its grant; in every workload, fences that break
@@ -55,7 +57,7 @@
 
 static const char usage_text[] =
     "usage: lockbench --endpoints E --workload W1|W2|W3|W4|W5 --clients N --seconds S\n"
-    "                 [--hold-ms H] [--driver async|blocking] [--loops N]\n"
+    "                 [--hold-ms H] [--driver async|blocking|redis] [--loops N]\n"
     "                 [--sessions K --locks L] [--pids P1,P2,...] [--leader-pid P]\n"
     "                 [--ttl-ms MS] [--open-inflight N]\n"
     "                 [--op-timeout-ms MS] [--connect-timeout-ms MS]\n"
@@ -76,7 +78,10 @@ static const char usage_text[] =
     "                         line is printed, before the sessions close\n"
     "  --driver D             W1-W4: async (default; callback state machines on\n"
     "                         --loops libuv loops; W4 on one) or blocking (a thread\n"
-    "                         per client)\n"
+    "                         per client); W1-W3: redis (not baton: the Redis server\n"
+    "                         at the first endpoint, with the usual lock recipe, SET\n"
+    "                         NX PX and a Lua compare-and-delete, on the async\n"
+    "                         driver's loops; no fences)\n"
     "  --loops N              async driver: libuv loops, one thread each (default 1;\n"
     "                         W5 always runs on one loop)\n"
     "  --sessions K           W4: sessions to open (default 1000)\n"
@@ -150,7 +155,7 @@ static const char *env_or_null(const char *var)
 static rlim_t nofile_wanted(const struct cfg *cfg)
 {
     if (cfg->workload == W4) return (rlim_t)cfg->sessions * 8 + 256;
-    if (cfg->workload == W5 || cfg->driver == DRV_ASYNC)
+    if (cfg->workload == W5 || cfg->driver != DRV_BLOCKING)
         return (rlim_t)cfg->clients + 64 * (rlim_t)cfg->loops + 256;
     return (rlim_t)cfg->clients * 8 + 256;
 }
@@ -187,6 +192,9 @@ int main(int argc, char **argv)
 
     memset(&cfg, 0, sizeof cfg);
     cfg.driver = DRV_ASYNC;
+    cfg.system = "baton";
+    cfg.durable = -1;
+    cfg.fenced = true;
     cfg.loops = 1;
     cfg.clients = -1;
     cfg.seconds = -1;
@@ -214,7 +222,8 @@ int main(int argc, char **argv)
         case O_DRIVER:
             if (strcmp(optarg, "async") == 0) cfg.driver = DRV_ASYNC;
             else if (strcmp(optarg, "blocking") == 0) cfg.driver = DRV_BLOCKING;
-            else usage_error("--driver must be async or blocking");
+            else if (strcmp(optarg, "redis") == 0) cfg.driver = DRV_REDIS;
+            else usage_error("--driver must be async, blocking or redis");
             break;
         case O_LOOPS: cfg.loops = (int)parse_long(optarg, 1, MAX_LOOPS, "--loops"); break;
         case 'K': cfg.sessions = (int)parse_long(optarg, 1, 1000000, "--sessions"); break;
@@ -253,7 +262,11 @@ int main(int argc, char **argv)
         if (!found) usage_error("--leader-pid must be one of --pids");
     }
 
+    if (cfg.driver == DRV_REDIS && (cfg.workload == W4 || cfg.workload == W5))
+        usage_error("--driver redis runs W1, W2 and W3 only");
+
     raise_nofile(nofile_wanted(&cfg));
+    if (cfg.driver == DRV_REDIS) return run_redis(&cfg);
     switch (cfg.workload) {
     case W4: return cfg.driver == DRV_ASYNC ? run_w4_async(&cfg) : run_w4(&cfg);
     case W5: return run_w5(&cfg);

@@ -8,7 +8,8 @@
  * that found the in-process holder flag set. Here are added: a fence
  * granted twice (across all clients), and in W2 a fence that does not grow
  * in grant order. Each means two sessions held a lock at once in the
- * cluster's view.
+ * cluster's view. A system without fences (Redis's lock recipe) is checked
+ * only with the holder flag.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -113,9 +114,9 @@ static uint64_t duplicate_fences(const struct cres *r, int n, size_t total)
 }
 
 /* W2: walk the grants in sequence order: the longest run of grants to one
- * client, and fences that do not grow. */
-static void w2_sequence(const struct cres *r, int n, uint64_t nseq, uint64_t *max_streak,
-                        uint64_t *violations)
+ * client, and (if fenced) fences that do not grow. */
+static void w2_sequence(const struct cres *r, int n, uint64_t nseq, bool fenced,
+                        uint64_t *max_streak, uint64_t *violations)
 {
     int32_t *owner = malloc((nseq ? nseq : 1) * sizeof *owner);
     uint64_t *fence = malloc((nseq ? nseq : 1) * sizeof *fence);
@@ -135,7 +136,8 @@ static void w2_sequence(const struct cres *r, int n, uint64_t nseq, uint64_t *ma
             else
                 streak = owner[s] >= 0;
             if (streak > *max_streak) *max_streak = streak;
-            if (s > 0 && owner[s] >= 0 && owner[s - 1] >= 0 && fence[s] <= fence[s - 1]) {
+            if (fenced && s > 0 && owner[s] >= 0 && owner[s - 1] >= 0 &&
+                fence[s] <= fence[s - 1]) {
                 (*violations)++;
                 note("grant %" PRIu64 " has fence %" PRIu64 " after fence %" PRIu64, s,
                      fence[s], fence[s - 1]);
@@ -204,11 +206,14 @@ int report_clients(const struct cfg *cfg, struct cres *r, int n, int64_t t_start
         n_connected += r[i].connected;
     }
     jain = sx2 > 0 ? sx * sx / ((double)n * sx2) : 0.0;
-    violations += duplicate_fences(r, n, total_recs);
+    if (cfg->fenced) violations += duplicate_fences(r, n, total_recs);
     if (oom) fprintf(stderr, "lockbench: warning: out of memory for records; checks partial\n");
-    if (cfg->workload == W2) w2_sequence(r, n, grant_seq, &max_streak, &violations);
+    if (cfg->workload == W2)
+        w2_sequence(r, n, grant_seq, cfg->fenced, &max_streak, &violations);
 
-    printf("{\"system\":\"baton\",\"workload\":\"W%d\",\"clients\":%d,\"seconds\":%g,"
+    printf("{\"system\":\"%s\",", cfg->system);
+    if (cfg->durable >= 0) printf("\"durable\":%s,", cfg->durable ? "true" : "false");
+    printf("\"workload\":\"W%d\",\"clients\":%d,\"seconds\":%g,"
            "\"ops\":%" PRIu64 ",\"ops_per_s\":%.1f,"
            "\"acq_p50_us\":%.1f,\"acq_p99_us\":%.1f,\"acq_max_us\":%.1f,"
            "\"rel_p50_us\":%.1f,\"rel_p99_us\":%.1f,\"jain\":%.4f,",
