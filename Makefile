@@ -20,14 +20,15 @@
 #   make deb            build/baton_$(VERSION)_<arch>.deb (dist/deb.sh, dpkg-deb)
 #
 # Targets that need the libraries (run, test, all, ...) first run `deps`,
-# which apt-get installs whatever pkg-config cannot find, and then re-invoke
+# which apt-get installs whatever pkg-config (PKGS) or the shell (DEP_CMDS)
+# cannot find, and then re-invoke
 # make so that pkg-config is asked only once the packages are there.
 
 PKGS     := libuv raft lmdb openssl libmicrohttpd inih libsystemd hiredis
 # redis-server and hiredis: lockbench's Redis driver and make bench-compare.
 DEB_PKGS := libuv1-dev libraft-dev liblmdb-dev libssl-dev openssl pkg-config libmicrohttpd-dev \
             libinih-dev libsystemd-dev libhiredis-dev redis-server
-PROGS_NEEDED := pkg-config redis-server
+DEP_CMDS := pkg-config redis-server
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wwrite-strings \
             -Wno-missing-field-initializers
 CFLAGS   ?= -O2 -g
@@ -124,7 +125,7 @@ bench bench-compare: deps
 deps:
 	@missing=""; \
 	for p in $(PKGS); do pkg-config --exists $$p 2>/dev/null || missing=1; done; \
-	for c in $(PROGS_NEEDED); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
+	for c in $(DEP_CMDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
 	if [ -n "$$missing" ]; then \
 	    echo "installing $(DEB_PKGS)"; \
 	    if [ "$$(id -u)" != 0 ]; then echo "need root to apt-get install $(DEB_PKGS)"; exit 1; fi; \
