@@ -36,9 +36,15 @@ export BENCH_W2_CLIENTS=${BENCH_W2_CLIENTS:-2 256}
 
 say() { echo "compare: $*" >&2; }
 
-# bench_parent
+# bench_parent, free_base
 . "$here/lib.sh"
 parent=$(bench_parent "$build") || { say "$build is tmpfs; set BENCH_TMPDIR"; exit 1; }
+# baton's cluster on ports nobody else uses right now (run-bench.sh's
+# default 27000 may be a make bench of someone else on a shared machine).
+if [ -z "${BENCH_PORT_BASE:-}" ]; then
+    BENCH_PORT_BASE=$(free_base) || { say "no free ports for a cluster"; exit 1; }
+    export BENCH_PORT_BASE
+fi
 for f in benchfloor lockbench batond batonctl; do
     [ -x "$build/$f" ] || { say "$build/$f not found; build it first (make bench-compare)"; exit 1; }
 done

@@ -40,6 +40,21 @@ free_port() {
     return 1
 }
 
+# A free base port for run-bench.sh's cluster: BASE+1..3 and BASE+101..103
+# all unused, all below 32768.
+free_base() {
+    local base p busy try
+    for try in $(seq 50); do
+        base=$((20000 + (RANDOM % 120) * 100))
+        busy=0
+        for p in 1 2 3 101 102 103; do
+            port_busy $((base + p)) && busy=1
+        done
+        [ "$busy" = 0 ] && { echo "$base"; return 0; }
+    done
+    return 1
+}
+
 # Run lockbench with the given arguments in the background; its pid in lb_pid
 # and its stdout in $data/lb.out.
 lb_start() {

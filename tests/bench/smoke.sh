@@ -52,20 +52,8 @@ report() {
     fi
 }
 
-# A free base port: BASE+1..3 and BASE+101..103 must all be unused; all
-# below 32768, where the kernel picks no ephemeral ports.
-free_base() {
-    local base p busy try
-    for try in $(seq 50); do
-        base=$((20000 + (RANDOM % 120) * 100))
-        busy=0
-        for p in 1 2 3 101 102 103; do
-            (: <"/dev/tcp/127.0.0.1/$((base + p))") 2>/dev/null && busy=1
-        done
-        [ "$busy" = 0 ] && { echo "$base"; return 0; }
-    done
-    return 1
-}
+# free_base, port_busy
+. "$here/lib.sh"
 
 # The raw value of "key" in a JSON line ("" if absent); see jsonl.awk.
 field() {
