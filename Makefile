@@ -9,6 +9,10 @@
 #                   cluster (make bench SECONDS=3 for a quick look)
 #   make bench TLS=1    W1 and W2 plaintext and with TLS, peer mTLS and a token,
 #                   back to back, and the ratios (tests/bench/tls-compare.sh)
+#   make bench-compare  baton against the usual Redis lock (durable and default
+#                   Redis), W1 and W2 from one run, the ratios, and W2 against
+#                   this machine's limit (tests/bench/compare.sh; SECONDS=5)
+#   make bench-compare-plot  docs/bench-compare.png from that run's JSON lines
 #   make bench-plot     docs/bench-w2.png from the last sweep's JSON lines (gnuplot)
 #   make bench-table    the table of figures (docs/performance.md) from the same lines
 #   make install        build build/default and install it (PREFIX=/usr/local, DESTDIR=)
@@ -16,12 +20,15 @@
 #   make deb            build/baton_$(VERSION)_<arch>.deb (dist/deb.sh, dpkg-deb)
 #
 # Targets that need the libraries (run, test, all, ...) first run `deps`,
-# which apt-get installs whatever pkg-config cannot find, and then re-invoke
+# which apt-get installs whatever pkg-config (PKGS) or the shell (DEP_CMDS)
+# cannot find, and then re-invoke
 # make so that pkg-config is asked only once the packages are there.
 
-PKGS     := libuv raft lmdb openssl libmicrohttpd inih libsystemd
+PKGS     := libuv raft lmdb openssl libmicrohttpd inih libsystemd hiredis
+# redis-server and hiredis: lockbench's Redis driver and make bench-compare.
 DEB_PKGS := libuv1-dev libraft-dev liblmdb-dev libssl-dev openssl pkg-config libmicrohttpd-dev \
-            libinih-dev libsystemd-dev
+            libinih-dev libsystemd-dev libhiredis-dev redis-server
+DEP_CMDS := pkg-config redis-server
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wwrite-strings \
             -Wno-missing-field-initializers
 CFLAGS   ?= -O2 -g
@@ -50,6 +57,7 @@ LIBS_SSL   = -lssl -lcrypto
 LIBS_HTTP  = -lmicrohttpd
 LIBS_INIH  = -linih
 LIBS_SD    = -lsystemd
+LIBS_REDIS = -lhiredis
 LIBS_SYS   = $(LIBS_SSL) -lpthread
 
 PROTO_OBJ  := $(patsubst %.c,$(B)/%.o,$(wildcard proto/*.c))
@@ -64,7 +72,7 @@ UNIT_BIN   := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/
 CLUSTER_BIN := $(patsubst tests/cluster/%.c,$(B)/tests/cluster/%,$(wildcard tests/cluster/test_*.c))
 CLUSTER_FIX_OBJ := $(patsubst %.c,$(B)/%.o,$(filter-out tests/cluster/test_%.c,$(wildcard tests/cluster/*.c)))
 INTEG_BIN  := $(patsubst tests/integration/%.c,$(B)/tests/integration/%,$(wildcard tests/integration/test_*.c))
-BENCH_OBJ  := $(patsubst %.c,$(B)/%.o,$(wildcard tests/bench/*.c))
+BENCH_OBJ  := $(patsubst %.c,$(B)/%.o,$(filter-out tests/bench/floor.c,$(wildcard tests/bench/*.c)))
 EXAMPLE_BIN := $(patsubst client/examples/%.c,$(B)/examples/%,$(wildcard client/examples/*.c))
 SHIM_SO    := $(patsubst tests/shim/%.c,$(B)/tests/shim/%.so,$(wildcard tests/shim/*.c))
 SECONDS    ?= 10
@@ -102,7 +110,7 @@ ALL_OBJ := $(PROTO_OBJ) $(STORE_OBJ) $(RAFT_OBJ) $(SERVER_OBJ) $(B)/server/main.
            $(CLIENT_OBJ) $(CTL_OBJ) $(TESTLIB_OBJ)
 
 .PHONY: default all build deps run run-secure test unit cluster integration clean \
-        build-tests test-run bench bench-inner \
+        build-tests test-run bench bench-inner bench-compare bench-compare-inner \
         deps-fuzz fuzz fuzz-inner fuzz-corpus fuzz-corpus-inner
 
 default: all
@@ -111,13 +119,13 @@ default: all
 all run run-secure test unit cluster integration: deps
 	@$(MAKE) --no-print-directory SAN=$(SAN) $@-inner
 
-bench: deps
-	@$(MAKE) --no-print-directory SAN=$(SAN) bench-inner
+bench bench-compare: deps
+	@$(MAKE) --no-print-directory SAN=$(SAN) $@-inner
 
 deps:
 	@missing=""; \
 	for p in $(PKGS); do pkg-config --exists $$p 2>/dev/null || missing=1; done; \
-	command -v pkg-config >/dev/null 2>&1 || missing=1; \
+	for c in $(DEP_CMDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
 	if [ -n "$$missing" ]; then \
 	    echo "installing $(DEB_PKGS)"; \
 	    if [ "$$(id -u)" != 0 ]; then echo "need root to apt-get install $(DEB_PKGS)"; exit 1; fi; \
@@ -132,7 +140,7 @@ run-inner: $(PROGS)
 run-secure-inner: $(PROGS)
 	@server/run-cluster.sh --secure $(B)
 
-test-inner: $(PROGS) build-tests $(FUZZ_BIN) $(FAULT_ALL) $(B)/lockbench
+test-inner: $(PROGS) build-tests $(FUZZ_BIN) $(FAULT_ALL) $(B)/lockbench $(B)/benchfloor
 	@FUZZ_SECONDS=$(FUZZ_TEST_SECONDS) tests/run-tests.sh $(B) $(UNIT_BIN) tests/fuzz/run-fuzz.sh \
 	    $(CLUSTER_BIN) $(INTEG_BIN) $(FAULT_TEST) tests/bench/smoke.sh tests/check-exports.sh \
 	    tests/check-layers.sh tests/check-install.sh tests/check-deb.sh tests/check-deploy.sh
@@ -148,6 +156,9 @@ ifeq ($(TLS),1)
 else
 	@tests/bench/run-bench.sh $(B) $(SECONDS)
 endif
+# bench-compare's runs are 5 s unless SECONDS is given.
+bench-compare-inner: $(PROGS) $(B)/lockbench $(B)/benchfloor
+	@tests/bench/compare.sh $(B) $(if $(filter command line environment,$(origin SECONDS)),$(SECONDS),5)
 
 # ---- objects and archives ------------------------------------------------
 # $(B)/.cflags holds the compile flags of the last build in $(B); it changes
@@ -185,20 +196,30 @@ $(B)/batonctl: $(CTL_OBJ) $(B)/libbaton.a
 
 # lockbench: the benchmark driver (tests/bench/; workloads in docs/performance.md).
 $(B)/lockbench: $(BENCH_OBJ) $(B)/libtest.a $(B)/libbaton.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_REDIS) $(LIBS_UV) $(LIBS_SYS)
+
+# benchfloor: this machine's synchronous 4 KiB write and loopback round trip
+# (tests/bench/floor.c), the floor of a W2 hand-off (docs/performance.md).
+$(B)/benchfloor: $(B)/tests/bench/floor.o
+	$(CC) $(LDFLAGS) -o $@ $^ -lpthread
 
 # ---- docs/performance.md's benchmark chart and table (from make bench's JSON lines) ----
 # BENCH_JSONL: the lines to use (default: what `make bench` wrote last).
 # Only bench-plot needs gnuplot: deps-plot installs gnuplot-nox when missing.
 BENCH_JSONL ?= $(B)/bench.jsonl
 BENCH_PNG   ?= docs/bench-w2.png
-.PHONY: bench-plot bench-table deps-plot
+COMPARE_JSONL ?= $(B)/bench-compare.jsonl
+COMPARE_PNG   ?= docs/bench-compare.png
+.PHONY: bench-plot bench-table deps-plot bench-compare-plot
 
 bench-plot: deps-plot
 	@mkdir -p $(dir $(BENCH_PNG))
 	@tests/bench/plot.sh $(BENCH_JSONL) $(BENCH_PNG)
 bench-table:
 	@tests/bench/table.sh $(BENCH_JSONL)
+bench-compare-plot: deps-plot
+	@mkdir -p $(dir $(COMPARE_PNG))
+	@tests/bench/plot-compare.sh $(COMPARE_JSONL) $(COMPARE_PNG)
 deps-plot:
 	@if ! command -v gnuplot >/dev/null 2>&1; then \
 	    echo "installing gnuplot-nox"; \

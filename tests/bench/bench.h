@@ -7,8 +7,12 @@
  *   report.c        W1/W2/W3: merge the per-client results, run the checks
  *                   and print the one JSON line
  *   drv_blocking.c  W1/W2/W3 driver: one thread per client, blocking API
+ *   loops.c         the libuv harness of the callback drivers (loops.h)
  *   drv_async.c     W1/W2/W3 driver: clients as callback state machines on
  *                   libuv loops, async API
+ *   drv_redis.c     W1/W2/W3 on Redis instead of baton: the usual lock recipe
+ *                   (SET NX PX, Lua compare-and-delete) through hiredis, on
+ *                   the same loops, for the comparison of make bench-compare
  *   w4.c            W4: K sessions holding L locks
  *   w5.c            W5: N idle sessions, the servers' CPU while they idle
  *   modes.c         W6/W7: what each cycle asks for (names, mode, limit)
@@ -33,7 +37,7 @@
 #include "tests/lib/proc.h"
 
 enum { W1 = 1, W2, W3, W4, W5, W6, W7, W8 };
-enum { DRV_ASYNC = 1, DRV_BLOCKING };
+enum { DRV_ASYNC = 1, DRV_BLOCKING, DRV_REDIS };
 
 #define MAX_PIDS 16
 #define MAX_CLIENTS 100000
@@ -48,7 +52,13 @@ enum { DRV_ASYNC = 1, DRV_BLOCKING };
 struct cfg {
     const char *endpoints;
     int workload;
-    int driver;       /* DRV_ASYNC or DRV_BLOCKING (W1/W2/W3/W6/W7) */
+    int driver;       /* DRV_ASYNC, DRV_BLOCKING (W1/W2/W3/W6/W7/W8) or DRV_REDIS (W1/W2/W3) */
+    /* What the JSON line says was measured: "baton", or "redis" with
+     * durable 1 (every write fsynced before its reply) or 0; durable -1 is
+     * left out of the line. fenced: grants carry fences to check. */
+    const char *system;
+    int durable;
+    bool fenced;
     int loops;        /* async driver: libuv loops (threads); W5 uses one */
     int clients;
     double seconds;
@@ -221,8 +231,11 @@ int bench_async_open(const struct cfg *cfg, const char *name_prefix, int id,
                      void (*cb)(struct baton_async *, int, uint64_t, void *), void *data,
                      struct baton_async **out);
 
-int run_blocking(const struct cfg *cfg); /* W1/W2/W3/W6/W7 */
-int run_async(const struct cfg *cfg);    /* W1/W2/W3/W6/W7 */
+int run_blocking(const struct cfg *cfg); /* W1/W2/W3/W6/W7/W8 */
+int run_async(const struct cfg *cfg);    /* W1/W2/W3/W6/W7/W8 */
+/* W1/W2/W3 against the Redis server at the first of cfg->endpoints; sets
+ * cfg->durable from the server's configuration. */
+int run_redis(struct cfg *cfg);
 int run_w4(const struct cfg *cfg);       /* W4, blocking driver (threads) */
 int run_w4_async(const struct cfg *cfg); /* W4, async driver (one loop) */
 int run_w5(const struct cfg *cfg);

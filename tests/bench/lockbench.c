@@ -36,7 +36,9 @@
  * (default; drv_async.c: every client a callback state machine with its own
  * baton_async_t, on --loops libuv loops) or "blocking" (drv_blocking.c: a
  * thread per client with the blocking API). The driver and its CPU use go
- * to stderr.
+ * to stderr. "redis" (drv_redis.c) runs W1/W2/W3 against a Redis server
+ * instead, with the usual Redis lock recipe, for make bench-compare; its
+ * line says "system":"redis" and whether the server fsyncs every write.
  *
  * violations: in W2, the times a client found the in-process holder flag
  * already set right after its grant; in W6, an exclusive holder that
@@ -64,8 +66,8 @@
 #include "tests/bench/bench.h"
 
 static const char usage_text[] =
-    "usage: lockbench --endpoints E --workload W1|...|W7 --clients N --seconds S\n"
-    "                 [--hold-ms H] [--driver async|blocking] [--loops N]\n"
+    "usage: lockbench --endpoints E --workload W1|...|W8 --clients N --seconds S\n"
+    "                 [--hold-ms H] [--driver async|blocking|redis] [--loops N]\n"
     "                 [--sessions K --locks L] [--pids P1,P2,...] [--leader-pid P]\n"
     "                 [--ttl-ms MS] [--open-inflight N]\n"
     "                 [--op-timeout-ms MS] [--connect-timeout-ms MS]\n"
@@ -89,7 +91,10 @@ static const char usage_text[] =
     "                         line is printed, before the sessions close\n"
     "  --driver D             W1-W4, W6, W7: async (default; callback state machines on\n"
     "                         --loops libuv loops; W4 on one) or blocking (a thread\n"
-    "                         per client)\n"
+    "                         per client); W1-W3: redis (not baton: the Redis server\n"
+    "                         at the first endpoint, with the usual lock recipe, SET\n"
+    "                         NX PX and a Lua compare-and-delete, on the async\n"
+    "                         driver's loops; no fences)\n"
     "  --names K              W1/W3: each cycle takes the client's own K names at once\n"
     "                         (one baton_lock_many; default 1, at most 8): what a\n"
     "                         multi-lock costs beside a single lock\n"
@@ -166,7 +171,7 @@ static const char *env_or_null(const char *var)
 static rlim_t nofile_wanted(const struct cfg *cfg)
 {
     if (cfg->workload == W4) return (rlim_t)cfg->sessions * 8 + 256;
-    if (cfg->workload == W5 || cfg->driver == DRV_ASYNC)
+    if (cfg->workload == W5 || cfg->driver != DRV_BLOCKING)
         return (rlim_t)cfg->clients + 64 * (rlim_t)cfg->loops + 256;
     return (rlim_t)cfg->clients * 8 + 256;
 }
@@ -204,6 +209,9 @@ int main(int argc, char **argv)
 
     memset(&cfg, 0, sizeof cfg);
     cfg.driver = DRV_ASYNC;
+    cfg.system = "baton";
+    cfg.durable = -1;
+    cfg.fenced = true;
     cfg.loops = 1;
     cfg.names = 1;
     cfg.clients = -1;
@@ -232,7 +240,8 @@ int main(int argc, char **argv)
         case O_DRIVER:
             if (strcmp(optarg, "async") == 0) cfg.driver = DRV_ASYNC;
             else if (strcmp(optarg, "blocking") == 0) cfg.driver = DRV_BLOCKING;
-            else usage_error("--driver must be async or blocking");
+            else if (strcmp(optarg, "redis") == 0) cfg.driver = DRV_REDIS;
+            else usage_error("--driver must be async, blocking or redis");
             break;
         case O_LOOPS: cfg.loops = (int)parse_long(optarg, 1, MAX_LOOPS, "--loops"); break;
         case O_NAMES: cfg.names = (int)parse_long(optarg, 1, W1_MAX_NAMES, "--names"); break;
@@ -272,7 +281,11 @@ int main(int argc, char **argv)
         if (!found) usage_error("--leader-pid must be one of --pids");
     }
 
+    if (cfg.driver == DRV_REDIS && cfg.workload != W1 && cfg.workload != W2 && cfg.workload != W3)
+        usage_error("--driver redis runs W1, W2 and W3 only");
+
     raise_nofile(nofile_wanted(&cfg));
+    if (cfg.driver == DRV_REDIS) return run_redis(&cfg);
     switch (cfg.workload) {
     case W4: return cfg.driver == DRV_ASYNC ? run_w4_async(&cfg) : run_w4(&cfg);
     case W5: return run_w5(&cfg);

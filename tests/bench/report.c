@@ -5,12 +5,14 @@
  *
  * violations: a driver counts, per client, grants whose fence is not greater
  * than the client's previous fence (cres_check_fence) and, in W2, grants
- * that found the in-process holder flag set (W6/W7: holders that conflict,
+ * that found the in-process holder flag set (W6-W8: holders that conflict,
  * modes.c). Here are added: a fence granted twice (across all clients),
  * and in W2 a fence that does not grow in grant order. Each means two
- * sessions held a lock at once in the cluster's view. (W6/W7 grant several
+ * sessions held a lock at once in the cluster's view. (W6-W8 grant several
  * holders at once, whose callbacks may run in another order than the
- * cluster granted them: there the order of fences says nothing.)
+ * cluster granted them: there the order of fences says nothing.) A system
+ * without fences (Redis's lock recipe) is checked only with the holder
+ * flag.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -114,8 +116,9 @@ static uint64_t duplicate_fences(const struct cres *r, int n, size_t total)
     return dups;
 }
 
-/* W2/W6/W7: walk the grants in sequence order: the longest run of grants
- * to one client, and (fence_order: W2) fences that do not grow. */
+/* W2/W6/W7/W8: walk the grants in sequence order: the longest run of
+ * grants to one client, and (fence_order: W2 with fences) fences that do
+ * not grow. */
 static void grant_sequence(const struct cres *r, int n, uint64_t nseq, bool fence_order,
                            uint64_t *max_streak, uint64_t *violations)
 {
@@ -208,12 +211,15 @@ int report_clients(const struct cfg *cfg, struct cres *r, int n, int64_t t_start
         n_connected += r[i].connected;
     }
     jain = sx2 > 0 ? sx * sx / ((double)n * sx2) : 0.0;
-    violations += duplicate_fences(r, n, total_recs);
+    if (cfg->fenced) violations += duplicate_fences(r, n, total_recs);
     if (oom) fprintf(stderr, "lockbench: warning: out of memory for records; checks partial\n");
     if (GRANT_SEQ_WORKLOAD(cfg->workload))
-        grant_sequence(r, n, grant_seq, cfg->workload == W2, &max_streak, &violations);
+        grant_sequence(r, n, grant_seq, cfg->workload == W2 && cfg->fenced, &max_streak,
+                       &violations);
 
-    printf("{\"system\":\"baton\",\"workload\":\"W%d\",\"clients\":%d,\"seconds\":%g,"
+    printf("{\"system\":\"%s\",", cfg->system);
+    if (cfg->durable >= 0) printf("\"durable\":%s,", cfg->durable ? "true" : "false");
+    printf("\"workload\":\"W%d\",\"clients\":%d,\"seconds\":%g,"
            "\"ops\":%" PRIu64 ",\"ops_per_s\":%.1f,"
            "\"acq_p50_us\":%.1f,\"acq_p99_us\":%.1f,\"acq_max_us\":%.1f,"
            "\"rel_p50_us\":%.1f,\"rel_p99_us\":%.1f,\"jain\":%.4f,",

@@ -48,7 +48,8 @@
 # baton_async_t, all on one libuv loop) unless BENCH_DRIVER=blocking (a
 # thread per client with the blocking API).
 #
-# Output: the JSON lines on stdout, also written to BUILD_DIR/bench.jsonl;
+# Output: the JSON lines on stdout, also written to BUILD_DIR/bench.jsonl
+# (or $BENCH_OUT);
 # progress on stderr; the nodes' logs are copied to BUILD_DIR/bench-logs/.
 # Everything started here is stopped by pid on exit (trap EXIT), and the
 # temporary directory is removed.
@@ -78,6 +79,7 @@
 #   BENCH_MODES_HOLD_MS W6/W7 hold time, default 0
 #   BENCH_PORT_BASE     default 27000
 #   BENCH_TMPDIR        parent of the temp dir (default /var/tmp, else BUILD_DIR)
+#   BENCH_OUT           the file of the JSON lines (default BUILD_DIR/bench.jsonl)
 #   BENCH_BATOND_ARGS   extra batond flags for every node (e.g. "--max-inflight 0")
 #   BENCH_PEER_TLS      1: mutual TLS between the nodes (--peer-cert/--peer-key/
 #                       --peer-ca, certificates made by server/certs.sh in the
@@ -165,16 +167,15 @@ if [ "$cur" != unlimited ] && [ "$cur" -lt "$want_nofile" ]; then
     fi
 fi
 
+# bench_parent, port_busy, lb_start, lb_finish, lb_stop
+. "$(dirname "$0")/lib.sh"
+
 # The data directory: on disk, never tmpfs.
-parent=${BENCH_TMPDIR:-/var/tmp}
-if [ ! -d "$parent" ] || [ "$(stat -f -c %T "$parent" 2>/dev/null)" = tmpfs ]; then
-    parent=$build
-fi
-[ "$(stat -f -c %T "$parent" 2>/dev/null)" = tmpfs ] && die "$parent is tmpfs; set BENCH_TMPDIR"
+parent=$(bench_parent "$build") || die "$build is tmpfs; set BENCH_TMPDIR"
 root=$(mktemp -d "$parent/baton-bench.XXXXXX") || die "cannot create a temp dir in $parent"
 say "data under $root ($(stat -f -c %T "$root"))"
 
-out_file=$build/bench.jsonl
+out_file=${BENCH_OUT:-$build/bench.jsonl}
 logs_dir=$build/bench-logs
 : >"$out_file" || die "cannot write $out_file"
 rm -rf "$logs_dir"
@@ -219,10 +220,7 @@ stop_cluster() {
 on_exit() {
     local rc=$?
     trap '' INT TERM HUP
-    if [ "$lb_pid" != 0 ] && alive "$lb_pid"; then
-        kill -TERM "$lb_pid" 2>/dev/null
-        wait "$lb_pid" 2>/dev/null
-    fi
+    lb_stop
     stop_cluster
     rm -rf "$root"
     [ "$failed" = 1 ] && [ "$rc" = 0 ] && rc=1
@@ -279,7 +277,7 @@ start_cluster() {
     local i port leader
     tag=$1
     for port in "${ports[@]}"; do
-        if (: <"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        if port_busy "$port"; then
             die "port $port on 127.0.0.1 is already in use (set BENCH_PORT_BASE)"
         fi
     done
@@ -301,34 +299,6 @@ start_cluster() {
         fi
     done
     say "$tag: cluster up, leader node $leader (pids ${pids[1]} ${pids[2]} ${pids[3]})"
-}
-
-# Run lockbench with the given arguments in the background; its pid in lb_pid
-# and its stdout in $data/lb.out.
-lb_start() {
-    "$lockbench" --endpoints "$endpoints" "$@" >"$data/lb.out" &
-    lb_pid=$!
-}
-
-# Wait for lockbench, then print and save its JSON line (with the JSON
-# fields $2, e.g. '"kill":"rolling",', put in front).
-lb_finish() {
-    local what=$1 extra=${2:-} st line
-    wait "$lb_pid"
-    st=$?
-    lb_pid=0
-    line=$(head -n 1 "$data/lb.out")
-    [ -n "$line" ] && [ -n "$extra" ] && line="{${extra}${line#\{}"
-    [ -n "$line" ] && [ "$peer_tls" = 1 ] && line="{\"peer_tls\":1,${line#\{}"
-    [ -n "$line" ] && [ "$secure" = 1 ] && line="{\"client_tls\":1,${line#\{}"
-    if [ -n "$line" ]; then
-        printf '%s\n' "$line"
-        printf '%s\n' "$line" >>"$out_file"
-    fi
-    if [ "$st" != 0 ] || [ -z "$line" ]; then
-        say "$what: lockbench exited with status $st"
-        failed=1
-    fi
 }
 
 run_w1() {

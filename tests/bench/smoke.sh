@@ -8,9 +8,11 @@
 # clients, 300 idle sessions) on free 127.0.0.1 ports, with both lockbench
 # drivers, and checks every JSON line: present, no errors, no violations,
 # ops > 0, W2 fairness fields, W3 gap fields, W5 sessions all alive and the
-# leader's CPU read, W6/W7 fairness and max_holders fields (W7: at most 8),
-# W3R's three restarts (one rolling restart, 10 s); then that table.sh turns the lines into a table with a
-# row each; and a W1 run over TLS with a token (BENCH_SECURE=1). The
+# leader's CPU read, W6/W7/W8 fairness and max_holders fields (W7: at most
+# 8), W3R's three restarts (one rolling restart, 10 s); then that table.sh
+# turns the lines into a table with a row each; a W1 run over TLS with a
+# token (BENCH_SECURE=1); and the Redis side of make bench-compare
+# (run-redis.sh, lockbench --driver redis, benchfloor, compare.awk). The
 # bench's binaries are linked into a temp dir, so the build dir's
 # bench.jsonl (the last real sweep) is left alone. run-bench.sh stops
 # every process it starts; the temp dir is removed on exit.
@@ -21,7 +23,7 @@ set -u
 
 build=${BATON_BUILD:?set BATON_BUILD to the build directory}
 here=$(cd "$(dirname "$0")" && pwd)
-for f in batond batonctl lockbench; do
+for f in batond batonctl lockbench benchfloor; do
     if [ ! -x "$build/$f" ]; then
         echo "not ok 1 - $build/$f is missing (build it first)"
         echo "0 passed, 1 failed"
@@ -31,7 +33,7 @@ done
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/baton-bench-smoke.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-for f in batond batonctl lockbench; do ln -s "$(cd "$build" && pwd)/$f" "$tmp/$f"; done
+for f in batond batonctl lockbench benchfloor; do ln -s "$(cd "$build" && pwd)/$f" "$tmp/$f"; done
 
 n=0
 passed=0
@@ -51,20 +53,8 @@ report() {
     fi
 }
 
-# A free base port: BASE+1..3 and BASE+101..103 must all be unused; all
-# below 32768, where the kernel picks no ephemeral ports.
-free_base() {
-    local base p busy try
-    for try in $(seq 50); do
-        base=$((20000 + (RANDOM % 120) * 100))
-        busy=0
-        for p in 1 2 3 101 102 103; do
-            (: <"/dev/tcp/127.0.0.1/$((base + p))") 2>/dev/null && busy=1
-        done
-        [ "$busy" = 0 ] && { echo "$base"; return 0; }
-    done
-    return 1
-}
+# free_base, port_busy
+. "$here/lib.sh"
 
 # The raw value of "key" in a JSON line ("" if absent); see jsonl.awk.
 field() {
@@ -183,6 +173,40 @@ else
 fi
 t0=$(ms)
 check_line "secure W1 with 4 clients: line, no errors, no violations" "$(line_of W1 4)" "$t0"
+
+# Redis (make bench-compare's other side): lockbench's redis driver on
+# run-redis.sh's own redis-servers, durable and default; benchfloor; and
+# compare.awk's table and W2 limit from those lines and baton's above.
+t0=$(ms)
+if BENCH_OUT="$tmp/redis.jsonl" BENCH_W1_CLIENTS=2 BENCH_W2_CLIENTS="2 8" \
+    "$here/run-redis.sh" "$tmp" 1 durable >"$tmp/run.out" 2>"$tmp/run.err" &&
+    BENCH_OUT="$tmp/redis.jsonl" BENCH_WORKLOADS=W1 BENCH_W1_CLIENTS=2 \
+        "$here/run-redis.sh" "$tmp" 1 default >>"$tmp/run.out" 2>>"$tmp/run.err"; then
+    report "run-redis.sh W1 W2 durable, W1 default exits 0" "$t0" 1
+else
+    report "run-redis.sh W1 W2 durable, W1 default exits 0" "$t0" 0 "$(tail -n 3 "$tmp/run.err" | tr '\n' ' ')"
+fi
+for spec in "true W1 2" "true W2 2" "true W2 8" "false W1 2"; do
+    t0=$(ms)
+    set -- $spec
+    line=$(grep "\"system\":\"redis\",\"durable\":$1,\"workload\":\"$2\",\"clients\":$3," "$tmp/redis.jsonl" 2>/dev/null | tail -n 1)
+    check_line "redis (durable $1) $2 with $3 clients: line, no errors, no violations" "$line" "$t0"
+done
+t0=$(ms)
+"$build/benchfloor" --dir "$tmp" --writes 50 --pings 200 >"$tmp/floor.jsonl" 2>"$tmp/run.err"
+line=$(head -n 1 "$tmp/floor.jsonl")
+ok=0
+awk -v f="$(field "$line" fsync_p50_us)" -v r="$(field "$line" rtt_p50_us)" \
+    'BEGIN { exit !(f > 0 && r > 0) }' && ok=1
+report "benchfloor prints the fsync and round-trip medians" "$t0" "$ok" "$line $(head -c 200 "$tmp/run.err")"
+t0=$(ms)
+cat "$tmp/floor.jsonl" "$tmp/async.jsonl" "$tmp/redis.jsonl" >"$tmp/compare.jsonl" 2>/dev/null
+out=$(awk -f "$here/jsonl.awk" -f "$here/compare.awk" "$tmp/compare.jsonl" 2>&1)
+ok=0
+printf '%s\n' "$out" | grep -q '^| W2, 2 clients | grants/s.* | [0-9]' &&
+    printf '%s\n' "$out" | grep -q '^W2 limit: fsync p50 ' &&
+    printf '%s\n' "$out" | grep -q '^W2, 2 clients: [0-9]* grants/s = ' && ok=1
+report "compare.awk: the ratios and W2 against its limit" "$t0" "$ok" "$(printf '%s' "$out" | tail -n 3 | tr '\n' ' ')"
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
