@@ -38,6 +38,8 @@ struct node {
     raft_id last_leader;     /* the last leader seen (leader_track), and its term */
     uint64_t last_leader_term;
     uint64_t leader_changes;
+    int seen_state;          /* raft's state and term at the last role_track */
+    uint64_t seen_term;
     bool marked;             /* cfg.state_mark exists (or there is none to make) */
     struct raft_transfer transfer;
     node_transfer_cb *transfer_cb; /* set while a transfer is running */
@@ -442,6 +444,27 @@ static void leader_track(struct node *n)
     n->last_leader_term = n->raft.current_term;
 }
 
+/* raft's state as an enum node_role. */
+static int role_of(int state)
+{
+    switch (state) {
+    case RAFT_FOLLOWER: return ROLE_FOLLOWER;
+    case RAFT_CANDIDATE: return ROLE_CANDIDATE;
+    case RAFT_LEADER: return ROLE_LEADER;
+    default: return ROLE_UNAVAILABLE;
+    }
+}
+
+/* Report a change of raft's role or term (hooks.role): failovers are timed
+ * and spurious elections counted from it (docs/performance.md, "Failover"). */
+static void role_track(struct node *n, int state)
+{
+    if (state == n->seen_state && n->raft.current_term == n->seen_term) return;
+    n->seen_state = state;
+    n->seen_term = n->raft.current_term;
+    if (n->hooks.role != NULL) n->hooks.role(n->hooks.data, role_of(state), n->seen_term);
+}
+
 static void node_poll(struct node *n)
 {
     int state;
@@ -453,6 +476,7 @@ static void node_poll(struct node *n)
     if (fault_poll(n)) return;
     leader_track(n);
     state = raft_state(&n->raft);
+    role_track(n, state);
     if (state != RAFT_LEADER) {
         set_ready(n, false);
         return;
@@ -952,19 +976,7 @@ void node_get_status(struct node *n, struct node_status *st)
     const char *addr = NULL;
 
     memset(st, 0, sizeof *st);
-    switch (raft_state(&n->raft)) {
-    case RAFT_FOLLOWER:
-        st->role = ROLE_FOLLOWER;
-        break;
-    case RAFT_CANDIDATE:
-        st->role = ROLE_CANDIDATE;
-        break;
-    case RAFT_LEADER:
-        st->role = ROLE_LEADER;
-        break;
-    default:
-        st->role = ROLE_UNAVAILABLE;
-    }
+    st->role = role_of(raft_state(&n->raft));
     st->ready = n->ready;
     raft_leader(&n->raft, &id, &addr);
     st->leader_id = (uint32_t)id;

@@ -76,6 +76,10 @@ static const struct metric_def defs[M_COUNT_] = {
     [M_LEADER_CHANGES] = {"baton_leader_changes",
                           "Times this node saw a new leader (the first one included).",
                           T_COUNTER},
+    [M_CANDIDACIES] = {"baton_raft_candidacies",
+                       "Times this node became a raft candidate (pre-vote included): it heard "
+                       "from no leader for an election timeout.",
+                       T_COUNTER},
     [M_GRANTS] = {"baton_grants", "Locks granted (applied on this node).", T_COUNTER},
     [M_ACQUIRES] = {"baton_acquires", "ACQUIRE requests answered by this leader, by outcome.",
                     T_COUNTER, "outcome", acquire_outcomes},

@@ -35,6 +35,7 @@ enum metric_id {
     M_DISK_LOW,
     /* counters */
     M_LEADER_CHANGES,
+    M_CANDIDACIES,
     M_GRANTS,
     M_ACQUIRES,             /* label outcome: enum metric_acquire */
     M_RELEASES,

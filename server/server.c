@@ -115,6 +115,31 @@ static void leadership_changed(void *data, bool ready)
 }
 
 /*
+ * Node hook: raft's role or term changed. Logged at info level with the
+ * time, which is how a failover's election is timed
+ * (tests/bench/failover.sh); candidacies are counted (a spurious one means
+ * the election timeout is too short for this machine).
+ */
+static void role_changed(void *data, int role, uint64_t term)
+{
+    (void)data;
+    switch (role) {
+    case ROLE_CANDIDATE:
+        metrics_add(M_CANDIDACIES, 1);
+        log_info("raft: candidate (term %llu)", (unsigned long long)term);
+        break;
+    case ROLE_LEADER:
+        log_info("raft: leader of term %llu", (unsigned long long)term);
+        break;
+    case ROLE_FOLLOWER:
+        log_info("raft: follower (term %llu)", (unsigned long long)term);
+        break;
+    default:
+        break;
+    }
+}
+
+/*
  * Node hook: a local failure (raft/node.h, "local failures"). Each is
  * logged once per action, with what to do; a node that cannot go on stops
  * and exits with BATON_EXIT_FAULT, so that a supervisor restarts it and
@@ -373,6 +398,7 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     hooks.applied = effects_applied;
     hooks.ready = leadership_changed;
     hooks.fault = node_fault;
+    hooks.role = role_changed;
     rv = conn_tls_init(srv);
     if (rv == 0) rv = access_init(srv);
     if (rv != 0) return rv;
