@@ -64,6 +64,8 @@ struct node_config {
     uint32_t n_members;
     struct node_member members[BATON_MAX_MEMBERS];
     unsigned election_timeout_ms;   /* 0: 400 */
+    unsigned election_jitter_ms;    /* 0: a third of the election timeout; each
+                                       election timer is random in [T, T + this] */
     unsigned heartbeat_timeout_ms;  /* 0: 50 */
     unsigned install_snapshot_timeout_ms; /* 0: 2000 */
     unsigned snapshot_threshold;    /* 0: 8192 */

@@ -219,7 +219,7 @@ static const struct srv_config defaults = {
 
 /* batond's flags: getopt_long's table, and the keys of a --config file
  * (server/config_file.h). */
-enum { O_ID = 256, O_DATA, O_CLUSTER, O_LOG, O_ELECTION, O_HEARTBEAT, O_SNAP, O_TRAIL,
+enum { O_ID = 256, O_DATA, O_CLUSTER, O_LOG, O_ELECTION, O_JITTER, O_HEARTBEAT, O_SNAP, O_TRAIL,
        O_TTL, O_MINTTL, O_MAXTTL, O_DELAY, O_MAXDELAY, O_JOIN, O_RAFT_BIND,
        O_MAXCONNS, O_FRAMETIMEOUT, O_MINFREE, O_MAXINFLIGHT, O_TLS_CERT, O_TLS_KEY,
        O_TLS_CLIENT_CA, O_PEER_CERT, O_PEER_KEY, O_PEER_CA, O_TLS12, O_AUTH_FILE,
@@ -230,6 +230,7 @@ static const struct option opts[] = {
     {"cluster", required_argument, NULL, O_CLUSTER},
     {"log-level", required_argument, NULL, O_LOG},
     {"election-timeout", required_argument, NULL, O_ELECTION},
+    {"election-jitter", required_argument, NULL, O_JITTER},
     {"heartbeat", required_argument, NULL, O_HEARTBEAT},
     {"snapshot-threshold", required_argument, NULL, O_SNAP},
     {"snapshot-trailing", required_argument, NULL, O_TRAIL},
@@ -326,6 +327,7 @@ static int parse_args(struct srv_config *c, int argc, char **argv, const char *c
             }
             break;
         case O_ELECTION: target = &c->node.election_timeout_ms; break;
+        case O_JITTER: target = &c->node.election_jitter_ms; break;
         case O_HEARTBEAT: target = &c->node.heartbeat_timeout_ms; break;
         case O_SNAP: target = &c->node.snapshot_threshold; break;
         case O_TRAIL: target = &c->node.snapshot_trailing; break;

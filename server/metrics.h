@@ -55,6 +55,7 @@ enum metric_id {
     M_QUEUE_LENGTH,
     M_LOCK_WAIT_SECONDS,
     M_SNAPSHOT_SECONDS,
+    M_LOOP_LAG_SECONDS,
     M_COUNT_
 };
 

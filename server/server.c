@@ -429,6 +429,7 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     liveness_init(srv);
     guard_init(srv);
     disk_init(srv);
+    loop_lag_init(srv);
     keepalive_init(srv);
     uv_check_init(loop, &srv->check);
     srv->check.data = srv;
@@ -480,6 +481,7 @@ void server_stop(struct server *srv)
     liveness_close(srv);
     guard_close(srv);
     disk_close(srv);
+    loop_lag_close(srv);
     keepalive_close(srv);
     backup_close(srv);
     node_close(srv->node, node_closed, srv);

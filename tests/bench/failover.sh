@@ -3,6 +3,7 @@
 # and print the distribution (docs/performance.md, "Failover").
 #
 #   tests/bench/failover.sh BUILD_DIR [ROUNDS] [kill|stop]
+#   tests/bench/failover.sh BUILD_DIR SECONDS calm
 #
 # ROUNDS defaults to 10, the signal to kill. Each round runs lockbench W3
 # (16 clients, the W1 loop) for FAILOVER_SECONDS; FAILOVER_WARMUP seconds
@@ -10,6 +11,10 @@
 #   kill  SIGKILL; once lockbench is done the node is started again;
 #   stop  SIGSTOP, and SIGCONT FAILOVER_STOP_SECONDS later (a frozen
 #         leader: its connections stay open and say nothing).
+#   calm  no signal: lockbench W1 for SECONDS with FAILOVER_CLIENTS (default
+#         64 here), then every node's raft term, candidacies and loop lag
+#         (its metrics, --metrics-addr 127.0.0.1:BASE+201..203): elections
+#         that nothing provoked, and the margin the election timeout keeps.
 # Before the next round every node must answer and stand at the leader's
 # applied index. Per round the script prints lockbench's gap_ms (the
 # longest time in which no client completed a cycle), client_gap_max_ms
@@ -55,6 +60,7 @@ done
 case $signal in
     kill) secs=${FAILOVER_SECONDS:-4} ;;
     stop) secs=${FAILOVER_SECONDS:-$(awk -v w="$warmup" -v s="$stop_secs" 'BEGIN { print w + s + 1.5 }')} ;;
+    calm) secs=$rounds; clients=${FAILOVER_CLIENTS:-64} ;;
     *) die "the signal must be kill or stop, not '$signal'" ;;
 esac
 case $rounds in '' | *[!0-9]*) die "ROUNDS must be a number" ;; esac
@@ -105,7 +111,7 @@ trap 'say interrupted; exit 130' INT TERM HUP
 start_node() {
     # shellcheck disable=SC2086 # BENCH_BATOND_ARGS is split on purpose
     setsid "$batond" --id "$1" --data "$data/node$1" --cluster "$members" \
-        --log-level info ${BENCH_BATOND_ARGS:-} </dev/null >/dev/null 2>>"$data/node$1.log" &
+        --log-level info --metrics-addr "127.0.0.1:$((base + 200 + $1))" ${BENCH_BATOND_ARGS:-} </dev/null >/dev/null 2>>"$data/node$1.log" &
     pids[$1]=$!
 }
 
@@ -163,6 +169,38 @@ done
 for i in 1 2 3; do alive "${pids[$i]}" || die "node $i exited at start (logs in $logs_dir)"; done
 say "cluster up (pids ${pids[1]} ${pids[2]} ${pids[3]}); $rounds rounds of $signal," \
     "lockbench ${secs}s each, $clients clients, signal after ${warmup}s"
+
+# Node $1's metrics (HTTP GET /metrics).
+metrics() {
+    local line
+    exec 9<>"/dev/tcp/127.0.0.1/$((base + 200 + $1))" || return 1
+    printf 'GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n' >&9
+    while IFS= read -r line <&9; do printf '%s\n' "${line%$'\r'}"; done
+    exec 9<&-
+}
+
+if [ "$signal" = calm ]; then
+    "$lockbench" --endpoints "$endpoints" --workload W1 --clients "$clients" --seconds "$secs" \
+        >"$data/lb.out" 2>"$data/lb.err" &
+    lb_pid=$!
+    wait "$lb_pid"
+    st=$?
+    lb_pid=0
+    head -n 1 "$data/lb.out"
+    [ "$st" = 0 ] || { cat "$data/lb.err" >&2; exit 1; }
+    for i in 1 2 3; do
+        metrics "$i" >"$data/metrics$i" || die "node $i: no metrics"
+        awk -v i="$i" '
+            /^baton_raft_term / { term = $2 } /^baton_raft_candidacies_total / { cand = $2 }
+            /^baton_leader_changes_total / { lc = $2 } /^baton_raft_role / { role = $2 }
+            /^baton_loop_lag_seconds_bucket/ { split($0, a, "\""); b[a[2]] = $2 }
+            /^baton_loop_lag_seconds_count / { n = $2 }
+            END { printf "node %d: role %d, term %d, candidacies %d, leaders seen %d; loop lag over %d samples: >50ms %d, >100ms %d, >200ms %d, >300ms %d\n",
+                      i, role, term, cand, lc, n, n - b["0.05"], n - b["0.1"], n - b["0.2"], n - b["0.3"] }' \
+            "$data/metrics$i"
+    done
+    exit 0
+fi
 
 ok=0
 for ((r = 1; r <= rounds; r++)); do
