@@ -228,6 +228,16 @@ static bool resolve(baton_async_t *ac, const struct baton__addr *a)
     return false;
 }
 
+/* The endpoints' turn passes over the node just left for its silence for
+ * 2 * BATON__SILENT_MS (a frozen leader would cost another silence); a
+ * redirect still leads there, in case it only was slow. */
+static void skip_silent(baton_async_t *ac)
+{
+    if (ac->n_eps < 2 || baton__now() >= ac->silent_until) return;
+    if (strcmp(ac->eps[ac->ep_next].text, ac->silent_text) == 0)
+        ac->ep_next = (ac->ep_next + 1) % ac->n_eps;
+}
+
 /*
  * Start a connection attempt to the redirect target, if there is one, or
  * to the next endpoint: its IP address, or each address its name resolves
@@ -245,6 +255,7 @@ void baton__conn_start(baton_async_t *ac)
             ac->have_redirect = false;
             ac->cur_is_redirect = true;
         } else {
+            skip_silent(ac);
             a = &ac->eps[ac->ep_next];
             ac->cur_is_redirect = false;
         }
@@ -395,6 +406,8 @@ void baton__conn_check_timers(baton_async_t *ac, uint64_t now)
          * HELLO but never a request still times them out. */
         ac->confirmed = false;
         ac->silenced = true;
+        snprintf(ac->silent_text, sizeof ac->silent_text, "%s", ac->cur_text);
+        ac->silent_until = now + 2 * BATON__SILENT_MS;
         baton__conn_fail(ac, false);
     }
 }

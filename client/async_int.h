@@ -254,6 +254,8 @@ struct baton_async {
     struct buf in, out;       /* plaintext: frames received / to send */
     uint64_t rx_bytes;        /* bytes this connection has received */
     uint64_t rx_at;           /* when it last received a byte, or said HELLO */
+    char silent_text[BATON_MAX_ADDR + 8]; /* the address last left for its silence */
+    uint64_t silent_until;    /* ...skipped in the endpoints' turn until then */
     bool silenced;            /* a silent node was left, and no request has been
                                  answered since: confirming a connection then
                                  does not restart the requests' op timeouts */

@@ -1114,7 +1114,7 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
      * and raft_init refuses fsm version 3 over that
      * (docs/libraft-0.15.md, "Snapshots and restore"). */
     n->io.version = 2;
-    n->election_ms = or_default(cfg->election_timeout_ms, 400);
+    n->election_ms = or_default(cfg->election_timeout_ms, 300);
     n->jitter_ms = or_default(cfg->election_jitter_ms, n->election_ms / 3);
     n->uv_random = n->io.random;
     n->io.random = election_random;
@@ -1127,7 +1127,7 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
     n->raft.data = n;
     n->fsm.raft = &n->raft;
     raft_set_election_timeout(&n->raft, n->election_ms);
-    raft_set_heartbeat_timeout(&n->raft, or_default(cfg->heartbeat_timeout_ms, 50));
+    raft_set_heartbeat_timeout(&n->raft, or_default(cfg->heartbeat_timeout_ms, 30));
     raft_set_install_snapshot_timeout(&n->raft, or_default(cfg->install_snapshot_timeout_ms, 2000));
     raft_set_snapshot_threshold(&n->raft, snapshot_threshold(n));
     raft_set_snapshot_trailing(&n->raft, or_default(cfg->snapshot_trailing, 2048));

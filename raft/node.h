@@ -63,10 +63,10 @@ struct node_config {
     const char *raft_dir;           /* must exist */
     uint32_t n_members;
     struct node_member members[BATON_MAX_MEMBERS];
-    unsigned election_timeout_ms;   /* 0: 400 */
+    unsigned election_timeout_ms;   /* 0: 300 */
     unsigned election_jitter_ms;    /* 0: a third of the election timeout; each
                                        election timer is random in [T, T + this] */
-    unsigned heartbeat_timeout_ms;  /* 0: 50 */
+    unsigned heartbeat_timeout_ms;  /* 0: 30 */
     unsigned install_snapshot_timeout_ms; /* 0: 2000 */
     unsigned snapshot_threshold;    /* 0: 8192 */
     unsigned snapshot_trailing;     /* 0: 2048 */

@@ -54,8 +54,10 @@ static void usage(FILE *f)
           "                         has applied its commit index; 503 and why otherwise).\n"
           "                         Default: none. It has no authentication: bind it to an\n"
           "                         address only your monitoring reaches\n"
-          "  --election-timeout MS  raft election timeout (default 400)\n"
-          "  --heartbeat MS         raft heartbeat interval (default 50)\n"
+          "  --election-timeout MS  raft election timeout (default 300)\n"
+          "  --election-jitter MS   each election timer is random in [T, T + MS] (default a\n"
+          "                         third of --election-timeout; libraft alone: [T, 2T])\n"
+          "  --heartbeat MS         raft heartbeat interval (default 30)\n"
           "  --snapshot-threshold N entries between snapshots (default 8192)\n"
           "  --snapshot-trailing N  entries kept after a snapshot (default 2048)\n"
           "  --default-ttl MS       session lease when the client asks for 0 (default 10000)\n"
@@ -446,9 +448,14 @@ static int parse_args(struct srv_config *c, int argc, char **argv, const char *c
         fprintf(stderr, "batond: --heartbeat must be below --election-timeout\n");
         return -1;
     }
+    if (c->node.election_jitter_ms &&
+        c->node.election_jitter_ms > (c->node.election_timeout_ms ? c->node.election_timeout_ms : 300)) {
+        fprintf(stderr, "batond: --election-jitter must not exceed --election-timeout\n");
+        return -1;
+    }
     if (c->shutdown_transfer_ms < 0)
         c->shutdown_transfer_ms =
-            2 * (int)(c->node.election_timeout_ms ? c->node.election_timeout_ms : 400);
+            2 * (int)(c->node.election_timeout_ms ? c->node.election_timeout_ms : 300);
     if (c->lock_delay_ms > c->max_lock_delay_ms) {
         fprintf(stderr, "batond: --lock-delay exceeds --max-lock-delay\n");
         return -1;

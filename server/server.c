@@ -122,10 +122,13 @@ static void leadership_changed(void *data, bool ready)
  */
 static void role_changed(void *data, int role, uint64_t term)
 {
-    (void)data;
+    struct server *srv = data;
+    bool stood = role == ROLE_CANDIDATE && srv->raft_role != ROLE_CANDIDATE;
+
+    srv->raft_role = role;
     switch (role) {
     case ROLE_CANDIDATE:
-        metrics_add(M_CANDIDACIES, 1);
+        if (stood) metrics_add(M_CANDIDACIES, 1); /* a pre-vote's candidate, then the vote's */
         log_info("raft: candidate (term %llu)", (unsigned long long)term);
         break;
     case ROLE_LEADER:

@@ -287,6 +287,7 @@ struct server {
     struct backup *backups; /* SNAPSHOT_SAVEs being dumped or sent (backup.c) */
     int n_backups;
     bool ready;             /* mirror of node_is_ready */
+    int raft_role;          /* enum node_role at the last role hook (server.c) */
     bool stopping;
     uv_timer_t park_timer;  /* processes parked connections again (listen.c) */
     uint64_t park_term;     /* the term in which connections were last parked */
