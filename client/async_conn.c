@@ -18,6 +18,20 @@
  * An attempt (connect plus HELLO) must finish within BATON__ATTEMPT_MS, so
  * that a node that swallows packets does not stall the client.
  *
+ * A silent node. A leader that is frozen (SIGSTOP, a stalled VM) keeps its
+ * connections open and says nothing; its followers elect another after
+ * their election timeout, but the client would wait for its requests' own
+ * timeouts, or for a keepalive left unanswered (async_session.c), seconds
+ * later. So a node that owes an answer -- HELLO_OK, or the reply to a
+ * request sent on this connection -- and has sent no byte for
+ * BATON__SILENT_MS is left like a closed connection: what is unanswered
+ * is re-sent elsewhere (every request is idempotent), and a follower's
+ * redirect leads back to the silent node only until the followers elect
+ * another; each such attempt ends after the same silence. A healthy leader
+ * answers within milliseconds, and a loop stalled for longer than an
+ * election timeout (300 ms by default) costs its leadership anyway; a
+ * wrong guess costs one reconnection (docs/performance.md, "Failover").
+ *
  * With TLS (async_tls.c) the handshake runs between connect and HELLO_OK,
  * inside the same attempt: HELLO is queued at once and leaves encrypted as
  * soon as the node's certificate is verified. A node that refuses this
@@ -214,6 +228,16 @@ static bool resolve(baton_async_t *ac, const struct baton__addr *a)
     return false;
 }
 
+/* The endpoints' turn passes over the node just left for its silence for
+ * 2 * BATON__SILENT_MS (a frozen leader would cost another silence); a
+ * redirect still leads there, in case it only was slow. */
+static void skip_silent(baton_async_t *ac)
+{
+    if (ac->n_eps < 2 || baton__now() >= ac->silent_until) return;
+    if (strcmp(ac->eps[ac->ep_next].text, ac->silent_text) == 0)
+        ac->ep_next = (ac->ep_next + 1) % ac->n_eps;
+}
+
 /*
  * Start a connection attempt to the redirect target, if there is one, or
  * to the next endpoint: its IP address, or each address its name resolves
@@ -231,6 +255,7 @@ void baton__conn_start(baton_async_t *ac)
             ac->have_redirect = false;
             ac->cur_is_redirect = true;
         } else {
+            skip_silent(ac);
             a = &ac->eps[ac->ep_next];
             ac->cur_is_redirect = false;
         }
@@ -352,8 +377,10 @@ void baton__conn_redirect(baton_async_t *ac, const char *addr, size_t n)
         baton__conn_start(ac);
 }
 
-/* Timer fired: start the attempt a back-off was waiting for, or give up on
- * an attempt that did not reach HELLO_OK in time. */
+static uint64_t silent_deadline(const baton_async_t *ac);
+
+/* Timer fired: start the attempt a back-off was waiting for, give up on
+ * an attempt that did not reach HELLO_OK in time, or leave a silent node. */
 void baton__conn_check_timers(baton_async_t *ac, uint64_t now)
 {
     if (ac->cstate == BATON__C_BACKOFF && now >= ac->reconnect_at) {
@@ -370,16 +397,49 @@ void baton__conn_check_timers(baton_async_t *ac, uint64_t now)
                         why);
         if (connect_other(ac)) return;
         baton__conn_fail(ac, false);
+    } else if (silent_deadline(ac) && now >= silent_deadline(ac)) {
+        char why[64];
+        snprintf(why, sizeof why, "no answer for %d ms: trying another node", BATON__SILENT_MS);
+        baton__conn_err(ac, ac->cstate == BATON__C_HELLO ? "HELLO" : "read", why);
+        /* Not a lost connection to the leader: the requests' op timeouts
+         * keep counting from their send, so that a node that answers
+         * HELLO but never a request still times them out. */
+        ac->confirmed = false;
+        ac->silenced = true;
+        snprintf(ac->silent_text, sizeof ac->silent_text, "%s", ac->cur_text);
+        ac->silent_until = now + 2 * BATON__SILENT_MS;
+        baton__conn_fail(ac, false);
     }
+}
+
+/* When the node owes us an answer and has said nothing for BATON__SILENT_MS
+ * (see "A silent node" above); 0 if it owes none. */
+static uint64_t silent_deadline(const baton_async_t *ac)
+{
+    uint64_t since = 0;
+
+    if (ac->cstate == BATON__C_HELLO) {
+        since = ac->rx_at;
+    } else if (ac->cstate == BATON__C_READY) {
+        for (const struct baton__req *r = ac->head; r; r = r->next)
+            if (r->state == BATON__R_SENT && r->sent_gen == ac->gen &&
+                (since == 0 || r->sent_at < since))
+                since = r->sent_at;
+        if (since == 0) return 0;
+        if (ac->rx_at > since) since = ac->rx_at;
+    }
+    return since ? since + BATON__SILENT_MS : 0;
 }
 
 uint64_t baton__conn_next_timer(const baton_async_t *ac)
 {
+    uint64_t silent = silent_deadline(ac);
+
     if (ac->cstate == BATON__C_BACKOFF) return ac->reconnect_at;
     if (ac->cstate == BATON__C_RESOLVING || ac->cstate == BATON__C_CONNECTING ||
         ac->cstate == BATON__C_HELLO)
-        return ac->attempt_deadline;
-    return 0;
+        return silent && silent < ac->attempt_deadline ? silent : ac->attempt_deadline;
+    return silent;
 }
 
 /* ---- output ----------------------------------------------------------------------- */
@@ -397,8 +457,11 @@ int baton__send_msg(baton_async_t *ac, const struct msg *m)
 {
     int rv = proto_encode(&ac->out, m);
 
-    if (rv == 0) baton__want_write(ac);
-    return rv;
+    if (rv != 0) return rv;
+    baton__want_write(ac);
+    /* The node owes an answer from now on: wake up to check its silence. */
+    if (ac->cstate == BATON__C_READY) baton__sched(ac, baton__now() + BATON__SILENT_MS);
+    return 0;
 }
 
 /* Write what is queued (with TLS: encrypted first); stop watching
@@ -453,6 +516,7 @@ static void connected(baton_async_t *ac)
         return;
     }
     ac->cstate = BATON__C_HELLO;
+    ac->rx_at = baton__now();
     ac->ev.add_read(ac->ev.data, ac->fd);
     ac->ev_read = true;
     ac->hello_id = ac->next_id++;
@@ -535,6 +599,7 @@ static void on_msg(baton_async_t *ac, const struct msg *m)
         baton__conn_fail(ac, true);
         return;
     }
+    if (!baton__is_keepalive_id(m->req_id)) ac->silenced = false;
     baton__on_msg(ac, m);
 }
 
@@ -628,6 +693,7 @@ void baton__read(baton_async_t *ac)
         }
         n = read(ac->fd, dst, room);
         if (n > 0) {
+            ac->rx_at = baton__now();
             if (ac->tls != NULL) {
                 rv = baton__tls_unwrap(ac, chunk, (size_t)n);
             } else {

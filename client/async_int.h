@@ -82,6 +82,10 @@
 #define BATON__BACKOFF_MIN_MS 50
 #define BATON__BACKOFF_MAX_MS 100
 #define BATON__MAX_REDIRECTS 3    /* redirects in a row followed at once */
+/* A node that owes an answer (HELLO_OK, or a reply to a request sent) and
+ * sends no byte for this long is left for another (async_conn.c,
+ * "A silent node"). */
+#define BATON__SILENT_MS 500
 
 #define BATON__DEFAULT_CONNECT_MS 5000
 #define BATON__DEFAULT_OP_MS 10000
@@ -251,6 +255,12 @@ struct baton_async {
     bool confirmed;           /* this connection has reached the leader */
     struct buf in, out;       /* plaintext: frames received / to send */
     uint64_t rx_bytes;        /* bytes this connection has received */
+    uint64_t rx_at;           /* when it last received a byte, or said HELLO */
+    char silent_text[BATON_MAX_ADDR + 8]; /* the address last left for its silence */
+    uint64_t silent_until;    /* ...skipped in the endpoints' turn until then */
+    bool silenced;            /* a silent node was left, and no request has been
+                                 answered since: confirming a connection then
+                                 does not restart the requests' op timeouts */
     uint64_t hello_id;
     uint64_t attempt_deadline;
     uint64_t reconnect_at;

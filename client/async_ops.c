@@ -162,6 +162,7 @@ static void confirm(baton_async_t *ac)
     ac->redirects_in_row = 0;
     ac->round_fails = 0;
     ac->backoffs = 0;
+    if (ac->silenced) return; /* async_conn.c, "A silent node" */
     now = baton__now();
     for (struct baton__req *r = ac->head; r; r = r->next)
         if (r->state == BATON__R_SENT && r->sent_gen == ac->gen && r->deadline &&

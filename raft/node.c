@@ -7,6 +7,7 @@
 
 #include <raft.h>
 #include <raft/uv.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,10 @@ struct node {
     raft_id last_leader;     /* the last leader seen (leader_track), and its term */
     uint64_t last_leader_term;
     uint64_t leader_changes;
+    int (*uv_random)(struct raft_io *io, int min, int max); /* raft_uv's own */
+    unsigned election_ms, jitter_ms; /* the election timer is random in [T, T + jitter] */
+    int seen_state;          /* raft's state and term at the last role_track */
+    uint64_t seen_term;
     bool marked;             /* cfg.state_mark exists (or there is none to make) */
     struct raft_transfer transfer;
     node_transfer_cb *transfer_cb; /* set while a transfer is running */
@@ -442,6 +447,27 @@ static void leader_track(struct node *n)
     n->last_leader_term = n->raft.current_term;
 }
 
+/* raft's state as an enum node_role. */
+static int role_of(int state)
+{
+    switch (state) {
+    case RAFT_FOLLOWER: return ROLE_FOLLOWER;
+    case RAFT_CANDIDATE: return ROLE_CANDIDATE;
+    case RAFT_LEADER: return ROLE_LEADER;
+    default: return ROLE_UNAVAILABLE;
+    }
+}
+
+/* Report a change of raft's role or term (hooks.role): failovers are timed
+ * and spurious elections counted from it (docs/performance.md, "Failover"). */
+static void role_track(struct node *n, int state)
+{
+    if (state == n->seen_state && n->raft.current_term == n->seen_term) return;
+    n->seen_state = state;
+    n->seen_term = n->raft.current_term;
+    if (n->hooks.role != NULL) n->hooks.role(n->hooks.data, role_of(state), n->seen_term);
+}
+
 static void node_poll(struct node *n)
 {
     int state;
@@ -453,6 +479,7 @@ static void node_poll(struct node *n)
     if (fault_poll(n)) return;
     leader_track(n);
     state = raft_state(&n->raft);
+    role_track(n, state);
     if (state != RAFT_LEADER) {
         set_ready(n, false);
         return;
@@ -952,19 +979,7 @@ void node_get_status(struct node *n, struct node_status *st)
     const char *addr = NULL;
 
     memset(st, 0, sizeof *st);
-    switch (raft_state(&n->raft)) {
-    case RAFT_FOLLOWER:
-        st->role = ROLE_FOLLOWER;
-        break;
-    case RAFT_CANDIDATE:
-        st->role = ROLE_CANDIDATE;
-        break;
-    case RAFT_LEADER:
-        st->role = ROLE_LEADER;
-        break;
-    default:
-        st->role = ROLE_UNAVAILABLE;
-    }
+    st->role = role_of(raft_state(&n->raft));
     st->ready = n->ready;
     raft_leader(&n->raft, &id, &addr);
     st->leader_id = (uint32_t)id;
@@ -1005,6 +1020,29 @@ const struct node_config *node_config(const struct node *n)
 static unsigned or_default(unsigned v, unsigned d)
 {
     return v ? v : d;
+}
+
+/*
+ * raft_io's random, which 0.15 calls to draw each election timer in
+ * [T, 2T] (electionResetTimer). With pre-vote a follower grants no vote
+ * while it still has a leader, so after a leader dies the first follower
+ * whose timer runs out is refused, and the election is won only when the
+ * *second* one's runs out: a failover takes the later of two timers, on
+ * average T + 2/3 T, up to 2T. Drawing them in [T, T + jitter] instead
+ * bounds that by T + jitter without shortening the shortest timer, which
+ * is what protects a loaded cluster from needless elections
+ * (docs/performance.md, "Failover"). The jitter is still there to keep two
+ * candidates from standing at the same moment. Any other range is passed
+ * through.
+ */
+static int election_random(struct raft_io *io, int min, int max)
+{
+    struct node *n = (struct node *)(void *)((char *)io - offsetof(struct node, io));
+
+    if (min == (int)n->election_ms && max == 2 * (int)n->election_ms &&
+        n->jitter_ms < n->election_ms)
+        max = min + (int)n->jitter_ms;
+    return n->uv_random(io, min, max);
 }
 
 /* Bootstrap the static configuration. Every node does it on every start:
@@ -1076,6 +1114,10 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
      * and raft_init refuses fsm version 3 over that
      * (docs/libraft-0.15.md, "Snapshots and restore"). */
     n->io.version = 2;
+    n->election_ms = or_default(cfg->election_timeout_ms, 300);
+    n->jitter_ms = or_default(cfg->election_jitter_ms, n->election_ms / 3);
+    n->uv_random = n->io.random;
+    n->io.random = election_random;
     fsm_use_async_snapshots(&n->fsm);
     rv = raft_init(&n->raft, &n->io, &n->fsm.base, cfg->id, self->raft_addr);
     if (rv != 0) {
@@ -1084,8 +1126,8 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
     }
     n->raft.data = n;
     n->fsm.raft = &n->raft;
-    raft_set_election_timeout(&n->raft, or_default(cfg->election_timeout_ms, 400));
-    raft_set_heartbeat_timeout(&n->raft, or_default(cfg->heartbeat_timeout_ms, 50));
+    raft_set_election_timeout(&n->raft, n->election_ms);
+    raft_set_heartbeat_timeout(&n->raft, or_default(cfg->heartbeat_timeout_ms, 30));
     raft_set_install_snapshot_timeout(&n->raft, or_default(cfg->install_snapshot_timeout_ms, 2000));
     raft_set_snapshot_threshold(&n->raft, snapshot_threshold(n));
     raft_set_snapshot_trailing(&n->raft, or_default(cfg->snapshot_trailing, 2048));

@@ -63,8 +63,10 @@ struct node_config {
     const char *raft_dir;           /* must exist */
     uint32_t n_members;
     struct node_member members[BATON_MAX_MEMBERS];
-    unsigned election_timeout_ms;   /* 0: 400 */
-    unsigned heartbeat_timeout_ms;  /* 0: 50 */
+    unsigned election_timeout_ms;   /* 0: 300 */
+    unsigned election_jitter_ms;    /* 0: a third of the election timeout; each
+                                       election timer is random in [T, T + this] */
+    unsigned heartbeat_timeout_ms;  /* 0: 30 */
     unsigned install_snapshot_timeout_ms; /* 0: 2000 */
     unsigned snapshot_threshold;    /* 0: 8192 */
     unsigned snapshot_trailing;     /* 0: 2048 */
@@ -153,11 +155,18 @@ struct node_fault {
  * the caller must close the node (node_close) and exit non-zero. */
 typedef void node_fault_cb(void *data, const struct node_fault *f);
 
+/* Called when raft's role (enum node_role) or term changed since the node
+ * last looked (at the end of a loop turn or every 20 ms): a candidacy, pre-vote
+ * included, an election won, a new leader followed. For the log and the
+ * metrics; the node has acted on it already. */
+typedef void node_role_cb(void *data, int role, uint64_t term);
+
 struct node_hooks {
     void *data;
     node_applied_cb *applied;
     node_ready_cb *ready;
     node_fault_cb *fault;           /* may be NULL */
+    node_role_cb *role;             /* may be NULL */
 };
 
 struct node;

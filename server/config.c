@@ -54,8 +54,10 @@ static void usage(FILE *f)
           "                         has applied its commit index; 503 and why otherwise).\n"
           "                         Default: none. It has no authentication: bind it to an\n"
           "                         address only your monitoring reaches\n"
-          "  --election-timeout MS  raft election timeout (default 400)\n"
-          "  --heartbeat MS         raft heartbeat interval (default 50)\n"
+          "  --election-timeout MS  raft election timeout (default 300)\n"
+          "  --election-jitter MS   each election timer is random in [T, T + MS] (default a\n"
+          "                         third of --election-timeout; libraft alone: [T, 2T])\n"
+          "  --heartbeat MS         raft heartbeat interval (default 30)\n"
           "  --snapshot-threshold N entries between snapshots (default 8192)\n"
           "  --snapshot-trailing N  entries kept after a snapshot (default 2048)\n"
           "  --default-ttl MS       session lease when the client asks for 0 (default 10000)\n"
@@ -219,7 +221,7 @@ static const struct srv_config defaults = {
 
 /* batond's flags: getopt_long's table, and the keys of a --config file
  * (server/config_file.h). */
-enum { O_ID = 256, O_DATA, O_CLUSTER, O_LOG, O_ELECTION, O_HEARTBEAT, O_SNAP, O_TRAIL,
+enum { O_ID = 256, O_DATA, O_CLUSTER, O_LOG, O_ELECTION, O_JITTER, O_HEARTBEAT, O_SNAP, O_TRAIL,
        O_TTL, O_MINTTL, O_MAXTTL, O_DELAY, O_MAXDELAY, O_JOIN, O_RAFT_BIND,
        O_MAXCONNS, O_FRAMETIMEOUT, O_MINFREE, O_MAXINFLIGHT, O_TLS_CERT, O_TLS_KEY,
        O_TLS_CLIENT_CA, O_PEER_CERT, O_PEER_KEY, O_PEER_CA, O_TLS12, O_AUTH_FILE,
@@ -230,6 +232,7 @@ static const struct option opts[] = {
     {"cluster", required_argument, NULL, O_CLUSTER},
     {"log-level", required_argument, NULL, O_LOG},
     {"election-timeout", required_argument, NULL, O_ELECTION},
+    {"election-jitter", required_argument, NULL, O_JITTER},
     {"heartbeat", required_argument, NULL, O_HEARTBEAT},
     {"snapshot-threshold", required_argument, NULL, O_SNAP},
     {"snapshot-trailing", required_argument, NULL, O_TRAIL},
@@ -326,6 +329,7 @@ static int parse_args(struct srv_config *c, int argc, char **argv, const char *c
             }
             break;
         case O_ELECTION: target = &c->node.election_timeout_ms; break;
+        case O_JITTER: target = &c->node.election_jitter_ms; break;
         case O_HEARTBEAT: target = &c->node.heartbeat_timeout_ms; break;
         case O_SNAP: target = &c->node.snapshot_threshold; break;
         case O_TRAIL: target = &c->node.snapshot_trailing; break;
@@ -444,9 +448,14 @@ static int parse_args(struct srv_config *c, int argc, char **argv, const char *c
         fprintf(stderr, "batond: --heartbeat must be below --election-timeout\n");
         return -1;
     }
+    if (c->node.election_jitter_ms &&
+        c->node.election_jitter_ms > (c->node.election_timeout_ms ? c->node.election_timeout_ms : 300)) {
+        fprintf(stderr, "batond: --election-jitter must not exceed --election-timeout\n");
+        return -1;
+    }
     if (c->shutdown_transfer_ms < 0)
         c->shutdown_transfer_ms =
-            2 * (int)(c->node.election_timeout_ms ? c->node.election_timeout_ms : 400);
+            2 * (int)(c->node.election_timeout_ms ? c->node.election_timeout_ms : 300);
     if (c->lock_delay_ms > c->max_lock_delay_ms) {
         fprintf(stderr, "batond: --lock-delay exceeds --max-lock-delay\n");
         return -1;

@@ -57,7 +57,7 @@ static bool park(struct conn *c, const struct msg *m)
 {
     struct server *srv = c->srv;
     const struct msg_info *info = msg_info(m->type);
-    unsigned window = srv->cfg.node.election_timeout_ms ? srv->cfg.node.election_timeout_ms : 400;
+    unsigned window = srv->cfg.node.election_timeout_ms ? srv->cfg.node.election_timeout_ms : 300;
     struct node_status st;
     uint64_t now;
 

@@ -47,6 +47,8 @@ static const double batch_bounds[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 102
 static const double queue_bounds[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096, 0};
 static const double wait_bounds[] = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1,
                                      5,     10,    30,   60,   300, 0};
+static const double lag_bounds[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15,
+                                   0.2,   0.3,   0.5,  1,     2,    0};
 static const double snapshot_bounds[] = {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 0};
 
 static const struct metric_def defs[M_COUNT_] = {
@@ -76,6 +78,10 @@ static const struct metric_def defs[M_COUNT_] = {
     [M_LEADER_CHANGES] = {"baton_leader_changes",
                           "Times this node saw a new leader (the first one included).",
                           T_COUNTER},
+    [M_CANDIDACIES] = {"baton_raft_candidacies",
+                       "Times this node became a raft candidate (pre-vote included): it heard "
+                       "from no leader for an election timeout.",
+                       T_COUNTER},
     [M_GRANTS] = {"baton_grants", "Locks granted (applied on this node).", T_COUNTER},
     [M_ACQUIRES] = {"baton_acquires", "ACQUIRE requests answered by this leader, by outcome.",
                     T_COUNTER, "outcome", acquire_outcomes},
@@ -115,6 +121,10 @@ static const struct metric_def defs[M_COUNT_] = {
     [M_SNAPSHOT_SECONDS] = {"baton_snapshot_duration_seconds",
                             "Time to take one raft snapshot.", T_HISTOGRAM, NULL, NULL,
                             snapshot_bounds},
+    [M_LOOP_LAG_SECONDS] = {"baton_loop_lag_seconds",
+                            "How late a timer due every 25 ms fired on the loop thread (raft's "
+                            "ticks run there too: compare with the election timeout).",
+                            T_HISTOGRAM, NULL, NULL, lag_bounds},
 };
 
 struct hist {

@@ -35,6 +35,7 @@ enum metric_id {
     M_DISK_LOW,
     /* counters */
     M_LEADER_CHANGES,
+    M_CANDIDACIES,
     M_GRANTS,
     M_ACQUIRES,             /* label outcome: enum metric_acquire */
     M_RELEASES,
@@ -54,6 +55,7 @@ enum metric_id {
     M_QUEUE_LENGTH,
     M_LOCK_WAIT_SECONDS,
     M_SNAPSHOT_SECONDS,
+    M_LOOP_LAG_SECONDS,
     M_COUNT_
 };
 

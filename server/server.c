@@ -115,6 +115,34 @@ static void leadership_changed(void *data, bool ready)
 }
 
 /*
+ * Node hook: raft's role or term changed. Logged at info level with the
+ * time, which is how a failover's election is timed
+ * (tests/bench/failover.sh); candidacies are counted (a spurious one means
+ * the election timeout is too short for this machine).
+ */
+static void role_changed(void *data, int role, uint64_t term)
+{
+    struct server *srv = data;
+    bool stood = role == ROLE_CANDIDATE && srv->raft_role != ROLE_CANDIDATE;
+
+    srv->raft_role = role;
+    switch (role) {
+    case ROLE_CANDIDATE:
+        if (stood) metrics_add(M_CANDIDACIES, 1); /* a pre-vote's candidate, then the vote's */
+        log_info("raft: candidate (term %llu)", (unsigned long long)term);
+        break;
+    case ROLE_LEADER:
+        log_info("raft: leader of term %llu", (unsigned long long)term);
+        break;
+    case ROLE_FOLLOWER:
+        log_info("raft: follower (term %llu)", (unsigned long long)term);
+        break;
+    default:
+        break;
+    }
+}
+
+/*
  * Node hook: a local failure (raft/node.h, "local failures"). Each is
  * logged once per action, with what to do; a node that cannot go on stops
  * and exits with BATON_EXIT_FAULT, so that a supervisor restarts it and
@@ -373,6 +401,7 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     hooks.applied = effects_applied;
     hooks.ready = leadership_changed;
     hooks.fault = node_fault;
+    hooks.role = role_changed;
     rv = conn_tls_init(srv);
     if (rv == 0) rv = access_init(srv);
     if (rv != 0) return rv;
@@ -403,6 +432,7 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     liveness_init(srv);
     guard_init(srv);
     disk_init(srv);
+    loop_lag_init(srv);
     keepalive_init(srv);
     uv_check_init(loop, &srv->check);
     srv->check.data = srv;
@@ -454,6 +484,7 @@ void server_stop(struct server *srv)
     liveness_close(srv);
     guard_close(srv);
     disk_close(srv);
+    loop_lag_close(srv);
     keepalive_close(srv);
     backup_close(srv);
     node_close(srv->node, node_closed, srv);

@@ -276,6 +276,8 @@ struct server {
     uint64_t refuse_logged; /* uv_now of that warning */
     uint64_t accept_failures, accept_logged; /* the same for failed accepts */
     uv_timer_t disk_timer;  /* measures the data disk's free space (disk.c) */
+    uv_timer_t lag_timer;   /* measures how late the loop runs (loop_lag.c) */
+    uint64_t lag_due;       /* uv_now at which it is next due, 0 before the first */
     uint64_t disk_free;     /* bytes free at the last check */
     uint64_t disk_step;     /* the store's next growth at the last check */
     bool disk_low;          /* below --min-free-mb + disk_step: client writes refused */
@@ -285,6 +287,7 @@ struct server {
     struct backup *backups; /* SNAPSHOT_SAVEs being dumped or sent (backup.c) */
     int n_backups;
     bool ready;             /* mirror of node_is_ready */
+    int raft_role;          /* enum node_role at the last role hook (server.c) */
     bool stopping;
     uv_timer_t park_timer;  /* processes parked connections again (listen.c) */
     uint64_t park_term;     /* the term in which connections were last parked */
@@ -397,6 +400,11 @@ void reply_not_applied(struct conn *c, uint64_t req_id, int status);
 /* A pending_done_fn that answers RESULT(status, kind, value), or as
  * reply_not_applied; nothing when the connection is gone. */
 void reply_result(struct server *srv, const struct pending *p, const struct cmd_outcome *o);
+
+/* loop_lag.c -- observe how late a periodic timer fires on the loop
+ * (baton_loop_lag_seconds): the margin the election timeout must keep. */
+void loop_lag_init(struct server *srv);
+void loop_lag_close(struct server *srv);
 
 /* disk.c -- refuse client writes while the data disk is below --min-free-mb
  * plus the lock store's next growth step. */

@@ -20,7 +20,7 @@ server restore
 listen http
 guard dispatch
 access admin admin_cmds backup members watch keepalive
-liveness deadlines disk observe
+liveness deadlines disk observe loop_lag
 batch
 push
 reply

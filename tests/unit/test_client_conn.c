@@ -138,6 +138,39 @@ TEST(async_op_timeout)
     fake_stop(f);
 }
 
+/* A node that owes an answer and says nothing for BATON__SILENT_MS (500 ms)
+ * is left, and the request re-sent elsewhere -- here the same fake, which
+ * answers HELLO and keepalives but never the ACQUIRE: the reconnections do
+ * not restart the op timeout, which still ends the call. */
+TEST(async_silent_node_left)
+{
+    struct fake *f = fake_start();
+    struct tloop t;
+    baton_async_t *ac;
+    struct rec r;
+    int64_t t0, dt;
+    int conns;
+
+    tloop_init(&t);
+    ac = a_open(&t, f->addr, 1600, 0);
+    conns = FK_GET(f, n_conns);
+    FK_SET(f, silent_acquire, true);
+    t0 = now_ms();
+    r = a_lock(&t, ac, "s", BATON_WAIT_FOREVER);
+    dt = now_ms() - t0;
+    ASSERT(r.status == BATON_ETIMEDOUT || r.status == BATON_EUNAVAIL);
+    ASSERT_GE(dt, 1590);
+    ASSERT_LT(dt, 3000);
+    /* About one reconnection per 500 ms of silence. */
+    ASSERT_GE(FK_GET(f, n_conns) - conns, 2);
+    ASSERT_LE(FK_GET(f, n_conns) - conns, 4);
+    ASSERT_GE(FK_GET(f, n_acquire), 2);
+    FK_SET(f, silent_acquire, false);
+    a_close(&t, ac);
+    tloop_done(&t);
+    fake_stop(f);
+}
+
 TEST(async_unavailable)
 {
     struct tloop t;
@@ -285,6 +318,7 @@ int main(int argc, char **argv)
     RUN(async_no_leader_retry);
     RUN(async_endpoint_rotation);
     RUN(async_op_timeout);
+    RUN(async_silent_node_left);
     RUN(async_unavailable);
     RUN(async_reconnect_resends_same_seq);
     RUN(async_resend_unanswered_gets_cached_result);
