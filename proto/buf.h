@@ -36,16 +36,55 @@ int buf_put_str(struct buf *b, const char *s, size_t n);
 /* Drop the first n bytes (n <= len). */
 void buf_consume(struct buf *b, size_t n);
 
-/* Little-endian stores/loads on raw memory. */
-void le_put_u16(uint8_t *p, uint16_t v);
-void le_put_u32(uint8_t *p, uint32_t v);
-void le_put_u64(uint8_t *p, uint64_t v);
-uint16_t le_get_u16(const uint8_t *p);
-uint32_t le_get_u32(const uint8_t *p);
-uint64_t le_get_u64(const uint8_t *p);
-/* Big-endian u64, used in LMDB keys so that byte order is numeric order. */
-void be_put_u64(uint8_t *p, uint64_t v);
-uint64_t be_get_u64(const uint8_t *p);
+/* Little-endian stores/loads on raw memory; big-endian u64 is used in LMDB
+ * keys so that byte order is numeric order. Inline: the codecs and the
+ * store call them for every field of every command. */
+static inline void le_put_u16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+static inline void le_put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void le_put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint16_t le_get_u16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static inline uint32_t le_get_u32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+static inline uint64_t le_get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+static inline void be_put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * (7 - i)));
+}
+
+static inline uint64_t be_get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
+    return v;
+}
 
 /* A bounds-checked reader over borrowed memory. Every get returns 0, or
  * BATON_EMALFORMED when fewer bytes remain than asked for; after the first

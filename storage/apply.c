@@ -357,6 +357,7 @@ static int apply_txn(store *s, MDB_txn *txn, void *arg)
         cmd_reader_init(&r, a->data, a->len, NULL);
         while (rc == 0 && cmd_reader_next(&r, &cmd) == 1) {
             rc = apply_one(&c, &cmd, &res);
+            if (rc == 0) rc = sess_flush(&c);
             if (rc == 0) rc = effects_add_result(a->out, &res);
         }
     }

@@ -517,7 +517,9 @@ int op_acquire(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
         res->kind = RESULT_QUEUED;
         res->value = r.n_waiters;
     }
-    rc = session_lock_add(c, cmd->session, cmd->name, cmd->name_len, 1);
+    /* n was 0 (acquire_again answered any other count), and nothing
+     * above touched the session's count on this name. */
+    rc = session_lock_first(c, cmd->session, cmd->name, cmd->name_len);
     if (rc != 0) return rc;
     sess.n_owned++;
     return sess_put(c, cmd->session, &sess);

@@ -60,6 +60,15 @@ int session_lock_add(struct apply_ctx *c, uint64_t session, const char *name, si
     return count_add(c->txn, c->s->dbi[DB_SESSION_LOCKS], session, name, len, delta);
 }
 
+int session_lock_first(struct apply_ctx *c, uint64_t session, const char *name, size_t len)
+{
+    uint8_t k[SESSION_LOCK_KEY_MAX], nv[4];
+
+    le_put_u32(nv, 1);
+    return db_put(c->txn, c->s->dbi[DB_SESSION_LOCKS], k, key_session_lock(k, session, name, len),
+                  nv, sizeof nv);
+}
+
 /* ---- format 6 <-> 7 ------------------------------------------------------- */
 
 /* Is database db empty? */

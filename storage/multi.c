@@ -79,7 +79,7 @@ static int names_ok(const struct multi_names *m)
 
 static void names_add(struct multi_names *m, size_t *used, const char *name, uint16_t len)
 {
-    memcpy(m->buf + *used, name, len);
+    if (len > 0) memcpy(m->buf + *used, name, len); /* an empty name may be NULL */
     m->name[m->n] = m->buf + *used;
     m->len[m->n++] = len;
     *used += len;

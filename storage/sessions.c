@@ -14,24 +14,62 @@
 #include "client/baton_defs.h"
 #include "storage/store_int.h"
 
+int sess_flush(struct apply_ctx *c)
+{
+    uint8_t k[8], v[VAL_MAX];
+    int rc;
+
+    if (!c->sess.dirty) return 0;
+    key_u64(k, c->sess.id);
+    rc = db_put(c->txn, c->s->dbi[DB_SESSIONS], k, sizeof k, v, sess_encode(v, &c->sess.rec));
+    if (rc == 0) c->sess.dirty = 0;
+    return rc;
+}
+
 int sess_get(struct apply_ctx *c, uint64_t id, struct sess_rec *r, int *found)
 {
     uint8_t k[8];
     MDB_val v;
     int rc;
 
+    if (c->sess.valid && c->sess.id == id) {
+        *r = c->sess.rec;
+        *found = 1;
+        return 0;
+    }
+    rc = sess_flush(c); /* the cache moves on to another session */
+    if (rc != 0) return rc;
     key_u64(k, id);
     rc = db_get(c->txn, c->s->dbi[DB_SESSIONS], k, sizeof k, &v, found);
     if (rc != 0 || !*found) return rc;
-    return sess_decode(&v, r);
+    rc = sess_decode(&v, r);
+    if (rc != 0) return rc;
+    c->sess.id = id;
+    c->sess.rec = *r;
+    c->sess.valid = 1;
+    return 0;
 }
 
 int sess_put(struct apply_ctx *c, uint64_t id, const struct sess_rec *r)
 {
-    uint8_t k[8], v[VAL_MAX];
+    if (!c->sess.valid || c->sess.id != id) {
+        int rc = sess_flush(c);
+        if (rc != 0) return rc;
+    }
+    c->sess.id = id;
+    c->sess.rec = *r;
+    c->sess.valid = 1;
+    c->sess.dirty = 1;
+    return 0;
+}
 
+int sess_del(struct apply_ctx *c, uint64_t id)
+{
+    uint8_t k[8];
+
+    if (c->sess.valid && c->sess.id == id) c->sess.valid = c->sess.dirty = 0;
     key_u64(k, id);
-    return db_put(c->txn, c->s->dbi[DB_SESSIONS], k, sizeof k, v, sess_encode(v, r));
+    return db_del(c->txn, c->s->dbi[DB_SESSIONS], k, sizeof k, NULL);
 }
 
 int sess_owned_add(struct apply_ctx *c, uint64_t id, int delta)
@@ -63,6 +101,8 @@ int op_open_session(struct apply_ctx *c, const struct cmd *cmd, struct cmd_resul
     uint64_t id;
     int found, rc;
 
+    rc = sess_flush(c); /* nonce_find and mdb_stat read DB_SESSIONS */
+    if (rc != 0) return rc;
     if (cmd->seq != 0) {
         rc = nonce_find(c->s, c->txn, cmd->seq, cmd->owner, cmd->owner_len, &id, &found);
         if (rc != 0) return rc;
@@ -206,8 +246,7 @@ int op_end_session(struct apply_ctx *c, const struct cmd *cmd, int32_t why, stru
     rc = dedup_drop_session(c, cmd->session);
     if (rc == 0) rc = nonce_drop(c, cmd->session, &sess);
     if (rc != 0) return rc;
-    key_u64(k, cmd->session);
-    rc = db_del(c->txn, c->s->dbi[DB_SESSIONS], k, 8, NULL);
+    rc = sess_del(c, cmd->session);
     if (rc != 0) return rc;
     rc = fx_emit(c, FX_SESSION_GONE, why, cmd->session, 0, 0, NULL, 0);
     if (rc != 0) return rc;

@@ -408,6 +408,16 @@ struct apply_ctx {
         char name[BATON_MAX_NAME];
     } *regrant;
     size_t n_regrant, cap_regrant;
+    /* The session record read or written last (sessions.c): a command
+     * reads and rewrites its session's record several times (the dedup
+     * floor, n_owned), so sess_get and sess_put work on this copy and
+     * sess_flush writes it once, after each command. */
+    struct sess_cache {
+        uint64_t id;
+        int valid;              /* rec is the record of session id */
+        int dirty;              /* rec differs from the database's */
+        struct sess_rec rec;
+    } sess;
 };
 
 /*
@@ -449,8 +459,19 @@ int fx_emit_lock_delay(struct apply_ctx *c, uint64_t session, uint64_t waiter, u
 
 /* ---- sessions.c --------------------------------------------------------- */
 
+/*
+ * The session records go through the context's one-record cache
+ * (apply_ctx.sess): sess_get reads the cache or the database, sess_put
+ * changes the cache only, sess_flush writes a changed record to the
+ * database (apply.c calls it after every command, so every command ends
+ * with the database as it would be without the cache), sess_del deletes a
+ * record and forgets its copy. Anything else that reads or writes
+ * DB_SESSIONS inside an apply calls sess_flush first.
+ */
 int sess_get(struct apply_ctx *c, uint64_t id, struct sess_rec *r, int *found);
 int sess_put(struct apply_ctx *c, uint64_t id, const struct sess_rec *r);
+int sess_flush(struct apply_ctx *c);
+int sess_del(struct apply_ctx *c, uint64_t id);
 /* Add delta to a session's n_owned (the session must exist). */
 int sess_owned_add(struct apply_ctx *c, uint64_t id, int delta);
 
@@ -504,6 +525,8 @@ int nonce_drop(struct apply_ctx *c, uint64_t session, const struct sess_rec *r);
  * (DB_SESSION_LOCKS); the record goes when the count reaches 0. */
 int session_lock_add(struct apply_ctx *c, uint64_t session, const char *name, size_t len,
                      int delta);
+/* session_lock_add(+1) for a count known to be 0: one write, no read. */
+int session_lock_first(struct apply_ctx *c, uint64_t session, const char *name, size_t len);
 /* How many owned entries session has on name (0: none). */
 int session_lock_count(struct apply_ctx *c, uint64_t session, const char *name, size_t len,
                        uint32_t *n);

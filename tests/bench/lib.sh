@@ -70,6 +70,10 @@ lb_finish() {
     st=$?
     lb_pid=0
     line=$(head -n 1 "$data/lb.out")
+    if declare -F lb_more_fields >/dev/null; then # the sourcing script's own fields
+        lb_more_fields "$line"
+        extra+=$lb_more
+    fi
     [ -n "$line" ] && [ -n "$extra" ] && line="{${extra}${line#\{}"
     [ -n "$line" ] && [ "${peer_tls:-0}" = 1 ] && line="{\"peer_tls\":1,${line#\{}"
     [ -n "$line" ] && [ "${secure:-0}" = 1 ] && line="{\"client_tls\":1,${line#\{}"

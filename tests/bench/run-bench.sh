@@ -94,6 +94,16 @@
 #                       BATON_TOKEN). Every session then pays a TLS handshake
 #                       and every message its encryption; every JSON line then
 #                       carries "client_tls":1.
+#   BENCH_CPU=1         W1/W2/W6/W7/W8 runs also measure each node's CPU and system
+#                       calls per completed op (cycle or grant) over the run: the
+#                       utime+stime delta of /proc/PID/stat in microseconds, and
+#                       `perf stat -e raw_syscalls:sys_enter -p PID` (needs perf and
+#                       tracepoint access), divided by the line's "ops". The line
+#                       gets "cpu_us_leader", "cpu_us_f1", "cpu_us_f2",
+#                       "sys_leader", "sys_f1", "sys_f2" (f1, f2: the followers in
+#                       node order); tests/bench/cpu-per-cycle.sh prints them
+#   BENCH_PERF_DIR      with BENCH_CPU=1: also `perf record -g` every node during
+#                       each run into DIR/RUN-ROLE.data (ROLE leader, f1, f2)
 #   BENCH_CACERT, BENCH_CERT, BENCH_KEY, BENCH_TOKEN
 #                       otherwise passed to lockbench as they are (its --cacert,
 #                       --cert, --key, --token), for nodes secured through
@@ -301,13 +311,96 @@ start_cluster() {
     say "$tag: cluster up, leader node $leader (pids ${pids[1]} ${pids[2]} ${pids[3]})"
 }
 
+# BENCH_CPU: each node's role (leader, f1, f2), CPU ticks and perf pids
+# at the start of a run.
+cpu_on=${BENCH_CPU:-0}
+perf_dir=${BENCH_PERF_DIR:-}
+clk_tck=$(getconf CLK_TCK)
+declare -a cpu_role cpu_t0 cpu_stat_pid cpu_rec_pid
+
+# utime+stime of process $1 in clock ticks (fields 14 and 15 of
+# /proc/PID/stat, counted after the command name, which may hold spaces).
+cpu_ticks() {
+    local st
+    st=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
+    st=${st##*) }
+    # shellcheck disable=SC2086 # split the fields on purpose
+    set -- $st
+    echo $((${12} + ${13}))
+}
+
+# Start measuring the nodes for the run named $1.
+cpu_begin() {
+    local i leader f=0
+    [ "$cpu_on" = 1 ] || return 0
+    leader=$(leader_id)
+    for i in 1 2 3; do
+        if [ "$i" = "$leader" ]; then cpu_role[$i]=leader; else f=$((f + 1)); cpu_role[$i]=f$f; fi
+        cpu_t0[$i]=$(cpu_ticks "${pids[$i]}")
+        perf stat -x, -e raw_syscalls:sys_enter -p "${pids[$i]}" -o "$data/sys$i.csv" \
+            >/dev/null 2>&1 &
+        cpu_stat_pid[$i]=$!
+        cpu_rec_pid[$i]=0
+        if [ -n "$perf_dir" ]; then
+            mkdir -p "$perf_dir"
+            perf record -q -g -p "${pids[$i]}" -o "$perf_dir/$1-${cpu_role[$i]}.data" \
+                >/dev/null 2>&1 &
+            cpu_rec_pid[$i]=$!
+        fi
+    done
+}
+
+# Stop measuring; put the JSON fields for a run of $1 ops in cpu_fields (not
+# printed: in a command substitution `wait` could not wait for perf).
+cpu_end() {
+    local i ops=$1 t1 sys out=""
+    cpu_fields=""
+    [ "$cpu_on" = 1 ] || return 0
+    for i in 1 2 3; do
+        t1=$(cpu_ticks "${pids[$i]}")
+        kill -INT "${cpu_stat_pid[$i]}" 2>/dev/null
+        wait "${cpu_stat_pid[$i]}" 2>/dev/null
+        if [ "${cpu_rec_pid[$i]}" != 0 ]; then
+            kill -INT "${cpu_rec_pid[$i]}" 2>/dev/null
+            wait "${cpu_rec_pid[$i]}" 2>/dev/null
+        fi
+        sys=$(awk -F, '/raw_syscalls:sys_enter/ { print $1 }' "$data/sys$i.csv" 2>/dev/null)
+        case $sys in
+            '' | *[!0-9]*) say "node $i: no count from perf stat"; sys=-1 ;;
+        esac
+        out+=$(awk -v d=$((t1 - cpu_t0[$i])) -v hz="$clk_tck" -v n="$ops" -v s="$sys" \
+            -v r="${cpu_role[$i]}" 'BEGIN {
+                if (n <= 0) n = 1
+                printf "\"cpu_us_%s\":%.1f,\"sys_%s\":%.2f,", r, d * 1e6 / hz / n, r, (s < 0 ? -1 : s / n)
+            }')
+    done
+    cpu_fields=$out
+}
+
+# Run lockbench (lib.sh's lb_start) for the run named $1, measuring the
+# nodes' CPU if BENCH_CPU=1 (and recording them if BENCH_PERF_DIR is set).
+lb_run() {
+    cpu_begin "$1"
+    shift
+    lb_start "$@"
+}
+
+# lib.sh's lb_finish asks for more JSON fields: the nodes' CPU and system
+# calls per op, with BENCH_CPU=1.
+lb_more_fields() {
+    lb_more=
+    [ "$cpu_on" = 1 ] || return 0
+    cpu_end "$(printf '%s\n' "$1" | sed -n 's/.*"ops":\([0-9]*\).*/\1/p')"
+    lb_more=$cpu_fields
+}
+
 run_w1() {
     local n k
     start_cluster W1 || { failed=1; stop_cluster; return; }
     for n in $w1_clients; do
         for k in $w1_names; do
             say "W1 clients=$n seconds=$secs names=$k"
-            lb_start --workload W1 --clients "$n" --seconds "$secs" --driver "$driver" \
+            lb_run "W1-$n-$k" --workload W1 --clients "$n" --seconds "$secs" --driver "$driver" \
                 --loops "$loops" --names "$k"
             if [ "$k" = 1 ]; then lb_finish "W1/$n"; else lb_finish "W1/$n/names=$k" "\"names\":$k,"; fi
         done
@@ -320,7 +413,7 @@ run_w2() {
     start_cluster W2 || { failed=1; stop_cluster; return; }
     for n in $w2_clients; do
         say "W2 clients=$n seconds=$secs hold_ms=$w2_hold"
-        lb_start --workload W2 --clients "$n" --seconds "$secs" --hold-ms "$w2_hold" \
+        lb_run "W2-$n" --workload W2 --clients "$n" --seconds "$secs" --hold-ms "$w2_hold" \
             --driver "$driver" --loops "$loops"
         lb_finish "W2/$n"
     done
@@ -332,7 +425,7 @@ run_w3() {
     start_cluster W3 || { failed=1; stop_cluster; return; }
     half=$(awk -v s="$secs" 'BEGIN { printf "%.3f", s / 2 }')
     say "W3 clients=$w3_clients seconds=$secs; kill -9 of the leader after ${half}s"
-    lb_start --workload W3 --clients "$w3_clients" --seconds "$secs" --driver "$driver" \
+    lb_run W3 --workload W3 --clients "$w3_clients" --seconds "$secs" --driver "$driver" \
         --loops "$loops"
     sleep "$half"
     leader=$(leader_id)
@@ -424,7 +517,7 @@ run_w3r() {
     start_cluster W3R || { failed=1; stop_cluster; return; }
     say "W3R clients=$w3_clients seconds=$secs; $w3r_rounds rolling restarts (SIGTERM) of" \
         "nodes 1, 2, 3 after 1 s"
-    lb_start --workload W3 --clients "$w3_clients" --seconds "$secs" --driver "$driver" \
+    lb_run W3R --workload W3 --clients "$w3_clients" --seconds "$secs" --driver "$driver" \
         --loops "$loops"
     sleep 1
     for ((r = 0; r < w3r_rounds; r++)); do
@@ -445,7 +538,7 @@ run_w3r() {
 run_w4() {
     start_cluster W4 || { failed=1; stop_cluster; return; }
     say "W4 sessions=$w4_sessions locks=$w4_locks threads=$w4_clients limit=${w4_timeout}s"
-    lb_start --workload W4 --driver "$driver" --clients "$w4_clients" --seconds "$w4_timeout" \
+    lb_run W4 --workload W4 --driver "$driver" --clients "$w4_clients" --seconds "$w4_timeout" \
         --sessions "$w4_sessions" --locks "$w4_locks" --pids "${pids[1]},${pids[2]},${pids[3]}"
     lb_finish W4
     stop_cluster
@@ -462,7 +555,7 @@ run_w5() {
         return
     fi
     say "W5 sessions=$w5_clients idle window=${w5_secs}s; leader node $leader (pid ${pids[$leader]})"
-    lb_start --workload W5 --clients "$w5_clients" --seconds "$w5_secs" \
+    lb_run W5 --workload W5 --clients "$w5_clients" --seconds "$w5_secs" \
         --pids "${pids[1]},${pids[2]},${pids[3]}" --leader-pid "${pids[$leader]}"
     lb_finish W5
     after=$(leader_id)
@@ -478,7 +571,7 @@ run_modes() {
     local w=$1 n=$2
     start_cluster "$w" || { failed=1; stop_cluster; return; }
     say "$w clients=$n seconds=$secs hold_ms=$modes_hold"
-    lb_start --workload "$w" --clients "$n" --seconds "$secs" --hold-ms "$modes_hold" \
+    lb_run "$w-$n" --workload "$w" --clients "$n" --seconds "$secs" --hold-ms "$modes_hold" \
         --driver "$driver" --loops "$loops"
     lb_finish "$w/$n"
     stop_cluster

@@ -261,6 +261,11 @@ TEST(refusals_change_nothing)
      * when it is not the first name. */
     ASSERT_EQ(many(&f, a, 4, BATON_WAIT_FOREVER, NAMES("x", "held")).status, BATON_EDEADLK);
     ASSERT_EQ(many(&f, b, 2, BATON_WAIT_FOREVER, NAMES("x", "y", "held")).status, BATON_EDEADLK);
+    /* An empty first name (the decoder leaves it NULL; found by fuzz_cmd). */
+    c = c_many(a, 6, BATON_WAIT_FOREVER, NAMES("x", "y"), more);
+    c.name = NULL;
+    c.name_len = 0;
+    ASSERT_EQ(run(&f, c).status, BATON_EINVAL);
     /* An unknown session. */
     ASSERT_EQ(many(&f, 999, 1, BATON_WAIT_FOREVER, NAMES("x", "y")).status, BATON_ESESSION);
     /* Nothing but the cached results changed. */
