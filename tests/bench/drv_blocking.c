@@ -145,6 +145,21 @@ static void run_w1(struct client *c)
     }
 }
 
+/* Release l (W2/W6-W8, after the hold): the release's latency, or the
+ * error and its recovery. */
+static void unlock_timed(struct client *c, baton_lock_t *l)
+{
+    int64_t t2 = now_ns();
+    int rv = baton_unlock(l);
+
+    if (rv != 0) {
+        client_fail(c, "unlock", rv);
+        recover(c, rv);
+        return;
+    }
+    hist_record(&c->r->rel, (uint64_t)(now_ns() - t2));
+}
+
 /* W2: everybody takes "hot", holds it hold_ms, releases, until the run ends. */
 static void run_w2(struct client *c)
 {
@@ -181,15 +196,7 @@ static void run_w2(struct client *c)
         if (B->cfg->hold_ms > 0) sleep_ns(B->cfg->hold_ms * NS_PER_MS);
         atomic_compare_exchange_strong(&B->holder, &me, 0);
         me = c->r->id + 1; /* the exchange may have overwritten it */
-        t2 = now_ns();
-        rv = baton_unlock(l);
-        t3 = now_ns();
-        if (rv != 0) {
-            client_fail(c, "unlock", rv);
-            recover(c, rv);
-            continue;
-        }
-        hist_record(&c->r->rel, (uint64_t)(t3 - t2));
+        unlock_timed(c, l);
     }
 }
 
@@ -241,15 +248,7 @@ static void run_modes(struct client *c)
         }
         if (B->cfg->hold_ms > 0) sleep_ns(B->cfg->hold_ms * NS_PER_MS);
         modes_leave(&B->modes, &q);
-        t2 = now_ns();
-        rv = baton_unlock(l);
-        t3 = now_ns();
-        if (rv != 0) {
-            client_fail(c, "unlock", rv);
-            recover(c, rv);
-            continue;
-        }
-        hist_record(&c->r->rel, (uint64_t)(t3 - t2));
+        unlock_timed(c, l);
     }
 }
 

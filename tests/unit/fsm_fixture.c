@@ -149,6 +149,19 @@ void assert_same_effects(const struct effects *a, const struct effects *b)
     }
 }
 
+void assert_grants(const struct fixture *f, const uint64_t *sessions, int n)
+{
+    int k = 0;
+
+    for (size_t i = 0; i < f->fx.n_fx; i++) {
+        if (f->fx.fx[i].type != FX_GRANT) continue;
+        ASSERT_LT(k, n);
+        ASSERT_UEQ(f->fx.fx[i].session, sessions[k]);
+        k++;
+    }
+    ASSERT_EQ(k, n);
+}
+
 int count_fx(const struct effects *e, uint8_t type)
 {
     int n = 0;

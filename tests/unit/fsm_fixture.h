@@ -95,6 +95,9 @@ void assert_fx(const struct effect *e, uint8_t type, int32_t status, uint64_t se
                uint64_t waiter, const char *name);
 /* Two applies gave the same results and effects. */
 void assert_same_effects(const struct effects *a, const struct effects *b);
+/* The grants (FX_GRANT) of the last entry are to these sessions, in this
+ * order, and there are n of them. */
+void assert_grants(const struct fixture *f, const uint64_t *sessions, int n);
 /* How many effects of this type e holds. */
 int count_fx(const struct effects *e, uint8_t type);
 /* The last entry's FX_LOCK_CHANGED names are exactly `names` (NULL-ended),

@@ -66,20 +66,6 @@ static void assert_holders(struct fixture *f, const char *name, const uint64_t *
     store_lock_info_free(&i);
 }
 
-/* The grants of the last entry, in order: their sessions. */
-static void assert_grants(struct fixture *f, const uint64_t *sessions, int n)
-{
-    int k = 0;
-
-    for (size_t i = 0; i < f->fx.n_fx; i++) {
-        if (f->fx.fx[i].type != FX_GRANT) continue;
-        ASSERT_LT(k, n);
-        ASSERT_UEQ(f->fx.fx[i].session, sessions[k]);
-        k++;
-    }
-    ASSERT_EQ(k, n);
-}
-
 TEST(shared_holders_granted_together_and_writer_not_starved)
 {
     struct fixture f;

@@ -31,20 +31,6 @@ static void held_by(struct fixture *f, const char *name, uint64_t s, uint64_t fe
     assert_holder(f, name, s, fence, waiters);
 }
 
-/* The grants of the last entry: their sessions, in order. */
-static void grants(struct fixture *f, const uint64_t *sessions, int n)
-{
-    int k = 0;
-
-    for (size_t i = 0; i < f->fx.n_fx; i++) {
-        if (f->fx.fx[i].type != FX_GRANT) continue;
-        ASSERT_LT(k, n);
-        ASSERT_UEQ(f->fx.fx[i].session, sessions[k]);
-        k++;
-    }
-    ASSERT_EQ(k, n);
-}
-
 static uint64_t grant_fence(struct fixture *f, uint64_t session)
 {
     for (size_t i = 0; i < f->fx.n_fx; i++)
@@ -110,7 +96,7 @@ TEST(all_or_nothing_and_fifo_per_name)
     held_by(&f, "z", 0, 0, 0);
     /* q released: the multi-lock gets p and q together; c waits behind. */
     ASSERT_EQ(run(&f, c_rel(a, 2, fa, "q")).status, 0);
-    grants(&f, &b, 1);
+    assert_grants(&f, &b, 1);
     fb = grant_fence(&f, b);
     ASSERT_ULT(fa, fb);
     ASSERT_EQ(f.fx.fx[0].name_len, 1);
@@ -118,7 +104,7 @@ TEST(all_or_nothing_and_fifo_per_name)
     held_by(&f, "p", b, fb, 1);
     held_by(&f, "q", b, fb, 0);
     ASSERT_EQ(run(&f, c_rel(b, 2, fb, "q")).status, 0); /* any of its names */
-    grants(&f, &c, 1);
+    assert_grants(&f, &c, 1);
     held_by(&f, "q", 0, 0, 0);
     teardown(&f);
 }
@@ -139,12 +125,12 @@ TEST(multi_locks_crossing_in_opposite_orders_do_not_deadlock)
      * both queues (one commit order), so nobody holds B half-way. */
     held_by(&f, "B", 0, 0, 2);
     ASSERT_EQ(run(&f, c_rel(a, 2, fa, "A")).status, 0);
-    grants(&f, &b, 1);
+    assert_grants(&f, &b, 1);
     f1 = grant_fence(&f, b);
     held_by(&f, "A", b, f1, 1);
     held_by(&f, "B", b, f1, 1);
     ASSERT_EQ(run(&f, c_rel(b, 2, f1, "A")).status, 0);
-    grants(&f, &c, 1);
+    assert_grants(&f, &c, 1);
     f2 = grant_fence(&f, c);
     ASSERT_ULT(f1, f2);
     held_by(&f, "A", c, f2, 0);
@@ -170,14 +156,14 @@ TEST(chain_of_multi_locks_granted_in_one_entry)
     held_by(&f, "k4", 0, 0, 1);
     /* k1 released: s1 gets k1+k2; s3 still waits behind s2 on k3. */
     ASSERT_EQ(run(&f, c_rel(s[0], 2, fa, "k1")).status, 0);
-    grants(&f, &s[1], 1);
+    assert_grants(&f, &s[1], 1);
     held_by(&f, "k4", 0, 0, 1);
     /* s1 releases: s2 gets k2+k3 -- and s3 waits for k3 now. */
     ASSERT_EQ(run(&f, c_rel(s[1], 2, grant_fence(&f, s[1]), "k1")).status, 0);
-    grants(&f, &s[2], 1);
+    assert_grants(&f, &s[2], 1);
     /* s2 releases: s3 gets k3+k4 through the regrant of k3. */
     ASSERT_EQ(run(&f, c_rel(s[2], 2, grant_fence(&f, s[2]), "k2")).status, 0);
-    grants(&f, &s[3], 1);
+    assert_grants(&f, &s[3], 1);
     held_by(&f, "k4", s[3], 0, 0);
     teardown(&f);
 }
@@ -209,12 +195,12 @@ TEST(shared_multi_lock_and_semaphores)
     ASSERT_EQ(r.kind, RESULT_QUEUED);
     ASSERT_UEQ(r.value, 2);
     ASSERT_EQ(run(&f, c_rel(a, 2, fa, "r1")).status, 0);
-    grants(&f, NULL, 0);
+    assert_grants(&f, NULL, 0);
     ASSERT_EQ(run(&f, c_rel(b, 2, fb, "r2")).status, 0);
-    grants(&f, &w, 1);
+    assert_grants(&f, &w, 1);
     fw = grant_fence(&f, w);
     ASSERT_EQ(run(&f, c_rel(w, 2, fw, "r2")).status, 0);
-    grants(&f, &x, 1);
+    assert_grants(&f, &x, 1);
     teardown(&f);
     /* Semaphores: every name's limit must be the request's. */
     setup(&f);
@@ -329,7 +315,7 @@ TEST(cancel_and_timeout_leave_every_queue)
     ASSERT_EQ(r.status, 0);
     ASSERT_EQ(r.kind, RESULT_CANCELLED);
     ASSERT_EQ(count_fx(&f.fx, FX_WAIT_FAILED), 1);
-    grants(&f, &c, 1); /* c, behind it on m1, gets m1 in the same entry */
+    assert_grants(&f, &c, 1); /* c, behind it on m1, gets m1 in the same entry */
     held_by(&f, "m2", a, fa, 0);
     ASSERT_UEQ(count_in(&f, DB_MULTI), 0);
     /* A timeout: the leader's WAIT_TIMEOUT names the first name too. */
@@ -368,14 +354,14 @@ TEST(expiry_loses_every_name_and_delays_each)
     ASSERT_EQ(count_fx(&f.fx, FX_GRANT), 0);
     ASSERT_UEQ(count_in(&f, DB_MULTI), 0);
     ASSERT_EQ(run(&f, c_delay_end("e2")).status, 0);
-    grants(&f, &b, 1);
+    assert_grants(&f, &b, 1);
     ASSERT_ULT(fa, grant_fence(&f, b));
     /* Without a delay, a close hands every name on at once. */
     a = open_session(&f);
     ASSERT_EQ(many(&f, a, 1, BATON_WAIT_FOREVER, NAMES("g1", "g2")).kind, RESULT_GRANTED);
     ASSERT_EQ(many(&f, b, 2, BATON_WAIT_FOREVER, NAMES("g2", "g1")).kind, RESULT_QUEUED);
     ASSERT_EQ(run(&f, c_close(a, 2)).status, 0);
-    grants(&f, &b, 1);
+    assert_grants(&f, &b, 1);
     teardown(&f);
 }
 
