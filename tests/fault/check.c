@@ -756,7 +756,8 @@ int main(int argc, char **argv)
     struct taken_stats ts = {0};
     struct ck_hostile hs;
     uint64_t fifo_pairs[3][3] = {{0}}, writes_ok = 0, writes_rej = 0, att_failed = 0,
-             att_queued = 0, by_mode[3] = {0}, fifo_total = 0, fifo_multi = 0, multi_names = 0;
+             att_queued = 0, by_mode[3] = {0}, fifo_total = 0, fifo_multi = 0, multi_names = 0,
+             n_calls = 0, n_holds = 0;
     uint64_t total_viol = 0;
     size_t nl;
     int parse_errors;
@@ -802,10 +803,13 @@ int main(int argc, char **argv)
         else
             writes_rej++;
     }
-    for (size_t i = 0; i < d.n_att; i++) {
+    for (size_t i = 0; i < d.n_att; i++) { /* per call: a multi-lock's first name */
+        if (!d.att[i].first) continue;
+        n_calls++;
         if (!d.att[i].granted) att_failed++;
         if (d.att[i].t_queued) att_queued++;
     }
+    for (size_t i = 0; i < d.n_gr; i++) n_holds += d.gr[i].hold == i;
     if (ck_hostile(argv[1], &hs, rel_s) != 0) {
         fprintf(stderr, "faultcheck: cannot read %s/hostile.log\n", argv[1]);
         return 2;
@@ -817,10 +821,11 @@ int main(int argc, char **argv)
            " sessions opened (%" PRIu64 " failed opens)\n",
            (double)(d.t_last - d.t_first) / 1e6, d.n_clients, d.clients_ended, nl, d.sessions,
            d.session_fails);
-    printf("operations: %zu lock calls (%" PRIu64 " queued, %" PRIu64 " not granted), %zu grants, "
-           "%" PRIu64 " writes accepted, %" PRIu64 " stale writes rejected, %" PRIu64
-           " releases OK\n",
-           d.n_att, att_queued, att_failed, d.n_gr, writes_ok, writes_rej, ns.released_ok);
+    printf("operations: %" PRIu64 " lock calls (%" PRIu64 " queued, %" PRIu64 " not granted), %"
+           PRIu64 " grants (%zu names), %" PRIu64 " writes accepted, %" PRIu64 " stale writes "
+           "rejected, %" PRIu64 " releases OK (names)\n",
+           n_calls, att_queued, att_failed, n_holds, d.n_gr, writes_ok, writes_rej,
+           ns.released_ok);
     printf("grants by mode: %" PRIu64 " exclusive, %" PRIu64 " shared, %" PRIu64
            " semaphore permits (names; %" PRIu64 " of them held by multi-locks)\n", by_mode[0],
            by_mode[1], by_mode[2], multi_names);
