@@ -50,6 +50,11 @@
  *     count them.
  *  8. The hostile client's requests, which name sessions of another
  *     principal, are all refused (check_hostile.c).
+ *  9. A multi-lock's names are held as one (check_multi.c): granted all
+ *     with one fence or none, told lost once by the first name (the
+ *     handle), and no BATON_EDEADLK for a name whose release returned 0.
+ *     Rules 3-7 judge each of its names as a hold of that name, with the
+ *     hold's unlock outcome and notice (check_load.c copies them).
  *
  * It also prints the operations, the faults of each kind (nemesis.log),
  * the lost-with-notice counts and the longest time without any grant.
@@ -71,7 +76,8 @@ static const char *vname[V_COUNT] = {
     "more holders than the semaphore's limit", "fence not increasing in grant order",
     "fence not above a grant known before the request", "FIFO order broken",
     "unlock succeeded after the lock was reported lost",
-    "unlock succeeded for a hold an operator had taken", "hostile request not refused",
+    "unlock succeeded for a hold an operator had taken", "multi-lock not held as one",
+    "name still held after its release returned 0", "hostile request not refused",
 };
 
 static uint64_t viol[V_COUNT];
@@ -236,22 +242,23 @@ static void lockv_free(struct ck_lockv *L)
     free(L->w);
 }
 
-/* The session of the grant of `fence` among L's grants, 0 if none. */
-static uint64_t session_of_fence(const struct ck_lockv *L, uint64_t fence)
+/* The grant of `fence` among L's grants, or NULL. */
+static const struct ck_grant *grant_of_fence(const struct ck_lockv *L, uint64_t fence)
 {
     for (size_t i = 0; i < L->n; i++)
-        if (L->v[i]->fence == fence) return L->v[i]->session;
-    return 0;
+        if (L->v[i]->fence == fence) return L->v[i];
+    return NULL;
 }
 
 /* Had an operator, by time t, handed on the hold `fence` of `lock` at once
- * -- a forced release with --now (or one that may have been, fence 0), or
- * an expiry of its session -- so that its holder could still write before
- * hearing of it? (Rule 7.) */
+ * -- a forced release with --now (or one that may have been, fence 0) of
+ * it or, for a multi-lock, of any of its names, or an expiry of its
+ * session -- so that its holder could still write before hearing of it?
+ * (Rule 7.) */
 static int handed_on_by_operator(const struct ck_data *d, const struct ck_lockv *L, const char *lock,
                                  uint64_t fence, uint64_t t)
 {
-    uint64_t session = 0;
+    const struct ck_grant *g = grant_of_fence(L, fence);
 
     for (size_t i = 0; i < d->n_tk; i++) {
         const struct ck_taken *tk = &d->tk[i];
@@ -259,12 +266,19 @@ static int handed_on_by_operator(const struct ck_data *d, const struct ck_lockv 
         if (!tk->expiry) {
             if (tk->now && strcmp(tk->lock, lock) == 0 && (tk->fence == fence || tk->fence == 0))
                 return 1;
+            if (tk->now && tk->fence == fence && g && ck_hold_has(d, g, tk->lock)) return 1;
             continue;
         }
-        if (session == 0) session = session_of_fence(L, fence);
-        if (session != 0 && tk->session == session) return 1;
+        if (g && tk->session == g->session) return 1;
     }
     return 0;
+}
+
+/* How grant g holds its name, for messages. */
+static const char *how_held(const struct ck_grant *g)
+{
+    return g->shared ? (g->n_names > 1 ? "shared, a multi-lock" : "shared")
+                     : (g->n_names > 1 ? "exclusive, a multi-lock" : "exclusive");
 }
 
 /*
@@ -289,9 +303,8 @@ static void check_one_holder(const struct ck_data *d, const struct ck_grant *g,
                       "%s: client %d got fence %" PRIu64 " (%s) at +%.3f s while client %d held "
                       "fence %" PRIu64 " (%s, granted +%.3f s, released OK, unlock called "
                       "+%.3f s)",
-                      g->lock, v[k]->client, v[k]->fence, v[k]->shared ? "shared" : "exclusive",
-                      rel_s(v[k]->t_grant), g->client, g->fence,
-                      g->shared ? "shared" : "exclusive", rel_s(g->t_grant), rel_s(g->t_rel));
+                      g->lock, v[k]->client, v[k]->fence, how_held(v[k]), rel_s(v[k]->t_grant),
+                      g->client, g->fence, how_held(g), rel_s(g->t_grant), rel_s(g->t_rel));
     while (lo < hi) { /* the first accepted write after the grant */
         size_t mid = (lo + hi) / 2;
         if (L->w[mid]->t <= g->t_grant)
@@ -308,8 +321,7 @@ static void check_one_holder(const struct ck_data *d, const struct ck_grant *g,
                       "fence %" PRIu64 " (%s, granted +%.3f s, released OK, unlock called "
                       "+%.3f s)",
                       g->lock, w->fence, w->op == 'W' ? "write" : "read", rel_s(w->t), g->client,
-                      g->fence, g->shared ? "shared" : "exclusive", rel_s(g->t_grant),
-                      rel_s(g->t_rel));
+                      g->fence, how_held(g), rel_s(g->t_grant), rel_s(g->t_rel));
     }
 }
 
@@ -443,10 +455,12 @@ static void check_taken(const struct ck_data *d, struct notice_stats *ns, struct
             ts->forced++;
             ts->forced_now += (uint64_t)tk->now;
         }
-        for (size_t j = 0; j < d->n_gr; j++) {
+        /* Once per hold: a forced release of any name of a multi-lock
+         * takes all of it (each name has the hold's notice and unlock). */
+        for (size_t j = 0; j < d->n_gr; j += (size_t)d->gr[j].n_names) {
             const struct ck_grant *g = &d->gr[j];
             if (tk->expiry ? g->session != tk->session || g->t_grant > tk->t
-                           : g->fence != tk->fence || strcmp(g->lock, tk->lock) != 0)
+                           : g->fence != tk->fence || !ck_hold_has(d, g, tk->lock))
                 continue;
             seen = 1;
             taken_hold(g, tk, ns, ts);
@@ -543,9 +557,19 @@ static int att_kind(const struct ck_attempt *a)
  * permits) go in one step. So if P's ACQUIRE was known committed (QUEUED
  * or GRANT logged) before Q's was sent, and both were granted, P's fence
  * is lower. Adds to pairs[P's kind][Q's kind] the pairs where P was still
- * waiting in the queue when Q was sent: the pairs that really test FIFO.
+ * waiting in the queue when Q was sent: the pairs that really test FIFO
+ * (and to *multi those where P or Q is a multi-lock).
+ *
+ * Multi-locks too: one ACQUIRE_MANY entry joins every queue of its names
+ * at once, and a request is granted only when it heads (or is compatible
+ * at the head of) every queue it is in -- nothing behind a waiting
+ * multi-lock is granted, even if it would fit (storage/multi.c). So per
+ * name, queue order is still commit order is grant order is fence order;
+ * a multi-lock's QUEUED (for its first name) tells that it is committed
+ * in all its queues (check_load.c gives it to every name of the call).
  */
-static void check_fifo(const struct ck_data *d, const char *lock, uint64_t pairs[3][3])
+static void check_fifo(const struct ck_data *d, const char *lock, uint64_t pairs[3][3],
+                       uint64_t *multi)
 {
     struct ck_attempt **k = malloc((d->n_att + 1) * sizeof *k), **s;
     const struct ck_attempt *maxp = NULL;
@@ -566,15 +590,19 @@ static void check_fifo(const struct ck_data *d, const char *lock, uint64_t pairs
         }
         if (maxp && maxp->fence >= q->fence)
             violation(V_FIFO,
-                      "%s: client %d's acquire was committed (+%.3f s) before client %d sent "
-                      "its own (+%.3f s), yet got fence %" PRIu64 " >= %" PRIu64,
-                      lock, maxp->client, rel_s(known_at(maxp)), q->client, rel_s(q->t_sent),
-                      maxp->fence, q->fence);
+                      "%s: client %d's acquire%s was committed (+%.3f s) before client %d sent "
+                      "its own%s (+%.3f s), yet got fence %" PRIu64 " >= %" PRIu64,
+                      lock, maxp->client, maxp->n_names > 1 ? " (a multi-lock)" : "",
+                      rel_s(known_at(maxp)), q->client, q->n_names > 1 ? " (a multi-lock)" : "",
+                      rel_s(q->t_sent), maxp->fence, q->fence);
         /* Count the queued predecessors still waiting when q was sent. */
         for (size_t m = j; m-- > 0;) {
             const struct ck_attempt *p = k[m];
             if (known_at(p) + 60000000u < q->t_sent) break;
-            if (p->t_queued && p->t_end > q->t_sent) pairs[att_kind(p)][att_kind(q)]++;
+            if (p->t_queued && p->t_end > q->t_sent) {
+                pairs[att_kind(p)][att_kind(q)]++;
+                *multi += p->n_names > 1 || q->n_names > 1;
+            }
         }
     }
     free(k);
@@ -728,7 +756,8 @@ int main(int argc, char **argv)
     struct taken_stats ts = {0};
     struct ck_hostile hs;
     uint64_t fifo_pairs[3][3] = {{0}}, writes_ok = 0, writes_rej = 0, att_failed = 0,
-             att_queued = 0, by_mode[3] = {0}, fifo_total = 0;
+             att_queued = 0, by_mode[3] = {0}, fifo_total = 0, fifo_multi = 0, multi_names = 0,
+             n_calls = 0, n_holds = 0;
     uint64_t total_viol = 0;
     size_t nl;
     int parse_errors;
@@ -752,6 +781,7 @@ int main(int argc, char **argv)
             if (!L.limit) check_one_holder(&d, L.v[i], &L);
             check_notice(L.v[i], &L, &ns);
             by_mode[L.limit ? 2 : L.v[i]->shared]++;
+            multi_names += L.v[i]->n_names > 1;
         }
         if (L.limit) {
             most = ck_check_limit(&L);
@@ -759,23 +789,27 @@ int main(int argc, char **argv)
             most = most_at_once(&L);
             check_fence_order(L.v, L.n);
         }
-        check_fifo(&d, names[l], fifo_pairs);
+        check_fifo(&d, names[l], fifo_pairs, &fifo_multi);
         print_lock(&d, &L, most);
         lockv_free(&L);
     }
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++) fifo_total += fifo_pairs[i][j];
     check_taken(&d, &ns, &ts);
+    ck_check_multi(&d);
     for (size_t i = 0; i < d.n_wr; i++) {
         if (d.wr[i].accepted)
             writes_ok++;
         else
             writes_rej++;
     }
-    for (size_t i = 0; i < d.n_att; i++) {
+    for (size_t i = 0; i < d.n_att; i++) { /* per call: a multi-lock's first name */
+        if (!d.att[i].first) continue;
+        n_calls++;
         if (!d.att[i].granted) att_failed++;
         if (d.att[i].t_queued) att_queued++;
     }
+    for (size_t i = 0; i < d.n_gr; i++) n_holds += d.gr[i].hold == i;
     if (ck_hostile(argv[1], &hs, rel_s) != 0) {
         fprintf(stderr, "faultcheck: cannot read %s/hostile.log\n", argv[1]);
         return 2;
@@ -787,12 +821,14 @@ int main(int argc, char **argv)
            " sessions opened (%" PRIu64 " failed opens)\n",
            (double)(d.t_last - d.t_first) / 1e6, d.n_clients, d.clients_ended, nl, d.sessions,
            d.session_fails);
-    printf("operations: %zu lock calls (%" PRIu64 " queued, %" PRIu64 " not granted), %zu grants, "
-           "%" PRIu64 " writes accepted, %" PRIu64 " stale writes rejected, %" PRIu64
-           " releases OK\n",
-           d.n_att, att_queued, att_failed, d.n_gr, writes_ok, writes_rej, ns.released_ok);
+    printf("operations: %" PRIu64 " lock calls (%" PRIu64 " queued, %" PRIu64 " not granted), %"
+           PRIu64 " grants (%zu names), %" PRIu64 " writes accepted, %" PRIu64 " stale writes "
+           "rejected, %" PRIu64 " releases OK (names)\n",
+           n_calls, att_queued, att_failed, n_holds, d.n_gr, writes_ok, writes_rej,
+           ns.released_ok);
     printf("grants by mode: %" PRIu64 " exclusive, %" PRIu64 " shared, %" PRIu64
-           " semaphore permits\n", by_mode[0], by_mode[1], by_mode[2]);
+           " semaphore permits (names; %" PRIu64 " of them held by multi-locks)\n", by_mode[0],
+           by_mode[1], by_mode[2], multi_names);
     print_faults(&d);
     if (hs.ran)
         printf("hostile client: %" PRIu64 " requests naming others' sessions: %" PRIu64
@@ -818,8 +854,8 @@ int main(int argc, char **argv)
     printf("fifo: %" PRIu64 " queued pairs (waiter committed before the other was sent); "
            "waiter/later exclusive/exclusive %" PRIu64 ", exclusive/shared %" PRIu64
            ", shared/exclusive %" PRIu64 ", shared/shared %" PRIu64 ", permit/permit %" PRIu64
-           "\n", fifo_total, fifo_pairs[0][0], fifo_pairs[0][1], fifo_pairs[1][0],
-           fifo_pairs[1][1], fifo_pairs[2][2]);
+           "; with a multi-lock on either side %" PRIu64 "\n", fifo_total, fifo_pairs[0][0],
+           fifo_pairs[0][1], fifo_pairs[1][0], fifo_pairs[1][1], fifo_pairs[2][2], fifo_multi);
     print_unavailability(&d);
     parse_errors = d.parse_errors + hs.parse_errors;
     if (parse_errors) printf("unreadable log lines: %d\n", parse_errors);

@@ -13,26 +13,38 @@
 #define CK_NO_STATUS (-999999)
 
 /* One lock call of a client for one name (ACQ ... GRANT | AFAIL). A call
- * that takes several names at once would log an ACQ per name with one
- * attempt id: each name is an attempt of its own here. */
+ * that takes several names at once (an atomic multi-lock) logs an ACQ per
+ * name with one attempt id: each name is an attempt of its own here, and
+ * the call's attempts are adjacent in ck_data.att, its first name first. */
 struct ck_attempt {
     int client;
     uint64_t id;         /* the client's attempt number */
+    int n_names;         /* names of the call (1: a single lock) */
+    int first;           /* the call's first name (the multi-lock's handle) */
     char lock[CK_LOCK_MAX];
     int shared;          /* asked for in shared mode */
     uint32_t limit;      /* a semaphore's N, 0 (or 1) for a lock */
     uint64_t t_sent;     /* ACQ: logged before the call, so before the send */
-    uint64_t t_queued;   /* first QUEUED, 0 if none */
+    uint64_t t_queued;   /* first QUEUED, 0 if none (a multi-lock's, which
+                            names its first name, applies to all its names) */
     uint64_t t_end;      /* GRANT or AFAIL, 0 if neither */
     int granted;
     uint64_t fence;      /* if granted */
     int status;          /* AFAIL's status, or 0 */
 };
 
-/* One grant a client was told of, and how it ended: one name of a hold. */
+/* One grant a client was told of, and how it ended: one name of a hold.
+ * The names of one hold (a multi-lock's) are adjacent in ck_data.gr, its
+ * first name first; the unlock's outcome and the notice of a loss, which
+ * the client logs for the first name only (the handle), are copied to
+ * every name of the hold once the logs are read (ck_load). */
 struct ck_grant {
     int client;
     uint64_t attempt;    /* the lock call's number: the names of one hold share it */
+    size_t hold;         /* index in ck_data.gr of the hold's first name */
+    int n_names;         /* names of the hold (1: a single lock) */
+    int n_lost;          /* LOST lines that named this name (before copying) */
+    int n_reld;          /* RELD lines that named this name (before copying) */
     char lock[CK_LOCK_MAX];
     int shared;          /* held in shared mode */
     uint32_t limit;      /* a semaphore's N, 0 (or 1) for a lock */
@@ -110,6 +122,8 @@ enum ck_vkind {
     V_FIFO,
     V_RELEASE_AFTER_LOST,
     V_RELEASE_AFTER_FORCED,
+    V_MULTI,
+    V_STILL_HELD,
     V_HOSTILE,
     V_COUNT
 };
@@ -163,6 +177,15 @@ int ck_permit_taken(const struct ck_lockv *L, const struct ck_grant *g, uint64_t
 /* Rule 5b: a grant known (GRANT logged) before another request was sent
  * has a lower fence, whatever the names. */
 void ck_check_fence_global(const struct ck_data *d);
+
+/* check_multi.c */
+/* The multi-lock rule: a multi-lock's names are held as one -- granted all
+ * with one fence or none, told lost once by the first name; and a name
+ * whose release returned 0 is not still held (no BATON_EDEADLK after it).
+ * Prints the multi-locks' numbers. */
+void ck_check_multi(const struct ck_data *d);
+/* Does hold g (any of its names) include `lock`? */
+int ck_hold_has(const struct ck_data *d, const struct ck_grant *g, const char *lock);
 
 /* What the hostile client's requests got (check_hostile.c). */
 struct ck_hostile {

@@ -119,6 +119,8 @@ static void client_line(struct ck_data *d, int c, const char *path, int lineno, 
         g->session = x;
         g->t_grant = t;
         g->rel_status = CK_NO_STATUS;
+        g->hold = d->n_gr - 1;
+        g->n_names = 1;
     } else if (strcmp(ev, "AFAIL") == 0) {
         if (sscanf(line, "%*u %*s %llu %31s %d", &a, lock, &st) != 3 ||
             (at = attempt_find(d, first_att, a, lock)) == NULL)
@@ -142,6 +144,7 @@ static void client_line(struct ck_data *d, int c, const char *path, int lineno, 
         if ((g = grant_find(d, c, lock, fence)) == NULL) goto bad;
         g->t_reld = t;
         g->rel_status = st;
+        g->n_reld++;
         if (st == BATON_ELOST && g->t_told == 0) g->t_told = t;
     } else if (strcmp(ev, "LOST") == 0) {
         if (sscanf(line, "%*u %*s %31s %llu %d", lock, &fence, &st) != 3) goto bad;
@@ -150,6 +153,7 @@ static void client_line(struct ck_data *d, int c, const char *path, int lineno, 
             return;
         }
         g->lost_cb = 1;
+        g->n_lost++;
         if (g->t_told == 0) g->t_told = t;
     } else if (strcmp(ev, "SESS") == 0) {
         d->sessions++;
@@ -314,6 +318,58 @@ static int load_nemesis(struct ck_data *d, const char *path)
     return 0;
 }
 
+/*
+ * A multi-lock call's names: its ACQ lines are adjacent (one call), and so
+ * are its GRANT lines (one callback). Mark each call's names and first
+ * name, and give every name of a call the QUEUED of the call (it names the
+ * first name; the one ACQUIRE_MANY entry queued the call in every queue at
+ * once), and every name of a hold the unlock's outcome and the notice of
+ * a loss (they name the handle, the first name; one unlock releases all,
+ * a loss of one is a loss of all).
+ */
+static void link_calls(struct ck_data *d)
+{
+    for (size_t i = 0, j; i < d->n_att; i = j) {
+        uint64_t queued = 0;
+        for (j = i; j < d->n_att && d->att[j].client == d->att[i].client &&
+                    d->att[j].id == d->att[i].id;
+             j++)
+            if (d->att[j].t_queued && (queued == 0 || d->att[j].t_queued < queued))
+                queued = d->att[j].t_queued;
+        for (size_t k = i; k < j; k++) {
+            d->att[k].n_names = (int)(j - i);
+            d->att[k].first = k == i;
+            d->att[k].t_queued = queued;
+        }
+    }
+    for (size_t i = 0, j; i < d->n_gr; i = j) {
+        struct ck_grant *h = &d->gr[i];
+        for (j = i + 1; j < d->n_gr && d->gr[j].client == h->client &&
+                        d->gr[j].attempt == h->attempt;
+             j++) {
+            const struct ck_grant *g = &d->gr[j];
+            if (g->t_told && (h->t_told == 0 || g->t_told < h->t_told)) h->t_told = g->t_told;
+            h->lost_cb |= g->lost_cb;
+            if (h->rel_status == CK_NO_STATUS) {
+                h->rel_status = g->rel_status;
+                h->t_reld = g->t_reld;
+            }
+        }
+        for (size_t k = i; k < j; k++) {
+            struct ck_grant *g = &d->gr[k];
+            g->hold = i;
+            g->n_names = (int)(j - i);
+            if (k == i) continue;
+            g->t_told = h->t_told;
+            g->lost_cb = h->lost_cb;
+            if (g->rel_status == CK_NO_STATUS) {
+                g->rel_status = h->rel_status;
+                g->t_reld = h->t_reld;
+            }
+        }
+    }
+}
+
 int ck_load(const char *dir, struct ck_data *d)
 {
     char path[PATH_MAX];
@@ -342,6 +398,7 @@ int ck_load(const char *dir, struct ck_data *d)
         fprintf(stderr, "faultcheck: no client-*.log in %s\n", dir);
         return -1;
     }
+    link_calls(d);
     snprintf(path, sizeof path, "%s/store.log", dir);
     if (load_store(d, path) != 0) return -1;
     snprintf(path, sizeof path, "%s/nemesis.log", dir);

@@ -17,9 +17,17 @@
  *                     permit holders are writing; D (done) when the hold
  *                     ends, before unlock
  *
- * A hold is a record of the names it holds (struct hold): one today. An
- * atomic multi-lock call would fill several parts; the writes, the lost
- * notices and the unlocks already go over every part.
+ * With --multi, one call in six is an atomic
+ * multi-lock (baton_async_lock_many): 2 or 3 distinct names, in a random
+ * order, among the exclusive names the other calls take one by one (the
+ * hot locks and rw0), all exclusive, so that multi-locks cross each other,
+ * single exclusive holders and rw0's readers. A hold is a record of the
+ * names it holds (struct hold): one, or a multi-lock's. It is one handle,
+ * known by its first name: one GRANT (logged once per name, with the one
+ * fence), the guarded operations on every name, one lost notice (which
+ * names the first name and stops the use of all), one unlock of the first
+ * name that releases all (REL logged per name: the holder stops using each;
+ * RELD once, for the first name, as the library answers it).
  *
  * The writes of a hold are 5-25 ms apart. With --long-holds (the clients
  * that go through the client proxy, which the client partitions strike),
@@ -34,10 +42,15 @@
  *     T SESSFAIL STATUS           opening a session failed
  *     T ACQ A LOCK WAIT_MS MODE LIMIT  attempt A: lock call made (before it is
  *                                 sent); MODE x (exclusive) or s (shared),
- *                                 LIMIT the semaphore's N (0: a lock)
+ *                                 LIMIT the semaphore's N (0: a lock); a
+ *                                 multi-lock: one line per name, first name
+ *                                 first, all with attempt number A
  *     T QUEUED A LOCK POS         the cluster committed A's ACQUIRE and queued it
- *     T GRANT A LOCK FENCE SESSION   the lock callback: granted
+ *                                 (a multi-lock: its first name, in every queue)
+ *     T GRANT A LOCK FENCE SESSION   the lock callback: granted (a multi-lock:
+ *                                 one line per name, one fence)
  *     T AFAIL A LOCK STATUS       the lock callback (or the call) failed
+ *                                 (a multi-lock: one line per name)
  *     T WRITE LOCK FENCE K        guarded operation K of this hold (W, S or P
  *                                 above), about to be sent
  *     T WOK LOCK FENCE K          the store accepted it
@@ -45,8 +58,10 @@
  *                                 shut it out
  *     T WERR LOCK FENCE K         no answer from the store (harness problem)
  *     T REL LOCK FENCE            unlock called (the holder stops writing here)
- *     T RELD LOCK FENCE STATUS    unlock's outcome (0, BATON_ELOST, ...)
- *     T LOST LOCK FENCE WHY       the lost callback
+ *     T RELD LOCK FENCE STATUS    unlock's outcome (0, BATON_ELOST, ...); a
+ *                                 multi-lock's names the first name
+ *     T LOST LOCK FENCE WHY       the lost callback (a multi-lock's: the first
+ *                                 name, once for all)
  *     T CLOSED STATUS             the session was closed at the end
  *     T END                       the client exits
  *     T NOTE ...                  anything else (the shims it runs with,
@@ -56,9 +71,9 @@
  *   faultclient --endpoints E --store PORT --name N --log FILE
  *               [--locks K] [--ttl MS] [--seed S] [--cacert FILE] [--token T]
  *               [--expect-clock-ppm N] [--expect-proxy-ports N] [--long-holds]
- *               [--modes] [--sem-limit N]
+ *               [--modes] [--sem-limit N] [--multi]
  *
- * The last two say which shims the harness preloaded (run.c,
+ * --expect-clock-ppm and --expect-proxy-ports say which shims the harness preloaded (run.c,
  * client_profiles): a clock N ppm fast or slow (shim_clock.so) and a map
  * of N node ports to the client proxy's (shim_connect.so). The client
  * refuses to run (exit 1) unless the shims are in as said, so a run never
@@ -91,7 +106,8 @@
 
 enum cstate { C_OPENING, C_IDLE, C_ACQUIRING, C_HOLDING, C_RELEASING, C_CLOSING, C_DONE };
 
-#define HOLD_MAX 4  /* names one hold may take; a lock call takes one today */
+#define HOLD_MAX 4  /* names one hold may take */
+#define MULTI_MAX 3 /* names a multi-lock call takes: 2..MULTI_MAX */
 #define RW_LOCK "rw0"
 #define SEM_LOCK "sem0"
 
@@ -114,7 +130,6 @@ struct hold {
     struct part p[HOLD_MAX];
     int writes_left, write_no;
     int slow;                /* a long hold: writes 100-600 ms apart */
-    int unlocks_pending;
 };
 
 struct app {
@@ -128,6 +143,7 @@ struct app {
     const char *name;
     int n_locks;
     int modes;               /* --modes: shared locks and the semaphore too */
+    int multi;               /* --multi: atomic multi-locks too */
     uint32_t sem_limit;      /* --sem-limit */
     int store_port;
     int store_fd;
@@ -230,38 +246,31 @@ static void on_unlocked(baton_async_t *ac, int status, void *data)
 
     (void)ac;
     flog(a->log, "RELD %s %" PRIu64 " %d", p->lock, p->fence, status);
-    if (--a->h.unlocks_pending == 0) {
-        a->state = C_IDLE;
-        next_op(a);
-    }
+    a->state = C_IDLE;
+    next_op(a);
 }
 
 /* The holder stops using every name of its hold, tells the store that its
- * permits are done with, and unlocks each name. */
+ * permits are done with, and unlocks the hold: one unlock of its first
+ * name, which releases a multi-lock's every name. */
 static void release(struct app *a)
 {
+    struct part *p = &a->h.p[0];
     char req[128], ans[64];
+    int rv;
 
     a->state = C_RELEASING;
-    a->h.unlocks_pending = a->h.n;
     for (int i = 0; i < a->h.n; i++) {
-        struct part *p = &a->h.p[i];
-        if (p->limit > 1) {
-            snprintf(req, sizeof req, "D %s %" PRIu64 " %s\n", p->lock, p->fence, a->name);
+        struct part *q = &a->h.p[i];
+        if (q->limit > 1) {
+            snprintf(req, sizeof req, "D %s %" PRIu64 " %s\n", q->lock, q->fence, a->name);
             store_call(a, req, ans, sizeof ans); /* the store logs it; nothing to learn */
         }
     }
-    for (int i = 0; i < a->h.n; i++) {
-        struct part *p = &a->h.p[i];
-        int rv;
-        flog(a->log, "REL %s %" PRIu64, p->lock, p->fence);
-        rv = baton_async_unlock(a->ac, p->lock, p->fence, on_unlocked, p);
-        if (rv < 0) { /* BATON_ELOST at once: the lost callback had run */
-            flog(a->log, "RELD %s %" PRIu64 " %d", p->lock, p->fence, rv);
-            a->h.unlocks_pending--;
-        }
-    }
-    if (a->h.unlocks_pending == 0) {
+    for (int i = 0; i < a->h.n; i++) flog(a->log, "REL %s %" PRIu64, a->h.p[i].lock, p->fence);
+    rv = baton_async_unlock(a->ac, p->lock, p->fence, on_unlocked, p);
+    if (rv < 0) { /* BATON_ELOST at once: the lost callback had run */
+        flog(a->log, "RELD %s %" PRIu64 " %d", p->lock, p->fence, rv);
         a->state = C_IDLE;
         next_op(a);
     }
@@ -302,28 +311,41 @@ static void write_once(struct app *a)
 
 /* ---- lock calls ---------------------------------------------------------------- */
 
+/* After a failed lock call: back off a little when the cluster is
+ * unreachable, then the next call. */
+static void lock_failed(struct app *a, int status)
+{
+    for (int i = 0; i < a->h.n; i++)
+        flog(a->log, "AFAIL %" PRIu64 " %s %d", a->attempt, a->h.p[i].lock, status);
+    a->state = C_IDLE;
+    after(a, status == BATON_EUNAVAIL || status == BATON_ESESSION ? rnd(a, 50, 200)
+                                                                    : rnd(a, 0, 20),
+          next_op);
+}
+
+/* The lock callback: for a multi-lock, `name` is its first name and the
+ * grant (or the failure) covers every name of the hold. */
 static void on_locked(baton_async_t *ac, int status, const char *name, uint64_t fence, void *data)
 {
     struct app *a = data;
-    struct part *p = &a->h.p[0];
-
-    if (status != 0) {
-        flog(a->log, "AFAIL %" PRIu64 " %s %d", a->attempt, name, status);
-        a->state = C_IDLE;
-        /* Back off a little when the cluster is unreachable. */
-        after(a, status == BATON_EUNAVAIL || status == BATON_ESESSION ? rnd(a, 50, 200)
-                                                                        : rnd(a, 0, 20),
-              next_op);
-        return;
-    }
     /* A grant and the session's end can arrive together: the context has
      * forgotten the session (id 0) when this callback runs, and the lost
      * callback follows. The grant is the last session's. */
-    flog(a->log, "GRANT %" PRIu64 " %s %" PRIu64 " %" PRIu64, a->attempt, name, fence,
-         baton_async_session_id(ac) ? baton_async_session_id(ac) : a->session);
+    uint64_t session = baton_async_session_id(ac) ? baton_async_session_id(ac) : a->session;
+
+    (void)name;
+    if (status != 0) {
+        lock_failed(a, status);
+        return;
+    }
+    for (int i = 0; i < a->h.n; i++) {
+        struct part *p = &a->h.p[i];
+        p->fence = fence;
+        p->lost = 0;
+        flog(a->log, "GRANT %" PRIu64 " %s %" PRIu64 " %" PRIu64, a->attempt, p->lock, fence,
+             session);
+    }
     a->state = C_HOLDING;
-    p->fence = fence;
-    p->lost = 0;
     a->h.write_no = 0;
     a->h.writes_left = (int)rnd(a, 2, 4);
     a->h.slow = a->long_holds && rnd(a, 1, 20) == 1;
@@ -347,8 +369,10 @@ static void on_lost(baton_async_t *ac, const char *lock, uint64_t fence, int why
     (void)ac;
     flog(a->log, "LOST %s %" PRIu64 " %d", lock, fence, why);
     if (a->state != C_HOLDING) return;
+    /* A multi-lock is told once, by its first name: the hold is lost. */
     for (int i = 0; i < a->h.n; i++)
-        if (a->h.p[i].fence == fence && strcmp(a->h.p[i].lock, lock) == 0) a->h.p[i].lost = 1;
+        if (a->h.p[i].fence == fence && strcmp(a->h.p[i].lock, lock) == 0)
+            for (int j = 0; j < a->h.n; j++) a->h.p[j].lost = 1;
 }
 
 /* The name the next hold takes, and how (see the top of this file). */
@@ -370,24 +394,62 @@ static void pick(struct app *a, struct part *p)
     }
 }
 
+/* A multi-lock's names: 2..MULTI_MAX of the hot locks and rw0, distinct,
+ * in a random order (the first is the handle's name), all exclusive. */
+static void pick_multi(struct app *a)
+{
+    int pool[8], n = 0; /* hot<i>, or -1 for rw0 */
+
+    for (int i = 0; i < a->n_locks && n < 7; i++) pool[n++] = i;
+    pool[n++] = -1;
+    for (int i = n - 1; i > 0; i--) { /* shuffle */
+        int j = (int)rnd(a, 0, (uint32_t)i), t = pool[i];
+        pool[i] = pool[j];
+        pool[j] = t;
+    }
+    a->h.n = (int)rnd(a, 2, (uint32_t)(n < MULTI_MAX ? n : MULTI_MAX));
+    for (int i = 0; i < a->h.n; i++) {
+        struct part *p = &a->h.p[i];
+        memset(p, 0, sizeof *p);
+        p->a = a;
+        p->mode = BATON_MODE_EXCLUSIVE;
+        if (pool[i] < 0)
+            snprintf(p->lock, sizeof p->lock, RW_LOCK);
+        else
+            snprintf(p->lock, sizeof p->lock, "hot%d", pool[i]);
+    }
+}
+
 static void acquire(struct app *a)
 {
     int64_t wait_ms = rnd(a, 1, 10) == 1 ? BATON_WAIT_TRY : (int64_t)rnd(a, 500, 5000);
-    struct part *p = &a->h.p[0];
     baton_lock_args args = {.wait_ms = wait_ms};
+    const char *names[HOLD_MAX];
     int rv;
 
     a->attempt++;
-    a->h.n = 1;
-    pick(a, p);
-    args.mode = p->mode;
-    args.limit = p->limit;
+    if (a->multi && rnd(a, 1, 6) == 1) {
+        pick_multi(a);
+    } else {
+        a->h.n = 1;
+        pick(a, &a->h.p[0]);
+    }
+    args.mode = a->h.p[0].mode;
+    args.limit = a->h.p[0].limit;
     a->state = C_ACQUIRING;
-    flog(a->log, "ACQ %" PRIu64 " %s %" PRId64 " %c %u", a->attempt, p->lock, wait_ms,
-         p->mode == BATON_MODE_SHARED ? 's' : 'x', p->limit);
-    rv = baton_async_lock_with(a->ac, p->lock, &args, on_locked, a);
+    for (int i = 0; i < a->h.n; i++) {
+        const struct part *p = &a->h.p[i];
+        names[i] = p->lock;
+        flog(a->log, "ACQ %" PRIu64 " %s %" PRId64 " %c %u", a->attempt, p->lock, wait_ms,
+             p->mode == BATON_MODE_SHARED ? 's' : 'x', p->limit);
+    }
+    if (a->h.n > 1)
+        rv = baton_async_lock_many(a->ac, names, (size_t)a->h.n, &args, on_locked, a);
+    else
+        rv = baton_async_lock_with(a->ac, names[0], &args, on_locked, a);
     if (rv < 0) {
-        flog(a->log, "AFAIL %" PRIu64 " %s %d", a->attempt, p->lock, rv);
+        for (int i = 0; i < a->h.n; i++)
+            flog(a->log, "AFAIL %" PRIu64 " %s %d", a->attempt, a->h.p[i].lock, rv);
         a->state = C_IDLE;
         after(a, 100, next_op);
     }
@@ -543,7 +605,7 @@ int main(int argc, char **argv)
         {"expect-clock-ppm", required_argument, NULL, 'P'},
         {"expect-proxy-ports", required_argument, NULL, 'X'},
         {"long-holds", no_argument, NULL, 'L'}, {"modes", no_argument, NULL, 'M'},
-        {"sem-limit", required_argument, NULL, 'N'}, {0},
+        {"sem-limit", required_argument, NULL, 'N'}, {"multi", no_argument, NULL, 'U'}, {0},
     };
     struct app a = {.n_locks = 2, .sem_limit = 3, .store_fd = -1, .rng = 88172645463325252ull};
     const char *logpath = NULL;
@@ -569,6 +631,7 @@ int main(int argc, char **argv)
         case 'L': a.long_holds = 1; break;
         case 'M': a.modes = 1; break;
         case 'N': a.sem_limit = (uint32_t)atoi(optarg); break;
+        case 'U': a.multi = 1; break;
         default: goto usage;
         }
     }
@@ -608,6 +671,6 @@ usage:
     fprintf(stderr, "usage: faultclient --endpoints E --store PORT --name N --log FILE "
                     "[--locks K] [--ttl MS] [--seed S] [--cacert FILE] [--token T] "
                     "[--expect-clock-ppm N] [--expect-proxy-ports N] [--long-holds] "
-                    "[--modes] [--sem-limit N]\n");
+                    "[--modes] [--sem-limit N] [--multi]\n");
     return 2;
 }

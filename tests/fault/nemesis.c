@@ -200,10 +200,12 @@ static void fault_stop_leader(struct run *r, int l)
 }
 
 /* Does client k hold a lock right now, going by the last line of its log
- * (GRANT, WRITE or WOK)? */
+ * (GRANT, WRITE or WOK)? 0 no, 1 yes, 2 a multi-lock: its last GRANT line
+ * follows another GRANT line (a multi-lock's are logged together, one per
+ * name; two holds' never touch). */
 int client_holds(struct run *r, int k)
 {
-    char path[PATH_MAX + 32], tail[256], *last;
+    char path[PATH_MAX + 32], tail[2048], *last, *grant;
     long n;
 
     snprintf(path, sizeof path, "%s/client-%02d.log", r->dir, k);
@@ -211,17 +213,36 @@ int client_holds(struct run *r, int k)
     if (n > 0 && tail[n - 1] == '\n') tail[n - 1] = '\0';
     last = strrchr(tail, '\n');
     last = last ? last + 1 : tail;
-    return strstr(last, " GRANT ") || strstr(last, " WRITE ") || strstr(last, " WOK ");
+    if (!strstr(last, " GRANT ") && !strstr(last, " WRITE ") && !strstr(last, " WOK ")) return 0;
+    for (grant = last; grant > tail && !strstr(grant, " GRANT ");) { /* back to the last GRANT */
+        grant[-1] = '\0';
+        grant = strrchr(tail, '\n');
+        grant = grant ? grant + 1 : tail;
+    }
+    if (grant == tail || !strstr(grant, " GRANT ")) return 1;
+    grant[-1] = '\0';
+    last = strrchr(tail, '\n');
+    last = last ? last + 1 : tail;
+    return strstr(last, " GRANT ") ? 2 : 1;
+}
+
+const char *holds_note(int held)
+{
+    return held == 2 ? " (holding a multi-lock)" : held ? " (holding a lock)" : "";
 }
 
 int pick_client(struct run *r, const int *cand, int n)
 {
-    int holders[RUN_MAX_CLIENTS], nh = 0;
+    int holders[RUN_MAX_CLIENTS], multi[RUN_MAX_CLIENTS], nh = 0, nm = 0;
 
     if (n == 0) return -1;
     if (run_rand(r, 0, 4) > 0)
-        for (int k = 0; k < n; k++)
-            if (r->clients[cand[k]] > 0 && client_holds(r, cand[k])) holders[nh++] = cand[k];
+        for (int k = 0; k < n; k++) {
+            int h = r->clients[cand[k]] > 0 ? client_holds(r, cand[k]) : 0;
+            if (h) holders[nh++] = cand[k];
+            if (h == 2) multi[nm++] = cand[k];
+        }
+    if (nm && run_rand(r, 0, 1) == 0) return multi[run_rand(r, 0, (uint64_t)nm - 1)];
     return nh ? holders[run_rand(r, 0, (uint64_t)nh - 1)] : cand[run_rand(r, 0, (uint64_t)n - 1)];
 }
 
@@ -237,14 +258,15 @@ static int client_to_stop(struct run *r)
 
 static void fault_stop_client(struct run *r)
 {
-    int k = client_to_stop(r);
+    int k = client_to_stop(r), held;
     unsigned ms = r->ttl_ms + (unsigned)run_rand(r, 500, 2500);
 
     if (r->clients[k] <= 0) return;
     kill(r->clients[k], SIGSTOP);
     r->client_stopped[k] = 1;
+    held = client_holds(r, k);
     note(r, "FAULT", "stop-client c%d for %u ms%s", k, ms,
-         client_holds(r, k) ? " (holding a lock)" : "");
+         holds_note(held));
     sleep_ms(ms);
     kill(r->clients[k], SIGCONT);
     r->client_stopped[k] = 0;

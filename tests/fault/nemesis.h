@@ -30,10 +30,14 @@ void check_crashes(struct run *r);
 /* Cut node iso's raft links to and from every other node (faultproxy);
  * "heal" undoes it. */
 void isolate(struct run *r, int iso);
-/* Does client k hold a lock now (the last line of its log)? */
+/* Does client k hold a lock now (the last line of its log)? 0 no, 1 yes,
+ * 2 a multi-lock. */
 int client_holds(struct run *r, int k);
+/* What a FAULT line says of client_holds's answer: "", " (holding a lock)"... */
+const char *holds_note(int held);
 /* One of the clients in cand[0..n) (client indexes), one that holds a
- * lock 4 times in 5 when there is one; -1 if n is 0. */
+ * lock 4 times in 5 when there is one -- then half the time one that holds
+ * a multi-lock, if one does; -1 if n is 0. */
 int pick_client(struct run *r, const int *cand, int n);
 
 /* ---- the fault kinds of the other files ---- */

@@ -25,18 +25,20 @@
 
 /* A proxied client; -1 if none. Four times in five it waits (up to 3 s)
  * for one to hold a lock, so that the cut strikes in the middle of a hold:
- * a long hold (client.c, --long-holds) then goes on behind the cut. */
+ * a long hold (client.c, --long-holds) then goes on behind the cut. Half
+ * of those times it waits the first 2 s for a multi-lock's holder. */
 static int proxied_client(struct run *r)
 {
     int cand[RUN_MAX_CLIENTS], n = 0;
-    int64_t until = now_ms() + 3000;
+    int64_t until = now_ms() + 3000, multi_until = now_ms() + (run_rand(r, 0, 1) ? 2000 : 0);
 
     for (int k = 0; k < r->n_clients; k++)
         if (r->client_group[k] >= 0 && r->clients[k] > 0 && !r->client_stopped[k]) cand[n++] = k;
     if (n > 0 && run_rand(r, 0, 4) > 0)
         while (now_ms() < until) {
+            int want = now_ms() < multi_until ? 2 : 1;
             for (int j = 0; j < n; j++)
-                if (client_holds(r, cand[j])) return cand[j];
+                if (client_holds(r, cand[j]) >= want) return cand[j];
             sleep_ms(5);
         }
     return n ? cand[run_rand(r, 0, (uint64_t)n - 1)] : -1;
@@ -61,7 +63,7 @@ void fault_partition_client(struct run *r, int l)
     if (k < 0) return;
     held = client_holds(r, k);
     note(r, "FAULT", "partition-client c%d cut off from %s (leader %u) for %u ms%s", k, how[v],
-         r->c.nodes[l].id, ms, held ? " (holding a lock)" : "");
+         r->c.nodes[l].id, ms, holds_note(held));
     for (int i = 0; i < r->c.n; i++)
         if ((v == 0 && i == l) || v == 1 || (v == 2 && i == f)) ccut(r, k, i);
     sleep_ms(ms);
@@ -78,7 +80,7 @@ void fault_deposed_leader(struct run *r, int l)
     if (k < 0) return;
     held = client_holds(r, k);
     note(r, "FAULT", "deposed-leader node %u cut off from the followers, c%d reaches only it, "
-         "for %u ms%s", r->c.nodes[l].id, k, ms, held ? " (holding a lock)" : "");
+         "for %u ms%s", r->c.nodes[l].id, k, ms, holds_note(held));
     for (int i = 0; i < r->c.n; i++)
         if (i != l) ccut(r, k, i);
     isolate(r, l);

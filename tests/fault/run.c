@@ -9,6 +9,7 @@
  *
  *   faultrun [--seconds N] [--clients N] [--locks N] [--ttl MS] [--seed S]
  *            [--faults LIST] [--expect-violations] [--keep] [--plain] [--exclusive]
+ *            [--no-multi]
  *
  *   --seconds N         how long the nemesis runs (default 120)
  *   --clients N         client processes (default 6), --locks N hot locks (2)
@@ -24,7 +25,14 @@
  *                       faults that need the client proxy are then skipped
  *   --exclusive         every client takes exclusive hot locks only (the
  *                       harness before lock modes); by default all but c0
- *                       mix in a read/write lock and a semaphore of 3
+ *                       mix in a read/write lock and a semaphore of 3, and
+ *                       c1, c2, c4, c5, ... atomic multi-locks
+ *   --no-multi          no client takes multi-locks: for the selftest
+ *                       against the broken build, whose deliberate breakage
+ *                       (a single ACQUIRE forgets the lock's holders) takes
+ *                       one name of a multi-lock and leaves records that
+ *                       storage/multi.c cannot apply against: its nodes
+ *                       fail to apply an entry and stop within seconds
  *
  * batond and batonctl come from $BATON_BUILD (tests/lib/cluster.h); the
  * harness's own programs from the directory faultrun is in.
@@ -82,7 +90,8 @@ static int parse_args(struct run *r, int argc, char **argv)
         {"locks", required_argument, NULL, 'l'},   {"ttl", required_argument, NULL, 't'},
         {"seed", required_argument, NULL, 'r'},    {"faults", required_argument, NULL, 'f'},
         {"expect-violations", no_argument, NULL, 'x'}, {"keep", no_argument, NULL, 'k'},
-        {"plain", no_argument, NULL, 'p'}, {"exclusive", no_argument, NULL, 'X'}, {0},
+        {"plain", no_argument, NULL, 'p'}, {"exclusive", no_argument, NULL, 'X'},
+        {"no-multi", no_argument, NULL, 'M'}, {0},
     };
     int o;
 
@@ -106,6 +115,7 @@ static int parse_args(struct run *r, int argc, char **argv)
         case 'k': r->keep = 1; break;
         case 'p': r->plain = 1; break;
         case 'X': r->exclusive_only = 1; break;
+        case 'M': r->no_multi = 1; break;
         default: return -1;
         }
     }
@@ -226,7 +236,11 @@ void preload_env(const char *so, char *a, size_t alen, char *b, size_t blen)
  * a semaphore of 3 (client.c, --modes), so that the proxied and skewed
  * clients -- the ones the faults strike hardest -- hold every mode. With
  * the default six clients five contend for the semaphore's three permits.
- * --exclusive: all exclusive only.
+ * Multi-locks: the mode clients but every third (c1, c2, c4, c5, ...) also
+ * take atomic multi-locks of 2-3 of the exclusive names (client.c,
+ * --multi), which c0, c3 and the others' single calls take one by one: the
+ * proxied c1 and the skewed c2 among them, and c3 (proxied, slow) without.
+ * --exclusive: all exclusive only, one name at a time.
  */
 static void client_profiles(struct run *r)
 {
@@ -237,6 +251,7 @@ static void client_profiles(struct run *r)
         r->client_ppm[k] = r->plain ? 0 : k % 4 == 2 ? 1000 : k % 4 == 3 ? -1000 : 0;
         r->client_modes[k] = !r->exclusive_only && k != 0;
         r->n_modes += r->client_modes[k];
+        r->client_multi[k] = r->client_modes[k] && !r->no_multi && k % 3 != 0;
     }
 }
 
@@ -293,11 +308,12 @@ static int start_clients(struct run *r)
                               "--locks", locks,        "--ttl",  ttl,  "--seed", seed,
                               "--cacert", ca, "--token", r->client_token,
                               "--expect-clock-ppm", ce.expect_ppm,
-                              "--expect-proxy-ports", ce.expect_ports, NULL, NULL, NULL};
-        int extra = (int)(sizeof argv / sizeof *argv) - 3; /* the optional flags: last */
+                              "--expect-proxy-ports", ce.expect_ports, NULL, NULL, NULL, NULL};
+        int extra = (int)(sizeof argv / sizeof *argv) - 4; /* the optional flags: last */
 
         if (r->client_group[k] >= 0) argv[extra++] = "--long-holds";
         if (r->client_modes[k]) argv[extra++] = "--modes";
+        if (r->client_multi[k]) argv[extra++] = "--multi";
         client_env(r, k, &ce);
         tool(r, "faultclient", path, sizeof path);
         snprintf(logp, sizeof logp, "%s/client-%02d.log", r->dir, k);
@@ -308,9 +324,10 @@ static int start_clients(struct run *r)
         snprintf(ttl, sizeof ttl, "%u", r->ttl_ms);
         snprintf(seed, sizeof seed, "%" PRIu64, r->seed + (uint64_t)k * 7919u);
         snprintf(ca, sizeof ca, "%s", cluster_cert(&r->c, "ca", 0));
-        printf("# client c%d: %s%s%s\n", k,
+        printf("# client c%d: %s%s%s%s\n", k,
                r->client_modes[k] ? "hot locks, rw0 shared/exclusive, sem0 permits"
                                   : "exclusive hot locks only",
+               r->client_multi[k] ? ", multi-locks of 2-3 of the hot locks and rw0" : "",
                r->client_group[k] >= 0 ? ", through the client proxy" : "",
                r->client_ppm[k] > 0   ? ", clock 0.1% fast"
                : r->client_ppm[k] < 0 ? ", clock 0.1% slow"
@@ -491,7 +508,7 @@ int main(int argc, char **argv)
     if (parse_args(&R, argc, argv) != 0) {
         fprintf(stderr, "usage: faultrun [--seconds N] [--clients N] [--locks N] [--ttl MS] "
                         "[--seed S] [--faults LIST] [--expect-violations] [--keep] [--plain] "
-                        "[--exclusive]\n");
+                        "[--exclusive] [--no-multi]\n");
         return 2;
     }
     n = readlink("/proc/self/exe", self, sizeof self - 1);

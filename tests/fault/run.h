@@ -53,6 +53,7 @@ struct run {
     int keep;
     int plain;               /* --plain: no shims, no client proxy, no hostile client */
     int exclusive_only;      /* --exclusive: every client takes exclusive hot locks only */
+    int no_multi;            /* --no-multi: no client takes multi-locks */
 
     /* Where things are. */
     char tools[PATH_MAX];    /* faultproxy, faultstore, faultclient, faultcheck */
@@ -77,6 +78,8 @@ struct run {
      * the hot locks (client.c --modes); n_modes of them. */
     int client_modes[RUN_MAX_CLIENTS];
     int n_modes;
+    /* client_multi[k]: client k takes atomic multi-locks too (--multi). */
+    int client_multi[RUN_MAX_CLIENTS];
     int n_groups;
     int group_port[RUN_MAX_CLIENTS][CLUSTER_MAX_NODES]; /* the proxy's ports per group, node */
     pid_t hostile_pid;       /* faulthostile, or 0 */

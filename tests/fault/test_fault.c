@@ -8,11 +8,12 @@
  *                          crash, hang or divergence (exit 0)
  *   fault_selftest_broken  a 30 s run against $BATON_BUILD/broken/batond,
  *                          built with -DBATON_TEST_BROKEN_GRANT_ALL (it
- *                          grants every lock to everyone): passes only if
+ *                          grants every lock to everyone), without
+ *                          multi-locks (faultrun --no-multi): passes only if
  *                          the checker FAILS that run -- proof that it can
  *   fault_checker_*        faultcheck on small logs written here, each
- *                          breaking one rule of the lock modes (or none;
- *                          or a fence in two holds):
+ *                          breaking one rule of the lock modes or of the
+ *                          multi-locks (or none; or a fence in two holds):
  *                          the checker must name that rule (or pass)
  *
  * faultrun prints its numbers as "# " lines. `make fault` runs the long
@@ -62,7 +63,7 @@ TEST(fault_selftest_broken)
 {
     const char *build = getenv("BATON_BUILD");
     char broken[PATH_MAX];
-    const char *args[] = {"--seconds", "30", "--expect-violations", NULL};
+    const char *args[] = {"--seconds", "30", "--expect-violations", "--no-multi", NULL};
 
     snprintf(broken, sizeof broken, "%s/broken", build && *build ? build : "build/default");
     ASSERT_EQ(access(broken, X_OK), 0);
@@ -231,7 +232,8 @@ TEST(fault_checker_permit_silent_loss)
 }
 
 /* One fence in two holds is a violation; the names of one hold (a
- * multi-lock call: one attempt, one fence) share theirs. */
+ * multi-lock call: one attempt, one fence, unlocked by its first name)
+ * share theirs. */
 TEST(fault_checker_fence_reuse)
 {
     char out[16384];
@@ -239,10 +241,186 @@ TEST(fault_checker_fence_reuse)
 
     snprintf(lg[0], sizeof lg[0], "100000 ACQ 1 a 1000 x 0\n100001 ACQ 1 b 1000 x 0\n"
              "100100 GRANT 1 a 10 7\n100101 GRANT 1 b 10 7\n200000 REL a 10\n"
-             "200001 REL b 10\n200100 RELD a 10 0\n200101 RELD b 10 0\n");
+             "200001 REL b 10\n200100 RELD a 10 0\n");
     if (check_logs(c, 1, out, sizeof out) != 0) FAIL("one hold's shared fence refused:\n%s", out);
     HOLD(1, 1, "hot0", 'x', 0, 10, 300000, 400000, 0);
     expect_rule(c, 2, "fence issued twice");
+}
+
+/* ---- multi-locks ------------------------------------------------------------------------ */
+
+/* A multi-lock hold in a client log, as client.c writes it: attempt a
+ * asked at t1 for the n names (first name first), granted `fence` at
+ * t1 + 10, unlock called at t2 (REL per name) and answered `st` at t2 + 5
+ * (RELD for the first name only). */
+static void mhold(char *log, size_t cap, int a, const char *const *names, int n, unsigned fence,
+                  unsigned t1, unsigned t2, int st)
+{
+    size_t len;
+
+    for (int i = 0; i < n; i++) {
+        len = strlen(log);
+        snprintf(log + len, cap - len, "%u ACQ %d %s 1000 x 0\n", t1 + (unsigned)i, a, names[i]);
+    }
+    for (int i = 0; i < n; i++) {
+        len = strlen(log);
+        snprintf(log + len, cap - len, "%u GRANT %d %s %u 7\n", t1 + 10 + (unsigned)i, a,
+                 names[i], fence);
+    }
+    for (int i = 0; i < n; i++) {
+        len = strlen(log);
+        snprintf(log + len, cap - len, "%u REL %s %u\n", t2 + (unsigned)i, names[i], fence);
+    }
+    len = strlen(log);
+    snprintf(log + len, cap - len, "%u RELD %s %u %d\n", t2 + 5, names[0], fence, st);
+}
+
+/* Append a line to a client log. */
+static void line(char *log, size_t cap, const char *text)
+{
+    size_t len = strlen(log);
+
+    snprintf(log + len, cap - len, "%s\n", text);
+}
+
+#define MHOLD(k, ...) mhold(lg[k], sizeof lg[k], __VA_ARGS__)
+#define LINE(k, text) line(lg[k], sizeof lg[k], text)
+
+/*
+ * Multi-locks crossing single locks and each other, as they should: one
+ * released, one lost by its first name and unlocked BATON_ELOST, whose
+ * second name goes to another client at once -- told, so no silent loss:
+ * the notice of the first name is the notice of all.
+ */
+TEST(fault_checker_multi_clean)
+{
+    static const char *const a[] = {"hot0", "rw0"}, *const b[] = {"rw0", "hot1"};
+    char out[16384];
+    LOGS(3);
+
+    HOLD(1, 1, "hot0", 'x', 0, 10, 10000, 50000, 0);
+    MHOLD(0, 1, a, 2, 20, 100000, 300000, 0);
+    HOLD(1, 2, "rw0", 's', 0, 30, 400000, 500000, 0);
+    MHOLD(2, 1, b, 2, 40, 600000, 670000, BATON_ELOST);
+    /* The LOST (first name) between its grant and its unlock. */
+    {
+        char *rel = strstr(lg[2], "670000 REL");
+        char tail[512];
+        ASSERT(rel != NULL);
+        snprintf(tail, sizeof tail, "%s", rel);
+        snprintf(rel, sizeof lg[2] - (size_t)(rel - lg[2]), "650000 LOST rw0 40 1\n%s", tail);
+    }
+    HOLD(1, 3, "hot1", 'x', 0, 50, 655000, 700000, 0);
+
+    if (check_logs(c, 3, out, sizeof out) != 0) FAIL("the checker failed good logs:\n%s", out);
+    if (strstr(out, "multi-locks: 2 calls (2 of 2 names") == NULL ||
+        strstr(out, "2 granted (4 names, one fence each), 1 released OK, 1 told lost") == NULL ||
+        strstr(out, "lost with notice: 2 (1 after the lock had moved on") == NULL)
+        FAIL("unexpected numbers in:\n%s", out);
+}
+
+/* A multi-lock call granted on one of its names, and one granted two
+ * fences. */
+TEST(fault_checker_multi_partial)
+{
+    char out[16384];
+    LOGS(1);
+
+    LINE(0, "100000 ACQ 1 hot0 1000 x 0\n100001 ACQ 1 hot1 1000 x 0\n"
+            "100100 GRANT 1 hot0 20 7\n200000 REL hot0 20\n200005 RELD hot0 20 0");
+    LINE(0, "300000 ACQ 2 hot0 1000 x 0\n300001 ACQ 2 hot1 1000 x 0\n"
+            "300100 GRANT 2 hot0 30 7\n300101 GRANT 2 hot1 31 7\n400000 REL hot0 30\n"
+            "400001 REL hot1 31\n400005 RELD hot0 30 0");
+    ASSERT_EQ(check_logs(c, 1, out, sizeof out), 1);
+    if (strstr(out, "VIOLATION (multi-lock not held as one): client 0's multi-lock call 1 "
+                    "(first name hot0, sent +0.000 s) was granted 1 of its 2 names") == NULL ||
+        strstr(out, "VIOLATION (multi-lock not held as one): client 0's multi-lock call 2 got "
+                    "fence 30 on hot0 and 31 on hot1") == NULL)
+        FAIL("no partial grant found in:\n%s", out);
+}
+
+/* A multi-lock told lost twice, the second time by its second name. */
+TEST(fault_checker_multi_told_twice)
+{
+    static const char *const a[] = {"hot0", "hot1"};
+    char out[16384];
+    LOGS(1);
+
+    MHOLD(0, 1, a, 2, 20, 100000, 300000, BATON_ELOST);
+    {
+        char *rel = strstr(lg[0], "300000 REL");
+        char tail[512];
+        ASSERT(rel != NULL);
+        snprintf(tail, sizeof tail, "%s", rel);
+        snprintf(rel, sizeof lg[0] - (size_t)(rel - lg[0]),
+                 "200000 LOST hot0 20 1\n200001 LOST hot1 20 1\n%s", tail);
+    }
+    ASSERT_EQ(check_logs(c, 1, out, sizeof out), 1);
+    if (strstr(out, "was reported lost by hot1, not by its first name hot0") == NULL ||
+        strstr(out, "(first name hot0) was reported lost 2 times") == NULL)
+        FAIL("no double notice found in:\n%s", out);
+}
+
+/* After a multi-lock's unlock returned 0, the same client's next call for
+ * one of its names is answered BATON_EDEADLK: the cluster kept it. */
+TEST(fault_checker_multi_still_held)
+{
+    static const char *const a[] = {"hot0", "hot1"};
+    char buf[128];
+    LOGS(1);
+
+    MHOLD(0, 1, a, 2, 20, 100000, 300000, 0);
+    snprintf(buf, sizeof buf, "400000 ACQ 2 hot1 1000 x 0\n400100 AFAIL 2 hot1 %d",
+             BATON_EDEADLK);
+    LINE(0, buf);
+    expect_rule(c, 1, "name still held after its release returned 0");
+}
+
+/* Another client granted the second name of a multi-lock while it held
+ * all of them (and released OK). */
+TEST(fault_checker_multi_overlap)
+{
+    static const char *const a[] = {"hot0", "rw0"};
+    char out[16384];
+    LOGS(2);
+
+    MHOLD(0, 1, a, 2, 20, 100000, 300000, 0);
+    HOLD(1, 1, "rw0", 'x', 0, 25, 150000, 200000, 0);
+    ASSERT_EQ(check_logs(c, 2, out, sizeof out), 1);
+    if (strstr(out, "VIOLATION (exclusive holder beside another holder): rw0: client 1 got "
+                    "fence 25 (exclusive)") == NULL ||
+        strstr(out, "while client 0 held fence 20 (exclusive, a multi-lock") == NULL)
+        FAIL("no overlap on the multi-lock's second name in:\n%s", out);
+}
+
+/* The second name of a multi-lock went to another client, and the holder
+ * was never told: a silent loss of that name. */
+TEST(fault_checker_multi_silent_loss)
+{
+    static const char *const a[] = {"hot0", "hot1"};
+    char out[16384];
+    LOGS(2);
+
+    MHOLD(0, 1, a, 2, 20, 100000, 400000, BATON_ETIMEDOUT);
+    HOLD(1, 1, "hot1", 'x', 0, 30, 200000, 250000, 0);
+    ASSERT_EQ(check_logs(c, 2, out, sizeof out), 1);
+    if (strstr(out, "SILENT LOSS: hot1: client 0, fence 20") == NULL)
+        FAIL("no silent loss of the second name in:\n%s", out);
+    ASSERT(strstr(out, "VIOLATION") == NULL);
+}
+
+/* A multi-lock queued (QUEUED names its first name) before a single
+ * request for its second name was sent, yet granted after it: FIFO on the
+ * second name, which only the one QUEUED line shows. */
+TEST(fault_checker_multi_fifo)
+{
+    LOGS(2);
+
+    LINE(0, "100000 ACQ 1 hot0 1000 x 0\n100001 ACQ 1 hot1 1000 x 0\n"
+            "120000 QUEUED 1 hot0 2\n400000 GRANT 1 hot0 40 7\n400001 GRANT 1 hot1 40 7\n"
+            "410000 REL hot0 40\n410001 REL hot1 40\n410005 RELD hot0 40 0");
+    HOLD(1, 1, "hot1", 'x', 0, 30, 150000, 160000, 0);
+    expect_rule(c, 2, "FIFO order broken");
 }
 
 int main(int argc, char **argv)
@@ -265,6 +443,13 @@ int main(int argc, char **argv)
     RUN(fault_checker_shared_silent_loss);
     RUN(fault_checker_permit_silent_loss);
     RUN(fault_checker_fence_reuse);
+    RUN(fault_checker_multi_clean);
+    RUN(fault_checker_multi_partial);
+    RUN(fault_checker_multi_told_twice);
+    RUN(fault_checker_multi_still_held);
+    RUN(fault_checker_multi_overlap);
+    RUN(fault_checker_multi_silent_loss);
+    RUN(fault_checker_multi_fifo);
     RUN(fault_mixed_short);
     RUN(fault_selftest_broken);
     suite_dir_done();
