@@ -166,7 +166,7 @@ static void run_w2(struct client *c)
     struct bench *B = c->bench;
     baton_lock_t *l;
     uint64_t fence, seq;
-    int64_t t0, t1, t2, t3, left_ms;
+    int64_t t0, t1, left_ms;
     int rv, prev, me = c->r->id + 1;
 
     while ((t0 = now_ns()) < B->t_end) {
@@ -219,7 +219,7 @@ static void run_modes(struct client *c)
     struct mreq q;
     baton_lock_t *l;
     uint64_t fence, rng;
-    int64_t t0, t1, t2, t3, left_ms;
+    int64_t t0, t1, left_ms;
     int rv;
 
     modes_seed(&rng, c->r->id);

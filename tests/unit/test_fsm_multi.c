@@ -414,7 +414,7 @@ TEST(snapshot_and_replay_with_multi_locks)
     ASSERT_EQ(run(&f, c_rel(a, 2, fa, "s1")).status, 0);
     ASSERT_EQ(run(&g, c_rel(a, 2, fa, "s1")).status, 0);
     assert_same_effects(&f.fx, &g.fx);
-    grants(&g, &b, 1);
+    assert_grants(&g, &b, 1);
     assert_same_snapshots(&f, &g);
     /* A format 7 store cannot hold multi-locks: the downgrade refuses. */
     ASSERT_EQ(store__downgrade(f.s, 7), BATON_EINVAL);
