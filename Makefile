@@ -399,7 +399,7 @@ $(BROKEN)/batonctl: $(B)/batonctl
 # deb build build/default (never a SAN build: those are for tests) and then
 # install or package it. install-built and deb-built take what $(B) holds,
 # without building (tests/check-install.sh, tests/check-deb.sh).
-VERSION := 0.13.0
+VERSION := 0.15.0
 PREFIX  ?= /usr/local
 DESTDIR ?=
 DEB_DIR ?= build

@@ -386,7 +386,7 @@ static int spawn_node(struct cluster *c, int i)
     struct cluster_node *nd = &c->nodes[i];
     struct slot *s = &slots[c->slot];
     char path[PATH_MAX + 16], idbuf[16], bindbuf[48], metricsbuf[64];
-    const char *argv[16 + CLUSTER__SECURE_ARGS + MAX_EXTRA_ARGS];
+    const char *argv[18 + CLUSTER__SECURE_ARGS + MAX_EXTRA_ARGS];
     char join_members[sizeof c->members + 64 * CLUSTER_MAX_NODES];
     int argc = 0;
     pid_t pid;
@@ -420,6 +420,17 @@ static int spawn_node(struct cluster *c, int i)
         argv[argc++] = metricsbuf;
     }
     argc = cluster__secure_args(c, i, argv, argc);
+#ifdef __SANITIZE_ADDRESS__
+    /* An ASan build runs the loop several times slower: a burst that a
+     * release build applies within its 300 ms election timeout (a hostile
+     * client's 100,000 ACQUIREs, test_hostile.c) can stall an ASan leader
+     * past it, and the election that follows closes the test's
+     * connection. The default timeout is sized for release builds
+     * (docs/performance.md, "Failover"); here it scales with the build.
+     * A test's own --election-timeout (extra_args, after) still wins. */
+    argv[argc++] = "--election-timeout";
+    argv[argc++] = "1000";
+#endif
     for (int k = 0; c->extra_args && c->extra_args[k] && k < MAX_EXTRA_ARGS; k++)
         argv[argc++] = c->extra_args[k];
     argv[argc] = NULL;
