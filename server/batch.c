@@ -14,6 +14,18 @@
  * the entries in flight are a handful of commands (one hot lock's hand-offs,
  * say), holding would only add a commit's latency to the next hand-off.
  *
+ * A batch waits one more loop turn before it is proposed: the turn that
+ * read its first command ends without proposing, and an idle handle makes
+ * the next turn poll without blocking, so that whatever arrived while the
+ * first turn ran joins the entry. A hot lock's hand-off sends two commands
+ * at once -- the new holder's RELEASE and the last holder's next ACQUIRE,
+ * both answers to one entry -- and the node wakes on the first: proposed
+ * alone, each went into an entry of its own, and libraft 0.15 writes one
+ * entry after the other (one log write at a time on each node), so the
+ * hand-off paid two disk writes on the leader and on each follower instead
+ * of one (docs/performance.md, "The limit of W2"). The cost is one
+ * epoll_wait that returns at once, a few microseconds.
+ *
  * While a planned stop hands leadership over (server.c), `hold` keeps
  * every command in the batch, unproposed and unanswered: libraft 0.15
  * would refuse the entry anyway, and the clients re-send them to the new
@@ -41,6 +53,22 @@ struct inflight {
 void batch_init(struct batch *b)
 {
     memset(b, 0, sizeof *b);
+}
+
+/* The idle handle only keeps the loop from blocking in its poll. */
+static void linger_cb(uv_idle_t *h)
+{
+    (void)h;
+}
+
+void batch_open(struct batch *b, uv_loop_t *loop)
+{
+    uv_idle_init(loop, &b->linger);
+}
+
+void batch_close(struct batch *b)
+{
+    uv_close((uv_handle_t *)&b->linger, NULL);
 }
 
 void batch_free(struct batch *b)
@@ -143,7 +171,18 @@ void batch_flush(struct server *srv)
     struct inflight *f;
     int rv;
 
-    if (b->count == 0 || b->hold) return;
+    if (uv_is_closing((uv_handle_t *)&b->linger)) return; /* stopping: nothing goes out */
+    if (b->count == 0 || b->hold) {
+        uv_idle_stop(&b->linger);
+        return;
+    }
+    /* A batch started this turn waits for one more poll (the top of this
+     * file); a full one goes at once. */
+    if (b->turns++ == 0 && b->count < CMD_MAX_BATCH) {
+        uv_idle_start(&b->linger, linger_cb);
+        return;
+    }
+    uv_idle_stop(&b->linger);
     /* Under load let the batch grow (see the top of this file): one larger
      * entry costs each node one disk write where many small ones would
      * cost one each. A full batch goes anyway. */
@@ -158,6 +197,7 @@ void batch_flush(struct server *srv)
     b->p = NULL;
     b->cap = 0;
     b->count = 0;
+    b->turns = 0;
     b->inflight++;
     b->inflight_cmds += f->n;
     metrics_observe(M_BATCH_COMMANDS, f->n);

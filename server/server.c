@@ -61,7 +61,8 @@ static void route_effect(struct server *srv, const struct effect *e)
 
 /*
  * Runs once per loop turn, after I/O: propose the commands that arrived
- * this turn as one entry, deliver the effects of entries applied this turn
+ * this turn and the one before as one entry (batch.c says why two),
+ * deliver the effects of entries applied this turn
  * (after this turn's replies: a QUEUED reply reaches the client before the
  * push that ends the wait), then write every connection's output with one
  * write each.
@@ -436,6 +437,7 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     keepalive_init(srv);
     uv_check_init(loop, &srv->check);
     srv->check.data = srv;
+    batch_open(&srv->batch, loop);
     uv_check_start(&srv->check, check_cb);
     uv_signal_init(loop, &srv->sigint);
     uv_signal_init(loop, &srv->sigterm);
@@ -477,6 +479,7 @@ void server_stop(struct server *srv)
     conn_close_all(srv);
     http_stop(srv);
     uv_close((uv_handle_t *)&srv->check, noop_close);
+    batch_close(&srv->batch);
     uv_close((uv_handle_t *)&srv->sigint, noop_close);
     uv_close((uv_handle_t *)&srv->sigterm, noop_close);
     uv_close((uv_handle_t *)&srv->sighup, noop_close);

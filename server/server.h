@@ -31,7 +31,7 @@
  *   disk.c       refuse state-growing requests while the disk is nearly full
  *   observe.c    the metrics' gauges read from the server and raft, their
  *                text (METRICS, /metrics), readiness (/readyz)
- *   batch.c      commands of one loop turn (or, while --max-inflight entries
+ *   batch.c      commands of one loop turn and the next (or, while --max-inflight entries
  *                are uncommitted, of several) -> one raft entry; each
  *                command's pending record completes itself once applied
  *   push.c       applied effects -> GRANTED / WAIT_FAILED / LOST /
@@ -170,6 +170,8 @@ struct batch {
     uint32_t max_inflight;  /* hold the next batch while this many are */
     bool hold;              /* propose nothing (a planned stop is handing
                                leadership over): commands wait, unanswered */
+    uint32_t turns;         /* loop turns the batch has waited (batch.c) */
+    uv_idle_t linger;       /* active while it waits one more poll (batch.c) */
 };
 
 /* Where the leader pushes a session's news: the connection it was last
@@ -451,6 +453,9 @@ void dispatch(struct conn *c, const struct msg *m);
 
 /* batch.c */
 void batch_init(struct batch *b);
+/* Start and close the batch's loop handle (server_init, server_stop). */
+void batch_open(struct batch *b, uv_loop_t *loop);
+void batch_close(struct batch *b);
 void batch_free(struct batch *b);
 /* Fill a pending record for cmd: completion done (NULL for none), answered
  * on connection conn_id (0: none) with req_id. */

@@ -8,7 +8,9 @@
 # out=table (default): the markdown table of the figures and the ratios
 #   baton / Redis, then W2's limit from the floor (docs/performance.md,
 #   "The limit of W2": one hand-off costs at least one fsync and two
-#   loopback round trips) and each W2 rate as a fraction of it.
+#   loopback round trips) and each W2 rate as a fraction of it; then the
+#   same with benchfloor's fsync3 (three writers at once, as the three
+#   nodes of the local cluster share one disk), for information.
 # out=dat: the chart's data (tests/bench/plot-compare.sh), one row per
 #   figure: index, "label", baton / Redis durable, baton / Redis default.
 #
@@ -59,6 +61,7 @@ BEGIN {
 
 jget($0, "system") == "floor" {
     fsync = jget($0, "fsync_p50_us"); rtt = jget($0, "rtt_p50_us")
+    fsync3 = jget($0, "fsync3_p50_us")
     next
 }
 /"workload"/ {
@@ -92,4 +95,9 @@ END {
         fsync, rtt, handoff, limit
     limit_line(2)
     limit_line(256)
+    if (fsync3 == "") exit 0
+    h3 = fsync3 + 2 * rtt
+    printf "With the three nodes writing at once to this one disk (fsync3 p50 %.1f us): %.1f us per hand-off, at most %.0f grants/s; W2 reached %.1f%% (2 clients) and %.1f%% (256)\n",
+        fsync3, h3, 1e6 / h3, 100 * v["baton", "W2", 2, "ops_per_s"] * h3 / 1e6,
+        100 * v["baton", "W2", 256, "ops_per_s"] * h3 / 1e6
 }

@@ -11,6 +11,11 @@
  * that a write changes no block allocation: the cheapest durable 4 KiB
  * write the filesystem offers. Default N 1000.
  *
+ * fsync3: the same N writes by each of three threads at once, each into a
+ * file of its own: what one write costs while the three nodes of a local
+ * cluster -- leader and both followers, which write every entry at the
+ * same time -- share one disk. The figure is over the 3N writes.
+ *
  * rtt: N round trips of a 64-byte message over one TCP connection on
  * 127.0.0.1 (TCP_NODELAY on both ends) between this thread and an echo
  * thread, after 100 unmeasured ones: a message there and its answer back,
@@ -20,6 +25,7 @@
  * Prints one JSON line on stdout, times in microseconds:
  *   {"system":"floor","dir":"...","direct":true,"writes":N,
  *    "fsync_p50_us":..,"fsync_p10_us":..,"fsync_p90_us":..,
+ *    "fsync3_p50_us":..,"fsync3_p10_us":..,"fsync3_p90_us":..,
  *    "pings":N,"rtt_p50_us":..,"rtt_p10_us":..,"rtt_p90_us":..}
  * The file is removed. Exit status 0, 1 on a failure (a message on stderr),
  * 2 on a usage error.
@@ -43,6 +49,7 @@
 #define FILE_BLOCKS 256 /* 1 MiB, written round-robin */
 #define MSG 64
 #define WARMUP 100
+#define WRITERS 3 /* fsync3: the nodes of a local cluster */
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -116,6 +123,46 @@ out:
     if (fd >= 0) close(fd);
     unlink(path);
     free(buf);
+    return rv;
+}
+
+/* One of fsync3's writers. */
+struct writer {
+    pthread_t th;
+    const char *dir;
+    int n, direct, rv;
+    int64_t *t;
+};
+
+static void *writer_main(void *arg)
+{
+    struct writer *w = arg;
+
+    w->rv = measure_fsync(w->dir, w->n, w->t, &w->direct);
+    return NULL;
+}
+
+/* fsync3: WRITERS threads at once, n writes each; all the times sorted
+ * into t[] (WRITERS * n of them). 0, or -1 with a message. */
+static int measure_fsync3(const char *dir, int n, int64_t *t)
+{
+    struct writer w[WRITERS];
+    int started = 0, rv = 0;
+
+    for (int i = 0; i < WRITERS; i++) {
+        w[i] = (struct writer){.dir = dir, .n = n, .t = t + (size_t)i * (size_t)n};
+        if (pthread_create(&w[i].th, NULL, writer_main, &w[i]) != 0) {
+            fprintf(stderr, "benchfloor: cannot start a writer thread\n");
+            rv = -1;
+            break;
+        }
+        started++;
+    }
+    for (int i = 0; i < started; i++) {
+        pthread_join(w[i].th, NULL);
+        if (w[i].rv != 0) rv = -1;
+    }
+    if (rv == 0) qsort(t, (size_t)WRITERS * (size_t)n, sizeof *t, cmp_i64);
     return rv;
 }
 
@@ -197,7 +244,7 @@ int main(int argc, char **argv)
 {
     const char *dir = NULL;
     long writes = 1000, pings = 10000;
-    int64_t *tf, *tr;
+    int64_t *tf, *tf3, *tr;
     int direct = 0, rv;
 
     for (int i = 1; i < argc; i++) {
@@ -215,20 +262,26 @@ int main(int argc, char **argv)
         return 2;
     }
     tf = malloc((size_t)writes * sizeof *tf);
+    tf3 = malloc((size_t)writes * WRITERS * sizeof *tf3);
     tr = malloc((size_t)pings * sizeof *tr);
-    rv = tf && tr ? 0 : -1;
+    rv = tf && tf3 && tr ? 0 : -1;
     if (rv == 0) rv = measure_fsync(dir, (int)writes, tf, &direct);
+    if (rv == 0) rv = measure_fsync3(dir, (int)writes, tf3);
     if (rv == 0) rv = measure_rtt((int)pings, tr);
     if (rv == 0) {
         printf("{\"system\":\"floor\",\"dir\":\"%s\",\"direct\":%s,\"writes\":%ld,"
                "\"fsync_p50_us\":%.1f,\"fsync_p10_us\":%.1f,\"fsync_p90_us\":%.1f,"
+               "\"fsync3_p50_us\":%.1f,\"fsync3_p10_us\":%.1f,\"fsync3_p90_us\":%.1f,"
                "\"pings\":%ld,\"rtt_p50_us\":%.1f,\"rtt_p10_us\":%.1f,\"rtt_p90_us\":%.1f}\n",
                dir, direct ? "true" : "false", writes, pct_us(tf, (int)writes, 50),
-               pct_us(tf, (int)writes, 10), pct_us(tf, (int)writes, 90), pings,
+               pct_us(tf, (int)writes, 10), pct_us(tf, (int)writes, 90),
+               pct_us(tf3, (int)writes * WRITERS, 50), pct_us(tf3, (int)writes * WRITERS, 10),
+               pct_us(tf3, (int)writes * WRITERS, 90), pings,
                pct_us(tr, (int)pings, 50), pct_us(tr, (int)pings, 10),
                pct_us(tr, (int)pings, 90));
     }
     free(tf);
+    free(tf3);
     free(tr);
     return rv == 0 ? 0 : 1;
 }
