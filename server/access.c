@@ -203,6 +203,16 @@ static const char *lock_of(const struct msg *m, size_t *n)
     return s ? s->p : NULL;
 }
 
+/* Refuse m: lock[0..n) is outside the principal's prefixes. */
+static bool refuse_lock(struct conn *c, const struct msg *m, const char *lock, size_t n)
+{
+    char name[BATON_MAX_NAME + 1];
+
+    memcpy(name, lock, n);
+    name[n] = '\0';
+    return refuse(c, m, "lock '%s' is outside its prefixes", name);
+}
+
 bool access_allowed(struct conn *c, const struct msg *m)
 {
     const struct principal *p = c->who;
@@ -210,7 +220,6 @@ bool access_allowed(struct conn *c, const struct msg *m)
     uint64_t session = session_of(m), owner;
     const char *lock;
     size_t n;
-    char name[BATON_MAX_NAME + 1];
 
     if (p->role < info->role) {
         char need[64];
@@ -222,17 +231,10 @@ bool access_allowed(struct conn *c, const struct msg *m)
         return refuse(c, m, "%s", "the session belongs to another principal");
     if (p->role == MSG_ROLE_ADMIN || p->n_prefixes == 0) return true;
     lock = lock_of(m, &n);
-    for (uint32_t i = 0; lock != NULL; i++) { /* and every name of a multi-lock */
-        if (!auth_may_use(p, lock, n)) {
-            memcpy(name, lock, n);
-            name[n] = '\0';
-            return refuse(c, m, "lock '%s' is outside its prefixes", name);
-        }
-        lock = NULL;
-        if (m->type == MSG_ACQUIRE_MANY && i < m->u.op.n_more) {
-            lock = m->u.op.more[i].name.p;
-            n = m->u.op.more[i].name.n;
-        }
+    if (lock != NULL && !auth_may_use(p, lock, n)) return refuse_lock(c, m, lock, n);
+    for (uint32_t i = 0; m->type == MSG_ACQUIRE_MANY && i < m->u.op.n_more; i++) {
+        const struct pstr *more = &m->u.op.more[i].name; /* every name of a multi-lock */
+        if (!auth_may_use(p, more->p, more->n)) return refuse_lock(c, m, more->p, more->n);
     }
     if (m->type == MSG_LIST_LOCKS &&
         !auth_covers_prefix(p, m->u.list_locks.prefix.p, m->u.list_locks.prefix.n))

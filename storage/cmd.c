@@ -205,14 +205,21 @@ static void read_owner(struct rd *rd, struct cmd *c)
     c->type = CMD_OPEN_SESSION;
 }
 
-/* The mode fields that follow the name of a CMD_ACQUIRE_MODES, which
- * becomes the ACQUIRE it encodes; all three 0 is malformed (that ACQUIRE
- * is written as a plain one). */
-static void read_modes(struct rd *rd, struct cmd *c)
+/* u8 mode, u32 limit, u8 reentrant: after the name of a
+ * CMD_ACQUIRE_MODES and of a CMD_ACQUIRE_MANY. */
+static void read_mode_fields(struct rd *rd, struct cmd *c)
 {
     rd_u8(rd, &c->mode);
     rd_u32(rd, &c->limit);
     rd_u8(rd, &c->reentrant);
+}
+
+/* The mode fields of a CMD_ACQUIRE_MODES, which becomes the ACQUIRE it
+ * encodes; all three 0 is malformed (that ACQUIRE is written as a plain
+ * one). */
+static void read_modes(struct rd *rd, struct cmd *c)
+{
+    read_mode_fields(rd, c);
     if (rd->err == 0 && !has_modes(c)) rd->err = BATON_EMALFORMED;
     c->type = CMD_ACQUIRE;
 }
@@ -225,9 +232,7 @@ static void read_more(struct rd *rd, struct cmd *c)
     const char *name;
     uint16_t len;
 
-    rd_u8(rd, &c->mode);
-    rd_u32(rd, &c->limit);
-    rd_u8(rd, &c->reentrant);
+    read_mode_fields(rd, c); /* any values, all 0 included: ACQUIRE_MANY has one encoding */
     if (rd_u8(rd, &c->n_more) != 0) return;
     if (c->n_more == 0 || c->n_more >= BATON_MAX_MANY) {
         rd->err = BATON_EMALFORMED;

@@ -58,6 +58,19 @@ int lock_get(struct apply_ctx *c, const char *name, size_t len, struct lock_rec 
     return lock_decode(&v, r);
 }
 
+int lock_get_existing(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r)
+{
+    int found, rc = lock_get(c, name, len, r, &found);
+
+    return rc != 0 ? rc : found ? 0 : MDB_CORRUPTED;
+}
+
+int acquire_fields_ok(const struct cmd *cmd)
+{
+    return cmd->wait_ms >= BATON_WAIT_FOREVER && cmd->lock_delay_ms >= 0 && cmd->seq != 0 &&
+           cmd->mode <= BATON_MODE_SHARED && cmd->limit <= BATON_MAX_LIMIT;
+}
+
 /* Every change of a lock record goes through lock_put or lock_save, and
  * every change of a queue or of the holders saves its lock record too: so
  * these two are where FX_LOCK_CHANGED is emitted (once per lock per entry). */
@@ -119,8 +132,8 @@ int owned_del(struct apply_ctx *c, uint64_t session, uint64_t waiter)
 
 /* ---- holders -------------------------------------------------------------- */
 
-static int hold_get(struct apply_ctx *c, const char *name, size_t len, uint64_t fence,
-                    struct hold_rec *h, int *found)
+int hold_get(struct apply_ctx *c, const char *name, size_t len, uint64_t fence,
+             struct hold_rec *h, int *found)
 {
     uint8_t k[WAITER_KEY_MAX];
     MDB_val v;
@@ -353,12 +366,9 @@ static int wait_drop(struct apply_ctx *c, uint64_t session, uint64_t waiter,
                      const struct owned_rec *o)
 {
     struct lock_rec r;
-    int found, rc;
+    int rc = lock_get_existing(c, o->name, o->name_len, &r);
 
-    rc = lock_get(c, o->name, o->name_len, &r, &found);
-    if (rc != 0) return rc;
-    if (!found) return MDB_CORRUPTED;
-    rc = queue_remove(c, o->name, o->name_len, o->enq, &r);
+    if (rc == 0) rc = queue_remove(c, o->name, o->name_len, o->enq, &r);
     if (rc == 0) rc = owned_del(c, session, waiter);
     if (rc == 0) rc = sess_owned_add(c, session, -1);
     if (rc == 0) rc = session_lock_add(c, session, o->name, o->name_len, -1);
@@ -444,9 +454,8 @@ int op_acquire(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
     uint64_t enq, fence;
     int found, rc;
 
-    if (!proto_lock_name_ok(cmd->name, cmd->name_len) || cmd->wait_ms < BATON_WAIT_FOREVER ||
-        cmd->lock_delay_ms < 0 || cmd->seq == 0 || cmd->mode > BATON_MODE_SHARED ||
-        cmd->limit > BATON_MAX_LIMIT || cmd->reentrant > 1) {
+    if (!proto_lock_name_ok(cmd->name, cmd->name_len) || !acquire_fields_ok(cmd) ||
+        cmd->reentrant > 1) {
         res->status = BATON_EINVAL;
         return 0;
     }
@@ -821,10 +830,8 @@ int locks_drop_owned(struct apply_ctx *c, uint64_t session, uint64_t waiter,
     int found, rc;
 
     if (o->multi) return multi_drop_owned(c, session, waiter, o, lost_status, expiry);
-    rc = lock_get(c, o->name, o->name_len, &r, &found);
-    if (rc != 0) return rc;
-    if (!found) return MDB_CORRUPTED;
-    rc = session_lock_add(c, session, o->name, o->name_len, -1);
+    rc = lock_get_existing(c, o->name, o->name_len, &r);
+    if (rc == 0) rc = session_lock_add(c, session, o->name, o->name_len, -1);
     if (rc != 0) return rc;
     if (o->kind == OWNED_WAIT) {
         rc = queue_remove(c, o->name, o->name_len, o->enq, &r);

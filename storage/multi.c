@@ -209,10 +209,8 @@ struct many_req {
 static void many_check_shape(const struct cmd *cmd, const struct multi_names *m,
                              struct cmd_result *res)
 {
-    if (!names_ok(m) || m->n != (unsigned)cmd->n_more + 1 ||
-        cmd->wait_ms < BATON_WAIT_FOREVER || cmd->lock_delay_ms < 0 || cmd->seq == 0 ||
-        cmd->mode > BATON_MODE_SHARED || cmd->limit > BATON_MAX_LIMIT || cmd->reentrant != 0 ||
-        (cmd->limit > 1 && cmd->mode == BATON_MODE_SHARED))
+    if (!names_ok(m) || m->n != (unsigned)cmd->n_more + 1 || !acquire_fields_ok(cmd) ||
+        cmd->reentrant != 0 || (cmd->limit > 1 && cmd->mode == BATON_MODE_SHARED))
         res->status = BATON_EINVAL;
 }
 
@@ -376,8 +374,7 @@ static int heads_all(struct apply_ctx *c, struct many_req *q, unsigned self,
     *ready = 0;
     for (unsigned i = 0; i < q->m.n; i++) {
         if (i == self) continue;
-        rc = lock_get(c, q->m.name[i], q->m.len[i], &q->r[i], &found);
-        if (rc == 0 && !found) rc = MDB_CORRUPTED; /* it waits there */
+        rc = lock_get_existing(c, q->m.name[i], q->m.len[i], &q->r[i]); /* it waits there */
         if (rc == 0) rc = queue_head(c, q->m.name[i], q->m.len[i], &head_enq, &head, &found);
         if (rc == 0 && !found) rc = MDB_CORRUPTED;
         if (rc != 0) return rc;
@@ -442,21 +439,31 @@ static int multi_forget(struct apply_ctx *c, uint64_t session, uint64_t waiter, 
     return rc;
 }
 
+/* One name of a multi-lock's hold ends (released, or lost): handed on,
+ * or delayed for delay_ms (> 0). *r is saved either way. */
+static int hold_end_one(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r,
+                        uint64_t session, uint64_t waiter, uint64_t fence, int32_t delay_ms)
+{
+    int rc = hold_drop(c, name, len, r, fence);
+
+    if (rc == 0) rc = session_lock_add(c, session, name, len, -1);
+    if (rc != 0) return rc;
+    if (delay_ms > 0) return lock_delay_start(c, name, len, r, session, waiter, fence, delay_ms);
+    rc = lock_save(c, name, len, r);
+    return rc != 0 ? rc : regrant_push(c, name, len);
+}
+
 int multi_release(struct apply_ctx *c, uint64_t session, uint64_t waiter, uint64_t fence)
 {
     struct multi_names *m = malloc(sizeof *m);
     struct lock_rec r;
-    int found, rc;
+    int rc;
 
     if (m == NULL) return BATON_ENOMEM;
     rc = multi_get(c, session, waiter, m);
     for (unsigned i = 0; i < m->n && rc == 0; i++) {
-        rc = lock_get(c, m->name[i], m->len[i], &r, &found);
-        if (rc == 0 && !found) rc = MDB_CORRUPTED;
-        if (rc == 0) rc = hold_drop(c, m->name[i], m->len[i], &r, fence);
-        if (rc == 0) rc = session_lock_add(c, session, m->name[i], m->len[i], -1);
-        if (rc == 0) rc = lock_save(c, m->name[i], m->len[i], &r);
-        if (rc == 0) rc = regrant_push(c, m->name[i], m->len[i]);
+        rc = lock_get_existing(c, m->name[i], m->len[i], &r);
+        if (rc == 0) rc = hold_end_one(c, m->name[i], m->len[i], &r, session, waiter, fence, 0);
     }
     if (rc == 0) rc = multi_forget(c, session, waiter, m->n, 0);
     free(m);
@@ -469,11 +476,10 @@ static int dequeue_all(struct apply_ctx *c, uint64_t session, const struct multi
                        uint64_t enq)
 {
     struct lock_rec r;
-    int found, rc = 0;
+    int rc = 0;
 
     for (unsigned i = 0; i < m->n && rc == 0; i++) {
-        rc = lock_get(c, m->name[i], m->len[i], &r, &found);
-        if (rc == 0 && !found) rc = MDB_CORRUPTED;
+        rc = lock_get_existing(c, m->name[i], m->len[i], &r);
         if (rc == 0) rc = queue_remove(c, m->name[i], m->len[i], enq, &r);
         if (rc == 0) rc = session_lock_add(c, session, m->name[i], m->len[i], -1);
         if (rc == 0) rc = lock_save(c, m->name[i], m->len[i], &r);
@@ -499,20 +505,6 @@ int multi_wait_end(struct apply_ctx *c, uint64_t session, uint64_t waiter,
     return rc;
 }
 
-/* One name of a multi-lock's hold ends without a release: handed on, or
- * delayed for delay_ms (> 0). *r is saved either way. */
-static int hold_end_one(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r,
-                        uint64_t session, uint64_t waiter, uint64_t fence, int32_t delay_ms)
-{
-    int rc = hold_drop(c, name, len, r, fence);
-
-    if (rc == 0) rc = session_lock_add(c, session, name, len, -1);
-    if (rc != 0) return rc;
-    if (delay_ms > 0) return lock_delay_start(c, name, len, r, session, waiter, fence, delay_ms);
-    rc = lock_save(c, name, len, r);
-    return rc != 0 ? rc : regrant_push(c, name, len);
-}
-
 /*
  * The session ends (its owned entry o is deleted by the caller, and its
  * n_owned goes with the session). A wait leaves every queue; a hold ends
@@ -525,8 +517,6 @@ int multi_drop_owned(struct apply_ctx *c, uint64_t session, uint64_t waiter,
     struct multi_names *m = malloc(sizeof *m);
     struct lock_rec r;
     struct hold_rec h;
-    uint8_t k[WAITER_KEY_MAX];
-    MDB_val v;
     int found, rc;
 
     if (m == NULL) return BATON_ENOMEM;
@@ -537,13 +527,9 @@ int multi_drop_owned(struct apply_ctx *c, uint64_t session, uint64_t waiter,
         if (lost_status != 0)
             rc = fx_emit(c, FX_LOST, lost_status, session, waiter, o->enq, o->name, o->name_len);
         for (unsigned i = 0; i < m->n && rc == 0; i++) {
-            rc = lock_get(c, m->name[i], m->len[i], &r, &found);
+            rc = lock_get_existing(c, m->name[i], m->len[i], &r);
+            if (rc == 0) rc = hold_get(c, m->name[i], m->len[i], o->enq, &h, &found);
             if (rc == 0 && !found) rc = MDB_CORRUPTED;
-            if (rc == 0)
-                rc = db_get(c->txn, c->s->dbi[DB_HOLDERS], k,
-                            key_waiter(k, m->name[i], m->len[i], o->enq), &v, &found);
-            if (rc == 0 && !found) rc = MDB_CORRUPTED;
-            if (rc == 0) rc = hold_decode(&v, &h);
             if (rc == 0)
                 rc = hold_end_one(c, m->name[i], m->len[i], &r, session, waiter, o->enq,
                                   expiry ? h.lock_delay_ms : 0);
@@ -560,7 +546,7 @@ int multi_force(struct apply_ctx *c, const char *name, size_t len, struct lock_r
     struct multi_names *m = malloc(sizeof *m);
     struct lock_rec other;
     unsigned self;
-    int found, rc;
+    int rc;
 
     if (m == NULL) return BATON_ENOMEM;
     rc = multi_get(c, h->session, h->waiter, m);
@@ -576,8 +562,7 @@ int multi_force(struct apply_ctx *c, const char *name, size_t len, struct lock_r
             if (rc == 0) rc = session_lock_add(c, h->session, name, len, -1);
             continue;
         }
-        rc = lock_get(c, m->name[i], m->len[i], &other, &found);
-        if (rc == 0 && !found) rc = MDB_CORRUPTED;
+        rc = lock_get_existing(c, m->name[i], m->len[i], &other);
         if (rc == 0)
             rc = hold_end_one(c, m->name[i], m->len[i], &other, h->session, h->waiter, fence,
                               delay_ms);

@@ -541,7 +541,13 @@ int modes_downgrade(store *s, MDB_txn *txn);
 /* ---- locks.c: the pieces multi.c shares ------------------------------- */
 
 int lock_get(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r, int *found);
-/* Store the lock record (FX_LOCK_CHANGED), or delete it once nobody holds
+/* The record of a lock that must exist (someone holds or waits for it):
+ * 0, or MDB_CORRUPTED if it is missing. */
+int lock_get_existing(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r);
+/* Are an ACQUIRE's (or ACQUIRE_MANY's) wait, lock-delay, seq, mode and
+ * limit legal whatever the state? (The name and reentrant flag are each
+ * command's own.) */
+int acquire_fields_ok(const struct cmd *cmd);/* Store the lock record (FX_LOCK_CHANGED), or delete it once nobody holds
  * or waits and no delay runs. */
 int lock_put(struct apply_ctx *c, const char *name, size_t len, const struct lock_rec *r);
 int lock_save(struct apply_ctx *c, const char *name, size_t len, const struct lock_rec *r);
@@ -550,6 +556,8 @@ int owned_get(struct apply_ctx *c, uint64_t session, uint64_t waiter, struct own
 int owned_put(struct apply_ctx *c, uint64_t session, uint64_t waiter, uint8_t kind, uint8_t multi,
               uint64_t enq, const char *name, size_t len);
 int owned_del(struct apply_ctx *c, uint64_t session, uint64_t waiter);
+int hold_get(struct apply_ctx *c, const char *name, size_t len, uint64_t fence,
+             struct hold_rec *h, int *found);
 int hold_put(struct apply_ctx *c, const char *name, size_t len, uint64_t fence,
              const struct hold_rec *h);
 /* Forget the hold of `fence` (it must exist); n_holders - 1 in *r, which
