@@ -46,10 +46,10 @@ ifneq ($(SAN),)
 endif
 
 # -fvisibility=hidden: libbaton.so exports exactly the functions the public
-# headers mark BATON_API (client/baton_defs.h); tests/check-exports.sh checks
+# headers mark BATON_API (include/baton/baton_defs.h); tests/check-exports.sh checks
 # it. Everything else links the static archives, where visibility does not
 # matter, so every object is built the same way.
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -I. -fPIC -fvisibility=hidden $(WARN) $(CFLAGS) -MMD -MP
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -I. -Iinclude -fPIC -fvisibility=hidden $(WARN) $(CFLAGS) -MMD -MP
 LIBS_UV    = -luv
 LIBS_RAFT  = -lraft
 LIBS_LMDB  = -llmdb
@@ -336,7 +336,7 @@ $(B)/tests/fuzz/gen_corpus: $(B)/tests/fuzz/gen_corpus.o $(B)/libtest.a $(B)/lib
 $(FUZZ_B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  FUZZCC  $<"
-	@$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -I. $(WARN) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link \
+	@$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -I. -Iinclude $(WARN) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link \
 	    -MMD -MP -c $< -o $@
 $(FUZZ_B)/libfuzzlib.a: $(FUZZ_LIB_OBJ)
 	rm -f $@ && $(AR) rcs $@ $^
@@ -381,7 +381,7 @@ $(FAULT_DIR)/faulthostile: $(FAULT_DIR)/hostile.o $(B)/libtest.a $(B)/libproto.a
 $(FAULT_DIR)/shim_%.so: tests/fault/shim_%.c
 	@mkdir -p $(dir $@)
 	@echo "  SHIM    $<"
-	@$(CC) -std=c11 -D_GNU_SOURCE -I. $(WARN) -O2 -g -fPIC -shared -MMD -MP -o $@ $< -ldl -lpthread
+	@$(CC) -std=c11 -D_GNU_SOURCE -I. -Iinclude $(WARN) -O2 -g -fPIC -shared -MMD -MP -o $@ $< -ldl -lpthread
 $(FAULT_TEST): $(FAULT_DIR)/test_fault.o $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^
 

@@ -66,7 +66,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "client/baton_async.h"
+#include "baton/baton_async.h"
 #include "proto/buf.h"
 #include "proto/errmsg.h"
 #include "proto/msg.h"

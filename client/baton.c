@@ -1,5 +1,5 @@
 /*
- * baton.c -- the blocking API (client/baton.h) on top of the async core.
+ * baton.c -- the blocking API (include/baton/baton.h) on top of the async core.
  *
  * Each baton_t owns one I/O thread that runs a private libuv loop with the
  * async context, a uv_async_t ("wake") through which other threads hand in
@@ -35,9 +35,9 @@
 #include <string.h>
 #include <uv.h>
 
-#include "client/adapters/libuv.h"
-#include "client/baton.h"
-#include "client/baton_async.h"
+#include "baton/adapters/libuv.h"
+#include "baton/baton.h"
+#include "baton/baton_async.h"
 #include "proto/errmsg.h"
 #include "proto/msg.h"
 

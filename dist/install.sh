@@ -61,7 +61,7 @@ manifest() {
     echo "link $SONAME $LIBDIR/libbaton.so"
     echo "file 0644 $B/libbaton.a $LIBDIR/libbaton.a"
     for h in baton.h baton_async.h baton_defs.h adapters/libuv.h; do
-        echo "file 0644 $root/client/$h $INCLUDEDIR/baton/$h"
+        echo "file 0644 $root/include/baton/$h $INCLUDEDIR/baton/$h"
     done
     echo "gen 0644 $dist/libbaton.pc.in $PKGCONFIGDIR/libbaton.pc"
     for page in "$dist"/man/*.[0-9]; do

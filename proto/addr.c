@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)

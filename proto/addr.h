@@ -12,7 +12,7 @@
  * address here (proto_addr_sockaddr) without any resolver; a name is
  * resolved by the caller at each connection attempt (batond with
  * uv_getaddrinfo, raft/peer_addr.h; libbaton through its loop's resolver
- * hook, client/baton_async.h; batonctl with getaddrinfo), and every address
+ * hook, include/baton/baton_async.h; batonctl with getaddrinfo), and every address
  * it resolves to is tried in order.
  *
  * Grammar (ABNF):

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "proto/errmsg.h"
 
 int backup_start(struct buf *out, size_t *start)

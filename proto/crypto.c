@@ -8,7 +8,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 
 int crypto_sha256(const void *data, size_t n, uint8_t out[CRYPTO_SHA256_LEN])
 {

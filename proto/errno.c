@@ -1,7 +1,7 @@
 /*
  * errno.c -- text for baton's error codes, generated from BATON_ERRNO_MAP.
  */
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 
 const char *baton_strerror(int err)
 {

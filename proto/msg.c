@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 
 /* ---- the field lists, from proto/msg_table.h ------------------------------ */
 

@@ -261,7 +261,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "proto/buf.h"
 #include "proto/msg_table.h"
 

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 
 struct tls_ctx {
     SSL_CTX *ssl;

@@ -17,7 +17,7 @@
  * is used by one thread at a time. Nothing here blocks or does I/O.
  *
  * Errors: every call that can fail returns 0 or a negative BATON_* code
- * (client/baton_defs.h): BATON_ENOMEM, BATON_EINVAL (unreadable or
+ * (include/baton/baton_defs.h): BATON_ENOMEM, BATON_EINVAL (unreadable or
  * mismatched certificate / key / CA files: the message says which), and
  * BATON_ETLS (the handshake failed, the peer's certificate was refused, or
  * a record could not be decrypted). tls_ctx_new writes its message into

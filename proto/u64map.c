@@ -5,7 +5,7 @@
 
 #include <stdlib.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 
 /* The table's first size; it doubles from there. */
 #define U64MAP_MIN_CAP 16

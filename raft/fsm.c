@@ -17,7 +17,7 @@
 #include <string.h>
 #include <uv.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 
 /* The term of the entry at `index` in raft's in-memory log, 0 if it is not
  * there (libraft 0.15's struct raft_log is public: a circular buffer of the

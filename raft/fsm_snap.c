@@ -21,7 +21,7 @@
 #include <string.h>
 #include <uv.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "raft/fsm.h"
 
 /* After a failed snapshot, the entries applied before the next attempt. */

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "raft/fsm.h"
 #include "raft/state_mark.h"
 #include "raft/transport.h"

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "proto/buf.h"
 #include "proto/errmsg.h"
 #include "raft/peer_hello.h"

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 
 int peer_hello_encode(struct buf *b, uint64_t id, const char *address)
 {

@@ -24,7 +24,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "proto/addr.h"
 
 struct link_write {

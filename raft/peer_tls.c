@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "proto/addr.h"
 #include "proto/errmsg.h"
 #include "raft/peer_cert.h"

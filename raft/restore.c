@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 
 struct restore_run {
     struct raft_io_snapshot_put put;

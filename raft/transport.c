@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "proto/errmsg.h"
 #include "raft/peer_base.h"
 #include "raft/peer_tcp.h"

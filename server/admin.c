@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "server/log.h"
-#include "server/server.h"
+#include "server/server_int.h"
 
 /* STATUS lists the members of the current raft configuration with their
  * client addresses (members.c), so that `batonctl status` follows members

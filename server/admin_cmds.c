@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "server/log.h"
-#include "server/server.h"
+#include "server/server_int.h"
 
 /*
  * Answer an applied FORCE_RELEASE with who lost the lock and who got it:

@@ -23,10 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "proto/backup.h"
 #include "server/log.h"
-#include "server/server.h"
+#include "server/server_int.h"
 
 /* One SNAPSHOT_SAVE, from its request to its last chunk. */
 struct backup {

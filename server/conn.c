@@ -28,10 +28,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "server/log.h"
 #include "server/metrics.h"
-#include "server/server.h"
+#include "server/server_int.h"
 
 static void conn_closed_cb(uv_handle_t *h)
 {

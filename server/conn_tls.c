@@ -13,11 +13,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "proto/tls.h"
 #include "server/log.h"
 #include "server/metrics.h"
-#include "server/server.h"
+#include "server/server_int.h"
 
 /* At most one warning about failed handshakes per this many ms. */
 #define TLS_LOG_EVERY_MS 1000

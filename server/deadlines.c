@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "server/log.h"
-#include "server/server.h"
+#include "server/server_int.h"
 
 static void timer_freed(uv_handle_t *h)
 {

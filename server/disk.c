@@ -35,10 +35,10 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "server/log.h"
 #include "server/metrics.h"
-#include "server/server.h"
+#include "server/server_int.h"
 #include "storage/cmd.h"
 
 #define DISK_CHECK_MS 250

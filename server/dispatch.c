@@ -16,10 +16,10 @@
  */
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "server/log.h"
 #include "server/metrics.h"
-#include "server/server.h"
+#include "server/server_int.h"
 
 typedef void handler_fn(struct conn *c, const struct msg *m);
 

@@ -34,10 +34,10 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "server/log.h"
 #include "server/metrics.h"
-#include "server/server.h"
+#include "server/server_int.h"
 
 /* Descriptors kept for everything that is not a client connection. */
 #define GUARD_FD_RESERVE 128

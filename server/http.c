@@ -23,10 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "server/log.h"
 #include "server/resolve.h"
-#include "server/server.h"
+#include "server/server_int.h"
 
 #define HTTP_MAX_CONNS 16
 #define HTTP_TIMEOUT_S 10

@@ -10,7 +10,7 @@
 
 #include <stdlib.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 
 void lease_init(struct lease_table *t)
 {

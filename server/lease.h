@@ -36,7 +36,7 @@ void lease_init(struct lease_table *t);
 void lease_free(struct lease_table *t);   /* forgets everything */
 
 /* Start or restart a full lease for session: deadline = now + ttl_ms.
- * Aborts when out of memory (server.h, "Allocation failure"). */
+ * Aborts when out of memory (server_int.h, "Allocation failure"). */
 void lease_grant(struct lease_table *t, uint64_t session, uint32_t ttl_ms, uint64_t now);
 
 /* The session was heard from: push its deadline to now + ttl. Returns true

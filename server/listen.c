@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "proto/addr.h"
 #include "server/log.h"
 #include "server/resolve.h"
 #include "server/metrics.h"
-#include "server/server.h"
+#include "server/server_int.h"
 
 /* TLS: ciphertext is read into the server's one scratch buffer (the loop
  * decrypts it before the next read); plaintext straight into `in`. */

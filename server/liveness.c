@@ -13,10 +13,10 @@
  * was silent before -- and only then starts expiring. A node that stops
  * leading forgets all leases at once.
  */
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "server/log.h"
 #include "server/metrics.h"
-#include "server/server.h"
+#include "server/server_int.h"
 
 #define LIVENESS_TICK_MS 50
 #define LIVENESS_BATCH 256

@@ -10,7 +10,7 @@
  * than the period may go unseen; longer ones are all counted.
  */
 #include "server/metrics.h"
-#include "server/server.h"
+#include "server/server_int.h"
 
 #define LAG_PERIOD_MS 25
 

@@ -8,9 +8,9 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "server/log.h"
-#include "server/server.h"
+#include "server/server_int.h"
 
 /*
  * Every client connection is a descriptor: raise the soft open-files limit

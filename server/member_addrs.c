@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "server/log.h"
-#include "server/server.h"
+#include "server/server_int.h"
 
 const char *member_client_addr(struct server *srv, uint32_t id, char buf[BATON_MAX_ADDR + 1])
 {

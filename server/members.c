@@ -23,9 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "server/log.h"
-#include "server/server.h"
+#include "server/server_int.h"
 
 /* A MEMBER_ADD or MEMBER_REMOVE waiting for raft. */
 struct member_op {

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "proto/utf8.h"
 
 enum metric_type { T_COUNTER, T_GAUGE, T_HISTOGRAM };

@@ -22,7 +22,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "server/log.h"
-#include "server/server.h"
+#include "server/server_int.h"
 
 #define NOTIFY_POLL_MS 50
 

@@ -7,7 +7,7 @@
  * it lives in the replicated state.
  */
 #include "server/log.h"
-#include "server/server.h"
+#include "server/server_int.h"
 
 /*
  * Node `id` may connect if it is in the latest raft configuration this

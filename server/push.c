@@ -16,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "server/log.h"
 #include "server/metrics.h"
-#include "server/server.h"
+#include "server/server_int.h"
 
 void push_attach(struct server *srv, uint64_t session, uint64_t conn_id)
 {

@@ -5,8 +5,8 @@
  */
 #include <string.h>
 
-#include "client/baton_defs.h"
-#include "server/server.h"
+#include "baton/baton_defs.h"
+#include "server/server_int.h"
 
 /* The leader's client address comes from the replicated members table,
  * else from --cluster (member_addrs.c); a leader whose address is unknown

@@ -29,12 +29,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "proto/backup.h"
 #include "proto/errmsg.h"
 #include "raft/restore.h"
 #include "server/log.h"
-#include "server/server.h"
+#include "server/server_int.h"
 
 /* Is dir missing or empty? 1, 0 (it holds something), or -1 (errno). */
 static int dir_empty(const char *dir)

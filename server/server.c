@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "server/log.h"
 #include "server/metrics.h"
-#include "server/server.h"
+#include "server/server_int.h"
 
 /* The metrics of an applied entry, on every node: its apply's duration,
  * the grants and expiries in it. A lock is granted either at once (its

@@ -6,7 +6,7 @@
  */
 #include <stdlib.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "server/log.h"
 #include "server/xmalloc.h"
 

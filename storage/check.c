@@ -17,7 +17,7 @@
  * it part of the content (and of the next hash), and a restarted node has
  * no check until the next CHECK it applies.
  */
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "proto/buf.h"
 #include "storage/store_int.h"
 

@@ -46,7 +46,7 @@
  */
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "storage/store_int.h"
 
 int lock_get(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r, int *found)

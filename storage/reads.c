@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "storage/store_int.h"
 
 static int read_begin(store *s, MDB_txn **txn)

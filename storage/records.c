@@ -11,7 +11,7 @@
  */
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "proto/buf.h"
 #include "storage/store_int.h"
 

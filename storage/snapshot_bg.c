@@ -22,7 +22,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "proto/buf.h"
 #include "storage/store_int.h"
 

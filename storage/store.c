@@ -40,7 +40,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "proto/buf.h"
 #include "storage/store_int.h"
 #include "storage/store_test.h"

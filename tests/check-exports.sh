@@ -4,15 +4,15 @@
 #
 #   tests/check-exports.sh [BUILD_DIR]     (default: $BATON_BUILD)
 #
-# The public API is what the four public headers declare: client/baton.h,
-# client/baton_async.h, client/baton_defs.h and client/adapters/libuv.h
+# The public API is what the four public headers declare: include/baton/baton.h,
+# include/baton/baton_async.h, include/baton/baton_defs.h and include/baton/adapters/libuv.h
 # (header-only: static functions, nothing to export). libbaton is built
 # with -fvisibility=hidden, so a function is exported only if its
-# declaration carries BATON_API (client/baton_defs.h).
+# declaration carries BATON_API (include/baton/baton_defs.h).
 #
 # The list of public functions comes from the C preprocessor: the four
 # headers are preprocessed together, and every non-static function
-# declared (or defined) at file scope in text that comes from client/ is
+# declared (or defined) at file scope in text that comes from include/baton/ is
 # one. Cross-check: grepping the headers for BATON_API and taking the
 # identifier before the first '(' on that line must give the same list, so
 # BATON_API has to sit on the line that names the function.
@@ -29,7 +29,7 @@
 #  - every public function is exported;
 #  - no writable data is exported;
 #  - each header compiles on its own as C11, and as C++11 (extern "C"
-#    guards), with only -I client and the system include path, from an
+#    guards), with only -I include/baton and the system include path, from an
 #    empty directory;
 #  - a C++ program that calls every public function links against
 #    libbaton.so (not the archive) and runs, found through the soname.
@@ -40,7 +40,7 @@ set -u
 
 . "$(dirname "$0")/lib/check.sh"
 check_init check-exports "$@"
-inc=$root/client
+inc=$root/include/baton
 so=$build/libbaton.so
 CC=${CC:-cc}
 CXX=${CXX:-c++}
@@ -51,7 +51,7 @@ words() { tr '\n' ' ' <"$1" | sed 's/ *$//'; }
 
 # ---- what the headers declare ------------------------------------------------
 # Preprocess every public header from an empty directory, keep the text
-# that comes from files under client/ (linemarkers tell), and split it into
+# that comes from files under include/baton/ (linemarkers tell), and split it into
 # file-scope statements. Emits "fn NAME MARKED", "static NAME",
 # "typedef NAME" and "tag NAME" lines.
 for h in "${HEADERS[@]}"; do echo "#include \"$h\""; done >"$tmp/all.h"

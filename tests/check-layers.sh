@@ -1,5 +1,5 @@
 #!/bin/sh
-# check-layers.sh -- batond's files call one way (server/server.h).
+# check-layers.sh -- batond's files call one way (server/server_int.h).
 #
 #     tests/check-layers.sh BUILD_DIR
 #

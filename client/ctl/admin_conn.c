@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "client/ctl/ctl.h"
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 
 /* How long one connection attempt may take inside a longer request, so
  * that one black-holed endpoint does not use up the whole timeout. */

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "client/ctl/ctl.h"
 
 /* ---- the options ------------------------------------------------------------- */

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "client/ctl/ctl.h"
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "proto/addr.h"
 
 const char cmd_release_help[] =

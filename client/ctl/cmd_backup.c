@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "client/ctl/ctl.h"
 #include "proto/backup.h"
 #include "proto/crypto.h"

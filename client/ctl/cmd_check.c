@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "client/ctl/ctl.h"
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 
 const char cmd_check_help[] =
     "usage: batonctl check [-e ENDPOINTS] [-o table|json] [--timeout MS]\n"

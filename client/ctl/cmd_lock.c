@@ -39,9 +39,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client/baton.h"
+#include "baton/baton.h"
 #include "client/ctl/ctl.h"
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 
 extern char **environ;
 

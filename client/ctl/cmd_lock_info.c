@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "client/ctl/ctl.h"
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 
 const char cmd_lock_info_help[] =
     "usage: batonctl lock-info NAME [-e ENDPOINTS] [-o table|json] [--timeout MS]\n"

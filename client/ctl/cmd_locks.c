@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "client/ctl/ctl.h"
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 
 const char cmd_locks_help[] =
     "usage: batonctl locks [PREFIX] [--limit N] [-e ENDPOINTS] [-o table|json] [--timeout MS]\n"

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "client/ctl/ctl.h"
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 
 const char cmd_sessions_help[] =
     "usage: batonctl sessions [--after ID] [--limit N] [-e ENDPOINTS] [-o table|json]\n"

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "client/ctl/ctl.h"
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 
 const char cmd_status_help[] =
     "usage: batonctl status [-e ENDPOINTS] [-o table|json] [--timeout MS]\n"

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "client/ctl/ctl.h"
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 
 const char cmd_top_help[] =
     "usage: batonctl top [--interval MS] [--count N] [--locks N] [-e ENDPOINTS]\n"

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "client/ctl/ctl.h"
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 
 const char cmd_watch_help[] =
     "usage: batonctl watch NAME [--count N] [-e ENDPOINTS] [-o table|json] [--timeout MS]\n"

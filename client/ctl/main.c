@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "client/ctl/ctl.h"
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 
 static const char usage_text[] =
     "usage: batonctl [OPTIONS] COMMAND [ARGS...]\n"

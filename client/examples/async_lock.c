@@ -30,8 +30,8 @@
 #include <stdlib.h>
 #include <uv.h>
 
-#include "client/adapters/libuv.h"
-#include "client/baton_async.h"
+#include "baton/adapters/libuv.h"
+#include "baton/baton_async.h"
 
 #define DEFAULT_ENDPOINTS "127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003"
 #define HOLD_MS 1000

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client/adapters/libuv.h"
+#include "baton/adapters/libuv.h"
 #include "tests/bench/bench.h"
 
 int bench_async_open(const struct cfg *cfg, const char *name_prefix, int id, uv_loop_t *loop,

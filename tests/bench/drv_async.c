@@ -1,7 +1,7 @@
 /*
  * drv_async.c -- the async driver of W1/W2/W3 (lockbench --driver async, the
  * default): every client is a small callback state machine with its own
- * baton_async_t (client/baton_async.h) -- its own session, connection and
+ * baton_async_t (include/baton/baton_async.h) -- its own session, connection and
  * keepalives, as docs/performance.md describes -- and the clients are spread over
  * --loops libuv loops, one thread each (client i on loop i mod loops; the
  * loops, the start and end of the run and the per-grant bookkeeping are
@@ -31,8 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/adapters/libuv.h"
-#include "client/baton_async.h"
+#include "baton/adapters/libuv.h"
+#include "baton/baton_async.h"
 #include "tests/bench/loops.h"
 
 enum cstate { C_OPENING, C_IDLE, C_LOCKING, C_HOLDING, C_UNLOCKING, C_PAUSED, C_CLOSING, C_DONE };

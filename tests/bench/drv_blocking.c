@@ -1,6 +1,6 @@
 /*
  * drv_blocking.c -- the blocking driver of W1/W2/W3/W6/W7 (lockbench --driver
- * blocking): every client is a thread with its own baton_t (client/baton.h),
+ * blocking): every client is a thread with its own baton_t (include/baton/baton.h),
  * so its own session, connection and libbaton I/O thread. Latencies are
  * measured around the blocking calls.
  *
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "client/baton.h"
+#include "baton/baton.h"
 #include "tests/bench/bench.h"
 
 struct bench;

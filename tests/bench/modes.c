@@ -25,7 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "tests/bench/bench.h"
 
 #define W6_NAMES 4

@@ -4,7 +4,7 @@
  */
 #include <string.h>
 
-#include "client/baton.h"
+#include "baton/baton.h"
 #include "tests/bench/bench.h"
 
 void bench_opts(const struct cfg *cfg, baton_opts *o)

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client/baton.h"
+#include "baton/baton.h"
 #include "tests/bench/bench.h"
 
 #define MAX_ERR_LOGS 20 /* error lines printed to stderr per run */

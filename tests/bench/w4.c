@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton.h"
+#include "baton/baton.h"
 #include "tests/bench/bench.h"
 
 

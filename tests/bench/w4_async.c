@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/adapters/libuv.h"
-#include "client/baton_async.h"
+#include "baton/adapters/libuv.h"
+#include "baton/baton_async.h"
 #include "tests/bench/bench.h"
 
 #define W4_WINDOW 16 /* try-locks in flight per session */

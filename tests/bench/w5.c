@@ -37,8 +37,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "client/adapters/libuv.h"
-#include "client/baton_async.h"
+#include "baton/adapters/libuv.h"
+#include "baton/baton_async.h"
 #include "tests/bench/bench.h"
 
 #define SETTLE_MS 1000

@@ -29,7 +29,7 @@
 
 #include <stdbool.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "tests/cluster/fixture.h"
 #include "tests/lib/runner.h"
 

@@ -11,7 +11,7 @@
  */
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "server/lease.h"
 #include "tests/cluster/fixture.h"
 #include "tests/lib/runner.h"

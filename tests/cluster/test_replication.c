@@ -9,7 +9,7 @@
  */
 #include "tests/lib/runner.h"
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "storage/store_test.h"
 #include "tests/cluster/fixture.h"
 

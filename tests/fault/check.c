@@ -65,7 +65,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "tests/fault/check.h"
 
 #define SHOW_MAX 10 /* detailed lines per kind */

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "tests/fault/check.h"
 
 #define SHOW_MAX 10

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "tests/fault/check.h"
 
 #define GROW(arr, n, cap)                                                                      \

@@ -27,7 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "tests/fault/check.h"
 
 int ck_hold_has(const struct ck_data *d, const struct ck_grant *g, const char *lock)

@@ -99,8 +99,8 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "client/adapters/libuv.h"
-#include "client/baton_async.h"
+#include "baton/adapters/libuv.h"
+#include "baton/baton_async.h"
 #include "tests/fault/flog.h"
 #include "tests/lib/rng.h"
 

@@ -49,7 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "tests/fault/flog.h"
 #include "tests/lib/rng.h"
 #include "tests/lib/tls_sock.h"

@@ -25,7 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "tests/lib/files.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/runner.h"

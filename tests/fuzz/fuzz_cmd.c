@@ -40,7 +40,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "proto/buf.h"
 #include "storage/cmd.h"
 #include "storage/store.h"
@@ -160,7 +160,7 @@ static long decode_and_reencode(const uint8_t *data, size_t size)
     return rv == 0 ? (long)count : -1;
 }
 
-/* Is st 0 or one of the BATON_E* codes (client/baton_defs.h)? */
+/* Is st 0 or one of the BATON_E* codes (include/baton/baton_defs.h)? */
 static int status_ok(int32_t st)
 {
 #define XX(name, val, msg) \

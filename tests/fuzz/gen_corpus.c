@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "proto/buf.h"
 #include "proto/msg.h"
 #include "storage/cmd.h"

@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton.h"
+#include "baton/baton.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/files.h"

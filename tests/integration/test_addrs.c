@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton.h"
-#include "client/baton_defs.h"
+#include "baton/baton.h"
+#include "baton/baton_defs.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/files.h"

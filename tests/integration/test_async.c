@@ -1,5 +1,5 @@
 /*
- * test_async.c -- the async client API (client/baton_async.h) on a libuv
+ * test_async.c -- the async client API (include/baton/baton_async.h) on a libuv
  * loop, against three real batond processes on 127.0.0.1
  * (tests/lib/cluster.h starts and always stops them).
  *
@@ -15,8 +15,8 @@
 #include <string.h>
 #include <uv.h>
 
-#include "client/adapters/libuv.h"
-#include "client/baton_async.h"
+#include "baton/adapters/libuv.h"
+#include "baton/baton_async.h"
 #include "tests/lib/aclient.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"

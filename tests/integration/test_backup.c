@@ -42,7 +42,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "client/baton.h"
+#include "baton/baton.h"
 #include "proto/backup.h"
 #include "proto/msg.h"
 #include "tests/lib/clock.h"

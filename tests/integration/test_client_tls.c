@@ -36,8 +36,8 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 
-#include "client/baton.h"
-#include "client/baton_async.h"
+#include "baton/baton.h"
+#include "baton/baton_async.h"
 #include "proto/crypto.h"
 #include "tests/lib/aclient.h"
 #include "tests/lib/certs.h"

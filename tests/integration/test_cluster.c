@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "client/baton.h"
+#include "baton/baton.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/jsonget.h"

@@ -20,8 +20,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "client/baton_async.h"
-#include "client/baton_defs.h"
+#include "baton/baton_async.h"
+#include "baton/baton_defs.h"
 #include "proto/msg.h"
 #include "tests/lib/aclient.h"
 #include "tests/lib/clock.h"

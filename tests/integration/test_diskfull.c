@@ -32,8 +32,8 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "client/baton.h"
-#include "client/baton_defs.h"
+#include "baton/baton.h"
+#include "baton/baton_defs.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/files.h"

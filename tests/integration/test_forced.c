@@ -4,7 +4,7 @@
  * push was lost, and a forced release waits out the holder's lease unless
  * asked to grant at once.
  *
- * The clients are async contexts (client/baton_async.h), each on a loop of
+ * The clients are async contexts (include/baton/baton_async.h), each on a loop of
  * its own (tests/lib/tloop.h): a context whose loop the test does not run
  * is frozen -- it reads nothing and sends nothing -- like a process paused
  * for a moment, while the others go on. Freezing the holder across a
@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client/baton_async.h"
+#include "baton/baton_async.h"
 #include "tests/lib/aclient.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"

@@ -32,8 +32,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "client/baton.h"
-#include "client/baton_defs.h"
+#include "baton/baton.h"
+#include "baton/baton_defs.h"
 #include "proto/buf.h"
 #include "proto/msg.h"
 #include "tests/lib/clock.h"

@@ -40,15 +40,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "client/baton.h"
-#include "client/baton_defs.h"
+#include "baton/baton.h"
+#include "baton/baton_defs.h"
 #include "proto/msg.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/files.h"
 #include "tests/lib/runner.h"
 
-#define EXIT_FAULT 74 /* BATON_EXIT_FAULT (server/server.h) */
+#define EXIT_FAULT 74 /* BATON_EXIT_FAULT (server/server_int.h) */
 
 static struct cluster C;
 

@@ -14,8 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client/baton.h"
-#include "client/baton_async.h"
+#include "baton/baton.h"
+#include "baton/baton_async.h"
 #include "tests/lib/aclient.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/jsonget.h"

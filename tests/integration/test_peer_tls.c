@@ -40,7 +40,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "client/baton.h"
+#include "baton/baton.h"
 #include "proto/buf.h"
 #include "raft/peer_hello.h"
 #include "tests/lib/clock.h"

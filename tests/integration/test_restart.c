@@ -33,8 +33,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "client/baton.h"
-#include "client/baton_defs.h"
+#include "baton/baton.h"
+#include "baton/baton_defs.h"
 #include "proto/msg.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"

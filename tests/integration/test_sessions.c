@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client/baton.h"
+#include "baton/baton.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/proc.h"

@@ -23,7 +23,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "proto/msg.h"
 #include "tests/lib/certs.h"
 #include "tests/lib/clock.h"

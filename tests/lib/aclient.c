@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client/adapters/libuv.h"
+#include "baton/adapters/libuv.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/runner.h"

@@ -1,5 +1,5 @@
 /*
- * aclient.h -- the async client API (client/baton_async.h) in the tests
+ * aclient.h -- the async client API (include/baton/baton_async.h) in the tests
  * that count every callback and check the exact numbers:
  * tests/unit/test_client_*.c (through tests/unit/client_fixture.h) and
  * tests/integration/test_async.c. Callbacks that record what they saw, and
@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "client/baton_async.h"
+#include "baton/baton_async.h"
 #include "tests/lib/tloop.h"
 
 /* A new context with options o (baton_async_new), attached to t's loop

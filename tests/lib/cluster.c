@@ -26,7 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "proto/buf.h"
 #include "proto/msg.h"
 #include "tests/lib/clock.h"

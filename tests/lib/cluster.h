@@ -46,7 +46,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "client/baton.h"
+#include "baton/baton.h"
 
 #define CLUSTER_MAX_NODES 7
 

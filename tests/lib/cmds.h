@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "proto/buf.h"
 #include "storage/cmd.h"
 #include "tests/lib/runner.h"

@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 
 static struct pstr S(const char *s)
 {

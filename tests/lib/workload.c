@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/runner.h"
 

@@ -43,7 +43,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "client/baton.h"
+#include "baton/baton.h"
 
 #define WORKLOAD_MAX_WORKERS 16
 #define WORKLOAD_MAX_LOCKS 8

@@ -4,7 +4,7 @@
  */
 #include "tests/unit/client_fixture.h"
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "tests/lib/runner.h"
 
 /* ---- one call each ------------------------------------------------------ */

@@ -1,6 +1,6 @@
 /*
  * client_fixture.h -- what the unit tests of libbaton's async API
- * (client/baton_async.h, on the libuv adapter; tests/unit/test_client_*.c)
+ * (include/baton/baton_async.h, on the libuv adapter; tests/unit/test_client_*.c)
  * share: open / lock / unlock / close done in one call each, on the loop
  * of tests/lib/tloop.h with the recording callbacks of tests/lib/aclient.h
  * (both included here). The servers are tests/unit/fake_server.h's.
@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#include "client/baton_async.h"
+#include "baton/baton_async.h"
 #include "tests/lib/aclient.h"
 #include "tests/lib/tloop.h"
 

@@ -19,7 +19,7 @@
 #ifndef BATON_TESTS_UNIT_FSM_FIXTURE_H
 #define BATON_TESTS_UNIT_FSM_FIXTURE_H
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "storage/cmd.h"
 #include "storage/store.h"
 #include "tests/lib/cmds.h"

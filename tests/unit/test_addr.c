@@ -8,7 +8,7 @@
 #include <sys/socket.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "proto/addr.h"
 #include "tests/lib/runner.h"
 

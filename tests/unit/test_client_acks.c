@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client/baton_async.h"
-#include "client/baton_defs.h"
+#include "baton/baton_async.h"
+#include "baton/baton_defs.h"
 #include "tests/lib/runner.h"
 #include "tests/unit/client_fixture.h"
 #include "tests/unit/fake_server.h"

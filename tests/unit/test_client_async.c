@@ -1,5 +1,5 @@
 /*
- * test_client_async.c -- libbaton's async core (client/baton_async.h) on
+ * test_client_async.c -- libbaton's async core (include/baton/baton_async.h) on
  * the libuv adapter, against the fake servers of tests/unit/fake_server.h:
  * open and close, lock, trylock and unlock, waits that end by a push, the
  * queued callback, the client's own safety cancel of a bounded wait,
@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client/adapters/libuv.h"
-#include "client/baton_async.h"
-#include "client/baton_defs.h"
+#include "baton/adapters/libuv.h"
+#include "baton/baton_async.h"
+#include "baton/baton_defs.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/runner.h"
 #include "tests/unit/client_fixture.h"

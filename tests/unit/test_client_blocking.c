@@ -1,5 +1,5 @@
 /*
- * test_client_blocking.c -- libbaton's blocking API (client/baton.h) against
+ * test_client_blocking.c -- libbaton's blocking API (include/baton/baton.h) against
  * the fake servers of tests/unit/fake_server.h: lock, trylock and timeouts,
  * one baton_t shared by eight threads, baton_close waking a blocked
  * thread, connect errors, error messages per thread, redirects and
@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "client/baton.h"
-#include "client/baton_defs.h"
+#include "baton/baton.h"
+#include "baton/baton_defs.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/runner.h"
 #include "tests/unit/fake_server.h"

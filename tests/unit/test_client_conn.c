@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client/baton_async.h"
-#include "client/baton_defs.h"
+#include "baton/baton_async.h"
+#include "baton/baton_defs.h"
 #include "proto/msg.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/runner.h"

@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "client/baton_async.h"
-#include "client/baton_defs.h"
+#include "baton/baton_async.h"
+#include "baton/baton_defs.h"
 #include "client/async_int.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/runner.h"

@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton.h"
-#include "client/baton_async.h"
-#include "client/baton_defs.h"
+#include "baton/baton.h"
+#include "baton/baton_async.h"
+#include "baton/baton_defs.h"
 #include "proto/msg.h"
 #include "tests/lib/certs.h"
 #include "tests/lib/files.h"

@@ -5,7 +5,7 @@
  */
 #include "tests/lib/runner.h"
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "storage/cmd.h"
 #include "tests/lib/cmds.h"
 #include "tests/lib/rng.h"

@@ -1,5 +1,5 @@
 /*
- * test_errno.c -- baton's error codes (client/baton_defs.h, proto/errno.c).
+ * test_errno.c -- baton's error codes (include/baton/baton_defs.h, proto/errno.c).
  *
  * The codes travel on the wire, so they must stay in the reserved range and
  * be distinct, and every one must have its own name and message.
@@ -7,7 +7,7 @@
 #include <limits.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "tests/lib/runner.h"
 
 /* Every code, name and message, straight from the map. */

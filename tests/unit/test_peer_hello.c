@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "raft/peer_hello.h"
 #include "tests/lib/runner.h"
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "proto/tls.h"
 #include "tests/lib/certs.h"
 #include "tests/lib/files.h"

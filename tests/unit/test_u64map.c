@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "client/baton_defs.h"
+#include "baton/baton_defs.h"
 #include "proto/u64map.h"
 #include "tests/lib/rng.h"
 #include "tests/lib/runner.h"

@@ -6,7 +6,7 @@
  * and never touches an event loop itself: it asks an adapter, through the
  * hooks of baton_async_hooks, to watch the socket and to arm one timer, and
  * the adapter calls baton_async_handle_read / _write / _timeout back when
- * they fire (the hiredis model). client/adapters/libuv.h is a header-only
+ * they fire (the hiredis model). include/baton/adapters/libuv.h is a header-only
  * adapter for libuv; another loop needs only these eight hooks.
  *
  * What the core does for you:
@@ -93,7 +93,7 @@
  * runs on that thread, from inside baton_async_handle_read, _write or
  * _timeout (that is, from the caller's loop) or from inside
  * baton_async_free (see there). No other call ever runs a callback before it
- * returns. The blocking API (client/baton.h) runs a context on its own
+ * returns. The blocking API (include/baton/baton.h) runs a context on its own
  * internal thread.
  *
  * Contracts of every call that takes a callback:
@@ -118,7 +118,7 @@
  *    baton_async_free says (those already due with their own status, the
  *    rest with BATON_ECANCELED); nothing else runs after it.
  *
- * Errors are the negative codes of client/baton_defs.h.
+ * Errors are the negative codes of include/baton/baton_defs.h.
  */
 #ifndef BATON_ASYNC_H
 #define BATON_ASYNC_H
@@ -194,7 +194,7 @@ typedef void baton_async_queued_cb(baton_async_t *ac, const char *lock, uint32_t
                                    void *call_data, void *data);
 
 /*
- * The event-loop hooks an adapter provides (see client/adapters/libuv.h).
+ * The event-loop hooks an adapter provides (see include/baton/adapters/libuv.h).
  * The core calls them synchronously; none of them may call back into the
  * core. `data` is passed to every hook.
  *
@@ -235,7 +235,7 @@ typedef struct baton_async_hooks {
  * resolver.
  *
  * The core never blocks if the adapter gives it a resolver
- * (baton_async_set_resolver; client/adapters/libuv.h does, with
+ * (baton_async_set_resolver; include/baton/adapters/libuv.h does, with
  * uv_getaddrinfo). Without one it falls back to getaddrinfo(3), which
  * BLOCKS the caller's loop for as long as the lookup takes (a DNS timeout
  * can be seconds): an adapter for a loop that must not stall should
@@ -265,7 +265,7 @@ typedef struct baton_async_resolver {
 /*
  * Create a context. No network I/O happens yet: attach an adapter, then
  * call baton_async_open.
- * @param[in]  o    options (client/baton.h); the strings are copied and
+ * @param[in]  o    options (include/baton/baton.h); the strings are copied and
  *                  the TLS files read here, so o may be freed after. The
  *                  timeouts mean the same as for the blocking API:
  *                  connect_timeout_ms bounds the open, op_timeout_ms each
@@ -340,10 +340,10 @@ BATON_API int baton_async_lock(baton_async_t *ac, const char *name, int64_t wait
                                baton_async_lock_cb *cb, void *data);
 
 /*
- * baton_async_lock with the options of baton_lock_args (client/baton.h):
+ * baton_async_lock with the options of baton_lock_args (include/baton/baton.h):
  * a->wait_ms as wait_ms above, a->lock_delay_ms the lock-delay this hold
  * asks for should the session expire while holding it, a->mode, a->limit
- * and a->reentrant as baton_lock_with (client/baton.h) has them: shared
+ * and a->reentrant as baton_lock_with (include/baton/baton.h) has them: shared
  * locks, semaphores, reentrant handles. *a is copied. The callback gets
  * BATON_EINVAL for a limit other than the name's current one
  * (baton_async_errmsg gives it) and BATON_EDEADLK when the session holds

@@ -1,5 +1,5 @@
 /*
- * server.h -- batond's internals, shared by the files of server/. Not a
+ * server_int.h -- batond's internals, shared by the files of server/. Not a
  * public API. Everything runs on the one loop thread.
  *
  * A request flows one way through these files: each calls only files of a
@@ -52,8 +52,8 @@
  *
  * Allocation failure: batond logs and aborts (server/xmalloc.h says why).
  */
-#ifndef BATON_SERVER_SERVER_H
-#define BATON_SERVER_SERVER_H
+#ifndef BATON_SERVER_SERVER_INT_H
+#define BATON_SERVER_SERVER_INT_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -18,7 +18,7 @@
  * at the end, and a zero-initialised struct keeps its meaning.
  *
  * Errors: every call returns 0 on success or a negative BATON_E* code
- * (client/baton_defs.h); baton_strerror() gives a short text and
+ * (include/baton/baton_defs.h); baton_strerror() gives a short text and
  * baton_errmsg() the detailed message of the calling thread's last failed
  * call on that baton_t.
  *
