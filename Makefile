@@ -281,6 +281,13 @@ $(B)/tests/unit/test_metrics: $(B)/tests/unit/test_metrics.o $(B)/server/metrics
 $(B)/tests/unit/%: $(B)/tests/unit/%.o $(B)/libstore.a $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_LMDB) $(LIBS_SYS)
 
+# The leader's logic in one process (tests/unit/leader_fixture.h): the
+# server's objects over a fake node, driven by libbaton.
+$(B)/tests/unit/test_leader: $(B)/tests/unit/test_leader.o $(B)/tests/unit/leader_fixture.o \
+        $(B)/tests/unit/fake_node.o $(SERVER_OBJ) $(RAFT_OBJ) $(B)/libstore.a $(B)/libtest.a \
+        $(B)/libbaton.a $(B)/libproto.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_HTTP) $(LIBS_INIH) $(LIBS_SD) $(LIBS_SYS)
+
 # The cluster tests' fixtures (tests/cluster/*.c but test_*.c) in one
 # archive: each test binary links what it uses.
 $(B)/libclusterfix.a: $(CLUSTER_FIX_OBJ)

@@ -1285,3 +1285,20 @@ int node_confirm(struct node *n, node_confirm_cb *cb, void *data)
     }
     return 0;
 }
+
+const struct node_io node_io_raft = {
+    .open = node_open,
+    .propose = node_propose,
+    .confirm = node_confirm,
+    .transfer = node_transfer,
+    .snapshot_now = node_snapshot_now,
+    .member_add = node_member_add,
+    .member_remove = node_member_remove,
+    .change_busy = node_change_busy,
+    .members = node_members,
+    .successor = node_successor,
+    .settled_leader = node_settled_leader,
+    .get_status = node_get_status,
+    .close = node_close,
+    .free = node_free,
+};

@@ -383,4 +383,38 @@ const struct node_config *node_config(const struct node *n);
 void node_close(struct node *n, void (*cb)(void *data), void *data);
 void node_free(struct node *n); /* NULL-safe; only after the loop ran dry */
 
+
+/*
+ * The node as batond's server uses it, through one table: every call the
+ * server makes on a running node goes through a struct node_io, so that a
+ * test can run the whole server -- dispatch, batching, pushes, deadlines,
+ * keepalives, access, watches -- over a node of its own in one process (as
+ * canonical/raft takes its I/O through struct raft_io). node_io_raft is the
+ * real node: each member is the function of the same name above, with the
+ * same contract. A replacement must keep those contracts: callbacks run
+ * later on the loop thread, never from inside the call that started them,
+ * and hooks.applied sees every applied entry before a proposal's cb does.
+ */
+struct node_io {
+    int (*open)(uv_loop_t *loop, store *s, const struct node_config *cfg,
+                const struct node_hooks *hooks, struct node **out, char *errmsg);
+    int (*propose)(struct node *n, const void *data, size_t len, node_propose_cb *cb,
+                   void *cb_data);
+    int (*confirm)(struct node *n, node_confirm_cb *cb, void *data);
+    int (*transfer)(struct node *n, uint32_t id, node_transfer_cb *cb, void *data);
+    int (*snapshot_now)(struct node *n, node_snapshot_cb *cb, void *data);
+    int (*member_add)(struct node *n, uint32_t id, const char *raft_addr, node_change_cb *cb,
+                      void *data);
+    int (*member_remove)(struct node *n, uint32_t id, node_change_cb *cb, void *data);
+    bool (*change_busy)(const struct node *n);
+    uint32_t (*members)(struct node *n, struct node_server *out, uint32_t max);
+    uint32_t (*successor)(struct node *n, uint64_t *match);
+    uint32_t (*settled_leader)(struct node *n);
+    void (*get_status)(struct node *n, struct node_status *st);
+    void (*close)(struct node *n, void (*cb)(void *data), void *data);
+    void (*free)(struct node *n);
+};
+
+extern const struct node_io node_io_raft;
+
 #endif /* BATON_RAFT_NODE_H */

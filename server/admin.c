@@ -21,7 +21,7 @@ void admin_status(struct conn *c, const struct msg *m)
     struct node_status st;
     uint32_t n;
 
-    node_get_status(c->srv->node, &st);
+    c->srv->nio->get_status(c->srv->node, &st);
     r.u.status_r.node_id = cfg->id;
     r.u.status_r.role = (uint8_t)st.role;
     r.u.status_r.leader_id = st.leader_id;

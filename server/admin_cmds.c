@@ -156,7 +156,7 @@ void admin_transfer(struct conn *c, const struct msg *m)
     t->conn_id = c->id;
     t->req_id = m->req_id;
     t->target = id;
-    rv = node_transfer(srv->node, id, transfer_done, t);
+    rv = srv->nio->transfer(srv->node, id, transfer_done, t);
     if (rv == 0) {
         log_info("conn %llu (%s): leadership transfer to %s%u requested",
                  (unsigned long long)c->id, c->peer, id ? "node " : "any voter, ", id);
@@ -208,7 +208,7 @@ void admin_snapshot(struct conn *c, const struct msg *m)
     q->srv = c->srv;
     q->conn_id = c->id;
     q->req_id = m->req_id;
-    rv = node_snapshot_now(c->srv->node, snapshot_done, q);
+    rv = c->srv->nio->snapshot_now(c->srv->node, snapshot_done, q);
     if (rv == 0) return;
     free(q);
     if (rv == BATON_ENOTLEADER)
@@ -286,7 +286,7 @@ void admin_check(struct conn *c, const struct msg *m)
     q->srv = srv;
     q->conn_id = c->id;
     q->req_id = m->req_id;
-    rv = node_propose(srv->node, b.data, b.len, check_applied, q);
+    rv = srv->nio->propose(srv->node, b.data, b.len, check_applied, q);
     buf_free(&b);
     if (rv == 0) {
         srv->check_inflight = true;

@@ -137,7 +137,7 @@ void backup_save(struct conn *c, const struct msg *m)
     b->conn_id = c->id;
     b->req_id = m->req_id;
     b->sn = sn;
-    node_get_status(srv->node, &st);
+    srv->nio->get_status(srv->node, &st);
     b->term = st.term;
     b->work.data = b;
     b->next = srv->backups;

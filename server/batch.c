@@ -202,7 +202,7 @@ void batch_flush(struct server *srv)
     b->inflight_cmds += f->n;
     metrics_observe(M_BATCH_COMMANDS, f->n);
     f->proposed_ns = metrics_now_ns();
-    rv = node_propose(srv->node, b->payload.data, b->payload.len, proposed_cb, f);
+    rv = srv->nio->propose(srv->node, b->payload.data, b->payload.len, proposed_cb, f);
     if (rv != 0) {
         b->inflight--;
         b->inflight_cmds -= f->n;

@@ -141,7 +141,7 @@ void keepalive_kick(struct server *srv)
     srv->ka.round = srv->ka.next;
     srv->ka.next = tmp;
     srv->ka.last_start = now;
-    rv = node_confirm(srv->node, round_done, srv);
+    rv = srv->nio->confirm(srv->node, round_done, srv);
     if (rv != 0) {
         answer(srv, &srv->ka.round, BATON_ENOTLEADER);
         return;

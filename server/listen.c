@@ -62,7 +62,7 @@ static bool park(struct conn *c, const struct msg *m)
     uint64_t now;
 
     if (srv->ready || srv->stopping || info == NULL || !info->leader || !c->hello) return false;
-    node_get_status(srv->node, &st);
+    srv->nio->get_status(srv->node, &st);
     if (st.role != ROLE_LEADER || st.fault != 0) return false;
     now = uv_now(srv->loop);
     if (srv->park_term != st.term) {

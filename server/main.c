@@ -87,7 +87,7 @@ int main(int argc, char **argv)
     log_info("lock store open, applied index %llu", (unsigned long long)store_applied_index(st));
 
     uv_loop_init(&loop);
-    rv = server_init(&srv, &loop, st, &cfg);
+    rv = server_init(&srv, &loop, st, &cfg, &node_io_raft);
     if (rv != 0) {
         server_free(&srv);
         store_close(st);

@@ -27,7 +27,7 @@ uint32_t member_views(struct server *srv, struct member_view *out, uint32_t max)
 {
     struct node_server servers[BATON_MAX_MEMBERS];
     const struct node_config *cfg = &srv->cfg.node;
-    uint32_t n = node_members(srv->node, servers, BATON_MAX_MEMBERS);
+    uint32_t n = srv->nio->members(srv->node, servers, BATON_MAX_MEMBERS);
 
     if (n > max) n = max;
     for (uint32_t i = 0; i < n; i++) {

@@ -81,7 +81,7 @@ static struct member_op *op_new(struct conn *c, const struct msg *m, uint32_t id
 /* Is a membership change in flight, here or in raft? */
 static bool busy(struct server *srv)
 {
-    return srv->member_op != NULL || node_change_busy(srv->node);
+    return srv->member_op != NULL || srv->nio->change_busy(srv->node);
 }
 
 /*
@@ -104,7 +104,7 @@ static int propose_addrs(struct server *srv, const uint32_t *ids, const char *co
     }
     if (rv == 0) {
         cmd_batch_end(&b, start, n);
-        rv = node_propose(srv->node, b.data, b.len, cb, data);
+        rv = srv->nio->propose(srv->node, b.data, b.len, cb, data);
     }
     buf_free(&b);
     return rv;
@@ -182,7 +182,7 @@ static void add_addrs_applied(void *data, int status, const struct effects *fx)
         add_finish(q, status);
         return;
     }
-    rv = node_member_add(q->srv->node, q->id, q->raft_addr, add_changed, q);
+    rv = q->srv->nio->member_add(q->srv->node, q->id, q->raft_addr, add_changed, q);
     if (rv != 0) add_finish(q, rv);
 }
 
@@ -386,7 +386,7 @@ static void remove_self_transferred(void *data, uint32_t new_leader)
 static void remove_self(struct conn *c, const struct msg *m, struct member_op *q)
 {
     struct server *srv = c->srv;
-    int rv = node_transfer(srv->node, 0, remove_self_transferred, q);
+    int rv = srv->nio->transfer(srv->node, 0, remove_self_transferred, q);
 
     if (rv == 0) {
         srv->member_op = q;
@@ -427,7 +427,7 @@ void admin_member_remove(struct conn *c, const struct msg *m)
         remove_self(c, m, q);
         return;
     }
-    rv = node_member_remove(srv->node, id, remove_changed, q);
+    rv = srv->nio->member_remove(srv->node, id, remove_changed, q);
     if (rv == 0) {
         srv->member_op = q;
         log_info("conn %llu (%s): removal of node %u requested", (unsigned long long)c->id,
@@ -439,7 +439,7 @@ void admin_member_remove(struct conn *c, const struct msg *m)
         reply_not_leader(c, m->req_id);
     else if (rv == BATON_EINVAL)
         conn_send_error(c, m->req_id, rv, "member remove: node %u is not a member", id);
-    else if (rv == BATON_EBUSY && node_change_busy(srv->node))
+    else if (rv == BATON_EBUSY && srv->nio->change_busy(srv->node))
         conn_send_error(c, m->req_id, rv,
                         "member remove: another membership change is in flight");
     else if (rv == BATON_EBUSY)

@@ -46,7 +46,7 @@ static void say(const char *fmt, ...)
 static bool is_voter(struct server *srv)
 {
     struct node_server sv[BATON_MAX_MEMBERS];
-    uint32_t n = node_members(srv->node, sv, BATON_MAX_MEMBERS);
+    uint32_t n = srv->nio->members(srv->node, sv, BATON_MAX_MEMBERS);
 
     for (uint32_t i = 0; i < n; i++)
         if (sv[i].id == srv->cfg.node.id) return sv[i].role == MEMBER_VOTER;
@@ -104,7 +104,7 @@ static void poll_cb(uv_timer_t *t)
     struct node_status st;
 
     if (srv->stopping) return;
-    node_get_status(srv->node, &st);
+    srv->nio->get_status(srv->node, &st);
     if (!nf->ready_sent) check_ready(srv, &st);
     if (st.role != nf->role || st.leader_id != nf->leader_id || st.term != nf->term ||
         srv->ready != nf->was_ready) {

@@ -55,7 +55,7 @@ static void sample(struct server *srv)
 {
     struct node_status st;
 
-    node_get_status(srv->node, &st);
+    srv->nio->get_status(srv->node, &st);
     metrics_set(M_NODE_ID, srv->cfg.node.id);
     metrics_set(M_RAFT_TERM, (int64_t)st.term);
     metrics_set(M_RAFT_ROLE, st.role);
@@ -88,7 +88,7 @@ bool observe_ready(struct server *srv, char *why, size_t cap)
 {
     struct node_status st;
 
-    node_get_status(srv->node, &st);
+    srv->nio->get_status(srv->node, &st);
     if (st.fault != 0)
         snprintf(why, cap, "local failure at entry %llu: %s", (unsigned long long)st.fault_index,
                  baton_strerror(st.fault));

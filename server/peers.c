@@ -27,7 +27,7 @@ bool peers_allowed(void *arg, uint32_t id)
     uint32_t n;
 
     if (srv->node == NULL) return false; /* not started yet */
-    n = node_members(srv->node, servers, BATON_MAX_MEMBERS);
+    n = srv->nio->members(srv->node, servers, BATON_MAX_MEMBERS);
     for (uint32_t i = 0; i < n; i++)
         if (servers[i].id == id) return true;
     if (store_member_addr(srv->store, id, addr, sizeof addr) == 1) return true;

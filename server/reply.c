@@ -17,7 +17,7 @@ void reply_not_leader(struct conn *c, uint64_t req_id)
     char addr[BATON_MAX_ADDR + 1] = "";
     struct msg m = {.req_id = req_id};
 
-    node_get_status(c->srv->node, &st);
+    c->srv->nio->get_status(c->srv->node, &st);
     if (st.leader_id && st.leader_id != c->srv->cfg.node.id)
         member_client_addr(c->srv, st.leader_id, addr);
     if (addr[0] == '\0') {

@@ -259,7 +259,7 @@ static void handoff_tick(uv_timer_t *t)
                  srv->cfg.shutdown_transfer_ms);
     } else {
         if (!srv->handoff_moved) return;
-        id = node_settled_leader(srv->node);
+        id = srv->nio->settled_leader(srv->node);
         if (id == 0) return;
         if (srv->handoff_settled == 0) srv->handoff_settled = uv_now(srv->loop);
         if (uv_now(srv->loop) < srv->handoff_settled + HANDOFF_LINGER_MS) return;
@@ -301,13 +301,13 @@ static bool handoff_start(struct server *srv, int signum)
     int rv;
 
     if (!srv->ready || srv->cfg.shutdown_transfer_ms <= 0) return false;
-    id = node_successor(srv->node, &match);
+    id = srv->nio->successor(srv->node, &match);
     if (id == 0) {
         log_warn("signal %d: no other voter; stopping without a hand-off", signum);
         return false;
     }
-    node_get_status(srv->node, &st);
-    rv = node_transfer(srv->node, id, handoff_done, srv);
+    srv->nio->get_status(srv->node, &st);
+    rv = srv->nio->transfer(srv->node, id, handoff_done, srv);
     if (rv != 0) {
         log_warn("signal %d: cannot hand leadership to node %u (%s); stopping without a "
                  "hand-off", signum, id, baton_strerror(rv));
@@ -377,7 +377,8 @@ static void peer_tls_config(struct server *srv)
     p->arg = srv;
 }
 
-int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv_config *cfg)
+int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv_config *cfg,
+                const struct node_io *io)
 {
     const struct node_member *self;
     struct node_hooks hooks;
@@ -387,6 +388,7 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     memset(srv, 0, sizeof *srv);
     srv->loop = loop;
     srv->store = st;
+    srv->nio = io;
     srv->cfg = *cfg;
     u64map_init(&srv->conns);
     u64map_init(&srv->sessions);
@@ -407,7 +409,7 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     if (rv == 0) rv = access_init(srv);
     if (rv != 0) return rv;
     if (srv->client_tls != NULL) srv->rbuf = xmalloc(LISTEN_RBUF);
-    rv = node_open(loop, srv->store, &srv->cfg.node, &hooks, &srv->node, errmsg);
+    rv = srv->nio->open(loop, srv->store, &srv->cfg.node, &hooks, &srv->node, errmsg);
     if (rv != 0) {
         log_error("%s", errmsg);
         if (rv == BATON_ESTALE) lost_raft_dir_help(srv);
@@ -418,7 +420,7 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
         log_error("cannot listen on %s: %s", self->client_addr, uv_strerror(rv));
         listen_stop(srv);
         listen_close(srv);
-        node_close(srv->node, NULL, NULL);
+        srv->nio->close(srv->node, NULL, NULL);
         uv_run(loop, UV_RUN_DEFAULT);
         return BATON_EIO;
     }
@@ -426,7 +428,7 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     if (rv != 0) {
         listen_stop(srv);
         listen_close(srv);
-        node_close(srv->node, NULL, NULL);
+        srv->nio->close(srv->node, NULL, NULL);
         uv_run(loop, UV_RUN_DEFAULT);
         return rv;
     }
@@ -490,7 +492,7 @@ void server_stop(struct server *srv)
     loop_lag_close(srv);
     keepalive_close(srv);
     backup_close(srv);
-    node_close(srv->node, node_closed, srv);
+    srv->nio->close(srv->node, node_closed, srv);
     /* raft_close failed pending proposals synchronously; drop their replies. */
     srv->dirty = NULL;
     leader_state_clear(srv);
@@ -498,7 +500,7 @@ void server_stop(struct server *srv)
 
 void server_free(struct server *srv)
 {
-    node_free(srv->node);
+    srv->nio->free(srv->node);
     batch_free(&srv->batch);
     keepalive_free(srv);
     u64map_free(&srv->conns);

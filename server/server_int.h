@@ -237,6 +237,7 @@ struct server {
     uv_loop_t *loop;
     struct srv_config cfg;
     store *store;
+    const struct node_io *nio; /* the node's calls (raft/node.h): node_io_raft in batond */
     struct node *node;
     uv_tcp_t listener;      /* the client address, or the first it resolves to */
     uv_tcp_t listen_more[LISTEN_MORE]; /* the name's other addresses (listen.c) */
@@ -323,9 +324,11 @@ void notify_stopping(struct server *srv, uint32_t handing_to);
 void notify_close(struct server *srv);     /* closes its timer */
 
 /* server.c */
-/* Open the raft node over st and start serving. On error the node is
- * already closed; nothing else was started. */
-int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv_config *cfg);
+/* Open the node over st through io (&node_io_raft in batond; a test's own
+ * node in tests/unit/leader_fixture.c) and start serving. On error the
+ * node is already closed; nothing else was started. */
+int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv_config *cfg,
+                const struct node_io *io);
 void server_stop(struct server *srv);
 void server_free(struct server *srv);
 

@@ -1,0 +1,149 @@
+/*
+ * leader_fixture.c -- batond's server over a fake node; see leader_fixture.h.
+ */
+#include "tests/unit/leader_fixture.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "server/log.h"
+#include "tests/lib/files.h"
+#include "tests/lib/runner.h"
+
+/* A free TCP port on 127.0.0.1 (bound to port 0, read, closed). */
+static int free_port(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0) close(fd);
+    if (port < 0) FAIL("no free port");
+    return port;
+}
+
+static void call_cb(uv_async_t *a)
+{
+    struct lf *f = a->data;
+
+    pthread_mutex_lock(&f->mu);
+    if (f->fn != NULL && !f->done) {
+        f->fn(f, f->arg);
+        f->done = true;
+        pthread_cond_broadcast(&f->cv);
+    }
+    pthread_mutex_unlock(&f->mu);
+}
+
+static void *loop_main(void *arg)
+{
+    struct lf *f = arg;
+
+    uv_run(&f->loop, UV_RUN_DEFAULT);
+    return NULL;
+}
+
+void lf_start(struct lf *f, const char *const *extra)
+{
+    char cluster[128], data[300];
+    const char *argv[64];
+    int argc = 0, rv;
+    char err[BATON_ERRMSG_SIZE];
+
+    memset(f, 0, sizeof *f);
+    if (tmpdir_make(f->dir, sizeof f->dir, "baton-leader") != 0) FAIL("tmpdir");
+    snprintf(f->endpoint, sizeof f->endpoint, "127.0.0.1:%d", free_port());
+    snprintf(cluster, sizeof cluster, "1=127.0.0.1:%d/%s", free_port(), f->endpoint);
+    snprintf(data, sizeof data, "%s", f->dir);
+    argv[argc++] = "batond";
+    argv[argc++] = "--id";
+    argv[argc++] = "1";
+    argv[argc++] = "--data";
+    argv[argc++] = data;
+    argv[argc++] = "--cluster";
+    argv[argc++] = cluster;
+    argv[argc++] = "--log-level";
+    argv[argc++] = getenv("LF_DEBUG") ? "debug" : "error";
+    for (int i = 0; extra != NULL && extra[i] != NULL && argc < 62; i++) argv[argc++] = extra[i];
+    argv[argc] = NULL;
+    if (config_parse(&f->cfg, argc, (char **)argv) != 0) FAIL("config_parse");
+    log_set_level(f->cfg.log_level);
+    if (store_open(f->dir, &f->st, err) != 0) FAIL("store_open: %s", err);
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_cond_init(&f->cv, NULL);
+    uv_loop_init(&f->loop);
+    rv = server_init(&f->srv, &f->loop, f->st, &f->cfg, &fake_node_io);
+    if (rv != 0) FAIL("server_init: %d", rv);
+    uv_async_init(&f->loop, &f->call, call_cb);
+    f->call.data = f;
+    if (pthread_create(&f->thread, NULL, loop_main, f) != 0) FAIL("pthread_create");
+}
+
+void lf_on_loop(struct lf *f, void (*fn)(struct lf *f, void *arg), void *arg)
+{
+    pthread_mutex_lock(&f->mu);
+    f->fn = fn;
+    f->arg = arg;
+    f->done = false;
+    uv_async_send(&f->call);
+    while (!f->done) pthread_cond_wait(&f->cv, &f->mu);
+    f->fn = NULL;
+    pthread_mutex_unlock(&f->mu);
+}
+
+static void get_stats(struct lf *f, void *arg)
+{
+    fake_node_stats(f->srv.node, arg);
+}
+
+void lf_node_stats(struct lf *f, struct fake_node_stats *out)
+{
+    lf_on_loop(f, get_stats, out);
+}
+
+static void set_leading(struct lf *f, void *arg)
+{
+    fake_node_set_leading(f->srv.node, *(bool *)arg);
+}
+
+static void is_ready(struct lf *f, void *arg)
+{
+    *(bool *)arg = f->srv.ready;
+}
+
+void lf_set_leading(struct lf *f, bool leading)
+{
+    bool ready = !leading;
+
+    lf_on_loop(f, set_leading, &leading);
+    for (int i = 0; i < 500 && ready != leading; i++) {
+        usleep(2000);
+        lf_on_loop(f, is_ready, &ready);
+    }
+    if (ready != leading) FAIL("the server did not see the node %s", leading ? "lead" : "stop");
+}
+
+static void stop(struct lf *f, void *arg)
+{
+    (void)arg;
+    server_stop(&f->srv);
+    uv_close((uv_handle_t *)&f->call, NULL);
+}
+
+void lf_stop(struct lf *f)
+{
+    lf_on_loop(f, stop, NULL);
+    pthread_join(f->thread, NULL);
+    server_free(&f->srv);
+    store_close(f->st);
+    if (uv_loop_close(&f->loop) != 0) FAIL("the server's loop still has handles");
+    config_free(&f->cfg);
+    pthread_mutex_destroy(&f->mu);
+    pthread_cond_destroy(&f->cv);
+    rm_rf(f->dir);
+}
