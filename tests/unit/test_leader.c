@@ -9,6 +9,9 @@
  *    lock is not granted to it later;
  *  - batch: requests read in one loop turn share one entry;
  *  - access: a principal limited to a prefix is refused outside it;
+ *  - liveness: a session whose client falls silent expires, its lock goes
+ *    to the next waiter and the client is told; keepalives keep it;
+ *  - watch: a WATCH sees the lock's state, then each change;
  *  - the leadership switch: a node that does not lead serves no session,
  *    and one that starts leading does; a waiter kept across a lost and
  *    regained leadership is still granted.
@@ -20,7 +23,10 @@
 #include "tests/lib/aclient.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/runner.h"
+#include "tests/lib/tls_sock.h"
 #include "tests/unit/leader_fixture.h"
+
+#define P(s) ((struct pstr){(s), sizeof(s) - 1})
 
 static baton_t *connect_to(const struct lf *f, const char *token, unsigned connect_ms)
 {
@@ -233,6 +239,141 @@ TEST(waiter_kept_across_lost_leadership)
     lf_stop(&f);
 }
 
+/* A raw client (tests/lib/tls_sock.h) on f's port: HELLO done. */
+static void raw_connect(const struct lf *f, struct tls_sock *s)
+{
+    const char *colon = strrchr(f->endpoint, ':');
+
+    if (tls_sock_connect(s, atoi(colon + 1), &(struct tls_sock_cfg){0}, 2000) != 0)
+        FAIL("connect: %s", s->err);
+    if (tls_sock_hello(s, NULL, NULL) != 0) FAIL("hello: %s", s->err);
+}
+
+/* OPEN_SESSION with ttl_ms on s: the session id. */
+static uint64_t raw_open(struct tls_sock *s, uint32_t ttl_ms)
+{
+    struct msg m = {.type = MSG_OPEN_SESSION, .req_id = 1}, r;
+    uint64_t id;
+
+    m.u.open_session.ttl_ms = ttl_ms;
+    m.u.open_session.client_name = P("raw");
+    if (tls_sock_request(s, &m, &r, 2000) != 0) FAIL("open: %s", s->err);
+    ASSERT_EQ(r.type, MSG_SESSION);
+    id = r.u.session.session;
+    msg_free(&r);
+    return id;
+}
+
+/* ACQUIRE name without waiting: the RESULT's status. */
+static int raw_trylock(struct tls_sock *s, uint64_t session, uint64_t seq, const char *name)
+{
+    struct msg m = {.type = MSG_ACQUIRE, .req_id = 100 + seq}, r;
+    int st;
+
+    m.u.op.session = session;
+    m.u.op.seq = seq;
+    m.u.op.lock = (struct pstr){name, strlen(name)};
+    m.u.op.lock_delay_ms = BATON_LOCK_DELAY_NONE;
+    if (tls_sock_request(s, &m, &r, 2000) != 0) FAIL("acquire: %s", s->err);
+    st = tls_sock_status(&r);
+    msg_free(&r);
+    return st;
+}
+
+/* Wait for a frame of type `type` on s (skipping others): 0, or -1. */
+static int raw_wait_for(struct tls_sock *s, int type, struct msg *out, int ms)
+{
+    for (int i = 0; i < 50; i++) {
+        if (tls_sock_recv_msg(s, out, ms) != 0) return -1;
+        if (out->type == type) return 0;
+        msg_free(out);
+    }
+    return -1;
+}
+
+TEST(silent_session_expires_and_its_lock_moves_on)
+{
+    const char *extra[] = {"--min-ttl", "200", NULL};
+    struct lf f;
+    struct tls_sock s;
+    struct msg m;
+    baton_t *b;
+    baton_lock_t *l;
+    uint64_t sess;
+
+    lf_start(&f, extra);
+    raw_connect(&f, &s);
+    sess = raw_open(&s, 300);
+    ASSERT_EQ(raw_trylock(&s, sess, 1, "e"), 0);
+    b = connect_to(&f, NULL, 5000);
+    /* The raw client sends nothing more: its lease runs out, and the
+     * waiter is granted by the expiry. */
+    ASSERT_EQ(baton_lock_timeout(b, "e", 5000, &l), 0);
+    ASSERT_EQ(raw_wait_for(&s, MSG_SESSION_EXPIRED, &m, 2000), 0);
+    ASSERT_UEQ(m.u.session_expired.session, sess);
+    msg_free(&m);
+    tls_sock_close(&s);
+    baton_close(b);
+    lf_stop(&f);
+}
+
+TEST(keepalives_keep_a_session)
+{
+    const char *extra[] = {"--min-ttl", "200", NULL};
+    struct lf f;
+    struct tls_sock s;
+    struct msg m = {.type = MSG_KEEPALIVE}, r;
+    baton_t *b;
+    baton_lock_t *l;
+    uint64_t sess;
+
+    lf_start(&f, extra);
+    raw_connect(&f, &s);
+    sess = raw_open(&s, 300);
+    ASSERT_EQ(raw_trylock(&s, sess, 1, "k"), 0);
+    b = connect_to(&f, NULL, 5000);
+    for (int i = 0; i < 10; i++) { /* 1 s: more than three leases */
+        m.req_id = 1000 + (uint64_t)i;
+        m.u.keepalive.session = sess;
+        if (tls_sock_request(&s, &m, &r, 2000) != 0) FAIL("keepalive: %s", s.err);
+        ASSERT_EQ(tls_sock_status(&r), 0);
+        msg_free(&r);
+        usleep(100 * 1000);
+    }
+    ASSERT_EQ(baton_trylock(b, "k", &l), BATON_EWOULDBLOCK);
+    tls_sock_close(&s);
+    baton_close(b);
+    lf_stop(&f);
+}
+
+TEST(watch_sees_the_state_then_each_change)
+{
+    struct lf f;
+    struct tls_sock s;
+    struct msg m = {.type = MSG_WATCH, .req_id = 5}, ev;
+    baton_t *b;
+    baton_lock_t *l;
+
+    lf_start(&f, NULL);
+    raw_connect(&f, &s);
+    m.u.watch.lock = P("w");
+    ASSERT_EQ(tls_sock_send_msg(&s, &m), 0);
+    ASSERT_EQ(raw_wait_for(&s, MSG_WATCH_EVENT, &ev, 2000), 0);
+    ASSERT_UEQ(ev.u.watch_event.seq, 1);
+    ASSERT_EQ(ev.u.watch_event.info.held, 0);
+    msg_free(&ev);
+    b = connect_to(&f, NULL, 5000);
+    ASSERT_EQ(baton_lock(b, "w", &l), 0);
+    ASSERT_EQ(raw_wait_for(&s, MSG_WATCH_EVENT, &ev, 2000), 0);
+    ASSERT_UEQ(ev.u.watch_event.seq, 2);
+    ASSERT_EQ(ev.u.watch_event.info.held, 1);
+    ASSERT_UEQ(ev.u.watch_event.info.fence, baton_lock_fence(l));
+    msg_free(&ev);
+    tls_sock_close(&s);
+    baton_close(b);
+    lf_stop(&f);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -242,6 +383,9 @@ int main(int argc, char **argv)
     RUN(wait_deadline_cancels_the_wait);
     RUN(requests_of_one_turn_share_an_entry);
     RUN(prefix_principal_refused_outside_its_prefix);
+    RUN(silent_session_expires_and_its_lock_moves_on);
+    RUN(keepalives_keep_a_session);
+    RUN(watch_sees_the_state_then_each_change);
     RUN(no_session_until_the_node_leads);
     RUN(waiter_kept_across_lost_leadership);
     return runner_done();
