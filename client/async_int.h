@@ -1,18 +1,47 @@
 /*
- * async_int.h -- internals of the async core, shared by its three files.
- * Not a public API.
+ * async_int.h -- internals of the async core, shared by its files (the
+ * async*.c of client/). Not a public API.
  *
- *   async.c       the context: creation, hooks, the request table, the
- *                 completion queue, the timer, deferred free
- *   async_conn.c  the connection: endpoints, connect, HELLO, read/write,
- *                 redirects, NO_LEADER and back-off
- *   async_ops.c   the session and lock operations: building requests,
- *                 matching RESULT replies and pushes, cancels, timeouts
- *   async_session.c  the session's liveness: keepalives, the client-side
- *                 lease, the table of held locks, declaring locks lost,
- *                 and opening a fresh session after the old one is gone
- *   async_tls.c   the connection's TLS layer (proto/tls.h) and telling a
- *                 plaintext peer from a TLS one
+ * The map of client/'s files, in the format of server/server_int.h's ([N]:
+ * the layer, 1 the top; a file calls only files of a higher N, or the one
+ * it is tied to; tests/check-layers.sh reads this map and checks it with
+ * nm). The core is one state machine cut by topic, and its four main
+ * files call each other directly (a reply read by the connection completes
+ * an operation, which may renew the lease, which may send on the
+ * connection): hence the ties. Only baton.c sits above them, and the TLS
+ * layer below, but for the connection's buffers it works on.
+ *
+ *  [1] baton.c          the blocking API (baton.h) on top of the core: one
+ *                       I/O thread per baton_t runs it on a private loop
+ *  [2] async.c          the context: creation and free, the adapter hooks,
+ *                       the request table, the completion queue, the
+ *                       timer, deferred free
+ *  [2] async_conn.c     the connection: endpoints, connect, HELLO,
+ *                       read/write, redirects, NO_LEADER and back-off
+ *  [2] async_ops.c      the session and lock operations: the public calls,
+ *                       the requests they become, matching RESULT replies
+ *                       and pushes, cancels, timeouts
+ *  [2] async_session.c  the session's liveness: keepalives, the client-side
+ *                       lease, the table of held locks, declaring locks
+ *                       lost, and opening a fresh session after the old
+ *                       one is gone
+ *  [3] async_tls.c      the connection's security layer: TLS (proto/tls.h),
+ *                       the bearer token, and telling a plaintext peer
+ *                       from a TLS one
+ *  tie: async.c async_conn.c          the context's handlers and timers
+ *                                     drive the connection, which uses the
+ *                                     context's clock, table and queue
+ *  tie: async.c async_ops.c           the same for the operations
+ *  tie: async.c async_session.c       the same for the session
+ *  tie: async_conn.c async_ops.c      replies go to the operations, which
+ *                                     send on the connection
+ *  tie: async_conn.c async_session.c  a ready connection resumes the
+ *                                     session, whose keepalives it sends
+ *  tie: async_ops.c async_session.c   replies renew the lease and report
+ *                                     lost holds; a lost session settles
+ *                                     the operations
+ *  tie: async_conn.c async_tls.c      TLS wraps the connection's bytes and
+ *                                     reports its failures to it
  *
  * Life of a request (struct baton__req). It is created by a public call,
  * gets an id that is both its req_id and, for session requests, its seq,

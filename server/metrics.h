@@ -5,9 +5,9 @@
  * A fixed table of counters, gauges and histograms (fixed buckets), all
  * named baton_*, that the other files of server/ bump with one call where
  * the event happens. Everything runs on the loop thread: no locks. The
- * registry is one per process (batond runs one server). It is the bottom
- * of server/'s layers: everyone calls it, it calls nothing of server/ but
- * log.c (tests/check-layers.sh).
+ * registry is one per process (batond runs one server). Everyone calls
+ * it, and it calls no other file of server/ (its layer: the map in
+ * server/server_int.h).
  *
  * Gauges that only mirror the server's state (raft term, indexes,
  * connections...) are set just before a render by server/observe.c.

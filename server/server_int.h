@@ -2,53 +2,83 @@
  * server_int.h -- batond's internals, shared by the files of server/. Not a
  * public API. Everything runs on the one loop thread.
  *
- * A request flows one way through these files: each calls only files of a
- * lower layer, never back up (tests/check-layers.sh, run by make test,
- * checks it; its list of layers is this one). Results travel back up as
- * completions handed down by the caller (struct pending's `done`, raft's
- * node hooks, srv->conn_gone), never as calls:
+ * A request flows one way through these files. The map below is THE list of
+ * server/'s files: [N] is a file's layer (1 the top), and a file calls only
+ * files of a higher N, never its own layer or one above, unless a "tie:"
+ * line lets two files call each other. tests/check-layers.sh, run by make
+ * test, reads this map and checks it against the symbols each object
+ * defines and uses (nm): an upward call, a .c file missing here, or an
+ * entry with no file fails it. Results travel back up as completions handed
+ * down by the caller (struct pending's `done`, raft's node hooks,
+ * srv->conn_gone), never as calls. Format: one file per line,
+ * " *  [N] file.c  its job"; deeper-indented lines continue the job.
  *
- *   server.c     start-up, the per-turn check handler, shutdown, and the
- *                leadership switch (what a node does when it starts or
- *                stops being the ready leader); routes applied effects
- *   listen.c     accept and read client connections, frame and decode them
- *   http.c       --metrics-addr: /metrics, /healthz, /readyz (libmicrohttpd
- *                on the loop thread)
- *   guard.c      per-client limits: --max-conns, --frame-timeout,
- *                --handshake-timeout, --max-unauth-conns
- *   dispatch.c   the handler table: one decoded request -> its handler;
- *                HELLO and the session's lock requests
- *   access.c     who a connection is (HELLO) and what it may ask
- *   admin.c      STATUS, LOCK_INFO, LIST_LOCKS, LIST_SESSIONS (reads)
- *   admin_cmds.c FORCE_RELEASE, EXPIRE_SESSION, TRANSFER, SNAPSHOT, CHECK
- *   backup.c     SNAPSHOT_SAVE: the state dumped on a worker, streamed in chunks
- *   members.c    MEMBERS, MEMBER_ADD, MEMBER_REMOVE
- *   watch.c      WATCH subscriptions and their WATCH_EVENT pushes
- *   keepalive.c  KEEPALIVE replies, after a leadership confirmation round,
- *                with the session's count of lost holds; LOST_HOLDS
- *   liveness.c   session leases on the leader; EXPIRE_SESSION proposals
- *   deadlines.c  wait deadlines and lock-delays; WAIT_TIMEOUT, DELAY_END
- *   disk.c       refuse state-growing requests while the disk is nearly full
- *   observe.c    the metrics' gauges read from the server and raft, their
- *                text (METRICS, /metrics), readiness (/readyz)
- *   batch.c      commands of one loop turn and the next (or, while --max-inflight entries
- *                are uncommitted, of several) -> one raft entry; each
- *                command's pending record completes itself once applied
- *   push.c       applied effects -> GRANTED / WAIT_FAILED / LOST /
- *                SESSION_EXPIRED pushes to the connection of each session
- *   reply.c      answers every handler shares: REDIRECT / NO_LEADER, a
- *                command that could not be committed, a command's RESULT
- *   member_addrs.c  where any node finds a member's client address
- *   peers.c      which nodes may open a raft connection (peer TLS)
- *   conn_tls.c   TLS on the client port; a TLS/plaintext mismatch's error
- *   conn.c       a client connection: send, close, write once per loop turn;
- *                the bound on unread replies (per connection, and in all)
- *   lease.c auth.c config.c notify.c   helpers of everyone above (notify.c:
- *                sd_notify, called by server.c)
- *   metrics.c    the metric registry everyone bumps (server/metrics.h)
- *   xmalloc.c log.c   helpers of everyone
- *
- * (main.c, above them all, parses the flags and runs server.c.)
+ *  [1]  main.c          parses the flags (config.c) and runs server.c, or
+ *                       restore.c for --restore
+ *  [2]  server.c        start-up, the per-turn check handler, shutdown, and
+ *                       the leadership switch (what a node does when it
+ *                       starts or stops being the ready leader); routes
+ *                       applied effects
+ *  [2]  restore.c       batond --restore FILE: a new cluster's node from a
+ *                       backup file, then exit
+ *  [3]  listen.c        accept and read client connections, frame and decode
+ *                       them, hand each request to dispatch.c; hold (park) a
+ *                       leader's request until the new leader serves
+ *  [3]  http.c          --metrics-addr: /metrics, /healthz, /readyz
+ *                       (libmicrohttpd on the loop thread)
+ *  [4]  guard.c         per-client limits: --max-conns, --frame-timeout,
+ *                       --handshake-timeout, --max-unauth-conns
+ *  [4]  dispatch.c      the handler table: one decoded request -> its
+ *                       handler; HELLO and the session's lock requests
+ *  [5]  access.c        who a connection is (HELLO) and what it may ask
+ *  [5]  admin.c         STATUS, LOCK_INFO, LIST_LOCKS, LIST_SESSIONS (reads)
+ *  [5]  admin_cmds.c    FORCE_RELEASE, EXPIRE_SESSION, TRANSFER, SNAPSHOT,
+ *                       CHECK
+ *  [5]  backup.c        SNAPSHOT_SAVE: the state dumped on a worker thread,
+ *                       streamed in chunks
+ *  [5]  members.c       MEMBERS, MEMBER_ADD, MEMBER_REMOVE
+ *  [5]  watch.c         WATCH subscriptions and their WATCH_EVENT pushes
+ *  [5]  keepalive.c     KEEPALIVE replies, after a leadership confirmation
+ *                       round, with the session's count of lost holds;
+ *                       LOST_HOLDS
+ *  [6]  liveness.c      session leases on the leader; EXPIRE_SESSION
+ *                       proposals
+ *  [6]  deadlines.c     wait deadlines and lock-delays; WAIT_TIMEOUT,
+ *                       DELAY_END
+ *  [6]  disk.c          refuse state-growing requests while the data
+ *                       directory's disk is nearly full
+ *  [6]  observe.c       the metrics' gauges read from the server and raft,
+ *                       their text (METRICS, /metrics), readiness (/readyz)
+ *  [6]  loop_lag.c      how late the loop thread runs
+ *                       (baton_loop_lag_seconds)
+ *  [7]  batch.c         commands of one loop turn and the next (or, while
+ *                       --max-inflight entries are uncommitted, of several)
+ *                       -> one raft entry; each command's pending record
+ *                       completes itself once applied
+ *  [8]  push.c          applied effects -> GRANTED / WAIT_FAILED / LOST /
+ *                       SESSION_EXPIRED pushes to the connection of each
+ *                       session
+ *  [9]  reply.c         answers every handler shares: REDIRECT / NO_LEADER,
+ *                       a command that could not be committed, a command's
+ *                       RESULT
+ *  [10] member_addrs.c  where any node finds a member's client address
+ *  [10] peers.c         which nodes may open a raft connection (peer TLS)
+ *  [11] conn_tls.c      TLS on the client port; a TLS/plaintext mismatch's
+ *                       error
+ *  [12] conn.c          a client connection: send, close, write once per
+ *                       loop turn; the bound on unread replies (per
+ *                       connection, and in all)
+ *  [13] lease.c         the leader's table of session leases (lease.h)
+ *  [13] auth.c          --auth-file: parse it, look principals up (auth.h)
+ *  [13] config.c        batond's flags (config.h; usage() documents each)
+ *  [13] resolve.c       the addresses a node listens on (resolve.h)
+ *  [13] notify.c        sd_notify for systemd: READY, STATUS, STOPPING
+ *  [14] metrics.c       the metric registry every file bumps, and its
+ *                       Prometheus text (metrics.h)
+ *  [15] config_file.c   --config FILE: each pair becomes a flag
+ *                       (config_file.h)
+ *  [16] xmalloc.c       allocation failure: log and abort (xmalloc.h)
+ *  [17] log.c           one line per event to stderr, text or JSON (log.h)
  *
  * Allocation failure: batond logs and aborts (server/xmalloc.h says why).
  */

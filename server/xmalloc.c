@@ -1,5 +1,5 @@
 /*
- * xmalloc.c -- batond's allocation-failure policy (server.h, "Allocation
+ * xmalloc.c -- batond's allocation-failure policy (server_int.h, "Allocation
  * failure"): an allocation that fails is logged and the process aborts,
  * so that another node takes over instead of this one carrying on with a
  * push, a timer or a reply silently dropped.

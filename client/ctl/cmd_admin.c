@@ -281,6 +281,8 @@ int cmd_release(struct ctl_opts *o, int argc, char **argv)
     req.u.force_release.flags = ra.now ? BATON_FORCE_NOW : 0;
     req.u.force_release.lock.p = name;
     req.u.force_release.lock.n = (uint16_t)strlen(name);
+    rv = ctl_conn_opts_check(o, "release");
+    if (rv != CTL_CONTINUE) return rv;
     rv = admin_leader_request(o, &req, &rep, err, sizeof err);
     if (rv != 0) {
         ctl_error("release: %s", err);
@@ -321,6 +323,8 @@ int cmd_expire(struct ctl_opts *o, int argc, char **argv)
     memset(&req, 0, sizeof req);
     req.type = MSG_EXPIRE_SESSION;
     req.u.expire_session.session = session;
+    rv = ctl_conn_opts_check(o, "expire");
+    if (rv != CTL_CONTINUE) return rv;
     rv = admin_leader_request(o, &req, &rep, err, sizeof err);
     if (rv != 0) {
         ctl_error("expire: %s", err);
@@ -394,6 +398,8 @@ int cmd_transfer(struct ctl_opts *o, int argc, char **argv)
     memset(&req, 0, sizeof req);
     req.type = MSG_TRANSFER;
     req.u.transfer.id = (uint32_t)target;
+    rv = ctl_conn_opts_check(o, "transfer-leader");
+    if (rv != CTL_CONTINUE) return rv;
     rv = admin_leader_request(o, &req, &rep, err, sizeof err);
     if (rv != 0) {
         ctl_error("transfer-leader: %s", err);
@@ -459,8 +465,11 @@ int cmd_snapshot(struct ctl_opts *o, int argc, char **argv)
     rv = parse_snapshot_args(o, argc, argv, pos);
     if (rv != CTL_CONTINUE) return rv;
     arg = pos[0];
-    if (arg != NULL && strcmp(arg, "save") == 0 && pos[1] != NULL)
+    if (arg != NULL && strcmp(arg, "save") == 0 && pos[1] != NULL) {
+        rv = ctl_conn_opts_check(o, "snapshot");
+        if (rv != CTL_CONTINUE) return rv;
         return cmd_backup_save(o, pos[1]);
+    }
     if (arg != NULL && (strcmp(arg, "info") == 0 || strcmp(arg, "status") == 0) &&
         pos[1] != NULL)
         return cmd_backup_info(o, pos[1]);
@@ -468,6 +477,8 @@ int cmd_snapshot(struct ctl_opts *o, int argc, char **argv)
                         strcmp(arg, "status") == 0))
         return ctl_usage_error("snapshot", "%s: missing FILE", arg);
     if (arg != NULL) return ctl_usage_error("snapshot", "unexpected argument '%s'", arg);
+    rv = ctl_conn_opts_check(o, "snapshot");
+    if (rv != CTL_CONTINUE) return rv;
 
     memset(&req, 0, sizeof req);
     req.type = MSG_SNAPSHOT;
@@ -633,6 +644,8 @@ int cmd_member(struct ctl_opts *o, int argc, char **argv)
         return ctl_usage_error("member", "unknown subcommand '%s' (list, add or remove)", pos[0]);
     }
 
+    rv = ctl_conn_opts_check(o, "member");
+    if (rv != CTL_CONTINUE) return rv;
     rv = admin_leader_request(o, &req, &rep, err, sizeof err);
     if (rv != 0) {
         ctl_error("member %s: %s", pos[0], err);

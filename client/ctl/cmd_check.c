@@ -330,7 +330,8 @@ int cmd_check(struct ctl_opts *o, int argc, char **argv)
         rv = ctl_common_opt(o, "check", cmd_check_help, id, arg, err);
         if (rv != CTL_CONTINUE) return rv;
     }
-    if (ctl_security_usable(o, err, sizeof err) != 0) return ctl_usage_error("check", "%s", err);
+    rv = ctl_conn_opts_check(o, "check");
+    if (rv != CTL_CONTINUE) return rv;
 
     memset(&req, 0, sizeof req);
     req.type = MSG_CHECK;

@@ -325,7 +325,25 @@ static int spawn_cmd(char **cmd, char **env, pid_t *pid)
     return CTL_EXIT_CANNOT_EXEC;
 }
 
-/* The exit code and message for a failed acquisition. */
+/* Why the acquisition failed, in the words of the command the user ran:
+ * libbaton's message without its "baton_lock_many 'NAME': " (the call
+ * batonctl made, which the user did not), else the code's text. */
+static const char *acquire_why(baton_t *b, const char *name, int rv)
+{
+    const char *msg = baton_errmsg(b), *call = "baton_lock_many '";
+    size_t nc = strlen(call), nn = strlen(name);
+
+    if (msg[0] == '\0') return baton_strerror(rv);
+    if (strncmp(msg, call, nc) == 0 && strncmp(msg + nc, name, nn) == 0 &&
+        strncmp(msg + nc + nn, "': ", 3) == 0)
+        return msg + nc + nn + 3;
+    return msg;
+}
+
+/* The exit code and message for a failed acquisition. batonctl checked
+ * every argument before, so BATON_EINVAL is the cluster refusing the lock
+ * (a semaphore asked for as an ordinary lock or with another limit):
+ * 70, as any refusal. */
 static int acquire_failed(baton_t *b, const char *name, int64_t wait_ms, int rv)
 {
     switch (rv) {
@@ -335,17 +353,13 @@ static int acquire_failed(baton_t *b, const char *name, int64_t wait_ms, int rv)
     case BATON_ETIMEDOUT:
         ctl_error("lock %s was not granted within %lld ms", name, (long long)wait_ms);
         return CTL_EXIT_TEMPFAIL;
-    case BATON_EINVAL:
-    case BATON_ETOOBIG:
-        ctl_error("lock %s: %s", name, baton_errmsg(b)[0] ? baton_errmsg(b) : baton_strerror(rv));
-        return CTL_EXIT_USAGE;
     case BATON_EUNAVAIL:
     case BATON_ESESSION:
     case BATON_ECLOSED:
-        ctl_error("lock %s: %s", name, baton_errmsg(b)[0] ? baton_errmsg(b) : baton_strerror(rv));
+        ctl_error("lock %s: %s", name, acquire_why(b, name, rv));
         return CTL_EXIT_UNAVAIL;
     default:
-        ctl_error("lock %s: %s", name, baton_errmsg(b)[0] ? baton_errmsg(b) : baton_strerror(rv));
+        ctl_error("lock %s: %s", name, acquire_why(b, name, rv));
         return CTL_EXIT_SOFTWARE;
     }
 }

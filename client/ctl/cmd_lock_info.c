@@ -37,7 +37,8 @@ const char cmd_lock_info_help[] =
     "  false; holders lists them all. limit is 0 for a lock nobody holds or wants.\n"
     "  wait_ms is -1 for a waiter that\n"
     "  waits as long as it takes. delayed is true while the lock is in its lock-delay\n"
-    "  (free, but granted to no one: its holder's session expired).\n"
+    "  (free, but granted to no one: its holder's session expired, or an operator\n"
+    "  forced the hold's release, and the old holder's lease is waited out).\n"
     "  truncated is true when the queue is longer than the\n"
     "  waiters listed (total_waiters says how long).\n";
 
@@ -85,16 +86,17 @@ static void print_table(const char *name, const struct msg_lock_info_r *li)
     if (li->limit > 1) printf("limit:          %u (a semaphore)\n", li->limit);
     if (!li->held) {
         if (li->delayed)
-            printf("holder:         none (lock-delay: its holder's session expired; granted\n"
-                   "                to no one until the delay ends)\n");
+            printf("holder:         none (lock-delay: its holder's session expired or its\n"
+                   "                release was forced; granted to no one until the delay\n"
+                   "                ends)\n");
         else
             printf("holder:         none (free)\n");
         if (li->total_waiters == 0) return;
     } else {
         printf("mode:           %s\n", mode_name(li->mode));
         if (li->delayed)
-            printf("delayed:        yes (a holder's session expired: no new grant until the\n"
-                   "                lock-delay ends)\n");
+            printf("delayed:        yes (a holder's session expired or its release was\n"
+                   "                forced: no new grant until the lock-delay ends)\n");
         if (li->total_holders == 1 && li->n_holders == 1 && li->holders[0].count == 1) {
             printf("holder:         session %llu, waiter %llu\n",
                    (unsigned long long)li->holder_session, (unsigned long long)li->holder_waiter);
@@ -216,6 +218,8 @@ int cmd_lock_info(struct ctl_opts *o, int argc, char **argv)
     req.type = MSG_LOCK_INFO;
     req.u.lock_info.lock.p = name;
     req.u.lock_info.lock.n = (uint16_t)strlen(name);
+    rv = ctl_conn_opts_check(o, "lock-info");
+    if (rv != CTL_CONTINUE) return rv;
     rv = admin_leader_request(o, &req, &rep, err, sizeof err);
     if (rv != 0) {
         ctl_error("lock-info: %s", err);

@@ -135,6 +135,8 @@ int cmd_locks(struct ctl_opts *o, int argc, char **argv)
     req.u.list_locks.prefix.p = prefix;
     req.u.list_locks.prefix.n = (uint16_t)strlen(prefix);
     req.u.list_locks.limit = (uint32_t)limit;
+    rv = ctl_conn_opts_check(o, "locks");
+    if (rv != CTL_CONTINUE) return rv;
     rv = admin_leader_request(o, &req, &rep, err, sizeof err);
     if (rv != 0) {
         ctl_error("locks: %s", err);

@@ -133,6 +133,8 @@ int cmd_sessions(struct ctl_opts *o, int argc, char **argv)
     req.type = MSG_LIST_SESSIONS;
     req.u.list_sessions.after = after;
     req.u.list_sessions.limit = (uint32_t)limit;
+    rv = ctl_conn_opts_check(o, "sessions");
+    if (rv != CTL_CONTINUE) return rv;
     rv = admin_leader_request(o, &req, &rep, err, sizeof err);
     if (rv != 0) {
         ctl_error("sessions: %s", err);

@@ -402,7 +402,8 @@ int cmd_status(struct ctl_opts *o, int argc, char **argv)
         if (rv != CTL_CONTINUE) return rv;
     }
 
-    if (ctl_security_usable(o, err, sizeof err) != 0) return ctl_usage_error("status", "%s", err);
+    rv = ctl_conn_opts_check(o, "status");
+    if (rv != CTL_CONTINUE) return rv;
     storage = malloc(strlen(o->endpoints) + 1);
     if (storage == NULL) {
         ctl_error("out of memory");

@@ -454,7 +454,8 @@ int cmd_top(struct ctl_opts *o, int argc, char **argv)
             if (rv != CTL_CONTINUE) return rv;
         }
     }
-    if (ctl_security_usable(o, err, sizeof err) != 0) return ctl_usage_error("top", "%s", err);
+    rv = ctl_conn_opts_check(o, "top");
+    if (rv != CTL_CONTINUE) return rv;
     storage = malloc(strlen(o->endpoints) + 1);
     if (storage == NULL) return CTL_EXIT_SOFTWARE;
     n_eps = ctl_split_endpoints(o->endpoints, storage, eps, CTL_MAX_ENDPOINTS, err, sizeof err);

@@ -1,12 +1,16 @@
 /*
  * cmd_watch.c -- `batonctl watch NAME`: subscribe to one lock at the leader
  * (WATCH) and print its state at once and after every change the leader
- * pushes (WATCH_EVENT), until interrupted or --count changes were printed.
+ * pushes (WATCH_EVENT), until interrupted or --count events were printed
+ * after the first.
  *
  * When the connection drops (the leader died or stepped down, which closes
  * its connections), batonctl finds the leader again and watches anew, for
  * at most --timeout; the first event after that is printed like any other,
- * after a line on stderr saying that the watch was re-subscribed.
+ * after a line on stderr saying that the watch was re-subscribed. Events
+ * are numbered and counted by what this watch printed, across
+ * re-subscriptions (each subscription's own seq starts over at 1), so a
+ * leader change neither restarts the numbers nor keeps --count from ending.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -20,17 +24,18 @@ const char cmd_watch_help[] =
     "\n"
     "Prints lock NAME as lock-info does, now and then every time its holder, its\n"
     "queue or its lock-delay changes, as the leader reports it (no polling). Runs\n"
-    "until SIGINT or SIGTERM (exit 0) or until --count N changes were printed after\n"
+    "until SIGINT or SIGTERM (exit 0) or until --count N events were printed after\n"
     "the first state. If the connection to the leader is lost, batonctl looks for\n"
     "the leader again for up to --timeout, says so on stderr, and goes on watching\n"
-    "there (changes made while it was away show up only as the state it finds).\n"
+    "there (changes made while it was away show up only as the state it finds,\n"
+    "which is printed, and counted, as one event).\n"
     "\n"
     "Exit status: 0; 69 if no leader answered within --timeout; 64 on a usage\n"
     "error; 70 if the cluster refused the request.\n"
     "\n"
     "JSON (-o json): one object per line and event, lock-info's fields plus\n"
-    "  \"seq\": N, the event's number on this subscription (1 for the first state;\n"
-    "  it starts over at 1 after a re-subscription).\n";
+    "  \"seq\": N, the event's number in this watch (1 for the first state), counted\n"
+    "  on across re-subscriptions; --count N ends it after seq N+1.\n";
 
 enum { OPT_COUNT = CTL_OPT_CMD_BASE };
 
@@ -47,9 +52,10 @@ static void on_stop(int sig)
 }
 
 /* Subscribe at the leader; on success *c is the open connection and the
- * first event has been printed. Returns 0 or a BATON_E* code (err filled). */
-static int subscribe(struct ctl_opts *o, const char *name, struct admin_conn *c, char *err,
-                     size_t errlen)
+ * first event has been printed as event ++*seq. Returns 0 or a BATON_E*
+ * code (err filled). */
+static int subscribe(struct ctl_opts *o, const char *name, struct admin_conn *c, uint64_t *seq,
+                     char *err, size_t errlen)
 {
     struct admin_reply rep;
     struct msg req;
@@ -67,7 +73,7 @@ static int subscribe(struct ctl_opts *o, const char *name, struct admin_conn *c,
         admin_close(c);
         return BATON_EPROTO;
     }
-    ctl_print_lock_info(name, &rep.m.u.watch_event.info, o->format, rep.m.u.watch_event.seq);
+    ctl_print_lock_info(name, &rep.m.u.watch_event.info, o->format, ++*seq);
     fflush(stdout);
     admin_reply_free(&rep);
     return 0;
@@ -79,7 +85,7 @@ int cmd_watch(struct ctl_opts *o, int argc, char **argv)
     struct admin_conn c;
     struct sigaction sa;
     const char *arg, *name = NULL;
-    uint64_t count = 0, printed = 0;
+    uint64_t count = 0, seq = 0; /* seq: events printed, the first state included */
     char err[CTL_ERR_SIZE];
     int id, rv;
 
@@ -99,6 +105,8 @@ int cmd_watch(struct ctl_opts *o, int argc, char **argv)
     if (name == NULL) return ctl_usage_error("watch", "missing lock NAME");
     if (!ctl_lock_name_ok(name))
         return ctl_usage_error("watch", "a lock name is 1 to %d bytes", BATON_MAX_NAME);
+    rv = ctl_conn_opts_check(o, "watch");
+    if (rv != CTL_CONTINUE) return rv;
 
     /* No SA_RESTART: a signal ends the wait for the next event promptly. */
     memset(&sa, 0, sizeof sa);
@@ -107,12 +115,12 @@ int cmd_watch(struct ctl_opts *o, int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    rv = subscribe(o, name, &c, err, sizeof err);
+    rv = subscribe(o, name, &c, &seq, err, sizeof err);
     if (rv != 0) {
         ctl_error("watch: %s", err);
         return ctl_exit_for(rv);
     }
-    while (!stop_signal && (count == 0 || printed < count)) {
+    while (!stop_signal && (count == 0 || seq <= count)) {
         struct admin_reply rep;
 
         /* Wake up now and then to notice a signal. */
@@ -122,7 +130,7 @@ int cmd_watch(struct ctl_opts *o, int argc, char **argv)
             if (stop_signal) break;
             fprintf(stderr, "batonctl: watch: connection lost (%s); looking for the leader\n",
                     err);
-            rv = subscribe(o, name, &c, err, sizeof err);
+            rv = subscribe(o, name, &c, &seq, err, sizeof err);
             if (rv != 0) {
                 ctl_error("watch: %s", err);
                 return ctl_exit_for(rv);
@@ -131,10 +139,8 @@ int cmd_watch(struct ctl_opts *o, int argc, char **argv)
             continue;
         }
         if (rep.m.type == MSG_WATCH_EVENT) {
-            ctl_print_lock_info(name, &rep.m.u.watch_event.info, o->format,
-                                rep.m.u.watch_event.seq);
+            ctl_print_lock_info(name, &rep.m.u.watch_event.info, o->format, ++seq);
             fflush(stdout);
-            printed++;
         }
         admin_reply_free(&rep);
     }

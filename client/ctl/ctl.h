@@ -393,7 +393,16 @@ int ctl_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 int ctl_common_opt(struct ctl_opts *o, const char *cmd, const char *help_text, int id,
                    const char *arg, const char *err);
 
-/* The exit code for a BATON_E* error of an admin request. */
+/*
+ * Before a command sends anything: can the endpoint list be split and the
+ * TLS files be used (ctl_security_usable)? CTL_CONTINUE, or the exit code
+ * of the usage error (64) it printed. Every command that talks to the
+ * cluster calls it, so that ctl_exit_for never meets a usage error.
+ */
+int ctl_conn_opts_check(const struct ctl_opts *o, const char *cmd);
+
+/* The exit code for a BATON_E* error of an admin request (70 for the
+ * cluster's refusals, BATON_EINVAL included). */
 int ctl_exit_for(int err);
 
 /* cmd_lock_info.c: print one lock's state as lock-info does, to stdout; a

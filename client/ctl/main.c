@@ -144,14 +144,32 @@ int ctl_usage_error(const char *cmd, const char *fmt, ...)
     return CTL_EXIT_USAGE;
 }
 
+int ctl_conn_opts_check(const struct ctl_opts *o, const char *cmd)
+{
+    const char *eps[CTL_MAX_ENDPOINTS];
+    char err[CTL_ERR_SIZE], *storage = malloc(strlen(o->endpoints) + 1);
+    int n;
+
+    if (storage == NULL) {
+        ctl_error("out of memory");
+        return CTL_EXIT_SOFTWARE;
+    }
+    n = ctl_split_endpoints(o->endpoints, storage, eps, CTL_MAX_ENDPOINTS, err, sizeof err);
+    free(storage);
+    if (n < 0) return ctl_usage_error(cmd, "%s", err);
+    if (ctl_security_usable(o, err, sizeof err) != 0) return ctl_usage_error(cmd, "%s", err);
+    return CTL_CONTINUE;
+}
+
+/* Usage errors never reach this: a command checks its arguments, and
+ * ctl_conn_opts_check the endpoints and TLS files, before it sends
+ * anything. So BATON_EINVAL or BATON_ETOOBIG here is the cluster refusing
+ * the request: 70, as for any other refusal. */
 int ctl_exit_for(int err)
 {
     switch (err) {
     case 0:
         return CTL_EXIT_OK;
-    case BATON_EINVAL:
-    case BATON_ETOOBIG:
-        return CTL_EXIT_USAGE;
     case BATON_EUNAVAIL:
     case BATON_ECONNREFUSED:
     case BATON_ETIMEDOUT:

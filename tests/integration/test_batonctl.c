@@ -106,7 +106,7 @@ TEST(nothing_reachable)
 TEST(usage_errors)
 {
     struct ctl_result r;
-    const char *bad[][4] = {
+    const char *bad[][5] = {
         {"--bogus", "status", NULL},
         {"frobnicate", NULL},
         {"status", "extra", NULL},
@@ -122,6 +122,10 @@ TEST(usage_errors)
         {"transfer-leader", "x", NULL},
         {"sessions", "--limit", "0", NULL},
         {"check", "extra", NULL},
+        {"-e", "nocolon", "locks", NULL},
+        {"--cert", "c.pem", "lock-info", "x"},
+        {"-e", "nocolon", "expire", "7"},
+        {"--cert", "c.pem", "transfer-leader", NULL},
         {NULL},
     };
     const char *help[] = {"--help", NULL};
@@ -295,11 +299,13 @@ static void read_line(int fd, char *buf, size_t cap, int timeout_ms)
 }
 
 /* A watch prints the state at once, then one line per change, in order:
- * held, queued, handed on; with --count 3 it then exits 0. */
+ * held, queued, handed on; with --count 3 it then exits 0. Without
+ * --count it runs until SIGTERM, and exits 0. */
 TEST(watch_follows_changes)
 {
     struct cluster c;
     const char *watch[] = {"watch", "wl", "-o", "json", "--count", "3", NULL};
+    const char *watch_all[] = {"watch", "wl", "-o", "json", NULL};
     const char *hold[] = {"lock", "wl", "--", "sleep", "3", NULL};
     const char *wait[] = {"lock", "wl", "--", "true", NULL};
     char line[4][4096];
@@ -340,16 +346,25 @@ TEST(watch_follows_changes)
     ASSERT_EQ(proc_wait(holder, 10000), 0);
     ASSERT_EQ(proc_wait(waiter, 10000), 0);
     close(fd);
+
+    watcher = cluster_ctl_spawn(&c, watch_all, &fd);
+    ASSERT_GT(watcher, 0);
+    read_line(fd, line[0], sizeof line[0], 10000);
+    ASSERT_EQ(json_i64(line[0], "seq", 0), 1);
+    kill(watcher, SIGTERM);
+    ASSERT_EQ(proc_wait(watcher, 10000), 0);
+    close(fd);
     ASSERT_EQ(cluster_stop(&c), 0);
 }
 
-/* A watch re-subscribes at the new leader after the leader dies, and ends
- * with exit 0 on SIGTERM. */
+/* A watch re-subscribes at the new leader after the leader dies. Its
+ * events are numbered and counted across the re-subscription (whose state
+ * is an event too), so --count 3 ends it after seq 4. */
 TEST(watch_survives_leader_kill)
 {
     struct cluster c;
     struct ctl_result r;
-    const char *watch[] = {"watch", "wk", "-o", "json", NULL};
+    const char *watch[] = {"watch", "wk", "-o", "json", "--count", "3", NULL};
     char line[4096];
     pid_t watcher;
     int fd = -1, leader;
@@ -361,19 +376,19 @@ TEST(watch_survives_leader_kill)
     read_line(fd, line, sizeof line, 10000);
     ASSERT_EQ(json_i64(line, "seq", 0), 1);
     ASSERT_EQ(cluster_kill(&c, leader, SIGKILL), 128 + SIGKILL);
-    /* The new subscription starts over with the current state. */
+    /* The new subscription's current state is the next event. */
     read_line(fd, line, sizeof line, 15000);
-    ASSERT_EQ(json_i64(line, "seq", 0), 1);
+    ASSERT_EQ(json_i64(line, "seq", 0), 2);
     ASSERT(strstr(line, "\"held\":false") != NULL);
     ASSERT_EQ(cluster_ctl(&c, &r, "lock", "wk", "--", "true", NULL), 0);
     ctl_result_free(&r);
     read_line(fd, line, sizeof line, 10000);
     ASSERT(strstr(line, "\"held\":true") != NULL);
-    ASSERT_EQ(json_i64(line, "seq", 0), 2);
+    ASSERT_EQ(json_i64(line, "seq", 0), 3);
     read_line(fd, line, sizeof line, 10000);
     ASSERT(strstr(line, "\"held\":false") != NULL);
-    ASSERT_EQ(json_i64(line, "seq", 0), 3);
-    kill(watcher, SIGTERM);
+    ASSERT_EQ(json_i64(line, "seq", 0), 4);
+    /* Three events after the first: it ends by itself. */
     ASSERT_EQ(proc_wait(watcher, 10000), 0);
     close(fd);
     ASSERT_EQ(cluster_restart(&c, leader), 0);
@@ -526,6 +541,10 @@ TEST(force_release)
     ctl_result_free(&r);
     ASSERT_EQ(proc_wait(waiter, 10000), 76);
     wait_info(&c, "fr", "\"delayed\":true");
+    /* lock-info does not blame an expiry alone for this lock-delay. */
+    ASSERT_EQ(cluster_ctl(&c, &r, "lock-info", "fr", NULL), 0);
+    ASSERT(strstr(r.out, "release was forced") != NULL);
+    ctl_result_free(&r);
     ASSERT_EQ(cluster_ctl(&c, &r, "release", "--force", "fr", NULL), 70);
     ASSERT(strstr(r.err, "not held") != NULL);
     ctl_result_free(&r);
@@ -606,8 +625,10 @@ TEST(transfer_leader)
     ASSERT_EQ(cluster_ctl(&c, &r, "transfer-leader", target, "-o", "json", NULL), 0);
     ASSERT_EQ(json_i64(r.out, "leader_id", 0), next + 1);
     ctl_result_free(&r);
-    /* A node that is not a member is refused; raft's own choice works. */
-    ASSERT_EQ(cluster_ctl(&c, &r, "transfer-leader", "9", NULL), 64);
+    /* A node that is not a member is refused by the cluster (70, not a
+     * usage error); raft's own choice works. */
+    ASSERT_EQ(cluster_ctl(&c, &r, "transfer-leader", "9", NULL), 70);
+    ASSERT(strstr(r.err, "not another voting member") != NULL);
     ctl_result_free(&r);
     ASSERT_EQ(cluster_ctl(&c, &r, "transfer-leader", "-o", "json", NULL), 0);
     ASSERT(json_i64(r.out, "leader_id", 0) != next + 1);
@@ -640,8 +661,8 @@ TEST(member_list_and_remove)
     ASSERT_EQ(count(r.out, "voter"), 3);
     ctl_result_free(&r);
 
-    /* Usage errors and a non-member are refused. (Removing the leader
-     * itself works: test_membership.c.) */
+    /* Usage errors (64) and a non-member (the cluster refuses: 70) are
+     * refused. (Removing the leader itself works: test_membership.c.) */
     ASSERT_EQ(cluster_ctl(&c, &r, "member", NULL), 64);
     ctl_result_free(&r);
     ASSERT_EQ(cluster_ctl(&c, &r, "member", "frob", NULL), 64);
@@ -652,7 +673,7 @@ TEST(member_list_and_remove)
     ctl_result_free(&r);
     ASSERT_EQ(cluster_ctl(&c, &r, "member", "list", "extra", NULL), 64);
     ctl_result_free(&r);
-    ASSERT_EQ(cluster_ctl(&c, &r, "member", "remove", "9", NULL), 64);
+    ASSERT_EQ(cluster_ctl(&c, &r, "member", "remove", "9", NULL), 70);
     ASSERT(strstr(r.err, "not a member") != NULL);
     ctl_result_free(&r);
 
@@ -667,7 +688,7 @@ TEST(member_list_and_remove)
     ASSERT_EQ(count(r.out, "\"id\":"), 2);
     ctl_result_free(&r);
     /* Removing it again: it is no longer a member. */
-    ASSERT_EQ(cluster_ctl(&c, &r, "member", "remove", gone, NULL), 64);
+    ASSERT_EQ(cluster_ctl(&c, &r, "member", "remove", gone, NULL), 70);
     ctl_result_free(&r);
 
     /* Lock traffic still works with the two voters left. */
@@ -735,6 +756,30 @@ TEST(member_add_usage_errors)
     ASSERT_EQ(cluster_stop(&c), 0);
 }
 
+/* A lock the cluster refuses (here: a semaphore of 2 asked for as an
+ * ordinary lock) exits 70, as the docs say, and the message names the
+ * command the user ran, not libbaton's call for several locks. */
+TEST(lock_refused)
+{
+    struct cluster c;
+    struct ctl_result r;
+    const char *hold[] = {"lock", "sem", "--limit", "2", "--", "sleep", "20", NULL};
+    pid_t holder;
+
+    start3(&c);
+    holder = cluster_ctl_spawn(&c, hold, NULL);
+    ASSERT_GT(holder, 0);
+    wait_info(&c, "sem", "\"held\":true");
+    ASSERT_EQ(cluster_ctl(&c, &r, "lock", "sem", "--timeout", "0", "--", "true", NULL), 70);
+    ASSERT(strstr(r.err, "batonctl: lock sem: ") == r.err);
+    ASSERT(strstr(r.err, "semaphore of 2") != NULL);
+    ASSERT(strstr(r.err, "baton_lock") == NULL);
+    ctl_result_free(&r);
+    kill(holder, SIGTERM);
+    ASSERT_EQ(proc_wait(holder, 10000), 128 + SIGTERM);
+    ASSERT_EQ(cluster_stop(&c), 0);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -748,6 +793,7 @@ int main(int argc, char **argv)
     RUN(lock_signals);
     RUN(json_escaping_of_names);
     RUN(lock_survives_leader_kill);
+    RUN(lock_refused);
     RUN(force_release);
     RUN(sessions_and_expire);
     RUN(transfer_leader);
