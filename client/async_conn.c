@@ -102,7 +102,7 @@ void baton__conn_err(baton_async_t *ac, const char *what, const char *why)
 static bool want_conn(const baton_async_t *ac)
 {
     return !ac->freeing && (ac->sstate == BATON__S_OPENING || ac->sstate == BATON__S_OPEN ||
-                            ac->sstate == BATON__S_CLOSING);
+                            ac->sstate == BATON__S_CLOSING || ac->n_raw > 0);
 }
 
 /*
@@ -270,6 +270,7 @@ void baton__conn_start(baton_async_t *ac)
             return;
         }
         if (connect_next(ac)) return;
+        if (ac->one_node) baton__raw_fail_all(ac, BATON_EUNAVAIL);
         if (!attempt_failed(ac)) return;
     }
 }
@@ -349,6 +350,7 @@ void baton__conn_fail(baton_async_t *ac, bool force_backoff)
  */
 void baton__conn_refused(baton_async_t *ac, int status)
 {
+    baton__raw_fail_all(ac, status);
     if (baton__open_refused(ac, status)) return;
     baton__conn_fail(ac, true);
 }
@@ -422,7 +424,7 @@ static uint64_t silent_deadline(const baton_async_t *ac)
         since = ac->rx_at;
     } else if (ac->cstate == BATON__C_READY) {
         for (const struct baton__req *r = ac->head; r; r = r->next)
-            if (r->state == BATON__R_SENT && r->sent_gen == ac->gen &&
+            if (r->kind != BATON__K_RAW && r->state == BATON__R_SENT && r->sent_gen == ac->gen &&
                 (since == 0 || r->sent_at < since))
                 since = r->sent_at;
         if (since == 0) return 0;
@@ -551,6 +553,7 @@ void baton__write(baton_async_t *ac)
  * async_ops.c. */
 static void on_msg(baton_async_t *ac, const struct msg *m)
 {
+    if (ac->cstate == BATON__C_READY && baton__raw_take(ac, m)) return;
     switch (m->type) {
     case MSG_HELLO_OK:
         if (ac->cstate != BATON__C_HELLO || m->req_id != ac->hello_id) return;
@@ -562,6 +565,7 @@ static void on_msg(baton_async_t *ac, const struct msg *m)
         }
         ac->cstate = BATON__C_READY;
         ac->attempt_deadline = 0;
+        ac->node_id = m->u.hello_ok.node_id;
         /* A keepalive first (if there is a session), so that a new leader
          * attaches the session to this connection; then the rest. */
         baton__on_conn_ready(ac);
