@@ -59,6 +59,7 @@
 
 #include "client/async_int.h"
 #include "proto/addr.h"
+#include "proto/resolve.h"
 
 #define READ_CHUNK 16384
 #define READS_PER_EVENT 16
@@ -185,13 +186,8 @@ static bool connect_other(baton_async_t *ac)
 /* The addresses of a lookup, IPv4 and IPv6, in its order. */
 static void take_addrs(baton_async_t *ac, const struct addrinfo *res)
 {
-    ac->n_try = ac->try_next = 0;
-    for (; res != NULL && ac->n_try < BATON__MAX_RESOLVED; res = res->ai_next)
-        if ((res->ai_family == AF_INET || res->ai_family == AF_INET6) &&
-            res->ai_addrlen <= sizeof ac->try_sa[0]) {
-            memcpy(&ac->try_sa[ac->n_try], res->ai_addr, res->ai_addrlen);
-            ac->try_len[ac->n_try++] = (socklen_t)res->ai_addrlen;
-        }
+    ac->n_try = proto_resolve_take(res, ac->try_sa, ac->try_len, BATON__MAX_RESOLVED);
+    ac->try_next = 0;
 }
 
 /* Look up a's host name for this attempt: through the adapter's resolver
@@ -200,10 +196,8 @@ static void take_addrs(baton_async_t *ac, const struct addrinfo *res)
  * with n_try > 0, or 0 after a failure, whose message is set). */
 static bool resolve(baton_async_t *ac, const struct baton__addr *a)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_NUMERICSERV}, *res = NULL;
+    const char *why;
     char port[8];
-    int rv;
 
     snprintf(port, sizeof port, "%u", a->port);
     if (ac->resolver.start != NULL) {
@@ -217,14 +211,11 @@ static bool resolve(baton_async_t *ac, const struct baton__addr *a)
         baton__sched(ac, ac->attempt_deadline);
         return true;
     }
-    rv = getaddrinfo(a->host, port, &hints, &res); /* blocks: see baton_async.h */
-    if (rv != 0) {
-        baton__conn_err(ac, "resolve", gai_strerror(rv));
-        return false;
-    }
-    take_addrs(ac, res);
-    freeaddrinfo(res);
-    if (ac->n_try == 0) baton__conn_err(ac, "resolve", "no IPv4 or IPv6 address");
+    /* Blocks: see baton_async.h. */
+    ac->n_try = proto_resolve_name(a->host, a->port, ac->try_sa, ac->try_len,
+                                   BATON__MAX_RESOLVED, &why);
+    ac->try_next = 0;
+    if (ac->n_try == 0) baton__conn_err(ac, "resolve", why);
     return false;
 }
 
