@@ -114,6 +114,7 @@ void baton__req_free(struct baton__req *r)
     if (r == NULL) return;
     baton__req_free(r->held);
     free(r->errmsg);
+    free(r->frame);
     free(r->more);
     free(r);
 }
@@ -179,6 +180,7 @@ void baton__req_remove(baton_async_t *ac, struct baton__req *r)
     r->prev = r->next = NULL;
     u64map_del(&ac->map, r->id);
     r->in_table = false;
+    if (r->kind == BATON__K_RAW) ac->n_raw--;
     if (!r->in_done) baton__req_free(r);
 }
 
@@ -202,7 +204,7 @@ uint64_t baton__acks(const baton_async_t *ac, struct msg_seq keep[BATON_MAX_KEEP
 {
     *n_keep = 0;
     for (const struct baton__req *r = ac->head; r; r = r->next) {
-        if (r->kind == BATON__K_OPEN) continue;
+        if (r->kind == BATON__K_OPEN || r->kind == BATON__K_RAW) continue;
         if (!r->queued || *n_keep == BATON_MAX_KEEP) return r->id;
         keep[(*n_keep)++].seq = r->id;
     }
@@ -277,6 +279,18 @@ static void run_completions(baton_async_t *ac)
             if (ac->queued_cb)
                 ac->queued_cb(ac, r->name, (uint32_t)r->fence, r->data, ac->queued_data);
             break;
+        case BATON__K_RAW:
+            r->cb.raw(ac, r->status, NULL, true, r->data);
+            break;
+        case BATON__K_REPLY: {
+            struct msg m;
+            /* The core encoded it: it decodes. */
+            if (proto_decode(r->frame, r->frame_len, &m) == 0) {
+                r->cb.raw(ac, 0, &m, r->stream, r->data);
+                msg_free(&m);
+            }
+            break;
+        }
         default:
             if (r->cb.done) r->cb.done(ac, r->status, r->data);
             break;

@@ -59,6 +59,7 @@
 
 #include "client/async_int.h"
 #include "proto/addr.h"
+#include "proto/resolve.h"
 
 #define READ_CHUNK 16384
 #define READS_PER_EVENT 16
@@ -102,7 +103,7 @@ void baton__conn_err(baton_async_t *ac, const char *what, const char *why)
 static bool want_conn(const baton_async_t *ac)
 {
     return !ac->freeing && (ac->sstate == BATON__S_OPENING || ac->sstate == BATON__S_OPEN ||
-                            ac->sstate == BATON__S_CLOSING);
+                            ac->sstate == BATON__S_CLOSING || ac->n_raw > 0);
 }
 
 /*
@@ -185,13 +186,8 @@ static bool connect_other(baton_async_t *ac)
 /* The addresses of a lookup, IPv4 and IPv6, in its order. */
 static void take_addrs(baton_async_t *ac, const struct addrinfo *res)
 {
-    ac->n_try = ac->try_next = 0;
-    for (; res != NULL && ac->n_try < BATON__MAX_RESOLVED; res = res->ai_next)
-        if ((res->ai_family == AF_INET || res->ai_family == AF_INET6) &&
-            res->ai_addrlen <= sizeof ac->try_sa[0]) {
-            memcpy(&ac->try_sa[ac->n_try], res->ai_addr, res->ai_addrlen);
-            ac->try_len[ac->n_try++] = (socklen_t)res->ai_addrlen;
-        }
+    ac->n_try = proto_resolve_take(res, ac->try_sa, ac->try_len, BATON__MAX_RESOLVED);
+    ac->try_next = 0;
 }
 
 /* Look up a's host name for this attempt: through the adapter's resolver
@@ -200,10 +196,8 @@ static void take_addrs(baton_async_t *ac, const struct addrinfo *res)
  * with n_try > 0, or 0 after a failure, whose message is set). */
 static bool resolve(baton_async_t *ac, const struct baton__addr *a)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_NUMERICSERV}, *res = NULL;
+    const char *why;
     char port[8];
-    int rv;
 
     snprintf(port, sizeof port, "%u", a->port);
     if (ac->resolver.start != NULL) {
@@ -217,14 +211,11 @@ static bool resolve(baton_async_t *ac, const struct baton__addr *a)
         baton__sched(ac, ac->attempt_deadline);
         return true;
     }
-    rv = getaddrinfo(a->host, port, &hints, &res); /* blocks: see baton_async.h */
-    if (rv != 0) {
-        baton__conn_err(ac, "resolve", gai_strerror(rv));
-        return false;
-    }
-    take_addrs(ac, res);
-    freeaddrinfo(res);
-    if (ac->n_try == 0) baton__conn_err(ac, "resolve", "no IPv4 or IPv6 address");
+    /* Blocks: see baton_async.h. */
+    ac->n_try = proto_resolve_name(a->host, a->port, ac->try_sa, ac->try_len,
+                                   BATON__MAX_RESOLVED, &why);
+    ac->try_next = 0;
+    if (ac->n_try == 0) baton__conn_err(ac, "resolve", why);
     return false;
 }
 
@@ -270,6 +261,7 @@ void baton__conn_start(baton_async_t *ac)
             return;
         }
         if (connect_next(ac)) return;
+        if (ac->one_node) baton__raw_fail_all(ac, BATON_EUNAVAIL);
         if (!attempt_failed(ac)) return;
     }
 }
@@ -349,6 +341,7 @@ void baton__conn_fail(baton_async_t *ac, bool force_backoff)
  */
 void baton__conn_refused(baton_async_t *ac, int status)
 {
+    baton__raw_fail_all(ac, status);
     if (baton__open_refused(ac, status)) return;
     baton__conn_fail(ac, true);
 }
@@ -422,7 +415,7 @@ static uint64_t silent_deadline(const baton_async_t *ac)
         since = ac->rx_at;
     } else if (ac->cstate == BATON__C_READY) {
         for (const struct baton__req *r = ac->head; r; r = r->next)
-            if (r->state == BATON__R_SENT && r->sent_gen == ac->gen &&
+            if (r->kind != BATON__K_RAW && r->state == BATON__R_SENT && r->sent_gen == ac->gen &&
                 (since == 0 || r->sent_at < since))
                 since = r->sent_at;
         if (since == 0) return 0;
@@ -551,6 +544,7 @@ void baton__write(baton_async_t *ac)
  * async_ops.c. */
 static void on_msg(baton_async_t *ac, const struct msg *m)
 {
+    if (ac->cstate == BATON__C_READY && baton__raw_take(ac, m)) return;
     switch (m->type) {
     case MSG_HELLO_OK:
         if (ac->cstate != BATON__C_HELLO || m->req_id != ac->hello_id) return;
@@ -562,6 +556,7 @@ static void on_msg(baton_async_t *ac, const struct msg *m)
         }
         ac->cstate = BATON__C_READY;
         ac->attempt_deadline = 0;
+        ac->node_id = m->u.hello_ok.node_id;
         /* A keepalive first (if there is a session), so that a new leader
          * attaches the session to this connection; then the rest. */
         baton__on_conn_ready(ac);

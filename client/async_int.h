@@ -8,7 +8,7 @@
  * nm). The core is one state machine cut by topic, and its four main
  * files call each other directly (a reply read by the connection completes
  * an operation, which may renew the lease, which may send on the
- * connection): hence the ties. Only baton.c sits above them, and the TLS
+ * connection): hence the ties. Only baton.c and call.c sit above them, and the TLS
  * layer below, but for the connection's buffers it works on.
  *
  *  [1] baton.c          the blocking API (baton.h) on top of the core: one
@@ -21,10 +21,15 @@
  *  [2] async_ops.c      the session and lock operations: the public calls,
  *                       the requests they become, matching RESULT replies
  *                       and pushes, cancels, timeouts
+ *  [1] call.c           the blocking form of async_raw.c on a private loop
+ *                       (client/call.h), for batonctl
  *  [2] async_session.c  the session's liveness: keepalives, the client-side
  *                       lease, the table of held locks, declaring locks
  *                       lost, and opening a fresh session after the old
  *                       one is gone
+ *  [2] async_raw.c      sessionless requests: any C2S message that needs no
+ *                       session, sent where a lock call's would go, with its
+ *                       reply (or a stream of them) handed back (batonctl)
  *  [3] async_tls.c      the connection's security layer: TLS (proto/tls.h),
  *                       the bearer token, and telling a plaintext peer
  *                       from a TLS one
@@ -42,6 +47,12 @@
  *                                     the operations
  *  tie: async_conn.c async_tls.c      TLS wraps the connection's bytes and
  *                                     reports its failures to it
+ *  tie: async.c async_raw.c           the context's table and queue hold
+ *                                     sessionless requests too
+ *  tie: async_conn.c async_raw.c      their replies come off the connection,
+ *                                     and they are sent on it
+ *  tie: async_ops.c async_raw.c       they share the request's send,
+ *                                     re-send and timeout paths
  *
  * Life of a request (struct baton__req). It is created by a public call,
  * gets an id that is both its req_id and, for session requests, its seq,
@@ -181,7 +192,17 @@ enum baton__kind {
     BATON__K_QUEUED, /* not a request: a queued-notice for the queued callback;
                         on ac->done only (fence = the position, data = the
                         lock call's data) */
+    BATON__K_RAW,   /* a sessionless request (async_raw.c) */
+    BATON__K_REPLY, /* not a request: one reply to a K_RAW, on ac->done only
+                       (frame = the reply, encoded; cb and data its K_RAW's) */
 };
+
+/* The callback of a sessionless request (async_raw.c): once per reply
+ * with status 0 and the reply m (valid during the call), `last` set on
+ * the final one; or once with status < 0 and m NULL when it failed
+ * (baton_async_errmsg says why), which is always the last. */
+typedef void baton__raw_cb(baton_async_t *ac, int status, const struct msg *m, bool last,
+                           void *data);
 
 /* States of a BATON__K_HELD entry. */
 enum baton__hstate {
@@ -241,7 +262,13 @@ struct baton__req {
         baton_async_open_cb *open;
         baton_async_lock_cb *lock;
         baton_async_done_cb *done;
+        baton__raw_cb *raw;
     } cb;
+    uint8_t *frame;                 /* K_RAW: the request, K_REPLY: the reply, encoded */
+    size_t frame_len;
+    bool stream;                    /* K_RAW: more replies follow the first */
+    uint16_t push_type;             /* K_RAW stream: its replies' type (pushes with
+                                       req_id 0 of this type are its too) */
     void *data;
     uint16_t name_len;
     char name[]; /* NUL-terminated */
@@ -343,6 +370,12 @@ struct baton_async {
     struct buf net;           /* ciphertext not yet written */
     bool plain_answer;        /* a TLS connection's node answered in plaintext */
 
+    /* Sessionless requests (async_raw.c). */
+    unsigned n_raw;           /* K_RAW requests in the table */
+    bool one_node;            /* talk to the first endpoint only: no redirect
+                                 is followed, a failed connection fails them */
+    uint32_t node_id;         /* the node of the current connection (HELLO_OK) */
+
     uint64_t rng;
     char errmsg[BATON_ERRMSG_SIZE];  /* the last error, as baton_async_errmsg */
     char connerr[BATON_ERRMSG_SIZE]; /* the last connection error, for EUNAVAIL */
@@ -426,6 +459,17 @@ void baton__held_free_all(baton_async_t *ac);
 void baton__on_lost_push(baton_async_t *ac, const struct msg *m);
 void baton__on_lost_holds(baton_async_t *ac, const struct msg *m);
 void baton__on_lost_holds_error(baton_async_t *ac, uint64_t req_id);
+
+/* async_raw.c (see client/call.h for the blocking form) */
+int baton__raw_send(baton_async_t *ac, const struct msg *req, bool stream, uint64_t timeout_ms,
+                    baton__raw_cb *cb, void *data);
+void baton__raw_end_streams(baton_async_t *ac);
+void baton__set_one_node(baton_async_t *ac);
+bool baton__raw_take(baton_async_t *ac, const struct msg *m);
+void baton__raw_write(baton_async_t *ac, struct baton__req *r);
+void baton__raw_conn_lost(baton_async_t *ac);
+void baton__raw_fail_all(baton_async_t *ac, int status);
+void baton__raw_expire(baton_async_t *ac, struct baton__req *r);
 
 /* async_tls.c */
 int baton__tls_setup(baton_async_t *ac, const baton_opts *o, char *err, size_t err_size);

@@ -110,7 +110,10 @@ void baton__req_send(baton_async_t *ac, struct baton__req *r)
 void baton__try_send(baton_async_t *ac, struct baton__req *r)
 {
     if (ac->cstate != BATON__C_READY) return;
-    if (r->kind == BATON__K_OPEN) {
+    if (r->kind == BATON__K_RAW) {
+        baton__raw_write(ac, r);
+        return;
+    } else if (r->kind == BATON__K_OPEN) {
         /* Still wanted after a close_session made while opening: the
          * CLOSE_SESSION needs the session id. */
         if (ac->session != 0 ||
@@ -144,7 +147,12 @@ void baton__on_conn_lost(baton_async_t *ac, bool was_confirmed)
 {
     uint64_t now = baton__now();
 
+    baton__raw_conn_lost(ac);
     for (struct baton__req *r = ac->head; r; r = r->next) {
+        if (r->kind == BATON__K_RAW) { /* its own deadline stands */
+            r->state = BATON__R_UNSENT;
+            continue;
+        }
         if (r->state == BATON__R_WAITING && r->user) baton__set_deadline(ac, r, now + ac->op_timeout_ms);
         r->state = BATON__R_UNSENT;
         if (was_confirmed && r->deadline && r->kind != BATON__K_OPEN)
@@ -647,6 +655,9 @@ static bool expire(baton_async_t *ac, struct baton__req *r)
     case BATON__K_CLOSE:
         baton__session_closed(ac, r, status);
         return false;
+    case BATON__K_RAW:
+        baton__raw_expire(ac, r);
+        return true;
     default:
         return true;
     }

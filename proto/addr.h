@@ -10,10 +10,10 @@
  * It is a pure parser: no sockets, no name resolution, no libuv. Every
  * transport takes all three kinds of host: an IP literal becomes a socket
  * address here (proto_addr_sockaddr) without any resolver; a name is
- * resolved by the caller at each connection attempt (batond with
- * uv_getaddrinfo, raft/peer_addr.h; libbaton through its loop's resolver
- * hook, include/baton/baton_async.h; batonctl with getaddrinfo), and every address
- * it resolves to is tried in order.
+ * resolved at each connection attempt (proto/resolve.h: blocking, or
+ * on a loop by raft/peer_addr.h's dial and libbaton's resolver hook,
+ * include/baton/baton_async.h), and every address it resolves to is tried
+ * in order.
  *
  * Grammar (ABNF):
  *

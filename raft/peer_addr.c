@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "proto/addr.h"
+#include "proto/resolve.h"
 
 static void free_handle(uv_handle_t *h)
 {
@@ -21,35 +22,14 @@ void peer_tcp_handle_close(uv_tcp_t *tcp)
     if (!uv_is_closing((uv_handle_t *)tcp)) uv_close((uv_handle_t *)tcp, free_handle);
 }
 
-/* Copy the IPv4 and IPv6 addresses of a getaddrinfo result, in its order. */
-static unsigned copy_addrs(const struct addrinfo *ai, struct sockaddr_storage *out)
-{
-    unsigned n = 0;
-
-    for (; ai != NULL && n < PEER_ADDR_MAX; ai = ai->ai_next)
-        if ((ai->ai_family == AF_INET || ai->ai_family == AF_INET6) &&
-            ai->ai_addrlen <= sizeof *out)
-            memcpy(&out[n++], ai->ai_addr, ai->ai_addrlen);
-    return n;
-}
-
-static void hints_for_name(struct addrinfo *h)
-{
-    memset(h, 0, sizeof *h);
-    h->ai_family = AF_UNSPEC;
-    h->ai_socktype = SOCK_STREAM;
-    h->ai_flags = AI_NUMERICSERV;
-}
-
 int peer_listen(uv_loop_t *loop, const char *address, struct peer_listeners *ls,
                 uv_connection_cb cb, void *data, char *errmsg, size_t cap)
 {
     struct sockaddr_storage addrs[PEER_ADDR_MAX];
-    char port[8], text[BATON_MAX_ADDR + 1];
+    char text[BATON_MAX_ADDR + 1];
     struct proto_addr a;
-    struct addrinfo hints;
-    uv_getaddrinfo_t req;
-    unsigned n = 0, ok = 0;
+    const char *why;
+    unsigned n, ok = 0;
     int rv, first = 0;
 
     ls->n = 0;
@@ -57,23 +37,10 @@ int peer_listen(uv_loop_t *loop, const char *address, struct peer_listeners *ls,
         snprintf(errmsg, cap, "raft address '%s': %s", address, a.why);
         return UV_EINVAL;
     }
-    if (proto_addr_sockaddr(&a, &addrs[0]) != 0) {
-        n = 1;
-    } else {
-        hints_for_name(&hints);
-        snprintf(port, sizeof port, "%u", a.port);
-        rv = uv_getaddrinfo(loop, &req, NULL, a.host, port, &hints); /* synchronous */
-        if (rv != 0) {
-            snprintf(errmsg, cap, "raft address '%s': cannot resolve %s: %s", address, a.host,
-                     uv_strerror(rv));
-            return rv;
-        }
-        n = copy_addrs(req.addrinfo, addrs);
-        uv_freeaddrinfo(req.addrinfo);
-        if (n == 0) {
-            snprintf(errmsg, cap, "raft address '%s': no IP address", address);
-            return UV_EAI_NONAME;
-        }
+    n = proto_resolve(&a, addrs, NULL, PEER_ADDR_MAX, &why); /* blocks: the node is starting */
+    if (n == 0) {
+        snprintf(errmsg, cap, "raft address '%s': cannot resolve %s: %s", address, a.host, why);
+        return UV_EAI_NONAME;
     }
     for (unsigned i = 0; i < n; i++) {
         uv_tcp_t *h = &ls->h[ls->n++];
@@ -146,7 +113,7 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
     struct peer_dial *d = req->data;
 
     d->resolving = false;
-    if (status == 0) d->n = copy_addrs(res, d->addrs);
+    if (status == 0) d->n = proto_resolve_take(res, d->addrs, NULL, PEER_ADDR_MAX);
     uv_freeaddrinfo(res);
     if (d->canceled) {
         finish(d, NULL, UV_ECANCELED);
@@ -192,7 +159,7 @@ int peer_dial_start(struct peer_dial *d, uv_loop_t *loop, const char *address, p
         }
         return rv;
     }
-    hints_for_name(&hints);
+    proto_resolve_hints(&hints);
     snprintf(port, sizeof port, "%u", a.port);
     rv = uv_getaddrinfo(loop, &d->gai, on_resolved, a.host, port, &hints);
     if (rv == 0) d->resolving = true;

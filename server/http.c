@@ -155,7 +155,7 @@ int http_start(struct server *srv)
 
     if (srv->cfg.metrics_addr == NULL) return 0;
     /* One listener: the first address a name resolves to. */
-    if (resolve_listen_addrs(srv->loop, "--metrics-addr", srv->cfg.metrics_addr, &sa, 1) < 0)
+    if (resolve_listen_addrs("--metrics-addr", srv->cfg.metrics_addr, &sa, 1) < 0)
         return BATON_EINVAL;
     h = xcalloc(1, sizeof *h);
     h->srv = srv;

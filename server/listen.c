@@ -257,7 +257,7 @@ int listen_start(struct server *srv, const char *addr)
     srv->n_listen = 0;
     uv_timer_init(srv->loop, &srv->park_timer);
     srv->park_timer.data = srv;
-    n = resolve_listen_addrs(srv->loop, "client address", addr, sas, 1 + LISTEN_MORE);
+    n = resolve_listen_addrs("client address", addr, sas, 1 + LISTEN_MORE);
     if (n < 0) return n;
     for (int i = 0; i < n; i++) {
         uv_tcp_t *h = i == 0 ? &srv->listener : &srv->listen_more[i - 1];

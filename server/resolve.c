@@ -1,45 +1,31 @@
 /*
- * resolve.c -- the addresses a node listens on (resolve.h).
+ * resolve.c -- the addresses a node listens on (resolve.h), found by the
+ * one resolver of proto/resolve.h, with the node's log line for a failure.
  */
 #include "server/resolve.h"
 
-#include <netdb.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "proto/addr.h"
+#include "proto/resolve.h"
 #include "server/log.h"
 
-int resolve_listen_addrs(uv_loop_t *loop, const char *what, const char *addr,
-                         struct sockaddr_storage *sas, unsigned max)
+int resolve_listen_addrs(const char *what, const char *addr, struct sockaddr_storage *sas,
+                         unsigned max)
 {
     struct proto_addr a;
-    uv_getaddrinfo_t req;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_NUMERICSERV};
-    char port[8];
-    unsigned n = 0;
-    int rv;
+    const char *why;
+    unsigned n;
 
     if (proto_addr_parse(addr, strlen(addr), &a) != 0) {
         log_error("%s '%s': %s", what, addr, a.why);
         return UV_EINVAL;
     }
     if (max == 0) return UV_EINVAL;
-    if (proto_addr_sockaddr(&a, &sas[0]) != 0) return 1;
-    /* No callback: libuv resolves synchronously, on this thread. */
-    snprintf(port, sizeof port, "%u", a.port);
-    rv = uv_getaddrinfo(loop, &req, NULL, a.host, port, &hints);
-    if (rv != 0) {
-        log_error("%s '%s': cannot resolve %s: %s", what, addr, a.host, uv_strerror(rv));
-        return rv;
-    }
-    for (struct addrinfo *ai = req.addrinfo; ai != NULL && n < max; ai = ai->ai_next)
-        if (ai->ai_family == AF_INET || ai->ai_family == AF_INET6)
-            memcpy(&sas[n++], ai->ai_addr, ai->ai_addrlen);
-    uv_freeaddrinfo(req.addrinfo);
+    n = proto_resolve(&a, sas, NULL, max, &why); /* blocks: the node is starting */
     if (n == 0) {
-        log_error("%s '%s': %s has no IPv4 or IPv6 address", what, addr, a.host);
+        log_error("%s '%s': cannot resolve %s: %s", what, addr, a.host, why);
         return UV_EAI_NONAME;
     }
     return (int)n;

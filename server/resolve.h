@@ -1,7 +1,7 @@
 /*
  * resolve.h -- the addresses a node listens on, from one "HOST:PORT" of
  * proto/addr.h: an IP literal as it is, a host name resolved once, now
- * (the node is starting). Used by the client listener (listen.c) and the
+ * (the node is starting; proto/resolve.h). Used by the client listener (listen.c) and the
  * metrics endpoint (http.c).
  */
 #ifndef BATON_SERVER_RESOLVE_H
@@ -15,9 +15,9 @@
  * order (only AF_INET and AF_INET6). what names the flag or address in the
  * log line of a failure. Returns how many (at least 1), or a negative libuv
  * error after logging why: UV_EINVAL for an address that does not parse,
- * the resolver's error for a name that does not resolve.
+ * UV_EAI_NONAME for a name that does not resolve.
  */
-int resolve_listen_addrs(uv_loop_t *loop, const char *what, const char *addr,
-                         struct sockaddr_storage *sas, unsigned max);
+int resolve_listen_addrs(const char *what, const char *addr, struct sockaddr_storage *sas,
+                         unsigned max);
 
 #endif

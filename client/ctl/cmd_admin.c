@@ -259,7 +259,7 @@ static void print_not_held(const char *name, uint64_t asked, uint64_t cur)
 
 int cmd_release(struct ctl_opts *o, int argc, char **argv)
 {
-    struct admin_reply rep;
+    struct baton__reply rep;
     struct msg req;
     const char *name = NULL;
     char err[CTL_ERR_SIZE];
@@ -283,14 +283,14 @@ int cmd_release(struct ctl_opts *o, int argc, char **argv)
     req.u.force_release.lock.n = (uint16_t)strlen(name);
     rv = ctl_conn_opts_check(o, "release");
     if (rv != CTL_CONTINUE) return rv;
-    rv = admin_leader_request(o, &req, &rep, err, sizeof err);
+    rv = ctl_leader_request(o, &req, &rep, err, sizeof err);
     if (rv != 0) {
         ctl_error("release: %s", err);
         return ctl_exit_for(rv);
     }
     if (rep.m.type != MSG_FORCE_RELEASE_R) {
         ctl_error("release: unexpected reply %s", msg_type_name(rep.m.type));
-        admin_reply_free(&rep);
+        baton__reply_free(&rep);
         return CTL_EXIT_SOFTWARE;
     }
     rv = rep.m.u.force_release_r.status;
@@ -301,13 +301,13 @@ int cmd_release(struct ctl_opts *o, int argc, char **argv)
     } else {
         print_release(o, name, &rep.m.u.force_release_r);
     }
-    admin_reply_free(&rep);
+    baton__reply_free(&rep);
     return rv == 0 ? CTL_EXIT_OK : CTL_EXIT_SOFTWARE;
 }
 
 int cmd_expire(struct ctl_opts *o, int argc, char **argv)
 {
-    struct admin_reply rep;
+    struct baton__reply rep;
     struct msg req;
     const char *arg = NULL;
     uint64_t session;
@@ -325,18 +325,18 @@ int cmd_expire(struct ctl_opts *o, int argc, char **argv)
     req.u.expire_session.session = session;
     rv = ctl_conn_opts_check(o, "expire");
     if (rv != CTL_CONTINUE) return rv;
-    rv = admin_leader_request(o, &req, &rep, err, sizeof err);
+    rv = ctl_leader_request(o, &req, &rep, err, sizeof err);
     if (rv != 0) {
         ctl_error("expire: %s", err);
         return ctl_exit_for(rv);
     }
     if (rep.m.type != MSG_RESULT) {
         ctl_error("expire: unexpected reply %s", msg_type_name(rep.m.type));
-        admin_reply_free(&rep);
+        baton__reply_free(&rep);
         return CTL_EXIT_SOFTWARE;
     }
     rv = rep.m.u.result.status;
-    admin_reply_free(&rep);
+    baton__reply_free(&rep);
     if (rv == BATON_ESESSION) {
         ctl_error("expire: no session %llu", (unsigned long long)session);
         return CTL_EXIT_SOFTWARE;
@@ -367,11 +367,11 @@ static uint32_t find_leader(const struct ctl_opts *o, int64_t deadline)
     n = ctl_split_endpoints(o->endpoints, storage, eps, CTL_MAX_ENDPOINTS, err, sizeof err);
     while (n > 0 && ctl_now_ms() < deadline) {
         for (int i = 0; i < n; i++) {
-            struct admin_reply rep;
+            struct baton__reply rep;
             uint32_t id = 0;
-            if (admin_status(o, eps[i], deadline, &rep, err, sizeof err) != 0) continue;
+            if (ctl_node_status(o, eps[i], deadline, &rep, err, sizeof err) != 0) continue;
             if (rep.m.u.status_r.role == ROLE_LEADER) id = rep.m.u.status_r.node_id;
-            admin_reply_free(&rep);
+            baton__reply_free(&rep);
             if (id != 0) return id;
         }
         ctl_sleep_until(50, deadline);
@@ -382,7 +382,7 @@ static uint32_t find_leader(const struct ctl_opts *o, int64_t deadline)
 int cmd_transfer(struct ctl_opts *o, int argc, char **argv)
 {
     const int64_t deadline = ctl_now_ms() + o->timeout_ms;
-    struct admin_reply rep;
+    struct baton__reply rep;
     struct msg req;
     const char *arg = NULL;
     uint64_t target = 0;
@@ -400,18 +400,18 @@ int cmd_transfer(struct ctl_opts *o, int argc, char **argv)
     req.u.transfer.id = (uint32_t)target;
     rv = ctl_conn_opts_check(o, "transfer-leader");
     if (rv != CTL_CONTINUE) return rv;
-    rv = admin_leader_request(o, &req, &rep, err, sizeof err);
+    rv = ctl_leader_request(o, &req, &rep, err, sizeof err);
     if (rv != 0) {
         ctl_error("transfer-leader: %s", err);
         return ctl_exit_for(rv);
     }
     if (rep.m.type != MSG_TRANSFER_R) {
         ctl_error("transfer-leader: unexpected reply %s", msg_type_name(rep.m.type));
-        admin_reply_free(&rep);
+        baton__reply_free(&rep);
         return CTL_EXIT_SOFTWARE;
     }
     leader = rep.m.u.transfer_r.leader_id;
-    admin_reply_free(&rep);
+    baton__reply_free(&rep);
     if (leader == 0) leader = find_leader(o, deadline);
     if (leader == 0) {
         ctl_error("transfer-leader: leadership moved, but no new leader showed up within "
@@ -454,7 +454,7 @@ static int parse_snapshot_args(struct ctl_opts *o, int argc, char **argv, const 
 
 int cmd_snapshot(struct ctl_opts *o, int argc, char **argv)
 {
-    struct admin_reply rep;
+    struct baton__reply rep;
     struct msg req;
     const char *pos[2] = {NULL, NULL};
     const char *arg;
@@ -482,18 +482,18 @@ int cmd_snapshot(struct ctl_opts *o, int argc, char **argv)
 
     memset(&req, 0, sizeof req);
     req.type = MSG_SNAPSHOT;
-    rv = admin_leader_request(o, &req, &rep, err, sizeof err);
+    rv = ctl_leader_request(o, &req, &rep, err, sizeof err);
     if (rv != 0) {
         ctl_error("snapshot: %s", err);
         return ctl_exit_for(rv);
     }
     if (rep.m.type != MSG_SNAPSHOT_R) {
         ctl_error("snapshot: unexpected reply %s", msg_type_name(rep.m.type));
-        admin_reply_free(&rep);
+        baton__reply_free(&rep);
         return CTL_EXIT_SOFTWARE;
     }
     index = rep.m.u.snapshot_r.index;
-    admin_reply_free(&rep);
+    baton__reply_free(&rep);
     if (o->format == CTL_JSON)
         printf("{\"index\":%llu}\n", (unsigned long long)index);
     else
@@ -599,7 +599,7 @@ static int parse_member_add(const char *id_arg, const char *spec, char *addrs, s
 int cmd_member(struct ctl_opts *o, int argc, char **argv)
 {
     struct ctl_optiter it;
-    struct admin_reply rep;
+    struct baton__reply rep;
     struct msg req;
     const char *pos[4] = {NULL, NULL, NULL, NULL};
     const char *arg;
@@ -646,17 +646,17 @@ int cmd_member(struct ctl_opts *o, int argc, char **argv)
 
     rv = ctl_conn_opts_check(o, "member");
     if (rv != CTL_CONTINUE) return rv;
-    rv = admin_leader_request(o, &req, &rep, err, sizeof err);
+    rv = ctl_leader_request(o, &req, &rep, err, sizeof err);
     if (rv != 0) {
         ctl_error("member %s: %s", pos[0], err);
         return ctl_exit_for(rv);
     }
     if (rep.m.type != MSG_MEMBERS_R) {
         ctl_error("member %s: unexpected reply %s", pos[0], msg_type_name(rep.m.type));
-        admin_reply_free(&rep);
+        baton__reply_free(&rep);
         return CTL_EXIT_SOFTWARE;
     }
     print_members(o, &rep.m.u.members_r);
-    admin_reply_free(&rep);
+    baton__reply_free(&rep);
     return CTL_EXIT_OK;
 }

@@ -153,8 +153,8 @@ static int take_chunk(const struct msg_snapshot_chunk *ch, struct buf *file, cha
 
 int cmd_backup_save(struct ctl_opts *o, const char *path)
 {
-    struct admin_conn conn;
-    struct admin_reply rep;
+    baton__caller *conn = NULL;
+    struct baton__reply rep;
     struct backup_header h;
     struct buf file = {0};
     struct msg req;
@@ -166,7 +166,7 @@ int cmd_backup_save(struct ctl_opts *o, const char *path)
     if (!o->timeout_set) o->timeout_ms = SAVE_TIMEOUT_MS;
     memset(&req, 0, sizeof req);
     req.type = MSG_SNAPSHOT_SAVE;
-    rv = admin_leader_open(o, &req, &rep, &conn, err, sizeof err);
+    rv = ctl_leader_open(o, &req, &rep, &conn, err, sizeof err);
     if (rv != 0) {
         ctl_error("snapshot save: %s", err);
         return ctl_exit_for(rv);
@@ -189,16 +189,16 @@ int cmd_backup_save(struct ctl_opts *o, const char *path)
             rv = BATON_EPROTO;
             break;
         }
-        admin_reply_free(&rep);
+        baton__reply_free(&rep);
         if (file.len == total) break;
-        rv = admin_read(&conn, &rep, ctl_now_ms() + o->timeout_ms, err, sizeof err);
+        rv = ctl_read(conn, o->timeout_ms, &rep, err, sizeof err);
         if (rv == BATON_ETIMEDOUT)
             snprintf(err, sizeof err, "no chunk within %lld ms after %zu of %" PRIu64 " bytes",
                      (long long)o->timeout_ms, file.len, total);
         if (rv != 0) break;
     }
-    admin_reply_free(&rep);
-    admin_close(&conn);
+    baton__reply_free(&rep);
+    baton__caller_free(conn);
     if (rv == 0) rv = backup_check(file.data, file.len, &h, &body, err);
     if (rv != 0) {
         ctl_error("snapshot save: %s", err);

@@ -114,16 +114,16 @@ static enum verdict judge(const struct node_row *r)
 static void *poll_thread(void *arg)
 {
     struct node_row *r = arg;
-    struct admin_reply rep;
+    struct baton__reply rep;
 
     for (;;) {
-        if (admin_status(r->o, r->client, r->deadline, &rep, r->err, sizeof r->err) == 0) {
+        if (ctl_node_status(r->o, r->client, r->deadline, &rep, r->err, sizeof r->err) == 0) {
             r->reachable = 1;
             r->err[0] = '\0';
             r->st = rep.m.u.status_r;
             r->st.members = NULL;
             r->st.n_members = 0;
-            admin_reply_free(&rep);
+            baton__reply_free(&rep);
         }
         r->v = judge(r);
         if (r->v != V_BEHIND && r->v != V_UNREACHABLE) break;
@@ -298,7 +298,7 @@ static int report(const struct node_row *rows, int n, uint64_t hash, FILE *f)
 
 /* The member list, from the first endpoint that answers STATUS: 0 with
  * *rep filled, or the last error (err says it). */
-static int members(const struct ctl_opts *o, struct admin_reply *rep, char *err, size_t errlen)
+static int members(const struct ctl_opts *o, struct baton__reply *rep, char *err, size_t errlen)
 {
     const char *eps[CTL_MAX_ENDPOINTS];
     char *storage = malloc(strlen(o->endpoints) + 1);
@@ -307,7 +307,7 @@ static int members(const struct ctl_opts *o, struct admin_reply *rep, char *err,
     if (storage == NULL) return BATON_ENOMEM;
     n = ctl_split_endpoints(o->endpoints, storage, eps, CTL_MAX_ENDPOINTS, err, errlen);
     for (int i = 0; i < n && rv != 0; i++)
-        rv = admin_status(o, eps[i], ctl_now_ms() + o->timeout_ms, rep, err, errlen);
+        rv = ctl_node_status(o, eps[i], ctl_now_ms() + o->timeout_ms, rep, err, errlen);
     free(storage);
     return n < 0 ? BATON_EINVAL : rv;
 }
@@ -315,7 +315,7 @@ static int members(const struct ctl_opts *o, struct admin_reply *rep, char *err,
 int cmd_check(struct ctl_opts *o, int argc, char **argv)
 {
     struct ctl_optiter it;
-    struct admin_reply rep;
+    struct baton__reply rep;
     struct msg req;
     struct node_row *rows;
     const struct msg_status_r *st;
@@ -335,18 +335,18 @@ int cmd_check(struct ctl_opts *o, int argc, char **argv)
 
     memset(&req, 0, sizeof req);
     req.type = MSG_CHECK;
-    rv = admin_leader_request(o, &req, &rep, err, sizeof err);
+    rv = ctl_leader_request(o, &req, &rep, err, sizeof err);
     if (rv != 0) {
         ctl_error("check: %s", err);
         return ctl_exit_for(rv);
     }
     if (rep.m.type != MSG_CHECK_R) {
         ctl_error("check: unexpected reply %s", msg_type_name(rep.m.type));
-        admin_reply_free(&rep);
+        baton__reply_free(&rep);
         return CTL_EXIT_SOFTWARE;
     }
     index = rep.m.u.check_r.index;
-    admin_reply_free(&rep);
+    baton__reply_free(&rep);
 
     rv = members(o, &rep, err, sizeof err);
     if (rv != 0) {
@@ -356,13 +356,13 @@ int cmd_check(struct ctl_opts *o, int argc, char **argv)
     st = &rep.m.u.status_r;
     n = (int)st->n_members;
     if (n == 0) {
-        admin_reply_free(&rep);
+        baton__reply_free(&rep);
         ctl_error("check: the node that answered lists no members");
         return CTL_EXIT_UNAVAIL;
     }
     rows = calloc((size_t)n, sizeof *rows);
     if (rows == NULL) {
-        admin_reply_free(&rep);
+        baton__reply_free(&rep);
         ctl_error("out of memory");
         return CTL_EXIT_SOFTWARE;
     }
@@ -380,7 +380,7 @@ int cmd_check(struct ctl_opts *o, int argc, char **argv)
         else
             poll_thread(r);
     }
-    admin_reply_free(&rep);
+    baton__reply_free(&rep);
     for (int i = 0; i < n; i++)
         if (rows[i].started) pthread_join(rows[i].th, NULL);
 

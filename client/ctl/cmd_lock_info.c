@@ -194,7 +194,7 @@ void ctl_print_lock_info(const char *name, const struct msg_lock_info_r *li, enu
 int cmd_lock_info(struct ctl_opts *o, int argc, char **argv)
 {
     struct ctl_optiter it;
-    struct admin_reply rep;
+    struct baton__reply rep;
     struct msg req;
     const char *arg, *name = NULL;
     char err[CTL_ERR_SIZE];
@@ -220,17 +220,17 @@ int cmd_lock_info(struct ctl_opts *o, int argc, char **argv)
     req.u.lock_info.lock.n = (uint16_t)strlen(name);
     rv = ctl_conn_opts_check(o, "lock-info");
     if (rv != CTL_CONTINUE) return rv;
-    rv = admin_leader_request(o, &req, &rep, err, sizeof err);
+    rv = ctl_leader_request(o, &req, &rep, err, sizeof err);
     if (rv != 0) {
         ctl_error("lock-info: %s", err);
         return ctl_exit_for(rv);
     }
     if (rep.m.type != MSG_LOCK_INFO_R) {
         ctl_error("lock-info: unexpected reply %s", msg_type_name(rep.m.type));
-        admin_reply_free(&rep);
+        baton__reply_free(&rep);
         return CTL_EXIT_SOFTWARE;
     }
     ctl_print_lock_info(name, &rep.m.u.lock_info_r, o->format, 0);
-    admin_reply_free(&rep);
+    baton__reply_free(&rep);
     return CTL_EXIT_OK;
 }

@@ -106,7 +106,7 @@ static void print_json(const char *prefix, const struct msg_list_locks_r *l)
 int cmd_locks(struct ctl_opts *o, int argc, char **argv)
 {
     struct ctl_optiter it;
-    struct admin_reply rep;
+    struct baton__reply rep;
     struct msg req;
     const char *arg, *prefix = NULL;
     uint64_t limit = 0;
@@ -137,20 +137,20 @@ int cmd_locks(struct ctl_opts *o, int argc, char **argv)
     req.u.list_locks.limit = (uint32_t)limit;
     rv = ctl_conn_opts_check(o, "locks");
     if (rv != CTL_CONTINUE) return rv;
-    rv = admin_leader_request(o, &req, &rep, err, sizeof err);
+    rv = ctl_leader_request(o, &req, &rep, err, sizeof err);
     if (rv != 0) {
         ctl_error("locks: %s", err);
         return ctl_exit_for(rv);
     }
     if (rep.m.type != MSG_LIST_LOCKS_R) {
         ctl_error("locks: unexpected reply %s", msg_type_name(rep.m.type));
-        admin_reply_free(&rep);
+        baton__reply_free(&rep);
         return CTL_EXIT_SOFTWARE;
     }
     if (o->format == CTL_JSON)
         print_json(prefix, &rep.m.u.list_locks_r);
     else
         print_table(&rep.m.u.list_locks_r);
-    admin_reply_free(&rep);
+    baton__reply_free(&rep);
     return CTL_EXIT_OK;
 }

@@ -106,7 +106,7 @@ static void print_json(const struct msg_sessions_r *l)
 int cmd_sessions(struct ctl_opts *o, int argc, char **argv)
 {
     struct ctl_optiter it;
-    struct admin_reply rep;
+    struct baton__reply rep;
     struct msg req;
     const char *arg;
     uint64_t after = 0, limit = 0;
@@ -135,20 +135,20 @@ int cmd_sessions(struct ctl_opts *o, int argc, char **argv)
     req.u.list_sessions.limit = (uint32_t)limit;
     rv = ctl_conn_opts_check(o, "sessions");
     if (rv != CTL_CONTINUE) return rv;
-    rv = admin_leader_request(o, &req, &rep, err, sizeof err);
+    rv = ctl_leader_request(o, &req, &rep, err, sizeof err);
     if (rv != 0) {
         ctl_error("sessions: %s", err);
         return ctl_exit_for(rv);
     }
     if (rep.m.type != MSG_SESSIONS_R) {
         ctl_error("sessions: unexpected reply %s", msg_type_name(rep.m.type));
-        admin_reply_free(&rep);
+        baton__reply_free(&rep);
         return CTL_EXIT_SOFTWARE;
     }
     if (o->format == CTL_JSON)
         print_json(&rep.m.u.sessions_r);
     else
         print_table(&rep.m.u.sessions_r);
-    admin_reply_free(&rep);
+    baton__reply_free(&rep);
     return CTL_EXIT_OK;
 }

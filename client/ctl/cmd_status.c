@@ -109,11 +109,11 @@ static void fill_row(struct row *r, const struct msg_status_r *st)
 static void *query_thread(void *arg)
 {
     struct row *r = arg;
-    struct admin_reply rep;
+    struct baton__reply rep;
 
-    if (admin_status(r->o, r->client, r->deadline, &rep, r->err, sizeof r->err) == 0) {
+    if (ctl_node_status(r->o, r->client, r->deadline, &rep, r->err, sizeof r->err) == 0) {
         fill_row(r, &rep.m.u.status_r);
-        admin_reply_free(&rep);
+        baton__reply_free(&rep);
     }
     return NULL;
 }
@@ -393,7 +393,7 @@ int cmd_status(struct ctl_opts *o, int argc, char **argv)
     static char ep_err[CTL_MAX_ENDPOINTS][CTL_ERR_SIZE];
     struct row *rows = NULL;
     const struct row *leader = NULL;
-    struct admin_reply first = {0};
+    struct baton__reply first = {0};
     int n_eps, n = 0, id, rv, first_ok = -1, diverged, refused = 0;
 
     ctl_opt_init(&it, argc, argv, 1);
@@ -418,7 +418,7 @@ int cmd_status(struct ctl_opts *o, int argc, char **argv)
     /* Step 1: the member list from the first endpoint that answers. Each
      * endpoint gets the full timeout: a refused connection costs nothing. */
     for (int i = 0; i < n_eps && first_ok < 0; i++) {
-        rv = admin_status(o, eps[i], ctl_now_ms() + o->timeout_ms, &first, ep_err[i],
+        rv = ctl_node_status(o, eps[i], ctl_now_ms() + o->timeout_ms, &first, ep_err[i],
                           sizeof ep_err[i]);
         if (rv == 0) first_ok = i;
         if (rv == BATON_ETLS || rv == BATON_EAUTH || rv == BATON_EPERM) refused++;
@@ -465,7 +465,7 @@ int cmd_status(struct ctl_opts *o, int argc, char **argv)
                          i < first_ok || first_ok < 0 ? ep_err[i] : "not asked");
         }
     }
-    admin_reply_free(&first);
+    baton__reply_free(&first);
     free(storage);
     if (rows == NULL) {
         ctl_error("out of memory");

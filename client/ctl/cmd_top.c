@@ -72,7 +72,7 @@ struct samples {
 
 struct node {
     char addr[BATON_MAX_ADDR + 1];
-    struct admin_conn conn;
+    baton__caller *conn;
     int connected;
     int reachable;
     char err[CTL_ERR_SIZE];
@@ -136,24 +136,23 @@ static double get(const struct samples *s, const char *key)
 static void query(const struct ctl_opts *o, struct node *nd, int64_t deadline)
 {
     struct msg req = {.type = MSG_METRICS};
-    struct admin_reply rep;
+    struct baton__reply rep;
     int rv;
 
     nd->reachable = 0;
     nd->err[0] = '\0';
     if (!nd->connected) {
-        if (admin_connect(&nd->conn, o, nd->addr, deadline, nd->err, sizeof nd->err) != 0) return;
+        if (ctl_caller(o, nd->addr, &nd->conn, nd->err, sizeof nd->err) != 0) return;
         nd->connected = 1;
     }
-    rv = admin_roundtrip(&nd->conn, &req, &rep, deadline, nd->err, sizeof nd->err);
+    rv = ctl_call(o, nd->conn, &req, 0, deadline - ctl_now_ms(), &rep, nd->err, sizeof nd->err);
     if (rv != 0) {
-        if (nd->conn.fd < 0) nd->connected = 0;
         if (nd->err[0] == '\0') snprintf(nd->err, sizeof nd->err, "%s", baton_strerror(rv));
         return;
     }
     if (rep.m.type != MSG_METRICS_R) {
         snprintf(nd->err, sizeof nd->err, "unexpected reply %s", msg_type_name(rep.m.type));
-        admin_reply_free(&rep);
+        baton__reply_free(&rep);
         return;
     }
     samples_free(&nd->prev);
@@ -165,7 +164,7 @@ static void query(const struct ctl_opts *o, struct node *nd, int64_t deadline)
         const struct pstr *t = &rep.m.u.metrics_r.chunks[i].text;
         if (parse_text(&nd->now, t->p, t->n) != 0) break;
     }
-    admin_reply_free(&rep);
+    baton__reply_free(&rep);
     nd->reachable = 1;
 }
 
@@ -399,13 +398,13 @@ static void print_json(const struct node *nodes, int n, const struct busy_lock *
  * else the endpoints. Returns their count (0: out of memory). */
 static int find_nodes(const struct ctl_opts *o, const char **eps, int n_eps, struct node **out)
 {
-    struct admin_reply rep = {0};
+    struct baton__reply rep = {0};
     char err[CTL_ERR_SIZE];
     struct node *nodes;
     int n = 0;
 
     for (int i = 0; i < n_eps; i++) {
-        if (admin_status(o, eps[i], ctl_now_ms() + o->timeout_ms, &rep, err, sizeof err) == 0)
+        if (ctl_node_status(o, eps[i], ctl_now_ms() + o->timeout_ms, &rep, err, sizeof err) == 0)
             break;
     }
     nodes = calloc(BATON_MAX_MEMBERS + CTL_MAX_ENDPOINTS, sizeof *nodes);
@@ -415,11 +414,11 @@ static int find_nodes(const struct ctl_opts *o, const char **eps, int n_eps, str
         if (a->n == 0) continue;
         snprintf(nodes[n++].addr, sizeof nodes[0].addr, "%.*s", (int)a->n, a->p);
     }
-    admin_reply_free(&rep);
+    baton__reply_free(&rep);
     for (int i = 0; n == 0 && i < n_eps; i++)
         snprintf(nodes[i].addr, sizeof nodes[0].addr, "%s", eps[i]);
     if (n == 0) n = n_eps;
-    for (int i = 0; i < n; i++) nodes[i].conn.fd = -1;
+    for (int i = 0; i < n; i++) nodes[i].conn = NULL;
     *out = nodes;
     return n;
 }
@@ -490,7 +489,7 @@ int cmd_top(struct ctl_opts *o, int argc, char **argv)
                                                             start + interval);
     }
     for (int i = 0; i < n; i++) {
-        admin_close(&nodes[i].conn);
+        baton__caller_free(nodes[i].conn);
         samples_free(&nodes[i].now);
         samples_free(&nodes[i].prev);
     }

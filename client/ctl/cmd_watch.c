@@ -54,35 +54,38 @@ static void on_stop(int sig)
 /* Subscribe at the leader; on success *c is the open connection and the
  * first event has been printed as event ++*seq. Returns 0 or a BATON_E*
  * code (err filled). */
-static int subscribe(struct ctl_opts *o, const char *name, struct admin_conn *c, uint64_t *seq,
+static int subscribe(struct ctl_opts *o, const char *name, baton__caller **c, uint64_t *seq,
                      char *err, size_t errlen)
 {
-    struct admin_reply rep;
+    struct baton__reply rep;
     struct msg req;
     int rv;
 
+    baton__caller_free(*c); /* the last subscription's */
+    *c = NULL;
     memset(&req, 0, sizeof req);
     req.type = MSG_WATCH;
     req.u.watch.lock.p = name;
     req.u.watch.lock.n = (uint16_t)strlen(name);
-    rv = admin_leader_open(o, &req, &rep, c, err, errlen);
+    rv = ctl_leader_open(o, &req, &rep, c, err, errlen);
     if (rv != 0) return rv;
     if (rep.m.type != MSG_WATCH_EVENT) {
         snprintf(err, errlen, "unexpected reply %s", msg_type_name(rep.m.type));
-        admin_reply_free(&rep);
-        admin_close(c);
+        baton__reply_free(&rep);
+        baton__caller_free(*c);
+        *c = NULL;
         return BATON_EPROTO;
     }
     ctl_print_lock_info(name, &rep.m.u.watch_event.info, o->format, ++*seq);
     fflush(stdout);
-    admin_reply_free(&rep);
+    baton__reply_free(&rep);
     return 0;
 }
 
 int cmd_watch(struct ctl_opts *o, int argc, char **argv)
 {
     struct ctl_optiter it;
-    struct admin_conn c;
+    baton__caller *c = NULL;
     struct sigaction sa;
     const char *arg, *name = NULL;
     uint64_t count = 0, seq = 0; /* seq: events printed, the first state included */
@@ -121,10 +124,10 @@ int cmd_watch(struct ctl_opts *o, int argc, char **argv)
         return ctl_exit_for(rv);
     }
     while (!stop_signal && (count == 0 || seq <= count)) {
-        struct admin_reply rep;
+        struct baton__reply rep;
 
         /* Wake up now and then to notice a signal. */
-        rv = admin_read(&c, &rep, ctl_now_ms() + 200, err, sizeof err);
+        rv = ctl_read(c, 200, &rep, err, sizeof err);
         if (rv == BATON_ETIMEDOUT) continue;
         if (rv != 0) {
             if (stop_signal) break;
@@ -135,15 +138,15 @@ int cmd_watch(struct ctl_opts *o, int argc, char **argv)
                 ctl_error("watch: %s", err);
                 return ctl_exit_for(rv);
             }
-            fprintf(stderr, "batonctl: watch: re-subscribed at node %u\n", c.node_id);
+            fprintf(stderr, "batonctl: watch: re-subscribed at node %u\n", baton__caller_node(c));
             continue;
         }
         if (rep.m.type == MSG_WATCH_EVENT) {
             ctl_print_lock_info(name, &rep.m.u.watch_event.info, o->format, ++seq);
             fflush(stdout);
         }
-        admin_reply_free(&rep);
+        baton__reply_free(&rep);
     }
-    admin_close(&c);
+    baton__caller_free(c);
     return CTL_EXIT_OK;
 }

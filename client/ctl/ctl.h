@@ -1,16 +1,15 @@
 /*
  * ctl.h -- batonctl's internal interfaces: options, exit codes, argument
- * parsing, output (tables and JSON), the blocking admin connection, and the
+ * parsing, output (tables and JSON), the requests to the cluster, and the
  * commands. Nothing here is public; batonctl is one program.
  *
  * Files:
  *   main.c          global options, the command table, usage, exit codes
  *   args.c          option iterator, number/duration/endpoint parsing
  *   output.c        column-aligned tables and a small JSON writer
- *   admin_conn.c    blocking TCP connection speaking the wire protocol,
- *                   and "send this to the leader, following redirects"
- *   admin_tls.c     that connection's TLS (proto/tls.h) and how a node
- *                   answering in the other language (TLS / plaintext) is told
+ *   transport.c     requests to the leader or to one node, on libbaton's
+ *                   sessionless requests (client/call.h); the security
+ *                   options; the clock
  *   auth_line.c     an auth file's line for a principal and its token
  *   cmd_status.c    batonctl status
  *   cmd_check.c     batonctl check
@@ -32,10 +31,10 @@
 #include <stdio.h>
 #include <stddef.h>
 
+#include "client/call.h"
 #include "proto/buf.h"
 #include "proto/errmsg.h"
 #include "proto/msg.h"
-#include "proto/tls.h"
 
 /* The size of every error-message buffer of batonctl: an endpoint's
  * address, a few words of context and a server's ERROR message
@@ -239,94 +238,44 @@ void jw_null(struct jw *w, const char *key);
 /* End the document with a newline. */
 void jw_finish(struct jw *w);
 
-/* ---- admin_conn.c: blocking protocol connection ----------------------- */
+/* ---- transport.c: requests to the cluster ------------------------------ */
 
 /* Milliseconds on the monotonic clock. */
 int64_t ctl_now_ms(void);
 /* Sleep ms milliseconds, but not past deadline (a ctl_now_ms value). */
 void ctl_sleep_until(int64_t ms, int64_t deadline);
 
-struct admin_conn {
-    int fd;                 /* -1 when closed */
-    uint32_t node_id;       /* from HELLO_OK */
-    uint64_t next_req_id;
-    struct buf in;          /* plaintext read and not yet decoded */
-    char addr[BATON_MAX_ADDR + 1];
-    /* TLS (admin_tls.c); ctx and t are NULL in plaintext. */
-    tls_ctx *ctx;
-    tls *t;
-    int has_cert;           /* a client certificate is configured */
-    uint64_t rx;            /* bytes received so far */
-    int plain_answer;       /* the node answered our TLS in plaintext */
-    char why[CTL_ERR_SIZE]; /* detail of a TLS failure, "" if none */
-};
-
-/* A decoded reply together with the frame its strings point into. */
-struct admin_reply {
-    struct msg m;
-    uint8_t *frame;
-};
+/*
+ * A caller (client/call.h) with o's security options and the name
+ * "batonctl": for the cluster's leader through o->endpoints when addr is
+ * NULL, else for the node at addr only (its own STATUS, METRICS). 0, or
+ * BATON_EINVAL (options that do not go together, unusable TLS files, a bad
+ * address) / BATON_ENOMEM with err filled.
+ */
+int ctl_caller(const struct ctl_opts *o, const char *addr, baton__caller **out, char *err,
+               size_t errlen);
 
 /*
- * Connect to addr ("host:port"), with TLS if o->cacert is set, and
- * exchange HELLO (with o->token) / HELLO_OK, giving up at `deadline`
- * (ctl_now_ms). Returns 0, or BATON_ECONNREFUSED, BATON_ETIMEDOUT,
- * BATON_EINVAL (bad address, unusable TLS files), BATON_EVERSION,
- * BATON_ECLOSED, BATON_EIO, BATON_EPROTO, BATON_ETLS (a certificate
- * refused on either side, or TLS on one side only), BATON_EAUTH (the node
- * does not know the token or certificate) with err filled ("addr: what
- * happened"); c is then closed.
+ * Send req on c and wait at most timeout_ms for its (first, with stream)
+ * reply, into *rep (release with baton__reply_free). 0, the code of an
+ * ERROR reply, a refusal (BATON_ETLS, BATON_EAUTH), or BATON_EUNAVAIL
+ * when nobody answered in time, with err saying what happened ("ADDRESS:
+ * ...") and, for a refusal, which flag to check.
  */
-int admin_connect(struct admin_conn *c, const struct ctl_opts *o, const char *addr,
-                  int64_t deadline, char *err, size_t errlen);
+int ctl_call(const struct ctl_opts *o, baton__caller *c, const struct msg *req, int stream,
+             int64_t timeout_ms, struct baton__reply *rep, char *err, size_t errlen);
 
 /*
- * Send req (req_id is assigned here) and read its reply into *rep, which
- * the caller releases with admin_reply_free. An ERROR reply is returned as
- * its code with the server's message in err (and *rep is then empty).
- * Returns 0 or a BATON_E* code; after a transport error the connection is
- * closed.
+ * A stream's next reply (a push, a chunk) within timeout_ms: 0 with *rep
+ * filled; BATON_ETIMEDOUT with the stream still open; any other code when
+ * the stream ended (BATON_ECLOSED: the connection was lost), err filled.
  */
-int admin_roundtrip(struct admin_conn *c, struct msg *req, struct admin_reply *rep,
-                    int64_t deadline, char *err, size_t errlen);
+int ctl_read(baton__caller *c, int64_t timeout_ms, struct baton__reply *rep, char *err,
+             size_t errlen);
 
-void admin_close(struct admin_conn *c);       /* NULL-safe, idempotent */
-void admin_reply_free(struct admin_reply *r); /* NULL-safe, idempotent */
-
-/*
- * Connect to addr and ask STATUS, all before deadline. 0 or as above.
- */
-int admin_status(const struct ctl_opts *o, const char *addr, int64_t deadline,
-                 struct admin_reply *rep, char *err, size_t errlen);
-
-/* For admin_tls.c: write n raw bytes / read up to cap raw bytes (*got,
- * at least one) from c's socket before deadline. 0 or a BATON_E* code
- * (BATON_ECLOSED at the end of the stream). */
-int admin_raw_send(struct admin_conn *c, const uint8_t *p, size_t n, int64_t deadline);
-int admin_raw_recv(struct admin_conn *c, uint8_t *p, size_t cap, size_t *got, int64_t deadline);
-
-/* ---- admin_tls.c: the connection's TLS ---------------------------------- */
-
-/*
- * Before connecting: check o's security options (ctl_security_check) and,
- * with o->cacert, read the TLS files into c's context. 0, or BATON_EINVAL /
- * BATON_ENOMEM with c->why saying what is wrong.
- */
-int admin_tls_setup(struct admin_conn *c, const struct ctl_opts *o);
-/*
- * Once connected, with a context: a TLS endpoint verifying host, and the
- * handshake, before deadline. Without: nothing. 0, or a BATON_E* code
- * with c->why saying what went wrong when there is more to say than the
- * code.
- */
-int admin_tls_begin(struct admin_conn *c, const char *host, int64_t deadline);
-/* Send n plaintext bytes (encrypted with TLS) before deadline. */
-int admin_send(struct admin_conn *c, const uint8_t *p, size_t n, int64_t deadline);
-/* Read what the node sends next into c->in (decrypted with TLS), waiting
- * until deadline. 0, or a code (c->why may say more: BATON_ETLS). */
-int admin_recv(struct admin_conn *c, int64_t deadline);
-/* Free c's TLS endpoint and context. */
-void admin_tls_end(struct admin_conn *c);
+/* Ask the node at addr for its STATUS before deadline. 0 or as ctl_call. */
+int ctl_node_status(const struct ctl_opts *o, const char *addr, int64_t deadline,
+                    struct baton__reply *rep, char *err, size_t errlen);
 
 /* ---- auth_line.c: the auth file's line for a token ---------------------------- */
 
@@ -348,31 +297,22 @@ int ctl_auth_line(const char *name, const char *role, const char *const *opts, i
 int ctl_new_token(char *out);
 
 /*
- * Send req to the cluster's leader: try o->endpoints in turn, follow
- * REDIRECT, wait and retry on NO_LEADER or a broken connection, for at most
- * o->timeout_ms. Returns 0 with the reply, the code of an ERROR reply, or
- * BATON_EUNAVAIL when no leader answered in time (err says what was seen
- * last), or BATON_EINVAL for a bad endpoint list.
+ * Send req to the cluster's leader: o->endpoints, REDIRECT followed,
+ * retried on NO_LEADER or a broken connection, for at most o->timeout_ms.
+ * Returns 0 with the reply, the code of an ERROR reply, or BATON_EUNAVAIL
+ * when no leader answered in time (err says what was seen last), or
+ * BATON_EINVAL for a bad endpoint list or security options.
  */
-int admin_leader_request(const struct ctl_opts *o, struct msg *req, struct admin_reply *rep,
-                         char *err, size_t errlen);
+int ctl_leader_request(const struct ctl_opts *o, const struct msg *req, struct baton__reply *rep,
+                       char *err, size_t errlen);
 
 /*
- * admin_leader_request, but on success the connection the reply came on is
- * left open in *keep (the caller closes it with admin_close) when keep is
- * not NULL. On failure nothing is left open.
+ * ctl_leader_request for a stream (WATCH, SNAPSHOT_SAVE): on success the
+ * caller it came on is left in *keep, for ctl_read (the command frees it
+ * with baton__caller_free). On failure nothing is left open.
  */
-int admin_leader_open(const struct ctl_opts *o, struct msg *req, struct admin_reply *rep,
-                      struct admin_conn *keep, char *err, size_t errlen);
-
-/*
- * Wait for the next frame on c (a push, or a late reply) until deadline.
- * 0 with *rep filled (release with admin_reply_free); BATON_ETIMEDOUT with
- * the connection still open and any partial frame kept; any other code
- * after a transport or protocol failure, with err filled and c closed.
- */
-int admin_read(struct admin_conn *c, struct admin_reply *rep, int64_t deadline, char *err,
-               size_t errlen);
+int ctl_leader_open(const struct ctl_opts *o, const struct msg *req, struct baton__reply *rep,
+                    baton__caller **keep, char *err, size_t errlen);
 
 /* ---- main.c: shared helpers for the commands ---------------------------- */
 

@@ -577,6 +577,23 @@ static void fk_handle(struct fake *f, struct fk_conn *c, const struct msg *m)
         f->n_close++;
         fk_close_session(f, c, m);
         return;
+    case MSG_CHECK:
+        f->n_check++;
+        r.type = MSG_CHECK_R;
+        r.u.check_r.index = 7;
+        fk_send(c, &r);
+        return;
+    case MSG_WATCH:
+        /* The first event answers the WATCH; the next is a push. */
+        f->n_watch++;
+        r.type = MSG_WATCH_EVENT;
+        r.u.watch_event.seq = 1;
+        r.u.watch_event.info.lock = m->u.watch.lock;
+        fk_send(c, &r);
+        r.req_id = 0;
+        r.u.watch_event.seq = 2;
+        fk_send(c, &r);
+        return;
     default:
         FAIL("fake: unexpected %s", msg_type_name(m->type));
     }

@@ -14,7 +14,8 @@
  * (or after applying a command: an outcome the node cannot know),
  * drop a connection right after a QUEUED reply, open a session but drop
  * the connection instead of the SESSION reply, never answer ACQUIRE,
- * ignore wait deadlines, or claim another protocol version. It answers KEEPALIVE (and can be told to stop
+ * ignore wait deadlines, or claim another protocol version. Of the
+ * sessionless requests it answers CHECK and WATCH (test_client_call.c). It answers KEEPALIVE (and can be told to stop
  * answering it), and a test can make it expire a session (LOST pushes for
  * its locks, then SESSION_EXPIRED), force the release of one lock (a LOST
  * push -- or none, force_silent -- and a lost hold recorded as batond
@@ -167,6 +168,8 @@ struct fake {
     int n_open_resent;     /* OPEN_SESSIONs answered with the session of their nonce */
     int n_stale;           /* requests answered BATON_ESTALE */
     int n_hello;           /* HELLOs received */
+    int n_check, n_watch;  /* CHECKs (answered CHECK_R, index 7) and WATCHes
+                              (answered WATCH_EVENT seq 1, then a push of seq 2) */
     int n_lost_holds;      /* LOST_HOLDS received */
     int n_lost_acks;       /* RELEASEs that acknowledged a lost hold */
     int n_lost;            /* lost holds recorded now */

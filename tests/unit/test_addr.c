@@ -1,8 +1,11 @@
 /*
  * test_addr.c -- the "HOST:PORT" parser (proto/addr.h) that batond,
  * libbaton, batonctl and the members table share: the three kinds of host,
- * the port's range and form, the limits, and why each bad input is refused.
+ * the port's range and form, the limits, and why each bad input is refused;
+ * and the one resolver (proto/resolve.h) that turns them into socket
+ * addresses.
  */
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -10,6 +13,7 @@
 
 #include "baton/baton_defs.h"
 #include "proto/addr.h"
+#include "proto/resolve.h"
 #include "tests/lib/runner.h"
 
 /* Parse the C string s; on success check the kind, host and port. */
@@ -188,6 +192,64 @@ TEST(sockaddr_and_format)
     ASSERT_STREQ(proto_addr_format((struct sockaddr *)&ss, text, sizeof text), "?");
 }
 
+/* An IP literal never reaches the resolver; a name's addresses carry the
+ * port. localhost comes from the hosts file, not from DNS. */
+TEST(resolve)
+{
+    struct sockaddr_storage ss[PROTO_RESOLVE_MAX];
+    socklen_t lens[PROTO_RESOLVE_MAX];
+    struct proto_addr a;
+    const char *why = "unset";
+    unsigned n;
+
+    ASSERT_EQ(proto_addr_parse("[::1]:7001", 10, &a), 0);
+    ASSERT_EQ(proto_resolve(&a, ss, lens, PROTO_RESOLVE_MAX, &why), 1);
+    ASSERT(why == NULL);
+    ASSERT_EQ(ss[0].ss_family, AF_INET6);
+    ASSERT_EQ(lens[0], sizeof(struct sockaddr_in6));
+    ASSERT_EQ(proto_resolve(&a, ss, lens, 0, &why), 0);
+    ASSERT(why != NULL);
+    ASSERT_EQ(proto_addr_parse("localhost:7002", 14, &a), 0);
+    n = proto_resolve(&a, ss, lens, PROTO_RESOLVE_MAX, &why);
+    ASSERT_GE(n, 1);
+    for (unsigned i = 0; i < n; i++) {
+        ASSERT(ss[i].ss_family == AF_INET || ss[i].ss_family == AF_INET6);
+        ASSERT_EQ(ntohs(ss[i].ss_family == AF_INET ? ((struct sockaddr_in *)&ss[i])->sin_port
+                                                   : ((struct sockaddr_in6 *)&ss[i])->sin6_port),
+                  7002);
+    }
+}
+
+/* What is kept of a lookup's answer: IPv4 and IPv6 only, in order, at most
+ * max. */
+TEST(resolve_take)
+{
+    struct sockaddr_in v4 = {.sin_family = AF_INET, .sin_port = htons(1)};
+    struct sockaddr_in6 v6 = {.sin6_family = AF_INET6, .sin6_port = htons(2)};
+    struct sockaddr unix_sa = {.sa_family = AF_UNIX};
+    struct addrinfo a3 = {.ai_family = AF_INET, .ai_addr = (struct sockaddr *)&v4,
+                          .ai_addrlen = sizeof v4};
+    struct addrinfo a2 = {.ai_family = AF_UNIX, .ai_addr = &unix_sa,
+                          .ai_addrlen = sizeof unix_sa, .ai_next = &a3};
+    struct addrinfo a1 = {.ai_family = AF_INET6, .ai_addr = (struct sockaddr *)&v6,
+                          .ai_addrlen = sizeof v6, .ai_next = &a2};
+    struct sockaddr_storage ss[PROTO_RESOLVE_MAX];
+    socklen_t lens[PROTO_RESOLVE_MAX];
+    struct addrinfo h;
+
+    ASSERT_EQ(proto_resolve_take(&a1, ss, lens, PROTO_RESOLVE_MAX), 2);
+    ASSERT_EQ(ss[0].ss_family, AF_INET6);
+    ASSERT_EQ(lens[0], sizeof v6);
+    ASSERT_EQ(ss[1].ss_family, AF_INET);
+    ASSERT_EQ(lens[1], sizeof v4);
+    ASSERT_EQ(proto_resolve_take(&a1, ss, NULL, 1), 1);
+    ASSERT_EQ(proto_resolve_take(NULL, ss, NULL, 1), 0);
+    proto_resolve_hints(&h);
+    ASSERT_EQ(h.ai_family, AF_UNSPEC);
+    ASSERT_EQ(h.ai_socktype, SOCK_STREAM);
+    ASSERT_EQ(h.ai_flags, AI_NUMERICSERV);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -199,5 +261,7 @@ int main(int argc, char **argv)
     RUN(empty_and_junk);
     RUN(max_addr_limit);
     RUN(sockaddr_and_format);
+    RUN(resolve);
+    RUN(resolve_take);
     return runner_done();
 }
