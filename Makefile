@@ -259,7 +259,7 @@ $(B)/tests/unit/test_peer_hello: $(B)/tests/unit/test_peer_hello.o $(B)/raft/pee
 # batond's flags and --config file (server/config.c, config_file.c) need
 # libraft for node_member_find (raft/node.c) and libinih.
 $(B)/tests/unit/test_config: $(B)/tests/unit/test_config.o $(B)/server/config.o \
-        $(B)/server/config_file.o $(B)/server/xmalloc.o $(B)/server/log.o $(RAFT_OBJ) \
+        $(B)/server/config_flags.o $(B)/server/config_file.o $(B)/server/xmalloc.o $(B)/server/log.o $(RAFT_OBJ) \
         $(B)/libstore.a $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_INIH) $(LIBS_SYS)
 
