@@ -29,7 +29,7 @@ conn_tls
 conn
 lease auth config resolve notify
 metrics
-config_file
+config_file config_flags
 xmalloc
 log
 '
