@@ -16,6 +16,7 @@
 #   make bench-plot     docs/bench-w2.png from the last sweep's JSON lines (gnuplot)
 #   make bench-table    the table of figures (docs/performance.md) from the same lines
 #   make install        build build/default and install it (PREFIX=/usr/local, DESTDIR=)
+#                       (SYSCONFDIR=$(PREFIX)/etc, /etc for PREFIX=/usr)
 #   make uninstall      remove exactly what make install put there
 #   make deb            build/baton_$(VERSION)_<arch>.deb (dist/deb.sh, dpkg-deb)
 #
