@@ -16,6 +16,7 @@
 #   make bench-plot     docs/bench-w2.png from the last sweep's JSON lines (gnuplot)
 #   make bench-table    the table of figures (docs/performance.md) from the same lines
 #   make install        build build/default and install it (PREFIX=/usr/local, DESTDIR=)
+#                       (SYSCONFDIR=$(PREFIX)/etc, /etc for PREFIX=/usr)
 #   make uninstall      remove exactly what make install put there
 #   make deb            build/baton_$(VERSION)_<arch>.deb (dist/deb.sh, dpkg-deb)
 #
@@ -143,7 +144,7 @@ run-secure-inner: $(PROGS)
 test-inner: $(PROGS) build-tests $(FUZZ_BIN) $(FAULT_ALL) $(B)/lockbench $(B)/benchfloor
 	@FUZZ_SECONDS=$(FUZZ_TEST_SECONDS) tests/run-tests.sh $(B) $(UNIT_BIN) tests/fuzz/run-fuzz.sh \
 	    $(CLUSTER_BIN) $(INTEG_BIN) $(FAULT_TEST) tests/bench/smoke.sh tests/check-exports.sh \
-	    tests/check-layers.sh tests/check-includes.sh tests/check-install.sh tests/check-deb.sh \
+	    tests/check-layers.sh tests/check-includes.sh tests/check-flag-docs.sh tests/check-install.sh tests/check-deb.sh \
 	    tests/check-deploy.sh
 unit-inner: $(UNIT_BIN)
 	@tests/run-tests.sh $(B) $(UNIT_BIN)
@@ -260,7 +261,7 @@ $(B)/tests/unit/test_peer_hello: $(B)/tests/unit/test_peer_hello.o $(B)/raft/pee
 # batond's flags and --config file (server/config.c, config_file.c) need
 # libraft for node_member_find (raft/node.c) and libinih.
 $(B)/tests/unit/test_config: $(B)/tests/unit/test_config.o $(B)/server/config.o \
-        $(B)/server/config_file.o $(B)/server/xmalloc.o $(B)/server/log.o $(RAFT_OBJ) \
+        $(B)/server/config_flags.o $(B)/server/config_file.o $(B)/server/xmalloc.o $(B)/server/log.o $(RAFT_OBJ) \
         $(B)/libstore.a $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_INIH) $(LIBS_SYS)
 

@@ -11,7 +11,8 @@
 #   DESTDIR      staging root prepended to every path (default: none)
 #   PREFIX       /usr/local
 #   BINDIR SBINDIR LIBDIR INCLUDEDIR DATADIR MANDIR PKGCONFIGDIR
-#   COMPLETIONDIR UNITDIR SYSCONFDIR   (the defaults are below)
+#   COMPLETIONDIR UNITDIR SYSCONFDIR   (the defaults are below; SYSCONFDIR
+#                is $PREFIX/etc, or /etc for PREFIX=/usr)
 #   MANGZIP      1: gzip -9n the man pages (the .deb does)
 #
 # `list` prints what `install` puts where (one destination per line, without
@@ -33,7 +34,12 @@ MANDIR=${MANDIR:-$DATADIR/man}
 PKGCONFIGDIR=${PKGCONFIGDIR:-$LIBDIR/pkgconfig}
 COMPLETIONDIR=${COMPLETIONDIR:-$DATADIR/bash-completion/completions}
 UNITDIR=${UNITDIR:-$PREFIX/lib/systemd/system}
-SYSCONFDIR=${SYSCONFDIR:-/etc}
+# As autoconf's sysconfdir: PREFIX/etc, except that a system install
+# (PREFIX=/usr, as the .deb) uses /etc itself.
+case $PREFIX in
+/usr | /usr/) SYSCONFDIR=${SYSCONFDIR:-/etc} ;;
+*) SYSCONFDIR=${SYSCONFDIR:-${PREFIX%/}/etc} ;;
+esac
 MANGZIP=${MANGZIP:-0}
 
 dist=$(cd "$(dirname "$0")" && pwd)

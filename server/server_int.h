@@ -70,13 +70,16 @@
  *                       connection, and in all)
  *  [13] lease.c         the leader's table of session leases (lease.h)
  *  [13] auth.c          --auth-file: parse it, look principals up (auth.h)
- *  [13] config.c        batond's flags (config.h; usage() documents each)
+ *  [13] config.c        batond's flags, parsed and described from
+ *                       config_flags.c's table (config.h)
  *  [13] resolve.c       the addresses a node listens on (resolve.h)
  *  [13] notify.c        sd_notify for systemd: READY, STATUS, STOPPING
  *  [14] metrics.c       the metric registry every file bumps, and its
  *                       Prometheus text (metrics.h)
  *  [15] config_file.c   --config FILE: each pair becomes a flag
  *                       (config_file.h)
+ *  [15] config_flags.c  the table of batond's flags: name, kind, field,
+ *                       bounds, default, help (config_flags.h)
  *  [16] xmalloc.c       allocation failure: log and abort (xmalloc.h)
  *  [17] log.c           one line per event to stderr, text or JSON (log.h)
  *

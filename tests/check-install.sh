@@ -8,7 +8,8 @@
 # Installs what BUILD_DIR holds (make install-built, which builds nothing)
 # with PREFIX=/usr/local into a fresh temporary DESTDIR, then:
 #  - every file dist/install.sh lists is there, and the usual ones are among
-#    them; the library's real file, soname link and dev link agree;
+#    them; the library's real file, soname link and dev link agree; the
+#    configuration goes to PREFIX/etc/baton (and /etc/baton for PREFIX=/usr);
 #  - every public function (BATON_API, and the adapter's baton_uv_attach)
 #    has a man page, every BATON_E code is in baton_strerror(3);
 #  - a program using <baton/baton.h>, <baton/baton_async.h> and
@@ -59,9 +60,21 @@ for f in sbin/batond bin/batonctl lib/libbaton.a lib/libbaton.so "lib/$soname_mk
     share/bash-completion/completions/batonctl; do
     [ -e "$dest$prefix/$f" ] || missing="$missing $prefix/$f"
 done
-[ -e "$dest/etc/baton/batond.conf.example" ] || missing="$missing /etc/baton/batond.conf.example"
+[ -e "$dest$prefix/etc/baton/batond.conf.example" ] || missing="$missing $prefix/etc/baton/batond.conf.example"
 [ -z "$missing" ] && ok=1 || ok=0
 report "every file install lists ($(wc -l <"$tmp/list")) is installed" "$ok" "missing:$missing"
+
+# The configuration directory follows the prefix as autoconf's sysconfdir
+# does: PREFIX/etc, except /etc for a system install (PREFIX=/usr).
+detail=""
+[ -e "$dest/etc" ] && detail="wrote $dest/etc under PREFIX=$prefix"
+for p_e in /usr/local:/usr/local/etc /opt/baton:/opt/baton/etc /usr:/etc; do
+    got=$(B=$build SONAME=$soname_mk VERSION=x PREFIX=${p_e%%:*} "$root/dist/install.sh" list |
+        grep batond.conf.example)
+    [ "$got" = "${p_e#*:}/baton/batond.conf.example" ] || detail="$detail PREFIX=${p_e%%:*}: $got"
+done
+[ -z "$detail" ] && ok=1 || ok=0
+report "SYSCONFDIR follows PREFIX (PREFIX/etc; /etc for PREFIX=/usr)" "$ok" "$detail"
 
 lib=$dest$prefix/lib
 so=$soname_mk
@@ -199,7 +212,7 @@ report "every .so alias page ($aliases) names an installed page" "$ok" "$bad"
 # ---- the systemd unit -------------------------------------------------------------------
 unit=$dest$prefix/lib/systemd/system/batond.service
 missing=""
-for want_line in Type=notify User=baton "ExecStart=$prefix/sbin/batond --config /etc/baton/batond.conf" \
+for want_line in Type=notify User=baton "ExecStart=$prefix/sbin/batond --config $prefix/etc/baton/batond.conf" \
     Restart=on-failure ProtectSystem=strict ReadWritePaths=/var/lib/baton NoNewPrivileges=yes \
     LimitNOFILE= TimeoutStopSec= WantedBy=multi-user.target; do
     grep -q "^$want_line" "$unit" || missing="$missing '$want_line'"
@@ -219,7 +232,7 @@ else
 fi
 
 # ---- the example configuration ---------------------------------------------------------
-conf=$dest/etc/baton/batond.conf.example
+conf=$dest$prefix/etc/baton/batond.conf.example
 help=$("$dest$prefix/sbin/batond" --help 2>&1)
 bad=""
 keys=$(sed -nE 's/^[;#]?[[:space:]]*([a-z][a-z0-9-]*)[[:space:]]*=.*/\1/p' "$conf")

@@ -15,6 +15,7 @@
 
 #include "server/config.h"
 #include "server/config_file.h"
+#include "server/log.h"
 #include "tests/lib/files.h"
 #include "tests/lib/runner.h"
 
@@ -230,6 +231,59 @@ TEST(every_option_is_a_key)
     ASSERT_GE(n, 30);
 }
 
+/* Flags left out take the table's defaults (batond --help's). */
+TEST(defaults_from_table)
+{
+    struct srv_config c;
+
+    write_file(""); /* sets errpath */
+    ASSERT_EQ(parse(&c, "--id", "1", "--data", "/a", "--cluster", CLUSTER, NULL), 0);
+    ASSERT_EQ(c.node.election_timeout_ms, 300);
+    ASSERT_EQ(c.node.heartbeat_timeout_ms, 30);
+    ASSERT_EQ(c.node.election_jitter_ms, 0); /* raft/node.c: a third of the timeout */
+    ASSERT_EQ(c.shutdown_transfer_ms, 600);
+    ASSERT_EQ(c.max_conns, 10000);
+    ASSERT_EQ(c.max_inflight, 1);
+    ASSERT_EQ(c.log_level, LOG_INFO);
+    ASSERT(c.metrics_addr == NULL && !c.tls12);
+    config_free(&c);
+    ASSERT_EQ(parse(&c, "--id", "1", "--data", "/a", "--cluster", CLUSTER,
+                    "--election-timeout", "1000", NULL), 0);
+    ASSERT_EQ(c.shutdown_transfer_ms, 2000);
+    config_free(&c);
+}
+
+/* A bad flag is one line that points to --help, not the whole help. */
+TEST(bad_option_one_line)
+{
+    struct srv_config c;
+    char got[2048];
+
+    write_file(""); /* sets errpath */
+    ASSERT_EQ(parse(&c, "--foo", NULL), -1);
+    expect_err("batond: unknown option --foo (batond --help lists the flags)");
+    ASSERT(read_tail(errpath, got, sizeof got) >= 0);
+    ASSERT(strstr(got, "usage:") == NULL && strchr(got, '\n') == got + strlen(got) - 1);
+    ASSERT_EQ(parse(&c, "--foo=3", NULL), -1);
+    expect_err("unknown option --foo (");
+    ASSERT_EQ(parse(&c, "--id", "1", "--data", NULL), -1);
+    expect_err("batond: --data needs a value (batond --help");
+    ASSERT_EQ(parse(&c, "--id", "1", "stray", NULL), -1);
+    expect_err("unexpected argument 'stray' (batond --help");
+    ASSERT_EQ(parse(&c, "--id", "1", NULL), -1);
+    expect_err("--id, --data and --cluster are required (batond --help");
+    ASSERT_EQ(parse(&c, "--id", "0", NULL), -1);
+    expect_err("batond: --id must be a positive integer");
+    ASSERT_EQ(parse(&c, "--max-unread-mb", "0", NULL), -1);
+    expect_err("--max-unread-mb needs a positive number of MiB");
+    ASSERT_EQ(parse(&c, "--frame-timeout", "0", NULL), -1);
+    expect_err("batond: '0' is not a positive number");
+    ASSERT_EQ(parse(&c, "--metrics-addr", "nope", NULL), -1);
+    expect_err("batond: --metrics-addr 'nope': ");
+    ASSERT_EQ(parse(&c, "--log-level", "loud", NULL), -1);
+    expect_err("--log-level must be debug, info, warn or error");
+}
+
 int main(int argc, char **argv)
 {
     int rv;
@@ -245,6 +299,8 @@ int main(int argc, char **argv)
     RUN(bad_line);
     RUN(value_refused_by_flag);
     RUN(every_option_is_a_key);
+    RUN(defaults_from_table);
+    RUN(bad_option_one_line);
     rv = runner_done();
     suite_dir_done();
     return rv;
