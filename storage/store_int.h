@@ -57,8 +57,8 @@
 #define STORE_FORMAT_NO_OWNERS 4
 #define STORE_FORMAT_NO_MEMBERS 3
 
-/* ---- format 6: the lost table (issue 12, forced releases never lost
- * silently). Kept apart from the other format steps so that it combines
+/* ---- format 6: the lost table (so that a forced release or expiry is
+ * never lost silently). Kept apart from the other format steps so that it combines
  * with other changes of the layout:
  *   - one database of its own, DB_LOST, created empty by env_open and
  *     dumped last in snapshots;
@@ -73,7 +73,7 @@
  * them is the same format 5. */
 #define STORE_FORMAT_NO_NONCES STORE_FORMAT_NO_LOST
 
-/* ---- format 7: lock modes (issue 14: shared locks, semaphores,
+/* ---- format 7: lock modes (shared locks, semaphores,
  * reentrancy; modes.c):
  *   - the holders of a lock are a set: a database of their own, DB_HOLDERS
  *     (name \0 be64 fence -> struct hold_rec), and the lock record (struct
@@ -92,7 +92,7 @@
  * STORE_FORMAT_NO_MODES is the format before it. */
 #define STORE_FORMAT_NO_MODES 6
 
-/* ---- format 8: atomic multi-locks (issue 14; multi.c):
+/* ---- format 8: atomic multi-locks (multi.c):
  *   - DB_MULTI (be64 session, be64 waiter -> the request's names, in the
  *     order the client gave them) for every multi-lock that waits or holds;
  *   - waiter, holder and owned records of a multi-lock carry

@@ -22,8 +22,14 @@
  * Any failure jumps to the end of the chain (finish), which closes the
  * session if there is one and frees the context either way.
  *
- * Build: make (the binary is build/default/examples/async_lock), or by hand:
- *     cc -std=c11 -I. async_lock.c build/default/libbaton.a -luv -lssl -lcrypto -lpthread
+ * Build: make (the binary is build/default/examples/async_lock), or by hand
+ * from the repository root after `make` (uv.h needs the POSIX declarations
+ * that -std=c11 alone hides, hence -D_POSIX_C_SOURCE):
+ *     cc -std=c11 -D_POSIX_C_SOURCE=200809L -Iinclude client/examples/async_lock.c \
+ *        build/default/libbaton.a -luv -lssl -lcrypto -lpthread -o async_lock
+ * With libbaton installed (make install, or the .deb):
+ *     cc -std=c11 -D_POSIX_C_SOURCE=200809L async_lock.c -o async_lock \
+ *        $(pkg-config --cflags --libs libbaton libuv)
  */
 #include <inttypes.h>
 #include <stdio.h>

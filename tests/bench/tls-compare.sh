@@ -12,7 +12,8 @@
 # (BENCH_WORKLOADS, BENCH_W1_CLIENTS, BENCH_W2_CLIENTS override them).
 # Alternating the two runs spreads this machine's drift over both. Then it
 # prints, per workload and client count, the median ops/s of each and their
-# ratio, against the targets of issue 11 (W1 64 clients >= 0.85, W2 >= 0.95).
+# ratio, against the targets set for TLS's cost (W1 64 clients >= 0.85,
+# W2 >= 0.95).
 # A benchmark reports, it does not assert: the exit status is 0 whenever
 # every run printed its figures.
 #

@@ -49,7 +49,7 @@
 const char *const fault_names[F_COUNT] = {
     "kill-leader", "kill-follower", "stop-leader", "stop-client", "partition-leader",
     "partition-follower", "restart-all", "member", "force-release", "expire",
-    /* issue 12 */
+    /* pauses, operator, client partitions, disks */
     "stop-follower", "stale-follower", "stall-leader", "transfer-leader", "partition-client",
     "deposed-leader", "disk-slow", "disk-fail", "disk-fail-leader",
 };

@@ -28,7 +28,7 @@ enum fault_kind {
     F_MEMBER,
     F_FORCE_RELEASE, /* nemesis_admin.c */
     F_EXPIRE,        /* nemesis_admin.c */
-    /* issue 12: pauses (nemesis_pause.c), operator, client partitions
+    /* pauses (nemesis_pause.c), operator, client partitions
      * (nemesis_net.c), disks (nemesis_disk.c) */
     F_STOP_FOLLOWER,
     F_STALE_FOLLOWER,

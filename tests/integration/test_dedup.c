@@ -1,6 +1,6 @@
 /*
  * test_dedup.c -- requests that take effect once, against three real
- * batond processes on 127.0.0.1 (tests/lib/cluster.h): issue 12's bounded
+ * batond processes on 127.0.0.1 (tests/lib/cluster.h): bounded
  * deduplication (proto/msg.h; docs/design.md, "Deduplication").
  *
  *  - An OPEN_SESSION whose SESSION reply is lost (the client's connection

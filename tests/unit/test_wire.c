@@ -3,21 +3,21 @@
  * number and its exact bytes.
  *
  * The numbers and the frames below were written down from the codec of
- * protocol version 1; protocol version 2 (issue 11: HELLO's token,
+ * protocol version 1; protocol version 2 (security: HELLO's token,
  * HELLO_OK's principal and role, STATUS_R's auth digest, a session's
  * owner) changed exactly the frames of HELLO, HELLO_OK, STATUS_R and
- * SESSIONS_R; protocol version 3 (issue 12) appended check_index and
+ * SESSIONS_R; protocol version 3 (lost locks never silent) appended check_index and
  * content_hash (the content check) and then the node's fault (fault_kind,
  * fault, fault_index) to STATUS_R, gave FORCE_RELEASE its fence and flags
  * and FORCE_RELEASE_R its delay and current fence, added CHECK, CHECK_R,
  * LOST_HOLDS and LOST_HOLDS_R (and, additively, METRICS and METRICS_R), gave OPEN_SESSION its nonce and ACQUIRE,
  * RELEASE, CANCEL and CLOSE_SESSION their keep list, and changed HELLO's
  * and HELLO_OK's frames only by the version number they carry; protocol
- * version 4 (issue 14, lock modes) gave ACQUIRE its mode, limit and
+ * version 4 (lock modes) gave ACQUIRE its mode, limit and
  * reentrant flag, LOCK_INFO_R and WATCH_EVENT the holders' mode, the
  * limit, every holder and each waiter's mode, LIST_LOCKS_R's items the
  * mode, limit and holder count, and changed HELLO and HELLO_OK by their
- * version number; protocol version 5 (issue 14, atomic multi-locks) added
+ * version number; protocol version 5 (atomic multi-locks) added
  * ACQUIRE_MANY and changed HELLO and HELLO_OK by their version number.
  * They must
  * never change within a protocol version: a client of one release talks to a
