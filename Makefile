@@ -275,6 +275,12 @@ $(B)/tests/unit/test_auth_file: $(B)/tests/unit/test_auth_file.o $(B)/server/aut
         $(B)/server/xmalloc.o $(B)/server/log.o $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
 
+# Access control's decision (server/access_rule.c) against the auth file's
+# principals.
+$(B)/tests/unit/test_access: $(B)/tests/unit/test_access.o $(B)/server/access_rule.o \
+        $(B)/server/auth.o $(B)/server/xmalloc.o $(B)/server/log.o $(B)/libproto.a $(B)/libtest.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
+
 # batond's metric registry (server/metrics.c) and its log.
 $(B)/tests/unit/test_metrics: $(B)/tests/unit/test_metrics.o $(B)/server/metrics.o \
         $(B)/server/log.o $(B)/libproto.a $(B)/libtest.a

@@ -109,6 +109,7 @@
 #include "baton/baton_async.h"
 #include "proto/buf.h"
 #include "proto/errmsg.h"
+#include "proto/lockreq.h"
 #include "proto/msg.h"
 #include "proto/tls.h"
 #include "proto/u64map.h"
@@ -480,5 +481,9 @@ int baton__tls_wrap(baton_async_t *ac);
 int baton__tls_unwrap(baton_async_t *ac, const uint8_t *p, size_t n);
 int baton__plain_check(baton_async_t *ac, size_t n);
 void baton__send_alert(baton_async_t *ac);
+
+/* Is *a a set of options a lock call on n names may take (proto/lockreq.h;
+ * many: baton_lock_many and baton_async_lock_many)? */
+bool baton__lock_args_ok(const baton_lock_args *a, bool many, size_t n);
 
 #endif /* BATON_CLIENT_ASYNC_INT_H */

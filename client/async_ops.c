@@ -761,12 +761,14 @@ int baton_async_lock(baton_async_t *ac, const char *name, int64_t wait_ms, baton
     return baton_async_lock_with(ac, name, &a, cb, data);
 }
 
-/* Is *a a set of options a lock call may take? */
-static bool args_ok(const baton_lock_args *a)
+bool baton__lock_args_ok(const baton_lock_args *a, bool many, size_t n)
 {
-    return a->wait_ms >= BATON_WAIT_FOREVER && a->lock_delay_ms >= BATON_LOCK_DELAY_NONE &&
-           a->mode <= BATON_MODE_SHARED && a->limit <= BATON_MAX_LIMIT && a->reentrant <= 1 &&
-           !(a->limit > 1 && a->mode == BATON_MODE_SHARED);
+    struct lockreq r = {.wait_ms = a->wait_ms, .lock_delay_ms = a->lock_delay_ms,
+                        .mode = a->mode, .limit = a->limit, .reentrant = a->reentrant,
+                        .many = many, .n_names = n};
+    const char *why;
+
+    return lockreq_check(&r, &why) == 0;
 }
 
 /* Start a lock call on name[0..n), checked, with *a checked; a multi-lock
@@ -816,7 +818,8 @@ int baton_async_lock_with(baton_async_t *ac, const char *name, const baton_lock_
 {
     size_t n;
 
-    if (ac == NULL || a == NULL || check_name(name, &n) != 0 || !args_ok(a)) return BATON_EINVAL;
+    if (ac == NULL || a == NULL || check_name(name, &n) != 0 || !baton__lock_args_ok(a, false, 1))
+        return BATON_EINVAL;
     return lock_start(ac, name, n, a, NULL, 0, cb, data);
 }
 
@@ -829,15 +832,16 @@ static int copy_more(const char *const *names, size_t n, struct msg_lock_name **
 {
     size_t len[BATON_MAX_MANY], bytes = 0;
     struct msg_lock_name *more;
+    const char *why;
     char *p;
 
     if (n < 2 || n > BATON_MAX_MANY) return BATON_EINVAL;
     for (size_t i = 0; i < n; i++) {
-        if (check_name(names[i], &len[i]) != 0) return BATON_EINVAL;
-        for (size_t j = 0; j < i; j++)
-            if (len[j] == len[i] && memcmp(names[j], names[i], len[i]) == 0) return BATON_EINVAL;
+        if (names[i] == NULL) return BATON_EINVAL;
+        len[i] = strnlen(names[i], BATON_MAX_NAME + 1);
         bytes += len[i];
     }
+    if (lockreq_names_check(n, names, len, &why) != 0) return BATON_EINVAL;
     more = malloc((n - 1) * sizeof *more + bytes);
     if (more == NULL) return BATON_ENOMEM;
     p = (char *)(more + (n - 1));
@@ -860,9 +864,7 @@ int baton_async_lock_many(baton_async_t *ac, const char *const *names, size_t n,
     int rv;
 
     if (a == NULL) a = &dflt;
-    if (ac == NULL || names == NULL || n == 0 || n > BATON_MAX_MANY || a->reentrant != 0 ||
-        !args_ok(a))
-        return BATON_EINVAL;
+    if (ac == NULL || names == NULL || !baton__lock_args_ok(a, true, n)) return BATON_EINVAL;
     if (n == 1) return baton_async_lock_with(ac, names[0], a, cb, data);
     rv = copy_more(names, n, &more);
     if (rv != 0) return rv;

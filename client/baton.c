@@ -38,6 +38,7 @@
 #include "baton/adapters/libuv.h"
 #include "baton/baton.h"
 #include "baton/baton_async.h"
+#include "client/async_int.h"
 #include "proto/errmsg.h"
 #include "proto/msg.h"
 
@@ -441,19 +442,11 @@ int baton_lock_timeout(baton_t *b, const char *name, int64_t ms, baton_lock_t **
                        "baton_lock_timeout");
 }
 
-/* Are a's fields each legal (baton.h, baton_lock_args)? Checked here too,
- * before a call is queued, so that a refusal needs no round trip to the
- * I/O thread. */
-static bool args_ok(const baton_lock_args *a)
-{
-    return a->wait_ms >= BATON_WAIT_FOREVER && a->lock_delay_ms >= BATON_LOCK_DELAY_NONE &&
-           a->mode <= BATON_MODE_SHARED && a->limit <= BATON_MAX_LIMIT && a->reentrant <= 1 &&
-           !(a->limit > 1 && a->mode == BATON_MODE_SHARED);
-}
-
 int baton_lock_with(baton_t *b, const char *name, const baton_lock_args *a, baton_lock_t **out)
 {
-    if (a == NULL || !args_ok(a)) {
+    /* Checked here too, before a call is queued, so that a refusal needs no
+     * round trip to the I/O thread. */
+    if (a == NULL || !baton__lock_args_ok(a, false, 1)) {
         if (out != NULL) *out = NULL;
         return BATON_EINVAL;
     }
@@ -466,7 +459,7 @@ int baton_lock_many(baton_t *b, const char *const *names, size_t n, const baton_
     baton_lock_args dflt = {.wait_ms = BATON_WAIT_FOREVER};
 
     if (a == NULL) a = &dflt;
-    if (names == NULL || n == 0 || n > BATON_MAX_MANY || a->reentrant != 0 || !args_ok(a)) {
+    if (names == NULL || !baton__lock_args_ok(a, true, n)) {
         if (out != NULL) *out = NULL;
         return BATON_EINVAL;
     }

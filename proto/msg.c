@@ -73,7 +73,7 @@ BATON_MSG_ITEMS(X)
 #undef X
 
 /* fields_<NAME>(): the body of message NAME on the wire. */
-#define X(name, wire, dir, leader, role, body, flds)      \
+#define X(name, wire, dir, leader, role, session, locks, body, flds) \
     static const struct field *fields_##name(void)       \
     {                                                     \
         typedef struct msg_##body T;                      \
@@ -94,15 +94,46 @@ BATON_MESSAGES(X)
 #undef LOCK
 #undef LIST
 
-/* A row of the table: what msg_info() returns, and the body's fields. */
+/* scope_<NAME>(m, s): what msg_scope() reads of message NAME, from the
+ * session and locks columns. A column value these macros do not name does
+ * not compile, and a member of the wrong type does not either. */
+#define SCOPE_SESSION_NONE
+#define SCOPE_SESSION_SESSION(m) s->has_session = true, s->session = b->m;
+#define SCOPE_LOCKS_NONE
+#define SCOPE_LOCKS_ONE(m) s->locks = MSG_LOCKS_NAMES, s->name = &b->m;
+#define SCOPE_LOCKS_MANY(m, n, v) \
+    s->locks = MSG_LOCKS_NAMES, s->name = &b->m, s->n_more = b->n, s->more = b->v;
+#define SCOPE_LOCKS_PREFIX(m) s->locks = MSG_LOCKS_PREFIX, s->name = &b->m;
+#define SCOPE_LOCKS_GIVE_BACK(m) s->locks = MSG_LOCKS_GIVE_BACK, s->name = &b->m;
+#define X(name, wire, dir, leader, role, session, locks, body, flds)  \
+    static void scope_##name(const struct msg *msg, struct msg_scope *s) \
+    {                                                                  \
+        const struct msg_##body *b = &msg->u.body;                     \
+        (void)b;                                                       \
+        (void)s;                                                       \
+        SCOPE_SESSION_##session SCOPE_LOCKS_##locks                    \
+    }
+BATON_MESSAGES(X)
+#undef X
+#undef SCOPE_SESSION_NONE
+#undef SCOPE_SESSION_SESSION
+#undef SCOPE_LOCKS_NONE
+#undef SCOPE_LOCKS_ONE
+#undef SCOPE_LOCKS_MANY
+#undef SCOPE_LOCKS_PREFIX
+#undef SCOPE_LOCKS_GIVE_BACK
+
+/* A row of the table: what msg_info() returns, the body's fields, and
+ * what access control reads of it. */
 struct msg_desc {
     struct msg_info info;
     const struct field *(*fields)(void);
+    void (*scope)(const struct msg *m, struct msg_scope *s);
 };
 
 static const struct msg_desc descs[MSG_TYPE_MAX_] = {
-#define X(name, wire, dir, leader, role, body, flds) \
-    [wire] = {{#name, MSG_##dir, leader, MSG_ROLE_##role}, fields_##name},
+#define X(name, wire, dir, leader, role, session, locks, body, flds) \
+    [wire] = {{#name, MSG_##dir, leader, MSG_ROLE_##role}, fields_##name, scope_##name},
     BATON_MESSAGES(X)
 #undef X
 };
@@ -117,6 +148,16 @@ const struct msg_info *msg_info(int type)
 {
     const struct msg_desc *d = desc_of(type);
     return d ? &d->info : NULL;
+}
+
+bool msg_scope(const struct msg *m, struct msg_scope *s)
+{
+    const struct msg_desc *d = desc_of(m->type);
+
+    memset(s, 0, sizeof *s);
+    if (d == NULL) return false;
+    d->scope(m, s);
+    return true;
 }
 
 const char *msg_type_name(int type)

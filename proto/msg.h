@@ -258,6 +258,7 @@
 #ifndef BATON_PROTO_MSG_H
 #define BATON_PROTO_MSG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -295,7 +296,7 @@
 
 /* The message types and their wire numbers (proto/msg_table.h). */
 enum msg_type {
-#define X(name, wire, dir, leader, role, body, fields) MSG_##name = wire,
+#define X(name, wire, dir, leader, role, session, locks, body, fields) MSG_##name = wire,
     BATON_MESSAGES(X)
 #undef X
     MSG_TYPE_MAX_ /* one above the highest number: rows are in number order */
@@ -716,6 +717,30 @@ const char *msg_type_name(int type);
 
 /* The row of proto/msg_table.h for a message type; NULL if unknown. */
 const struct msg_info *msg_info(int type);
+
+/* How access control reads a request's lock names (the `locks` column of
+ * proto/msg_table.h). */
+enum msg_locks {
+    MSG_LOCKS_NONE = 0,   /* it names no lock */
+    MSG_LOCKS_NAMES,      /* name, then more[0..n_more): each within the prefixes */
+    MSG_LOCKS_PREFIX,     /* name is a prefix the principal's prefixes must cover */
+    MSG_LOCKS_GIVE_BACK,  /* name is given back by its session: owning it suffices */
+};
+
+/* What a request asks to touch, as access control checks it (the
+ * `session` and `locks` columns of proto/msg_table.h). Borrows from m. */
+struct msg_scope {
+    bool has_session;                 /* session is one the principal must own */
+    uint64_t session;
+    uint8_t locks;                    /* enum msg_locks */
+    const struct pstr *name;          /* the lock name or prefix; NULL if NONE */
+    uint32_t n_more;                  /* NAMES: further names */
+    const struct msg_lock_name *more;
+};
+
+/* Fill *s for request m from its row. Returns false (and *s says nothing
+ * is named) for an unknown type. */
+bool msg_scope(const struct msg *m, struct msg_scope *s);
 
 /* Is name a legal lock name (1..BATON_MAX_NAME bytes, no NUL)? */
 int proto_lock_name_ok(const char *name, size_t n);

@@ -19,6 +19,26 @@
  *           NONE (anyone, even before authenticating), READ (look at
  *           state), LOCK (hold sessions and locks), ADMIN (operator
  *           commands). NONE for S2C.
+ *   session what access control holds the request to: SESSION(m), the
+ *           session in body member m, which the principal must have
+ *           opened (if the session is known); NONE, it acts on no session
+ *           of its own (EXPIRE_SESSION acts on another's, as an admin).
+ *           NONE for S2C.
+ *   locks   the lock names access control checks against a principal's
+ *           prefixes (an admin, or a principal without prefixes, passes):
+ *             ONE(m)            the name in body member m
+ *             MANY(m, n, v)     the name in m and each v[0..n).name
+ *             PREFIX(m)         the prefix in m, which one of the
+ *                               principal's prefixes must cover
+ *             GIVE_BACK(m)      the name in m is given back by the session
+ *                               that holds it or waits for it: owning the
+ *                               session suffices, even after the
+ *                               principal's prefixes were narrowed
+ *             NONE              the request names no lock
+ *           NONE for S2C. Both columns must be filled in every row, so a
+ *           request cannot be added without saying what it may touch;
+ *           tests/unit/test_access.c fails if a request with a session or
+ *           a lock field leaves them NONE below ADMIN.
  *   body    the member of struct msg's union that holds the body; its
  *           type is struct msg_<body> (msg.h). Several messages may share
  *           one body type and put different subsets of it on the wire.
@@ -31,9 +51,10 @@
  *                               v[0..n) of struct msg_<item>, each encoded
  *                               by the fields of its row in BATON_MSG_ITEMS
  *
- * Adding a message: a row here (and a struct msg_<body> in msg.h if no
- * existing body fits), a handler in server/dispatch.c's table for a
- * request, and a line in each table of tests/unit/test_wire.c.
+ * Adding a message: a row here, with its access columns (and a struct
+ * msg_<body> in msg.h if no existing body fits), a handler in
+ * server/dispatch.c's table for a request, and a line in each table of
+ * tests/unit/test_wire.c.
  */
 #ifndef BATON_PROTO_MSG_TABLE_H
 #define BATON_PROTO_MSG_TABLE_H
@@ -56,93 +77,93 @@
 
 /* clang-format off */
 #define BATON_MESSAGES(X)                                                                      \
-/*  name             wire dir  leader role   body            fields */                         \
-  X(HELLO,            1,  C2S, 0, NONE,  hello,          U32(version)                          \
-                                                         STR(client_name, BATON_MAX_CLIENT_NAME) \
-                                                         STR(token, BATON_MAX_TOKEN))          \
-  X(HELLO_OK,         2,  S2C, 0, NONE,  hello_ok,       U32(version) U32(node_id)             \
-                                                         STR(principal, BATON_MAX_PRINCIPAL)   \
-                                                         U8(role))                             \
-  X(OPEN_SESSION,     3,  C2S, 1, LOCK,  open_session,   U32(ttl_ms)                           \
-                                                         STR(client_name, BATON_MAX_CLIENT_NAME) \
-                                                         U64(nonce))                           \
-  X(SESSION,          4,  S2C, 0, NONE,  session,        U64(session) U32(ttl_ms))             \
-  X(ACQUIRE,          5,  C2S, 1, LOCK,  op,             BATON_OP_FIELDS                       \
-                                                         I64(wait_ms) LOCK(lock)               \
-                                                         I32_MIN(lock_delay_ms, BATON_LOCK_DELAY_NONE) \
-                                                         U8(mode) U32(limit) U8(reentrant))    \
-  X(RELEASE,          6,  C2S, 1, LOCK,  op,             BATON_OP_FIELDS                       \
-                                                         U64(fence) LOCK(lock))                \
-  X(CANCEL,           7,  C2S, 1, LOCK,  op,             BATON_OP_FIELDS                       \
-                                                         U64(waiter) LOCK(lock))               \
-  X(CLOSE_SESSION,    8,  C2S, 1, LOCK,  op,             BATON_OP_FIELDS)                      \
-  X(KEEPALIVE,        9,  C2S, 1, LOCK,  keepalive,      U64(session))                         \
-  X(RESULT,          10,  S2C, 0, NONE,  result,         I32(status) U8(kind) U64(value))      \
-  X(GRANTED,         11,  S2C, 0, NONE,  push,           U64(session) U64(waiter) U64(fence)   \
-                                                         LOCK(lock))                           \
-  X(WAIT_FAILED,     12,  S2C, 0, NONE,  push,           U64(session) U64(waiter) I32(status)  \
-                                                         LOCK(lock))                           \
-  X(STATUS,          13,  C2S, 0, READ,  none,           )                                     \
-  X(STATUS_R,        14,  S2C, 0, NONE,  status_r,       U32(node_id) U8(role) U32(leader_id)  \
-                                                         U64(term) U64(last_index)             \
-                                                         U64(commit_index) U64(applied_index)  \
-                                                         LIST(n_members, members,              \
-                                                              BATON_MAX_MEMBERS, member)       \
-                                                         U64(state_digest) U64(auth_digest)    \
-                                                         U64(check_index) U64(content_hash)                     \
-                                                         U8(fault_kind) I32(fault)             \
-                                                         U64(fault_index))                     \
-  X(LOCK_INFO,       15,  C2S, 1, READ,  lock_info,      LOCK(lock))                           \
-  X(LOCK_INFO_R,     16,  S2C, 0, NONE,  lock_info_r,    BATON_LOCK_INFO_FIELDS())             \
-  X(LIST_LOCKS,      17,  C2S, 1, READ,  list_locks,     STR(prefix, BATON_MAX_NAME) U32(limit)) \
-  X(LIST_LOCKS_R,    18,  S2C, 0, NONE,  list_locks_r,   LIST(n, items, BATON_MAX_LIST,        \
-                                                              lock_summary) U8(more))          \
-  X(REDIRECT,        19,  S2C, 0, NONE,  redirect,       U32(leader_id)                        \
-                                                         STR(client_addr, BATON_MAX_ADDR))     \
-  X(NO_LEADER,       20,  S2C, 0, NONE,  none,           )                                     \
-  X(ERROR,           21,  S2C, 0, NONE,  error,          I32(code)                             \
-                                                         STR(message, BATON_MAX_ERRMSG))       \
-  X(LOST,            22,  S2C, 0, NONE,  push,           U64(session) U64(waiter) U64(fence)   \
-                                                         I32(status) LOCK(lock))               \
-  X(SESSION_EXPIRED, 23,  S2C, 0, NONE,  session_expired, U64(session))                        \
-  X(FORCE_RELEASE,   24,  C2S, 1, ADMIN, force_release,  U64(fence) U8(flags) LOCK(lock))      \
-  X(FORCE_RELEASE_R, 25,  S2C, 0, NONE,  force_release_r, I32(status) U64(lost_session)        \
-                                                         U64(lost_fence) U64(new_session)      \
-                                                         U64(new_fence) U32(delay_ms)          \
-                                                         U64(cur_fence))                       \
-  X(EXPIRE_SESSION,  26,  C2S, 1, ADMIN, expire_session, U64(session))                         \
-  X(TRANSFER,        27,  C2S, 1, ADMIN, transfer,       U32(id))                              \
-  X(TRANSFER_R,      28,  S2C, 0, NONE,  transfer_r,     U32(leader_id))                       \
-  X(LIST_SESSIONS,   29,  C2S, 1, READ,  list_sessions,  U64(after) U32(limit))                \
-  X(SESSIONS_R,      30,  S2C, 0, NONE,  sessions_r,     LIST(n, items, BATON_MAX_LIST,        \
-                                                              session_summary) U8(more))       \
-  X(WATCH,           31,  C2S, 1, READ,  watch,          LOCK(lock))                           \
-  X(WATCH_EVENT,     32,  S2C, 0, NONE,  watch_event,    U64(seq) BATON_LOCK_INFO_FIELDS(info.)) \
-  X(SNAPSHOT,        33,  C2S, 1, ADMIN, none,           )                                     \
-  X(SNAPSHOT_R,      34,  S2C, 0, NONE,  snapshot_r,     U64(index))                           \
-  X(MEMBERS,         35,  C2S, 1, ADMIN, none,           )                                     \
-  X(MEMBERS_R,       36,  S2C, 0, NONE,  members_r,      LIST(n, members, BATON_MAX_MEMBERS,   \
-                                                              member_info))                    \
-  X(MEMBER_REMOVE,   37,  C2S, 1, ADMIN, member_remove,  U32(id))                              \
-  X(MEMBER_ADD,      38,  C2S, 1, ADMIN, member_add,     U32(id) STR(raft_addr, BATON_MAX_ADDR) \
-                                                         STR(client_addr, BATON_MAX_ADDR))     \
-  X(CHECK,           39,  C2S, 1, ADMIN, none,           )                                     \
-  X(CHECK_R,         40,  S2C, 0, NONE,  check_r,        U64(index))                          \
-  X(LOST_HOLDS,      41,  C2S, 1, LOCK,  lost_holds,     U64(session) U64(after))              \
-  X(LOST_HOLDS_R,    42,  S2C, 0, NONE,  lost_holds_r,   LIST(n, items, BATON_MAX_LIST,        \
-                                                              lost_hold) U8(more))             \
-  X(METRICS,         43,  C2S, 0, READ,  none,           )                                     \
-  X(METRICS_R,       44,  S2C, 0, NONE,  metrics_r,      LIST(n, chunks, BATON_MAX_TEXT_CHUNKS, \
-                                                              text_chunk))                     \
-  X(SNAPSHOT_SAVE,   45,  C2S, 1, ADMIN, none,           )                                     \
-  X(SNAPSHOT_CHUNK,  46,  S2C, 0, NONE,  snapshot_chunk, U64(offset) U64(total)                \
-                                                         STR(data, BATON_SNAPSHOT_CHUNK_MAX))  \
-  X(ACQUIRE_MANY,    47,  C2S, 1, LOCK,  op,             BATON_OP_FIELDS                       \
-                                                         I64(wait_ms) LOCK(lock)               \
-                                                         I32_MIN(lock_delay_ms, BATON_LOCK_DELAY_NONE) \
-                                                         U8(mode) U32(limit) U8(reentrant)     \
-                                                         LIST(n_more, more, BATON_MAX_MANY - 1, \
-                                                              lock_name))
+/*  name             wire dir  leader role  session           locks             body            fields */                                  \
+  X(HELLO,            1,  C2S, 0, NONE,  NONE,             NONE,             hello,          U32(version)                                  \
+                                                                                             STR(client_name, BATON_MAX_CLIENT_NAME)       \
+                                                                                             STR(token, BATON_MAX_TOKEN))                  \
+  X(HELLO_OK,         2,  S2C, 0, NONE,  NONE,             NONE,             hello_ok,       U32(version) U32(node_id)                     \
+                                                                                             STR(principal, BATON_MAX_PRINCIPAL)           \
+                                                                                             U8(role))                                     \
+  X(OPEN_SESSION,     3,  C2S, 1, LOCK,  NONE,             NONE,             open_session,   U32(ttl_ms)                                   \
+                                                                                             STR(client_name, BATON_MAX_CLIENT_NAME)       \
+                                                                                             U64(nonce))                                   \
+  X(SESSION,          4,  S2C, 0, NONE,  NONE,             NONE,             session,        U64(session) U32(ttl_ms))                     \
+  X(ACQUIRE,          5,  C2S, 1, LOCK,  SESSION(session), ONE(lock),        op,             BATON_OP_FIELDS                               \
+                                                                                             I64(wait_ms) LOCK(lock)                       \
+                                                                                             I32_MIN(lock_delay_ms, BATON_LOCK_DELAY_NONE) \
+                                                                                             U8(mode) U32(limit) U8(reentrant))            \
+  X(RELEASE,          6,  C2S, 1, LOCK,  SESSION(session), GIVE_BACK(lock),  op,             BATON_OP_FIELDS                               \
+                                                                                             U64(fence) LOCK(lock))                        \
+  X(CANCEL,           7,  C2S, 1, LOCK,  SESSION(session), GIVE_BACK(lock),  op,             BATON_OP_FIELDS                               \
+                                                                                             U64(waiter) LOCK(lock))                       \
+  X(CLOSE_SESSION,    8,  C2S, 1, LOCK,  SESSION(session), NONE,             op,             BATON_OP_FIELDS)                              \
+  X(KEEPALIVE,        9,  C2S, 1, LOCK,  SESSION(session), NONE,             keepalive,      U64(session))                                 \
+  X(RESULT,          10,  S2C, 0, NONE,  NONE,             NONE,             result,         I32(status) U8(kind) U64(value))              \
+  X(GRANTED,         11,  S2C, 0, NONE,  NONE,             NONE,             push,           U64(session) U64(waiter) U64(fence)           \
+                                                                                             LOCK(lock))                                   \
+  X(WAIT_FAILED,     12,  S2C, 0, NONE,  NONE,             NONE,             push,           U64(session) U64(waiter) I32(status)          \
+                                                                                             LOCK(lock))                                   \
+  X(STATUS,          13,  C2S, 0, READ,  NONE,             NONE,             none,           )                                             \
+  X(STATUS_R,        14,  S2C, 0, NONE,  NONE,             NONE,             status_r,       U32(node_id) U8(role) U32(leader_id)          \
+                                                                                             U64(term) U64(last_index)                     \
+                                                                                             U64(commit_index) U64(applied_index)          \
+                                                                                             LIST(n_members, members,                      \
+                                                                                                  BATON_MAX_MEMBERS, member)               \
+                                                                                             U64(state_digest) U64(auth_digest)            \
+                                                                                             U64(check_index) U64(content_hash)            \
+                                                                                             U8(fault_kind) I32(fault)                     \
+                                                                                             U64(fault_index))                             \
+  X(LOCK_INFO,       15,  C2S, 1, READ,  NONE,             ONE(lock),        lock_info,      LOCK(lock))                                   \
+  X(LOCK_INFO_R,     16,  S2C, 0, NONE,  NONE,             NONE,             lock_info_r,    BATON_LOCK_INFO_FIELDS())                     \
+  X(LIST_LOCKS,      17,  C2S, 1, READ,  NONE,             PREFIX(prefix),   list_locks,     STR(prefix, BATON_MAX_NAME) U32(limit))       \
+  X(LIST_LOCKS_R,    18,  S2C, 0, NONE,  NONE,             NONE,             list_locks_r,   LIST(n, items, BATON_MAX_LIST,                \
+                                                                                                  lock_summary) U8(more))                  \
+  X(REDIRECT,        19,  S2C, 0, NONE,  NONE,             NONE,             redirect,       U32(leader_id)                                \
+                                                                                             STR(client_addr, BATON_MAX_ADDR))             \
+  X(NO_LEADER,       20,  S2C, 0, NONE,  NONE,             NONE,             none,           )                                             \
+  X(ERROR,           21,  S2C, 0, NONE,  NONE,             NONE,             error,          I32(code)                                     \
+                                                                                             STR(message, BATON_MAX_ERRMSG))               \
+  X(LOST,            22,  S2C, 0, NONE,  NONE,             NONE,             push,           U64(session) U64(waiter) U64(fence)           \
+                                                                                             I32(status) LOCK(lock))                       \
+  X(SESSION_EXPIRED, 23,  S2C, 0, NONE,  NONE,             NONE,             session_expired, U64(session))                                \
+  X(FORCE_RELEASE,   24,  C2S, 1, ADMIN, NONE,             ONE(lock),        force_release,  U64(fence) U8(flags) LOCK(lock))              \
+  X(FORCE_RELEASE_R, 25,  S2C, 0, NONE,  NONE,             NONE,             force_release_r, I32(status) U64(lost_session)                \
+                                                                                             U64(lost_fence) U64(new_session)              \
+                                                                                             U64(new_fence) U32(delay_ms)                  \
+                                                                                             U64(cur_fence))                               \
+  X(EXPIRE_SESSION,  26,  C2S, 1, ADMIN, NONE,             NONE,             expire_session, U64(session))                                 \
+  X(TRANSFER,        27,  C2S, 1, ADMIN, NONE,             NONE,             transfer,       U32(id))                                      \
+  X(TRANSFER_R,      28,  S2C, 0, NONE,  NONE,             NONE,             transfer_r,     U32(leader_id))                               \
+  X(LIST_SESSIONS,   29,  C2S, 1, READ,  NONE,             NONE,             list_sessions,  U64(after) U32(limit))                        \
+  X(SESSIONS_R,      30,  S2C, 0, NONE,  NONE,             NONE,             sessions_r,     LIST(n, items, BATON_MAX_LIST,                \
+                                                                                                  session_summary) U8(more))               \
+  X(WATCH,           31,  C2S, 1, READ,  NONE,             ONE(lock),        watch,          LOCK(lock))                                   \
+  X(WATCH_EVENT,     32,  S2C, 0, NONE,  NONE,             NONE,             watch_event,    U64(seq) BATON_LOCK_INFO_FIELDS(info.))       \
+  X(SNAPSHOT,        33,  C2S, 1, ADMIN, NONE,             NONE,             none,           )                                             \
+  X(SNAPSHOT_R,      34,  S2C, 0, NONE,  NONE,             NONE,             snapshot_r,     U64(index))                                   \
+  X(MEMBERS,         35,  C2S, 1, ADMIN, NONE,             NONE,             none,           )                                             \
+  X(MEMBERS_R,       36,  S2C, 0, NONE,  NONE,             NONE,             members_r,      LIST(n, members, BATON_MAX_MEMBERS,           \
+                                                                                                  member_info))                            \
+  X(MEMBER_REMOVE,   37,  C2S, 1, ADMIN, NONE,             NONE,             member_remove,  U32(id))                                      \
+  X(MEMBER_ADD,      38,  C2S, 1, ADMIN, NONE,             NONE,             member_add,     U32(id) STR(raft_addr, BATON_MAX_ADDR)        \
+                                                                                             STR(client_addr, BATON_MAX_ADDR))             \
+  X(CHECK,           39,  C2S, 1, ADMIN, NONE,             NONE,             none,           )                                             \
+  X(CHECK_R,         40,  S2C, 0, NONE,  NONE,             NONE,             check_r,        U64(index))                                   \
+  X(LOST_HOLDS,      41,  C2S, 1, LOCK,  SESSION(session), NONE,             lost_holds,     U64(session) U64(after))                      \
+  X(LOST_HOLDS_R,    42,  S2C, 0, NONE,  NONE,             NONE,             lost_holds_r,   LIST(n, items, BATON_MAX_LIST,                \
+                                                                                                  lost_hold) U8(more))                     \
+  X(METRICS,         43,  C2S, 0, READ,  NONE,             NONE,             none,           )                                             \
+  X(METRICS_R,       44,  S2C, 0, NONE,  NONE,             NONE,             metrics_r,      LIST(n, chunks, BATON_MAX_TEXT_CHUNKS,        \
+                                                                                                  text_chunk))                             \
+  X(SNAPSHOT_SAVE,   45,  C2S, 1, ADMIN, NONE,             NONE,             none,           )                                             \
+  X(SNAPSHOT_CHUNK,  46,  S2C, 0, NONE,  NONE,             NONE,             snapshot_chunk, U64(offset) U64(total)                        \
+                                                                                             STR(data, BATON_SNAPSHOT_CHUNK_MAX))          \
+  X(ACQUIRE_MANY,    47,  C2S, 1, LOCK,  SESSION(session), MANY(lock, n_more, more), op,     BATON_OP_FIELDS                               \
+                                                                                             I64(wait_ms) LOCK(lock)                       \
+                                                                                             I32_MIN(lock_delay_ms, BATON_LOCK_DELAY_NONE) \
+                                                                                             U8(mode) U32(limit) U8(reentrant)             \
+                                                                                             LIST(n_more, more, BATON_MAX_MANY - 1,        \
+                                                                                                  lock_name))
 
 /* The items of the LIST fields above: X(item, fields), the body of one
  * struct msg_<item>. */

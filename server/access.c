@@ -5,17 +5,19 @@
  * HELLO makes a connection's principal: the one whose token it carries,
  * else the one its client certificate names, else -- on a node without
  * --auth-file -- the anonymous admin. Then every request is checked
- * against that principal before its handler runs:
+ * against that principal before its handler runs, by access_rule.c from
+ * proto/msg_table.h's role, session and locks columns:
  *
- *  - the role its message type needs (proto/msg_table.h's role column);
- *  - a session it names (ACQUIRE, RELEASE, CANCEL, CLOSE_SESSION,
- *    KEEPALIVE, LOST_HOLDS, and so the ack_below they carry) must have been opened by
- *    the same principal: the owner is replicated with the session, so a
- *    new leader knows it too;
- *  - a lock it acquires, or reads as a non-admin, must fall within the
- *    principal's prefixes. RELEASE and CANCEL need only the ownership of
- *    the session: a session may always give back what it holds, even
- *    after its prefixes were narrowed.
+ *  - the role its message type needs;
+ *  - the session it acts on (ACQUIRE, ACQUIRE_MANY, RELEASE, CANCEL,
+ *    CLOSE_SESSION, KEEPALIVE, LOST_HOLDS, and so the ack_below they
+ *    carry) must have been opened by the same principal: the owner is
+ *    replicated with the session, so a new leader knows it too;
+ *  - a lock it acquires (every name of a multi-lock), or reads as a
+ *    non-admin, must fall within the principal's prefixes, and a
+ *    LIST_LOCKS prefix must be covered by one of them. RELEASE and CANCEL
+ *    need only the ownership of the session: a session may always give
+ *    back what it holds, even after its prefixes were narrowed.
  *
  * A refusal is ERROR(BATON_EPERM) naming what was refused, for that
  * request only; the connection stays open. The leader decides requests
@@ -26,6 +28,7 @@
 
 #include "baton/baton_defs.h"
 #include "proto/addr.h"
+#include "server/access_rule.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/server_int.h"
@@ -154,12 +157,9 @@ bool access_hello(struct conn *c, const struct msg *m)
     return true;
 }
 
-/* Refuse request m of c with BATON_EPERM. */
-static bool refuse(struct conn *c, const struct msg *m, const char *fmt, const char *arg)
+/* Refuse request m of c with BATON_EPERM, saying why. */
+static bool refuse(struct conn *c, const struct msg *m, const char *why)
 {
-    char why[200];
-
-    snprintf(why, sizeof why, fmt, arg);
     metrics_inc_label(M_REFUSALS, REF_PERM);
     log_debug("conn %llu (%s): %s refused for '%s': %s", (unsigned long long)c->id, c->peer,
               msg_type_name(m->type), c->who->name, why);
@@ -168,78 +168,18 @@ static bool refuse(struct conn *c, const struct msg *m, const char *fmt, const c
     return false;
 }
 
-/* The session a request names, or 0. */
-static uint64_t session_of(const struct msg *m)
+/* access_owner_fn over the sessions this node knows. */
+static bool session_owner(void *srv, uint64_t session, uint64_t *owner)
 {
-    switch (m->type) {
-    case MSG_ACQUIRE:
-    case MSG_ACQUIRE_MANY:
-    case MSG_RELEASE:
-    case MSG_CANCEL:
-    case MSG_CLOSE_SESSION:
-        return m->u.op.session;
-    case MSG_KEEPALIVE:
-        return m->u.keepalive.session;
-    case MSG_LOST_HOLDS:
-        return m->u.lost_holds.session;
-    default:
-        return 0;
-    }
-}
-
-/* The lock name a request must be allowed to use, or NULL (n = 0). */
-static const char *lock_of(const struct msg *m, size_t *n)
-{
-    const struct pstr *s = NULL;
-
-    switch (m->type) {
-    case MSG_ACQUIRE:
-    case MSG_ACQUIRE_MANY: s = &m->u.op.lock; break;
-    case MSG_LOCK_INFO: s = &m->u.lock_info.lock; break;
-    case MSG_WATCH: s = &m->u.watch.lock; break;
-    default: break;
-    }
-    *n = s ? s->n : 0;
-    return s ? s->p : NULL;
-}
-
-/* Refuse m: lock[0..n) is outside the principal's prefixes. */
-static bool refuse_lock(struct conn *c, const struct msg *m, const char *lock, size_t n)
-{
-    char name[BATON_MAX_NAME + 1];
-
-    memcpy(name, lock, n);
-    name[n] = '\0';
-    return refuse(c, m, "lock '%s' is outside its prefixes", name);
+    return liveness_owner(srv, session, owner);
 }
 
 bool access_allowed(struct conn *c, const struct msg *m)
 {
-    const struct principal *p = c->who;
-    const struct msg_info *info = msg_info(m->type);
-    uint64_t session = session_of(m), owner;
-    const char *lock;
-    size_t n;
+    char why[200];
 
-    if (p->role < info->role) {
-        char need[64];
-        snprintf(need, sizeof need, "it needs role %s, not %s", auth_role_name(info->role),
-                 auth_role_name(p->role));
-        return refuse(c, m, "%s", need);
-    }
-    if (session != 0 && liveness_owner(c->srv, session, &owner) && owner != p->key)
-        return refuse(c, m, "%s", "the session belongs to another principal");
-    if (p->role == MSG_ROLE_ADMIN || p->n_prefixes == 0) return true;
-    lock = lock_of(m, &n);
-    if (lock != NULL && !auth_may_use(p, lock, n)) return refuse_lock(c, m, lock, n);
-    for (uint32_t i = 0; m->type == MSG_ACQUIRE_MANY && i < m->u.op.n_more; i++) {
-        const struct pstr *more = &m->u.op.more[i].name; /* every name of a multi-lock */
-        if (!auth_may_use(p, more->p, more->n)) return refuse_lock(c, m, more->p, more->n);
-    }
-    if (m->type == MSG_LIST_LOCKS &&
-        !auth_covers_prefix(p, m->u.list_locks.prefix.p, m->u.list_locks.prefix.n))
-        return refuse(c, m, "%s", "list only within its prefixes (give one of them as the prefix)");
-    return true;
+    if (access_decide(c->who, m, session_owner, c->srv, why, sizeof why)) return true;
+    return refuse(c, m, why);
 }
 
 int32_t access_lock_delay_cap(const struct conn *c, int32_t delay)

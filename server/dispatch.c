@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "baton/baton_defs.h"
+#include "proto/lockreq.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/server_int.h"
@@ -222,56 +223,54 @@ static int keep_list(const struct msg_op *op, uint8_t buf[8 * BATON_MAX_KEEP])
     return 0;
 }
 
-/* ACQUIRE's mode fields (proto/msg.h): refused with a clear ERROR before
- * anything is proposed when they cannot be right whatever the lock's state
- * (the state machine checks them again, and checks the limit against the
- * lock's: RESULT(BATON_EINVAL) with the lock's limit as its value). */
-static int acquire_modes_bad(struct conn *c, const struct msg *m)
+/* An ACQUIRE's or ACQUIRE_MANY's options and names (proto/lockreq.h):
+ * refused with a clear ERROR before anything is proposed when they cannot
+ * be right whatever the lock's state (the state machine checks them again,
+ * and checks the limit against the lock's: RESULT(BATON_EINVAL) with the
+ * lock's limit as its value). Returns true if refused. */
+static bool acquire_bad(struct conn *c, const struct msg *m)
 {
     const struct msg_op *op = &m->u.op;
-    const char *why = NULL;
+    struct lockreq r = {.wait_ms = op->wait_ms, .lock_delay_ms = op->lock_delay_ms,
+                        .mode = op->mode, .limit = op->limit, .reentrant = op->reentrant,
+                        .many = m->type == MSG_ACQUIRE_MANY, .n_names = 1 + (size_t)op->n_more};
+    const char *name[BATON_MAX_MANY], *why = NULL;
+    size_t len[BATON_MAX_MANY];
+    int rv = lockreq_check(&r, &why);
 
-    if (op->mode > BATON_MODE_SHARED)
-        why = "mode must be 0 (exclusive) or 1 (shared)";
-    else if (op->limit > BATON_MAX_LIMIT)
-        why = "limit must be 0..10000 (0 or 1: an ordinary lock, N > 1: a semaphore of N)";
-    else if (op->reentrant > 1)
-        why = "reentrant must be 0 or 1";
-    else if (op->limit > 1 && op->mode == BATON_MODE_SHARED)
-        why = "a semaphore (limit > 1) takes no shared requests: each holder holds one permit";
-    if (why != NULL) conn_send_error(c, m->req_id, BATON_EINVAL, "acquire: %s", why);
-    return why != NULL;
+    if (rv == 0 && r.many && op->n_more == 0) {
+        rv = BATON_EINVAL; /* one name is an ACQUIRE */
+        why = "acquire_many: a multi-lock needs 2 to 64 names";
+    }
+    if (rv == 0 && r.many) {
+        name[0] = op->lock.p;
+        len[0] = op->lock.n;
+        for (uint32_t i = 0; i < op->n_more; i++) { /* <= BATON_MAX_MANY - 1: the decoder */
+            name[1 + i] = op->more[i].name.p;
+            len[1 + i] = op->more[i].name.n;
+        }
+        rv = lockreq_names_check(r.n_names, name, len, &why);
+    }
+    if (rv != 0) conn_send_error(c, m->req_id, rv, "%s", why);
+    return rv != 0;
 }
 
-/*
- * ACQUIRE_MANY's more names as the command carries them (u16 length +
- * bytes each, into buf; storage/cmd.h), after checking what the store
- * would refuse anyway: at least one more name, none the same as another
- * or as the first, and no reentrant flag. Returns the encoded length, or
- * 0 with an ERROR sent.
- */
-static size_t more_names(struct conn *c, const struct msg *m,
+/* ACQUIRE_MANY's more names as the command carries them (u16 length +
+ * bytes each, into buf; storage/cmd.h), checked by acquire_bad. Returns
+ * the encoded length. */
+static size_t more_names(const struct msg *m,
                          uint8_t buf[(BATON_MAX_MANY - 1) * (2 + BATON_MAX_NAME)])
 {
     const struct msg_op *op = &m->u.op;
-    const char *why = NULL;
     size_t len = 0;
 
-    if (op->n_more == 0) why = "a multi-lock needs 2 to 64 names";
-    else if (op->reentrant != 0) why = "a multi-lock cannot be reentrant";
-    for (uint32_t i = 0; i < op->n_more && why == NULL; i++) {
+    for (uint32_t i = 0; i < op->n_more; i++) {
         const struct pstr *a = &op->more[i].name;
-        if (a->n == op->lock.n && memcmp(a->p, op->lock.p, a->n) == 0) why = "names repeat";
-        for (uint32_t j = 0; j < i && why == NULL; j++)
-            if (a->n == op->more[j].name.n && memcmp(a->p, op->more[j].name.p, a->n) == 0)
-                why = "names repeat";
         le_put_u16(buf + len, (uint16_t)a->n);
         memcpy(buf + len + 2, a->p, a->n);
         len += 2 + a->n;
     }
-    if (why == NULL) return len;
-    conn_send_error(c, m->req_id, BATON_EINVAL, "acquire_many: %s", why);
-    return 0;
+    return len;
 }
 
 /* ACQUIRE, ACQUIRE_MANY, RELEASE, CANCEL, CLOSE_SESSION: one body (struct
@@ -298,14 +297,9 @@ static void lock_op(struct conn *c, const struct msg *m)
         .name_len = op->lock.n,
     };
 
-    if (acquire && op->wait_ms < BATON_WAIT_FOREVER) {
-        conn_send_error(c, m->req_id, BATON_EINVAL, "wait_ms must be -1, 0 or positive");
-        return;
-    }
-    if (acquire && acquire_modes_bad(c, m)) return;
+    if (acquire && acquire_bad(c, m)) return;
     if (m->type == MSG_ACQUIRE_MANY) {
-        cmd.more_len = more_names(c, m, more);
-        if (cmd.more_len == 0) return;
+        cmd.more_len = more_names(m, more);
         cmd.more = more;
         cmd.n_more = (uint8_t)op->n_more; /* <= BATON_MAX_MANY - 1: checked by the decoder */
     }

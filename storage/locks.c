@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "baton/baton_defs.h"
+#include "proto/lockreq.h"
 #include "storage/store_int.h"
 
 int lock_get(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r, int *found)
@@ -67,8 +68,12 @@ int lock_get_existing(struct apply_ctx *c, const char *name, size_t len, struct 
 
 int acquire_fields_ok(const struct cmd *cmd)
 {
-    return cmd->wait_ms >= BATON_WAIT_FOREVER && cmd->lock_delay_ms >= 0 && cmd->seq != 0 &&
-           cmd->mode <= BATON_MODE_SHARED && cmd->limit <= BATON_MAX_LIMIT;
+    struct lockreq r = {.wait_ms = cmd->wait_ms, .lock_delay_ms = cmd->lock_delay_ms,
+                        .mode = cmd->mode, .limit = cmd->limit, .reentrant = cmd->reentrant};
+    const char *why;
+
+    /* The leader resolved the lock-delay (never "none" or "default" here). */
+    return cmd->lock_delay_ms >= 0 && cmd->seq != 0 && lockreq_fields_check(&r, &why) == 0;
 }
 
 /* Every change of a lock record goes through lock_put or lock_save, and
@@ -454,8 +459,7 @@ int op_acquire(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
     uint64_t enq, fence;
     int found, rc;
 
-    if (!proto_lock_name_ok(cmd->name, cmd->name_len) || !acquire_fields_ok(cmd) ||
-        cmd->reentrant > 1) {
+    if (!proto_lock_name_ok(cmd->name, cmd->name_len) || !acquire_fields_ok(cmd)) {
         res->status = BATON_EINVAL;
         return 0;
     }
@@ -483,7 +487,7 @@ int op_acquire(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
         memset(&r, 0, sizeof r);
         r.limit = limit;
     }
-    if (r.limit != limit || (limit > 1 && cmd->mode == BATON_MODE_SHARED)) {
+    if (r.limit != limit || !lockreq_mode_fits(cmd->mode, limit)) {
         res->status = BATON_EINVAL;
         res->value = r.limit; /* the message quotes it (server/dispatch.c) */
         return 0;

@@ -56,6 +56,7 @@
 
 #include "baton/baton_defs.h"
 #include "proto/buf.h"
+#include "proto/lockreq.h"
 #include "storage/store_int.h"
 
 /* ---- the DB_MULTI record ---------------------------------------------------- */
@@ -68,13 +69,12 @@ static int same_name(const char *a, size_t alen, const char *b, size_t blen)
 /* Are m's names legal lock names, 2..MULTI_MAX of them, all distinct? */
 static int names_ok(const struct multi_names *m)
 {
+    size_t len[MULTI_MAX];
+    const char *why;
+
     if (m->n < 2 || m->n > MULTI_MAX) return 0;
-    for (unsigned i = 0; i < m->n; i++) {
-        if (!proto_lock_name_ok(m->name[i], m->len[i])) return 0;
-        for (unsigned j = 0; j < i; j++)
-            if (same_name(m->name[i], m->len[i], m->name[j], m->len[j])) return 0;
-    }
-    return 1;
+    for (unsigned i = 0; i < m->n; i++) len[i] = m->len[i];
+    return lockreq_names_check(m->n, m->name, len, &why) == 0;
 }
 
 static void names_add(struct multi_names *m, size_t *used, const char *name, uint16_t len)
@@ -209,8 +209,13 @@ struct many_req {
 static void many_check_shape(const struct cmd *cmd, const struct multi_names *m,
                              struct cmd_result *res)
 {
+    struct lockreq r = {.wait_ms = cmd->wait_ms, .lock_delay_ms = cmd->lock_delay_ms,
+                        .mode = cmd->mode, .limit = cmd->limit, .reentrant = cmd->reentrant,
+                        .many = true, .n_names = m->n};
+    const char *why;
+
     if (!names_ok(m) || m->n != (unsigned)cmd->n_more + 1 || !acquire_fields_ok(cmd) ||
-        cmd->reentrant != 0 || (cmd->limit > 1 && cmd->mode == BATON_MODE_SHARED))
+        lockreq_check(&r, &why) != 0)
         res->status = BATON_EINVAL;
 }
 

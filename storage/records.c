@@ -13,6 +13,7 @@
 
 #include "baton/baton_defs.h"
 #include "proto/buf.h"
+#include "proto/lockreq.h"
 #include "storage/store_int.h"
 
 /* Every value fits the buffers callers size with VAL_MAX. */
@@ -172,9 +173,9 @@ int lock_decode(const MDB_val *v, struct lock_rec *r)
     r->n_waiters = le_get_u32(p + 9);
     r->lock_delay_ms = (int32_t)le_get_u32(p + 13);
     r->delayed = p[17];
-    if (r->lock_delay_ms < 0 || r->delayed > 1 || r->mode > BATON_MODE_SHARED ||
+    if (r->lock_delay_ms < 0 || r->delayed > 1 || r->mode >= LOCKREQ_N_MODES ||
         r->limit == 0 || r->limit > BATON_MAX_LIMIT ||
-        (r->limit > 1 && (r->mode != BATON_MODE_EXCLUSIVE || r->n_holders > r->limit)) ||
+        (r->limit > 1 && (!lockreq_mode_fits(r->mode, r->limit) || r->n_holders > r->limit)) ||
         (r->limit == 1 && r->mode == BATON_MODE_EXCLUSIVE && r->n_holders > 1) ||
         (r->n_holders == 0 && r->n_waiters == 0 && !r->delayed))
         return MDB_CORRUPTED;
@@ -233,7 +234,7 @@ int hold_decode(const MDB_val *v, struct hold_rec *r)
     r->mode = p[28] & (uint8_t)~REC_MULTI_FLAG;
     r->multi = (p[28] & REC_MULTI_FLAG) != 0;
     r->count = le_get_u32(p + 29);
-    if (r->lock_delay_ms < 0 || r->mode > BATON_MODE_SHARED || r->count == 0 || r->session == 0 ||
+    if (r->lock_delay_ms < 0 || r->mode >= LOCKREQ_N_MODES || r->count == 0 || r->session == 0 ||
         (r->multi && r->count != 1))
         return MDB_CORRUPTED;
     return 0;
@@ -257,7 +258,7 @@ int waiter_decode(const MDB_val *v, struct waiter_rec *r)
     r->mode = ((const uint8_t *)v->mv_data)[WAITER_VAL_LEN_V6];
     r->multi = (r->mode & REC_MULTI_FLAG) != 0;
     r->mode &= (uint8_t)~REC_MULTI_FLAG;
-    return r->mode > BATON_MODE_SHARED ? MDB_CORRUPTED : 0;
+    return r->mode >= LOCKREQ_N_MODES ? MDB_CORRUPTED : 0;
 }
 
 size_t waiter_encode_v6(uint8_t *p, const struct waiter_rec *r)

@@ -544,9 +544,9 @@ int lock_get(struct apply_ctx *c, const char *name, size_t len, struct lock_rec 
 /* The record of a lock that must exist (someone holds or waits for it):
  * 0, or MDB_CORRUPTED if it is missing. */
 int lock_get_existing(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r);
-/* Are an ACQUIRE's (or ACQUIRE_MANY's) wait, lock-delay, seq, mode and
- * limit legal whatever the state? (The name and reentrant flag are each
- * command's own.) */
+/* Are an ACQUIRE's (or ACQUIRE_MANY's) seq, resolved lock-delay and each
+ * of its fields (proto/lockreq.h) legal whatever the state? (The names,
+ * and how the fields combine, are each command's own.) */
 int acquire_fields_ok(const struct cmd *cmd);/* Store the lock record (FX_LOCK_CHANGED), or delete it once nobody holds
  * or waits and no delay runs. */
 int lock_put(struct apply_ctx *c, const char *name, size_t len, const struct lock_rec *r);

@@ -42,6 +42,7 @@
 #include "baton/baton.h"
 #include "client/ctl/ctl.h"
 #include "baton/baton_defs.h"
+#include "proto/lockreq.h"
 
 extern char **environ;
 
@@ -470,7 +471,7 @@ int cmd_lock(struct ctl_opts *o, int argc, char **argv)
         }
     }
     if (name == NULL) return ctl_usage_error("lock", "missing lock NAME");
-    if (mode == BATON_MODE_SHARED && limit > 1)
+    if (!lockreq_mode_fits((uint32_t)mode, (uint32_t)limit))
         return ctl_usage_error("lock", "--shared and --limit do not combine: a semaphore's "
                                        "holders each hold one permit");
     if (cmd == NULL || cmd[0] == NULL) return ctl_usage_error("lock", "missing CMD to run");

@@ -10,6 +10,7 @@
 
 #include "client/ctl/ctl.h"
 #include "baton/baton_defs.h"
+#include "proto/lockreq.h"
 
 const char cmd_lock_info_help[] =
     "usage: batonctl lock-info NAME [-e ENDPOINTS] [-o table|json] [--timeout MS]\n"
@@ -42,11 +43,6 @@ const char cmd_lock_info_help[] =
     "  truncated is true when the queue is longer than the\n"
     "  waiters listed (total_waiters says how long).\n";
 
-static const char *mode_name(uint8_t mode)
-{
-    return mode == BATON_MODE_SHARED ? "shared" : "exclusive";
-}
-
 /* Every holder, when there is more to say than one exclusive holder. */
 static void print_holders(const struct msg_lock_info_r *li)
 {
@@ -65,7 +61,7 @@ static void print_holders(const struct msg_lock_info_r *li)
         table_cell(&t, "%llu", (unsigned long long)h->session);
         table_cell(&t, "%llu", (unsigned long long)h->waiter);
         table_cell(&t, "%llu", (unsigned long long)h->fence);
-        table_cell(&t, "%s", mode_name(h->mode));
+        table_cell(&t, "%s", lockreq_mode_name(h->mode));
         table_cell(&t, "%u", h->count);
         table_cell(&t, "%llu", (unsigned long long)h->granted_index);
     }
@@ -93,7 +89,7 @@ static void print_table(const char *name, const struct msg_lock_info_r *li)
             printf("holder:         none (free)\n");
         if (li->total_waiters == 0) return;
     } else {
-        printf("mode:           %s\n", mode_name(li->mode));
+        printf("mode:           %s\n", lockreq_mode_name(li->mode));
         if (li->delayed)
             printf("delayed:        yes (a holder's session expired or its release was\n"
                    "                forced: no new grant until the lock-delay ends)\n");
@@ -120,7 +116,7 @@ static void print_table(const char *name, const struct msg_lock_info_r *li)
         table_cell(&t, "%u", i + 1);
         table_cell(&t, "%llu", (unsigned long long)wt->session);
         table_cell(&t, "%llu", (unsigned long long)wt->waiter);
-        table_cell(&t, "%s", mode_name(wt->mode));
+        table_cell(&t, "%s", lockreq_mode_name(wt->mode));
         if (wt->wait_ms < 0)
             table_cell(&t, "forever");
         else
@@ -145,7 +141,7 @@ static void print_json(const char *name, const struct msg_lock_info_r *li, uint6
     jw_u64(&w, "holder_waiter", li->held ? li->holder_waiter : 0);
     jw_u64(&w, "fence", li->held ? li->fence : 0);
     jw_u64(&w, "granted_index", li->held ? li->granted_index : 0);
-    jw_cstring(&w, "mode", mode_name(li->mode));
+    jw_cstring(&w, "mode", lockreq_mode_name(li->mode));
     jw_u64(&w, "limit", li->limit);
     jw_u64(&w, "total_holders", li->total_holders);
     jw_begin_array(&w, "holders");
@@ -156,7 +152,7 @@ static void print_json(const char *name, const struct msg_lock_info_r *li, uint6
         jw_u64(&w, "waiter", h->waiter);
         jw_u64(&w, "fence", h->fence);
         jw_u64(&w, "granted_index", h->granted_index);
-        jw_cstring(&w, "mode", mode_name(h->mode));
+        jw_cstring(&w, "mode", lockreq_mode_name(h->mode));
         jw_u64(&w, "handles", h->count);
         jw_end_object(&w);
     }
@@ -168,7 +164,7 @@ static void print_json(const char *name, const struct msg_lock_info_r *li, uint6
         jw_u64(&w, "session", li->waiters[i].session);
         jw_u64(&w, "waiter", li->waiters[i].waiter);
         jw_i64(&w, "wait_ms", li->waiters[i].wait_ms < 0 ? -1 : li->waiters[i].wait_ms);
-        jw_cstring(&w, "mode", mode_name(li->waiters[i].mode));
+        jw_cstring(&w, "mode", lockreq_mode_name(li->waiters[i].mode));
         jw_end_object(&w);
     }
     jw_end_array(&w);

@@ -8,6 +8,7 @@
 
 #include "client/ctl/ctl.h"
 #include "baton/baton_defs.h"
+#include "proto/lockreq.h"
 
 const char cmd_locks_help[] =
     "usage: batonctl locks [PREFIX] [--limit N] [-e ENDPOINTS] [-o table|json] [--timeout MS]\n"
@@ -59,7 +60,7 @@ static void print_table(const struct msg_list_locks_r *l)
             table_cell(&t, "sem/%u", s->limit);
         else
             table_cell(&t, "%s", s->n_holders == 0 ? "-"
-                                 : s->mode == BATON_MODE_SHARED ? "shared" : "excl");
+                                 : lockreq_mode_short_name(s->mode));
         table_cell(&t, "%u", s->n_holders);
         if (s->holder_session != 0) {
             table_cell(&t, "%llu", (unsigned long long)s->holder_session);
@@ -92,7 +93,7 @@ static void print_json(const char *prefix, const struct msg_list_locks_r *l)
         jw_u64(&w, "holder_session", s->holder_session);
         jw_u64(&w, "fence", s->fence);
         jw_u64(&w, "waiters", s->n_waiters);
-        jw_cstring(&w, "mode", s->mode == BATON_MODE_SHARED ? "shared" : "exclusive");
+        jw_cstring(&w, "mode", lockreq_mode_name(s->mode));
         jw_u64(&w, "limit", s->limit);
         jw_u64(&w, "holders", s->n_holders);
         jw_end_object(&w);

@@ -1,0 +1,29 @@
+/*
+ * access_rule.h -- may a principal send a request? The decision alone,
+ * from proto/msg_table.h's role, session and locks columns: no
+ * connection, no server, so tests/unit/test_access.c drives it directly.
+ * server/access.c asks it for every request and answers a refusal.
+ */
+#ifndef BATON_SERVER_ACCESS_RULE_H
+#define BATON_SERVER_ACCESS_RULE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/msg.h"
+#include "server/auth.h"
+
+/* Who opened `session`: true and *owner (a principal's key) if the session
+ * is known; false if not (then its handler answers for it). */
+typedef bool access_owner_fn(void *ctx, uint64_t session, uint64_t *owner);
+
+/*
+ * May principal p send request m? true if so; false with why[0..size)
+ * saying why not. Fails closed: a type that is not a request is refused
+ * whatever the principal.
+ */
+bool access_decide(const struct principal *p, const struct msg *m, access_owner_fn *owner_of,
+                   void *ctx, char *why, size_t size);
+
+#endif /* BATON_SERVER_ACCESS_RULE_H */
