@@ -68,6 +68,9 @@
  *  [12] conn.c          a client connection: send, close, write once per
  *                       loop turn; the bound on unread replies (per
  *                       connection, and in all)
+ *  [12] access_rule.c   the access decision alone: a principal, a request
+ *                       and the session's owner -> allowed or why not, from
+ *                       proto/msg_table.h's role, session and locks columns
  *  [13] lease.c         the leader's table of session leases (lease.h)
  *  [13] auth.c          --auth-file: parse it, look principals up (auth.h)
  *  [13] config.c        batond's flags, parsed and described from
