@@ -141,7 +141,7 @@ TEST(requests_of_one_turn_share_an_entry)
     struct fake_node_stats before, after;
     baton_opts o;
     baton_async_t *ac;
-    char name[BURST][16];
+    char name[BURST][24];
     int granted = 0;
 
     lf_start(&f, NULL);
