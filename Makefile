@@ -273,8 +273,9 @@ $(B)/tests/unit/test_auth_file: $(B)/tests/unit/test_auth_file.o $(B)/server/aut
         $(B)/server/xmalloc.o $(B)/server/log.o $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
 
-# batond's metric registry (server/metrics.c) and its log.
-$(B)/tests/unit/test_metrics: $(B)/tests/unit/test_metrics.o $(B)/server/metrics.o \
+# batond's metric registry (server/metrics.c) and its log; and the check
+# that docs/operations.md lists its metrics.
+$(B)/tests/unit/test_metrics $(B)/tests/unit/test_metrics_doc: %: %.o $(B)/server/metrics.o \
         $(B)/server/log.o $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
 

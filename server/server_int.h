@@ -45,7 +45,8 @@
  *                the bound on unread replies (per connection, and in all)
  *   lease.c auth.c config.c notify.c   helpers of everyone above (notify.c:
  *                sd_notify, called by server.c)
- *   metrics.c    the metric registry everyone bumps (server/metrics.h)
+ *   metrics.c    the metric registry everyone bumps (server/metrics.h;
+ *                every metric is one row of server/metrics_table.h)
  *   xmalloc.c log.c   helpers of everyone
  *
  * (main.c, above them all, parses the flags and runs server.c.)
