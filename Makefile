@@ -241,6 +241,10 @@ $(B)/tests/unit/test_client_%: $(B)/tests/unit/test_client_%.o $(B)/tests/unit/f
                                $(B)/tests/unit/client_fixture.o $(B)/libtest.a $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
 
+# test_client_oom makes libbaton's allocations fail one by one: its calls
+# to malloc, calloc, realloc and strdup go through the test's wrappers.
+$(B)/tests/unit/test_client_oom: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup -rdynamic
+
 # The state machine's unit tests (test_fsm_*.c) share tests/unit/fsm_fixture.c.
 $(B)/tests/unit/test_fsm_%: $(B)/tests/unit/test_fsm_%.o $(B)/tests/unit/fsm_fixture.o \
                             $(B)/libstore.a $(B)/libproto.a $(B)/libtest.a

@@ -381,6 +381,8 @@ bool conn_tls_ready(const struct conn *c);
 /* A new connection on srv (its id is set and it is in srv->conns); the
  * caller initialises and accepts its tcp handle. */
 struct conn *conn_new(struct server *srv);
+/* Queue m on c. Out of memory, batond aborts (server/xmalloc.h); a message
+ * the codec refuses is logged and c closed. */
 void conn_send(struct conn *c, const struct msg *m);
 void conn_send_error(struct conn *c, uint64_t req_id, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
