@@ -18,6 +18,7 @@
  * it; BATON_OOM_TRACE=1 in the environment prints where each fails.
  */
 #include <execinfo.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,8 @@
 #include "baton/adapters/libuv.h"
 #include "baton/baton_async.h"
 #include "tests/lib/aclient.h"
+#include "tests/lib/certs.h"
+#include "tests/lib/files.h"
 #include "tests/lib/runner.h"
 #include "tests/lib/tloop.h"
 #include "tests/unit/fake_server.h"
@@ -160,16 +163,24 @@ static int session_life(struct tloop *t, baton_async_t *ac)
  * went as it must, 3 if it went through without reaching allocation n
  * (every allocation has been tried), 1 otherwise.
  */
-static void run_one(long n, int on)
+static char certs[PATH_MAX]; /* the TLS runs' certificates */
+
+static void run_one(long n, int on, int use_tls)
 {
     baton_opts o = {.client_name = "oom", .op_timeout_ms = 2000, .connect_timeout_ms = 1000};
-    struct fake *f = fake_start();
+    struct fk_tls ft = {.cert_file = certs_path(certs, "node1.pem"),
+                        .key_file = certs_path(certs, "node1.key")};
+    struct fake *f = use_tls ? fake_start_tls(&ft) : fake_start();
     baton_async_t *ac = NULL;
     struct tloop t;
     int rv, ok = 0;
 
     tloop_init(&t);
     o.endpoints = f->addr;
+    if (use_tls) {
+        o.tls_ca_file = certs_path(certs, "ca.pem");
+        o.token = "oom-token";
+    }
     fail_at = n;
     fail_on = on;
     n_allocs = 0;
@@ -191,7 +202,7 @@ static void run_one(long n, int on)
 
 /* Make allocation 1, 2, 3... fail in turn (and with on, every one after
  * it too) until a run does not reach it. */
-static void each_allocation(int on)
+static void each_allocation(int on, int use_tls)
 {
     long n, tried = 0, bad = 0;
 
@@ -200,7 +211,7 @@ static void each_allocation(int on)
         pid_t pid = fork();
 
         ASSERT(pid >= 0);
-        if (pid == 0) run_one(n, on);
+        if (pid == 0) run_one(n, on, use_tls);
         ASSERT(waitpid(pid, &st, 0) == pid);
         if (WIFEXITED(st) && WEXITSTATUS(st) == 3) break;
         if (n > 0) tried++;
@@ -222,21 +233,39 @@ static void each_allocation(int on)
  * (or libbaton copes), the rest of the run goes on. */
 TEST(each_allocation_of_a_session_may_fail)
 {
-    each_allocation(0);
+    each_allocation(0, 0);
 }
 
 /* Memory runs out for good at allocation n: the first step to need some
  * says ENOMEM, and freeing everything still works without any. */
 TEST(memory_may_run_out_at_each_allocation)
 {
-    each_allocation(1);
+    each_allocation(1, 0);
+}
+
+/* The same over TLS, with a token: libbaton's TLS buffers and the copies
+ * of its options (OpenSSL's own allocations are not counted: it is a
+ * shared library). */
+TEST(each_allocation_over_tls_may_fail)
+{
+    each_allocation(0, 1);
+}
+
+TEST(memory_may_run_out_over_tls)
+{
+    each_allocation(1, 1);
 }
 
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
     runner_set_timeout(600);
+    suite_dir_init("baton-client-oom");
+    snprintf(certs, sizeof certs, "%s/certs", suite_dir());
+    certs_make_set(certs);
     RUN(each_allocation_of_a_session_may_fail);
     RUN(memory_may_run_out_at_each_allocation);
+    RUN(each_allocation_over_tls_may_fail);
+    RUN(memory_may_run_out_over_tls);
     return runner_done();
 }
