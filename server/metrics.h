@@ -1,6 +1,8 @@
 /*
- * metrics.h -- batond's metric registry and its Prometheus text rendering
- * (docs/operations.md, "Metrics and health", lists every metric).
+ * metrics.h -- batond's metric registry and its Prometheus text rendering.
+ * server/metrics_table.h lists every metric once; docs/operations.md ("The
+ * metrics") describes them, checked against that list by
+ * tests/unit/test_metrics_doc.c.
  *
  * A fixed table of counters, gauges and histograms (fixed buckets), all
  * named baton_*, that the other files of server/ bump with one call where
