@@ -18,6 +18,7 @@
  * it; BATON_OOM_TRACE=1 in the environment prints where each fails.
  */
 #include <execinfo.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include "baton/adapters/libuv.h"
+#include "baton/baton.h"
 #include "baton/baton_async.h"
 #include "tests/lib/aclient.h"
 #include "tests/lib/certs.h"
@@ -44,26 +46,28 @@ void *__wrap_calloc(size_t n, size_t size);
 void *__wrap_realloc(void *p, size_t n);
 char *__wrap_strdup(const char *s);
 
-static _Thread_local int armed;
-static _Thread_local long n_allocs;  /* allocations counted while armed */
-static _Thread_local long fail_at;   /* the one to fail (1-based), 0: none */
-static _Thread_local int fail_on;    /* and every one after it too */
-static _Thread_local int failed;     /* it happened */
+static _Thread_local int armed;    /* this thread's allocations count */
+static _Atomic int armed_all;       /* every thread's but the fake's (fake_th) */
+static pthread_t fake_th;
+static _Atomic long n_allocs;       /* allocations counted while armed */
+static long fail_at;                /* the one to fail (1-based), 0: none */
+static int fail_on;                 /* and every one after it too */
+static _Atomic int failed;          /* it happened */
 
 /* Should this allocation fail? */
 static int inject(void)
 {
-    if (!armed) return 0;
-    ++n_allocs;
-    if (fail_at == 0 || n_allocs < fail_at || (n_allocs > fail_at && !fail_on)) return 0;
+    long k;
+
+    if (!armed && !(armed_all && !pthread_equal(pthread_self(), fake_th))) return 0;
+    k = ++n_allocs;
+    if (fail_at == 0 || k < fail_at || (k > fail_at && !fail_on)) return 0;
     failed = 1;
     if (getenv("BATON_OOM_TRACE") != NULL) { /* where it failed, to debug a run */
         void *pc[32];
 
-        armed = 0;
-        fprintf(stderr, "# allocation %ld fails here:\n", fail_at);
+        fprintf(stderr, "# allocation %ld fails here:\n", k);
         backtrace_symbols_fd(pc, backtrace(pc, 32), 2);
-        armed = 1;
     }
     return 1;
 }
@@ -200,9 +204,62 @@ static void run_one(long n, int on, int use_tls)
     exit(!failed && n > 0 ? 3 : 0);
 }
 
+/* The blocking API (include/baton/baton.h): connect, two locks, their
+ * unlocks, close -- on the caller's thread and libbaton's I/O thread, both
+ * counted (so the order of the allocations may vary from run to run).
+ * true if every step succeeded. */
+static int blocking_life(const char *addr)
+{
+    baton_opts o = {.endpoints = addr, .client_name = "oom", .op_timeout_ms = 2000,
+                    .connect_timeout_ms = 1000};
+    baton_lock_t *la = NULL, *lb = NULL;
+    baton_t *b = NULL;
+    int rv, ok = 0;
+
+    rv = baton_connect(&o, &b);
+    OK_OR_ENOMEM("baton_connect", rv);
+    if (rv != 0) return 0;
+    rv = baton_lock(b, "oom/a", &la);
+    OK_OR_ENOMEM("baton_lock", rv);
+    if (rv == 0) {
+        rv = baton_lock_timeout(b, "oom/b", 1000, &lb);
+        OK_OR_ENOMEM("baton_lock_timeout", rv);
+        if (rv == 0) {
+            rv = baton_unlock(lb);
+            OK_OR_ENOMEM("baton_unlock (b)", rv);
+            ok = rv == 0;
+        }
+        rv = baton_unlock(la);
+        OK_OR_ENOMEM("baton_unlock", rv);
+        ok = ok && rv == 0;
+    }
+    baton_close(b);
+    return ok;
+}
+
+static void run_blocking(long n, int on)
+{
+    struct fake *f = fake_start();
+    int ok;
+
+    fake_th = f->th;
+    fail_at = n;
+    fail_on = on;
+    n_allocs = 0;
+    armed_all = 1;
+    ok = blocking_life(f->addr);
+    armed_all = 0;
+    fake_stop(f);
+    if (!failed && !ok) FAIL("allocation %ld: a step failed with no failed allocation", n);
+    exit(!failed && n > 0 ? 3 : 0);
+}
+
 /* Make allocation 1, 2, 3... fail in turn (and with on, every one after
  * it too) until a run does not reach it. */
-static void each_allocation(int on, int use_tls)
+/* Which path a run takes. */
+enum path { PLAIN, TLS, BLOCKING };
+
+static void each_allocation(int on, enum path path)
 {
     long n, tried = 0, bad = 0;
 
@@ -211,7 +268,8 @@ static void each_allocation(int on, int use_tls)
         pid_t pid = fork();
 
         ASSERT(pid >= 0);
-        if (pid == 0) run_one(n, on, use_tls);
+        if (pid == 0 && path == BLOCKING) run_blocking(n, on);
+        if (pid == 0) run_one(n, on, path == TLS);
         ASSERT(waitpid(pid, &st, 0) == pid);
         if (WIFEXITED(st) && WEXITSTATUS(st) == 3) break;
         if (n > 0) tried++;
@@ -233,14 +291,14 @@ static void each_allocation(int on, int use_tls)
  * (or libbaton copes), the rest of the run goes on. */
 TEST(each_allocation_of_a_session_may_fail)
 {
-    each_allocation(0, 0);
+    each_allocation(0, PLAIN);
 }
 
 /* Memory runs out for good at allocation n: the first step to need some
  * says ENOMEM, and freeing everything still works without any. */
 TEST(memory_may_run_out_at_each_allocation)
 {
-    each_allocation(1, 0);
+    each_allocation(1, PLAIN);
 }
 
 /* The same over TLS, with a token: libbaton's TLS buffers and the copies
@@ -248,12 +306,23 @@ TEST(memory_may_run_out_at_each_allocation)
  * shared library). */
 TEST(each_allocation_over_tls_may_fail)
 {
-    each_allocation(0, 1);
+    each_allocation(0, TLS);
 }
 
 TEST(memory_may_run_out_over_tls)
 {
-    each_allocation(1, 1);
+    each_allocation(1, TLS);
+}
+
+/* The blocking API, its I/O thread included. */
+TEST(each_allocation_of_a_blocking_session_may_fail)
+{
+    each_allocation(0, BLOCKING);
+}
+
+TEST(memory_may_run_out_in_a_blocking_session)
+{
+    each_allocation(1, BLOCKING);
 }
 
 int main(int argc, char **argv)
@@ -267,5 +336,7 @@ int main(int argc, char **argv)
     RUN(memory_may_run_out_at_each_allocation);
     RUN(each_allocation_over_tls_may_fail);
     RUN(memory_may_run_out_over_tls);
+    RUN(each_allocation_of_a_blocking_session_may_fail);
+    RUN(memory_may_run_out_in_a_blocking_session);
     return runner_done();
 }
