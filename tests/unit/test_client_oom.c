@@ -1,25 +1,29 @@
 /*
- * test_client_oom.c -- libbaton out of memory: a session's whole life
- * (baton_async_new, baton_uv_attach, open, two locks, their unlocks,
- * close, free) run against a fake server
- * (fake_server.h) once for each allocation it makes, with that one
- * allocation made to fail. Each run must answer BATON_ENOMEM where the
- * failure hit (or cope and succeed), never crash, and end with every
- * handle closed (tloop_done); under SAN=address, LeakSanitizer checks that
- * nothing leaks. The runs go on until one makes fewer allocations than
- * the one to fail, so every allocation of the path is tried.
+ * test_client_oom.c -- libbaton out of memory. A session's whole life --
+ * async (baton_async_new, baton_uv_attach, open, two locks, their unlocks,
+ * close, free), plaintext and over TLS with a token, and blocking
+ * (baton_connect, two locks, their unlocks, baton_close) -- runs against a
+ * fake server (fake_server.h) once for each allocation it makes, with that
+ * allocation failing (and, in the "run out" tests, every one after it).
+ * Each run must answer BATON_ENOMEM where the failure hit (or cope and
+ * succeed), never crash, and end with every handle closed (tloop_done);
+ * under SAN=address, LeakSanitizer checks that nothing leaks. The runs go
+ * on until one makes fewer allocations than the one to fail, so every
+ * allocation of the path is tried.
  *
  * The failure is injected in-process: this binary is linked with
  * -Wl,--wrap for malloc, calloc, realloc and strdup, so every call to them
  * from libbaton's objects (client/, proto/: the static archive) and the
- * adapter (include/baton/adapters/libuv.h) comes here first. Only the test's
- * own thread is armed: the fake server, on its thread, allocates freely.
- * Each run is a forked child, so a crash names the allocation that caused
- * it; BATON_OOM_TRACE=1 in the environment prints where each fails.
+ * adapter (include/baton/adapters/libuv.h) comes here first; OpenSSL's and
+ * libuv's own, from shared libraries, do not. The async runs count the
+ * test's thread only; the blocking ones every thread but the fake
+ * server's, which allocates freely. Each run is a forked child, so a crash
+ * names the allocation that caused it; BATON_OOM_TRACE=1 in the
+ * environment prints where each fails.
  */
 #include <execinfo.h>
-#include <pthread.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
