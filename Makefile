@@ -243,6 +243,10 @@ $(B)/tests/unit/test_client_%: $(B)/tests/unit/test_client_%.o $(B)/tests/unit/f
                                $(B)/tests/unit/client_fixture.o $(B)/libtest.a $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
 
+# test_client_oom makes libbaton's allocations fail one by one: its calls
+# to malloc, calloc, realloc and strdup go through the test's wrappers.
+$(B)/tests/unit/test_client_oom: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup -rdynamic
+
 # The state machine's unit tests (test_fsm_*.c) share tests/unit/fsm_fixture.c.
 $(B)/tests/unit/test_fsm_%: $(B)/tests/unit/test_fsm_%.o $(B)/tests/unit/fsm_fixture.o \
                             $(B)/libstore.a $(B)/libproto.a $(B)/libtest.a
@@ -281,8 +285,9 @@ $(B)/tests/unit/test_access: $(B)/tests/unit/test_access.o $(B)/server/access_ru
         $(B)/server/auth.o $(B)/server/xmalloc.o $(B)/server/log.o $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
 
-# batond's metric registry (server/metrics.c) and its log.
-$(B)/tests/unit/test_metrics: $(B)/tests/unit/test_metrics.o $(B)/server/metrics.o \
+# batond's metric registry (server/metrics.c) and its log; and the check
+# that docs/operations.md lists its metrics.
+$(B)/tests/unit/test_metrics $(B)/tests/unit/test_metrics_doc: %: %.o $(B)/server/metrics.o \
         $(B)/server/log.o $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
 

@@ -346,6 +346,19 @@ void baton__conn_refused(baton_async_t *ac, int status)
     baton__conn_fail(ac, true);
 }
 
+/*
+ * The connection could not get memory for `what` (include/baton/baton_async.h,
+ * "Out of memory"): a session being opened fails now with BATON_ENOMEM;
+ * with a session open, the connection fails like any other and is tried
+ * again after a back-off, by when memory may be back (if no leader answers
+ * in time, the calls' messages quote this).
+ */
+void baton__conn_oom(baton_async_t *ac, const char *what)
+{
+    baton__conn_err(ac, what, "out of memory");
+    baton__conn_refused(ac, BATON_ENOMEM);
+}
+
 /* The node says the leader is at addr: go there. */
 void baton__conn_redirect(baton_async_t *ac, const char *addr, size_t n)
 {
@@ -464,7 +477,13 @@ static void flush(baton_async_t *ac)
     struct buf *wire = &ac->out;
 
     if (ac->tls != NULL) {
-        if (baton__tls_wrap(ac) != 0) {
+        int rv = baton__tls_wrap(ac);
+
+        if (rv == BATON_ENOMEM) {
+            baton__conn_oom(ac, "TLS");
+            return;
+        }
+        if (rv != 0) {
             baton__conn_fail(ac, true);
             return;
         }
@@ -504,8 +523,7 @@ static void connected(baton_async_t *ac)
         return;
     }
     if (baton__tls_begin(ac) != 0) {
-        baton__conn_err(ac, "TLS", "out of memory");
-        baton__conn_fail(ac, true);
+        baton__conn_oom(ac, "TLS");
         return;
     }
     ac->cstate = BATON__C_HELLO;
@@ -522,8 +540,7 @@ static void connected(baton_async_t *ac)
         m.u.hello.token.n = (uint16_t)strlen(ac->token);
     }
     if (baton__send_msg(ac, &m) != 0) {
-        baton__conn_err(ac, "HELLO", "out of memory");
-        baton__conn_fail(ac, true);
+        baton__conn_oom(ac, "HELLO");
         return;
     }
     flush(ac);
@@ -638,10 +655,10 @@ static void process(baton_async_t *ac)
  * refusal is for good; the rest are ordinary connection failures. */
 static void input_failed(baton_async_t *ac, int rv)
 {
-    if (rv == BATON_ETLS)
-        baton__conn_refused(ac, rv);
+    if (rv == BATON_ETLS || rv == BATON_ENOMEM)
+        baton__conn_refused(ac, rv); /* the message is set */
     else
-        baton__conn_fail(ac, rv == BATON_ENOMEM);
+        baton__conn_fail(ac, false);
 }
 
 /* The node closed the connection. After a plaintext answer to our TLS,
@@ -679,8 +696,7 @@ void baton__read(baton_async_t *ac)
 
         if (ac->tls == NULL) {
             if (buf_reserve(&ac->in, READ_CHUNK) != 0) {
-                baton__conn_err(ac, "read", "out of memory");
-                baton__conn_fail(ac, true);
+                baton__conn_oom(ac, "read");
                 return;
             }
             dst = ac->in.data + ac->in.len;

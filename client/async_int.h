@@ -415,6 +415,7 @@ void baton__conn_start(baton_async_t *ac);
 void baton__conn_drop(baton_async_t *ac);
 void baton__conn_fail(baton_async_t *ac, bool backoff);
 void baton__conn_refused(baton_async_t *ac, int status);
+void baton__conn_oom(baton_async_t *ac, const char *what);
 void baton__conn_redirect(baton_async_t *ac, const char *addr, size_t n);
 void baton__conn_check_timers(baton_async_t *ac, uint64_t now);
 uint64_t baton__conn_next_timer(const baton_async_t *ac);

@@ -204,7 +204,10 @@ void conn_send(struct conn *c, const struct msg *m)
 
     if (c->closed || c->closing) return;
     rv = proto_encode(&c->out, m);
+    if (rv == BATON_ENOMEM) xalloc_failed("a reply"); /* server/xmalloc.h's policy */
     if (rv != 0) {
+        /* A message batond built that the codec refuses (too big, say): a
+         * bug, not a reply to drop silently; the client sees the close. */
         log_error("conn %llu: cannot encode %s: %s", (unsigned long long)c->id,
                   msg_type_name(m->type), baton_strerror(rv));
         conn_close(c);
@@ -282,7 +285,10 @@ static void write_cb(uv_write_t *req, int status)
 static struct buf *wire(struct conn *c)
 {
     if (c->tls == NULL) return &c->out;
-    if (tls_seal(c->tls, &c->out, &c->net) != 0) {
+    int rv = tls_seal(c->tls, &c->out, &c->net);
+
+    if (rv == BATON_ENOMEM) xalloc_failed("TLS output"); /* server/xmalloc.h's policy */
+    if (rv != 0) {
         log_debug("conn %llu: TLS: %s", (unsigned long long)c->id, tls_errmsg(c->tls));
         return NULL;
     }

@@ -103,6 +103,7 @@ int conn_tls_input(struct conn *c, const uint8_t *data, size_t n)
         }
     }
     rv = tls_recv(c->tls, data, n, &c->in);
+    if (rv == BATON_ENOMEM) xalloc_failed("TLS input"); /* server/xmalloc.h's policy */
     if (tls_out_pending(c->tls)) conn_want_flush(c);
     if (rv != 0) {
         if (rv != BATON_ECLOSED) log_failure(c, tls_errmsg(c->tls));

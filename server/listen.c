@@ -29,11 +29,8 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
         b->len = LISTEN_RBUF;
         return;
     }
-    if (buf_reserve(&c->in, 64 * 1024) != 0) {
-        b->base = NULL;
-        b->len = 0;
-        return;
-    }
+    /* server/xmalloc.h's policy: not a silent close of the connection */
+    if (buf_reserve(&c->in, 64 * 1024) != 0) xalloc_failed("a connection's input buffer");
     b->base = (char *)c->in.data + c->in.len;
     b->len = c->in.cap - c->in.len;
 }

@@ -1,11 +1,12 @@
 /*
  * metrics.c -- the metric registry and its Prometheus text (metrics.h).
  *
- * One static table describes every metric: its name, help, type, and for
- * a labelled counter its label's name and values, for a histogram its
- * buckets' upper bounds. The values live beside it. Rendering walks the
- * table in order; a histogram keeps per-bucket counts and renders them
- * cumulative, as the format wants.
+ * server/metrics_table.h lists every metric: its name, help, type, and for
+ * a labelled one its label set, for a histogram its buckets' upper bounds.
+ * Here that list becomes static tables, checked at compile time; the
+ * values live beside them. Rendering walks the table in order; a histogram
+ * keeps per-bucket counts and renders them cumulative, as the format
+ * wants.
  */
 #include "server/metrics.h"
 
@@ -17,115 +18,69 @@
 #include "baton/baton_defs.h"
 #include "proto/utf8.h"
 
-enum metric_type { T_COUNTER, T_GAUGE, T_HISTOGRAM };
+enum metric_type { T_COUNTER, T_GAUGE, T_HISTOGRAM, T_TOP };
+/* Each type's TYPE in the exposition: TOP's are gauges. */
+static const char *const type_names[] = {"counter", "gauge", "histogram", "gauge"};
 
 #define MAX_BUCKETS 16
 #define MAX_LABELS 12
 
+/* ---- the tables of metrics_table.h, made into data ---- */
+
+/* Each label set's values, in enum order: metric_label_<set>'s constants
+ * index them. */
+#define LABEL_VALUE_STRING(id, value) value,
+#define LABEL_VALUES(set, label, values)                                                    \
+    static const char *const values_##set[LN_##set + 1] = {values(LABEL_VALUE_STRING) NULL}; \
+    _Static_assert(LN_##set <= MAX_LABELS, #set " has more than MAX_LABELS values");
+METRIC_LABEL_SETS(LABEL_VALUES)
+
+struct label_set {
+    const char *label;          /* the label's name */
+    const char *const *values;  /* its fixed values, NULL-terminated */
+    unsigned n;                 /* how many; 0: a free label (TOP's lock) */
+};
+
+#define LABEL_SET(set, label, values) [LS_##set] = {label, values_##set, LN_##set},
+static const struct label_set label_sets[LS_COUNT_] = {METRIC_LABEL_SETS(LABEL_SET)};
+
+/* A histogram's bucket bounds, increasing, ended by 0; {0} for the rest. */
+#define NO_BUCKETS
+#define BUCKETS(...) __VA_ARGS__,
+#define BOUNDS(id, name, type, labels, buckets, help)                                       \
+    static const double bounds_##id[] = {buckets 0};                                        \
+    _Static_assert(sizeof bounds_##id / sizeof(double) <= MAX_BUCKETS + 1,                  \
+                   #id " has more than MAX_BUCKETS buckets");
+METRICS(BOUNDS)
+
+/* Rows whose type, labels and buckets do not go together do not compile:
+ * a histogram has buckets and nothing else has; a gauge or a histogram has
+ * no label; a labelled counter has fixed values; TOP has a free label. */
+enum { LN_NONE = 0 };
+#define ROW_CHECK(id, name, type, labels, buckets, help)                                    \
+    _Static_assert((T_##type == T_HISTOGRAM) == (sizeof bounds_##id > sizeof(double)),      \
+                   #id ": buckets for a histogram, and only for one");                      \
+    _Static_assert(T_##type == T_COUNTER || T_##type == T_TOP || LS_##labels == LS_NONE,     \
+                   #id ": only a counter or TOP has labels");                               \
+    _Static_assert(T_##type != T_COUNTER || LS_##labels == LS_NONE || LN_##labels > 0,       \
+                   #id ": a labelled counter's label has fixed values");                    \
+    _Static_assert(T_##type != T_TOP || (LS_##labels != LS_NONE && LN_##labels == 0),        \
+                   #id ": TOP's label is a free one (a set without values)");
+METRICS(ROW_CHECK)
+
+_Static_assert(METRICS_TOP_LOCKS == 10, "baton_lock_queue_length's help says 10 locks");
+
 struct metric_def {
     const char *name;       /* without the _total of a counter */
     const char *help;
-    int type;
-    const char *label;      /* a labelled counter's label name, else NULL */
-    const char *const *values; /* its values, NULL-terminated */
+    enum metric_type type;
+    enum metric_label_set labels;
     const double *bounds;   /* a histogram's bucket bounds, increasing, ended by 0 */
 };
 
-static const char *const acquire_outcomes[] = {"granted", "queued", "busy", "error", "unknown",
-                                               NULL};
-static const char *const refusal_reasons[] = {
-    "max-conns", "max-unauth", "handshake-timeout", "auth", "perm", "frame-timeout",
-    "malformed", "tls", "unread", "disk-full", "max-sessions", NULL};
-static const char *const push_types[] = {"granted", "wait_failed", "lost", "session_expired",
-                                         "watch_event", NULL};
-
-static const double commit_bounds[] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
-                                       0.1,    0.2,   0.5,   1,     2,    5,    0};
-static const double apply_bounds[] = {0.00001, 0.00005, 0.0001, 0.0002, 0.0005, 0.001,
-                                      0.002,   0.005,   0.01,   0.05,   0.1,    0};
-static const double batch_bounds[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 0};
-static const double queue_bounds[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096, 0};
-static const double wait_bounds[] = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1,
-                                     5,     10,    30,   60,   300, 0};
-static const double lag_bounds[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15,
-                                   0.2,   0.3,   0.5,  1,     2,    0};
-static const double snapshot_bounds[] = {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 0};
-
-static const struct metric_def defs[M_COUNT_] = {
-    [M_NODE_ID] = {"baton_node_id", "This node's raft id.", T_GAUGE},
-    [M_RAFT_TERM] = {"baton_raft_term", "The raft term this node is in.", T_GAUGE},
-    [M_RAFT_ROLE] = {"baton_raft_role",
-                     "This node's raft role: 0 unavailable, 1 follower, 2 candidate, 3 leader.",
-                     T_GAUGE},
-    [M_RAFT_LEADER_ID] = {"baton_raft_leader_id", "The leader this node knows, 0 if none.",
-                          T_GAUGE},
-    [M_READY] = {"baton_ready_leader",
-                 "1 while this node is the ready leader (its barrier applied), else 0.", T_GAUGE},
-    [M_RAFT_COMMIT_INDEX] = {"baton_raft_commit_index", "The highest log index known committed.",
-                             T_GAUGE},
-    [M_RAFT_APPLIED_INDEX] = {"baton_raft_applied_index",
-                              "The highest log index applied to the lock store.", T_GAUGE},
-    [M_SESSIONS_OPEN] = {"baton_sessions_open",
-                         "Sessions with a lease on this node (the ready leader; 0 elsewhere).",
-                         T_GAUGE},
-    [M_CONNECTIONS] = {"baton_connections", "Client connections open on this node.", T_GAUGE},
-    [M_DISK_FREE_BYTES] = {"baton_disk_free_bytes",
-                           "Bytes free on the filesystem of --data at the last check.", T_GAUGE},
-    [M_DISK_LOW] = {"baton_disk_low",
-                    "1 while free space is below --min-free-mb plus the store's next growth "
-                    "(new sessions and acquires refused), else 0.",
-                    T_GAUGE},
-    [M_LEADER_CHANGES] = {"baton_leader_changes",
-                          "Times this node saw a new leader (the first one included).",
-                          T_COUNTER},
-    [M_CANDIDACIES] = {"baton_raft_candidacies",
-                       "Times this node became a raft candidate (pre-vote included): it heard "
-                       "from no leader for an election timeout.",
-                       T_COUNTER},
-    [M_GRANTS] = {"baton_grants", "Locks granted (applied on this node).", T_COUNTER},
-    [M_ACQUIRES] = {"baton_acquires", "ACQUIRE requests answered by this leader, by outcome.",
-                    T_COUNTER, "outcome", acquire_outcomes},
-    [M_RELEASES] = {"baton_releases", "RELEASE requests that released a lock on this leader.",
-                    T_COUNTER},
-    [M_SESSIONS_EXPIRED] = {"baton_sessions_expired",
-                            "Sessions ended by an expiry (applied on this node).", T_COUNTER},
-    [M_LEASE_EXPIRIES] = {"baton_lease_expiries",
-                          "Session leases that ran out on this leader (expiry proposed).",
-                          T_COUNTER},
-    [M_KEEPALIVES] = {"baton_keepalives", "KEEPALIVE requests received on this leader.",
-                      T_COUNTER},
-    [M_KEEPALIVE_ROUNDS] = {"baton_keepalive_rounds",
-                            "Leadership confirmation rounds started for keepalives.", T_COUNTER},
-    [M_REFUSALS] = {"baton_refusals", "Connections or requests refused, by reason.", T_COUNTER,
-                    "reason", refusal_reasons},
-    [M_PUSHES] = {"baton_pushes", "Pushes sent to clients, by type.", T_COUNTER, "type",
-                  push_types},
-    [M_SNAPSHOTS] = {"baton_snapshots", "Raft snapshots this node took.", T_COUNTER},
-    [M_BYTES_IN] = {"baton_client_bytes_in", "Bytes read from client connections.", T_COUNTER},
-    [M_BYTES_OUT] = {"baton_client_bytes_out", "Bytes written to client connections.",
-                     T_COUNTER},
-    [M_COMMIT_SECONDS] = {"baton_commit_latency_seconds",
-                          "From proposing an entry to its apply on this leader.", T_HISTOGRAM,
-                          NULL, NULL, commit_bounds},
-    [M_APPLY_SECONDS] = {"baton_apply_latency_seconds",
-                         "Time the lock store took to apply one entry.", T_HISTOGRAM, NULL,
-                         NULL, apply_bounds},
-    [M_BATCH_COMMANDS] = {"baton_batch_commands", "Commands per raft entry this leader proposed.",
-                          T_HISTOGRAM, NULL, NULL, batch_bounds},
-    [M_QUEUE_LENGTH] = {"baton_queue_length",
-                        "A lock's queue length when an ACQUIRE joined it (its position).",
-                        T_HISTOGRAM, NULL, NULL, queue_bounds},
-    [M_LOCK_WAIT_SECONDS] = {"baton_lock_wait_seconds",
-                             "From a queued ACQUIRE's apply to its grant, on this leader.",
-                             T_HISTOGRAM, NULL, NULL, wait_bounds},
-    [M_SNAPSHOT_SECONDS] = {"baton_snapshot_duration_seconds",
-                            "Time to take one raft snapshot.", T_HISTOGRAM, NULL, NULL,
-                            snapshot_bounds},
-    [M_LOOP_LAG_SECONDS] = {"baton_loop_lag_seconds",
-                            "How late a timer due every 25 ms fired on the loop thread (raft's "
-                            "ticks run there too: compare with the election timeout).",
-                            T_HISTOGRAM, NULL, NULL, lag_bounds},
-};
+#define DEF(id, name, type, labels, buckets, help) \
+    [id] = {name, help, T_##type, LS_##labels, bounds_##id},
+static const struct metric_def defs[M_COUNT_] = {METRICS(DEF)};
 
 struct hist {
     uint64_t buckets[MAX_BUCKETS + 1]; /* per bucket, not cumulative; the last is +Inf */
@@ -171,7 +126,7 @@ void metrics_add(enum metric_id id, uint64_t n)
 
 void metrics_inc_label(enum metric_id id, unsigned label)
 {
-    if (label < MAX_LABELS) reg.labelled[id][label]++;
+    if (label < label_sets[defs[id].labels].n) reg.labelled[id][label]++;
 }
 
 void metrics_set(enum metric_id id, int64_t v)
@@ -185,7 +140,7 @@ void metrics_observe(enum metric_id id, double v)
     struct hist *h = &reg.hist[id];
     size_t i = 0;
 
-    if (b == NULL) return;
+    if (defs[id].type != T_HISTOGRAM) return;
     while (b[i] != 0 && v > b[i]) i++;
     h->buckets[i]++;
     h->count++;
@@ -277,6 +232,17 @@ void metrics_top_clear(void)
     n_top = 0;
 }
 
+void metrics_describe(enum metric_id id, struct metric_desc *d)
+{
+    const struct label_set *ls = &label_sets[defs[id].labels];
+
+    d->name = defs[id].name;
+    d->type = type_names[defs[id].type];
+    d->label = defs[id].labels == LS_NONE ? NULL : ls->label;
+    d->values = ls->values;
+    d->n_values = ls->n;
+}
+
 void metrics_reset(void)
 {
     memset(&reg, 0, sizeof reg);
@@ -351,37 +317,38 @@ static int render_hist(struct buf *out, const struct metric_def *d, const struct
     return rv;
 }
 
-static int render_one(struct buf *out, enum metric_id id)
+/* The longest queues: one gauge per lock, labelled with its name. */
+static int render_top(struct buf *out, const struct metric_def *d)
 {
-    const struct metric_def *d = &defs[id];
-    const char *suffix = d->type == T_COUNTER ? "_total" : "";
-    static const char *const types[] = {"counter", "gauge", "histogram"};
-    int rv;
-
-    rv = putf(out, "# HELP %s%s %s\n# TYPE %s%s %s\n", d->name, suffix, d->help, d->name, suffix,
-              types[d->type]);
-    if (rv != 0) return rv;
-    if (d->type == T_HISTOGRAM) return render_hist(out, d, &reg.hist[id]);
-    if (d->type == T_GAUGE) return putf(out, "%s %lld\n", d->name, (long long)reg.gauge[id]);
-    if (d->label == NULL)
-        return putf(out, "%s_total %llu\n", d->name, (unsigned long long)reg.counter[id]);
-    for (unsigned i = 0; d->values[i] != NULL && rv == 0; i++)
-        rv = putf(out, "%s_total{%s=\"%s\"} %llu\n", d->name, d->label, d->values[i],
-                  (unsigned long long)reg.labelled[id][i]);
-    return rv;
-}
-
-static int render_top(struct buf *out)
-{
-    int rv = put(out, "# HELP baton_lock_queue_length Waiters queued on the longest queues this "
-                      "leader saw (at most 10 locks).\n"
-                      "# TYPE baton_lock_queue_length gauge\n");
+    const char *label = label_sets[d->labels].label;
+    int rv = 0;
 
     for (size_t i = 0; i < n_top && rv == 0; i++) {
-        rv = put(out, "baton_lock_queue_length{lock=\"");
+        rv = putf(out, "%s{%s=\"", d->name, label);
         if (rv == 0) rv = metrics_escape_label(out, top[i].name, top[i].len);
         if (rv == 0) rv = putf(out, "\"} %u\n", top[i].qlen);
     }
+    return rv;
+}
+
+static int render_one(struct buf *out, enum metric_id id)
+{
+    const struct metric_def *d = &defs[id];
+    const struct label_set *ls = &label_sets[d->labels];
+    const char *suffix = d->type == T_COUNTER ? "_total" : "";
+    int rv;
+
+    rv = putf(out, "# HELP %s%s %s\n# TYPE %s%s %s\n", d->name, suffix, d->help, d->name, suffix,
+              type_names[d->type]);
+    if (rv != 0) return rv;
+    if (d->type == T_HISTOGRAM) return render_hist(out, d, &reg.hist[id]);
+    if (d->type == T_TOP) return render_top(out, d);
+    if (d->type == T_GAUGE) return putf(out, "%s %lld\n", d->name, (long long)reg.gauge[id]);
+    if (d->labels == LS_NONE)
+        return putf(out, "%s_total %llu\n", d->name, (unsigned long long)reg.counter[id]);
+    for (unsigned i = 0; i < ls->n && rv == 0; i++)
+        rv = putf(out, "%s_total{%s=\"%s\"} %llu\n", d->name, ls->label, ls->values[i],
+                  (unsigned long long)reg.labelled[id][i]);
     return rv;
 }
 
@@ -390,6 +357,5 @@ int metrics_render(struct buf *out)
     int rv = 0;
 
     for (int id = 0; id < M_COUNT_ && rv == 0; id++) rv = render_one(out, (enum metric_id)id);
-    if (rv == 0) rv = render_top(out);
     return rv;
 }

@@ -1,6 +1,8 @@
 /*
- * metrics.h -- batond's metric registry and its Prometheus text rendering
- * (docs/operations.md, "Metrics and health", lists every metric).
+ * metrics.h -- batond's metric registry and its Prometheus text rendering.
+ * server/metrics_table.h lists every metric once; docs/operations.md ("The
+ * metrics") describes them, checked against that list by
+ * tests/unit/test_metrics_doc.c.
  *
  * A fixed table of counters, gauges and histograms (fixed buckets), all
  * named baton_*, that the other files of server/ bump with one call where
@@ -19,75 +21,30 @@
 #include <stdint.h>
 
 #include "proto/buf.h"
+#include "server/metrics_table.h"
 
-enum metric_id {
-    /* gauges, set by observe.c before a render */
-    M_NODE_ID,
-    M_RAFT_TERM,
-    M_RAFT_ROLE,            /* enum node_role: 0 unavailable, 1 follower, 2 candidate, 3 leader */
-    M_RAFT_LEADER_ID,
-    M_READY,                /* 1: ready leader */
-    M_RAFT_COMMIT_INDEX,
-    M_RAFT_APPLIED_INDEX,
-    M_SESSIONS_OPEN,
-    M_CONNECTIONS,
-    M_DISK_FREE_BYTES,
-    M_DISK_LOW,
-    /* counters */
-    M_LEADER_CHANGES,
-    M_CANDIDACIES,
-    M_GRANTS,
-    M_ACQUIRES,             /* label outcome: enum metric_acquire */
-    M_RELEASES,
-    M_SESSIONS_EXPIRED,
-    M_LEASE_EXPIRIES,
-    M_KEEPALIVES,
-    M_KEEPALIVE_ROUNDS,
-    M_REFUSALS,             /* label reason: enum metric_refusal */
-    M_PUSHES,               /* label type: enum metric_push */
-    M_SNAPSHOTS,
-    M_BYTES_IN,
-    M_BYTES_OUT,
-    /* histograms */
-    M_COMMIT_SECONDS,
-    M_APPLY_SECONDS,
-    M_BATCH_COMMANDS,
-    M_QUEUE_LENGTH,
-    M_LOCK_WAIT_SECONDS,
-    M_SNAPSHOT_SECONDS,
-    M_LOOP_LAG_SECONDS,
-    M_COUNT_
-};
+/* Every metric (server/metrics_table.h has the list). */
+#define METRIC_ID_(id, name, type, labels, buckets, help) id,
+enum metric_id { METRICS(METRIC_ID_) M_COUNT_ };
 
-/* M_ACQUIRES's outcome label. */
-enum metric_acquire { ACQ_GRANTED, ACQ_QUEUED, ACQ_BUSY, ACQ_ERROR, ACQ_UNKNOWN, ACQ_COUNT_ };
+/* Each label set's values: enum metric_label_OUTCOME { ACQ_GRANTED, ...,
+ * LN_OUTCOME } and so on, LN_<set> being the number of values. */
+#define METRIC_LABEL_VALUE_(id, value) id,
+#define METRIC_LABEL_ENUM_(set, label, values) \
+    enum metric_label_##set { values(METRIC_LABEL_VALUE_) LN_##set };
+METRIC_LABEL_SETS(METRIC_LABEL_ENUM_)
 
-/* M_REFUSALS's reason label: why a connection or a request was refused. */
-enum metric_refusal {
-    REF_MAX_CONNS,          /* --max-conns */
-    REF_UNAUTH,             /* --max-unauth-conns: the oldest unauthenticated closed */
-    REF_HANDSHAKE_TIMEOUT,  /* no TLS handshake + HELLO within --handshake-timeout */
-    REF_AUTH,               /* HELLO refused (unknown token or certificate) */
-    REF_PERM,               /* a request beyond the principal's role or prefixes */
-    REF_FRAME_TIMEOUT,      /* --frame-timeout */
-    REF_MALFORMED,          /* a frame that cannot be decoded */
-    REF_TLS,                /* a TLS handshake or TLS/plaintext mismatch */
-    REF_UNREAD,             /* replies left unread (64 MiB, --max-unread-mb) */
-    REF_DISK_FULL,          /* --min-free-mb */
-    REF_MAX_SESSIONS,       /* the principal's max-sessions */
-    REF_COUNT_
-};
-
-/* M_PUSHES's type label. */
-enum metric_push { PUSH_GRANTED, PUSH_WAIT_FAILED, PUSH_LOST, PUSH_SESSION_EXPIRED,
-                   PUSH_WATCH_EVENT, PUSH_COUNT_ };
+/* The label sets themselves, LS_NONE for a metric without labels. */
+#define METRIC_LABEL_SET_ID_(set, label, values) LS_##set,
+enum metric_label_set { LS_NONE, METRIC_LABEL_SETS(METRIC_LABEL_SET_ID_) LS_COUNT_ };
 
 /* How many locks baton_lock_queue_length{lock} lists at most. */
 #define METRICS_TOP_LOCKS 10
 
 void metrics_inc(enum metric_id id);                 /* counter += 1 */
 void metrics_add(enum metric_id id, uint64_t n);     /* counter += n */
-void metrics_inc_label(enum metric_id id, unsigned label); /* labelled counter += 1 */
+/* labelled counter += 1; label is a value of its set (ACQ_BUSY...) */
+void metrics_inc_label(enum metric_id id, unsigned label);
 void metrics_set(enum metric_id id, int64_t v);      /* gauge = v */
 void metrics_observe(enum metric_id id, double v);   /* histogram: one observation */
 
@@ -134,6 +91,21 @@ int metrics_render(struct buf *out);
  * UTF-8. 0 or BATON_ENOMEM.
  */
 int metrics_escape_label(struct buf *out, const char *s, size_t n);
+
+/*
+ * What the table says of metric id, for tests/unit/test_metrics_doc.c:
+ * its name (without a counter's _total), its type as /metrics says it
+ * ("counter", "gauge", "histogram"), its label's name (NULL if none) and
+ * fixed values (n_values of them; none for a free label).
+ */
+struct metric_desc {
+    const char *name;
+    const char *type;
+    const char *label;
+    const char *const *values;
+    size_t n_values;
+};
+void metrics_describe(enum metric_id id, struct metric_desc *d);
 
 /* Zero every metric (tests). */
 void metrics_reset(void);

@@ -78,7 +78,8 @@
  *  [13] resolve.c       the addresses a node listens on (resolve.h)
  *  [13] notify.c        sd_notify for systemd: READY, STATUS, STOPPING
  *  [14] metrics.c       the metric registry every file bumps, and its
- *                       Prometheus text (metrics.h)
+ *                       Prometheus text (metrics.h; every metric is one
+ *                       row of metrics_table.h)
  *  [15] config_file.c   --config FILE: each pair becomes a flag
  *                       (config_file.h)
  *  [15] config_flags.c  the table of batond's flags: name, kind, field,
@@ -419,6 +420,8 @@ bool conn_tls_ready(const struct conn *c);
 /* A new connection on srv (its id is set and it is in srv->conns); the
  * caller initialises and accepts its tcp handle. */
 struct conn *conn_new(struct server *srv);
+/* Queue m on c. Out of memory, batond aborts (server/xmalloc.h); a message
+ * the codec refuses is logged and c closed. */
 void conn_send(struct conn *c, const struct msg *m);
 void conn_send_error(struct conn *c, uint64_t req_id, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -96,6 +96,15 @@
  * returns. The blocking API (include/baton/baton.h) runs a context on its own
  * internal thread.
  *
+ * Out of memory. libbaton never aborts its host program: a call that cannot
+ * allocate returns BATON_ENOMEM (having done nothing), and so does the
+ * callback of the call whose work could not get memory later. A session
+ * being opened whose connection cannot get memory fails with BATON_ENOMEM
+ * at once; with a session open, such a connection fails like any other and
+ * is tried again after a back-off (memory may be back by then), the
+ * errmsg saying "out of memory". The libuv adapter allocates when it is
+ * attached, not in its hooks, which cannot report an error.
+ *
  * Contracts of every call that takes a callback:
  *  - If the call returns a negative BATON_E* code, its callback never runs.
  *  - Otherwise the callback runs exactly once: with the outcome, with

@@ -47,7 +47,20 @@ struct baton_uv_poll {
     int fd;
     int events;     /* UV_READABLE | UV_WRITABLE being watched */
     int want_write; /* the core has output queued (add_write .. del_write) */
+    int busy;       /* in use or closing (a slot of struct baton_uv) */
+    int heap;       /* calloc'd: every slot was busy */
 };
+
+/*
+ * Poll handles made in baton_uv_attach, with the adapter. A hook cannot
+ * report an error to the core, so the hooks take a handle from these
+ * instead of allocating one: a socket's handle closes in the loop turn
+ * after the core let go of it, and the core watches one socket at a time,
+ * so two are busy at most but for reconnects in quick succession; only
+ * when all are busy is one allocated (and if that fails, the core times
+ * the connection attempt out and tries again).
+ */
+#define BATON_UV_POLLS 4
 
 /* The adapter; freed by itself once cleaned up and every handle closed. */
 struct baton_uv {
@@ -56,6 +69,7 @@ struct baton_uv {
     uv_timer_t timer;
     uv_idle_t flush;            /* writes queued output at the end of a loop turn */
     struct baton_uv_poll *poll; /* the current socket's, or NULL */
+    struct baton_uv_poll polls[BATON_UV_POLLS];
     int handles;                /* handles not yet through their close callback */
     int cleaned;
 };
@@ -70,7 +84,10 @@ static inline void baton_uv__poll_closed(uv_handle_t *h)
     struct baton_uv_poll *p = (struct baton_uv_poll *)h->data;
     struct baton_uv *a = p->a;
 
-    free(p);
+    if (p->heap)
+        free(p);
+    else
+        p->busy = 0;
     a->handles--;
     baton_uv__maybe_free(a);
 }
@@ -121,20 +138,30 @@ static inline void baton_uv__poll_close(struct baton_uv *a)
     uv_close((uv_handle_t *)&p->h, baton_uv__poll_closed);
 }
 
-/* The poll handle for fd, made on first use. NULL if libuv refuses the fd;
- * the core then times the connection attempt out and tries again. */
+/* The poll handle for fd, set up on first use (BATON_UV_POLLS). NULL if
+ * libuv refuses the fd; the core then times the connection attempt out and
+ * tries again. */
 static inline struct baton_uv_poll *baton_uv__poll_get(struct baton_uv *a, int fd)
 {
     struct baton_uv_poll *p = a->poll;
+    int i = 0;
 
     if (p && p->fd == fd) return p;
     baton_uv__poll_close(a);
-    p = (struct baton_uv_poll *)calloc(1, sizeof *p);
-    if (p == NULL) return NULL;
+    while (i < BATON_UV_POLLS && a->polls[i].busy) i++;
+    if (i < BATON_UV_POLLS) {
+        p = &a->polls[i];
+        memset(p, 0, sizeof *p);
+    } else {
+        p = (struct baton_uv_poll *)calloc(1, sizeof *p);
+        if (p == NULL) return NULL;
+        p->heap = 1;
+    }
     if (uv_poll_init(a->loop, &p->h, fd) != 0) {
-        free(p);
+        if (p->heap) free(p);
         return NULL;
     }
+    p->busy = 1;
     p->h.data = p;
     p->a = a;
     p->fd = fd;
