@@ -91,10 +91,13 @@ void disk_close(struct server *srv)
 }
 
 /* Does this command make the state bigger (a new session, a new hold or
- * wait)? Only those are refused while the disk is low. */
+ * wait: the grows column of storage/cmd_table.h)? Only those are refused
+ * while the disk is low. */
 static bool grows_state(int cmd_type)
 {
-    return cmd_type == CMD_OPEN_SESSION || cmd_type == CMD_ACQUIRE || cmd_type == CMD_ACQUIRE_MANY;
+    const struct cmd_row *t = cmd_lookup(cmd_type);
+
+    return t != NULL && t->grows;
 }
 
 bool disk_refuse(struct conn *c, uint64_t req_id, int cmd_type)

@@ -3,8 +3,9 @@
  * the batch, runs each command through deduplication and its handler, and
  * records the applied index, the state digest and the replicated counters.
  *
- * Deduplication (exactly-once for client requests). ACQUIRE, RELEASE,
- * CANCEL and CLOSE_SESSION with a non-zero seq go through these steps, in
+ * Deduplication (exactly-once for client requests). The commands of a
+ * client's session (kind CLIENT in cmd_table.h) with a non-zero seq go
+ * through these steps, in
  * this order (docs/design.md, "Deduplication", has the reasoning and the
  * proof that a request never runs twice):
  *   1. An unknown session fails with BATON_ESESSION (nothing is cached: the
@@ -36,10 +37,9 @@
  *      with it, so a retried CLOSE_SESSION gets BATON_ESESSION, which the
  *      client takes as "already closed" (as etcd answers a repeated lease
  *      revoke with "lease not found").
- * OPEN_SESSION is deduplicated by its nonce instead (sessions.c, nonces.c).
- * The leader's and the administrator's commands (EXPIRE_SESSION,
- * WAIT_TIMEOUT, FORCE_RELEASE, FORCE_RELEASE2, DELAY_END, SET_MEMBER_ADDR,
- * CHECK) are never deduplicated: their seq is ignored, and each is
+ OPEN_SESSION is deduplicated by its nonce instead (sessions.c, nonces.c).
+ * The leader's and the administrator's commands (kind LEADER in
+ * cmd_table.h) are never deduplicated: their seq is ignored, and each is
  * harmless to repeat (a FORCE_RELEASE2 that names a fence is exact; one
  * that does not takes the lock from whoever holds it then: cmd.h).
  */
@@ -204,50 +204,32 @@ static int dedup_prune(struct apply_ctx *c, const struct cmd *cmd)
     return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
-/* Is this a client command, subject to deduplication? */
+/* Is this a client command, subject to deduplication (cmd_table.h, kind)? */
 static int is_client_cmd(uint8_t type)
 {
-    return type == CMD_ACQUIRE || type == CMD_ACQUIRE_MANY || type == CMD_RELEASE ||
-           type == CMD_CANCEL || type == CMD_CLOSE_SESSION;
+    const struct cmd_row *t = cmd_lookup(type);
+
+    return t != NULL && t->kind == CMD_KIND_CLIENT;
 }
+
+/* The handler of every command, by type byte (cmd_table.h, apply); NULL
+ * for an encoding-only byte, which no decoded command has. */
+static cmd_apply_fn *const handlers[CMD_TYPE_MAX_] = {
+#define CMD_HANDLER_(n, b, l, k, g, max, t, i, apply) [CMD_##n] = apply,
+    BATON_CMDS(CMD_HANDLER_)
+#undef CMD_HANDLER_
+};
 
 static int run_cmd(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
 {
-    switch (cmd->type) {
-    case CMD_OPEN_SESSION:
-        return op_open_session(c, cmd, res);
-    case CMD_ACQUIRE:
-        return op_acquire(c, cmd, res);
-    case CMD_ACQUIRE_MANY:
-        return op_acquire_many(c, cmd, res);
-    case CMD_RELEASE:
-        return op_release(c, cmd, res);
-    case CMD_CANCEL:
-        return op_cancel(c, cmd, res);
-    case CMD_CLOSE_SESSION:
-        return op_end_session(c, cmd, 0, res);
-    case CMD_EXPIRE_SESSION:
-        return op_end_session(c, cmd, BATON_ESESSION, res);
-    case CMD_WAIT_TIMEOUT:
-        return op_wait_timeout(c, cmd, res);
-    case CMD_FORCE_RELEASE:
-        return op_force_release(c, cmd, res);
-    case CMD_FORCE_RELEASE2:
-        return op_force_release2(c, cmd, res);
-    case CMD_DELAY_END:
-        return op_delay_end(c, cmd, res);
-    case CMD_SET_MEMBER_ADDR:
-        return op_set_member_addr(c, cmd, res);
-    case CMD_CHECK:
-        /* Changes nothing here: store_apply hashes the state once the
-         * entry has committed (cmd.h, "Content checks"). */
-        c->checked = 1;
-        return 0;
-    default:
+    cmd_apply_fn *fn = cmd->type < CMD_TYPE_MAX_ ? handlers[cmd->type] : NULL;
+
+    if (fn == NULL) {
         /* The batch was validated: unreachable, but deterministic anyway. */
         res->status = BATON_EINVAL;
         return 0;
     }
+    return fn(c, cmd, res);
 }
 
 /* Run one command, then regrant the queues a multi-lock's grant or end

@@ -44,6 +44,14 @@ void store__check_applied(store *s, uint64_t index)
     s->check_hash = hash;
 }
 
+int op_check(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
+{
+    (void)cmd;
+    (void)res;
+    c->checked = 1;
+    return 0;
+}
+
 void store_last_check(store *s, uint64_t *index, uint64_t *hash)
 {
     *index = s->check_index;

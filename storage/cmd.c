@@ -3,15 +3,18 @@
  * growable arrays of results and effects that applying a batch yields.
  * See cmd.h for the encoding.
  *
+ * The rows of cmd_table.h drive both directions: which bytes are
+ * commands, how long a name each carries, what follows the name (its
+ * tail), which may carry a keep list, and which command an encoding-only
+ * byte decodes to.
+ *
  * The decoder checks only the shape of each command: its type, and that its
- * name fits the type (a client name for OPEN_SESSION, a lock name for the
- * lock commands, nothing for CLOSE_SESSION, EXPIRE_SESSION and CHECK, an address
- * for SET_MEMBER_ADDR). Whether a lock name (non-empty, no NUL) or an
- * address is legal is decided when the command is
- * applied, so that one bad name fails one command with BATON_EINVAL rather
- * than the whole batch it travels in. An owner is opaque bytes to the
- * store: only its length is checked. So is a keep list: its length and its
- * type here, the seqs in it when it is applied.
+ * name fits the type (the name_max column). Whether a lock name (non-empty,
+ * no NUL) or an address is legal is decided when the command is applied,
+ * so that one bad name fails one command with BATON_EINVAL rather than the
+ * whole batch it travels in. An owner is opaque bytes to the store: only
+ * its length is checked. So is a keep list: its length and its type here,
+ * the seqs in it when it is applied.
  */
 #include "storage/cmd.h"
 
@@ -23,40 +26,44 @@
 /* Bytes of a command with an empty name. */
 #define CMD_FIXED_LEN (1 + 8 + 8 + 8 + 4 + 8 + 8 + 8 + 4 + 2)
 
-/* The longest name a command of this type may carry, or -1 for an unknown
- * type. */
-static int name_max(int type)
+/* The rows of cmd_table.h, indexed by type byte; a byte without a row has
+ * a NULL name. */
+static const struct cmd_row rows[CMD_TYPE_MAX_] = {
+#define CMD_ROW_(n, b, l, k, g, max, t, i, apply)                                                \
+    [CMD_##n] = {.name = #n, .byte = (b), .level = (l), .kind = CMD_KIND_##k, .grows = (g),       \
+                 .name_max = (max), .tail = CMD_TAIL_##t, .is = CMD_##i},
+    BATON_CMDS(CMD_ROW_)
+#undef CMD_ROW_
+};
+
+/* What the table must hold for the code here to be right: a byte below
+ * CMD_KEEP_FLAG and above 0, a level this binary has, an encoding-only
+ * row that is a row itself, and rows in byte order (one member per row,
+ * as long as its byte + 1: the union is as long as the highest byte + 1,
+ * which the enum's last member is only if the last row has it). */
+#define CMD_CHECK_(n, b, l, k, g, max, t, i, apply)                                              \
+    _Static_assert((b) > 0 && (b) < CMD_KEEP_FLAG, "type byte of " #n);                         \
+    _Static_assert((l) >= 1 && (l) <= CMD_LEVEL, "level of " #n);                               \
+    _Static_assert((max) <= UINT16_MAX, "name_max of " #n);
+BATON_CMDS(CMD_CHECK_)
+#undef CMD_CHECK_
+union cmd_bytes_ {
+#define CMD_BYTE_(n, b, ...) char n[(b) + 1];
+    BATON_CMDS(CMD_BYTE_)
+#undef CMD_BYTE_
+};
+_Static_assert(sizeof(union cmd_bytes_) == CMD_TYPE_MAX_, "cmd_table.h: rows in byte order");
+
+const struct cmd_row *cmd_lookup(int type)
 {
-    switch (type) {
-    case CMD_OPEN_SESSION:
-    case CMD_OPEN_OWNED:
-        return BATON_MAX_CLIENT_NAME;
-    case CMD_ACQUIRE:
-    case CMD_ACQUIRE_MODES:
-    case CMD_ACQUIRE_MANY:
-    case CMD_RELEASE:
-    case CMD_CANCEL:
-    case CMD_WAIT_TIMEOUT:
-    case CMD_FORCE_RELEASE:
-    case CMD_FORCE_RELEASE2:
-    case CMD_DELAY_END:
-        return BATON_MAX_NAME;
-    case CMD_CLOSE_SESSION:
-    case CMD_EXPIRE_SESSION:
-    case CMD_CHECK:
-        return 0;
-    case CMD_SET_MEMBER_ADDR:
-        return BATON_MAX_ADDR;
-    default:
-        return -1;
-    }
+    if (type < 0 || type >= CMD_TYPE_MAX_ || rows[type].name == NULL) return NULL;
+    return &rows[type];
 }
 
-/* The commands of a client's session, the only ones with a keep list. */
-static int may_keep(int type)
+/* May a command of this type byte carry a keep list? */
+static int may_keep(const struct cmd_row *t)
 {
-    return type == CMD_ACQUIRE || type == CMD_ACQUIRE_MODES || type == CMD_ACQUIRE_MANY ||
-           type == CMD_RELEASE || type == CMD_CANCEL || type == CMD_CLOSE_SESSION;
+    return t->kind == CMD_KIND_CLIENT;
 }
 
 int cmd_more_next(const struct cmd *c, size_t *off, const char **name, uint16_t *len)
@@ -84,32 +91,49 @@ int cmd_batch_begin(struct buf *b, size_t *start)
     return 0;
 }
 
-/*
- * The type byte that carries c, or -1 if c cannot be encoded: an
- * OPEN_SESSION with an owner travels as CMD_OPEN_OWNED and a command with
- * a keep list with CMD_KEEP_FLAG (cmd.h), so that the others keep the
- * bytes older binaries read. CMD_OPEN_OWNED is the codec's, not a
- * caller's; no other type has an owner, and only a client's session
- * commands have a keep list.
- */
 /* Does c carry any of an ACQUIRE's mode fields (cmd.h, "Lock modes")? */
 static int has_modes(const struct cmd *c)
 {
     return c->mode != 0 || c->limit != 0 || c->reentrant != 0;
 }
 
+/* Does a row of this tail carry exactly the optional fields c has (an
+ * owner, mode fields, more names)? At most one tail does. */
+static int tail_fits(int tail, const struct cmd *c)
+{
+    switch (tail) {
+    case CMD_TAIL_NONE:
+        return c->owner_len == 0 && !has_modes(c) && c->n_more == 0;
+    case CMD_TAIL_OWNER:
+        return c->owner_len > 0 && !has_modes(c) && c->n_more == 0;
+    case CMD_TAIL_MODES:
+        return c->owner_len == 0 && has_modes(c) && c->n_more == 0;
+    case CMD_TAIL_MANY:
+        return c->owner_len == 0 && c->n_more > 0;
+    default:
+        return 0;
+    }
+}
+
+/*
+ * The type byte that carries c, or -1 if c cannot be encoded: the row
+ * that decodes to c's type and whose tail fits c's fields (an OPEN_SESSION
+ * with an owner travels as CMD_OPEN_OWNED, an ACQUIRE with modes as
+ * CMD_ACQUIRE_MODES, so that the others keep the bytes older binaries
+ * read), with CMD_KEEP_FLAG if c has a keep list (cmd.h). An
+ * encoding-only type is the codec's, not a caller's.
+ */
 static int wire_type(const struct cmd *c)
 {
-    int type = c->type;
+    const struct cmd_row *t = cmd_lookup(c->type);
+    int type = -1;
 
-    if (name_max(c->type) < 0 || c->type == CMD_OPEN_OWNED || c->type == CMD_ACQUIRE_MODES)
-        return -1;
-    if ((c->type == CMD_ACQUIRE_MANY) != (c->n_more > 0)) return -1;
-    if (has_modes(c) && c->type == CMD_ACQUIRE) type = CMD_ACQUIRE_MODES;
-    else if (has_modes(c) && c->type != CMD_ACQUIRE_MANY) return -1;
-    if (c->n_keep > 0) return may_keep(type) && c->owner_len == 0 ? type | CMD_KEEP_FLAG : -1;
-    if (c->owner_len == 0) return type;
-    return c->type == CMD_OPEN_SESSION ? CMD_OPEN_OWNED : -1;
+    if (t == NULL || t->is != c->type) return -1;
+    for (int b = 0; b < CMD_TYPE_MAX_; b++)
+        if (rows[b].name != NULL && rows[b].is == c->type && tail_fits(rows[b].tail, c)) type = b;
+    if (type < 0) return -1;
+    if (c->n_keep > 0) return may_keep(&rows[type]) ? type | CMD_KEEP_FLAG : -1;
+    return type;
 }
 
 /*
@@ -121,18 +145,20 @@ int cmd_batch_add(struct buf *b, const struct cmd *c)
 {
     int type = wire_type(c);
     size_t len = CMD_FIXED_LEN + c->name_len;
+    uint8_t tail;
     int rv;
 
     if (type < 0) return BATON_EINVAL;
-    if (c->name_len > name_max(c->type) || c->owner_len > BATON_MAX_PRINCIPAL ||
+    tail = rows[type & ~CMD_KEEP_FLAG].tail;
+    if (c->name_len > rows[c->type].name_max || c->owner_len > BATON_MAX_PRINCIPAL ||
         c->n_keep > CMD_MAX_KEEP)
         return BATON_ETOOBIG;
     if ((c->name_len > 0 && c->name == NULL) || (c->owner_len > 0 && c->owner == NULL) ||
         (c->n_keep > 0 && c->keep == NULL))
         return BATON_EINVAL;
-    if (type == CMD_OPEN_OWNED) len += 2 + c->owner_len;
-    if ((type & ~CMD_KEEP_FLAG) == CMD_ACQUIRE_MODES) len += 6;
-    if (c->type == CMD_ACQUIRE_MANY) {
+    if (tail == CMD_TAIL_OWNER) len += 2 + c->owner_len;
+    if (tail == CMD_TAIL_MODES) len += 6;
+    if (tail == CMD_TAIL_MANY) {
         if (c->n_more >= BATON_MAX_MANY || c->more_len > (size_t)c->n_more * (2 + BATON_MAX_NAME))
             return BATON_ETOOBIG;
         if (c->more == NULL) return BATON_EINVAL;
@@ -151,13 +177,13 @@ int cmd_batch_add(struct buf *b, const struct cmd *c)
     buf_put_u64(b, c->waiter);
     buf_put_i32(b, c->lock_delay_ms);
     buf_put_str(b, c->name, c->name_len);
-    if (type == CMD_OPEN_OWNED) buf_put_str(b, c->owner, c->owner_len);
-    if ((type & ~CMD_KEEP_FLAG) == CMD_ACQUIRE_MODES || c->type == CMD_ACQUIRE_MANY) {
+    if (tail == CMD_TAIL_OWNER) buf_put_str(b, c->owner, c->owner_len);
+    if (tail == CMD_TAIL_MODES || tail == CMD_TAIL_MANY) {
         buf_put_u8(b, c->mode);
         buf_put_u32(b, c->limit);
         buf_put_u8(b, c->reentrant);
     }
-    if (c->type == CMD_ACQUIRE_MANY) {
+    if (tail == CMD_TAIL_MANY) {
         buf_put_u8(b, c->n_more);
         buf_put(b, c->more, c->more_len);
     }
@@ -193,8 +219,7 @@ int cmd_reader_init(struct cmd_reader *r, const void *data, size_t len, uint32_t
 }
 
 /*
- * The owner that follows the name of a CMD_OPEN_OWNED, which becomes the
- * OPEN_SESSION it encodes. An empty owner is malformed: that session is
+ * The owner that follows the name of a CMD_OPEN_OWNED (tail OWNER). An empty owner is malformed: that session is
  * written as a plain OPEN_SESSION, and a second encoding of it would
  * break the one-encoding-per-command rule (cmd.h).
  */
@@ -202,7 +227,6 @@ static void read_owner(struct rd *rd, struct cmd *c)
 {
     if (rd_str(rd, BATON_MAX_PRINCIPAL, &c->owner, &c->owner_len) != 0) return;
     if (c->owner_len == 0) rd->err = BATON_EMALFORMED;
-    c->type = CMD_OPEN_SESSION;
 }
 
 /* u8 mode, u32 limit, u8 reentrant: after the name of a
@@ -214,14 +238,12 @@ static void read_mode_fields(struct rd *rd, struct cmd *c)
     rd_u8(rd, &c->reentrant);
 }
 
-/* The mode fields of a CMD_ACQUIRE_MODES, which becomes the ACQUIRE it
- * encodes; all three 0 is malformed (that ACQUIRE is written as a plain
+/* The mode fields of a CMD_ACQUIRE_MODES (tail MODES); all three 0 is malformed (that ACQUIRE is written as a plain
  * one). */
 static void read_modes(struct rd *rd, struct cmd *c)
 {
     read_mode_fields(rd, c);
     if (rd->err == 0 && !has_modes(c)) rd->err = BATON_EMALFORMED;
-    c->type = CMD_ACQUIRE;
 }
 
 /* The more names of an ACQUIRE_MANY (cmd.h): 1..BATON_MAX_MANY - 1 of
@@ -269,7 +291,8 @@ static void read_keep(struct rd *rd, struct cmd *c)
 int cmd_reader_next(struct cmd_reader *r, struct cmd *c)
 {
     struct rd *rd = &r->rd;
-    int max, keep;
+    const struct cmd_row *t;
+    int keep;
 
     if (rd->err) return BATON_EMALFORMED;
     if (r->left == 0) {
@@ -280,10 +303,8 @@ int cmd_reader_next(struct cmd_reader *r, struct cmd *c)
     memset(c, 0, sizeof *c);
     rd_u8(rd, &c->type);
     keep = (c->type & CMD_KEEP_FLAG) != 0;
-    if (keep) {
-        c->type &= (uint8_t)~CMD_KEEP_FLAG;
-        if (!may_keep(c->type)) rd->err = BATON_EMALFORMED;
-    }
+    t = cmd_lookup(c->type & ~CMD_KEEP_FLAG);
+    if (t == NULL || (keep && !may_keep(t))) rd->err = BATON_EMALFORMED;
     rd_u64(rd, &c->session);
     rd_u64(rd, &c->seq);
     rd_u64(rd, &c->ack_below);
@@ -292,18 +313,17 @@ int cmd_reader_next(struct cmd_reader *r, struct cmd *c)
     rd_u64(rd, &c->fence);
     rd_u64(rd, &c->waiter);
     rd_i32(rd, &c->lock_delay_ms);
-    max = name_max(c->type);
-    if (rd->err == 0 && max < 0) rd->err = BATON_EMALFORMED;
-    if (rd->err == 0) rd_str(rd, (size_t)max, &c->name, &c->name_len);
-    if (rd->err == 0 && c->type == CMD_OPEN_OWNED) read_owner(rd, c);
-    if (rd->err == 0 && c->type == CMD_ACQUIRE_MODES) read_modes(rd, c);
-    if (rd->err == 0 && c->type == CMD_ACQUIRE_MANY) read_more(rd, c);
+    if (rd->err == 0) rd_str(rd, t->name_max, &c->name, &c->name_len);
+    if (rd->err == 0 && t->tail == CMD_TAIL_OWNER) read_owner(rd, c);
+    if (rd->err == 0 && t->tail == CMD_TAIL_MODES) read_modes(rd, c);
+    if (rd->err == 0 && t->tail == CMD_TAIL_MANY) read_more(rd, c);
     if (rd->err == 0 && keep) read_keep(rd, c);
     if (rd->err) {
         r->left = 0;
         memset(c, 0, sizeof *c);
         return BATON_EMALFORMED;
     }
+    c->type = t->is; /* an encoding-only row's command */
     if (c->name_len == 0) c->name = NULL;
     if (c->owner_len == 0) c->owner = NULL;
     r->left--;
@@ -371,38 +391,7 @@ int effects_add_fx(struct effects *e, const struct effect *fx)
 
 const char *cmd_type_name(int type)
 {
-    switch (type) {
-    case CMD_OPEN_SESSION:
-        return "OPEN_SESSION";
-    case CMD_ACQUIRE:
-        return "ACQUIRE";
-    case CMD_RELEASE:
-        return "RELEASE";
-    case CMD_CANCEL:
-        return "CANCEL";
-    case CMD_CLOSE_SESSION:
-        return "CLOSE_SESSION";
-    case CMD_EXPIRE_SESSION:
-        return "EXPIRE_SESSION";
-    case CMD_WAIT_TIMEOUT:
-        return "WAIT_TIMEOUT";
-    case CMD_FORCE_RELEASE:
-        return "FORCE_RELEASE";
-    case CMD_DELAY_END:
-        return "DELAY_END";
-    case CMD_SET_MEMBER_ADDR:
-        return "SET_MEMBER_ADDR";
-    case CMD_OPEN_OWNED:
-        return "OPEN_OWNED";
-    case CMD_CHECK:
-        return "CHECK";
-    case CMD_FORCE_RELEASE2:
-        return "FORCE_RELEASE2";
-    case CMD_ACQUIRE_MODES:
-        return "ACQUIRE_MODES";
-    case CMD_ACQUIRE_MANY:
-        return "ACQUIRE_MANY";
-    default:
-        return "?";
-    }
+    const struct cmd_row *t = cmd_lookup(type);
+
+    return t != NULL ? t->name : "?";
 }

@@ -67,44 +67,38 @@
 
 #include "proto/buf.h"
 #include "proto/msg.h"
+#include "storage/cmd_table.h"
 
 #define CMD_FORMAT 2
 #define CMD_MAX_BATCH 4096          /* commands per entry */
-#define CMD_KEEP_FLAG 0x80          /* in the type byte: a keep list follows (above) */
 #define CMD_MAX_KEEP BATON_MAX_KEEP /* seqs in a keep list */
 
+/* The commands, numbered by their frozen type bytes (cmd_table.h). */
 enum cmd_type {
-    CMD_OPEN_SESSION = 1, /* ttl_ms, name = client name, owner, seq = nonce (0: none)
-                                                                -> RESULT_OK, value = session id */
-    CMD_ACQUIRE,          /* session, seq, wait_ms, lock_delay_ms, name
-                                                                -> GRANTED(fence) | QUEUED(pos) | EWOULDBLOCK */
-    CMD_RELEASE,          /* session, seq, fence, name          -> OK | ENOTHELD */
-    CMD_CANCEL,           /* session, seq, waiter, name         -> CANCELLED | GRANTED(fence) | ENOTFOUND */
-    CMD_CLOSE_SESSION,    /* session, seq                       -> OK; releases and drops everything */
-                          /* (these four also: ack_below and the keep list, above) */
-    CMD_EXPIRE_SESSION,   /* session (leader-proposed)          -> OK | ESESSION */
-    CMD_WAIT_TIMEOUT,     /* session, waiter, name (leader)     -> OK; no-op if no longer waiting */
-    CMD_FORCE_RELEASE,    /* name (admin; only in logs written before CMD_FORCE_RELEASE2)
-                                                                -> OK | ENOTHELD */
-    CMD_DELAY_END,        /* name (leader-proposed)             -> OK; ends a lock-delay */
-    CMD_SET_MEMBER_ADDR,  /* session = member id, name = client address (admin)
-                                                                -> OK | EINVAL; below */
-    CMD_OPEN_OWNED,       /* the type byte of an OPEN_SESSION with an owner (above); only
-                             in encoded batches, never in a struct cmd */
-    CMD_CHECK,            /* (admin; no fields)                 -> OK; changes nothing, and
-                                                                   every node hashes its state
-                                                                   after the entry (below) */
-    CMD_FORCE_RELEASE2,   /* fence, wait_ms, name (admin)       -> OK(value = the fence taken)
-                                                                   | ENOTHELD(value = the
-                                                                   holder's fence); below */
-    CMD_ACQUIRE_MODES,    /* the type byte of an ACQUIRE with a mode, limit or reentrant
-                             flag (below); only in encoded batches, never in a struct cmd */
-    CMD_ACQUIRE_MANY,     /* session, seq, wait_ms, lock_delay_ms, mode, limit, name and
-                             n_more more names: an atomic multi-lock (below)
-                                                                -> GRANTED(fence) | QUEUED(pos)
-                                                                   | EWOULDBLOCK */
-    CMD_TYPE_MAX_
+#define CMD_ENUM_(name, byte, level, kind, grows, name_max, tail, is, apply) CMD_##name = (byte),
+    BATON_CMDS(CMD_ENUM_)
+#undef CMD_ENUM_
+    CMD_TYPE_MAX_ /* one past the highest byte: the rows are in byte order */
 };
+
+/* The columns kind and tail of cmd_table.h. */
+enum cmd_kind { CMD_KIND_OPEN = 1, CMD_KIND_CLIENT, CMD_KIND_LEADER };
+enum cmd_tail { CMD_TAIL_NONE = 1, CMD_TAIL_OWNER, CMD_TAIL_MODES, CMD_TAIL_MANY };
+
+/* One row of cmd_table.h, apply aside (apply.c has that column). */
+struct cmd_row {
+    const char *name;
+    uint8_t byte, level;
+    uint8_t kind;       /* enum cmd_kind */
+    uint8_t grows;
+    uint16_t name_max;
+    uint8_t tail;       /* enum cmd_tail */
+    uint8_t is;         /* enum cmd_type: the command it decodes to */
+};
+
+/* The row of a type byte (without CMD_KEEP_FLAG), or NULL if no row has
+ * that byte. */
+const struct cmd_row *cmd_lookup(int type);
 
 /*
  * Cluster members' client addresses (SET_MEMBER_ADDR). The leader proposes

@@ -14,7 +14,7 @@
  * principal may.)
  *
  * Entries live exactly as long as their session: op_open_session adds
- * them, op_end_session (close or expiry) removes them with the session
+ * them, end_session (close or expiry) removes them with the session
  * record. So the index is bounded by the sessions (STORE_MAX_SESSIONS),
  * and a nonce whose session has ended names nothing: an OPEN_SESSION that
  * carries it opens a new session (docs/design.md, "Deduplication", says

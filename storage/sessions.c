@@ -207,7 +207,8 @@ out:
  * covers them, and the session's lost records (lost.c) go too: the end of
  * the session tells its client that every hold is gone.
  */
-int op_end_session(struct apply_ctx *c, const struct cmd *cmd, int32_t why, struct cmd_result *res)
+static int end_session(struct apply_ctx *c, const struct cmd *cmd, int32_t why,
+                       struct cmd_result *res)
 {
     struct owned_item *items;
     struct sess_rec sess;
@@ -253,4 +254,14 @@ int op_end_session(struct apply_ctx *c, const struct cmd *cmd, int32_t why, stru
     res->status = 0;
     res->kind = RESULT_OK;
     return 0;
+}
+
+int op_close_session(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
+{
+    return end_session(c, cmd, 0, res);
+}
+
+int op_expire_session(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res)
+{
+    return end_session(c, cmd, BATON_ESESSION, res);
 }

@@ -388,6 +388,12 @@ int db_del_range(MDB_txn *txn, MDB_dbi dbi, const void *lo, const void *hi, size
 
 /* ---- apply.c ------------------------------------------------------------ */
 
+/* A command's handler (cmd_table.h, apply): apply cmd in c and put its
+ * outcome in *res. Returns 0 or an internal error code (above), which
+ * aborts the whole entry; a refused command is an outcome, not an error. */
+struct apply_ctx;
+typedef int cmd_apply_fn(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
+
 /* Everything one store_apply call works with. */
 struct apply_ctx {
     store *s;
@@ -438,6 +444,9 @@ uint64_t store__fnv1a64(uint64_t h, const void *p, size_t n);
  * keep (index, hash) as the last check; a hash that cannot be computed is
  * kept as 0. */
 void store__check_applied(store *s, uint64_t index);
+/* CHECK: changes nothing; store_apply hashes the state once the entry has
+ * committed (cmd.h, "Content checks"). */
+int op_check(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
 
 /* A queued ACQUIRE's wait ended: replace its cached result, if the dedup
  * table still has one, so that a retry of that ACQUIRE learns the outcome. */
@@ -476,8 +485,8 @@ int sess_del(struct apply_ctx *c, uint64_t id);
 int sess_owned_add(struct apply_ctx *c, uint64_t id, int delta);
 
 int op_open_session(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
-/* CLOSE_SESSION (status 0) and EXPIRE_SESSION (status BATON_ESESSION). */
-int op_end_session(struct apply_ctx *c, const struct cmd *cmd, int32_t why, struct cmd_result *res);
+int op_close_session(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
+int op_expire_session(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
 
 /* ---- locks.c ------------------------------------------------------------ */
 

@@ -824,6 +824,106 @@ TEST(type_names)
     ASSERT_STREQ(cmd_type_name(CMD_TYPE_MAX_), "?");
 }
 
+/*
+ * The frozen type bytes (storage/cmd_table.h): every raft log and snapshot
+ * ever written holds them. This list is written out by hand, not derived
+ * from the table, so that a row whose byte changed, a row added without a
+ * line here and a line whose row is gone all fail. Adding a command adds
+ * its line; no line ever changes or goes.
+ */
+static const struct {
+    const char *name;
+    int byte;
+} pinned[] = {
+    {"OPEN_SESSION", 1},    {"ACQUIRE", 2},        {"RELEASE", 3},
+    {"CANCEL", 4},          {"CLOSE_SESSION", 5},  {"EXPIRE_SESSION", 6},
+    {"WAIT_TIMEOUT", 7},    {"FORCE_RELEASE", 8},  {"DELAY_END", 9},
+    {"SET_MEMBER_ADDR", 10}, {"OPEN_OWNED", 11},   {"CHECK", 12},
+    {"FORCE_RELEASE2", 13}, {"ACQUIRE_MODES", 14}, {"ACQUIRE_MANY", 15},
+};
+#define N_PINNED (sizeof pinned / sizeof pinned[0])
+
+/* The rows of cmd_table.h as written, in row order. */
+static const struct {
+    const char *name, *is, *apply;
+    int byte, level;
+} table[] = {
+#define ROW_(n, b, l, k, g, max, t, i, apply) {#n, #i, #apply, (b), (l)},
+    BATON_CMDS(ROW_)
+#undef ROW_
+};
+#define N_TABLE (sizeof table / sizeof table[0])
+
+static int pinned_byte(const char *name)
+{
+    for (size_t i = 0; i < N_PINNED; i++)
+        if (strcmp(pinned[i].name, name) == 0) return pinned[i].byte;
+    return -1;
+}
+
+static int table_byte(const char *name)
+{
+    for (size_t i = 0; i < N_TABLE; i++)
+        if (strcmp(table[i].name, name) == 0) return table[i].byte;
+    return -1;
+}
+
+TEST(type_bytes_are_frozen)
+{
+    int prev = 0, known = 0;
+
+    for (size_t i = 0; i < N_TABLE; i++) {
+        if (pinned_byte(table[i].name) != table[i].byte)
+            FAIL("row %s has byte %d, pinned %d (-1: no pin)", table[i].name, table[i].byte,
+                 pinned_byte(table[i].name));
+        /* in byte order, each byte once, found by the codec under its name */
+        ASSERT_GT(table[i].byte, prev);
+        prev = table[i].byte;
+        ASSERT(cmd_lookup(table[i].byte) != NULL);
+        ASSERT_STREQ(cmd_lookup(table[i].byte)->name, table[i].name);
+        ASSERT_STREQ(cmd_type_name(table[i].byte), table[i].name);
+    }
+    for (size_t i = 0; i < N_PINNED; i++)
+        if (table_byte(pinned[i].name) != pinned[i].byte)
+            FAIL("pinned %s = %d, the table has %d (-1: no row)", pinned[i].name, pinned[i].byte,
+                 table_byte(pinned[i].name));
+    for (int b = 0; b < 256; b++) known += cmd_lookup(b) != NULL;
+    ASSERT_EQ(known, N_PINNED);
+    ASSERT_EQ(CMD_KEEP_FLAG, 0x80); /* the keep-list bit of the type byte */
+    ASSERT_EQ(CMD_FORMAT, 2);       /* the batch's format byte */
+    ASSERT_EQ(CMD_OPEN_SESSION, 1);
+    ASSERT_EQ(CMD_ACQUIRE_MANY, 15);
+}
+
+/* The rules of cmd_table.h's columns: levels up to CMD_LEVEL, which some
+ * row has; an encoding-only row has no handler and names a command that
+ * shares its kind, grows and name_max; every other row has a handler. */
+TEST(table_columns_agree)
+{
+    int top = 0;
+
+    for (size_t i = 0; i < N_TABLE; i++) {
+        const struct cmd_row *t = cmd_lookup(table[i].byte), *is;
+        ASSERT(t != NULL);
+        ASSERT(t->level >= 1 && t->level <= CMD_LEVEL);
+        if (t->level > top) top = t->level;
+        is = cmd_lookup(t->is);
+        ASSERT(is != NULL);
+        ASSERT_EQ(is->is, is->byte); /* the target decodes to itself */
+        if (strcmp(table[i].is, table[i].name) == 0) {
+            ASSERT_EQ(t->is, t->byte);
+            ASSERT(strcmp(table[i].apply, "NULL") != 0);
+            continue;
+        }
+        ASSERT(strcmp(table[i].apply, "NULL") == 0);
+        ASSERT_NE(t->tail, is->tail);
+        ASSERT_EQ(t->kind, is->kind);
+        ASSERT_EQ(t->grows, is->grows);
+        ASSERT_EQ(t->name_max, is->name_max);
+    }
+    ASSERT_EQ(top, CMD_LEVEL);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -848,5 +948,7 @@ int main(int argc, char **argv)
     RUN(decoder_survives_random_garbage);
     RUN(effects_arrays);
     RUN(type_names);
+    RUN(type_bytes_are_frozen);
+    RUN(table_columns_agree);
     return runner_done();
 }
