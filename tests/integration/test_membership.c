@@ -337,18 +337,18 @@ TEST(member_add_busy_duplicate_and_resume)
 
     /* An id already present, at the same or another address; an address
      * another member uses. The configuration does not change. */
-    ctl_expect(64, &r, (const char *[]){"member", "add", "5", spec5, NULL});
+    ctl_expect(70, &r, (const char *[]){"member", "add", "5", spec5, NULL});
     ASSERT(strstr(r.err, "already a voting member") != NULL);
     ctl_result_free(&r);
-    ctl_expect(64, &r, (const char *[]){"member", "add", "2", "127.0.0.1:1/127.0.0.1:2", NULL});
+    ctl_expect(70, &r, (const char *[]){"member", "add", "2", "127.0.0.1:1/127.0.0.1:2", NULL});
     ASSERT(strstr(r.err, "already") != NULL);
     ctl_result_free(&r);
     snprintf(bad, sizeof bad, "127.0.0.1:%d/127.0.0.1:3", C.nodes[1].raft_port);
-    ctl_expect(64, &r, (const char *[]){"member", "add", "6", bad, NULL});
+    ctl_expect(70, &r, (const char *[]){"member", "add", "6", bad, NULL});
     ASSERT(strstr(r.err, "already used") != NULL);
     ctl_result_free(&r);
     snprintf(bad, sizeof bad, "127.0.0.1:4/%s", cluster_endpoint(&C, 2));
-    ctl_expect(64, &r, (const char *[]){"member", "add", "6", bad, NULL});
+    ctl_expect(70, &r, (const char *[]){"member", "add", "6", bad, NULL});
     ASSERT(strstr(r.err, "already used") != NULL);
     ctl_result_free(&r);
     ctl_expect(0, &r, (const char *[]){"-o", "json", "member", "list", NULL});

@@ -225,7 +225,7 @@ TEST(batonctl_shared_lock_and_lock_info)
               64);
     ctl_result_free(&r);
     /* A semaphore limit on a plain lock: refused, with its limit. */
-    ASSERT_EQ(cluster_ctl(&C, &r, "lock", "docs", "--limit", "3", "--", "true", NULL), 64);
+    ASSERT_EQ(cluster_ctl(&C, &r, "lock", "docs", "--limit", "3", "--", "true", NULL), 70);
     ASSERT(strstr(r.err, "limit 1") != NULL);
     ctl_result_free(&r);
     ASSERT_EQ(cluster_ctl(&C, &r, "lock-info", "docs", NULL), 0);
