@@ -159,7 +159,7 @@ const struct cmd_row *cmd_lookup(int type);
  * releases wait until every node is upgraded.
  */
 /*
- * Lock modes (issue 14; storage/locks.c has the rules). An ACQUIRE carries
+ * Lock modes (storage/locks.c has the rules). An ACQUIRE carries
  * a mode (BATON_MODE_EXCLUSIVE, BATON_MODE_SHARED), a limit (0 or 1: an
  * ordinary lock, N > 1: a semaphore of N) and a reentrant flag. As with
  * owners, these are not new fields of every command: an ACQUIRE with all
