@@ -16,10 +16,14 @@
  *  [4] locks.c      acquire, release, cancel, wait timeout, forced release,
  *                   lock-delay and the FIFO queue under them
  *  [4] multi.c      atomic multi-locks (ACQUIRE_MANY)
- *  tie: locks.c multi.c  one grant algorithm: the grant loop hands a
- *                   multi-lock at a queue's head to multi_try_grant, and a
- *                   multi-lock lives in locks.c's records and regrants
- *                   each of its names through locks_regrant
+ *  tie: locks.c multi.c  one grant loop: grant_waiting hands a multi-lock
+ *                   at a queue's head to multi_try_grant, whose grant or
+ *                   end regrants the other names' queues through
+ *                   locks_regrant; and a hold's or wait's end in locks.c
+ *                   ends a multi-lock's on all its names (multi_release,
+ *                   multi_wait_end, multi_drop_owned, multi_force)
+ *  [5] lockrec.c    the records of a lock (lock, holds, queue, owned), the
+ *                   compatibility rule, the start of a lock-delay
  *  [5] store.c      environment, open with its format upgrades, close, the
  *                   write-transaction loop that grows the map
  *  [6] lost.c       the lost table: holds taken away by a forced release,
@@ -575,7 +579,7 @@ int modes_upgrade(store *s, MDB_txn *txn);
  * one handle and only exclusive waiters. */
 int modes_downgrade(store *s, MDB_txn *txn);
 
-/* ---- locks.c: the pieces multi.c shares ------------------------------- */
+/* ---- lockrec.c: the records of a lock (locks.c and multi.c) ------------ */
 
 int lock_get(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r, int *found);
 /* The record of a lock that must exist (someone holds or waits for it):
@@ -603,6 +607,16 @@ int hold_drop(struct apply_ctx *c, const char *name, size_t len, struct lock_rec
               uint64_t fence);
 /* Can a request of `mode` be granted beside r's holders (queue aside)? */
 int lock_compatible(const struct lock_rec *r, uint8_t mode);
+/* The first hold of name with a fence above `after`, in fence order:
+ * *found, its fence in *fence and its record in *h. */
+int hold_next(struct apply_ctx *c, const char *name, size_t len, uint64_t after,
+              uint64_t *fence, struct hold_rec *h, int *found);
+/* Make (session, waiter) a holder of name (*r) in `mode`, with a new fence
+ * (*fence) and lock_delay_ms, and record the hold in owned. The caller
+ * saves *r. */
+int hold_add(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r,
+             uint64_t session, uint64_t waiter, uint8_t mode, int32_t lock_delay_ms,
+             uint64_t *fence);
 /* Take the waiter enqueued as `enq` out of name's queue (n_waiters - 1 in
  * *r, which the caller saves). */
 int queue_remove(struct apply_ctx *c, const char *name, size_t len, uint64_t enq,
