@@ -16,14 +16,14 @@
  * any other format than CMD_FORMAT is malformed.
  *
  * What the client acknowledges (proto/msg.h; apply.c has the rules). The
- * four commands of a client's session (ACQUIRE, RELEASE, CANCEL,
- * CLOSE_SESSION) carry ack_below and the keep list of their request: the
+ * commands of a client's session (kind CLIENT in cmd_table.h) carry
+ * ack_below and the keep list of their request: the
  * seqs below ack_below whose cached results the client still needs. The
  * keep list, like the owner, is not a field of every command: entries
  * written before it existed must decode to the same commands, and most
  * commands have none. A command with a keep list has CMD_KEEP_FLAG in its
  * type byte and the list after its other fields; one without is encoded
- * exactly as before. The flag is allowed on those four types only and
+ * exactly as before. The flag is allowed on those (CLIENT) types only and
  * never with an empty list (one encoding per command); a decoded command
  * has the plain type and n_keep > 0. The order and the range of the seqs
  * are checked when the command is applied (a bad list fails that command
@@ -253,7 +253,7 @@ uint64_t cmd_keep_at(const struct cmd *c, size_t i);
  * than BATON_MAX_PRINCIPAL, a keep list longer than CMD_MAX_KEEP);
  * cmd_batch_add also BATON_EINVAL (unknown type or CMD_OPEN_OWNED, an
  * owner on another type than OPEN_SESSION, a keep list on another type
- * than the four of a client's session, or a NULL name, owner or keep
+ * than a client's session commands (CLIENT), or a NULL name, owner or keep
  * list with a non-zero length). A refused command leaves b unchanged.
  * `start` is the offset of the batch inside b. */
 int cmd_batch_begin(struct buf *b, size_t *start);

@@ -1,6 +1,7 @@
 /*
- * records.c -- the byte layout of the store's keys and values, and small
- * helpers over single LMDB databases.
+ * records.c -- the byte layout of the store's keys and values, small
+ * helpers over single LMDB databases (u64 meta values among them), and
+ * store__err, the translation of internal codes into BATON_E*.
  *
  * Keys use big-endian integers so that LMDB's byte order is numeric order
  * (a session's owned entries and dedup entries are then contiguous and
@@ -9,6 +10,7 @@
  * checks the length and reports MDB_CORRUPTED on a mismatch, which the
  * callers turn into BATON_EIO.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "baton/baton_defs.h"
@@ -402,4 +404,35 @@ int db_del_range(MDB_txn *txn, MDB_dbi dbi, const void *lo, const void *hi, size
     }
     mdb_cursor_close(cur);
     return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+int store__err(int rc)
+{
+    if (rc == 0) return 0;
+    if (rc >= BATON_ERRNO_MIN && rc <= BATON_ERRNO_MAX) return rc; /* already ours */
+    if (rc == ENOMEM) return BATON_ENOMEM;
+    if (rc == ENOSPC) return BATON_ENOSPC;
+    if (rc == ECANCELED) return BATON_ECANCELED;
+    return BATON_EIO;
+}
+
+int meta_get_u64(store *s, MDB_txn *txn, const char *key, uint64_t *v, int *found)
+{
+    MDB_val val;
+    int f, rc = db_get(txn, s->dbi[DB_META], key, strlen(key), &val, &f);
+
+    if (found != NULL) *found = f;
+    *v = 0;
+    if (rc != 0 || !f) return rc;
+    if (val.mv_size != 8) return MDB_CORRUPTED;
+    *v = le_get_u64(val.mv_data);
+    return 0;
+}
+
+int meta_put_u64(store *s, MDB_txn *txn, const char *key, uint64_t v)
+{
+    uint8_t b[8];
+
+    le_put_u64(b, v);
+    return db_put(txn, s->dbi[DB_META], key, strlen(key), b, sizeof b);
 }

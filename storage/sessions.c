@@ -1,6 +1,6 @@
 /*
- * sessions.c -- OPEN_SESSION, CLOSE_SESSION and EXPIRE_SESSION, and the
- * session record helpers the other commands use.
+ * sessions.c -- OPEN_SESSION, CLOSE_SESSION and EXPIRE_SESSION (the
+ * session record cache the other commands use is ctx.c's).
  *
  * A session's id comes from the replicated counter next_session (the first
  * is 1; 0 never names a session). Its lease lives only in the leader's
@@ -13,76 +13,6 @@
 
 #include "baton/baton_defs.h"
 #include "storage/store_int.h"
-
-int sess_flush(struct apply_ctx *c)
-{
-    uint8_t k[8], v[VAL_MAX];
-    int rc;
-
-    if (!c->sess.dirty) return 0;
-    key_u64(k, c->sess.id);
-    rc = db_put(c->txn, c->s->dbi[DB_SESSIONS], k, sizeof k, v, sess_encode(v, &c->sess.rec));
-    if (rc == 0) c->sess.dirty = 0;
-    return rc;
-}
-
-int sess_get(struct apply_ctx *c, uint64_t id, struct sess_rec *r, int *found)
-{
-    uint8_t k[8];
-    MDB_val v;
-    int rc;
-
-    if (c->sess.valid && c->sess.id == id) {
-        *r = c->sess.rec;
-        *found = 1;
-        return 0;
-    }
-    rc = sess_flush(c); /* the cache moves on to another session */
-    if (rc != 0) return rc;
-    key_u64(k, id);
-    rc = db_get(c->txn, c->s->dbi[DB_SESSIONS], k, sizeof k, &v, found);
-    if (rc != 0 || !*found) return rc;
-    rc = sess_decode(&v, r);
-    if (rc != 0) return rc;
-    c->sess.id = id;
-    c->sess.rec = *r;
-    c->sess.valid = 1;
-    return 0;
-}
-
-int sess_put(struct apply_ctx *c, uint64_t id, const struct sess_rec *r)
-{
-    if (!c->sess.valid || c->sess.id != id) {
-        int rc = sess_flush(c);
-        if (rc != 0) return rc;
-    }
-    c->sess.id = id;
-    c->sess.rec = *r;
-    c->sess.valid = 1;
-    c->sess.dirty = 1;
-    return 0;
-}
-
-int sess_del(struct apply_ctx *c, uint64_t id)
-{
-    uint8_t k[8];
-
-    if (c->sess.valid && c->sess.id == id) c->sess.valid = c->sess.dirty = 0;
-    key_u64(k, id);
-    return db_del(c->txn, c->s->dbi[DB_SESSIONS], k, sizeof k, NULL);
-}
-
-int sess_owned_add(struct apply_ctx *c, uint64_t id, int delta)
-{
-    struct sess_rec r;
-    int found, rc = sess_get(c, id, &r, &found);
-
-    if (rc != 0) return rc;
-    if (!found) return MDB_CORRUPTED; /* an owned entry without its session */
-    if (delta < 0 && r.n_owned < (uint32_t)-delta) return MDB_CORRUPTED;
-    r.n_owned = (uint32_t)((int64_t)r.n_owned + delta);
-    return sess_put(c, id, &r);
-}
 
 /*
  * OPEN_SESSION(ttl_ms, client name, owner, nonce). The ttl was already

@@ -1,7 +1,8 @@
 /*
  * snapshot_bg.c -- the snapshot in three steps (store.h,
  * store_snapshot_begin): a read transaction opened on the loop thread and
- * dumped on another.
+ * dumped on another; and the test hook that makes snapshots fail
+ * (store_test.h, store__fail_snapshots).
  *
  * LMDB lets a read transaction move between threads only with MDB_NOTLS,
  * which env_open sets, and only one thread may use it at a time: the
@@ -25,6 +26,7 @@
 #include "baton/baton_defs.h"
 #include "proto/buf.h"
 #include "storage/store_int.h"
+#include "storage/store_test.h"
 
 enum snap_state {
     SNAP_READY,      /* begun, the write has not claimed it */
@@ -138,4 +140,16 @@ void store_snapshot_end(store_snap *sn)
     pthread_cond_destroy(&sn->cv);
     pthread_mutex_destroy(&sn->mu);
     free(sn);
+}
+
+void store__fail_snapshots(store *s, unsigned n)
+{
+    s->fail_snapshots = n;
+}
+
+int store__snapshot_fault(store *s)
+{
+    if (s->fail_snapshots == 0) return 0;
+    s->fail_snapshots--;
+    return 1;
 }

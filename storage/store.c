@@ -1,7 +1,8 @@
 /*
  * store.c -- the LMDB environment under the lock store: opening (with the
- * crash-after-reboot check), closing, the meta keys, the write-transaction
- * loop that grows the map, and the translation of LMDB codes into BATON_E*.
+ * crash-after-reboot check and the format upgrades), closing, and the
+ * write-transaction loop that grows the map (the meta values and the
+ * translation of LMDB codes into BATON_E* are records.c's).
  *
  * Durability model (docs/libraft-0.15.md, "LMDB under raft: durability"):
  * the environment runs with
@@ -52,16 +53,6 @@ static const char *const db_names[DB_COUNT_] = {
     "session_nonces", "holders", "session_locks", "multi",
 };
 
-int store__err(int rc)
-{
-    if (rc == 0) return 0;
-    if (rc >= BATON_ERRNO_MIN && rc <= BATON_ERRNO_MAX) return rc; /* already ours */
-    if (rc == ENOMEM) return BATON_ENOMEM;
-    if (rc == ENOSPC) return BATON_ENOSPC;
-    if (rc == ECANCELED) return BATON_ECANCELED;
-    return BATON_EIO;
-}
-
 /*
  * Allocate the open environment's data file up to `bytes` (extending the
  * file if it is shorter), so that no page of a writable map of that size is
@@ -107,27 +98,6 @@ static void read_boot_id(store *s)
     if (n <= 0) return;
     while (n > 0 && (s->boot_id[n - 1] == '\n' || s->boot_id[n - 1] == ' ')) n--;
     s->boot_id_len = (size_t)n;
-}
-
-int meta_get_u64(store *s, MDB_txn *txn, const char *key, uint64_t *v, int *found)
-{
-    MDB_val val;
-    int f, rc = db_get(txn, s->dbi[DB_META], key, strlen(key), &val, &f);
-
-    if (found != NULL) *found = f;
-    *v = 0;
-    if (rc != 0 || !f) return rc;
-    if (val.mv_size != 8) return MDB_CORRUPTED;
-    *v = le_get_u64(val.mv_data);
-    return 0;
-}
-
-int meta_put_u64(store *s, MDB_txn *txn, const char *key, uint64_t v)
-{
-    uint8_t b[8];
-
-    le_put_u64(b, v);
-    return db_put(txn, s->dbi[DB_META], key, strlen(key), b, sizeof b);
 }
 
 /* Create the environment and open (creating) every named database. */
@@ -538,18 +508,6 @@ void store__abandon(store *s)
     mdb_env_close(s->env);
     free(s->dir);
     free(s);
-}
-
-void store__fail_snapshots(store *s, unsigned n)
-{
-    s->fail_snapshots = n;
-}
-
-int store__snapshot_fault(store *s)
-{
-    if (s->fail_snapshots == 0) return 0;
-    s->fail_snapshots--;
-    return 1;
 }
 
 void store__set_boot_id_path(const char *path)

@@ -3,23 +3,47 @@
  * of the store's API: only the .c files of storage/ include it, and it is the only header
  * that includes <lmdb.h>.
  *
- * The files and their jobs:
- *   store.c     environment, meta keys, boot id, the write-transaction loop
- *               that grows the map on MDB_MAP_FULL, error translation
- *   records.c   the byte layout of every key and value
- *   apply.c     store_apply: batch validation, dispatch, deduplication
- *   locks.c     acquire, release, cancel, wait timeout, forced release and
- *               the FIFO queue under them
- *   sessions.c  opening, closing and expiring sessions
- *   snapshot.c  store_snapshot and store_restore
- *   check.c     the content hash and the last CHECK's result (store.h)
- *   snapshot_bg.c  the snapshot in three steps whose dump runs on another
- *               thread (store_snapshot_begin/_write/_end)
- *   reads.c     the short read transactions behind the admin requests
- *   members.c   the members table: SET_MEMBER_ADDR and store_member_addr
- *   lost.c      the lost table: holds taken away by a forced release, kept
- *               until the client acknowledges them (format 6)
- *   nonces.c    OPEN_SESSION's nonces: the index from a nonce to its session
+ * The files, in layers: a file calls only files of a higher number (1 is
+ * the top), except the two of a tie, which call each other. This map is
+ * the only one; tests/check-layers.sh checks it against the symbols each
+ * object defines and uses.
+ *  [1] apply.c      store_apply: batch validation, deduplication, and the
+ *                   dispatch through cmd_table.h's apply column
+ *  [1] reads.c      the short read transactions behind the admin requests
+ *  [2] check.c      CHECK: its handler, the content hash, the last result
+ *  [2] sessions.c   OPEN_SESSION, CLOSE_SESSION and EXPIRE_SESSION
+ *  [3] snapshot.c   store_snapshot and store_restore
+ *  [4] locks.c      acquire, release, cancel, wait timeout, forced release,
+ *                   lock-delay and the FIFO queue under them
+ *  [4] multi.c      atomic multi-locks (ACQUIRE_MANY)
+ *  tie: locks.c multi.c  one grant loop: grant_waiting hands a multi-lock
+ *                   at a queue's head to multi_try_grant, whose grant or
+ *                   end regrants the other names' queues through
+ *                   locks_regrant; and a hold's or wait's end in locks.c
+ *                   ends a multi-lock's on all its names (multi_release,
+ *                   multi_wait_end, multi_drop_owned, multi_force)
+ *  [5] lockrec.c    the records of a lock (lock, holds, queue, owned), the
+ *                   compatibility rule, the start of a lock-delay
+ *  [5] store.c      environment, open with its format upgrades, close, the
+ *                   write-transaction loop that grows the map
+ *  [6] lost.c       the lost table: holds taken away by a forced release,
+ *                   kept until the client acknowledges them (format 6)
+ *  [6] members.c    the members table: SET_MEMBER_ADDR and store_member_addr
+ *  [6] modes.c      a session's count of entries per lock (format 7) and
+ *                   the format 6 -> 7 upgrade
+ *  [6] nonces.c     OPEN_SESSION's nonces: the index from a nonce to its
+ *                   session
+ *  [6] snapshot_bg.c  the snapshot in three steps whose dump runs on
+ *                   another thread (store_snapshot_begin/_write/_end)
+ *  [7] ctx.c        what handlers write through: effects, the session
+ *                   record cache, the cached results' updates
+ *  [7] dump.c       store__dump: a read transaction's state as snapshot
+ *                   bytes
+ *  [7] hash.c       FNV-1a 64 and the state digest
+ *  [8] records.c    the byte layout of every key and value, the db_*
+ *                   helpers, u64 meta values, error translation
+ *  [9] cmd.c        the command batch codec (cmd_table.h) and the effects
+ *                   arrays
  *
  * Error convention inside storage/: functions return 0, a raw LMDB code
  * (MDB_* or an errno value), or BATON_ENOMEM. Only store__err() turns these
@@ -161,9 +185,6 @@ struct store {
 
 /* ---- store.c ------------------------------------------------------------ */
 
-/* Translate an internal code (see the convention above) into BATON_E*. */
-int store__err(int rc);
-
 /*
  * Run fn(s, txn, arg) inside one write transaction and commit it. If fn or
  * the commit hits MDB_MAP_FULL, the transaction is aborted, the map grown
@@ -174,12 +195,12 @@ int store__err(int rc);
 typedef int store_txn_fn(store *s, MDB_txn *txn, void *arg);
 int store__write(store *s, store_txn_fn *fn, void *arg);
 
-/* Read or write one u64 meta value (little-endian). *found says whether
- * the key exists; a missing key reads as 0. */
-int meta_get_u64(store *s, MDB_txn *txn, const char *key, uint64_t *v, int *found);
-int meta_put_u64(store *s, MDB_txn *txn, const char *key, uint64_t v);
+/* ---- dump.c, snapshot.c, snapshot_bg.c ---------------------------------- */
 
-/* ---- snapshot.c, snapshot_bg.c ------------------------------------------ */
+/* The meta keys that are state (the three counters), in key order: the
+ * index of one (0..N_META_STATE - 1), or -1 for any other key. */
+#define N_META_STATE 3
+int meta_state_index(const void *k, size_t klen);
 
 /*
  * Append the snapshot of txn's state to out (the format store.h gives for
@@ -190,7 +211,8 @@ int meta_put_u64(store *s, MDB_txn *txn, const char *key, uint64_t v);
  */
 int store__dump(store *s, MDB_txn *txn, struct buf *out, const atomic_int *stop);
 
-/* The test hook store__fail_snapshots: should this snapshot fail (counted)? */
+/* The test hook store__fail_snapshots (snapshot_bg.c): should this
+ * snapshot fail (counted)? */
 int store__snapshot_fault(store *s);
 
 /* Stop and close the open snapshots' read transactions, if any (waiting
@@ -201,6 +223,14 @@ void store__snapshot_stop(store *s);
 extern const char *store__boot_id_path;
 
 /* ---- records.c: keys and values ---------------------------------------- */
+
+/* Translate an internal code (see the convention above) into BATON_E*. */
+int store__err(int rc);
+
+/* Read or write one u64 meta value (little-endian). *found says whether
+ * the key exists; a missing key reads as 0. */
+int meta_get_u64(store *s, MDB_txn *txn, const char *key, uint64_t *v, int *found);
+int meta_put_u64(store *s, MDB_txn *txn, const char *key, uint64_t v);
 
 /* Largest key we build: a waiters key, name \0 be64 enq. */
 #define WAITER_KEY_MAX (BATON_MAX_NAME + 1 + 8)
@@ -386,7 +416,7 @@ int db_del(MDB_txn *txn, MDB_dbi dbi, const void *k, size_t klen, int *found);
 /* Delete every key in [lo, hi) (memcmp order, equal lengths). */
 int db_del_range(MDB_txn *txn, MDB_dbi dbi, const void *lo, const void *hi, size_t klen);
 
-/* ---- apply.c ------------------------------------------------------------ */
+/* ---- ctx.c: the context of one store_apply ----------------------------- */
 
 /* A command's handler (cmd_table.h, apply): apply cmd in c and put its
  * outcome in *res. Returns 0 or an internal error code (above), which
@@ -414,7 +444,7 @@ struct apply_ctx {
         char name[BATON_MAX_NAME];
     } *regrant;
     size_t n_regrant, cap_regrant;
-    /* The session record read or written last (sessions.c): a command
+    /* The session record read or written last (ctx.c): a command
      * reads and rewrites its session's record several times (the dedup
      * floor, n_owned), so sess_get and sess_put work on this copy and
      * sess_flush writes it once, after each command. */
@@ -425,6 +455,42 @@ struct apply_ctx {
         struct sess_rec rec;
     } sess;
 };
+
+/* A queued ACQUIRE's wait ended: replace its cached result, if the dedup
+ * table still has one, so that a retry of that ACQUIRE learns the outcome. */
+int dedup_update(struct apply_ctx *c, uint64_t session, uint64_t seq, const struct cmd_result *r);
+/* Forget every cached result of a session (it is going away). */
+int dedup_drop_session(struct apply_ctx *c, uint64_t session);
+
+/* Append an effect to c->out (its lock_delay_ms is 0). */
+int fx_emit(struct apply_ctx *c, uint8_t type, int32_t status, uint64_t session, uint64_t waiter,
+            uint64_t fence, const char *name, size_t name_len);
+/* Note that name's record or queue changed in this entry: it gets one
+ * FX_LOCK_CHANGED, after every other effect of the entry, however often it
+ * changes. Returns 0 or BATON_ENOMEM. */
+int fx_lock_changed(struct apply_ctx *c, const char *name, size_t name_len);
+/* Append FX_LOCK_DELAY: name is delayed for delay_ms after the expiry of
+ * the hold (session, waiter, fence). */
+int fx_emit_lock_delay(struct apply_ctx *c, uint64_t session, uint64_t waiter, uint64_t fence,
+                       int32_t delay_ms, const char *name, size_t name_len);
+
+/*
+ * The session records go through the context's one-record cache
+ * (apply_ctx.sess): sess_get reads the cache or the database, sess_put
+ * changes the cache only, sess_flush writes a changed record to the
+ * database (apply.c calls it after every command, so every command ends
+ * with the database as it would be without the cache), sess_del deletes a
+ * record and forgets its copy. Anything else that reads or writes
+ * DB_SESSIONS inside an apply calls sess_flush first.
+ */
+int sess_get(struct apply_ctx *c, uint64_t id, struct sess_rec *r, int *found);
+int sess_put(struct apply_ctx *c, uint64_t id, const struct sess_rec *r);
+int sess_flush(struct apply_ctx *c);
+int sess_del(struct apply_ctx *c, uint64_t id);
+/* Add delta to a session's n_owned (the session must exist). */
+int sess_owned_add(struct apply_ctx *c, uint64_t id, int delta);
+
+/* ---- hash.c ------------------------------------------------------------- */
 
 /*
  * The next state digest (store.h, store_digest): FNV-1a 64 over the 8 bytes
@@ -448,41 +514,7 @@ void store__check_applied(store *s, uint64_t index);
  * committed (cmd.h, "Content checks"). */
 int op_check(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
 
-/* A queued ACQUIRE's wait ended: replace its cached result, if the dedup
- * table still has one, so that a retry of that ACQUIRE learns the outcome. */
-int dedup_update(struct apply_ctx *c, uint64_t session, uint64_t seq, const struct cmd_result *r);
-/* Forget every cached result of a session (it is going away). */
-int dedup_drop_session(struct apply_ctx *c, uint64_t session);
-
-/* Append an effect to c->out (its lock_delay_ms is 0). */
-int fx_emit(struct apply_ctx *c, uint8_t type, int32_t status, uint64_t session, uint64_t waiter,
-            uint64_t fence, const char *name, size_t name_len);
-/* Note that name's record or queue changed in this entry: it gets one
- * FX_LOCK_CHANGED, after every other effect of the entry, however often it
- * changes. Returns 0 or BATON_ENOMEM. */
-int fx_lock_changed(struct apply_ctx *c, const char *name, size_t name_len);
-/* Append FX_LOCK_DELAY: name is delayed for delay_ms after the expiry of
- * the hold (session, waiter, fence). */
-int fx_emit_lock_delay(struct apply_ctx *c, uint64_t session, uint64_t waiter, uint64_t fence,
-                       int32_t delay_ms, const char *name, size_t name_len);
-
 /* ---- sessions.c --------------------------------------------------------- */
-
-/*
- * The session records go through the context's one-record cache
- * (apply_ctx.sess): sess_get reads the cache or the database, sess_put
- * changes the cache only, sess_flush writes a changed record to the
- * database (apply.c calls it after every command, so every command ends
- * with the database as it would be without the cache), sess_del deletes a
- * record and forgets its copy. Anything else that reads or writes
- * DB_SESSIONS inside an apply calls sess_flush first.
- */
-int sess_get(struct apply_ctx *c, uint64_t id, struct sess_rec *r, int *found);
-int sess_put(struct apply_ctx *c, uint64_t id, const struct sess_rec *r);
-int sess_flush(struct apply_ctx *c);
-int sess_del(struct apply_ctx *c, uint64_t id);
-/* Add delta to a session's n_owned (the session must exist). */
-int sess_owned_add(struct apply_ctx *c, uint64_t id, int delta);
 
 int op_open_session(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
 int op_close_session(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
@@ -547,7 +579,7 @@ int modes_upgrade(store *s, MDB_txn *txn);
  * one handle and only exclusive waiters. */
 int modes_downgrade(store *s, MDB_txn *txn);
 
-/* ---- locks.c: the pieces multi.c shares ------------------------------- */
+/* ---- lockrec.c: the records of a lock (locks.c and multi.c) ------------ */
 
 int lock_get(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r, int *found);
 /* The record of a lock that must exist (someone holds or waits for it):
@@ -575,6 +607,16 @@ int hold_drop(struct apply_ctx *c, const char *name, size_t len, struct lock_rec
               uint64_t fence);
 /* Can a request of `mode` be granted beside r's holders (queue aside)? */
 int lock_compatible(const struct lock_rec *r, uint8_t mode);
+/* The first hold of name with a fence above `after`, in fence order:
+ * *found, its fence in *fence and its record in *h. */
+int hold_next(struct apply_ctx *c, const char *name, size_t len, uint64_t after,
+              uint64_t *fence, struct hold_rec *h, int *found);
+/* Make (session, waiter) a holder of name (*r) in `mode`, with a new fence
+ * (*fence) and lock_delay_ms, and record the hold in owned. The caller
+ * saves *r. */
+int hold_add(struct apply_ctx *c, const char *name, size_t len, struct lock_rec *r,
+             uint64_t session, uint64_t waiter, uint8_t mode, int32_t lock_delay_ms,
+             uint64_t *fence);
 /* Take the waiter enqueued as `enq` out of name's queue (n_waiters - 1 in
  * *r, which the caller saves). */
 int queue_remove(struct apply_ctx *c, const char *name, size_t len, uint64_t enq,
