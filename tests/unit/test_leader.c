@@ -81,54 +81,64 @@ static void *wait_for_h(void *arg)
     return NULL;
 }
 
+/* Client a holds "h" while client b waits for it (for wait_ms, -1: no
+ * limit) on a thread of its own. */
+struct handoff {
+    struct lf f;
+    baton_t *a;
+    baton_lock_t *held;
+    struct waiter w;
+    pthread_t t;
+};
+
+static void handoff_start(struct handoff *h, int64_t wait_ms, const char *const *extra)
+{
+    lf_start(&h->f, extra);
+    h->a = connect_to(&h->f, NULL, 5000);
+    h->w = (struct waiter){.b = connect_to(&h->f, NULL, 5000), .wait_ms = wait_ms};
+    ASSERT_EQ(baton_lock(h->a, "h", &h->held), 0);
+    ASSERT_EQ(pthread_create(&h->t, NULL, wait_for_h, &h->w), 0);
+}
+
+/* a releases "h" (if it still holds it), b's wait ends, and all stops. */
+static void handoff_finish(struct handoff *h)
+{
+    if (h->held != NULL) ASSERT_EQ(baton_unlock(h->held), 0);
+    pthread_join(h->t, NULL);
+    baton_close(h->a);
+    baton_close(h->w.b);
+    lf_stop(&h->f);
+}
+
 TEST(release_hands_over_by_push)
 {
-    struct lf f;
-    baton_t *a, *b;
-    baton_lock_t *l;
-    struct waiter w = {.wait_ms = -1};
-    pthread_t t;
+    struct handoff h;
 
-    lf_start(&f, NULL);
-    a = connect_to(&f, NULL, 5000);
-    b = w.b = connect_to(&f, NULL, 5000);
-    ASSERT_EQ(baton_lock(a, "h", &l), 0);
-    ASSERT_EQ(pthread_create(&t, NULL, wait_for_h, &w), 0);
+    handoff_start(&h, -1, NULL);
     usleep(200 * 1000);
-    ASSERT_EQ(w.done, 0); /* queued behind a */
-    ASSERT_EQ(baton_unlock(l), 0);
-    pthread_join(t, NULL);
-    ASSERT_EQ(w.rv, 0);
-    ASSERT_GT(w.fence, 0);
-    baton_close(a);
-    baton_close(b);
-    lf_stop(&f);
+    ASSERT_EQ(h.w.done, 0); /* queued behind a */
+    handoff_finish(&h);
+    ASSERT_EQ(h.w.rv, 0);
+    ASSERT_GT(h.w.fence, 0);
 }
 
 TEST(wait_deadline_cancels_the_wait)
 {
-    struct lf f;
-    baton_t *a, *b;
-    baton_lock_t *l, *l2;
-    struct waiter w = {.wait_ms = 150};
-    pthread_t t;
+    struct handoff h;
+    baton_lock_t *l;
     uint64_t held;
 
-    lf_start(&f, NULL);
-    a = connect_to(&f, NULL, 5000);
-    b = w.b = connect_to(&f, NULL, 5000);
-    ASSERT_EQ(baton_lock(a, "h", &l), 0);
-    held = baton_lock_fence(l);
-    ASSERT_EQ(pthread_create(&t, NULL, wait_for_h, &w), 0);
-    pthread_join(t, NULL);
-    ASSERT_EQ(w.rv, BATON_ETIMEDOUT);
-    ASSERT_EQ(baton_unlock(l), 0);
+    handoff_start(&h, 150, NULL);
+    held = baton_lock_fence(h.held);
+    pthread_join(h.t, NULL);
+    ASSERT_EQ(h.w.rv, BATON_ETIMEDOUT);
+    ASSERT_EQ(baton_unlock(h.held), 0);
     /* The timed-out waiter was taken out of the queue: the lock is free. */
-    ASSERT_EQ(baton_trylock(b, "h", &l2), 0);
-    ASSERT_GT(baton_lock_fence(l2), held);
-    baton_close(a);
-    baton_close(b);
-    lf_stop(&f);
+    ASSERT_EQ(baton_trylock(h.w.b, "h", &l), 0);
+    ASSERT_GT(baton_lock_fence(l), held);
+    baton_close(h.a);
+    baton_close(h.w.b);
+    lf_stop(&h.f);
 }
 
 #define BURST 64
@@ -215,28 +225,16 @@ TEST(no_session_until_the_node_leads)
 
 TEST(waiter_kept_across_lost_leadership)
 {
-    struct lf f;
-    baton_t *a, *b;
-    baton_lock_t *l;
-    struct waiter w = {.wait_ms = -1};
-    pthread_t t;
+    struct handoff h;
 
-    lf_start(&f, NULL);
-    a = connect_to(&f, NULL, 5000);
-    b = w.b = connect_to(&f, NULL, 5000);
-    ASSERT_EQ(baton_lock(a, "h", &l), 0);
-    ASSERT_EQ(pthread_create(&t, NULL, wait_for_h, &w), 0);
+    handoff_start(&h, -1, NULL);
     usleep(100 * 1000);
-    lf_set_leading(&f, false);
+    lf_set_leading(&h.f, false);
     usleep(100 * 1000);
-    lf_set_leading(&f, true);
-    ASSERT_EQ(w.done, 0);
-    ASSERT_EQ(baton_unlock(l), 0);
-    pthread_join(t, NULL);
-    ASSERT_EQ(w.rv, 0);
-    baton_close(a);
-    baton_close(b);
-    lf_stop(&f);
+    lf_set_leading(&h.f, true);
+    ASSERT_EQ(h.w.done, 0);
+    handoff_finish(&h);
+    ASSERT_EQ(h.w.rv, 0);
 }
 
 /* A raw client (tests/lib/tls_sock.h) on f's port: HELLO done. */
