@@ -289,20 +289,29 @@ static int raw_wait_for(struct tls_sock *s, int type, struct msg *out, int ms)
     return -1;
 }
 
+/* A server with short leases, and a raw client on it whose session (ttl
+ * 300 ms, the session's id returned) holds `name`. */
+static uint64_t raw_holder(struct lf *f, struct tls_sock *s, const char *name)
+{
+    static const char *const extra[] = {"--min-ttl", "200", NULL};
+    uint64_t sess;
+
+    lf_start(f, extra);
+    raw_connect(f, s);
+    sess = raw_open(s, 300);
+    ASSERT_EQ(raw_trylock(s, sess, 1, name), 0);
+    return sess;
+}
+
 TEST(silent_session_expires_and_its_lock_moves_on)
 {
-    const char *extra[] = {"--min-ttl", "200", NULL};
     struct lf f;
     struct tls_sock s;
     struct msg m;
     baton_t *b;
     baton_lock_t *l;
-    uint64_t sess;
+    uint64_t sess = raw_holder(&f, &s, "e");
 
-    lf_start(&f, extra);
-    raw_connect(&f, &s);
-    sess = raw_open(&s, 300);
-    ASSERT_EQ(raw_trylock(&s, sess, 1, "e"), 0);
     b = connect_to(&f, NULL, 5000);
     /* The raw client sends nothing more: its lease runs out, and the
      * waiter is granted by the expiry. */
@@ -317,18 +326,13 @@ TEST(silent_session_expires_and_its_lock_moves_on)
 
 TEST(keepalives_keep_a_session)
 {
-    const char *extra[] = {"--min-ttl", "200", NULL};
     struct lf f;
     struct tls_sock s;
     struct msg m = {.type = MSG_KEEPALIVE}, r;
     baton_t *b;
     baton_lock_t *l;
-    uint64_t sess;
+    uint64_t sess = raw_holder(&f, &s, "k");
 
-    lf_start(&f, extra);
-    raw_connect(&f, &s);
-    sess = raw_open(&s, 300);
-    ASSERT_EQ(raw_trylock(&s, sess, 1, "k"), 0);
     b = connect_to(&f, NULL, 5000);
     for (int i = 0; i < 10; i++) { /* 1 s: more than three leases */
         m.req_id = 1000 + (uint64_t)i;
