@@ -54,7 +54,9 @@ TEST(grant_and_release_fences_rise)
     ASSERT_EQ(baton_unlock(l), 0);
     ASSERT_EQ(baton_lock(b, "a", &l), 0);
     ASSERT_GT(baton_lock_fence(l), first);
+    ASSERT_EQ(baton_unlock(l), 0);
     ASSERT_EQ(baton_trylock(b, "b", &l), 0);
+    ASSERT_EQ(baton_unlock(l), 0);
     baton_close(b);
     lf_stop(&f);
 }
@@ -136,6 +138,7 @@ TEST(wait_deadline_cancels_the_wait)
     /* The timed-out waiter was taken out of the queue: the lock is free. */
     ASSERT_EQ(baton_trylock(h.w.b, "h", &l), 0);
     ASSERT_GT(baton_lock_fence(l), held);
+    ASSERT_EQ(baton_unlock(l), 0);
     baton_close(h.a);
     baton_close(h.w.b);
     lf_stop(&h.f);
@@ -219,6 +222,7 @@ TEST(no_session_until_the_node_leads)
     lf_set_leading(&f, true);
     b = connect_to(&f, NULL, 5000);
     ASSERT_EQ(baton_lock(b, "x", &l), 0);
+    ASSERT_EQ(baton_unlock(l), 0);
     baton_close(b);
     lf_stop(&f);
 }
@@ -320,6 +324,7 @@ TEST(silent_session_expires_and_its_lock_moves_on)
     ASSERT_UEQ(m.u.session_expired.session, sess);
     msg_free(&m);
     tls_sock_close(&s);
+    ASSERT_EQ(baton_unlock(l), 0);
     baton_close(b);
     lf_stop(&f);
 }
@@ -372,6 +377,7 @@ TEST(watch_sees_the_state_then_each_change)
     ASSERT_UEQ(ev.u.watch_event.info.fence, baton_lock_fence(l));
     msg_free(&ev);
     tls_sock_close(&s);
+    ASSERT_EQ(baton_unlock(l), 0);
     baton_close(b);
     lf_stop(&f);
 }
