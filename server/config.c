@@ -55,14 +55,13 @@ static void usage_flag(FILE *f, const struct flag *fl)
     else
         snprintf(text, sizeof text, "%s", fl->help);
     fputs(left, f);
-    if (n >= HELP_COL) {
+    /* The help starts at HELP_COL: on this line, or on the next one when
+     * the flag reaches that far. */
+    if (n >= HELP_COL)
         fprintf(f, "\n%*s", HELP_COL, "");
-        n = HELP_COL;
-    } else {
+    else
         fprintf(f, "%*s", HELP_COL - n, "");
-        n = HELP_COL;
-    }
-    wrap(f, text, n);
+    wrap(f, text, HELP_COL);
 }
 
 /* batond --help: every flag of config_flags, with its default. */
