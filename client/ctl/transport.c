@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "baton/baton_async.h"
 #include "baton/baton_defs.h"
 #include "client/ctl/ctl.h"
 
@@ -77,12 +78,30 @@ int ctl_security_check(const struct ctl_opts *o, char *err, size_t errlen)
     return 0;
 }
 
+/* libbaton's options for o, talking to addr (NULL: o's endpoints). */
+static void baton_opts_of(const struct ctl_opts *o, const char *addr, baton_opts *bo)
+{
+    memset(bo, 0, sizeof *bo);
+    bo->endpoints = addr != NULL ? addr : o->endpoints;
+    bo->client_name = "batonctl";
+    bo->tls_ca_file = o->cacert;
+    bo->tls_cert_file = o->cert;
+    bo->tls_key_file = o->key;
+    bo->token = o->token;
+}
+
 int ctl_security_usable(const struct ctl_opts *o, char *err, size_t errlen)
 {
-    baton__caller *c;
+    baton_opts bo;
+    baton_async_t *ac;
 
-    if (ctl_caller(o, NULL, &c, err, errlen) != 0) return -1;
-    baton__caller_free(c);
+    if (ctl_security_check(o, err, errlen) != 0) return -1;
+    baton_opts_of(o, NULL, &bo);
+    if (baton_async_new(&bo, &ac) != 0) { /* reads the endpoints and the TLS files */
+        snprintf(err, errlen, "%s", baton_async_new_errmsg());
+        return -1;
+    }
+    baton_async_free(ac);
     return 0;
 }
 
@@ -95,13 +114,7 @@ int ctl_caller(const struct ctl_opts *o, const char *addr, baton__caller **out, 
 
     *out = NULL;
     if (ctl_security_check(o, err, errlen) != 0) return BATON_EINVAL;
-    memset(&bo, 0, sizeof bo);
-    bo.endpoints = addr != NULL ? addr : o->endpoints;
-    bo.client_name = "batonctl";
-    bo.tls_ca_file = o->cacert;
-    bo.tls_cert_file = o->cert;
-    bo.tls_key_file = o->key;
-    bo.token = o->token;
+    baton_opts_of(o, addr, &bo);
     return baton__caller_new(&bo, addr != NULL, out, err, errlen);
 }
 
