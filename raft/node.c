@@ -77,6 +77,14 @@ struct node {
     bool stepdown_over;      /* its callback ran */
     uint64_t stepdown_term;  /* the term in which it was asked for */
     bool fatal;              /* NODE_FAULT_EXIT reported */
+    /* When (uv_now) this leader last saw each voter's recent_recv set
+     * (heard_track): 0.15 clears every recent_recv at each election
+     * timeout's check, so the flag alone misses a follower that answers
+     * every heartbeat. */
+    struct {
+        raft_id id;
+        uint64_t at;
+    } heard[BATON_MAX_MEMBERS];
 };
 
 /* The steps of a membership change, each one raft call made on a loop turn
@@ -468,6 +476,30 @@ static void role_track(struct node *n, int state)
     if (n->hooks.role != NULL) n->hooks.role(n->hooks.data, role_of(state), n->seen_term);
 }
 
+/* A leader notes, at every poll, the voters raft has just heard from. */
+static void heard_track(struct node *n)
+{
+    const struct raft *r = &n->raft;
+    uint64_t now = uv_now(n->loop);
+
+    for (unsigned i = 0; i < r->configuration.n && i < BATON_MAX_MEMBERS; i++) {
+        if (!r->leader_state.progress[i].recent_recv) continue;
+        n->heard[i].id = r->configuration.servers[i].id;
+        n->heard[i].at = now;
+    }
+}
+
+/* Has this leader heard from voter i (its index in the configuration)
+ * within an election timeout? */
+static bool heard_recently(const struct node *n, unsigned i)
+{
+    const struct raft *r = &n->raft;
+
+    if (r->leader_state.progress[i].recent_recv) return true;
+    return i < BATON_MAX_MEMBERS && n->heard[i].id == r->configuration.servers[i].id &&
+           n->heard[i].at != 0 && uv_now(n->loop) - n->heard[i].at <= r->election_timeout;
+}
+
 static void node_poll(struct node *n)
 {
     int state;
@@ -484,6 +516,7 @@ static void node_poll(struct node *n)
         set_ready(n, false);
         return;
     }
+    heard_track(n);
     if (n->ready && n->ready_term == n->raft.current_term) return;
     if (n->ready) set_ready(n, false); /* leader again in a newer term */
     if (n->barrier_pending || !barrier_due(n)) return;
@@ -925,8 +958,9 @@ int node_member_add(struct node *n, uint32_t id, const char *raft_addr, node_cha
  * So, like etcd's strict reconfiguration check, a removal is refused unless
  * the leader plus the caught-up remaining voters make a majority of the
  * remaining voters. A voter counts as caught up if raft heard from it within
- * an election timeout and its match index is within CAUGHT_UP_SLACK of the
- * commit index.
+ * an election timeout (heard_recently: not raft's recent_recv alone, which
+ * 0.15 clears at every election timeout's check) and its match index is
+ * within CAUGHT_UP_SLACK of the commit index.
  */
 static bool remove_keeps_quorum(const struct node *n, raft_id id)
 {
@@ -940,7 +974,7 @@ static bool remove_keeps_quorum(const struct node *n, raft_id id)
         if (sv->id == id || sv->role != RAFT_VOTER) continue;
         voters++;
         if (sv->id == r->id ||
-            (p->recent_recv && p->match_index + CAUGHT_UP_SLACK >= r->commit_index))
+            (heard_recently(n, i) && p->match_index + CAUGHT_UP_SLACK >= r->commit_index))
             caught_up++;
     }
     return caught_up >= voters / 2 + 1;
