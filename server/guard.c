@@ -188,6 +188,8 @@ void guard_input_done(struct conn *c, bool consumed)
     if (c->in.len == 0) {
         c->partial_since = 0;
         if (c->in.cap > GUARD_IN_KEEP) buf_free(&c->in);
+    } else if (c->backlogged) {
+        c->partial_since = 0; /* whole frames wait on this server, not the client */
     } else if (c->partial_since == 0 || consumed) {
         c->partial_since = uv_now(c->srv->loop);
         if (c->partial_since == 0) c->partial_since = 1;

@@ -5,6 +5,16 @@
  * an ERROR and the connection is closed once that is written; nothing
  * else is affected. guard.c bounds what one connection may hold. A request
  * for the leader that reaches a leader not serving yet waits (park).
+ *
+ * A loop turn handles a bounded amount of input (TURN_FRAMES frames, or
+ * TURN_MS of handling, over all connections; CONN_VISIT_FRAMES of one
+ * connection before the others' turn). Raft's heartbeats, ticks and
+ * replies run on this loop between turns, so however fast one client
+ * writes -- 100,000 pipelined requests, or thousands of expensive reads in
+ * one write -- the leader keeps its followers and its term. A connection
+ * with whole frames left over is backlogged: it is not read (TCP pushes
+ * back on the client) and its frames are handled in the next turns, the
+ * oldest backlogged connection first.
  */
 #include <netdb.h>
 #include <stdio.h>
@@ -36,6 +46,43 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 }
 
 static void park_timer_cb(uv_timer_t *t);
+
+/* The per-turn budget (the top of this file). A frame costs some
+ * microseconds, an expensive read a millisecond or so: TURN_MS bounds the
+ * turn whatever its frames cost, TURN_FRAMES when they are cheap. */
+#define TURN_FRAMES 1024
+#define TURN_MS 10
+#define CONN_VISIT_FRAMES 128
+
+/* May another frame be handled in this loop turn, c's visit having
+ * handled `visit` frames? */
+static bool budget_left(struct server *srv, uint32_t visit)
+{
+    uint64_t now = uv_hrtime();
+
+    if (srv->turn_began_ns == 0) srv->turn_began_ns = now;
+    return visit < CONN_VISIT_FRAMES && srv->turn_frames < TURN_FRAMES &&
+           now - srv->turn_began_ns < (uint64_t)TURN_MS * 1000000;
+}
+
+static void backlog_idle_cb(uv_idle_t *h);
+
+/* c has whole frames the budget did not reach: stop reading it and queue
+ * it for the next turns. */
+static void backlog(struct conn *c)
+{
+    struct server *srv = c->srv;
+
+    if (c->backlogged) return;
+    c->backlogged = true;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    if (srv->n_backlog == srv->cap_backlog) {
+        srv->cap_backlog = srv->cap_backlog ? srv->cap_backlog * 2 : 64;
+        srv->backlog = xrealloc(srv->backlog, srv->cap_backlog * sizeof *srv->backlog);
+    }
+    srv->backlog[srv->n_backlog++] = c->id;
+    if (!srv->stopping) uv_idle_start(&srv->backlog_idle, backlog_idle_cb);
+}
 
 /*
  * A request only the ready leader serves, on a node that raft has just
@@ -77,6 +124,7 @@ static bool park(struct conn *c, const struct msg *m)
 static void conn_process(struct conn *c)
 {
     size_t off = 0, frame_len;
+    uint32_t visit = 0;
     int rv;
 
     if (c->parked) return;
@@ -89,6 +137,10 @@ static void conn_process(struct conn *c)
 
         rv = proto_frame_check(c->in.data + off, c->in.len - off, &frame_len);
         if (rv == 0) break;
+        if (rv == 1 && !budget_left(c->srv, visit)) {
+            backlog(c);
+            break;
+        }
         if (rv < 0) {
             uint32_t claimed = le_get_u32(c->in.data + off);
 
@@ -121,6 +173,8 @@ static void conn_process(struct conn *c)
         dispatch(c, &m);
         msg_free(&m);
         off += frame_len;
+        visit++;
+        c->srv->turn_frames++;
     }
     if (!c->closed) {
         buf_consume(&c->in, off);
@@ -204,6 +258,35 @@ static void park_timer_cb(uv_timer_t *t)
     free(ids);
 }
 
+/* A new turn: the backlogged connections first, oldest first, as far as
+ * the budget goes; one that still has whole frames goes to the back. A
+ * connection that is through its backlog is read again. */
+static void backlog_idle_cb(uv_idle_t *h)
+{
+    struct server *srv = h->data;
+    size_t n = srv->n_backlog, done = 0;
+
+    while (done < n && budget_left(srv, 0)) {
+        struct conn *c = u64map_get(&srv->conns, srv->backlog[done++]);
+
+        if (c == NULL || !c->backlogged) continue;
+        c->backlogged = false;
+        if (c->closing || c->closed) continue;
+        conn_process(c);
+        if (!c->backlogged && !c->parked && !c->closing && !c->closed)
+            uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+    }
+    memmove(srv->backlog, srv->backlog + done, (srv->n_backlog - done) * sizeof *srv->backlog);
+    srv->n_backlog -= done;
+    if (srv->n_backlog == 0) uv_idle_stop(&srv->backlog_idle);
+}
+
+void listen_turn_end(struct server *srv)
+{
+    srv->turn_frames = 0;
+    srv->turn_began_ns = 0;
+}
+
 void listen_unpark_soon(struct server *srv)
 {
     if (!srv->stopping) uv_timer_start(&srv->park_timer, park_timer_cb, 0, 0);
@@ -218,6 +301,11 @@ void listen_close(struct server *srv)
 {
     uv_timer_stop(&srv->park_timer);
     uv_close((uv_handle_t *)&srv->park_timer, park_timer_closed);
+    uv_idle_stop(&srv->backlog_idle);
+    uv_close((uv_handle_t *)&srv->backlog_idle, park_timer_closed);
+    free(srv->backlog);
+    srv->backlog = NULL;
+    srv->n_backlog = srv->cap_backlog = 0;
 }
 
 /* Listen on one resolved address with handle h (initialised here). */
@@ -254,6 +342,8 @@ int listen_start(struct server *srv, const char *addr)
     srv->n_listen = 0;
     uv_timer_init(srv->loop, &srv->park_timer);
     srv->park_timer.data = srv;
+    uv_idle_init(srv->loop, &srv->backlog_idle);
+    srv->backlog_idle.data = srv;
     n = resolve_listen_addrs("client address", addr, sas, 1 + LISTEN_MORE);
     if (n < 0) return n;
     for (int i = 0; i < n; i++) {

@@ -78,6 +78,7 @@ static void check_cb(uv_check_t *h)
     srv->n_pushq = 0;
     backup_kick(srv);
     conn_flush_all(srv);
+    listen_turn_end(srv);
 }
 
 /* Forget everything only the ready leader keeps. */

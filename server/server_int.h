@@ -148,6 +148,8 @@ struct conn {
     bool closed;            /* uv_close called */
     bool parked;            /* a request waits for this new leader to serve: not
                                read or processed meanwhile (listen.c, park) */
+    bool backlogged;        /* whole frames wait for a later loop turn's budget:
+                               not read meanwhile (listen.c) */
     bool shed;              /* closed for its unread replies: its output is dropped
                                and the end of the loop turn destroys it (conn.c) */
     size_t unread;          /* out + writing + net, as counted in srv->unread */
@@ -330,6 +332,11 @@ struct server {
     int raft_role;          /* enum node_role at the last role hook (server.c) */
     bool stopping;
     uv_timer_t park_timer;  /* processes parked connections again (listen.c) */
+    uv_idle_t backlog_idle; /* runs the backlog next turn (listen.c) */
+    uint64_t *backlog;      /* ids of backlogged connections, oldest first */
+    size_t n_backlog, cap_backlog;
+    uint32_t turn_frames;   /* frames handled since the last check handler */
+    uint64_t turn_began_ns; /* uv_hrtime at the first of them, 0 if none */
     uint64_t park_term;     /* the term in which connections were last parked */
     uint64_t park_until;    /* uv_now after which none is parked in that term */
     struct notify notify;   /* notify.c */
@@ -397,7 +404,9 @@ void observe_metrics(struct conn *c, const struct msg *m);
 /* This node became the ready leader: on the next loop turn, serve the
  * requests that waited for it (parked connections). */
 void listen_unpark_soon(struct server *srv);
-void listen_close(struct server *srv);     /* closes its timer (listen_start opened it) */
+void listen_close(struct server *srv);     /* closes its handles (listen_start opened them) */
+/* The loop turn ends (the check handler): a fresh budget of frames. */
+void listen_turn_end(struct server *srv);
 
 /* conn_tls.c -- TLS on the client port; the plaintext/TLS mismatch check. */
 int conn_tls_init(struct server *srv);     /* the context of --tls-cert; 0 or an error (logged) */

@@ -678,6 +678,7 @@ TEST(one_session_100k_waits)
     char hname[32];
     struct buf out = {0};
     size_t sent_off = 0;
+    struct cluster_status st_before, st_after;
     uint64_t next_seq = 1;
     int64_t deadline;
     long rss;
@@ -687,6 +688,7 @@ TEST(one_session_100k_waits)
     holder = normal_client();
     ASSERT_EQ(baton_lock(holder, "contended", &held), 0);
     rss = vmrss_kb(C.nodes[L].pid);
+    ASSERT_EQ(cluster_node_status(&C, L, &st_before, 5000), 0);
 
     fd = raw_connect(L);
     hello(fd);
@@ -766,6 +768,11 @@ TEST(one_session_100k_waits)
     fprintf(stderr, "# %d ACQUIREs: %d queued or granted, %d refused with ELIMIT, %d other\n",
             answered,
             queued, limited, other);
+    /* The leader handles a bounded slice of the flood per loop turn
+     * (server/listen.c), so its heartbeats go out and it keeps its term. */
+    ASSERT_EQ(cluster_node_status(&C, L, &st_after, 5000), 0);
+    ASSERT_EQ(st_after.role, ROLE_LEADER);
+    ASSERT_EQ(st_after.term, st_before.term);
     ASSERT_EQ(answered, WAITS);
     ASSERT_EQ(other, 0);
     ASSERT_EQ(queued, OWNED_LIMIT);
