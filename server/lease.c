@@ -113,3 +113,29 @@ size_t lease_count(const struct lease_table *t)
 {
     return t->map.n;
 }
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+size_t lease_sessions_of(const struct lease_table *t, uint64_t owner, uint64_t after,
+                         uint64_t **out)
+{
+    size_t n = 0, cap = 0;
+    uint64_t *ids = NULL;
+
+    for (size_t i = 0; i < t->map.cap; i++) {
+        const struct lease *l = t->map.slots[i].val;
+        if (t->map.slots[i].key == 0 || l->owner != owner || l->session <= after) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            ids = xrealloc(ids, cap * sizeof *ids);
+        }
+        ids[n++] = l->session;
+    }
+    if (n > 1) qsort(ids, n, sizeof *ids, cmp_u64);
+    *out = ids;
+    return n;
+}

@@ -65,4 +65,11 @@ uint64_t lease_next_deadline(const struct lease_table *t);
 
 size_t lease_count(const struct lease_table *t);
 
+/* The sessions of one owner with an id above `after`, in id order, into a
+ * new array *out (the caller frees it; NULL when none). Returns the count.
+ * Walks the table once, in memory: what LIST_SESSIONS of a lock-role
+ * principal costs, rather than a walk of every session in the store. */
+size_t lease_sessions_of(const struct lease_table *t, uint64_t owner, uint64_t after,
+                         uint64_t **out);
+
 #endif

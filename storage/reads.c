@@ -428,16 +428,43 @@ static int count_owned(MDB_cursor *cur, uint64_t session, uint32_t *holds, uint3
     return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
+/* One session's summary to cb, its holds and waits counted with the
+ * caller's cursor on the owned table; *walked grows by what that walked.
+ * An LMDB code, or 0 with cb's own return in *cb_rc. */
+static int emit_session(MDB_cursor *owned, const MDB_val *k, const MDB_val *v,
+                        store_session_info_cb *cb, void *data, uint64_t *walked, int *cb_rc)
+{
+    uint64_t session = be_get_u64(k->mv_data);
+    struct sess_rec r;
+    uint32_t holds, waits;
+    int rc;
+
+    rc = sess_decode(v, &r);
+    if (rc == 0) rc = count_owned(owned, session, &holds, &waits);
+    if (rc != 0) return rc;
+    *walked += (uint64_t)holds + waits + 1;
+    *cb_rc = cb(data, session, r.ttl_ms, r.created, r.name, r.name_len, r.owner, r.owner_len,
+                holds, waits);
+    return 0;
+}
+
+/* A page ends at its limit, or once it has walked STORE_LIST_WALK_MAX
+ * records (sessions and the holds and waits counted for them). */
+static bool page_full(uint32_t n, uint32_t limit, uint64_t walked)
+{
+    return n == limit || walked >= STORE_LIST_WALK_MAX;
+}
+
 int store_list_sessions(store *s, uint64_t after, uint32_t limit, store_session_info_cb *cb,
                         void *data, int *more)
 {
     MDB_cursor *cur = NULL, *owned = NULL;
-    struct sess_rec r;
     uint8_t start[8];
-    uint32_t n = 0, holds, waits;
+    uint32_t n = 0;
+    uint64_t walked = 0;
     MDB_txn *txn;
     MDB_val k, v;
-    int rc;
+    int rc, cb_rc = 0;
 
     *more = 0;
     if (after == UINT64_MAX) return 0;
@@ -456,26 +483,47 @@ int store_list_sessions(store *s, uint64_t after, uint32_t limit, store_session_
             rc = MDB_CORRUPTED;
             break;
         }
-        if (n == limit) {
+        if (page_full(n, limit, walked)) {
             *more = 1;
             break;
         }
-        rc = sess_decode(&v, &r);
-        if (rc == 0) rc = count_owned(owned, be_get_u64(k.mv_data), &holds, &waits);
-        if (rc != 0) break;
-        rc = cb(data, be_get_u64(k.mv_data), r.ttl_ms, r.created, r.name, r.name_len, r.owner,
-                r.owner_len, holds, waits);
-        if (rc != 0) {
-            mdb_cursor_close(owned);
-            mdb_cursor_close(cur);
-            mdb_txn_abort(txn);
-            return rc; /* the callback's own code */
-        }
+        rc = emit_session(owned, &k, &v, cb, data, &walked, &cb_rc);
+        if (rc != 0 || cb_rc != 0) break;
         n++;
     }
 out:
     if (owned != NULL) mdb_cursor_close(owned);
     if (cur != NULL) mdb_cursor_close(cur);
     mdb_txn_abort(txn);
+    if (cb_rc != 0) return cb_rc; /* the callback's own code */
     return rc == 0 || rc == MDB_NOTFOUND ? 0 : store__err(rc);
+}
+
+int store_session_summaries(store *s, const uint64_t *ids, size_t n_ids,
+                            store_session_info_cb *cb, void *data, size_t *done)
+{
+    MDB_cursor *owned = NULL;
+    uint64_t walked = 0;
+    uint8_t key[8];
+    MDB_txn *txn;
+    MDB_val v;
+    size_t i = 0;
+    int rc, found, cb_rc = 0;
+
+    *done = 0;
+    rc = read_begin(s, &txn);
+    if (rc != 0) return store__err(rc);
+    rc = mdb_cursor_open(txn, s->dbi[DB_OWNED], &owned);
+    for (; rc == 0 && cb_rc == 0 && i < n_ids && walked < STORE_LIST_WALK_MAX; i++) {
+        MDB_val k = {.mv_size = sizeof key, .mv_data = key};
+
+        key_u64(key, ids[i]);
+        rc = db_get(txn, s->dbi[DB_SESSIONS], key, sizeof key, &v, &found);
+        if (rc == 0 && found) rc = emit_session(owned, &k, &v, cb, data, &walked, &cb_rc);
+    }
+    if (owned != NULL) mdb_cursor_close(owned);
+    mdb_txn_abort(txn);
+    *done = i;
+    if (cb_rc != 0) return cb_rc;
+    return rc == 0 ? 0 : store__err(rc);
 }

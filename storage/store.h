@@ -375,7 +375,8 @@ int store_foreach_session(store *s, store_session_cb *cb, void *data);
  * lists none): calls cb(data, session, ttl_ms, created_index, client_name,
  * client_name_len, owner, owner_len, n_holds, n_waits) for each, and sets
  * *more to 1 if a session with a higher id exists beyond the last one
- * listed. created_index is the raft index of the session's OPEN_SESSION;
+ * listed (also when the page ended at STORE_LIST_WALK_MAX, below).
+ * created_index is the raft index of the session's OPEN_SESSION;
  * owner the principal that opened it ("" for the anonymous one); n_holds
  * and n_waits count the locks it holds and the ACQUIREs it has queued,
  * read from the owned table (so the call costs one range scan per session
@@ -390,6 +391,25 @@ typedef int store_session_info_cb(void *data, uint64_t session, uint32_t ttl_ms,
                                   uint32_t n_holds, uint32_t n_waits);
 int store_list_sessions(store *s, uint64_t after, uint32_t limit, store_session_info_cb *cb,
                         void *data, int *more);
+
+/*
+ * A listing's cost is bounded by its reply: a page of store_list_sessions
+ * or store_session_summaries also ends once it has walked this many
+ * records (each session, and each hold and wait counted for it), with
+ * *more set, so that a page of sessions holding 10,000 locks each does not
+ * walk millions of records in one call.
+ */
+#define STORE_LIST_WALK_MAX 65536
+
+/*
+ * The summaries of the sessions ids[0..n_ids), in that order, as
+ * store_list_sessions gives them; an id that is not a session is skipped.
+ * Stops early once STORE_LIST_WALK_MAX records were walked: *done is how
+ * many ids were looked at (the caller asks again from ids[*done]). One
+ * short read transaction. Returns 0, BATON_EIO or cb's non-zero return.
+ */
+int store_session_summaries(store *s, const uint64_t *ids, size_t n_ids,
+                            store_session_info_cb *cb, void *data, size_t *done);
 
 /*
  * How many lost holds (see "Lost holds" above) session has, counted up to

@@ -14,15 +14,21 @@
  *  - max-sessions and max-lock-delay (a re-sent OPEN_SESSION, by its
  *    nonce, gets its session even at the cap; a nonce is its principal's);
  *  - SIGHUP re-reads the file: a removed principal's connection is closed,
- *    a new one gets in, and STATUS shows the new digest.
+ *    a new one gets in, and STATUS shows the new digest;
+ *  - a flood of LIST_SESSIONS from a client with no sessions, among
+ *    thousands of others' sessions, costs the leader neither its term nor
+ *    a normal client's progress for as long as a second.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "baton/baton.h"
 #include "baton/baton_defs.h"
+#include "proto/buf.h"
 #include "proto/msg.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
@@ -633,6 +639,126 @@ static void body_sighup_rereads_the_auth_file(void)
     }
 }
 
+/* ---- a LIST_SESSIONS flood -------------------------------------------- */
+
+#define FLOOD_SESSIONS 8000
+#define FLOOD_LISTS 20000
+
+/* Send n pipelined copies of a request built by fill(m, i) in one write,
+ * then read n answers, counting those of type `want` with status 0. */
+static uint32_t pipeline(struct tls_sock *s, uint32_t n, void (*fill)(struct msg *, uint32_t),
+                         int want, int timeout_ms)
+{
+    struct buf b = {0};
+    int64_t deadline = now_ms() + timeout_ms;
+    uint32_t ok = 0;
+
+    for (uint32_t i = 0; i < n; i++) {
+        struct msg m;
+
+        memset(&m, 0, sizeof m);
+        fill(&m, i);
+        ASSERT_EQ(proto_encode(&b, &m), 0);
+    }
+    if (tls_sock_send(s, b.data, b.len) != 0) FAIL("pipelined send: %s", s->err);
+    buf_free(&b);
+    for (uint32_t i = 0; i < n; i++) {
+        struct msg r;
+        int left = (int)(deadline - now_ms());
+
+        if (left <= 0 || tls_sock_recv_msg(s, &r, left) != 0)
+            FAIL("%u of %u answers within %d ms (%s)", i, n, timeout_ms, s->err);
+        if (r.type == want && tls_sock_status(&r) == 0) ok++;
+        msg_free(&r);
+    }
+    return ok;
+}
+
+static void fill_open(struct msg *m, uint32_t i)
+{
+    m->type = MSG_OPEN_SESSION;
+    m->req_id = 1000 + i;
+    m->u.open_session.ttl_ms = 120000;
+}
+
+static void fill_list(struct msg *m, uint32_t i)
+{
+    m->type = MSG_LIST_SESSIONS;
+    m->req_id = 100000 + i;
+    m->u.list_sessions.limit = 1000;
+}
+
+struct bystander {
+    baton_t *b;
+    volatile int stop;
+    int64_t max_gap_ms;
+    uint32_t cycles;
+    int err;
+};
+
+/* A normal client locking and unlocking without pause: the longest time
+ * between two of its completed cycles. */
+static void *bystander_run(void *arg)
+{
+    struct bystander *by = arg;
+    int64_t last = now_ms();
+
+    while (!by->stop && by->err == 0) {
+        baton_lock_t *l;
+        int64_t now;
+
+        by->err = baton_lock(by->b, "bystander", &l);
+        if (by->err == 0) by->err = baton_unlock(l);
+        now = now_ms();
+        if (now - last > by->max_gap_ms) by->max_gap_ms = now - last;
+        last = now;
+        by->cycles++;
+    }
+    return NULL;
+}
+
+static void body_list_flood_keeps_the_leader(void);
+TEST(list_flood_keeps_the_leader)
+{
+    start(CLUSTER_CLIENT_TLS | CLUSTER_AUTH);
+    body_list_flood_keeps_the_leader();
+    ASSERT_EQ(cluster_stop(&C), 0);
+}
+
+static void body_list_flood_keeps_the_leader(void)
+{
+    struct cluster_status before, after;
+    struct bystander by = {0};
+    struct tls_sock admin, alice;
+    baton_opts o = {0};
+    pthread_t t;
+    uint32_t listed;
+
+    conn_as(&admin, ADMIN);
+    ASSERT_EQ(pipeline(&admin, FLOOD_SESSIONS, fill_open, MSG_SESSION, 120000), FLOOD_SESSIONS);
+    ASSERT_EQ(cluster_node_status(&C, L, &before, 5000), 0);
+    cluster_client_opts(&C, &o);
+    by.b = client_connect(&o);
+    ASSERT_EQ(pthread_create(&t, NULL, bystander_run, &by), 0);
+    /* alice has no session: each of her lists is empty, and costs the
+     * leader her own sessions' worth, not a walk of the 8,000 others. */
+    conn_as(&alice, ALICE);
+    listed = pipeline(&alice, FLOOD_LISTS, fill_list, MSG_SESSIONS_R, 120000);
+    by.stop = 1;
+    pthread_join(t, NULL);
+    ASSERT_EQ(cluster_node_status(&C, L, &after, 5000), 0);
+    fprintf(stderr, "# %u LIST_SESSIONS answered; bystander: %u cycles, longest gap %lld ms\n",
+            listed, by.cycles, (long long)by.max_gap_ms);
+    ASSERT_EQ(listed, FLOOD_LISTS);
+    ASSERT_EQ(by.err, 0);
+    ASSERT_EQ(after.role, ROLE_LEADER);
+    ASSERT_EQ(after.term, before.term);
+    ASSERT_LT(by.max_gap_ms, 1000);
+    baton_close(by.b);
+    tls_sock_close(&alice);
+    tls_sock_close(&admin);
+}
+
 int main(int argc, char **argv)
 {
     int rv;
@@ -647,6 +773,7 @@ int main(int argc, char **argv)
     RUN(max_lock_delay_per_principal);
     RUN(sessions_belong_to_their_principal);
     RUN(sighup_rereads_the_auth_file);
+    RUN(list_flood_keeps_the_leader);
     rv = runner_done();
     return rv;
 }

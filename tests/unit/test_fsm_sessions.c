@@ -154,6 +154,98 @@ TEST(list_sessions_counts_holds_and_waits)
     teardown(&f);
 }
 
+TEST(session_summaries_by_id)
+{
+    struct fixture f;
+    struct sess_list l;
+    uint64_t a, b, c, ids[4];
+    size_t done;
+
+    setup(&f);
+    a = run(&f, c_open(5000, "alpha")).value;
+    b = run(&f, c_open(7000, "")).value;
+    c = run(&f, c_open_by(9000, "gamma", "carol")).value;
+    grant(&f, a, 1, "x");
+    queue(&f, c, 1, "x", 1);
+    /* In the order asked, an id that is no session skipped. */
+    ids[0] = c;
+    ids[1] = 99;
+    ids[2] = a;
+    ids[3] = b;
+    memset(&l, 0, sizeof l);
+    ASSERT_EQ(store_session_summaries(f.s, ids, 3, collect_session, &l, &done), 0);
+    ASSERT_STREQ(l.text, "3:9000:3:gamma:0:1@carol;1:5000:1:alpha:1:0;");
+    ASSERT_UEQ(done, 3);
+    memset(&l, 0, sizeof l);
+    ASSERT_EQ(store_session_summaries(f.s, ids, 0, collect_session, &l, &done), 0);
+    ASSERT_EQ(l.calls, 0);
+    ASSERT_UEQ(done, 0);
+    /* The callback's code stops it and is returned. */
+    memset(&l, 0, sizeof l);
+    l.stop_after = 1;
+    ASSERT_EQ(store_session_summaries(f.s, ids, 4, collect_session, &l, &done), 42);
+    ASSERT_EQ(l.calls, 1);
+    teardown(&f);
+}
+
+static int count_listed(void *data, uint64_t session, uint32_t ttl_ms, uint64_t created,
+                        const char *name, size_t name_len, const char *owner, size_t owner_len,
+                        uint32_t holds, uint32_t waits)
+{
+    uint64_t *last = data;
+
+    (void)ttl_ms, (void)created, (void)name, (void)name_len, (void)owner, (void)owner_len;
+    (void)holds, (void)waits;
+    last[0]++;
+    last[1] = session;
+    return 0;
+}
+
+/* A page ends once it has walked STORE_LIST_WALK_MAX records: eight
+ * sessions of 10,000 holds each are not counted in one call. */
+TEST(list_sessions_walk_is_bounded)
+{
+    enum { SESSIONS = 8, HOLDS = STORE_MAX_OWNED_PER_SESSION };
+    static char names[SESSIONS][HOLDS][16];
+    static struct cmd cmds[CMD_MAX_BATCH];
+    struct fixture f;
+    uint64_t sess[SESSIONS], got[2] = {0, 0};
+    size_t done;
+    int more;
+
+    /* the last session is past the bound however the others fall */
+    ASSERT_GE(SESSIONS * (HOLDS + 1), STORE_LIST_WALK_MAX + HOLDS + 1);
+    setup(&f);
+    for (int s = 0; s < SESSIONS; s++) {
+        int k = 0;
+
+        sess[s] = open_session(&f);
+        while (k < HOLDS) {
+            size_t n = 0;
+            for (; n < CMD_MAX_BATCH && k < HOLDS; k++) {
+                snprintf(names[s][k], sizeof names[s][k], "%d/%05d", s, k);
+                cmds[n++] = c_acq(sess[s], (uint64_t)k + 1, BATON_WAIT_TRY, names[s][k]);
+            }
+            apply_n(&f, cmds, n);
+        }
+    }
+    ASSERT_EQ(store_list_sessions(f.s, 0, 1000, count_listed, got, &more), 0);
+    ASSERT_LT(got[0], SESSIONS);
+    ASSERT_GE(got[0], 1);
+    ASSERT_EQ(more, 1);
+    /* The next page goes on from the last one listed, to the end. */
+    ASSERT_EQ(store_list_sessions(f.s, got[1], 1000, count_listed, got, &more), 0);
+    ASSERT_UEQ(got[0], SESSIONS);
+    ASSERT_UEQ(got[1], sess[SESSIONS - 1]);
+    ASSERT_EQ(more, 0);
+    /* By id, the same bound: *done says where to go on. */
+    got[0] = 0;
+    ASSERT_EQ(store_session_summaries(f.s, sess, SESSIONS, count_listed, got, &done), 0);
+    ASSERT_LT(done, SESSIONS);
+    ASSERT_UEQ(got[0], done);
+    teardown(&f);
+}
+
 /* ---- sessions ----------------------------------------------------------- */
 
 TEST(close_session_releases_and_drops_waits)
@@ -792,6 +884,8 @@ int main(int argc, char **argv)
     RUN(open_session_ids_and_reads);
     RUN(foreach_session);
     RUN(list_sessions_counts_holds_and_waits);
+    RUN(session_summaries_by_id);
+    RUN(list_sessions_walk_is_bounded);
     RUN(close_session_releases_and_drops_waits);
     RUN(close_deletes_dedup_entries);
     RUN(expire_session_loses_locks_and_grants_next);
