@@ -14,7 +14,8 @@
  * one write -- the leader keeps its followers and its term. A connection
  * with whole frames left over is backlogged: it is not read (TCP pushes
  * back on the client) and its frames are handled in the next turns, the
- * oldest backlogged connection first.
+ * oldest backlogged connection first. Accepting a connection counts as a
+ * frame (accept_cb).
  */
 #include <netdb.h>
 #include <stdio.h>
@@ -206,17 +207,31 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
     conn_process(c);
 }
 
-static void accept_cb(uv_stream_t *server, int status)
+/* Which of srv's listeners h is: a bit of srv->accept_deferred. */
+static unsigned listener_bit(struct server *srv, uv_stream_t *h)
 {
-    struct server *srv = server->data;
+    if (h == (uv_stream_t *)&srv->listener) return 1u;
+    for (unsigned i = 0; i < LISTEN_MORE; i++)
+        if (h == (uv_stream_t *)&srv->listen_more[i]) return 2u << i;
+    return 0;
+}
+
+static uv_stream_t *listener_of_bit(struct server *srv, unsigned bit)
+{
+    if (bit == 1u) return (uv_stream_t *)&srv->listener;
+    for (unsigned i = 0; i < LISTEN_MORE; i++)
+        if (bit == 2u << i) return (uv_stream_t *)&srv->listen_more[i];
+    return NULL;
+}
+
+/* Take the connection waiting on listener `server` and start reading it. */
+static void accept_one(struct server *srv, uv_stream_t *server)
+{
     struct sockaddr_storage ss;
     int sslen = sizeof ss, rv;
     struct conn *c;
 
-    if (status < 0) {
-        guard_accept_failed(srv, status);
-        return;
-    }
+    srv->turn_frames++;
     c = conn_new(srv);
     uv_tcp_init(srv->loop, &c->tcp);
     rv = uv_accept(server, (uv_stream_t *)&c->tcp);
@@ -232,6 +247,30 @@ static void accept_cb(uv_stream_t *server, int status)
     if (!guard_admit(c)) return; /* over --max-conns: answered and closing */
     conn_tls_start(c);
     uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+}
+
+/*
+ * A connection waits on a listener. An accept counts against the loop
+ * turn's budget like a frame: past it, the connection is left to a later
+ * turn (the backlog's idle handler), and libuv stops polling that listener
+ * until it is taken -- so 10,000 clients connecting at once are accepted
+ * over many turns, raft's heartbeats going out between them, and the
+ * kernel's listen queue holds the rest meanwhile.
+ */
+static void accept_cb(uv_stream_t *server, int status)
+{
+    struct server *srv = server->data;
+
+    if (status < 0) {
+        guard_accept_failed(srv, status);
+        return;
+    }
+    if (!budget_left(srv, 0)) {
+        srv->accept_deferred |= listener_bit(srv, server);
+        if (!srv->stopping) uv_idle_start(&srv->backlog_idle, backlog_idle_cb);
+        return;
+    }
+    accept_one(srv, server);
 }
 
 /* Process every parked connection again: it is served now, or gets
@@ -266,6 +305,14 @@ static void backlog_idle_cb(uv_idle_t *h)
     struct server *srv = h->data;
     size_t n = srv->n_backlog, done = 0;
 
+    for (unsigned bit = 1; srv->accept_deferred != 0 && bit != 0; bit <<= 1) {
+        uv_stream_t *l = listener_of_bit(srv, bit);
+
+        if (!(srv->accept_deferred & bit) || !budget_left(srv, 0)) continue;
+        srv->accept_deferred &= ~bit;
+        if (l != NULL && !srv->stopping && !uv_is_closing((uv_handle_t *)l)) accept_one(srv, l);
+    }
+
     while (done < n && budget_left(srv, 0)) {
         struct conn *c = u64map_get(&srv->conns, srv->backlog[done++]);
 
@@ -278,7 +325,7 @@ static void backlog_idle_cb(uv_idle_t *h)
     }
     memmove(srv->backlog, srv->backlog + done, (srv->n_backlog - done) * sizeof *srv->backlog);
     srv->n_backlog -= done;
-    if (srv->n_backlog == 0) uv_idle_stop(&srv->backlog_idle);
+    if (srv->n_backlog == 0 && srv->accept_deferred == 0) uv_idle_stop(&srv->backlog_idle);
 }
 
 void listen_turn_end(struct server *srv)

@@ -420,17 +420,6 @@ static int spawn_node(struct cluster *c, int i)
         argv[argc++] = metricsbuf;
     }
     argc = cluster__secure_args(c, i, argv, argc);
-#ifdef __SANITIZE_ADDRESS__
-    /* An ASan build runs the loop several times slower: a burst that a
-     * release build applies within its 300 ms election timeout (a hostile
-     * client's 100,000 ACQUIREs, test_hostile.c) can stall an ASan leader
-     * past it, and the election that follows closes the test's
-     * connection. The default timeout is sized for release builds
-     * (docs/performance.md, "Failover"); here it scales with the build.
-     * A test's own --election-timeout (extra_args, after) still wins. */
-    argv[argc++] = "--election-timeout";
-    argv[argc++] = "1000";
-#endif
     for (int k = 0; c->extra_args && c->extra_args[k] && k < MAX_EXTRA_ARGS; k++)
         argv[argc++] = c->extra_args[k];
     argv[argc] = NULL;
