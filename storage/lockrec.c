@@ -133,6 +133,34 @@ int hold_drop(struct apply_ctx *c, const char *name, size_t len, struct lock_rec
 }
 
 /*
+ * The first record of table `db` (DB_HOLDERS or DB_WAITERS, keyed "name \0
+ * be64(n)") of lock name with n >= from: 0 with *found set, n in *n and
+ * the value in *val (valid until the transaction's next write). A key
+ * with another name's prefix belongs to another lock: not found.
+ */
+static int lock_key_first(struct apply_ctx *c, int db, const char *name, size_t len,
+                          uint64_t from, uint64_t *n, MDB_val *val, int *found)
+{
+    uint8_t k[WAITER_KEY_MAX];
+    const char *kn;
+    size_t kl;
+    MDB_cursor *cur;
+    MDB_val key;
+    int rc;
+
+    *found = 0;
+    key.mv_size = key_waiter(k, name, len, from);
+    key.mv_data = k;
+    rc = mdb_cursor_open(c->txn, c->s->dbi[db], &cur);
+    if (rc != 0) return rc;
+    rc = mdb_cursor_get(cur, &key, val, MDB_SET_RANGE);
+    if (rc == 0) rc = key_waiter_split(&key, &kn, &kl, n);
+    if (rc == 0 && kl == len && memcmp(kn, name, len) == 0) *found = 1;
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/*
  * The first hold of name with a fence above `after` (in fence order): 0
  * with *found set, its fence in *fence. Used to walk every holder and to
  * find a session's hold (modes are rare enough, and a lock's holders few
@@ -141,27 +169,13 @@ int hold_drop(struct apply_ctx *c, const char *name, size_t len, struct lock_rec
 int hold_next(struct apply_ctx *c, const char *name, size_t len, uint64_t after,
               uint64_t *fence, struct hold_rec *h, int *found)
 {
-    uint8_t k[WAITER_KEY_MAX];
-    const char *kn;
-    size_t kl;
-    MDB_cursor *cur;
-    MDB_val key, val;
+    MDB_val val;
     int rc;
 
     *found = 0;
     if (after == UINT64_MAX) return 0;
-    key.mv_size = key_waiter(k, name, len, after + 1);
-    key.mv_data = k;
-    rc = mdb_cursor_open(c->txn, c->s->dbi[DB_HOLDERS], &cur);
-    if (rc != 0) return rc;
-    rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE);
-    if (rc == 0) rc = key_waiter_split(&key, &kn, &kl, fence);
-    if (rc == 0 && kl == len && memcmp(kn, name, len) == 0) {
-        *found = 1;
-        rc = hold_decode(&val, h);
-    }
-    mdb_cursor_close(cur);
-    return rc == MDB_NOTFOUND ? 0 : rc;
+    rc = lock_key_first(c, DB_HOLDERS, name, len, after + 1, fence, &val, found);
+    return rc == 0 && *found ? hold_decode(&val, h) : rc;
 }
 
 /* Can a request of `mode` be granted beside the holders of r (the queue
@@ -195,30 +209,14 @@ int hold_add(struct apply_ctx *c, const char *name, size_t len, struct lock_rec 
     return owned_put(c, session, waiter, OWNED_HOLD, 0, *fence, name, len);
 }
 
+/* The first waiter of name's queue (the lowest enqueue number). */
 int queue_head(struct apply_ctx *c, const char *name, size_t len, uint64_t *enq,
                struct waiter_rec *w, int *found)
 {
-    uint8_t k[WAITER_KEY_MAX];
-    size_t klen = key_waiter(k, name, len, 0);
-    const char *kn;
-    size_t kl;
-    MDB_cursor *cur;
-    MDB_val key = {klen, k}, val;
-    int rc;
+    MDB_val val;
+    int rc = lock_key_first(c, DB_WAITERS, name, len, 0, enq, &val, found);
 
-    *found = 0;
-    rc = mdb_cursor_open(c->txn, c->s->dbi[DB_WAITERS], &cur);
-    if (rc != 0) return rc;
-    rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE);
-    /* The first key at or after "name \0 0" is the head, if it has the
-     * prefix "name \0"; anything else belongs to another lock. */
-    if (rc == 0) rc = key_waiter_split(&key, &kn, &kl, enq);
-    if (rc == 0 && kl == len && memcmp(kn, name, len) == 0) {
-        *found = 1;
-        rc = waiter_decode(&val, w);
-    }
-    mdb_cursor_close(cur);
-    return rc == MDB_NOTFOUND ? 0 : rc;
+    return rc == 0 && *found ? waiter_decode(&val, w) : rc;
 }
 
 /* Take the waiter enqueued as `enq` out of the queue of `name`, anywhere in
