@@ -48,15 +48,16 @@ int access_init(struct server *srv)
     return 0;
 }
 
-void access_warn_if_open(struct server *srv, const char *client_addr)
+void access_warn_if_open(struct server *srv, const char *client_addr, const char *raft_addr)
 {
-    struct proto_addr a;
-
+    if (access_raft_exposed(srv->client_tls != NULL || srv->have_auth, srv->cfg.peer_cert != NULL,
+                            raft_addr))
+        log_warn("raft on %s, not a loopback address, without mutual TLS (--peer-cert): the "
+                 "clients' port is secured, but whoever reaches the raft port can pose as a "
+                 "node and rewrite every lock (docs/security.md, \"Between nodes: mutual TLS on the raft port\")",
+                 raft_addr);
     if (srv->client_tls != NULL) return;
-    if (proto_addr_parse(client_addr, strlen(client_addr), &a) != 0) return;
-    if (strncmp(a.host, "127.", 4) == 0 || strcmp(a.host, "::1") == 0 ||
-        strcmp(a.host, "localhost") == 0)
-        return;
+    if (access_addr_loopback(client_addr)) return;
     if (srv->have_auth) {
         log_warn("clients on %s, not a loopback address, without TLS: their tokens cross the "
                  "network in clear (add --tls-cert and --tls-key)",

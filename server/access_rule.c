@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "proto/addr.h"
+
 /* Refuse: the lock name s is outside p's prefixes. */
 static bool refuse_lock(const struct pstr *s, char *why, size_t size)
 {
@@ -68,4 +70,18 @@ bool access_decide(const struct principal *p, const struct msg *m, access_owner_
     }
     if (p->role == MSG_ROLE_ADMIN || p->n_prefixes == 0) return true;
     return prefixes_allow(p, &s, why, size);
+}
+
+bool access_addr_loopback(const char *addr)
+{
+    struct proto_addr a;
+
+    if (proto_addr_parse(addr, strlen(addr), &a) != 0) return true;
+    return strncmp(a.host, "127.", 4) == 0 || strcmp(a.host, "::1") == 0 ||
+           strcmp(a.host, "localhost") == 0;
+}
+
+bool access_raft_exposed(bool client_secured, bool peer_tls, const char *raft_addr)
+{
+    return client_secured && !peer_tls && !access_addr_loopback(raft_addr);
 }

@@ -26,4 +26,19 @@ typedef bool access_owner_fn(void *ctx, uint64_t session, uint64_t *owner);
 bool access_decide(const struct principal *p, const struct msg *m, access_owner_fn *owner_of,
                    void *ctx, char *why, size_t size);
 
+/*
+ * Is the raft port open to impostors while the clients' port is secured?
+ * True when the client port has TLS or authentication (client_secured),
+ * the raft port has no mutual TLS (peer_tls false) and raft_addr
+ * ("host:port") is not a loopback address: whoever reaches that port can
+ * pose as a node and rewrite every lock, whatever the clients' security.
+ * batond warns at start (access.c). An address that does not parse is
+ * false (start-up refuses it elsewhere).
+ */
+bool access_raft_exposed(bool client_secured, bool peer_tls, const char *raft_addr);
+
+/* Is addr ("host:port") a loopback address (127.x, ::1, localhost)? An
+ * address that does not parse counts as loopback: nothing to warn of. */
+bool access_addr_loopback(const char *addr);
+
 #endif /* BATON_SERVER_ACCESS_RULE_H */

@@ -454,7 +454,7 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     uv_signal_init(loop, &srv->sighup);
     srv->sighup.data = srv;
     uv_signal_start(&srv->sighup, sighup_cb, SIGHUP);
-    access_warn_if_open(srv, self->client_addr);
+    access_warn_if_open(srv, self->client_addr, self->raft_addr);
     log_info("node %u: clients on %s, raft on %s%s, %u members", cfg->node.id,
              self->client_addr, self->raft_addr, cfg->peer_cert ? " (mutual TLS)" : "",
              cfg->node.n_members);

@@ -490,8 +490,10 @@ void guard_accept_failed(struct server *srv, int status);
 /* access.c -- principals and permissions (docs/security.md). */
 int access_init(struct server *srv);       /* load --auth-file; 0 or an error (logged) */
 void access_free(struct server *srv);
-/* Warn when clients on client_addr, not loopback, have neither TLS nor auth. */
-void access_warn_if_open(struct server *srv, const char *client_addr);
+/* Warn when clients on client_addr, not loopback, have neither TLS nor
+ * auth; and when the client port is secured but raft on raft_addr, not
+ * loopback, runs without mutual TLS. */
+void access_warn_if_open(struct server *srv, const char *client_addr, const char *raft_addr);
 void access_reload(struct server *srv);    /* SIGHUP: re-read --auth-file */
 /* HELLO m authenticates c: true and c->who set, or false after
  * ERROR(BATON_EAUTH) (c is closing). */

@@ -275,11 +275,27 @@ TEST(what_is_not_a_request_is_refused_to_everyone)
     auth_free(&principals);
 }
 
+/* Only a raft port reachable from elsewhere, without mutual TLS, beside a
+ * secured client port is reported (the warning batond logs at start). */
+TEST(a_plaintext_raft_port_beside_a_secured_client_port_is_exposed)
+{
+    ASSERT(access_raft_exposed(true, false, "10.0.0.5:7101"));
+    ASSERT(access_raft_exposed(true, false, "[2001:db8::1]:7101"));
+    ASSERT(access_raft_exposed(true, false, "db1.example.com:7101"));
+    ASSERT(!access_raft_exposed(true, true, "10.0.0.5:7101"));   /* mutual TLS */
+    ASSERT(!access_raft_exposed(false, false, "10.0.0.5:7101")); /* nothing secured to lose */
+    ASSERT(!access_raft_exposed(true, false, "127.0.0.1:7101"));
+    ASSERT(!access_raft_exposed(true, false, "[::1]:7101"));
+    ASSERT(!access_raft_exposed(true, false, "localhost:7101"));
+    ASSERT(!access_raft_exposed(true, false, "not an address"));
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
     RUN(every_request_every_principal_as_the_table_says);
     RUN(a_row_with_a_session_or_lock_field_declares_it);
     RUN(what_is_not_a_request_is_refused_to_everyone);
+    RUN(a_plaintext_raft_port_beside_a_secured_client_port_is_exposed);
     return runner_done();
 }
