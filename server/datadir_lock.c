@@ -94,13 +94,15 @@ int datadir_lock(const char *dir, char *errmsg)
         close(fd);
         return -1;
     }
+    /* The pid only names the holder in a refusal: a node restarted on a
+     * full disk must start all the same (it serves releases there). */
+    errmsg[0] = '\0';
     errno = 0;
-    if (write_pid(fd) != 0) {
-        snprintf(errmsg, BATON_ERRMSG_SIZE, "cannot write the lock file %.180s: %s", path,
-                 strerror(errno));
-        close(fd);
-        return -1;
-    }
+    if (write_pid(fd) != 0)
+        snprintf(errmsg, BATON_ERRMSG_SIZE,
+                 "cannot write this process's pid into the lock file %.120s (%s); the lock "
+                 "holds all the same",
+                 path, strerror(errno));
     return fd;
 }
 

@@ -23,10 +23,12 @@
 /*
  * Lock the existing directory dir: create DIR/batond.lock if need be,
  * lock it without waiting, and write this process's pid into it. Returns
- * the lock's descriptor (>= 0), to be given to datadir_unlock at the end;
- * or -1 with errmsg (BATON_ERRMSG_SIZE bytes) saying why: the directory is
- * in use (naming the holder's pid when the file holds one), or the file
- * cannot be opened, locked or written.
+ * the lock's descriptor (>= 0), to be given to datadir_unlock at the end,
+ * with errmsg (BATON_ERRMSG_SIZE bytes) "" or a warning to log: the pid
+ * could not be written (a full disk; the lock holds all the same, and a
+ * refused batond then says the file holds no pid). Or -1 with errmsg
+ * saying why: the directory is in use (naming the holder's pid when the
+ * file holds one), or the file cannot be opened or locked.
  */
 int datadir_lock(const char *dir, char *errmsg);
 

@@ -55,6 +55,7 @@ static int data_dir_open(const char *dir, const char *raft_dir, const char *fsm_
         log_error("%s", errmsg);
         return -1;
     }
+    if (errmsg[0] != '\0') log_warn("%s", errmsg);
     if (mkdir_p(raft_dir) != 0 || mkdir_p(fsm_dir) != 0) {
         log_error("cannot create data directory %s: %s", dir, strerror(errno));
         datadir_unlock(lock);

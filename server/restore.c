@@ -151,6 +151,7 @@ static int lock_empty(const char *dir)
         log_error("--restore: %s", errmsg);
         return -1;
     }
+    if (errmsg[0] != '\0') log_warn("--restore: %s", errmsg);
     empty = dir_empty(dir);
     if (empty == 1) return lock;
     if (empty == 0)

@@ -6,7 +6,9 @@
  * two batonds) is refused with a message naming the holder's pid, and
  * leaves the file as it was; after the holder lets go the directory can
  * be locked again; a file left by a process that died (a stale pid, or
- * garbage) is taken over and overwritten; the descriptor is close-on-exec;
+ * garbage) is taken over and overwritten; a pid that cannot be written
+ * (a full disk) leaves the lock held, with a warning; the descriptor is
+ * close-on-exec;
  * a missing directory is an error, not a lock. The whole-process tests
  * (a second batond, batond --restore) are in
  * tests/integration/test_datadir.c.
@@ -15,6 +17,8 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -59,6 +63,7 @@ TEST(lock_writes_pid)
     fresh_dir(dir, sizeof dir, "pid");
     fd = datadir_lock(dir, errmsg);
     if (fd < 0) FAIL("datadir_lock: %s", errmsg);
+    ASSERT_STREQ(errmsg, "");
     read_lock_file(dir, got, sizeof got);
     snprintf(want, sizeof want, "%d\n", (int)getpid());
     ASSERT_STREQ(got, want);
@@ -131,6 +136,31 @@ TEST(stale_file_taken_over)
     }
 }
 
+/* A pid that cannot be written (here: a file size limit of 0, as a full
+ * disk would refuse it) costs only the pid in the message: the lock holds. */
+TEST(unwritable_pid_still_locks)
+{
+    char dir[PATH_MAX], errmsg[BATON_ERRMSG_SIZE], got[64];
+    struct rlimit rl;
+    int fd;
+
+    fresh_dir(dir, sizeof dir, "nowrite");
+    signal(SIGXFSZ, SIG_IGN);
+    ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &rl), 0);
+    rl.rlim_cur = 0;
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &rl), 0);
+    fd = datadir_lock(dir, errmsg);
+    ASSERT_GE(fd, 0);
+    if (strstr(errmsg, "cannot write this process's pid") == NULL ||
+        strstr(errmsg, "the lock holds all the same") == NULL)
+        FAIL("warning: '%s'", errmsg);
+    read_lock_file(dir, got, sizeof got);
+    ASSERT_STREQ(got, "");
+    ASSERT_EQ(datadir_lock(dir, errmsg), -1);
+    if (strstr(errmsg, "holds no pid") == NULL) FAIL("message: %s", errmsg);
+    datadir_unlock(fd);
+}
+
 TEST(missing_dir_is_an_error)
 {
     char dir[PATH_MAX], errmsg[BATON_ERRMSG_SIZE];
@@ -153,6 +183,7 @@ int main(int argc, char **argv)
     RUN(second_lock_refused_with_pid);
     RUN(held_file_without_pid);
     RUN(stale_file_taken_over);
+    RUN(unwritable_pid_still_locks);
     RUN(missing_dir_is_an_error);
     rv = runner_done();
     suite_dir_done();
