@@ -293,7 +293,8 @@ TEST(raft_start_failures_say_why)
     char dir[PATH_MAX], list[256], why[128];
     int taken, ports[3];
 
-    ASSERT_EQ(tmpdir_make(dir, sizeof dir, "baton-raft-start"), 0);
+    snprintf(dir, sizeof dir, "%s/raft-start", suite_dir());
+    ASSERT_EQ(mkdir(dir, 0700), 0);
     ASSERT_EQ(cluster_free_ports(ports, 3), 0);
 
     /* A raft port another process listens on (this one). */
@@ -337,10 +338,15 @@ TEST(raft_start_failures_say_why)
 
 int main(int argc, char **argv)
 {
+    int rv;
+
     runner_init(argc, argv);
     runner_set_timeout(240);
     signal(SIGPIPE, SIG_IGN);
+    suite_dir_init("baton-datadir");
     RUN(second_batond_refused);
     RUN(raft_start_failures_say_why);
-    return runner_done();
+    rv = runner_done();
+    suite_dir_done();
+    return rv;
 }
