@@ -164,7 +164,7 @@ static int lock_empty(const char *dir)
     return -1;
 }
 
-/* Read and check the file; on 0, *h and *body describe file's content.
+/* Read path into file and check it; on 0, *h and *body describe its content.
  * Logs why not. */
 static int load_file(const char *path, struct buf *file, struct backup_header *h,
                      const uint8_t **body)
