@@ -291,6 +291,11 @@ $(B)/tests/unit/test_metrics $(B)/tests/unit/test_metrics_doc: %: %.o $(B)/serve
         $(B)/server/log.o $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
 
+# One batond per data directory (server/datadir_lock.c).
+$(B)/tests/unit/test_datadir_lock: $(B)/tests/unit/test_datadir_lock.o \
+        $(B)/server/datadir_lock.o $(B)/libproto.a $(B)/libtest.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
+
 $(B)/tests/unit/%: $(B)/tests/unit/%.o $(B)/libstore.a $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_LMDB) $(LIBS_SYS)
 

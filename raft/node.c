@@ -1079,6 +1079,23 @@ static int election_random(struct raft_io *io, int min, int max)
     return n->uv_random(io, min, max);
 }
 
+/*
+ * Why raft_start failed, into errmsg. 0.15 leaves raft's own message empty
+ * when loading the log fails (the I/O layer's says why) and when the
+ * transport cannot listen (the transport's says why: raft_uv passes the
+ * code up and copies no message), so these are added, and the code's name
+ * when none says anything.
+ */
+static void start_failed(struct node *n, int rv, char *errmsg)
+{
+    const char *own = raft_errmsg(&n->raft);
+    const char *io = n->io.errmsg[0] ? n->io.errmsg : n->transport.base.errmsg;
+
+    if (own[0] == '\0' && io[0] == '\0') io = raft_strerror(rv);
+    snprintf(errmsg, BATON_ERRMSG_SIZE, "raft start: %.100s%s%.140s", own,
+             own[0] && io[0] ? ": " : "", io);
+}
+
 /* Bootstrap the static configuration. Every node does it on every start:
  * 0 means this was the first start, RAFT_CANTBOOTSTRAP that state exists. */
 static int node_bootstrap(struct node *n, char *errmsg)
@@ -1093,7 +1110,9 @@ static int node_bootstrap(struct node *n, char *errmsg)
     if (rv == 0) rv = raft_bootstrap(&n->raft, &conf);
     raft_configuration_close(&conf);
     if (rv != 0 && rv != RAFT_CANTBOOTSTRAP) {
-        snprintf(errmsg, BATON_ERRMSG_SIZE, "raft bootstrap: %s", raft_errmsg(&n->raft));
+        /* raft_configuration_add's refusals leave raft's message empty. */
+        snprintf(errmsg, BATON_ERRMSG_SIZE, "raft bootstrap: %s",
+                 raft_errmsg(&n->raft)[0] ? raft_errmsg(&n->raft) : raft_strerror(rv));
         return BATON_EIO;
     }
     return 0;
@@ -1176,10 +1195,7 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
     if (!cfg->join && !was_member && node_bootstrap(n, errmsg) != 0) goto err_after_raft;
     rv = raft_start(&n->raft);
     if (rv != 0) {
-        /* 0.15 leaves raft's message empty when loading the log fails;
-         * the I/O layer's says why. */
-        snprintf(errmsg, BATON_ERRMSG_SIZE, "raft start: %s%s%.200s", raft_errmsg(&n->raft),
-                 raft_errmsg(&n->raft)[0] && n->io.errmsg[0] ? ": " : "", n->io.errmsg);
+        start_failed(n, rv, errmsg);
         goto err_after_raft;
     }
     if (was_member && n->raft.current_term == 0) {

@@ -22,6 +22,14 @@ void peer_tcp_handle_close(uv_tcp_t *tcp)
     if (!uv_is_closing((uv_handle_t *)tcp)) uv_close((uv_handle_t *)tcp, free_handle);
 }
 
+/* What a failed bind or listen on a raft address means to an operator. */
+static const char *listen_hint(int rv)
+{
+    if (rv == UV_EADDRINUSE) return " (another process listens there: another batond?)";
+    if (rv == UV_EADDRNOTAVAIL) return " (not an address of this host)";
+    return "";
+}
+
 int peer_listen(uv_loop_t *loop, const char *address, struct peer_listeners *ls,
                 uv_connection_cb cb, void *data, char *errmsg, size_t cap)
 {
@@ -53,9 +61,9 @@ int peer_listen(uv_loop_t *loop, const char *address, struct peer_listeners *ls,
             ok++;
         } else if (first == 0) {
             first = rv;
-            snprintf(errmsg, cap, "listen on %s: %s",
+            snprintf(errmsg, cap, "cannot listen for raft on %s: %s%s",
                      proto_addr_format((const struct sockaddr *)&addrs[i], text, sizeof text),
-                     uv_strerror(rv));
+                     uv_strerror(rv), listen_hint(rv));
         }
     }
     return ok > 0 ? 0 : first;

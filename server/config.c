@@ -149,11 +149,20 @@ int config_parse_cluster(const char *s, struct node_config *nc, char *errmsg)
             snprintf(errmsg, BATON_ERRMSG_SIZE, "member %u: address '%.64s': %s", id, bad, why);
             goto out;
         }
-        for (uint32_t i = 0; i < nc->n_members; i++)
+        for (uint32_t i = 0; i < nc->n_members; i++) {
             if (nc->members[i].id == id) {
                 snprintf(errmsg, BATON_ERRMSG_SIZE, "member id %u appears twice", id);
                 goto out;
             }
+            /* raft tells members apart by address too, and would refuse
+             * the configuration at bootstrap with no message. */
+            if (strcmp(nc->members[i].raft_addr, eq + 1) == 0) {
+                snprintf(errmsg, BATON_ERRMSG_SIZE,
+                         "members %u and %u have the same raft address '%.64s'",
+                         nc->members[i].id, id, eq + 1);
+                goto out;
+            }
+        }
         m = &nc->members[nc->n_members++];
         m->id = id;
         snprintf(m->raft_addr, sizeof m->raft_addr, "%s", eq + 1);

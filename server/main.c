@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "baton/baton_defs.h"
+#include "server/datadir_lock.h"
 #include "server/log.h"
 #include "server/server_int.h"
 
@@ -35,6 +36,34 @@ static int mkdir_p(const char *dir)
     return -1;
 }
 
+/*
+ * Create the data directory if need be, lock it (datadir_lock.h: nothing
+ * inside it is read or written before), then create DIR/raft and DIR/fsm.
+ * Returns the lock's descriptor, or -1 after logging why.
+ */
+static int data_dir_open(const char *dir, const char *raft_dir, const char *fsm_dir)
+{
+    char errmsg[BATON_ERRMSG_SIZE];
+    int lock;
+
+    if (mkdir_p(dir) != 0) {
+        log_error("cannot create data directory %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    lock = datadir_lock(dir, errmsg);
+    if (lock < 0) {
+        log_error("%s", errmsg);
+        return -1;
+    }
+    if (errmsg[0] != '\0') log_warn("%s", errmsg);
+    if (mkdir_p(raft_dir) != 0 || mkdir_p(fsm_dir) != 0) {
+        log_error("cannot create data directory %s: %s", dir, strerror(errno));
+        datadir_unlock(lock);
+        return -1;
+    }
+    return lock;
+}
+
 int main(int argc, char **argv)
 {
     char raft_dir[4200], fsm_dir[4200], mark[4200], errmsg[BATON_ERRMSG_SIZE] = "";
@@ -42,7 +71,7 @@ int main(int argc, char **argv)
     struct server srv;
     uv_loop_t loop;
     store *st = NULL;
-    int rv;
+    int rv, lock;
 
     sigset_t stop_signals;
 
@@ -70,8 +99,8 @@ int main(int argc, char **argv)
 
     snprintf(raft_dir, sizeof raft_dir, "%s/raft", cfg.data_dir);
     snprintf(fsm_dir, sizeof fsm_dir, "%s/fsm", cfg.data_dir);
-    if (mkdir_p(cfg.data_dir) || mkdir_p(raft_dir) || mkdir_p(fsm_dir)) {
-        log_error("cannot create data directory %s: %s", cfg.data_dir, strerror(errno));
+    lock = data_dir_open(cfg.data_dir, raft_dir, fsm_dir);
+    if (lock < 0) {
         config_free(&cfg);
         return 1;
     }
@@ -81,6 +110,7 @@ int main(int argc, char **argv)
     rv = store_open(fsm_dir, &st, errmsg);
     if (rv != 0) {
         log_error("cannot open the lock store in %s: %s", fsm_dir, errmsg);
+        datadir_unlock(lock);
         config_free(&cfg);
         return 1;
     }
@@ -92,6 +122,7 @@ int main(int argc, char **argv)
         server_free(&srv);
         store_close(st);
         uv_loop_close(&loop);
+        datadir_unlock(lock);
         config_free(&cfg);
         return 1;
     }
@@ -102,6 +133,7 @@ int main(int argc, char **argv)
     rv = uv_loop_close(&loop);
     if (rv != 0) log_warn("loop closed with handles still open: %s", uv_strerror(rv));
     log_info("stopped");
+    datadir_unlock(lock);
     config_free(&cfg);
     return srv.exit_code;
 }

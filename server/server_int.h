@@ -13,7 +13,8 @@
  * srv->conn_gone), never as calls. Format: one file per line,
  * " *  [N] file.c  its job"; deeper-indented lines continue the job.
  *
- *  [1]  main.c          parses the flags (config.c) and runs server.c, or
+ *  [1]  main.c          parses the flags (config.c), locks the data
+ *                       directory (datadir_lock.c) and runs server.c, or
  *                       restore.c for --restore
  *  [2]  server.c        start-up, the per-turn check handler, shutdown, and
  *                       the leadership switch (what a node does when it
@@ -76,6 +77,9 @@
  *  [13] config.c        batond's flags, parsed and described from
  *                       config_flags.c's table (config.h)
  *  [13] resolve.c       the addresses a node listens on (resolve.h)
+ *  [13] datadir_lock.c  one batond per data directory: the lock on
+ *                       DIR/batond.lock, with its holder's pid
+ *                       (datadir_lock.h)
  *  [13] notify.c        sd_notify for systemd: READY, STATUS, STOPPING
  *  [14] metrics.c       the metric registry every file bumps, and its
  *                       Prometheus text (metrics.h; every metric is one

@@ -23,8 +23,8 @@
  *    file), a second save meanwhile is refused with BATON_EBUSY and a
  *    clear message, and once the client reads, it gets every chunk in
  *    order and a file that checks.
- *  - restore_refusals: batond --restore refuses a non-empty data
- *    directory, a corrupted file, a truncated one, one of another file
+ *  - restore_refusals: batond --restore refuses a running node's data
+ *    directory, a non-empty one, a corrupted file, a truncated one, one of another file
  *    format version and one of an unknown store format, each with a
  *    clear message and no data directory left behind; batonctl snapshot
  *    info refuses the corrupted one too, and snapshot save refuses a
@@ -514,8 +514,8 @@ TEST(restore_refusals)
     ctl_result_free(&r);
     snprintf(bad, sizeof bad, "%s/bad.snap", suite_dir());
 
-    /* Into the node's own, non-empty, data directory. */
-    restore_refused(&c, path, c.nodes[0].dir, "is not empty");
+    /* Into the running node's own data directory. */
+    restore_refused(&c, path, c.nodes[0].dir, "is in use by batond pid");
 
     /* A corrupted file: one byte of the state flipped. */
     f.data[BACKUP_HEADER_LEN + 20] ^= 0x40;

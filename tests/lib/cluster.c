@@ -324,6 +324,12 @@ static int pick_ports(int *ports, int n)
     return rv;
 }
 
+int cluster_free_ports(int *ports, int n)
+{
+    if (n < 1 || n > 4 * CLUSTER_MAX_NODES) return -1;
+    return pick_ports(ports, n);
+}
+
 /*
  * The --cluster list of node i started with --join (cluster_add_node): it
  * names only itself -- the other members' client addresses reach it

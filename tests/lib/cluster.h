@@ -278,6 +278,10 @@ int cluster_add_node(struct cluster *c);
  */
 int cluster_restore(struct cluster *c, int i, const char *file, const char *dir);
 
+/* Pick n (1..4 * CLUSTER_MAX_NODES) distinct TCP ports that are free on
+ * 127.0.0.1 now, for a process a test starts by hand. 0 or -1. */
+int cluster_free_ports(int *ports, int n);
+
 /* Node i's "RAFTADDR/CLIENTADDR", as batonctl member add takes it, in buf
  * (at least 48 bytes). Returns buf. */
 const char *cluster_member_addrs(const struct cluster *c, int i, char *buf, size_t cap);

@@ -282,6 +282,10 @@ TEST(bad_option_one_line)
     expect_err("batond: --metrics-addr 'nope': ");
     ASSERT_EQ(parse(&c, "--log-level", "loud", NULL), -1);
     expect_err("--log-level must be debug, info, warn or error");
+    ASSERT_EQ(parse(&c, "--id", "1", "--data", "/a", "--cluster",
+                    "1=127.0.0.1:7101/127.0.0.1:7001,2=127.0.0.1:7101/127.0.0.1:7002", NULL),
+              -1);
+    expect_err("batond: --cluster: members 1 and 2 have the same raft address '127.0.0.1:7101'");
 }
 
 int main(int argc, char **argv)
