@@ -9,6 +9,8 @@
  *    lock is not granted to it later;
  *  - batch: requests read in one loop turn share one entry;
  *  - access: a principal limited to a prefix is refused outside it;
+ *  - listen, access: a connection parked while the new leader is not
+ *    serving yet, then closed by SIGHUP, is not read again;
  *  - liveness: a session whose client falls silent expires, its lock goes
  *    to the next waiter and the client is told; keepalives keep it;
  *  - watch: a WATCH sees the lock's state, then each change;
@@ -16,11 +18,14 @@
  *    and one that starts leading does; a waiter kept across a lost and
  *    regained leadership is still granted.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "baton/baton.h"
 #include "tests/lib/aclient.h"
+#include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/runner.h"
 #include "tests/lib/tls_sock.h"
@@ -382,6 +387,121 @@ TEST(watch_sees_the_state_then_each_change)
     lf_stop(&f);
 }
 
+/* The one connection of f's server (on the loop thread). */
+static struct conn *only_conn(struct lf *f)
+{
+    for (size_t i = 0; i < f->srv.conns.cap; i++)
+        if (f->srv.conns.slots[i].key) return f->srv.conns.slots[i].val;
+    return NULL;
+}
+
+static void shrink_sndbuf(struct lf *f, void *arg)
+{
+    struct conn *c = only_conn(f);
+    uv_os_fd_t fd;
+    int small = 4096;
+
+    (void)arg;
+    if (c != NULL && uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+}
+
+static void not_ready(struct lf *f, void *arg)
+{
+    (void)arg;
+    f->srv.ready = false; /* a new leader whose barrier has not committed */
+}
+
+static void conn_state(struct lf *f, void *arg)
+{
+    struct conn *c = only_conn(f);
+    size_t *out = arg; /* parked, closing, input bytes */
+
+    out[0] = c != NULL && c->parked;
+    out[1] = c != NULL && c->closing;
+    out[2] = c != NULL ? c->in.len : 0;
+}
+
+static void sighup_then_unpark(struct lf *f, void *arg)
+{
+    (void)arg;
+    access_reload(&f->srv);
+    listen_unpark_soon(&f->srv);
+}
+
+/*
+ * A parked connection whose principal SIGHUP removes is closing, its ERROR
+ * unwritten while its client reads nothing. The unpark that follows must
+ * not read it again: its input would grow as long as the client writes,
+ * since a closing connection's frames are never handled.
+ */
+TEST(parked_conn_closed_by_sighup_is_not_read_again)
+{
+    struct lf f;
+    char token[72], line[512], path[300], flag_path[320];
+    const char *extra[] = {"--auth-file", flag_path, "--election-timeout", "5000", NULL};
+    struct tls_sock s;
+    struct msg m = {.type = MSG_STATUS}, acq = {.type = MSG_ACQUIRE, .req_id = 9};
+    struct buf flood = {0};
+    size_t st[3] = {0}, sent = 0;
+    int64_t until;
+    FILE *fp;
+
+    ASSERT_EQ(cluster_token("alice", "client", NULL, token, line, sizeof line), 0);
+    snprintf(path, sizeof path, "/tmp/baton-leader-auth-%d", (int)getpid());
+    fp = fopen(path, "w");
+    ASSERT(fp != NULL);
+    fputs(line, fp);
+    fclose(fp);
+    snprintf(flag_path, sizeof flag_path, "%s", path);
+    lf_start(&f, extra);
+    if (tls_sock_connect(&s, atoi(strrchr(f.endpoint, ':') + 1),
+                         &(struct tls_sock_cfg){.rcvbuf = 4096}, 2000) != 0)
+        FAIL("connect: %s", s.err);
+    if (tls_sock_hello(&s, token, NULL) != 0) FAIL("hello: %s", s.err);
+    lf_on_loop(&f, shrink_sndbuf, NULL);
+    /* Replies the client does not read, until the node cannot write more. */
+    for (int i = 0; i < 3000; i++) {
+        m.req_id = 100 + (uint64_t)i;
+        ASSERT_EQ(tls_sock_send_msg(&s, &m), 0);
+    }
+    usleep(300 * 1000);
+    lf_on_loop(&f, not_ready, NULL);
+    acq.u.op.session = 1;
+    acq.u.op.seq = 1;
+    acq.u.op.lock = P("p");
+    acq.u.op.lock_delay_ms = BATON_LOCK_DELAY_NONE;
+    ASSERT_EQ(tls_sock_send_msg(&s, &acq), 0);
+    for (int i = 0; i < 500 && !st[0]; i++) {
+        usleep(10 * 1000);
+        lf_on_loop(&f, conn_state, st);
+    }
+    ASSERT(st[0]); /* parked */
+    fp = fopen(path, "w"); /* alice is gone */
+    ASSERT(fp != NULL);
+    fclose(fp);
+    lf_on_loop(&f, sighup_then_unpark, NULL);
+    lf_on_loop(&f, conn_state, st);
+    ASSERT(st[1]); /* closing, its ERROR not written */
+    /* The client writes on: 16 MiB, or as much as the node takes in 2 s. */
+    for (int i = 0; i < 1000; i++) ASSERT_EQ(proto_encode(&flood, &m), 0);
+    until = now_ms() + 2000;
+    while (now_ms() < until && sent < (16u << 20)) {
+        ssize_t w = send(s.fd, flood.data, flood.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w > 0) sent += (size_t)w;
+        else if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) break;
+        else usleep(5 * 1000);
+    }
+    usleep(200 * 1000);
+    lf_on_loop(&f, conn_state, st);
+    if (st[2] > (1u << 20))
+        FAIL("a closing connection was read again: %zu bytes buffered of %zu sent", st[2], sent);
+    buf_free(&flood);
+    tls_sock_close(&s);
+    lf_stop(&f);
+    unlink(path);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -391,6 +511,7 @@ int main(int argc, char **argv)
     RUN(wait_deadline_cancels_the_wait);
     RUN(requests_of_one_turn_share_an_entry);
     RUN(prefix_principal_refused_outside_its_prefix);
+    RUN(parked_conn_closed_by_sighup_is_not_read_again);
     RUN(silent_session_expires_and_its_lock_moves_on);
     RUN(keepalives_keep_a_session);
     RUN(watch_sees_the_state_then_each_change);
