@@ -172,6 +172,8 @@ struct store {
      * one backup's (server/backup.c) may run at once. */
     struct store_snap *snaps[STORE_MAX_SNAPS];
     unsigned fail_snapshots; /* test hook: snapshots still to fail (store_test.h) */
+    void (*snapshot_sync_hook)(void *arg); /* test hook (store_test.h) */
+    void *snapshot_sync_arg;
     uint64_t applied;       /* cached meta "applied" */
     uint64_t digest;        /* cached meta "digest" */
     uint64_t check_index;   /* the last CHECK applied since open, 0: none (check.c) */
