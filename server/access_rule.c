@@ -69,3 +69,8 @@ bool access_decide(const struct principal *p, const struct msg *m, access_owner_
     if (p->role == MSG_ROLE_ADMIN || p->n_prefixes == 0) return true;
     return prefixes_allow(p, &s, why, size);
 }
+
+bool access_may_see(const struct principal *p, const char *name, size_t n)
+{
+    return p != NULL && (p->role == MSG_ROLE_ADMIN || auth_may_use(p, name, n));
+}

@@ -26,4 +26,9 @@ typedef bool access_owner_fn(void *ctx, uint64_t session, uint64_t *owner);
 bool access_decide(const struct principal *p, const struct msg *m, access_owner_fn *owner_of,
                    void *ctx, char *why, size_t size);
 
+/* May principal p read the state of lock name[0..n) -- what LOCK_INFO and
+ * WATCH show, a metric labelled with the name? An admin may, and so may a
+ * principal whose prefixes cover the name; NULL (no principal) may not. */
+bool access_may_see(const struct principal *p, const char *name, size_t n);
+
 #endif /* BATON_SERVER_ACCESS_RULE_H */

@@ -9,6 +9,8 @@
  *    lock is not granted to it later;
  *  - batch: requests read in one loop turn share one entry;
  *  - access: a principal limited to a prefix is refused outside it;
+ *  - access, observe, watch: nor does it see another prefix's lock names
+ *    in METRICS, or in a watch taken before SIGHUP narrowed its prefixes;
  *  - listen, access: a connection parked while the new leader is not
  *    serving yet, then closed by SIGHUP, is not read again;
  *  - liveness: a session whose client falls silent expires, its lock goes
@@ -20,6 +22,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -502,6 +505,139 @@ TEST(parked_conn_closed_by_sighup_is_not_read_again)
     unlink(path);
 }
 
+/* Write the auth file at path: the lines given, each ending in '\n'. */
+static void write_auth(const char *path, const char *a, const char *b)
+{
+    FILE *fp = fopen(path, "w");
+
+    if (fp == NULL) FAIL("cannot write %s", path);
+    fputs(a, fp);
+    if (b != NULL) fputs(b, fp);
+    fclose(fp);
+}
+
+/* The METRICS text s's principal gets, into *out (NUL-terminated). */
+static void raw_metrics(struct tls_sock *s, struct buf *out)
+{
+    struct msg m = {.type = MSG_METRICS, .req_id = 77}, r;
+
+    if (tls_sock_request(s, &m, &r, 5000) != 0) FAIL("metrics: %s", s->err);
+    ASSERT_EQ(r.type, MSG_METRICS_R);
+    for (uint32_t i = 0; i < r.u.metrics_r.n; i++)
+        ASSERT_EQ(buf_put(out, r.u.metrics_r.chunks[i].text.p, r.u.metrics_r.chunks[i].text.n), 0);
+    ASSERT_EQ(buf_put(out, "", 1), 0);
+    msg_free(&r);
+}
+
+/* ACQUIRE name for session, waiting up to a minute; the answer not read. */
+static void raw_queue(struct tls_sock *s, uint64_t session, uint64_t seq, const char *name)
+{
+    struct msg m = {.type = MSG_ACQUIRE, .req_id = 500 + seq};
+
+    m.u.op.session = session;
+    m.u.op.seq = seq;
+    m.u.op.lock = (struct pstr){name, strlen(name)};
+    m.u.op.lock_delay_ms = BATON_LOCK_DELAY_NONE;
+    m.u.op.wait_ms = 60000;
+    ASSERT_EQ(tls_sock_send_msg(s, &m), 0);
+}
+
+/* WATCH name with req_id on s: its first event read. */
+static void raw_watch(struct tls_sock *s, uint64_t req_id, const char *name)
+{
+    struct msg m = {.type = MSG_WATCH, .req_id = req_id}, ev;
+
+    m.u.watch.lock = (struct pstr){name, strlen(name)};
+    ASSERT_EQ(tls_sock_send_msg(s, &m), 0);
+    ASSERT_EQ(raw_wait_for(s, MSG_WATCH_EVENT, &ev, 2000), 0);
+    ASSERT_UEQ(ev.req_id, req_id);
+    msg_free(&ev);
+}
+
+/*
+ * A principal limited to prefixes reads no other prefix's lock name: not
+ * in METRICS (the longest queues' gauges are labelled with lock names),
+ * and not through a watch taken before SIGHUP narrowed its prefixes --
+ * that watch ends with ERROR(BATON_EPERM) under its WATCH's req_id, while
+ * its watch of a lock still within its prefixes goes on.
+ */
+TEST(prefix_principal_sees_no_other_prefix_in_metrics_or_watches)
+{
+    struct lf f;
+    char atok[72], aline[512], rtok[72], rline[512], narrowed[512], path[300];
+    const char *extra[] = {"--auth-file", path, NULL};
+    struct tls_sock adm, rd;
+    struct buf text = {0};
+    struct msg m;
+    uint64_t s1, s2;
+
+    ASSERT_EQ(cluster_token("root", "admin", NULL, atok, aline, sizeof aline), 0);
+    ASSERT_EQ(cluster_token("viewer", "read", "prefixes=jobs/,keep/", rtok, rline, sizeof rline),
+              0);
+    ASSERT_EQ(cluster_token_line("viewer", "read", "prefixes=keep/", rtok, narrowed,
+                                 sizeof narrowed),
+              0);
+    snprintf(path, sizeof path, "/tmp/baton-leader-auth-%d", (int)getpid());
+    write_auth(path, aline, rline);
+    lf_start(&f, extra);
+    if (tls_sock_connect(&adm, atoi(strrchr(f.endpoint, ':') + 1), &(struct tls_sock_cfg){0},
+                         2000) != 0)
+        FAIL("connect: %s", adm.err);
+    if (tls_sock_hello(&adm, atok, NULL) != 0) FAIL("hello: %s", adm.err);
+    if (tls_sock_connect(&rd, atoi(strrchr(f.endpoint, ':') + 1), &(struct tls_sock_cfg){0},
+                         2000) != 0)
+        FAIL("connect: %s", rd.err);
+    if (tls_sock_hello(&rd, rtok, NULL) != 0) FAIL("hello: %s", rd.err);
+    /* A queue on "mail/secret" and on "jobs/open": both are among the
+     * longest queues. */
+    s1 = raw_open(&adm, 60000);
+    s2 = raw_open(&adm, 60000);
+    ASSERT_EQ(raw_trylock(&adm, s1, 1, "mail/secret"), 0);
+    ASSERT_EQ(raw_trylock(&adm, s1, 2, "jobs/open"), 0);
+    raw_queue(&adm, s2, 1, "mail/secret");
+    raw_queue(&adm, s2, 2, "jobs/open");
+    usleep(200 * 1000);
+    raw_metrics(&adm, &text);
+    ASSERT(strstr((char *)text.data, "lock=\"mail/secret\"") != NULL);
+    ASSERT(strstr((char *)text.data, "lock=\"jobs/open\"") != NULL);
+    buf_reset(&text);
+    raw_metrics(&rd, &text);
+    ASSERT(strstr((char *)text.data, "lock=\"jobs/open\"") != NULL);
+    if (strstr((char *)text.data, "mail/secret") != NULL)
+        FAIL("METRICS shows a principal limited to jobs/,keep/ the lock mail/secret");
+    buf_free(&text);
+
+    raw_watch(&rd, 41, "jobs/open");
+    raw_watch(&rd, 42, "keep/k");
+    write_auth(path, aline, narrowed);
+    ASSERT_EQ(kill(getpid(), SIGHUP), 0);
+    if (raw_wait_for(&rd, MSG_ERROR, &m, 5000) != 0)
+        FAIL("the watch of jobs/open was not ended by SIGHUP: %s", rd.err);
+    ASSERT_UEQ(m.req_id, 41);
+    ASSERT_EQ(m.u.error.code, BATON_EPERM);
+    msg_free(&m);
+    /* Both locks change: only keep/k's watch is told. */
+    ASSERT_EQ(raw_trylock(&adm, s1, 3, "keep/k"), 0);
+    ASSERT_EQ(raw_trylock(&adm, s1, 4, "jobs/other"), 0);
+    {
+        struct msg rel = {.type = MSG_RELEASE, .req_id = 600}, r;
+        rel.u.op.session = s1;
+        rel.u.op.seq = 5;
+        rel.u.op.lock = P("jobs/open");
+        ASSERT_EQ(tls_sock_request(&adm, &rel, &r, 2000), 0);
+        msg_free(&r);
+    }
+    ASSERT_EQ(raw_wait_for(&rd, MSG_WATCH_EVENT, &m, 2000), 0);
+    ASSERT_UEQ(m.req_id, 0);
+    ASSERT(m.u.watch_event.info.lock.n == 6 && memcmp(m.u.watch_event.info.lock.p, "keep/k", 6) == 0);
+    msg_free(&m);
+    ASSERT_NE(tls_sock_recv_msg(&rd, &m, 300), 0); /* nothing of jobs/open */
+    tls_sock_close(&rd);
+    tls_sock_close(&adm);
+    lf_stop(&f);
+    unlink(path);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -512,6 +648,7 @@ int main(int argc, char **argv)
     RUN(requests_of_one_turn_share_an_entry);
     RUN(prefix_principal_refused_outside_its_prefix);
     RUN(parked_conn_closed_by_sighup_is_not_read_again);
+    RUN(prefix_principal_sees_no_other_prefix_in_metrics_or_watches);
     RUN(silent_session_expires_and_its_lock_moves_on);
     RUN(keepalives_keep_a_session);
     RUN(watch_sees_the_state_then_each_change);
