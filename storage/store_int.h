@@ -641,6 +641,8 @@ struct multi_names {
     const char *name[MULTI_MAX]; /* into buf */
     char buf[MULTI_MAX * BATON_MAX_NAME];
 };
+/* The names of the multi-lock (session, waiter): 0, or MDB_CORRUPTED (no
+ * record, or one that does not decode) or LMDB's error, m->n then 0. */
 int multi_get(struct apply_ctx *c, uint64_t session, uint64_t waiter, struct multi_names *m);
 /* Is v a well-formed DB_MULTI value (2..MULTI_MAX distinct lock names)? */
 int multi_value_ok(const void *v, size_t vlen);
