@@ -125,7 +125,9 @@ int multi_get(struct apply_ctx *c, uint64_t session, uint64_t waiter, struct mul
     rc = db_get(c->txn, c->s->dbi[DB_MULTI], k, sizeof k, &v, &found);
     if (rc != 0) return rc;
     if (!found) return MDB_CORRUPTED; /* a multi-lock's entry without its names */
-    return multi_decode(v.mv_data, v.mv_size, m);
+    rc = multi_decode(v.mv_data, v.mv_size, m);
+    if (rc != 0) m->n = 0;
+    return rc;
 }
 
 static int multi_put(struct apply_ctx *c, uint64_t session, uint64_t waiter,
