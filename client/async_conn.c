@@ -507,6 +507,22 @@ static void flush(baton_async_t *ac)
     }
 }
 
+/*
+ * A bearer token goes over plaintext only to a loopback address (the
+ * address dialled: an endpoint's, or a REDIRECT's, as resolved), where it
+ * never leaves the machine. Anywhere else whoever sees the traffic could
+ * replay it, so the connection is refused for good with BATON_ETLS before
+ * HELLO leaves (include/baton/baton.h, tls_ca_file and token).
+ */
+static bool token_exposed(const baton_async_t *ac)
+{
+    const struct sockaddr *sa;
+
+    if (ac->token == NULL || ac->tls_ctx != NULL || ac->try_next == 0) return false;
+    sa = (const struct sockaddr *)&ac->try_sa[ac->try_next - 1];
+    return !proto_sockaddr_is_loopback(sa);
+}
+
 /* The non-blocking connect finished: check how, then say HELLO (with
  * TLS, the handshake goes first and HELLO waits in the endpoint). */
 static void connected(baton_async_t *ac)
@@ -520,6 +536,12 @@ static void connected(baton_async_t *ac)
         baton__conn_err(ac, "connect", strerror(err));
         if (connect_other(ac)) return;
         baton__conn_fail(ac, false);
+        return;
+    }
+    if (token_exposed(ac)) {
+        baton__conn_err(ac, "token", "not sent in clear to an address that is not loopback: "
+                                     "set tls_ca_file (TLS), or connect without a token");
+        baton__conn_refused(ac, BATON_ETLS);
         return;
     }
     if (baton__tls_begin(ac) != 0) {

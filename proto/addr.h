@@ -42,6 +42,7 @@
 #ifndef BATON_PROTO_ADDR_H
 #define BATON_PROTO_ADDR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -86,5 +87,12 @@ unsigned proto_addr_sockaddr(const struct proto_addr *a, struct sockaddr_storage
  * family. Returns buf.
  */
 char *proto_addr_format(const struct sockaddr *sa, char *buf, size_t cap);
+
+/*
+ * Is sa a loopback address -- 127.0.0.0/8, ::1, or an IPv4-mapped
+ * ::ffff:127.x.y.z -- whose traffic never leaves the machine? false for
+ * every other address and family (0.0.0.0 and :: included).
+ */
+bool proto_sockaddr_is_loopback(const struct sockaddr *sa);
 
 #endif

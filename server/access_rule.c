@@ -85,3 +85,8 @@ bool access_raft_exposed(bool client_secured, bool peer_tls, const char *raft_ad
 {
     return client_secured && !peer_tls && !access_addr_loopback(raft_addr);
 }
+
+bool access_may_see(const struct principal *p, const char *name, size_t n)
+{
+    return p != NULL && (p->role == MSG_ROLE_ADMIN || auth_may_use(p, name, n));
+}

@@ -41,4 +41,9 @@ bool access_raft_exposed(bool client_secured, bool peer_tls, const char *raft_ad
  * address that does not parse counts as loopback: nothing to warn of. */
 bool access_addr_loopback(const char *addr);
 
+/* May principal p read the state of lock name[0..n) -- what LOCK_INFO and
+ * WATCH show, a metric labelled with the name? An admin may, and so may a
+ * principal whose prefixes cover the name; NULL (no principal) may not. */
+bool access_may_see(const struct principal *p, const char *name, size_t n);
+
 #endif /* BATON_SERVER_ACCESS_RULE_H */

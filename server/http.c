@@ -78,7 +78,7 @@ static enum MHD_Result serve_metrics(struct http *h, struct MHD_Connection *conn
     struct buf text = {0};
     enum MHD_Result rv;
 
-    if (observe_render(h->srv, &text) != 0) {
+    if (observe_render(h->srv, NULL, &text) != 0) {
         buf_free(&text);
         return answer_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
     }

@@ -274,7 +274,7 @@ static void accept_cb(uv_stream_t *server, int status)
 }
 
 /* Process every parked connection again: it is served now, or gets
- * NO_LEADER if the window has passed. */
+ * NO_LEADER if the window has passed. One closed meanwhile stays unread. */
 static void park_timer_cb(uv_timer_t *t)
 {
     struct server *srv = t->data;
@@ -289,8 +289,12 @@ static void park_timer_cb(uv_timer_t *t)
     }
     for (size_t i = 0; i < n; i++) {
         struct conn *c = u64map_get(&srv->conns, ids[i]);
-        if (c == NULL || !c->parked || c->closed) continue;
+        if (c == NULL || !c->parked) continue;
         c->parked = false;
+        /* closed while parked (SIGHUP took its principal's access): its
+         * frames are never handled, so reading it would only buffer
+         * whatever its client sends until the ERROR is written */
+        if (c->closing || c->closed) continue;
         uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
         conn_process(c);
     }

@@ -317,13 +317,16 @@ static int render_hist(struct buf *out, const struct metric_def *d, const struct
     return rv;
 }
 
-/* The longest queues: one gauge per lock, labelled with its name. */
-static int render_top(struct buf *out, const struct metric_def *d)
+/* The longest queues: one gauge per lock the reader may see, labelled
+ * with its name. */
+static int render_top(struct buf *out, const struct metric_def *d, metrics_lock_filter *show,
+                      void *arg)
 {
     const char *label = label_sets[d->labels].label;
     int rv = 0;
 
     for (size_t i = 0; i < n_top && rv == 0; i++) {
+        if (show != NULL && !show(top[i].name, top[i].len, arg)) continue;
         rv = putf(out, "%s{%s=\"", d->name, label);
         if (rv == 0) rv = metrics_escape_label(out, top[i].name, top[i].len);
         if (rv == 0) rv = putf(out, "\"} %u\n", top[i].qlen);
@@ -331,7 +334,7 @@ static int render_top(struct buf *out, const struct metric_def *d)
     return rv;
 }
 
-static int render_one(struct buf *out, enum metric_id id)
+static int render_one(struct buf *out, enum metric_id id, metrics_lock_filter *show, void *arg)
 {
     const struct metric_def *d = &defs[id];
     const struct label_set *ls = &label_sets[d->labels];
@@ -342,7 +345,7 @@ static int render_one(struct buf *out, enum metric_id id)
               type_names[d->type]);
     if (rv != 0) return rv;
     if (d->type == T_HISTOGRAM) return render_hist(out, d, &reg.hist[id]);
-    if (d->type == T_TOP) return render_top(out, d);
+    if (d->type == T_TOP) return render_top(out, d, show, arg);
     if (d->type == T_GAUGE) return putf(out, "%s %lld\n", d->name, (long long)reg.gauge[id]);
     if (d->labels == LS_NONE)
         return putf(out, "%s_total %llu\n", d->name, (unsigned long long)reg.counter[id]);
@@ -352,10 +355,11 @@ static int render_one(struct buf *out, enum metric_id id)
     return rv;
 }
 
-int metrics_render(struct buf *out)
+int metrics_render(struct buf *out, metrics_lock_filter *show, void *arg)
 {
     int rv = 0;
 
-    for (int id = 0; id < M_COUNT_ && rv == 0; id++) rv = render_one(out, (enum metric_id)id);
+    for (int id = 0; id < M_COUNT_ && rv == 0; id++)
+        rv = render_one(out, (enum metric_id)id, show, arg);
     return rv;
 }

@@ -17,6 +17,7 @@
 #ifndef BATON_SERVER_METRICS_H
 #define BATON_SERVER_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -75,13 +76,18 @@ size_t metrics_top_count(void);
 void metrics_top_get(size_t i, const char **name, size_t *len);
 void metrics_top_clear(void);
 
+/* May the reader see lock name[0..len)? */
+typedef bool metrics_lock_filter(const char *name, size_t len, void *arg);
+
 /*
  * Append the Prometheus text exposition (format 0.0.4) of every metric
  * to out: HELP and TYPE lines, counters ending in _total, histograms
- * with cumulative _bucket{le} lines, _sum and _count. Returns 0 or
- * BATON_ENOMEM (out may then hold part of the text).
+ * with cumulative _bucket{le} lines, _sum and _count. The gauges labelled
+ * with a lock's name are rendered only for the names show(name, len, arg)
+ * accepts (show NULL: every name). Returns 0 or BATON_ENOMEM (out may then
+ * hold part of the text).
  */
-int metrics_render(struct buf *out);
+int metrics_render(struct buf *out, metrics_lock_filter *show, void *arg);
 
 /*
  * Append s[0..n) to out as a label value of the exposition format: \ " and

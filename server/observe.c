@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "baton/baton_defs.h"
+#include "server/access_rule.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/server_int.h"
@@ -78,10 +79,19 @@ static void sample(struct server *srv)
     refresh_top_locks(srv);
 }
 
-int observe_render(struct server *srv, struct buf *out)
+/* metrics_lock_filter: may principal arg read the lock? */
+static bool principal_sees(const char *name, size_t len, void *arg)
+{
+    return access_may_see(arg, name, len);
+}
+
+int observe_render(struct server *srv, const struct principal *who, struct buf *out)
 {
     sample(srv);
-    return metrics_render(out);
+    /* a principal limited to prefixes reads no other prefix's lock names
+     * (docs/security.md, "Prefixes") */
+    if (who != NULL) return metrics_render(out, principal_sees, (void *)who);
+    return metrics_render(out, NULL, NULL);
 }
 
 bool observe_ready(struct server *srv, char *why, size_t cap)
@@ -113,7 +123,7 @@ void observe_metrics(struct conn *c, const struct msg *m)
     struct buf text = {0};
     size_t off = 0;
     uint32_t n = 0;
-    int rv = observe_render(c->srv, &text);
+    int rv = observe_render(c->srv, c->who, &text);
 
     while (rv == 0 && off < text.len) {
         size_t len = text.len - off;

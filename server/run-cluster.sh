@@ -5,12 +5,16 @@
 #   server/run-cluster.sh [--secure] [BUILD_DIR]   (default: build/default)
 #
 # --secure (make run-secure): the nodes serve clients over TLS, talk to
-# each other over mutual TLS, and require a token. A throwaway CA and
-# certificates are made with the openssl command into DATA/certs (kept
-# across runs), and an auth file DATA/auth with two principals, "admin"
-# (role admin) and "app" (role client), whose fresh tokens are printed
-# once: only their SHA-256 is on disk. The script prints the environment
-# batonctl needs.
+# each other over mutual TLS, and require a token. Throwaway certificates
+# are made with the openssl command into DATA/certs (kept across runs),
+# from two CAs, as docs/security.md asks: "ca" signs what the client port
+# uses (the nodes' client-port certificates, which clients verify with
+# ca.pem, and a client certificate), "peer-ca" signs the nodes' raft
+# certificates only (--peer-ca), so that no certificate made for the
+# client side can pass as a node on the raft port. An auth file
+# DATA/auth holds two principals, "admin" (role admin) and "app" (role
+# client), whose fresh tokens are printed once: only their SHA-256 is on
+# disk. The script prints the environment batonctl needs.
 #
 # Node N (1..3) listens for clients on 127.0.0.1:700N and for raft on
 # 127.0.0.1:710N, and serves its metrics on http://127.0.0.1:910N/metrics
@@ -82,6 +86,13 @@ if [ "$secure" = 1 ]; then
     if [ ! -s "$certs/ca.pem" ]; then
         "$(dirname "$0")/certs.sh" cluster "$certs" 3 || die "cannot make certificates in $certs"
     fi
+    if [ ! -s "$certs/peer-ca.pem" ]; then
+        "$(dirname "$0")/certs.sh" ca "$certs" peer-ca || die "cannot make the peer CA in $certs"
+        for i in 1 2 3; do
+            "$(dirname "$0")/certs.sh" cert "$certs" "peer-node$i" peer-ca "baton-node-$i" \
+                "IP:127.0.0.1,DNS:localhost" || die "cannot make peer-node$i's certificate"
+        done
+    fi
     new_token() { openssl rand -hex 32; }
     token_hash() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
     admin_token=$(new_token)
@@ -96,8 +107,8 @@ fi
 secure_args() { # node id
     [ "$secure" = 1 ] || return 0
     echo --tls-cert "$certs/node$1.pem" --tls-key "$certs/node$1.key" \
-        --peer-cert "$certs/node$1.pem" --peer-key "$certs/node$1.key" --peer-ca "$certs/ca.pem" \
-        --auth-file "$data/auth"
+        --peer-cert "$certs/peer-node$1.pem" --peer-key "$certs/peer-node$1.key" \
+        --peer-ca "$certs/peer-ca.pem" --auth-file "$data/auth"
 }
 
 pids=(0 0 0 0)      # indexed by node id; 0 once the node is gone

@@ -208,6 +208,7 @@ static void sighup_cb(uv_signal_t *h, int signum)
 {
     (void)signum;
     access_reload(h->data);
+    watch_recheck(h->data);
 }
 
 /* ---- a planned stop hands leadership over first ----------------------------

@@ -399,13 +399,15 @@ void http_stop(struct server *srv);        /* closes its handles; idempotent */
 
 /* observe.c -- metrics and readiness (docs/operations.md, "Metrics and health"). */
 /* Set the gauges from the server's state now and append the Prometheus
- * text of every metric to out: 0 or BATON_ENOMEM. */
-int observe_render(struct server *srv, struct buf *out);
+ * text of every metric to out: 0 or BATON_ENOMEM. `who` NULL: every lock
+ * name (HTTP /metrics); else only the names principal `who` may use. */
+int observe_render(struct server *srv, const struct principal *who, struct buf *out);
 /* Is the node ready: it knows a leader and has applied up to its commit
  * index (a leader: its barrier applied), with no local failure? Else
  * false, with the reason in why[0..cap). */
 bool observe_ready(struct server *srv, char *why, size_t cap);
-/* METRICS -> METRICS_R with observe_render's text, in chunks. */
+/* METRICS -> METRICS_R with observe_render's text for the connection's
+ * principal (no lock name outside its prefixes), in chunks. */
 void observe_metrics(struct conn *c, const struct msg *m);
 /* This node became the ready leader: on the next loop turn, serve the
  * requests that waited for it (parked connections). */
@@ -660,6 +662,9 @@ void watch_request(struct conn *c, const struct msg *m);
 void watch_changed(struct server *srv, const char *name, size_t len);
 /* c is closing: drop its watches. */
 void watch_conn_gone(struct server *srv, struct conn *c);
+/* SIGHUP re-read the auth file: end, with ERROR(BATON_EPERM) to the
+ * client, every watch whose principal may no longer read its lock. */
+void watch_recheck(struct server *srv);
 /* Drop every watch and free the table (no longer leading, or shutting down). */
 void watch_clear(struct server *srv);
 

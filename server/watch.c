@@ -10,14 +10,18 @@
  * changed in several entries of one loop turn is read and pushed once, since
  * the state read is already the latest.
  *
- * Watchers are dropped when their connection closes (watch_conn_gone) and
+ * Watchers are dropped when their connection closes (watch_conn_gone),
  * all at once when the node stops leading (watch_clear), which also closes
- * every client connection.
+ * every client connection, and when SIGHUP narrowed their principal's
+ * prefixes so that it may no longer read the lock (watch_recheck): the
+ * client gets ERROR(BATON_EPERM) with the WATCH's req_id, which ends its
+ * stream.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "baton/baton_defs.h"
+#include "server/access_rule.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/server_int.h"
@@ -25,6 +29,7 @@
 struct watcher {
     struct watcher *next;
     uint64_t conn_id;
+    uint64_t req_id;        /* of the WATCH: the client's stream */
     uint64_t seq;           /* of the last event sent */
     uint64_t turn;          /* srv->watch_turn of the last push */
     uint16_t name_len;
@@ -102,6 +107,7 @@ void watch_request(struct conn *c, const struct msg *m)
         srv->n_watches++;
     }
     w->seq = 0; /* a new WATCH of the same lock starts over */
+    w->req_id = m->req_id;
     rv = store_lock_info(srv->store, name->p, name->n, BATON_MAX_LIST, &info);
     if (rv != 0) {
         conn_send_error(c, m->req_id, rv, "watch: %s", baton_strerror(rv));
@@ -136,6 +142,52 @@ void watch_changed(struct server *srv, const char *name, size_t len)
         w->turn = srv->watch_turn;
     }
     if (have) store_lock_info_free(&info);
+}
+
+/* Drop w (unlinked by the caller) of c, or of a connection gone (c NULL). */
+static void watcher_free(struct server *srv, struct conn *c, struct watcher *w)
+{
+    if (c != NULL) c->n_watches--;
+    srv->n_watches--;
+    free(w);
+}
+
+/* Should w end now: its connection is open and its principal may no
+ * longer read the lock? Then the client is told. */
+static bool revoked(struct server *srv, struct watcher *w)
+{
+    struct conn *c = conn_get(srv, w->conn_id);
+
+    if (c == NULL || access_may_see(c->who, w->name, w->name_len)) return false;
+    log_info("conn %llu (%s): watch of '%.*s' ended: principal '%s' may no longer read it",
+             (unsigned long long)c->id, c->peer, (int)w->name_len, w->name,
+             c->who != NULL ? c->who->name : "");
+    conn_send_error(c, w->req_id, BATON_EPERM,
+                    "watch of '%.*s' ended: principal '%s' may no longer read it (auth file "
+                    "re-read)",
+                    (int)w->name_len, w->name, c->who != NULL ? c->who->name : "");
+    watcher_free(srv, c, w);
+    return true;
+}
+
+void watch_recheck(struct server *srv)
+{
+    for (size_t i = 0; i < srv->watches.cap; i++) {
+        struct u64map_slot *s = &srv->watches.slots[i];
+        struct watch_list *l;
+        if (s->key == 0) continue;
+        l = s->val;
+        for (struct watcher **pp = &l->first; *pp;) {
+            struct watcher *w = *pp, *next = w->next;
+            if (revoked(srv, w)) *pp = next;
+            else pp = &w->next;
+        }
+        if (l->first == NULL) {
+            /* Deleting may move other entries into this slot: look again. */
+            free(u64map_del(&srv->watches, s->key));
+            i = (size_t)-1;
+        }
+    }
 }
 
 void watch_conn_gone(struct server *srv, struct conn *c)

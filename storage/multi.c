@@ -120,11 +120,14 @@ int multi_get(struct apply_ctx *c, uint64_t session, uint64_t waiter, struct mul
     MDB_val v;
     int found, rc;
 
+    m->n = 0; /* no names on any failure: a corrupt store's caller reads none */
     key_pair(k, session, waiter);
     rc = db_get(c->txn, c->s->dbi[DB_MULTI], k, sizeof k, &v, &found);
     if (rc != 0) return rc;
     if (!found) return MDB_CORRUPTED; /* a multi-lock's entry without its names */
-    return multi_decode(v.mv_data, v.mv_size, m);
+    rc = multi_decode(v.mv_data, v.mv_size, m);
+    if (rc != 0) m->n = 0;
+    return rc;
 }
 
 static int multi_put(struct apply_ctx *c, uint64_t session, uint64_t waiter,
@@ -466,7 +469,7 @@ int multi_release(struct apply_ctx *c, uint64_t session, uint64_t waiter, uint64
 
     if (m == NULL) return BATON_ENOMEM;
     rc = multi_get(c, session, waiter, m);
-    for (unsigned i = 0; i < m->n && rc == 0; i++) {
+    for (unsigned i = 0; rc == 0 && i < m->n; i++) {
         rc = lock_get_existing(c, m->name[i], m->len[i], &r);
         if (rc == 0) rc = hold_end_one(c, m->name[i], m->len[i], &r, session, waiter, fence, 0);
     }
@@ -561,7 +564,7 @@ int multi_force(struct apply_ctx *c, const char *name, size_t len, struct lock_r
         rc = fx_emit(c, FX_LOST, BATON_ELOST, h->session, h->waiter, fence, m->name[0], m->len[0]);
     if (rc == 0)
         rc = lost_put(c, h->session, h->waiter, fence, BATON_ELOST, m->name[0], m->len[0]);
-    for (unsigned i = 0; i < m->n && rc == 0; i++) {
+    for (unsigned i = 0; rc == 0 && i < m->n; i++) {
         if (i == self) { /* the caller saves, delays or hands on the forced name */
             rc = hold_drop(c, name, len, r, fence);
             if (rc == 0) rc = session_lock_add(c, h->session, name, len, -1);

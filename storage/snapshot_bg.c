@@ -16,12 +16,15 @@
  * stop flag the dump looks at every few records (store__dump), waits for a
  * running worker to give the snapshot back, marks one that has not started
  * yet as cancelled, and closes the transaction. The wait is at most one
- * slice of the dump; the write then fails with BATON_ECANCELED and the
- * next snapshot starts over.
+ * slice of the dump -- never the flush of the data file, which comes
+ * before the worker claims the snapshot (snap_flush); the write then fails
+ * with BATON_ECANCELED and the next snapshot starts over.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "baton/baton_defs.h"
 #include "proto/buf.h"
@@ -98,17 +101,38 @@ static void snap_release(store_snap *sn)
     pthread_mutex_unlock(&sn->mu);
 }
 
+/*
+ * raft deletes the log entries a snapshot covers once it is persisted, and
+ * LMDB runs with MDB_NOSYNC: the data file goes to disk first. This runs
+ * BEFORE the snapshot is claimed, so a map growth that stops the snapshot
+ * meanwhile does not wait for the flush (which can take seconds on a busy
+ * disk) with the loop thread blocked: it waits only for a dump slice.
+ *
+ * The flush is fdatasync of the data file, not mdb_env_sync: that one
+ * msyncs the map at the address and length it reads from the environment,
+ * which a growth on the loop thread may unmap and remap meanwhile. On
+ * Linux msync(MS_SYNC) of a shared file mapping is a sync of the file, so
+ * fdatasync writes the same dirty pages (those dirtied through the map
+ * included), from the descriptor, whatever the map does. The commits the
+ * snapshot's transaction sees all came before store_snapshot_begin.
+ */
+static int snap_flush(store_snap *sn)
+{
+    mdb_filehandle_t fd;
+    int rc = mdb_env_get_fd(sn->s->env, &fd);
+
+    if (sn->s->snapshot_sync_hook != NULL) sn->s->snapshot_sync_hook(sn->s->snapshot_sync_arg);
+    if (rc != 0) return rc;
+    return fdatasync(fd) == 0 ? 0 : errno;
+}
+
 int store_snapshot_write(store_snap *sn, struct buf *out)
 {
-    int rc;
+    int rc = snap_flush(sn);
 
+    if (rc != 0) return store__err(rc);
     if (!snap_claim(sn)) return BATON_ECANCELED;
-    /* raft deletes the log entries the snapshot covers once it is
-     * persisted, and LMDB runs with MDB_NOSYNC: the files go to disk first.
-     * msync of the map is safe beside the loop's commits; the map cannot
-     * be resized meanwhile (store__snapshot_stop waits for us). */
-    rc = mdb_env_sync(sn->s->env, 1);
-    if (rc == 0) rc = store__dump(sn->s, sn->txn, out, &sn->stop);
+    rc = store__dump(sn->s, sn->txn, out, &sn->stop);
     snap_release(sn);
     return store__err(rc);
 }
@@ -145,6 +169,12 @@ void store_snapshot_end(store_snap *sn)
 void store__fail_snapshots(store *s, unsigned n)
 {
     s->fail_snapshots = n;
+}
+
+void store__set_snapshot_sync_hook(store *s, void (*fn)(void *arg), void *arg)
+{
+    s->snapshot_sync_hook = fn;
+    s->snapshot_sync_arg = arg;
 }
 
 int store__snapshot_fault(store *s)

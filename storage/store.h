@@ -241,9 +241,11 @@ int store_snapshot(store *s, struct buf *out);
  *                         sees the state as it is now whatever is applied
  *                         later (LMDB's MVCC), and records its applied
  *                         index (store_snap_applied);
- *   store_snapshot_write  any one thread, once: forces the files to disk
- *                         (as store_sync), then appends to out the bytes
- *                         store_snapshot would have given at begin;
+ *   store_snapshot_write  any one thread, once: forces the data file to
+ *                         disk (fdatasync, before it takes the snapshot's
+ *                         transaction: a growth never waits for it), then
+ *                         appends to out the bytes store_snapshot would
+ *                         have given at begin;
  *   store_snapshot_end    caller's thread: closes the transaction, frees.
  *
  * At most STORE_MAX_SNAPS at a time per store (raft's, and a backup's:

@@ -172,6 +172,8 @@ struct store {
      * one backup's (server/backup.c) may run at once. */
     struct store_snap *snaps[STORE_MAX_SNAPS];
     unsigned fail_snapshots; /* test hook: snapshots still to fail (store_test.h) */
+    void (*snapshot_sync_hook)(void *arg); /* test hook (store_test.h) */
+    void *snapshot_sync_arg;
     uint64_t applied;       /* cached meta "applied" */
     uint64_t digest;        /* cached meta "digest" */
     uint64_t check_index;   /* the last CHECK applied since open, 0: none (check.c) */
@@ -639,6 +641,8 @@ struct multi_names {
     const char *name[MULTI_MAX]; /* into buf */
     char buf[MULTI_MAX * BATON_MAX_NAME];
 };
+/* The names of the multi-lock (session, waiter): 0, or MDB_CORRUPTED (no
+ * record, or one that does not decode) or LMDB's error, m->n then 0. */
 int multi_get(struct apply_ctx *c, uint64_t session, uint64_t waiter, struct multi_names *m);
 /* Is v a well-formed DB_MULTI value (2..MULTI_MAX distinct lock names)? */
 int multi_value_ok(const void *v, size_t vlen);

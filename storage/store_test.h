@@ -56,4 +56,9 @@ int store__downgrade(store *s, uint64_t format);
  * n = 0 stops it). For the tests of what a failed snapshot does to raft. */
 void store__fail_snapshots(store *s, unsigned n);
 
+/* Call fn(arg) on the worker's thread in store_snapshot_write, where it
+ * flushes the data file before it dumps (fn may block, as a slow disk
+ * would); NULL removes it. */
+void store__set_snapshot_sync_hook(store *s, void (*fn)(void *arg), void *arg);
+
 #endif /* BATON_STORAGE_STORE_TEST_H */

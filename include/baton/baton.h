@@ -109,7 +109,11 @@ typedef struct baton_opts {
     /* The bearer token sent in HELLO (at most 256 bytes), naming this
      * client's principal in the nodes' auth file; NULL or "" for none
      * (then the principal is the client certificate's, or the nodes'
-     * anonymous one). Without TLS it travels in clear. */
+     * anonymous one). Without TLS (tls_ca_file NULL) it is sent only to a
+     * loopback address (127.0.0.0/8, ::1), where it never leaves the
+     * machine: a connection to any other address dialled -- an endpoint's
+     * or a REDIRECT's, as resolved -- is refused with BATON_ETLS before
+     * HELLO, since whoever sees the traffic could replay the token. */
     const char *token;
 } baton_opts;
 
@@ -126,10 +130,11 @@ typedef struct baton_opts {
  *         sessions until space is freed), BATON_ELIMIT (too many sessions),
  *         BATON_ETLS (a node's certificate was refused -- another CA, not
  *         naming the host dialled, expired --, a node refused ours or asked
- *         for one we do not have, or one side speaks TLS and the other does
- *         not), BATON_EAUTH (a node does not know the token or
- *         certificate), BATON_EPERM (the principal may not open sessions:
- *         its role is read). ETLS, EAUTH and EPERM end the attempt at once,
+ *         for one we do not have, one side speaks TLS and the other does
+ *         not, or a token would go in clear to an address that is not
+ *         loopback: baton_opts.token), BATON_EAUTH (a node does not know
+ *         the token or certificate), BATON_EPERM (the principal may not
+ *         open sessions: its role is read). ETLS, EAUTH and EPERM end the attempt at once,
  *         without waiting for connect_timeout_ms.
  * On error *out is NULL and baton_connect_errmsg() says why (for ETLS and
  * EAUTH: the node's address and the reason, the node's own message if it

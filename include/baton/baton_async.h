@@ -44,7 +44,9 @@
  *
  * Refusals. A node may refuse the client itself: BATON_ETLS (a certificate
  * refused on either side, or TLS on one side only) or BATON_EAUTH (an
- * unknown token or certificate). While a session is being opened that is
+ * unknown token or certificate); and the client refuses, with BATON_ETLS,
+ * a node it would have to send its token to in clear (plaintext, and an
+ * address dialled that is not loopback: baton.h, baton_opts.token). While a session is being opened that is
  * the answer: the open fails at once with that code, and
  * baton_async_errmsg() names the node and the reason (the node's own
  * message when it sent one). While a session is open, such a node counts

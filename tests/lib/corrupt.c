@@ -36,6 +36,12 @@ static void put_le16(uint8_t *p, size_t v)
 
 int corrupt_lmdb_value(const char *path, const void *key, size_t klen, size_t vlen, size_t at)
 {
+    return corrupt_lmdb_value_bits(path, key, klen, vlen, at, 0xff);
+}
+
+int corrupt_lmdb_value_bits(const char *path, const void *key, size_t klen, size_t vlen,
+                            size_t at, unsigned mask)
+{
     uint8_t head[8];
     size_t n = 0, hits = 0;
     uint8_t *p;
@@ -50,7 +56,7 @@ int corrupt_lmdb_value(const char *path, const void *key, size_t klen, size_t vl
     put_le16(head + 6, klen);
     for (size_t i = 0; i + sizeof head + klen + vlen <= n; i++) {
         if (memcmp(p + i, head, sizeof head) != 0 || memcmp(p + i + 8, key, klen) != 0) continue;
-        p[i + 8 + klen + at] ^= 0xff;
+        p[i + 8 + klen + at] ^= (uint8_t)mask;
         hits++;
     }
     f = hits ? fopen(path, "r+b") : NULL;

@@ -25,4 +25,9 @@
  */
 int corrupt_lmdb_value(const char *path, const void *key, size_t klen, size_t vlen, size_t at);
 
+/* The same, flipping only the bits of `mask` in that byte (a record made
+ * to say something else that still decodes, say). */
+int corrupt_lmdb_value_bits(const char *path, const void *key, size_t klen, size_t vlen,
+                            size_t at, unsigned mask);
+
 #endif /* BATON_TESTS_CORRUPT_H */

@@ -192,6 +192,35 @@ TEST(sockaddr_and_format)
     ASSERT_STREQ(proto_addr_format((struct sockaddr *)&ss, text, sizeof text), "?");
 }
 
+/* Is the address one whose traffic never leaves the machine? */
+static bool loopback(const char *text)
+{
+    struct sockaddr_storage ss;
+    struct proto_addr a;
+
+    if (proto_addr_parse(text, strlen(text), &a) != 0 || proto_addr_sockaddr(&a, &ss) == 0)
+        FAIL("not an IP literal: %s", text);
+    return proto_sockaddr_is_loopback((struct sockaddr *)&ss);
+}
+
+/* Loopback: 127.0.0.0/8, ::1 and IPv4-mapped 127/8; nothing else. */
+TEST(sockaddr_is_loopback)
+{
+    struct sockaddr_storage ss = {.ss_family = AF_UNIX};
+
+    ASSERT(loopback("127.0.0.1:1"));
+    ASSERT(loopback("127.255.0.9:1"));
+    ASSERT(loopback("[::1]:1"));
+    ASSERT(loopback("[::ffff:127.0.0.2]:1"));
+    ASSERT(!loopback("128.0.0.1:1"));
+    ASSERT(!loopback("10.0.0.1:1"));
+    ASSERT(!loopback("0.0.0.0:1"));
+    ASSERT(!loopback("[::]:1"));
+    ASSERT(!loopback("[::ffff:10.0.0.1]:1"));
+    ASSERT(!loopback("[2001:db8::1]:1"));
+    ASSERT(!proto_sockaddr_is_loopback((struct sockaddr *)&ss));
+}
+
 /* An IP literal never reaches the resolver; a name's addresses carry the
  * port. localhost comes from the hosts file, not from DNS. */
 TEST(resolve)
@@ -261,6 +290,7 @@ int main(int argc, char **argv)
     RUN(empty_and_junk);
     RUN(max_addr_limit);
     RUN(sockaddr_and_format);
+    RUN(sockaddr_is_loopback);
     RUN(resolve);
     RUN(resolve_take);
     return runner_done();

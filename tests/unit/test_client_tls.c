@@ -6,7 +6,9 @@
  * naming the host dialled, or expired; a plaintext node for a TLS client
  * and a TLS node for a plaintext one; EAUTH on HELLO and EPERM on a
  * request; a refusal while a session is open; redirects and "localhost"
- * over TLS; the blocking API; options baton_async_new refuses.
+ * over TLS; the blocking API; options baton_async_new refuses; a token
+ * over plaintext only to a loopback address, an endpoint's or a
+ * redirect's.
  *
  * A refusal must end the open at once: those tests give the client a
  * connect timeout far longer than they wait, and check that the fake saw
@@ -525,6 +527,89 @@ TEST(bad_tls_options)
     baton_async_free(ac);
 }
 
+/* ---- a token over plaintext ---------------------------------------------- */
+
+/* "0.0.0.0:PORT" for a fake at 127.0.0.1:PORT: an address that is not
+ * loopback, which Linux still connects to on this machine (the unspecified
+ * address means "this host"), so no packet leaves it. */
+static void unspecified_addr(const struct fake *f, char *out, size_t cap)
+{
+    snprintf(out, cap, "0.0.0.0%s", strrchr(f->addr, ':'));
+}
+
+/* Plaintext to a loopback address: the token is sent. */
+TEST(plaintext_token_sent_to_loopback)
+{
+    struct fake *f = fake_start();
+    baton_opts o = tls_opts(f->addr, NULL);
+    struct tloop t;
+    baton_async_t *ac;
+    char token[BATON_MAX_TOKEN + 1];
+
+    o.token = "loopback-token";
+    tloop_init(&t);
+    ASSERT_EQ(open_with(&t, &o, &ac).status, 0);
+    a_close(&t, ac);
+    tloop_done(&t);
+    fk_last_token(f, token, sizeof token);
+    ASSERT_STREQ(token, "loopback-token");
+    fake_stop(f);
+}
+
+/* Plaintext to an address that is not loopback: no HELLO, the open
+ * fails at once with BATON_ETLS and says why. */
+TEST(plaintext_token_refused_elsewhere)
+{
+    struct fake *f = fake_start();
+    char addr[64];
+    baton_opts o;
+    struct tloop t;
+    baton_async_t *ac;
+    struct rec r;
+
+    unspecified_addr(f, addr, sizeof addr);
+    o = tls_opts(addr, NULL);
+    o.token = "not-for-the-network";
+    tloop_init(&t);
+    r = open_with(&t, &o, &ac);
+    expect_refusal(&r, BATON_ETLS, addr, "in clear", "tls_ca_file", (const char *)NULL);
+    baton_async_free(ac);
+    tloop_done(&t);
+    ASSERT_EQ(FK_GET(f, n_hello), 0);
+    /* Without a token the same address is served. */
+    o.token = NULL;
+    tloop_init(&t);
+    ASSERT_EQ(open_with(&t, &o, &ac).status, 0);
+    a_close(&t, ac);
+    tloop_done(&t);
+    fake_stop(f);
+}
+
+/* A plaintext REDIRECT to an address that is not loopback: the token is
+ * not sent there. */
+TEST(plaintext_redirect_gets_no_token)
+{
+    struct fake *fa = fake_start(), *fb = fake_start();
+    baton_opts o = tls_opts(fa->addr, NULL);
+    struct tloop t;
+    baton_async_t *ac;
+    struct rec r;
+    char addr[64];
+
+    unspecified_addr(fb, addr, sizeof addr);
+    fk_redirect(fa, addr);
+    o.token = "not-for-the-redirect";
+    tloop_init(&t);
+    r = open_with(&t, &o, &ac);
+    expect_refusal(&r, BATON_ETLS, addr, "in clear", (const char *)NULL);
+    baton_async_free(ac);
+    tloop_done(&t);
+    ASSERT_EQ(FK_GET(fa, n_redirect), 1);
+    ASSERT_EQ(FK_GET(fb, n_hello), 0);
+    fake_stop(fa);
+    fake_stop(fb);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -551,6 +636,9 @@ int main(int argc, char **argv)
     RUN(refusal_while_open_is_retried);
     RUN(blocking_over_tls);
     RUN(bad_tls_options);
+    RUN(plaintext_token_sent_to_loopback);
+    RUN(plaintext_token_refused_elsewhere);
+    RUN(plaintext_redirect_gets_no_token);
     suite_dir_done();
     return runner_done();
 }

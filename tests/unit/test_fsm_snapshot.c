@@ -10,6 +10,8 @@
 #include "tests/unit/fsm_fixture.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 
 #include "storage/store_test.h"
 #include "tests/lib/clock.h"
@@ -542,6 +544,85 @@ TEST(map_growth_waits_for_a_running_snapshot)
     teardown(&f);
 }
 
+/* A flush that blocks until released, as one on a busy disk would. */
+struct slow_flush {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool in_flush, released;
+};
+
+static void slow_flush_hook(void *arg)
+{
+    struct slow_flush *sf = arg;
+
+    pthread_mutex_lock(&sf->mu);
+    sf->in_flush = true;
+    pthread_cond_broadcast(&sf->cv);
+    while (!sf->released) pthread_cond_wait(&sf->cv, &sf->mu);
+    pthread_mutex_unlock(&sf->mu);
+}
+
+struct grower {
+    struct fixture *f;
+    uint64_t session, seq;
+    atomic_bool done;
+    pthread_t th;
+};
+
+static void *grower_main(void *arg)
+{
+    struct grower *g = arg;
+
+    for (int k = 0; k < 4; k++) apply_big(g->f, g->session, &g->seq, "slow", 500);
+    atomic_store(&g->done, true);
+    return NULL;
+}
+
+/* A growth while a snapshot's worker flushes the data file does not wait
+ * for the flush (batond's loop thread would be blocked meanwhile): it
+ * stops the snapshot, which the worker then finds cancelled. */
+TEST(map_growth_does_not_wait_for_a_snapshot_flush)
+{
+    struct fixture f;
+    struct slow_flush sf = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    struct writer w;
+    struct grower g = {.f = &f, .seq = 1};
+    store_snap *sn;
+    size_t before;
+    bool grew = false;
+
+    setup(&f);
+    g.session = open_session(&f);
+    ASSERT_EQ(store__set_map_size(f.s, 64 * 1024), 0);
+    before = store__map_size(f.s);
+    store__set_snapshot_sync_hook(f.s, slow_flush_hook, &sf);
+    ASSERT_EQ(store_snapshot_begin(f.s, &sn), 0);
+    writer_start(&w, sn);
+    pthread_mutex_lock(&sf.mu);
+    while (!sf.in_flush) pthread_cond_wait(&sf.cv, &sf.mu);
+    pthread_mutex_unlock(&sf.mu);
+    atomic_init(&g.done, false);
+    ASSERT_EQ(pthread_create(&g.th, NULL, grower_main, &g), 0);
+    for (int i = 0; i < 1000 && !grew; i++) { /* 10 s */
+        grew = atomic_load(&g.done);
+        if (!grew) sleep_ms(10);
+    }
+    pthread_mutex_lock(&sf.mu);
+    sf.released = true;
+    pthread_cond_broadcast(&sf.cv);
+    pthread_mutex_unlock(&sf.mu);
+    ASSERT_EQ(pthread_join(g.th, NULL), 0);
+    writer_join(&w);
+    if (!grew) FAIL("the map's growth waited for the snapshot's flush");
+    ASSERT_GT(store__map_size(f.s), before);
+    ASSERT_EQ(w.rv, BATON_ECANCELED);
+    ASSERT_UEQ(w.out.len, 0);
+    store_snapshot_end(sn);
+    store__set_snapshot_sync_hook(f.s, NULL, NULL);
+    ASSERT_EQ(count_in(&f, DB_LOCKS), 2000);
+    teardown(&f);
+}
+
 /* The map grows in bounded steps: it doubles while it is smaller than the
  * step cap, then grows by the cap at a time (store_next_growth), so that a
  * growth never needs more free disk than the cap (docs/operations.md,
@@ -863,6 +944,7 @@ int main(int argc, char **argv)
     RUN(snapshot_in_steps_is_the_state_at_begin);
     RUN(map_growth_stops_an_open_snapshot);
     RUN(map_growth_waits_for_a_running_snapshot);
+    RUN(map_growth_does_not_wait_for_a_snapshot_flush);
     RUN(map_grows_in_bounded_steps);
     RUN(digest_follows_the_documented_hash);
     RUN(digest_equal_for_equal_entries);

@@ -9,6 +9,10 @@
  *    lock is not granted to it later;
  *  - batch: requests read in one loop turn share one entry;
  *  - access: a principal limited to a prefix is refused outside it;
+ *  - access, observe, watch: nor does it see another prefix's lock names
+ *    in METRICS, or in a watch taken before SIGHUP narrowed its prefixes;
+ *  - listen, access: a connection parked while the new leader is not
+ *    serving yet, then closed by SIGHUP, is not read again;
  *  - liveness: a session whose client falls silent expires, its lock goes
  *    to the next waiter and the client is told; keepalives keep it;
  *  - watch: a WATCH sees the lock's state, then each change;
@@ -16,11 +20,15 @@
  *    and one that starts leading does; a waiter kept across a lost and
  *    regained leadership is still granted.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "baton/baton.h"
 #include "tests/lib/aclient.h"
+#include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/runner.h"
 #include "tests/lib/tls_sock.h"
@@ -382,6 +390,256 @@ TEST(watch_sees_the_state_then_each_change)
     lf_stop(&f);
 }
 
+/* The one connection of f's server (on the loop thread). */
+static struct conn *only_conn(struct lf *f)
+{
+    for (size_t i = 0; i < f->srv.conns.cap; i++)
+        if (f->srv.conns.slots[i].key) return f->srv.conns.slots[i].val;
+    return NULL;
+}
+
+static void shrink_sndbuf(struct lf *f, void *arg)
+{
+    struct conn *c = only_conn(f);
+    uv_os_fd_t fd;
+    int small = 4096;
+
+    (void)arg;
+    if (c != NULL && uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+}
+
+static void not_ready(struct lf *f, void *arg)
+{
+    (void)arg;
+    f->srv.ready = false; /* a new leader whose barrier has not committed */
+}
+
+static void conn_state(struct lf *f, void *arg)
+{
+    struct conn *c = only_conn(f);
+    size_t *out = arg; /* parked, closing, input bytes, open at all */
+
+    out[0] = c != NULL && c->parked;
+    out[1] = c != NULL && c->closing;
+    out[2] = c != NULL ? c->in.len : 0;
+    out[3] = c != NULL;
+}
+
+static void sighup_then_unpark(struct lf *f, void *arg)
+{
+    (void)arg;
+    access_reload(&f->srv);
+    listen_unpark_soon(&f->srv);
+}
+
+/*
+ * A parked connection whose principal SIGHUP removes is closing, its ERROR
+ * unwritten while its client reads nothing. The unpark that follows must
+ * not read it again: its input would grow as long as the client writes,
+ * since a closing connection's frames are never handled.
+ */
+TEST(parked_conn_closed_by_sighup_is_not_read_again)
+{
+    struct lf f;
+    char token[72], line[512], path[300], flag_path[320];
+    const char *extra[] = {"--auth-file", flag_path, "--election-timeout", "5000", NULL};
+    struct tls_sock s;
+    struct msg m = {.type = MSG_STATUS}, acq = {.type = MSG_ACQUIRE, .req_id = 9};
+    struct buf flood = {0};
+    size_t st[4] = {0}, sent = 0;
+    int64_t until;
+    FILE *fp;
+
+    ASSERT_EQ(cluster_token("alice", "client", NULL, token, line, sizeof line), 0);
+    snprintf(path, sizeof path, "/tmp/baton-leader-auth-%d", (int)getpid());
+    fp = fopen(path, "w");
+    ASSERT(fp != NULL);
+    fputs(line, fp);
+    fclose(fp);
+    snprintf(flag_path, sizeof flag_path, "%s", path);
+    lf_start(&f, extra);
+    if (tls_sock_connect(&s, atoi(strrchr(f.endpoint, ':') + 1),
+                         &(struct tls_sock_cfg){.rcvbuf = 4096}, 2000) != 0)
+        FAIL("connect: %s", s.err);
+    if (tls_sock_hello(&s, token, NULL) != 0) FAIL("hello: %s", s.err);
+    lf_on_loop(&f, shrink_sndbuf, NULL);
+    /* Replies the client does not read, until the node cannot write more. */
+    for (int i = 0; i < 3000; i++) {
+        m.req_id = 100 + (uint64_t)i;
+        ASSERT_EQ(tls_sock_send_msg(&s, &m), 0);
+    }
+    usleep(300 * 1000);
+    lf_on_loop(&f, not_ready, NULL);
+    acq.u.op.session = 1;
+    acq.u.op.seq = 1;
+    acq.u.op.lock = P("p");
+    acq.u.op.lock_delay_ms = BATON_LOCK_DELAY_NONE;
+    ASSERT_EQ(tls_sock_send_msg(&s, &acq), 0);
+    for (int i = 0; i < 500 && !st[0]; i++) {
+        usleep(10 * 1000);
+        lf_on_loop(&f, conn_state, st);
+    }
+    ASSERT(st[0]); /* parked */
+    fp = fopen(path, "w"); /* alice is gone */
+    ASSERT(fp != NULL);
+    fclose(fp);
+    lf_on_loop(&f, sighup_then_unpark, NULL);
+    lf_on_loop(&f, conn_state, st);
+    ASSERT(st[1]); /* closing, its ERROR not written */
+    /* The client writes on: 16 MiB, or as much as the node takes in 2 s. */
+    for (int i = 0; i < 1000; i++) ASSERT_EQ(proto_encode(&flood, &m), 0);
+    until = now_ms() + 2000;
+    while (now_ms() < until && sent < (16u << 20)) {
+        ssize_t w = send(s.fd, flood.data, flood.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w > 0) sent += (size_t)w;
+        else if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) break;
+        else usleep(5 * 1000);
+    }
+    usleep(200 * 1000);
+    lf_on_loop(&f, conn_state, st);
+    ASSERT(st[3]); /* still there: its ERROR is still not written */
+    if (st[2] > (1u << 20))
+        FAIL("a closing connection was read again: %zu bytes buffered of %zu sent", st[2], sent);
+    buf_free(&flood);
+    tls_sock_close(&s);
+    lf_stop(&f);
+    unlink(path);
+}
+
+/* Write the auth file at path: the lines given, each ending in '\n'. */
+static void write_auth(const char *path, const char *a, const char *b)
+{
+    FILE *fp = fopen(path, "w");
+
+    if (fp == NULL) FAIL("cannot write %s", path);
+    fputs(a, fp);
+    if (b != NULL) fputs(b, fp);
+    fclose(fp);
+}
+
+/* The METRICS text s's principal gets, into *out (NUL-terminated). */
+static void raw_metrics(struct tls_sock *s, struct buf *out)
+{
+    struct msg m = {.type = MSG_METRICS, .req_id = 77}, r;
+
+    if (tls_sock_request(s, &m, &r, 5000) != 0) FAIL("metrics: %s", s->err);
+    ASSERT_EQ(r.type, MSG_METRICS_R);
+    for (uint32_t i = 0; i < r.u.metrics_r.n; i++)
+        ASSERT_EQ(buf_put(out, r.u.metrics_r.chunks[i].text.p, r.u.metrics_r.chunks[i].text.n), 0);
+    ASSERT_EQ(buf_put(out, "", 1), 0);
+    msg_free(&r);
+}
+
+/* ACQUIRE name for session, waiting up to a minute; the answer not read. */
+static void raw_queue(struct tls_sock *s, uint64_t session, uint64_t seq, const char *name)
+{
+    struct msg m = {.type = MSG_ACQUIRE, .req_id = 500 + seq};
+
+    m.u.op.session = session;
+    m.u.op.seq = seq;
+    m.u.op.lock = (struct pstr){name, strlen(name)};
+    m.u.op.lock_delay_ms = BATON_LOCK_DELAY_NONE;
+    m.u.op.wait_ms = 60000;
+    ASSERT_EQ(tls_sock_send_msg(s, &m), 0);
+}
+
+/* WATCH name with req_id on s: its first event read. */
+static void raw_watch(struct tls_sock *s, uint64_t req_id, const char *name)
+{
+    struct msg m = {.type = MSG_WATCH, .req_id = req_id}, ev;
+
+    m.u.watch.lock = (struct pstr){name, strlen(name)};
+    ASSERT_EQ(tls_sock_send_msg(s, &m), 0);
+    ASSERT_EQ(raw_wait_for(s, MSG_WATCH_EVENT, &ev, 2000), 0);
+    ASSERT_UEQ(ev.req_id, req_id);
+    msg_free(&ev);
+}
+
+/*
+ * A principal limited to prefixes reads no other prefix's lock name: not
+ * in METRICS (the longest queues' gauges are labelled with lock names),
+ * and not through a watch taken before SIGHUP narrowed its prefixes --
+ * that watch ends with ERROR(BATON_EPERM) under its WATCH's req_id, while
+ * its watch of a lock still within its prefixes goes on.
+ */
+TEST(prefix_principal_sees_no_other_prefix_in_metrics_or_watches)
+{
+    struct lf f;
+    char atok[72], aline[512], rtok[72], rline[512], narrowed[512], path[300];
+    const char *extra[] = {"--auth-file", path, NULL};
+    struct tls_sock adm, rd;
+    struct buf text = {0};
+    struct msg m;
+    uint64_t s1, s2;
+
+    ASSERT_EQ(cluster_token("root", "admin", NULL, atok, aline, sizeof aline), 0);
+    ASSERT_EQ(cluster_token("viewer", "read", "prefixes=jobs/,keep/", rtok, rline, sizeof rline),
+              0);
+    ASSERT_EQ(cluster_token_line("viewer", "read", "prefixes=keep/", rtok, narrowed,
+                                 sizeof narrowed),
+              0);
+    snprintf(path, sizeof path, "/tmp/baton-leader-auth-%d", (int)getpid());
+    write_auth(path, aline, rline);
+    lf_start(&f, extra);
+    if (tls_sock_connect(&adm, atoi(strrchr(f.endpoint, ':') + 1), &(struct tls_sock_cfg){0},
+                         2000) != 0)
+        FAIL("connect: %s", adm.err);
+    if (tls_sock_hello(&adm, atok, NULL) != 0) FAIL("hello: %s", adm.err);
+    if (tls_sock_connect(&rd, atoi(strrchr(f.endpoint, ':') + 1), &(struct tls_sock_cfg){0},
+                         2000) != 0)
+        FAIL("connect: %s", rd.err);
+    if (tls_sock_hello(&rd, rtok, NULL) != 0) FAIL("hello: %s", rd.err);
+    /* A queue on "mail/secret" and on "jobs/open": both are among the
+     * longest queues. */
+    s1 = raw_open(&adm, 60000);
+    s2 = raw_open(&adm, 60000);
+    ASSERT_EQ(raw_trylock(&adm, s1, 1, "mail/secret"), 0);
+    ASSERT_EQ(raw_trylock(&adm, s1, 2, "jobs/open"), 0);
+    raw_queue(&adm, s2, 1, "mail/secret");
+    raw_queue(&adm, s2, 2, "jobs/open");
+    usleep(200 * 1000);
+    raw_metrics(&adm, &text);
+    ASSERT(strstr((char *)text.data, "lock=\"mail/secret\"") != NULL);
+    ASSERT(strstr((char *)text.data, "lock=\"jobs/open\"") != NULL);
+    buf_reset(&text);
+    raw_metrics(&rd, &text);
+    ASSERT(strstr((char *)text.data, "lock=\"jobs/open\"") != NULL);
+    if (strstr((char *)text.data, "mail/secret") != NULL)
+        FAIL("METRICS shows a principal limited to jobs/,keep/ the lock mail/secret");
+    buf_free(&text);
+
+    raw_watch(&rd, 41, "jobs/open");
+    raw_watch(&rd, 42, "keep/k");
+    write_auth(path, aline, narrowed);
+    ASSERT_EQ(kill(getpid(), SIGHUP), 0);
+    if (raw_wait_for(&rd, MSG_ERROR, &m, 5000) != 0)
+        FAIL("the watch of jobs/open was not ended by SIGHUP: %s", rd.err);
+    ASSERT_UEQ(m.req_id, 41);
+    ASSERT_EQ(m.u.error.code, BATON_EPERM);
+    msg_free(&m);
+    /* Both locks change: only keep/k's watch is told. */
+    ASSERT_EQ(raw_trylock(&adm, s1, 3, "keep/k"), 0);
+    ASSERT_EQ(raw_trylock(&adm, s1, 4, "jobs/other"), 0);
+    {
+        struct msg rel = {.type = MSG_RELEASE, .req_id = 600}, r;
+        rel.u.op.session = s1;
+        rel.u.op.seq = 5;
+        rel.u.op.lock = P("jobs/open");
+        ASSERT_EQ(tls_sock_request(&adm, &rel, &r, 2000), 0);
+        msg_free(&r);
+    }
+    ASSERT_EQ(raw_wait_for(&rd, MSG_WATCH_EVENT, &m, 2000), 0);
+    ASSERT_UEQ(m.req_id, 0);
+    ASSERT(m.u.watch_event.info.lock.n == 6 && memcmp(m.u.watch_event.info.lock.p, "keep/k", 6) == 0);
+    msg_free(&m);
+    ASSERT_NE(tls_sock_recv_msg(&rd, &m, 300), 0); /* nothing of jobs/open */
+    tls_sock_close(&rd);
+    tls_sock_close(&adm);
+    lf_stop(&f);
+    unlink(path);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -391,6 +649,8 @@ int main(int argc, char **argv)
     RUN(wait_deadline_cancels_the_wait);
     RUN(requests_of_one_turn_share_an_entry);
     RUN(prefix_principal_refused_outside_its_prefix);
+    RUN(parked_conn_closed_by_sighup_is_not_read_again);
+    RUN(prefix_principal_sees_no_other_prefix_in_metrics_or_watches);
     RUN(silent_session_expires_and_its_lock_moves_on);
     RUN(keepalives_keep_a_session);
     RUN(watch_sees_the_state_then_each_change);

@@ -17,7 +17,7 @@ static const char *render(void)
     static struct buf b;
 
     buf_free(&b);
-    ASSERT_EQ(metrics_render(&b), 0);
+    ASSERT_EQ(metrics_render(&b, NULL, NULL), 0);
     ASSERT_EQ(buf_put(&b, "", 1), 0);
     return (const char *)b.data;
 }
