@@ -187,7 +187,10 @@ void guard_input_done(struct conn *c, bool consumed)
 {
     if (c->in.len == 0) {
         c->partial_since = 0;
-        if (c->in.cap > GUARD_IN_KEEP) buf_free(&c->in);
+        if (c->in.cap > GUARD_IN_KEEP) {
+            buf_free(&c->in);
+            input_account(c);
+        }
     } else if (c->backlogged) {
         c->partial_since = 0; /* whole frames wait on this server, not the client */
     } else if (c->partial_since == 0 || consumed) {
