@@ -32,7 +32,7 @@
 #include "server/server_int.h"
 
 #define LIVENESS_TICK_MS 50
-#define LIVENESS_EXPIRE_INFLIGHT 128
+#define LIVENESS_EXPIRE_INFLIGHT 256
 
 /* An expiry was applied, or will not be (its lease is proposed again
  * after LEASE_RETRY_MS). Counts that a leadership change reset are not

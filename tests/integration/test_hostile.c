@@ -1141,6 +1141,105 @@ TEST(auth_big_frames_bounded)
     finish(b);
 }
 
+/* ---- many sessions expiring at one moment ---------------------------- */
+
+#define MASS 20000
+#define MASS_TTL_MS 8000
+
+/* How many times key occurs in node i's log. */
+static int log_count(int i, const char *key)
+{
+    static char text[16 << 20];
+    const char *p = text;
+    FILE *f = fopen(C.nodes[i].log, "r");
+    size_t n;
+    int count = 0;
+
+    ASSERT(f != NULL);
+    n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    while ((p = strstr(p, key)) != NULL) {
+        count++;
+        p += strlen(key);
+    }
+    return count;
+}
+
+static uint64_t leader_term(void)
+{
+    struct cluster_status st;
+
+    ASSERT_EQ(cluster_node_status(&C, L, &st, 10000), 0);
+    return st.term;
+}
+
+/*
+ * MASS sessions with a ttl of MASS_TTL_MS are opened (pipelined on one
+ * connection, never renewed), then leadership moves to another node, which
+ * gives every session a fresh lease at the same moment: all of them run
+ * out together. The new leader ends them all, keeps its term while doing
+ * so, and the bystander's lock and unlock never takes a second.
+ */
+TEST(mass_expiry_spread)
+{
+    struct buf req = {0};
+    struct msg m;
+    baton_t *b;
+    int64_t worst = 0, t0;
+    uint64_t term;
+    int fd, target;
+
+    start3();
+    b = normal_client();
+    fd = raw_connect(L);
+    hello(fd);
+    for (int i = 0; i < MASS; i++) {
+        memset(&m, 0, sizeof m);
+        m.type = MSG_OPEN_SESSION;
+        m.req_id = 100 + (uint64_t)i;
+        m.u.open_session.ttl_ms = MASS_TTL_MS;
+        m.u.open_session.nonce = 1 + (uint64_t)i;
+        ASSERT_EQ(proto_encode(&req, &m), 0);
+    }
+    send_bytes(fd, req.data, req.len);
+    for (int i = 0; i < MASS; i++) {
+        struct msg r;
+        uint8_t *frame;
+
+        ASSERT_EQ(recv_msg(fd, &r, &frame), 1);
+        if (r.type != MSG_SESSION) FAIL("OPEN_SESSION %d answered %s", i, msg_type_name(r.type));
+        msg_free(&r);
+        free(frame);
+    }
+    buf_free(&req);
+    /* another node leads: every session's lease starts again there, at once */
+    target = (L + 1) % C.n;
+    memset(&m, 0, sizeof m);
+    m.type = MSG_TRANSFER;
+    m.req_id = 7;
+    m.u.transfer.id = (uint32_t)target + 1;
+    expect_reply(fd, &m, MSG_TRANSFER_R);
+    close(fd);
+    L = cluster_wait_leader(&C, 15000);
+    ASSERT_EQ(L, target);
+    normal_lock_unlock(b, "bystander/moved");
+    term = leader_term();
+    t0 = now_ms();
+    while (now_ms() - t0 < MASS_TTL_MS + 8000 && log_count(L, "lease expired") < MASS)
+        timed_lock(b, &worst);
+    for (int i = 0; i < 20; i++) timed_lock(b, &worst);
+    fprintf(stderr, "# %d sessions ended on the new leader in %lld ms; its term %llu -> %llu; "
+            "the bystander's slowest lock: %lld ms\n", log_count(L, "lease expired"),
+            (long long)(now_ms() - t0), (unsigned long long)term,
+            (unsigned long long)leader_term(), (long long)worst);
+    ASSERT_GE(log_count(L, "lease expired"), MASS);
+    ASSERT_UEQ(leader_term(), term);
+    ASSERT_LT(worst, 1000);
+    all_alive();
+    finish(b);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -1157,5 +1256,6 @@ int main(int argc, char **argv)
     RUN(unread_replies_bounded);
     RUN(unauth_big_frames_refused);
     RUN(auth_big_frames_bounded);
+    RUN(mass_expiry_spread);
     return runner_done();
 }
