@@ -138,7 +138,9 @@
     V(REF_INPUT, "input")                 /* request bytes held, all connections     \
                                                      (--max-input-mb) */                    \
     V(REF_DISK_FULL, "disk-full")         /* --min-free-mb */                               \
-    V(REF_MAX_SESSIONS, "max-sessions")   /* the principal's max-sessions */
+    V(REF_MAX_SESSIONS, "max-sessions")   /* the principal's max-sessions= or           \
+                                             --max-sessions-per-principal, or the       \
+                                             sessions kept for admins */
 
 /* M_PUSHES: the type of a push sent to a client. */
 #define METRIC_PUSH_TYPES(V)                                                                \

@@ -3,8 +3,10 @@
  * processes, over raw sockets: garbage bytes, a frame claiming 4 GiB, a
  * 1 MB lock name, unknown message types, a wrong protocol version, half a
  * frame and then silence, 10,000 connections at once, one session
- * queueing 100,000 waits, and a dozen clients that stop reading their
- * replies.
+ * queueing 100,000 waits, a dozen clients that stop reading their
+ * replies, hundreds of connections each sending most of a 1 MiB frame
+ * (before HELLO, and after it), and 20,000 sessions whose leases run out
+ * at one moment.
  *
  * For every case the test checks that
  *  - the offending connection gets a clear answer: an ERROR frame with a
