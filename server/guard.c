@@ -96,6 +96,7 @@ static void sweep_cb(uv_timer_t *t)
     size_t n = 0, cap = 0;
 
     sweep_handshakes(srv, now);
+    input_trim(srv);
     for (size_t i = 0; i < srv->conns.cap; i++) {
         struct conn *c;
 

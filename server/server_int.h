@@ -301,6 +301,7 @@ struct server {
                                kept under --max-unread-mb */
     size_t input;           /* bytes of all connections' input buffers (input.c):
                                kept under --max-input-mb */
+    size_t input_freed;     /* input buffer bytes freed since the last trim (input.c) */
     struct conn *unauth_head, *unauth_tail; /* not through HELLO yet, by age (conn.c) */
     size_t n_unauth;
     struct u64map sessions; /* id -> struct srv_session (push.c; ready leader only) */
@@ -451,6 +452,9 @@ void input_account(struct conn *c);
  * connections holding the most, largest first, with ERROR(BATON_ELIMIT)
  * and a warning, and give back their buffers. */
 void input_check(struct server *srv);
+/* Input buffers of many MiB were freed since the last call: return the
+ * allocator's free pages to the system (called by guard.c's sweep). */
+void input_trim(struct server *srv);
 /* Before HELLO: does the frame at the head of c's input claim more than
  * CONN_UNAUTH_FRAME bytes? Then c has been answered ERROR(BATON_ETOOBIG)
  * and is closing: true. Decided from the 4-byte header alone. */

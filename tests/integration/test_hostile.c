@@ -933,7 +933,7 @@ TEST(unread_replies_bounded)
 /* Growth of the leader's VmRSS allowed while they are held, and left
  * once they are gone. */
 #define BIG_HELD_KB (100 * 1024)
-#define BIG_LEFT_KB (24 * 1024)
+#define BIG_LEFT_KB (8 * 1024)
 /* big frames: the frame timeout must not be what ends them */
 static const char *const EXTRA_BIG[] = {"--max-conns", "1000", "--frame-timeout", "60000",
                                         "--max-input-mb", "32", NULL};
