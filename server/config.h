@@ -36,6 +36,10 @@ struct srv_config {
                                        is closed to admit one more */
     unsigned max_unread_mb;         /* unread replies of all connections together; beyond
                                        it the largest are closed (conn.c) */
+    unsigned max_sessions_per_principal; /* sessions one principal may have open, unless
+                                       its max-sessions= says otherwise; 0: no cap */
+    unsigned max_input_mb;          /* bytes held in the input buffers of all connections
+                                       together; beyond it the largest are closed (input.c) */
     /* Observability (docs/operations.md, "Metrics and health"). */
     const char *metrics_addr;       /* serve /metrics, /healthz, /readyz over HTTP here
                                        ("a.b.c.d:port", points into argv); NULL: not at all */

@@ -95,6 +95,19 @@ const struct flag config_flags[] = {
      "replies that clients have not read yet, all connections together; beyond it the "
      "connections with the most unread are closed, largest first (each one is also cut off "
      "at 64 MiB)"},
+    {"max-sessions-per-principal", "N", FLAG_UINT, AT(max_sessions_per_principal), 0, 0,
+     1000000, 10000, NULL, NULL, "--max-sessions-per-principal needs a number of sessions",
+     NULL,
+     "with --auth-file, sessions one principal may have open at once unless its "
+     "max-sessions= says otherwise (0: no cap); one more OPEN_SESSION is answered "
+     "ERROR(BATON_ELIMIT). Without --auth-file every client is the one anonymous admin and "
+     "has no cap"},
+    {"max-input-mb", "N", FLAG_UINT, AT(max_input_mb), 0, 1, 1000000, 256, NULL, NULL,
+     "--max-input-mb needs a positive number of MiB", NULL,
+     "request bytes held in the input buffers of all connections together (each holds at "
+     "most one frame, 1 MiB, and a read; before HELLO a frame is at most 4 KiB); beyond it "
+     "the connections holding the most are answered ERROR(BATON_ELIMIT) and closed, largest "
+     "first"},
     {"max-inflight", "N", FLAG_UINT, AT(max_inflight), 0, 0, 1000000, 1, NULL, NULL,
      "--max-inflight needs a number of entries", NULL,
      "under load (the entries in flight carry 8 commands or more), the leader's entries "

@@ -89,6 +89,9 @@ void conn_destroy(struct conn *c)
     if (c->closed) return;
     c->closed = true;
     unread_account(c);
+    c->srv->input -= c->in_held; /* input.c's count: the buffer is about to go */
+    c->srv->input_freed += c->in_held;
+    c->in_held = 0;
     unauth_unlink(c);
     u64map_del(&c->srv->conns, c->id);
     if (c->n_watches > 0 && c->srv->conn_gone != NULL) c->srv->conn_gone(c->srv, c);

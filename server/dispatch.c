@@ -138,13 +138,14 @@ static void propose(struct conn *c, const struct msg *m, const struct cmd *cmd,
     }
     if (cmd->session) push_attach(c->srv, cmd->session, c->id);
     if (disk_refuse(c, m->req_id, cmd->type)) return; /* answered ERROR(BATON_ENOSPC) */
-    if (cmd->type == CMD_OPEN_SESSION &&
-        !liveness_open_reserve(c->srv, who->key, who->max_sessions)) {
-        metrics_inc_label(M_REFUSALS, REF_MAX_SESSIONS);
-        conn_send_error(c, m->req_id, BATON_ELIMIT,
-                        "principal '%s' has its %u sessions open (max-sessions in the auth file)",
-                        who->name, who->max_sessions);
-        return;
+    if (cmd->type == CMD_OPEN_SESSION) {
+        char why[BATON_MAX_ERRMSG];
+
+        if (liveness_open_reserve(c->srv, who, why, sizeof why) != 0) {
+            metrics_inc_label(M_REFUSALS, REF_MAX_SESSIONS);
+            conn_send_error(c, m->req_id, BATON_ELIMIT, "%s", why);
+            return;
+        }
     }
     pending_init(&p, done, c->id, m->req_id, cmd);
     p.owner = who->key;

@@ -96,6 +96,7 @@ static void sweep_cb(uv_timer_t *t)
     size_t n = 0, cap = 0;
 
     sweep_handshakes(srv, now);
+    input_trim(srv);
     for (size_t i = 0; i < srv->conns.cap; i++) {
         struct conn *c;
 
@@ -187,7 +188,10 @@ void guard_input_done(struct conn *c, bool consumed)
 {
     if (c->in.len == 0) {
         c->partial_since = 0;
-        if (c->in.cap > GUARD_IN_KEEP) buf_free(&c->in);
+        if (c->in.cap > GUARD_IN_KEEP) {
+            buf_free(&c->in);
+            input_account(c);
+        }
     } else if (c->backlogged) {
         c->partial_since = 0; /* whole frames wait on this server, not the client */
     } else if (c->partial_since == 0 || consumed) {

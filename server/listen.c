@@ -40,10 +40,8 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
         b->len = LISTEN_RBUF;
         return;
     }
-    /* server/xmalloc.h's policy: not a silent close of the connection */
-    if (buf_reserve(&c->in, 64 * 1024) != 0) xalloc_failed("a connection's input buffer");
+    b->len = input_reserve(c, CONN_READ);
     b->base = (char *)c->in.data + c->in.len;
-    b->len = c->in.cap - c->in.len;
 }
 
 static void park_timer_cb(uv_timer_t *t);
@@ -136,6 +134,7 @@ static void conn_process(struct conn *c)
     while (!c->closing && !c->closed) {
         struct msg m;
 
+        if (input_unauth_too_big(c, off)) break; /* answered, closing */
         rv = proto_frame_check(c->in.data + off, c->in.len - off, &frame_len);
         if (rv == 0) break;
         if (rv == 1 && !budget_left(c->srv, visit)) {
@@ -186,6 +185,7 @@ static void conn_process(struct conn *c)
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 {
     struct conn *c = s->data;
+    int rv;
     (void)b;
 
     if (nread < 0) {
@@ -197,7 +197,11 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
     if (nread == 0) return;
     metrics_add(M_BYTES_IN, (uint64_t)nread);
     if (c->tls != NULL) {
-        if (conn_tls_input(c, c->srv->rbuf, (size_t)nread) != 0) {
+        /* the plaintext is no longer than the record it came in */
+        input_reserve(c, (size_t)nread);
+        rv = conn_tls_input(c, c->srv->rbuf, (size_t)nread);
+        input_account(c);
+        if (rv != 0) {
             conn_close(c); /* an alert or an ERROR is queued */
             return;
         }
@@ -205,6 +209,7 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
         c->in.len += (size_t)nread;
     }
     conn_process(c);
+    input_check(c->srv);
 }
 
 /* Which of srv's listeners h is: a bit of srv->accept_deferred. */

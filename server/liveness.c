@@ -8,41 +8,64 @@
  * ran out; the store then releases the session's locks (each to its next
  * waiter) and drops its waits.
  *
+ * Expiries are spread: at most LIVENESS_EXPIRE_INFLIGHT are proposed and
+ * not yet applied at once, so that sessions whose leases run out together
+ * -- 20,000 opened at one moment with one ttl -- end over a few entries
+ * of that many each rather than in one entry whose apply (each session's
+ * locks handed on) would hold the loop on every node; the others wait for
+ * the following ticks.
+ *
+ * Who may open a session: a principal has at most its cap open or opening
+ * (liveness_open_reserve), and the last SESSION_ADMIN_RESERVE of the
+ * store's STORE_MAX_SESSIONS are kept for admin principals.
+ *
  * A new leader first commits its barrier (raft/node.c), then gives every
  * session in the store a full fresh lease -- it cannot know how long each
  * was silent before -- and only then starts expiring. A node that stops
  * leading forgets all leases at once.
  */
+#include <stdio.h>
+
 #include "baton/baton_defs.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/server_int.h"
 
 #define LIVENESS_TICK_MS 50
-#define LIVENESS_BATCH 256
+#define LIVENESS_EXPIRE_INFLIGHT 256
+
+/* An expiry was applied, or will not be (its lease is proposed again
+ * after LEASE_RETRY_MS). Counts that a leadership change reset are not
+ * taken below zero. */
+static void expiry_done(struct server *srv, const struct pending *p, const struct cmd_outcome *o)
+{
+    (void)p;
+    (void)o;
+    if (srv->expiries_inflight > 0) srv->expiries_inflight--;
+}
 
 static void propose_expiry(struct server *srv, uint64_t session)
 {
     struct cmd cmd = {.type = CMD_EXPIRE_SESSION, .session = session};
     struct pending p;
 
-    pending_init(&p, NULL, 0, 0, &cmd);
+    pending_init(&p, expiry_done, 0, 0, &cmd);
     log_info("session %llu: lease expired", (unsigned long long)session);
     metrics_inc(M_LEASE_EXPIRIES);
+    srv->expiries_inflight++;
     batch_add(srv, &cmd, &p);
 }
 
 static void tick(uv_timer_t *t)
 {
     struct server *srv = t->data;
-    uint64_t expired[LIVENESS_BATCH];
+    uint64_t expired[LIVENESS_EXPIRE_INFLIGHT];
     size_t n;
 
-    if (!srv->ready) return;
-    do {
-        n = lease_collect_expired(&srv->leases, uv_now(srv->loop), expired, LIVENESS_BATCH);
-        for (size_t i = 0; i < n; i++) propose_expiry(srv, expired[i]);
-    } while (n == LIVENESS_BATCH);
+    if (!srv->ready || srv->expiries_inflight >= LIVENESS_EXPIRE_INFLIGHT) return;
+    n = lease_collect_expired(&srv->leases, uv_now(srv->loop), expired,
+                              LIVENESS_EXPIRE_INFLIGHT - srv->expiries_inflight);
+    for (size_t i = 0; i < n; i++) propose_expiry(srv, expired[i]);
 }
 
 /* ---- sessions per owner (max-sessions=, server/auth.h) ---- */
@@ -65,16 +88,44 @@ static void owner_add(struct server *srv, uint64_t owner, int delta)
         xu64map_put(&srv->owner_sessions, owner, (void *)n);
 }
 
-bool liveness_open_reserve(struct server *srv, uint64_t owner, uint32_t max)
+/* The sessions who may have open at once, 0 for no cap. */
+static uint32_t owner_cap(const struct server *srv, const struct principal *who)
 {
-    if (owner != 0 && max != 0 && owner_count(srv, owner) >= max) return false;
-    owner_add(srv, owner, +1);
-    return true;
+    if (who->key == 0) return 0; /* the anonymous admin: every client without --auth-file */
+    return who->max_sessions ? who->max_sessions : srv->cfg.max_sessions_per_principal;
+}
+
+int liveness_open_reserve(struct server *srv, const struct principal *who, char *why, size_t cap)
+{
+    uint32_t max = owner_cap(srv, who);
+    size_t open = lease_count(&srv->leases) + srv->n_opening;
+
+    if (max != 0 && owner_count(srv, who->key) >= max) {
+        snprintf(why, cap, "principal '%s' has its %u sessions open (%s)", who->name, max,
+                 who->max_sessions ? "max-sessions= in the auth file"
+                                   : "batond's --max-sessions-per-principal");
+        return BATON_ELIMIT;
+    }
+    if (who->role != MSG_ROLE_ADMIN && open >= STORE_MAX_SESSIONS - SESSION_ADMIN_RESERVE) {
+        snprintf(why, cap, "%zu sessions are open: the last %u of the %u a cluster holds are "
+                 "kept for admins", open, SESSION_ADMIN_RESERVE, STORE_MAX_SESSIONS);
+        return BATON_ELIMIT;
+    }
+    owner_add(srv, who->key, +1);
+    srv->n_opening++;
+    return 0;
+}
+
+/* An OPEN_SESSION reserved above is no longer in flight. */
+static void opening_done(struct server *srv)
+{
+    if (srv->n_opening > 0) srv->n_opening--;
 }
 
 void liveness_open_release(struct server *srv, uint64_t owner)
 {
     owner_add(srv, owner, -1);
+    opening_done(srv);
 }
 
 bool liveness_owner(struct server *srv, uint64_t session, uint64_t *owner)
@@ -86,6 +137,8 @@ static void owners_clear(struct server *srv)
 {
     u64map_free(&srv->owner_sessions);
     u64map_init(&srv->owner_sessions);
+    srv->n_opening = 0;
+    srv->expiries_inflight = 0;
 }
 
 void liveness_init(struct server *srv)
@@ -164,6 +217,7 @@ uint32_t liveness_opened(struct server *srv, uint64_t session, uint32_t ttl_ms, 
         liveness_touch(srv, session);
         return ttl;
     }
+    opening_done(srv);
     lease_grant(&srv->leases, session, ttl_ms, uv_now(srv->loop));
     lease_set_owner(&srv->leases, session, owner);
     return ttl_ms;

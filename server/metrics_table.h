@@ -135,8 +135,12 @@
     V(REF_MALFORMED, "malformed")         /* a frame that cannot be decoded */              \
     V(REF_TLS, "tls")                     /* a TLS handshake or TLS/plaintext mismatch */   \
     V(REF_UNREAD, "unread")               /* replies left unread (64 MiB, --max-unread-mb) */ \
+    V(REF_INPUT, "input")                 /* request bytes held, all connections     \
+                                                     (--max-input-mb) */                    \
     V(REF_DISK_FULL, "disk-full")         /* --min-free-mb */                               \
-    V(REF_MAX_SESSIONS, "max-sessions")   /* the principal's max-sessions */
+    V(REF_MAX_SESSIONS, "max-sessions")   /* the principal's max-sessions= or           \
+                                             --max-sessions-per-principal, or the       \
+                                             sessions kept for admins */
 
 /* M_PUSHES: the type of a push sent to a client. */
 #define METRIC_PUSH_TYPES(V)                                                                \

@@ -66,6 +66,9 @@
  *  [10] peers.c         which nodes may open a raft connection (peer TLS)
  *  [11] conn_tls.c      TLS on the client port; a TLS/plaintext mismatch's
  *                       error
+ *  [11] input.c         a connection's input buffer: grown for the frame
+ *                       it holds (small before HELLO), and the bound on
+ *                       the input of all connections (--max-input-mb)
  *  [12] conn.c          a client connection: send, close, write once per
  *                       loop turn; the bound on unread replies (per
  *                       connection, and in all)
@@ -115,6 +118,10 @@
 #define LISTEN_MORE 3            /* client listeners beyond the first (a name's addresses) */
 #define CONN_MAX_OUT (64u << 20) /* a client that reads nothing is cut off here */
 #define CONN_OUT_KEEP (64u << 10) /* an emptied output buffer larger than this is freed */
+#define CONN_READ (64u << 10)    /* bytes one read of an authenticated connection asks for */
+/* The largest frame before HELLO is accepted: the largest HELLO (a 64-byte
+ * client name and a 256-byte token: 338 bytes) with room to spare. */
+#define CONN_UNAUTH_FRAME 4096u
 #define WATCH_MAX_PER_CONN 64    /* WATCHes one connection may hold */
 #define WATCH_MAX_TOTAL 65536    /* WATCHes the server holds in all */
 #define BACKUP_MAX 1             /* SNAPSHOT_SAVEs one node serves at once (backup.c) */
@@ -157,6 +164,7 @@ struct conn {
     bool shed;              /* closed for its unread replies: its output is dropped
                                and the end of the loop turn destroys it (conn.c) */
     size_t unread;          /* out + writing + net, as counted in srv->unread */
+    size_t in_held;         /* in.cap, as counted in srv->input (input.c) */
     uint32_t n_watches;     /* locks this connection watches (watch.c) */
     uint64_t partial_since; /* uv_now when `in` began to hold an incomplete
                                frame, 0 if it holds none (guard.c) */
@@ -295,6 +303,9 @@ struct server {
     struct conn *dirty;     /* connections with output this turn */
     size_t unread;          /* replies not yet read, all connections (conn.c):
                                kept under --max-unread-mb */
+    size_t input;           /* bytes of all connections' input buffers (input.c):
+                               kept under --max-input-mb */
+    size_t input_freed;     /* input buffer bytes freed since the last trim (input.c) */
     struct conn *unauth_head, *unauth_tail; /* not through HELLO yet, by age (conn.c) */
     size_t n_unauth;
     struct u64map sessions; /* id -> struct srv_session (push.c; ready leader only) */
@@ -315,6 +326,9 @@ struct server {
     uv_signal_t sighup;     /* re-reads --auth-file */
     struct u64map owner_sessions; /* owner key -> its sessions open or opening, as
                                      (void *)(uintptr_t)count (liveness.c; ready leader) */
+    size_t n_opening;       /* OPEN_SESSIONs proposed, not yet applied (liveness.c;
+                                   ready leader) */
+    uint32_t expiries_inflight; /* EXPIRE_SESSIONs proposed, not yet applied (liveness.c) */
     uint8_t *rbuf;          /* LISTEN_RBUF bytes: a TLS port's reads (listen.c) */
     tls_ctx *client_tls;    /* --tls-cert: the client port's TLS context, else NULL */
     uint64_t tls_failures, tls_logged; /* refused handshakes since the last warning, and when */
@@ -432,6 +446,27 @@ bool conn_plain_is_tls(struct conn *c);
 const char *conn_tls_peer_cn(const struct conn *c);
 /* Has c's TLS handshake finished (always true in plaintext)? */
 bool conn_tls_ready(const struct conn *c);
+
+/* input.c -- what connections' input buffers hold (docs/operations.md, "Limits"). */
+/* Make room in c's input buffer for the next read: at most `want` bytes,
+ * fewer before HELLO (CONN_UNAUTH_FRAME) and no further than the end of
+ * a large incomplete frame, so that a buffer never holds more than its
+ * frame. Returns the room made (> 0). */
+size_t input_reserve(struct conn *c, size_t want);
+/* c's input buffer changed size (it grew, or was freed or shrunk): count
+ * it in srv->input. */
+void input_account(struct conn *c);
+/* Is the input of all connections over --max-input-mb? Then close the
+ * connections holding the most, largest first, with ERROR(BATON_ELIMIT)
+ * and a warning, and give back their buffers. */
+void input_check(struct server *srv);
+/* Input buffers of many MiB were freed since the last call: return the
+ * allocator's free pages to the system (called by guard.c's sweep). */
+void input_trim(struct server *srv);
+/* Before HELLO: does the frame at the head of c's input claim more than
+ * CONN_UNAUTH_FRAME bytes? Then c has been answered ERROR(BATON_ETOOBIG)
+ * and is closing: true. Decided from the 4-byte header alone. */
+bool input_unauth_too_big(struct conn *c, size_t off);
 
 /* conn.c -- a client connection's output and lifetime. */
 /* A new connection on srv (its id is set and it is in srv->conns); the
@@ -567,9 +602,17 @@ uint32_t liveness_resumed(struct server *srv, uint64_t session);
 void liveness_gone(struct server *srv, uint64_t session);
 /* The owner (auth_key) of a session this leader knows: false if unknown. */
 bool liveness_owner(struct server *srv, uint64_t session, uint64_t *owner);
-/* Count one more session of owner about to be opened: false, counting
- * nothing, if owner already has max (0: no cap) open or opening. */
-bool liveness_open_reserve(struct server *srv, uint64_t owner, uint32_t max);
+/* Sessions kept for admin principals: others may not open one while the
+ * sessions open or opening are within this many of STORE_MAX_SESSIONS, so
+ * that an operator can still open a session when clients took the rest. */
+#define SESSION_ADMIN_RESERVE (STORE_MAX_SESSIONS / 100)
+/* May `who` open one more session? 0, and it is counted as opening; or
+ * BATON_ELIMIT, counting nothing, with the reason in why[0..cap): who has
+ * its cap open or opening (its max-sessions=, else
+ * --max-sessions-per-principal; the anonymous principal has none), or only
+ * the slots kept for admins are left (SESSION_ADMIN_RESERVE). */
+int liveness_open_reserve(struct server *srv, const struct principal *who, char *why,
+                          size_t cap);
 /* An open reserved above failed: count it no more. */
 void liveness_open_release(struct server *srv, uint64_t owner);
 

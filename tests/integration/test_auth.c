@@ -519,6 +519,44 @@ static void body_max_sessions_per_principal(void)
     tls_sock_close(&s);
 }
 
+/*
+ * batond's --max-sessions-per-principal (50 here) caps a principal whose
+ * line has no max-sessions=: alice opens sessions until the 51st is
+ * refused with ELIMIT, and an admin still opens one.
+ */
+#define DEFAULT_CAP 50
+static const char *const CAP_ARGS[] = {"--max-sessions-per-principal", "50", NULL};
+TEST(default_session_cap)
+{
+    struct cluster_opts o = {.secure = CLUSTER_CLIENT_TLS | CLUSTER_AUTH, .auth_lines = lines,
+                             .extra_args = CAP_ARGS};
+    struct msg m = {.type = MSG_OPEN_SESSION};
+    struct tls_sock s, admin;
+    int opened = 0, st = 0;
+
+    make_principals();
+    if (cluster_start_opts(&C, 3, &o) != 0) FAIL("cannot start the cluster");
+    snprintf(tokens[ADMIN], sizeof tokens[ADMIN], "%s", C.admin_token);
+    L = cluster_wait_leader(&C, 15000);
+    if (L < 0) FAIL("no leader");
+    conn_as(&s, ALICE);
+    m.u.open_session.ttl_ms = 60000;
+    while (opened <= DEFAULT_CAP) {
+        m.req_id = 10 + (uint64_t)opened;
+        st = ask(&s, &m);
+        if (st != 0) break;
+        opened++;
+    }
+    fprintf(stderr, "# alice opened %d sessions, then %s\n", opened, baton_err_name(st));
+    ASSERT_EQ(opened, DEFAULT_CAP);
+    ASSERT_EQ(st, BATON_ELIMIT);
+    conn_as(&admin, ADMIN);
+    ASSERT_NE(open_session(&admin, 1), 0);
+    tls_sock_close(&admin);
+    tls_sock_close(&s);
+    ASSERT_EQ(cluster_stop(&C), 0);
+}
+
 /* carol's acquires get at most 100 ms of lock-delay, whatever they ask. */
 static void body_max_lock_delay_per_principal(void);
 TEST(max_lock_delay_per_principal)
@@ -770,6 +808,7 @@ int main(int argc, char **argv)
     RUN(prefixes_bound_a_client);
     RUN(client_lists_only_its_sessions);
     RUN(max_sessions_per_principal);
+    RUN(default_session_cap);
     RUN(max_lock_delay_per_principal);
     RUN(sessions_belong_to_their_principal);
     RUN(sighup_rereads_the_auth_file);

@@ -3,8 +3,10 @@
  * processes, over raw sockets: garbage bytes, a frame claiming 4 GiB, a
  * 1 MB lock name, unknown message types, a wrong protocol version, half a
  * frame and then silence, 10,000 connections at once, one session
- * queueing 100,000 waits, and a dozen clients that stop reading their
- * replies.
+ * queueing 100,000 waits, a dozen clients that stop reading their
+ * replies, hundreds of connections each sending most of a 1 MiB frame
+ * (before HELLO, and after it), and 20,000 sessions whose leases run out
+ * at one moment.
  *
  * For every case the test checks that
  *  - the offending connection gets a clear answer: an ERROR frame with a
@@ -939,6 +941,321 @@ TEST(unread_replies_bounded)
     finish(b);
 }
 
+/* ---- large frames held on many connections ------------------------- */
+
+#define BIG_CONNS 800
+/* Growth of the leader's VmRSS allowed while they are held, and left
+ * once they are gone. */
+#define BIG_HELD_KB (100 * 1024)
+#define BIG_LEFT_KB (8 * 1024)
+/* big frames: the frame timeout must not be what ends them */
+static const char *const EXTRA_BIG[] = {"--max-conns", "1000", "--frame-timeout", "60000",
+                                        "--max-input-mb", "32", NULL};
+
+/* The test needs n descriptors of its own. */
+static void want_fds(int n)
+{
+    struct rlimit rl;
+
+    ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    if (rl.rlim_cur < (rlim_t)n + 256) {
+        rl.rlim_cur = rl.rlim_max < (rlim_t)n + 256 ? rl.rlim_max : (rlim_t)n + 256;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur < (rlim_t)n + 256) FAIL("open-files limit %llu", (unsigned long long)rl.rlim_cur);
+}
+
+/* Did the server answer fd ERROR(code) or close it (within 10 s)? 1 for
+ * the ERROR, 0 for a plain end of the stream (a reset can overtake the
+ * ERROR when the server closes with the client's bytes unread); a timeout
+ * fails the test. */
+static int error_or_closed(int fd, int code)
+{
+    uint8_t hdr[4], body[BATON_MAX_ERRMSG + 64];
+    struct msg m;
+    uint32_t len;
+    int rv = recv_exact(fd, hdr, 4), got = 0;
+
+    if (rv < 0) FAIL("the server neither answered nor closed within 10 s");
+    if (rv == 0) return 0;
+    len = le_get_u32(hdr);
+    if (len < PROTO_FRAME_MIN || len > sizeof body - 4) FAIL("a frame of %u bytes", len);
+    memcpy(body, hdr, 4);
+    if (recv_exact(fd, body + 4, len) != 1) return 0;
+    if (proto_decode(body, 4 + (size_t)len, &m) != 0) FAIL("an undecodable frame");
+    if (m.type != MSG_ERROR || m.u.error.code != code)
+        FAIL("expected ERROR(%s), got %s %s", baton_err_name(code), msg_type_name(m.type),
+             m.type == MSG_ERROR ? baton_err_name(m.u.error.code) : "");
+    got = 1;
+    msg_free(&m);
+    return got;
+}
+
+/* The bystander locks and unlocks; the longest it took so far. */
+static void timed_lock(baton_t *b, int64_t *worst)
+{
+    int64_t t0 = now_ms();
+
+    normal_lock_unlock(b, "bystander/during");
+    if (now_ms() - t0 > *worst) *worst = now_ms() - t0;
+}
+
+/* After the connections closed, the leader's VmRSS comes back to within
+ * BIG_LEFT_KB of where it was (polled for up to 5 s). */
+static void rss_comes_back(long before)
+{
+    long rss = 0;
+
+    for (int i = 0; i < 50; i++) {
+        rss = vmrss_kb(C.nodes[L].pid);
+        if (rss - before < BIG_LEFT_KB) break;
+        sleep_ms(100);
+    }
+    fprintf(stderr, "# leader VmRSS after they closed: %ld kB (before: %ld kB)\n", rss, before);
+    ASSERT_LT(rss - before, BIG_LEFT_KB);
+}
+
+/*
+ * BIG_CONNS connections that never say HELLO each send a header claiming
+ * a 1 MiB frame and then most of its body. Before HELLO a frame is at most
+ * 4 KiB: each is answered ERROR(BATON_ETOOBIG) and closed from its header,
+ * the leader's VmRSS grows by less than BIG_HELD_KB meanwhile (held, they
+ * would take some 800 MB) and comes back once they are gone, and the
+ * bystander keeps locking.
+ */
+TEST(unauth_big_frames_refused)
+{
+    size_t body = BATON_MAX_FRAME - 4096;
+    uint8_t *f = calloc(1, PROTO_HDR_LEN + body);
+    int *fds = calloc(BIG_CONNS, sizeof *fds), errors = 0;
+    int64_t worst = 0;
+    long rss, peak = 0;
+    baton_t *b;
+
+    ASSERT(f != NULL && fds != NULL);
+    want_fds(BIG_CONNS);
+    start3_with(EXTRA_BIG);
+    b = normal_client();
+    normal_lock_unlock(b, "bystander/before");
+    rss = vmrss_kb(C.nodes[L].pid);
+    put_header(f, BATON_MAX_FRAME, MSG_ACQUIRE, 9);
+    for (int i = 0; i < BIG_CONNS; i++) {
+        long now;
+
+        fds[i] = raw_connect(L);
+        send_bytes(fds[i], f, PROTO_HDR_LEN + body);
+        if (i % 100 == 99) {
+            now = vmrss_kb(C.nodes[L].pid);
+            if (now > peak) peak = now;
+            timed_lock(b, &worst);
+        }
+    }
+    fprintf(stderr, "# peak VmRSS %ld kB (before: %ld kB); the bystander's slowest lock: "
+            "%lld ms\n", peak, rss, (long long)worst);
+    ASSERT_LT(peak - rss, BIG_HELD_KB);
+    for (int i = 0; i < BIG_CONNS; i++) errors += error_or_closed(fds[i], BATON_ETOOBIG);
+    fprintf(stderr, "# %d of %d answered ERROR(ETOOBIG), the rest closed\n", errors, BIG_CONNS);
+    ASSERT_GT(errors, 0);
+    for (int i = 0; i < BIG_CONNS; i++) close(fds[i]);
+    rss_comes_back(rss);
+    free(f);
+    free(fds);
+    check_unaffected(b, rss);
+    finish(b);
+}
+
+/* The largest total the leader's log reports in its lines "request
+ * input: N MiB held by all connections, over --max-input-mb", and how
+ * many there are. */
+static int input_lines(double *max_mib)
+{
+    static char text[4 << 20];
+    const char *key = "request input: ", *p = text;
+    FILE *f = fopen(C.nodes[L].log, "r");
+    size_t n;
+    int lines = 0;
+
+    ASSERT(f != NULL);
+    n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    *max_mib = 0;
+    while ((p = strstr(p, key)) != NULL) {
+        const char *over = " MiB held by all connections, over";
+        char *end;
+        double v = strtod(p + strlen(key), &end);
+
+        p = end;
+        if (strncmp(end, over, strlen(over)) != 0) continue;
+        lines++;
+        if (v > *max_mib) *max_mib = v;
+    }
+    return lines;
+}
+
+/*
+ * AUTH_CONNS connections through HELLO each send nearly a whole 1 MiB
+ * frame and stall (a frame this large is allowed after HELLO). With
+ * --max-input-mb 32 the leader closes the connections holding the most
+ * whenever all of them together hold more than 32 MiB, answering
+ * ERROR(BATON_ELIMIT) and saying so in its log with the total it saw; its
+ * VmRSS stays within BIG_HELD_KB (held, they would take some 300 MB) and
+ * comes back once they are gone; the bystander keeps locking.
+ */
+#define AUTH_CONNS 300
+#define INPUT_MB 32
+TEST(auth_big_frames_bounded)
+{
+    size_t body = BATON_MAX_FRAME - 4096;
+    uint8_t *f = calloc(1, PROTO_HDR_LEN + body);
+    int *fds = calloc(AUTH_CONNS, sizeof *fds), errors = 0, lines;
+    int64_t worst = 0;
+    long rss, peak = 0;
+    double max_mib;
+    baton_t *b;
+
+    ASSERT(f != NULL && fds != NULL);
+    want_fds(AUTH_CONNS);
+    start3_with(EXTRA_BIG);
+    b = normal_client();
+    normal_lock_unlock(b, "bystander/before");
+    rss = vmrss_kb(C.nodes[L].pid);
+    put_header(f, BATON_MAX_FRAME, MSG_ACQUIRE, 9);
+    for (int i = 0; i < AUTH_CONNS; i++) {
+        fds[i] = raw_connect(L);
+        hello(fds[i]);
+        send_bytes(fds[i], f, PROTO_HDR_LEN + body);
+        if (i % 30 == 29) {
+            long now = vmrss_kb(C.nodes[L].pid);
+            if (now > peak) peak = now;
+            timed_lock(b, &worst);
+        }
+    }
+    sleep_ms(300);
+    if (vmrss_kb(C.nodes[L].pid) > peak) peak = vmrss_kb(C.nodes[L].pid);
+    lines = input_lines(&max_mib);
+    fprintf(stderr, "# %d lines about request input, the largest total reported %.1f MiB; "
+            "peak VmRSS %ld kB (before: %ld kB); the bystander's slowest lock: %lld ms\n",
+            lines, max_mib, peak, rss, (long long)worst);
+    ASSERT_GT(lines, 0);
+    /* over the bound by at most one connection's frame when it is noticed */
+    ASSERT(max_mib <= INPUT_MB + 1.1);
+    ASSERT_LT(peak - rss, BIG_HELD_KB);
+    for (int i = 0; i < AUTH_CONNS; i++) {
+        struct pollfd pf = {.fd = fds[i], .events = POLLIN};
+        /* the connections still held are not answered: they wait for their frame */
+        if (poll(&pf, 1, 0) == 1) errors += error_or_closed(fds[i], BATON_ELIMIT);
+        close(fds[i]);
+    }
+    fprintf(stderr, "# %d connections answered ERROR(ELIMIT)\n", errors);
+    ASSERT_GT(errors, 0);
+    rss_comes_back(rss);
+    free(f);
+    free(fds);
+    check_unaffected(b, rss);
+    finish(b);
+}
+
+/* ---- many sessions expiring at one moment ---------------------------- */
+
+#define MASS 20000
+#define MASS_TTL_MS 8000
+
+/* How many times key occurs in node i's log. */
+static int log_count(int i, const char *key)
+{
+    static char text[16 << 20];
+    const char *p = text;
+    FILE *f = fopen(C.nodes[i].log, "r");
+    size_t n;
+    int count = 0;
+
+    ASSERT(f != NULL);
+    n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    while ((p = strstr(p, key)) != NULL) {
+        count++;
+        p += strlen(key);
+    }
+    return count;
+}
+
+static uint64_t leader_term(void)
+{
+    struct cluster_status st;
+
+    ASSERT_EQ(cluster_node_status(&C, L, &st, 10000), 0);
+    return st.term;
+}
+
+/*
+ * MASS sessions with a ttl of MASS_TTL_MS are opened (pipelined on one
+ * connection, never renewed), then leadership moves to another node, which
+ * gives every session a fresh lease at the same moment: all of them run
+ * out together. The new leader ends them all, keeps its term while doing
+ * so, and the bystander's lock and unlock never takes a second.
+ */
+TEST(mass_expiry_spread)
+{
+    struct buf req = {0};
+    struct msg m;
+    baton_t *b;
+    int64_t worst = 0, t0;
+    uint64_t term;
+    int fd, target;
+
+    start3();
+    b = normal_client();
+    fd = raw_connect(L);
+    hello(fd);
+    for (int i = 0; i < MASS; i++) {
+        memset(&m, 0, sizeof m);
+        m.type = MSG_OPEN_SESSION;
+        m.req_id = 100 + (uint64_t)i;
+        m.u.open_session.ttl_ms = MASS_TTL_MS;
+        m.u.open_session.nonce = 1 + (uint64_t)i;
+        ASSERT_EQ(proto_encode(&req, &m), 0);
+    }
+    send_bytes(fd, req.data, req.len);
+    for (int i = 0; i < MASS; i++) {
+        struct msg r;
+        uint8_t *frame;
+
+        ASSERT_EQ(recv_msg(fd, &r, &frame), 1);
+        if (r.type != MSG_SESSION) FAIL("OPEN_SESSION %d answered %s", i, msg_type_name(r.type));
+        msg_free(&r);
+        free(frame);
+    }
+    buf_free(&req);
+    /* another node leads: every session's lease starts again there, at once */
+    target = (L + 1) % C.n;
+    memset(&m, 0, sizeof m);
+    m.type = MSG_TRANSFER;
+    m.req_id = 7;
+    m.u.transfer.id = (uint32_t)target + 1;
+    expect_reply(fd, &m, MSG_TRANSFER_R);
+    close(fd);
+    L = cluster_wait_leader(&C, 15000);
+    ASSERT_EQ(L, target);
+    normal_lock_unlock(b, "bystander/moved");
+    term = leader_term();
+    t0 = now_ms();
+    while (now_ms() - t0 < MASS_TTL_MS + 8000 && log_count(L, "lease expired") < MASS)
+        timed_lock(b, &worst);
+    for (int i = 0; i < 20; i++) timed_lock(b, &worst);
+    fprintf(stderr, "# %d sessions ended on the new leader in %lld ms; its term %llu -> %llu; "
+            "the bystander's slowest lock: %lld ms\n", log_count(L, "lease expired"),
+            (long long)(now_ms() - t0), (unsigned long long)term,
+            (unsigned long long)leader_term(), (long long)worst);
+    ASSERT_GE(log_count(L, "lease expired"), MASS);
+    ASSERT_UEQ(leader_term(), term);
+    ASSERT_LT(worst, 1000);
+    all_alive();
+    finish(b);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -953,5 +1270,8 @@ int main(int argc, char **argv)
     RUN(ten_thousand_connections);
     RUN(one_session_100k_waits);
     RUN(unread_replies_bounded);
+    RUN(unauth_big_frames_refused);
+    RUN(auth_big_frames_bounded);
+    RUN(mass_expiry_spread);
     return runner_done();
 }

@@ -14,7 +14,8 @@
  *  - listen, access: a connection parked while the new leader is not
  *    serving yet, then closed by SIGHUP, is not read again;
  *  - liveness: a session whose client falls silent expires, its lock goes
- *    to the next waiter and the client is told; keepalives keep it;
+ *    to the next waiter and the client is told; keepalives keep it; the
+ *    last sessions of a cluster are kept for admins;
  *  - watch: a WATCH sees the lock's state, then each change;
  *  - the leadership switch: a node that does not lead serves no session,
  *    and one that starts leading does; a waiter kept across a lost and
@@ -313,6 +314,70 @@ static uint64_t raw_holder(struct lf *f, struct tls_sock *s, const char *name)
     sess = raw_open(s, 300);
     ASSERT_EQ(raw_trylock(s, sess, 1, name), 0);
     return sess;
+}
+
+/* Leases for sessions the store does not have, up to where only admins
+ * may open more: the leader counts them as open (arg unused). */
+static void fill_to_reserve(struct lf *f, void *arg)
+{
+    struct server *srv = &f->srv;
+    uint64_t now = uv_now(srv->loop);
+    (void)arg;
+
+    for (uint64_t i = lease_count(&srv->leases);
+         i < STORE_MAX_SESSIONS - SESSION_ADMIN_RESERVE; i++)
+        lease_grant(&srv->leases, (1ull << 40) + i, 600000, now);
+}
+
+/* OPEN_SESSION as the principal of token: 0 (a session), or the code of
+ * its ERROR. */
+static int open_as(const struct lf *f, const char *token)
+{
+    const char *colon = strrchr(f->endpoint, ':');
+    struct msg m = {.type = MSG_OPEN_SESSION, .req_id = 1}, r;
+    struct tls_sock s;
+    int st;
+
+    if (tls_sock_connect(&s, atoi(colon + 1), &(struct tls_sock_cfg){0}, 2000) != 0)
+        FAIL("connect: %s", s.err);
+    if (tls_sock_hello(&s, token, NULL) != 0) FAIL("hello: %s", s.err);
+    m.u.open_session.ttl_ms = 60000;
+    if (tls_sock_request(&s, &m, &r, 5000) != 0) FAIL("open: %s", s.err);
+    st = r.type == MSG_SESSION ? 0 : tls_sock_status(&r);
+    if (r.type == MSG_ERROR)
+        fprintf(stderr, "# %.*s\n", (int)r.u.error.message.n, r.u.error.message.p);
+    msg_free(&r);
+    tls_sock_close(&s);
+    return st;
+}
+
+/* The last SESSION_ADMIN_RESERVE of the STORE_MAX_SESSIONS sessions are
+ * for admins: with the rest open, a client principal is refused with
+ * ELIMIT and an admin opens one. */
+TEST(last_sessions_kept_for_admins)
+{
+    struct lf f;
+    char alice[72], ops[72], line[512], lines[1024], path[300], flag_path[320];
+    const char *extra[] = {"--auth-file", flag_path, NULL};
+    FILE *fp;
+
+    ASSERT_EQ(cluster_token("alice", "client", "", alice, line, sizeof line), 0);
+    snprintf(lines, sizeof lines, "%s", line);
+    ASSERT_EQ(cluster_token("ops", "admin", "", ops, line, sizeof line), 0);
+    strncat(lines, line, sizeof lines - strlen(lines) - 1);
+    snprintf(path, sizeof path, "/tmp/baton-leader-reserve-%d", (int)getpid());
+    fp = fopen(path, "w");
+    ASSERT(fp != NULL);
+    fputs(lines, fp);
+    fclose(fp);
+    snprintf(flag_path, sizeof flag_path, "%s", path);
+    lf_start(&f, extra);
+    ASSERT_EQ(open_as(&f, alice), 0); /* room still */
+    lf_on_loop(&f, fill_to_reserve, NULL);
+    ASSERT_EQ(open_as(&f, alice), BATON_ELIMIT);
+    ASSERT_EQ(open_as(&f, ops), 0);
+    lf_stop(&f);
+    unlink(path);
 }
 
 TEST(silent_session_expires_and_its_lock_moves_on)
@@ -656,5 +721,6 @@ int main(int argc, char **argv)
     RUN(watch_sees_the_state_then_each_change);
     RUN(no_session_until_the_node_leads);
     RUN(waiter_kept_across_lost_leadership);
+    RUN(last_sessions_kept_for_admins);
     return runner_done();
 }
