@@ -1,29 +1,40 @@
 /*
  * test_leader.c -- the leader's logic in one process: batond's server over
- * a fake node (tests/unit/leader_fixture.h), driven by libbaton through
- * its real client port. Each test names the part of server/ it drives:
+ * a fake node and a fake clock (tests/unit/leader_fixture.h), driven by
+ * libbaton and raw clients through its real client port. The server's
+ * clock moves only when a test moves it (lf_advance), so every rule about
+ * time is checked at its exact boundary: one ms before, nothing; at it,
+ * the effect. Each test names the part of server/ it drives:
  *
  *  - dispatch, batch, reply: a lock is granted and released, fences rise;
  *  - push: a release hands the lock to the waiter by a GRANTED push;
- *  - deadlines: a wait that times out is cancelled in the state, and the
- *    lock is not granted to it later;
+ *  - deadlines: a wait of N ms is still queued N - 1 ms after it was, and
+ *    ends at N ms, taken out of the queue (WAIT_TIMEOUT); a lock-delay of
+ *    N ms keeps an expired holder's lock from its waiter exactly N ms
+ *    (DELAY_END);
  *  - batch: requests read in one loop turn share one entry;
  *  - access: a principal limited to a prefix is refused outside it;
- *  - liveness: a session whose client falls silent expires, its lock goes
- *    to the next waiter and the client is told; keepalives keep it;
+ *  - liveness: a session's lease runs ttl ms from the last request that
+ *    named it, and the leader's tick (every 50 ms) expires it at the first
+ *    tick at or after that: its lock goes to the next waiter and its
+ *    client is told; keepalives renew the lease from when each is handled;
  *  - watch: a WATCH sees the lock's state, then each change;
  *  - the leadership switch: a node that does not lead serves no session,
  *    and one that starts leading does; a waiter kept across a lost and
- *    regained leadership is still granted.
+ *    regained leadership is still granted; a new leader gives every
+ *    session a full fresh lease.
  */
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "baton/baton.h"
 #include "tests/lib/aclient.h"
+#include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/runner.h"
 #include "tests/lib/tls_sock.h"
+#include "tests/unit/fake_clock.h"
 #include "tests/unit/leader_fixture.h"
 
 #define P(s) ((struct pstr){(s), sizeof(s) - 1})
@@ -37,6 +48,69 @@ static baton_t *connect_to(const struct lf *f, const char *token, unsigned conne
 
     if (rv != 0) FAIL("baton_connect %s: %s", f->endpoint, baton_connect_errmsg());
     return b;
+}
+
+/* The kernel's CLOCK_MONOTONIC in ms, past any clock_gettime. */
+static uint64_t kernel_now_ms(void)
+{
+    struct timespec ts;
+
+    if (syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts) != 0) FAIL("clock_gettime");
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+struct clock_probe {
+    uint64_t hrtime_ms, loop_ms, later_ms, fake_ms;
+};
+
+static void *probe_bound(void *arg)
+{
+    struct clock_probe *p = arg;
+    uv_loop_t loop;
+
+    fake_clock_bind_thread();
+    p->fake_ms = fake_clock_now_ms();
+    p->hrtime_ms = uv_hrtime() / 1000000;
+    uv_loop_init(&loop);
+    p->loop_ms = uv_now(&loop);
+    fake_clock_advance(7);
+    uv_update_time(&loop);
+    p->later_ms = uv_now(&loop);
+    uv_loop_close(&loop);
+    return NULL;
+}
+
+/* The fixture rests on this: libuv.so's own clock reads (uv_hrtime, a
+ * loop's time) reach this executable's clock_gettime, which gives a bound
+ * thread the fake clock and every other thread the kernel's. */
+TEST(fake_clock_reaches_libuv)
+{
+    struct clock_probe p = {0};
+    pthread_t t;
+    uint64_t before = kernel_now_ms(), hr = uv_hrtime() / 1000000, after = kernel_now_ms();
+
+    ASSERT(before <= hr && hr <= after);
+    ASSERT_EQ(pthread_create(&t, NULL, probe_bound, &p), 0);
+    pthread_join(t, NULL);
+    ASSERT_UEQ(p.hrtime_ms, p.fake_ms);
+    ASSERT_UEQ(p.loop_ms, p.fake_ms);
+    ASSERT_UEQ(p.later_ms, p.fake_ms + 7);
+    ASSERT_UEQ(fake_clock_now_ms(), p.fake_ms + 7);
+}
+
+/* Wait (real time, the client is on a thread of its own) until the store
+ * shows `waiters` waiting for `name`. */
+static void await_waiters(struct lf *f, const char *name, uint32_t waiters)
+{
+    struct lf_lock_state st;
+    int64_t deadline = now_ms() + 10000;
+
+    for (;;) {
+        lf_lock_state(f, name, &st);
+        if (st.waiters == waiters) return;
+        if (now_ms() > deadline) FAIL("%s: %u waiters, not %u", name, st.waiters, waiters);
+        sleep_ms(2);
+    }
 }
 
 TEST(grant_and_release_fences_rise)
@@ -117,21 +191,33 @@ TEST(release_hands_over_by_push)
     struct handoff h;
 
     handoff_start(&h, -1, NULL);
-    usleep(200 * 1000);
+    await_waiters(&h.f, "h", 1);
     ASSERT_EQ(h.w.done, 0); /* queued behind a */
     handoff_finish(&h);
     ASSERT_EQ(h.w.rv, 0);
     ASSERT_GT(h.w.fence, 0);
 }
 
-TEST(wait_deadline_cancels_the_wait)
+/* The wait's timer is armed when its ACQUIRE is applied, and the clock
+ * stands still from then until the test moves it. */
+TEST(wait_deadline_ends_the_wait_at_its_ms)
 {
     struct handoff h;
+    struct lf_lock_state st;
     baton_lock_t *l;
     uint64_t held;
 
-    handoff_start(&h, 150, NULL);
+    handoff_start(&h, 200, NULL);
     held = baton_lock_fence(h.held);
+    await_waiters(&h.f, "h", 1);
+    lf_advance(&h.f, 199);
+    lf_lock_state(&h.f, "h", &st);
+    ASSERT_EQ(st.waiters, 1);
+    ASSERT_EQ(h.w.done, 0);
+    lf_advance(&h.f, 1);
+    lf_lock_state(&h.f, "h", &st);
+    ASSERT_EQ(st.waiters, 0);
+    ASSERT_UEQ(st.fence, held);
     pthread_join(h.t, NULL);
     ASSERT_EQ(h.w.rv, BATON_ETIMEDOUT);
     ASSERT_EQ(baton_unlock(h.held), 0);
@@ -232,9 +318,8 @@ TEST(waiter_kept_across_lost_leadership)
     struct handoff h;
 
     handoff_start(&h, -1, NULL);
-    usleep(100 * 1000);
+    await_waiters(&h.f, "h", 1);
     lf_set_leading(&h.f, false);
-    usleep(100 * 1000);
     lf_set_leading(&h.f, true);
     ASSERT_EQ(h.w.done, 0);
     handoff_finish(&h);
@@ -266,8 +351,10 @@ static uint64_t raw_open(struct tls_sock *s, uint32_t ttl_ms)
     return id;
 }
 
-/* ACQUIRE name without waiting: the RESULT's status. */
-static int raw_trylock(struct tls_sock *s, uint64_t session, uint64_t seq, const char *name)
+/* ACQUIRE name, waiting wait_ms (BATON_WAIT_*), with lock_delay_ms
+ * (BATON_LOCK_DELAY_*): the RESULT's status. */
+static int raw_acquire(struct tls_sock *s, uint64_t session, uint64_t seq, const char *name,
+                       int64_t wait_ms, int32_t lock_delay_ms)
 {
     struct msg m = {.type = MSG_ACQUIRE, .req_id = 100 + seq}, r;
     int st;
@@ -275,8 +362,29 @@ static int raw_trylock(struct tls_sock *s, uint64_t session, uint64_t seq, const
     m.u.op.session = session;
     m.u.op.seq = seq;
     m.u.op.lock = (struct pstr){name, strlen(name)};
-    m.u.op.lock_delay_ms = BATON_LOCK_DELAY_NONE;
+    m.u.op.wait_ms = wait_ms;
+    m.u.op.lock_delay_ms = lock_delay_ms;
     if (tls_sock_request(s, &m, &r, 2000) != 0) FAIL("acquire: %s", s->err);
+    st = tls_sock_status(&r);
+    msg_free(&r);
+    return st;
+}
+
+/* ACQUIRE name without waiting, without lock-delay. */
+static int raw_trylock(struct tls_sock *s, uint64_t session, uint64_t seq, const char *name)
+{
+    return raw_acquire(s, session, seq, name, BATON_WAIT_TRY, BATON_LOCK_DELAY_NONE);
+}
+
+/* KEEPALIVE of session: its reply's status. */
+static int raw_keepalive(struct tls_sock *s, uint64_t session)
+{
+    static uint64_t req_id = 1000;
+    struct msg m = {.type = MSG_KEEPALIVE, .req_id = ++req_id}, r;
+    int st;
+
+    m.u.keepalive.session = session;
+    if (tls_sock_request(s, &m, &r, 2000) != 0) FAIL("keepalive: %s", s->err);
     st = tls_sock_status(&r);
     msg_free(&r);
     return st;
@@ -293,63 +401,178 @@ static int raw_wait_for(struct tls_sock *s, int type, struct msg *out, int ms)
     return -1;
 }
 
-/* A server with short leases, and a raw client on it whose session (ttl
- * 300 ms, the session's id returned) holds `name`. */
-static uint64_t raw_holder(struct lf *f, struct tls_sock *s, const char *name)
-{
-    static const char *const extra[] = {"--min-ttl", "200", NULL};
-    uint64_t sess;
+static const char *const short_leases[] = {"--min-ttl", "200", NULL};
 
-    lf_start(f, extra);
-    raw_connect(f, s);
-    sess = raw_open(s, 300);
-    ASSERT_EQ(raw_trylock(s, sess, 1, name), 0);
-    return sess;
+/* Is session alive, and does it hold name? */
+static void assert_holds(struct lf *f, uint64_t session, const char *name)
+{
+    struct lf_lock_state st;
+
+    ASSERT(lf_session_exists(f, session));
+    lf_lock_state(f, name, &st);
+    ASSERT(st.held);
+    ASSERT_UEQ(st.holder, session);
 }
 
-TEST(silent_session_expires_and_its_lock_moves_on)
+/*
+ * A lease is ttl ms from the last request that named the session; the
+ * liveness tick (every LIVENESS_TICK_MS = 50 ms, server/liveness.c, and
+ * re-armed 50 ms after each run) expires it at its first run at or after
+ * that. Sessions a (ttl 300 from t = 0) and b (from t = 1), where the
+ * leader started to lead at t = 0, so the tick first comes at t = 50:
+ *
+ *   t = 250  the tick runs (it was due at 50), next at 300; both alive
+ *   t = 299  no tick; both alive
+ *   t = 300  the tick: a's lease ends now, so a expires, its lock goes
+ *            to b, which waited, and a's client is told; b has 1 ms left
+ *   t = 349  no tick; b's lease ran out at 301, but nothing looked
+ *   t = 350  the tick: b expires, and the lock is free
+ */
+TEST(silent_session_expires_at_the_first_tick_past_its_ttl)
 {
     struct lf f;
-    struct tls_sock s;
+    struct tls_sock sa, sb;
+    struct lf_lock_state st;
     struct msg m;
-    baton_t *b;
-    baton_lock_t *l;
-    uint64_t sess = raw_holder(&f, &s, "e");
+    uint64_t a, b;
 
-    b = connect_to(&f, NULL, 5000);
-    /* The raw client sends nothing more: its lease runs out, and the
-     * waiter is granted by the expiry. */
-    ASSERT_EQ(baton_lock_timeout(b, "e", 5000, &l), 0);
-    ASSERT_EQ(raw_wait_for(&s, MSG_SESSION_EXPIRED, &m, 2000), 0);
-    ASSERT_UEQ(m.u.session_expired.session, sess);
+    lf_start(&f, short_leases);
+    raw_connect(&f, &sa);
+    a = raw_open(&sa, 300);
+    ASSERT_EQ(raw_trylock(&sa, a, 1, "e"), 0);
+    lf_advance(&f, 1);
+    raw_connect(&f, &sb);
+    b = raw_open(&sb, 300);
+    ASSERT_EQ(raw_acquire(&sb, b, 1, "e", BATON_WAIT_FOREVER, BATON_LOCK_DELAY_NONE), 0);
+    lf_advance(&f, 249);
+    assert_holds(&f, a, "e");
+    ASSERT(lf_session_exists(&f, b));
+    lf_advance(&f, 49);
+    assert_holds(&f, a, "e");
+    lf_advance(&f, 1);
+    ASSERT(!lf_session_exists(&f, a));
+    assert_holds(&f, b, "e");
+    ASSERT_EQ(raw_wait_for(&sa, MSG_SESSION_EXPIRED, &m, 2000), 0);
+    ASSERT_UEQ(m.u.session_expired.session, a);
     msg_free(&m);
-    tls_sock_close(&s);
-    ASSERT_EQ(baton_unlock(l), 0);
-    baton_close(b);
+    ASSERT_EQ(raw_wait_for(&sb, MSG_GRANTED, &m, 2000), 0);
+    ASSERT_UEQ(m.u.push.session, b);
+    msg_free(&m);
+    lf_advance(&f, 49);
+    assert_holds(&f, b, "e");
+    lf_advance(&f, 1);
+    ASSERT(!lf_session_exists(&f, b));
+    lf_lock_state(&f, "e", &st);
+    ASSERT(!st.held);
+    tls_sock_close(&sa);
+    tls_sock_close(&sb);
     lf_stop(&f);
 }
 
-TEST(keepalives_keep_a_session)
+/*
+ * A keepalive renews the lease from when the leader handles it. Session
+ * (ttl 300, from t = 0) sends one every 200 ms, five times (t = 200 ..
+ * 1000, more than three leases), each after the tick of that instant has
+ * run; then it falls silent. The tick runs at t = 1250 (due at 1050), is
+ * next due at 1300: alive at 1299, expired at 1300, the last keepalive's
+ * time plus its ttl.
+ */
+TEST(keepalives_renew_the_lease_from_when_handled)
 {
     struct lf f;
     struct tls_sock s;
-    struct msg m = {.type = MSG_KEEPALIVE}, r;
-    baton_t *b;
-    baton_lock_t *l;
-    uint64_t sess = raw_holder(&f, &s, "k");
+    uint64_t sess;
 
-    b = connect_to(&f, NULL, 5000);
-    for (int i = 0; i < 10; i++) { /* 1 s: more than three leases */
-        m.req_id = 1000 + (uint64_t)i;
-        m.u.keepalive.session = sess;
-        if (tls_sock_request(&s, &m, &r, 2000) != 0) FAIL("keepalive: %s", s.err);
-        ASSERT_EQ(tls_sock_status(&r), 0);
-        msg_free(&r);
-        usleep(100 * 1000);
+    lf_start(&f, short_leases);
+    raw_connect(&f, &s);
+    sess = raw_open(&s, 300);
+    ASSERT_EQ(raw_trylock(&s, sess, 1, "k"), 0);
+    for (int i = 0; i < 5; i++) {
+        lf_advance(&f, 200);
+        assert_holds(&f, sess, "k");
+        ASSERT_EQ(raw_keepalive(&s, sess), 0);
     }
-    ASSERT_EQ(baton_trylock(b, "k", &l), BATON_EWOULDBLOCK);
+    lf_advance(&f, 250);
+    assert_holds(&f, sess, "k");
+    lf_advance(&f, 49);
+    assert_holds(&f, sess, "k");
+    lf_advance(&f, 1);
+    ASSERT(!lf_session_exists(&f, sess));
     tls_sock_close(&s);
-    baton_close(b);
+    lf_stop(&f);
+}
+
+/*
+ * A holder that asked for a lock-delay of 200 ms expires (t = 300, as
+ * above): its lock stays free and ungranted, delayed, until t = 500, then
+ * goes to the waiter -- whose own session keeps alive meanwhile (a
+ * keepalive at t = 250).
+ */
+TEST(lock_delay_keeps_the_lock_from_the_waiter_its_ms)
+{
+    struct lf f;
+    struct tls_sock sa, sb;
+    struct lf_lock_state st;
+    uint64_t a, b;
+
+    lf_start(&f, short_leases);
+    raw_connect(&f, &sa);
+    a = raw_open(&sa, 300);
+    ASSERT_EQ(raw_acquire(&sa, a, 1, "d", BATON_WAIT_TRY, 200), 0);
+    raw_connect(&f, &sb);
+    b = raw_open(&sb, 300);
+    ASSERT_EQ(raw_acquire(&sb, b, 1, "d", BATON_WAIT_FOREVER, BATON_LOCK_DELAY_NONE), 0);
+    lf_advance(&f, 250);
+    ASSERT_EQ(raw_keepalive(&sb, b), 0);
+    lf_advance(&f, 50);
+    ASSERT(!lf_session_exists(&f, a));
+    lf_lock_state(&f, "d", &st);
+    ASSERT(!st.held);
+    ASSERT(st.delayed);
+    ASSERT_EQ(st.waiters, 1);
+    lf_advance(&f, 199);
+    lf_lock_state(&f, "d", &st);
+    ASSERT(st.delayed);
+    ASSERT_EQ(st.waiters, 1);
+    lf_advance(&f, 1);
+    assert_holds(&f, b, "d");
+    lf_lock_state(&f, "d", &st);
+    ASSERT(!st.delayed);
+    ASSERT_EQ(st.waiters, 0);
+    tls_sock_close(&sa);
+    tls_sock_close(&sb);
+    lf_stop(&f);
+}
+
+/*
+ * A new leader cannot know how long each session was silent before, so it
+ * gives every one a full lease from when it starts to lead. Session (ttl
+ * 300, from t = 0); leadership lost and regained at t = 250: the tick
+ * restarts then (next at 300), and the session, which would have expired
+ * at 300, lives until the tick at 550.
+ */
+TEST(new_leader_gives_every_session_a_fresh_lease)
+{
+    struct lf f;
+    struct tls_sock s;
+    uint64_t sess;
+
+    lf_start(&f, short_leases);
+    raw_connect(&f, &s);
+    sess = raw_open(&s, 300);
+    ASSERT_EQ(raw_trylock(&s, sess, 1, "n"), 0);
+    tls_sock_close(&s); /* the switch closes every client connection */
+    lf_advance(&f, 250);
+    lf_set_leading(&f, false);
+    lf_set_leading(&f, true);
+    lf_advance(&f, 50);
+    assert_holds(&f, sess, "n");
+    lf_advance(&f, 200);
+    assert_holds(&f, sess, "n");
+    lf_advance(&f, 49);
+    assert_holds(&f, sess, "n");
+    lf_advance(&f, 1);
+    ASSERT(!lf_session_exists(&f, sess));
     lf_stop(&f);
 }
 
@@ -386,15 +609,18 @@ int main(int argc, char **argv)
 {
     runner_init(argc, argv);
     runner_set_timeout(30);
+    RUN(fake_clock_reaches_libuv);
     RUN(grant_and_release_fences_rise);
     RUN(release_hands_over_by_push);
-    RUN(wait_deadline_cancels_the_wait);
+    RUN(wait_deadline_ends_the_wait_at_its_ms);
     RUN(requests_of_one_turn_share_an_entry);
     RUN(prefix_principal_refused_outside_its_prefix);
-    RUN(silent_session_expires_and_its_lock_moves_on);
-    RUN(keepalives_keep_a_session);
+    RUN(silent_session_expires_at_the_first_tick_past_its_ttl);
+    RUN(keepalives_renew_the_lease_from_when_handled);
+    RUN(lock_delay_keeps_the_lock_from_the_waiter_its_ms);
     RUN(watch_sees_the_state_then_each_change);
     RUN(no_session_until_the_node_leads);
     RUN(waiter_kept_across_lost_leadership);
+    RUN(new_leader_gives_every_session_a_fresh_lease);
     return runner_done();
 }
