@@ -10,8 +10,8 @@
  *  - push: a release hands the lock to the waiter by a GRANTED push;
  *  - deadlines: a wait of N ms is still queued N - 1 ms after it was, and
  *    ends at N ms, taken out of the queue (WAIT_TIMEOUT); a lock-delay of
- *    N ms keeps an expired holder's lock from its waiter exactly N ms
- *    (DELAY_END);
+ *    N ms (the ACQUIRE's, or --lock-delay's) keeps an expired holder's
+ *    lock from its waiter exactly N ms (DELAY_END);
  *  - batch: requests read in one loop turn share one entry;
  *  - access: a principal limited to a prefix is refused outside it;
  *  - liveness: a session's lease runs ttl ms from the last request that
@@ -503,22 +503,23 @@ TEST(keepalives_renew_the_lease_from_when_handled)
 }
 
 /*
- * A holder that asked for a lock-delay of 200 ms expires (t = 300, as
- * above): its lock stays free and ungranted, delayed, until t = 500, then
- * goes to the waiter -- whose own session keeps alive meanwhile (a
- * keepalive at t = 250).
+ * A holder whose lock-delay is 200 ms expires (t = 300, as above): its
+ * lock stays free and ungranted, delayed, until t = 500, then goes to the
+ * waiter -- whose own session keeps alive meanwhile (a keepalive at t =
+ * 250). The holder's ACQUIRE asks for holder_delay (BATON_LOCK_DELAY_*
+ * or ms) on a server started with extra flags.
  */
-TEST(lock_delay_keeps_the_lock_from_the_waiter_its_ms)
+static void check_lock_delay(const char *const *extra, int32_t holder_delay)
 {
     struct lf f;
     struct tls_sock sa, sb;
     struct lf_lock_state st;
     uint64_t a, b;
 
-    lf_start(&f, short_leases);
+    lf_start(&f, extra);
     raw_connect(&f, &sa);
     a = raw_open(&sa, 300);
-    ASSERT_EQ(raw_acquire(&sa, a, 1, "d", BATON_WAIT_TRY, 200), 0);
+    ASSERT_EQ(raw_acquire(&sa, a, 1, "d", BATON_WAIT_TRY, holder_delay), 0);
     raw_connect(&f, &sb);
     b = raw_open(&sb, 300);
     ASSERT_EQ(raw_acquire(&sb, b, 1, "d", BATON_WAIT_FOREVER, BATON_LOCK_DELAY_NONE), 0);
@@ -542,6 +543,19 @@ TEST(lock_delay_keeps_the_lock_from_the_waiter_its_ms)
     tls_sock_close(&sa);
     tls_sock_close(&sb);
     lf_stop(&f);
+}
+
+TEST(lock_delay_keeps_the_lock_from_the_waiter_its_ms)
+{
+    check_lock_delay(short_leases, 200);
+}
+
+/* An ACQUIRE that asks for the default lock-delay gets --lock-delay. */
+TEST(server_lock_delay_applies_to_a_default_acquire)
+{
+    static const char *const extra[] = {"--min-ttl", "200", "--lock-delay", "200", NULL};
+
+    check_lock_delay(extra, BATON_LOCK_DELAY_DEFAULT);
 }
 
 /*
@@ -618,6 +632,7 @@ int main(int argc, char **argv)
     RUN(silent_session_expires_at_the_first_tick_past_its_ttl);
     RUN(keepalives_renew_the_lease_from_when_handled);
     RUN(lock_delay_keeps_the_lock_from_the_waiter_its_ms);
+    RUN(server_lock_delay_applies_to_a_default_acquire);
     RUN(watch_sees_the_state_then_each_change);
     RUN(no_session_until_the_node_leads);
     RUN(waiter_kept_across_lost_leadership);
