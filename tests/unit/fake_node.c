@@ -26,7 +26,7 @@ struct node {
     store *store;
     const struct node_config *cfg;
     struct node_hooks hooks;
-    uv_timer_t tick;            /* runs queued work on the next loop turn */
+    uv_idle_t tick;             /* runs queued work on the next loop turn */
     struct op *head, **tail;
     struct effects fx;
     bool leading, want_leading, closing;
@@ -53,11 +53,18 @@ void fake_node_stats(const struct node *n, struct fake_node_stats *out)
     *out = n->stats;
 }
 
-static void tick_cb(uv_timer_t *t);
+static void tick_cb(uv_idle_t *t);
 
+/* Run the queued work on the next loop turn, in its idle phase: the idle
+ * handle stays active until a turn finds nothing to do, so the poll after
+ * the work does not block, and the server's check handler, which sends
+ * the replies and pushes, follows in the same turn, as it follows raft's
+ * completions. (Work done in a timer, or by an idle handle that stopped
+ * itself, would wait for the poll to return: never, on a clock that
+ * stands still.) */
 static void soon(struct node *n)
 {
-    if (!n->closing) uv_timer_start(&n->tick, tick_cb, 0, 0);
+    if (!n->closing) uv_idle_start(&n->tick, tick_cb);
 }
 
 /* Complete op as refused (not leading, or closing). */
@@ -100,11 +107,15 @@ static void commit(struct node *n, struct op *o)
     free(o);
 }
 
-static void tick_cb(uv_timer_t *t)
+static void tick_cb(uv_idle_t *t)
 {
     struct node *n = t->data;
     struct op *o;
 
+    if (n->leading == n->want_leading && n->head == NULL) {
+        uv_idle_stop(t);
+        return;
+    }
     if (n->leading != n->want_leading) {
         n->leading = n->want_leading;
         if (n->hooks.ready != NULL) n->hooks.ready(n->hooks.data, n->leading);
@@ -134,7 +145,7 @@ static int fake_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
     n->tail = &n->head;
     n->want_leading = lead_at_open_;
     effects_init(&n->fx);
-    uv_timer_init(loop, &n->tick);
+    uv_idle_init(loop, &n->tick);
     n->tick.data = n;
     current_ = n;
     soon(n);

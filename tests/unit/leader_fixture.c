@@ -11,6 +11,7 @@
 #include "server/log.h"
 #include "tests/lib/files.h"
 #include "tests/lib/runner.h"
+#include "tests/unit/fake_clock.h"
 
 /* A free TCP port on 127.0.0.1 (bound to port 0, read, closed). */
 static int free_port(void)
@@ -40,10 +41,56 @@ static void call_cb(uv_async_t *a)
     pthread_mutex_unlock(&f->mu);
 }
 
+/* While settling, at the end of each turn (ours runs after the server's
+ * check handler: libuv runs the newest check handle first, and ours is
+ * started before the server's): a turn is quiet if the loop has nothing to
+ * do at once (uv_backend_timeout, our idle handle aside, is not 0). Two
+ * quiet turns in a row: what the server's check handler starts (a
+ * proposal, a write, a timer due now) shows in the next turn's look,
+ * whichever order the two handlers ran in. */
+static void settle_idle_cb(uv_idle_t *h)
+{
+    (void)h;
+}
+
+static void settle_check_cb(uv_check_t *h)
+{
+    struct lf *f = h->data;
+
+    if (!f->settling) return;
+    uv_idle_stop(&f->settle_idle);
+    f->quiet = uv_backend_timeout(&f->loop) != 0 ? f->quiet + 1 : 0;
+    if (f->quiet < 2) {
+        uv_idle_start(&f->settle_idle, settle_idle_cb);
+        return;
+    }
+    pthread_mutex_lock(&f->mu);
+    f->settling = false;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* The loop thread: everything of the server, from uv_loop_init on, runs
+ * here and reads the fake clock. */
 static void *loop_main(void *arg)
 {
     struct lf *f = arg;
+    int rv;
 
+    fake_clock_bind_thread();
+    uv_loop_init(&f->loop);
+    uv_check_init(&f->loop, &f->settle_check);
+    f->settle_check.data = f;
+    uv_check_start(&f->settle_check, settle_check_cb);
+    uv_idle_init(&f->loop, &f->settle_idle);
+    rv = server_init(&f->srv, &f->loop, f->st, &f->cfg, &fake_node_io);
+    if (rv != 0) FAIL("server_init: %d", rv);
+    uv_async_init(&f->loop, &f->call, call_cb);
+    f->call.data = f;
+    pthread_mutex_lock(&f->mu);
+    f->started = true;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
     uv_run(&f->loop, UV_RUN_DEFAULT);
     return NULL;
 }
@@ -52,7 +99,7 @@ void lf_start(struct lf *f, const char *const *extra)
 {
     char cluster[128], data[300];
     const char *argv[64];
-    int argc = 0, rv;
+    int argc = 0;
     char err[BATON_ERRMSG_SIZE];
 
     memset(f, 0, sizeof *f);
@@ -76,12 +123,10 @@ void lf_start(struct lf *f, const char *const *extra)
     if (store_open(f->dir, &f->st, err) != 0) FAIL("store_open: %s", err);
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->cv, NULL);
-    uv_loop_init(&f->loop);
-    rv = server_init(&f->srv, &f->loop, f->st, &f->cfg, &fake_node_io);
-    if (rv != 0) FAIL("server_init: %d", rv);
-    uv_async_init(&f->loop, &f->call, call_cb);
-    f->call.data = f;
     if (pthread_create(&f->thread, NULL, loop_main, f) != 0) FAIL("pthread_create");
+    pthread_mutex_lock(&f->mu);
+    while (!f->started) pthread_cond_wait(&f->cv, &f->mu);
+    pthread_mutex_unlock(&f->mu);
 }
 
 void lf_on_loop(struct lf *f, void (*fn)(struct lf *f, void *arg), void *arg)
@@ -106,6 +151,76 @@ void lf_node_stats(struct lf *f, struct fake_node_stats *out)
     lf_on_loop(f, get_stats, out);
 }
 
+static void settle_begin(struct lf *f, void *arg)
+{
+    (void)arg;
+    f->settling = true; /* call_cb holds f->mu */
+    f->quiet = 0;
+    uv_idle_start(&f->settle_idle, settle_idle_cb);
+}
+
+void lf_settle(struct lf *f)
+{
+    lf_on_loop(f, settle_begin, NULL);
+    pthread_mutex_lock(&f->mu);
+    while (f->settling) pthread_cond_wait(&f->cv, &f->mu);
+    pthread_mutex_unlock(&f->mu);
+}
+
+void lf_advance(struct lf *f, uint64_t ms)
+{
+    fake_clock_advance(ms);
+    lf_settle(f);
+}
+
+struct lock_query {
+    const char *name;
+    struct lf_lock_state *out;
+    int rv;
+};
+
+static void get_lock(struct lf *f, void *arg)
+{
+    struct lock_query *q = arg;
+    struct msg_lock_info_r info;
+
+    memset(&info, 0, sizeof info);
+    q->rv = store_lock_info(f->st, q->name, strlen(q->name), 0, &info);
+    *q->out = (struct lf_lock_state){.held = info.held != 0, .delayed = info.delayed != 0,
+                                     .holder = info.holder_session, .fence = info.fence,
+                                     .waiters = info.total_waiters};
+    store_lock_info_free(&info);
+}
+
+void lf_lock_state(struct lf *f, const char *name, struct lf_lock_state *out)
+{
+    struct lock_query q = {.name = name, .out = out};
+
+    lf_on_loop(f, get_lock, &q);
+    if (q.rv != 0) FAIL("store_lock_info %s: %d", name, q.rv);
+}
+
+struct session_query {
+    uint64_t session;
+    int rv;
+};
+
+static void get_session(struct lf *f, void *arg)
+{
+    struct session_query *q = arg;
+
+    q->rv = store_session_exists(f->st, q->session);
+}
+
+bool lf_session_exists(struct lf *f, uint64_t session)
+{
+    struct session_query q = {.session = session};
+
+    lf_on_loop(f, get_session, &q);
+    if (q.rv < 0) FAIL("store_session_exists %llu: %d", (unsigned long long)session, q.rv);
+    return q.rv == 1;
+}
+
 static void set_leading(struct lf *f, void *arg)
 {
     fake_node_set_leading(f->srv.node, *(bool *)arg);
@@ -121,10 +236,8 @@ void lf_set_leading(struct lf *f, bool leading)
     bool ready = !leading;
 
     lf_on_loop(f, set_leading, &leading);
-    for (int i = 0; i < 500 && ready != leading; i++) {
-        usleep(2000);
-        lf_on_loop(f, is_ready, &ready);
-    }
+    lf_settle(f);
+    lf_on_loop(f, is_ready, &ready);
     if (ready != leading) FAIL("the server did not see the node %s", leading ? "lead" : "stop");
 }
 
@@ -133,6 +246,8 @@ static void stop(struct lf *f, void *arg)
     (void)arg;
     server_stop(&f->srv);
     uv_close((uv_handle_t *)&f->call, NULL);
+    uv_close((uv_handle_t *)&f->settle_check, NULL);
+    uv_close((uv_handle_t *)&f->settle_idle, NULL);
 }
 
 void lf_stop(struct lf *f)

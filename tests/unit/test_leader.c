@@ -1,30 +1,42 @@
 /*
  * test_leader.c -- the leader's logic in one process: batond's server over
- * a fake node (tests/unit/leader_fixture.h), driven by libbaton through
- * its real client port. Each test names the part of server/ it drives:
+ * a fake node and a fake clock (tests/unit/leader_fixture.h), driven by
+ * libbaton and raw clients through its real client port. The server's
+ * clock moves only when a test moves it (lf_advance), so every rule about
+ * time is checked at its exact boundary: one ms before, nothing; at it,
+ * the effect. Each test names the part of server/ it drives:
  *
  *  - dispatch, batch, reply: a lock is granted and released, fences rise;
  *  - push: a release hands the lock to the waiter by a GRANTED push;
- *  - deadlines: a wait that times out is cancelled in the state, and the
- *    lock is not granted to it later;
+ *  - deadlines: a wait of N ms is still queued N - 1 ms after it was, and
+ *    ends at N ms, taken out of the queue (WAIT_TIMEOUT); a lock-delay of
+ *    N ms (the ACQUIRE's, or --lock-delay's) keeps an expired holder's
+ *    lock from its waiter exactly N ms (DELAY_END);
  *  - batch: requests read in one loop turn share one entry;
- *  - access: a principal limited to a prefix is refused outside it;
- *  - access, observe, watch: nor does it see another prefix's lock names
- *    in METRICS, or in a watch taken before SIGHUP narrowed its prefixes;
+ *  - access: a principal limited to a prefix is refused outside it; a
+ *    principal of each role sends every request type and is refused
+ *    exactly what its role does not allow;
+ *  - access, observe, watch: nor does a prefix-limited principal see
+ *    another prefix's lock names in METRICS, or in a watch taken before
+ *    SIGHUP narrowed its prefixes;
  *  - listen, access: a connection parked while the new leader is not
  *    serving yet, then closed by SIGHUP, is not read again;
- *  - liveness: a session whose client falls silent expires, its lock goes
- *    to the next waiter and the client is told; keepalives keep it; the
- *    last sessions of a cluster are kept for admins;
+ *  - liveness: a session's lease runs ttl ms from the last request that
+ *    named it, and the leader's tick (every 50 ms) expires it at the first
+ *    tick at or after that: its lock goes to the next waiter and its
+ *    client is told; keepalives renew the lease from when each is handled;
+ *    the last sessions of a cluster are kept for admins;
  *  - watch: a WATCH sees the lock's state, then each change;
  *  - the leadership switch: a node that does not lead serves no session,
  *    and one that starts leading does; a waiter kept across a lost and
- *    regained leadership is still granted.
+ *    regained leadership is still granted; a new leader gives every
+ *    session a full fresh lease.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "baton/baton.h"
@@ -33,6 +45,7 @@
 #include "tests/lib/cluster.h"
 #include "tests/lib/runner.h"
 #include "tests/lib/tls_sock.h"
+#include "tests/unit/fake_clock.h"
 #include "tests/unit/leader_fixture.h"
 
 #define P(s) ((struct pstr){(s), sizeof(s) - 1})
@@ -46,6 +59,69 @@ static baton_t *connect_to(const struct lf *f, const char *token, unsigned conne
 
     if (rv != 0) FAIL("baton_connect %s: %s", f->endpoint, baton_connect_errmsg());
     return b;
+}
+
+/* The kernel's CLOCK_MONOTONIC in ms, past any clock_gettime. */
+static uint64_t kernel_now_ms(void)
+{
+    struct timespec ts;
+
+    if (syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts) != 0) FAIL("clock_gettime");
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+struct clock_probe {
+    uint64_t hrtime_ms, loop_ms, later_ms, fake_ms;
+};
+
+static void *probe_bound(void *arg)
+{
+    struct clock_probe *p = arg;
+    uv_loop_t loop;
+
+    fake_clock_bind_thread();
+    p->fake_ms = fake_clock_now_ms();
+    p->hrtime_ms = uv_hrtime() / 1000000;
+    uv_loop_init(&loop);
+    p->loop_ms = uv_now(&loop);
+    fake_clock_advance(7);
+    uv_update_time(&loop);
+    p->later_ms = uv_now(&loop);
+    uv_loop_close(&loop);
+    return NULL;
+}
+
+/* The fixture rests on this: libuv.so's own clock reads (uv_hrtime, a
+ * loop's time) reach this executable's clock_gettime, which gives a bound
+ * thread the fake clock and every other thread the kernel's. */
+TEST(fake_clock_reaches_libuv)
+{
+    struct clock_probe p = {0};
+    pthread_t t;
+    uint64_t before = kernel_now_ms(), hr = uv_hrtime() / 1000000, after = kernel_now_ms();
+
+    ASSERT(before <= hr && hr <= after);
+    ASSERT_EQ(pthread_create(&t, NULL, probe_bound, &p), 0);
+    pthread_join(t, NULL);
+    ASSERT_UEQ(p.hrtime_ms, p.fake_ms);
+    ASSERT_UEQ(p.loop_ms, p.fake_ms);
+    ASSERT_UEQ(p.later_ms, p.fake_ms + 7);
+    ASSERT_UEQ(fake_clock_now_ms(), p.fake_ms + 7);
+}
+
+/* Wait (real time, the client is on a thread of its own) until the store
+ * shows `waiters` waiting for `name`. */
+static void await_waiters(struct lf *f, const char *name, uint32_t waiters)
+{
+    struct lf_lock_state st;
+    int64_t deadline = now_ms() + 10000;
+
+    for (;;) {
+        lf_lock_state(f, name, &st);
+        if (st.waiters == waiters) return;
+        if (now_ms() > deadline) FAIL("%s: %u waiters, not %u", name, st.waiters, waiters);
+        sleep_ms(2);
+    }
 }
 
 TEST(grant_and_release_fences_rise)
@@ -126,21 +202,33 @@ TEST(release_hands_over_by_push)
     struct handoff h;
 
     handoff_start(&h, -1, NULL);
-    usleep(200 * 1000);
+    await_waiters(&h.f, "h", 1);
     ASSERT_EQ(h.w.done, 0); /* queued behind a */
     handoff_finish(&h);
     ASSERT_EQ(h.w.rv, 0);
     ASSERT_GT(h.w.fence, 0);
 }
 
-TEST(wait_deadline_cancels_the_wait)
+/* The wait's timer is armed when its ACQUIRE is applied, and the clock
+ * stands still from then until the test moves it. */
+TEST(wait_deadline_ends_the_wait_at_its_ms)
 {
     struct handoff h;
+    struct lf_lock_state st;
     baton_lock_t *l;
     uint64_t held;
 
-    handoff_start(&h, 150, NULL);
+    handoff_start(&h, 200, NULL);
     held = baton_lock_fence(h.held);
+    await_waiters(&h.f, "h", 1);
+    lf_advance(&h.f, 199);
+    lf_lock_state(&h.f, "h", &st);
+    ASSERT_EQ(st.waiters, 1);
+    ASSERT_EQ(h.w.done, 0);
+    lf_advance(&h.f, 1);
+    lf_lock_state(&h.f, "h", &st);
+    ASSERT_EQ(st.waiters, 0);
+    ASSERT_UEQ(st.fence, held);
     pthread_join(h.t, NULL);
     ASSERT_EQ(h.w.rv, BATON_ETIMEDOUT);
     ASSERT_EQ(baton_unlock(h.held), 0);
@@ -241,23 +329,153 @@ TEST(waiter_kept_across_lost_leadership)
     struct handoff h;
 
     handoff_start(&h, -1, NULL);
-    usleep(100 * 1000);
+    await_waiters(&h.f, "h", 1);
     lf_set_leading(&h.f, false);
-    usleep(100 * 1000);
     lf_set_leading(&h.f, true);
     ASSERT_EQ(h.w.done, 0);
     handoff_finish(&h);
     ASSERT_EQ(h.w.rv, 0);
 }
 
-/* A raw client (tests/lib/tls_sock.h) on f's port: HELLO done. */
-static void raw_connect(const struct lf *f, struct tls_sock *s)
+/* A raw client (tests/lib/tls_sock.h) on f's port: HELLO with token
+ * (NULL: none) done. */
+static void raw_connect_as(const struct lf *f, struct tls_sock *s, const char *token)
 {
     const char *colon = strrchr(f->endpoint, ':');
 
     if (tls_sock_connect(s, atoi(colon + 1), &(struct tls_sock_cfg){0}, 2000) != 0)
         FAIL("connect: %s", s->err);
-    if (tls_sock_hello(s, NULL, NULL) != 0) FAIL("hello: %s", s->err);
+    if (tls_sock_hello(s, token, NULL) != 0) FAIL("hello: %s", s->err);
+}
+
+static void raw_connect(const struct lf *f, struct tls_sock *s)
+{
+    raw_connect_as(f, s, NULL);
+}
+
+/* ---- access: every request type by every role ---- */
+
+/* Which role each request needs, as the README documents it. */
+static int needs(int type)
+{
+    switch (type) {
+    case MSG_STATUS:
+    case MSG_LOCK_INFO:
+    case MSG_LIST_LOCKS:
+    case MSG_LIST_SESSIONS:
+    case MSG_WATCH:
+    case MSG_METRICS:
+        return MSG_ROLE_READ;
+    case MSG_OPEN_SESSION:
+    case MSG_ACQUIRE:
+    case MSG_ACQUIRE_MANY:
+    case MSG_RELEASE:
+    case MSG_CANCEL:
+    case MSG_CLOSE_SESSION:
+    case MSG_KEEPALIVE:
+    case MSG_LOST_HOLDS:
+        return MSG_ROLE_LOCK;
+    case MSG_SNAPSHOT_SAVE: /* a copy of every session and lock: admin only. Here
+                               the state fits in one SNAPSHOT_CHUNK, the whole answer */
+    default:
+        return MSG_ROLE_ADMIN;
+    }
+}
+
+/* A harmless request of each type: names that alice may use, a session
+ * and member ids nobody has, so an allowed request fails in its handler
+ * (or succeeds) without changing the state. */
+static void harmless(int type, struct msg *m, uint64_t req)
+{
+    memset(m, 0, sizeof *m);
+    m->type = (uint16_t)type;
+    m->req_id = req;
+    switch (type) {
+    case MSG_OPEN_SESSION: m->u.open_session.ttl_ms = 5000; break;
+    case MSG_ACQUIRE:
+    case MSG_RELEASE:
+    case MSG_CANCEL:
+    case MSG_CLOSE_SESSION:
+        m->u.op.session = 999999;
+        m->u.op.seq = req;
+        m->u.op.fence = 1;
+        m->u.op.waiter = 1;
+        m->u.op.lock = P("jobs/matrix");
+        break;
+    case MSG_ACQUIRE_MANY: {
+        static struct msg_lock_name more[1] = {{{"jobs/matrix2", 12}}};
+        m->u.op.session = 999999;
+        m->u.op.seq = req;
+        m->u.op.lock = P("jobs/matrix");
+        m->u.op.n_more = 1;
+        m->u.op.more = more;
+        break;
+    }
+    case MSG_KEEPALIVE: m->u.keepalive.session = 999999; break;
+    case MSG_LOST_HOLDS: m->u.lost_holds.session = 999999; break;
+    case MSG_LOCK_INFO: m->u.lock_info.lock = P("jobs/matrix"); break;
+    case MSG_LIST_LOCKS: m->u.list_locks.prefix = P("jobs/"); m->u.list_locks.limit = 10; break;
+    case MSG_LIST_SESSIONS: m->u.list_sessions.limit = 10; break;
+    case MSG_WATCH: m->u.watch.lock = P("jobs/matrix"); break;
+    case MSG_FORCE_RELEASE: m->u.force_release.lock = P("jobs/none"); break;
+    case MSG_EXPIRE_SESSION: m->u.expire_session.session = 999999; break;
+    case MSG_TRANSFER: m->u.transfer.id = 99; break;
+    case MSG_MEMBER_REMOVE: m->u.member_remove.id = 99; break;
+    case MSG_MEMBER_ADD: m->u.member_add.id = 0; break; /* refused as EINVAL if allowed */
+    default: break;
+    }
+}
+
+/* A token of each role (admin, client within jobs/ and batch/, read)
+ * sends every request type: what its role allows gets the handler's
+ * answer, the rest BATON_EPERM (the expected matrix is written out here,
+ * not read from proto/msg_table.h). */
+TEST(every_request_type_by_role)
+{
+    static const int roles[] = {MSG_ROLE_ADMIN, MSG_ROLE_LOCK, MSG_ROLE_READ};
+    static const char *const name[] = {"root", "alice", "bob"};
+    static const char *const role[] = {"admin", "client", "read"};
+    static const char *const opts[] = {"", "prefixes=jobs/,batch/", ""};
+    char tokens[3][72], line[512], path[300], flag_path[320];
+    const char *extra[] = {"--auth-file", flag_path, NULL};
+    uint64_t req = 100;
+    struct lf f;
+    FILE *fp;
+
+    snprintf(path, sizeof path, "/tmp/baton-leader-matrix-%d", (int)getpid());
+    fp = fopen(path, "w");
+    ASSERT(fp != NULL);
+    for (int w = 0; w < 3; w++) {
+        ASSERT_EQ(cluster_token(name[w], role[w], opts[w], tokens[w], line, sizeof line), 0);
+        fputs(line, fp);
+    }
+    fclose(fp);
+    snprintf(flag_path, sizeof flag_path, "%s", path);
+    lf_start(&f, extra);
+    for (int w = 0; w < 3; w++) {
+        struct tls_sock s;
+        raw_connect_as(&f, &s, tokens[w]);
+        for (int t = 1; t < MSG_TYPE_MAX_; t++) {
+            const struct msg_info *info = msg_info(t);
+            struct msg m, r;
+            int st;
+            if (info == NULL || info->dir != MSG_C2S || t == MSG_HELLO) continue;
+            harmless(t, &m, ++req);
+            if (tls_sock_request(&s, &m, &r, 5000) != 0)
+                FAIL("%s as %s: %s", msg_type_name(t), name[w], s.err);
+            st = tls_sock_status(&r);
+            msg_free(&r);
+            if (roles[w] >= needs(t)) {
+                if (st == BATON_EPERM || st == BATON_EAUTH)
+                    FAIL("%s as %s: refused (%d)", msg_type_name(t), name[w], st);
+            } else if (st != BATON_EPERM) {
+                FAIL("%s as %s: answered %d, want BATON_EPERM", msg_type_name(t), name[w], st);
+            }
+        }
+        tls_sock_close(&s);
+    }
+    lf_stop(&f);
+    unlink(path);
 }
 
 /* OPEN_SESSION with ttl_ms on s: the session id. */
@@ -275,8 +493,10 @@ static uint64_t raw_open(struct tls_sock *s, uint32_t ttl_ms)
     return id;
 }
 
-/* ACQUIRE name without waiting: the RESULT's status. */
-static int raw_trylock(struct tls_sock *s, uint64_t session, uint64_t seq, const char *name)
+/* ACQUIRE name, waiting wait_ms (BATON_WAIT_*), with lock_delay_ms
+ * (BATON_LOCK_DELAY_*): the RESULT's status. */
+static int raw_acquire(struct tls_sock *s, uint64_t session, uint64_t seq, const char *name,
+                       int64_t wait_ms, int32_t lock_delay_ms)
 {
     struct msg m = {.type = MSG_ACQUIRE, .req_id = 100 + seq}, r;
     int st;
@@ -284,8 +504,29 @@ static int raw_trylock(struct tls_sock *s, uint64_t session, uint64_t seq, const
     m.u.op.session = session;
     m.u.op.seq = seq;
     m.u.op.lock = (struct pstr){name, strlen(name)};
-    m.u.op.lock_delay_ms = BATON_LOCK_DELAY_NONE;
+    m.u.op.wait_ms = wait_ms;
+    m.u.op.lock_delay_ms = lock_delay_ms;
     if (tls_sock_request(s, &m, &r, 2000) != 0) FAIL("acquire: %s", s->err);
+    st = tls_sock_status(&r);
+    msg_free(&r);
+    return st;
+}
+
+/* ACQUIRE name without waiting, without lock-delay. */
+static int raw_trylock(struct tls_sock *s, uint64_t session, uint64_t seq, const char *name)
+{
+    return raw_acquire(s, session, seq, name, BATON_WAIT_TRY, BATON_LOCK_DELAY_NONE);
+}
+
+/* KEEPALIVE of session: its reply's status. */
+static int raw_keepalive(struct tls_sock *s, uint64_t session)
+{
+    static uint64_t req_id = 1000;
+    struct msg m = {.type = MSG_KEEPALIVE, .req_id = ++req_id}, r;
+    int st;
+
+    m.u.keepalive.session = session;
+    if (tls_sock_request(s, &m, &r, 2000) != 0) FAIL("keepalive: %s", s->err);
     st = tls_sock_status(&r);
     msg_free(&r);
     return st;
@@ -302,18 +543,17 @@ static int raw_wait_for(struct tls_sock *s, int type, struct msg *out, int ms)
     return -1;
 }
 
-/* A server with short leases, and a raw client on it whose session (ttl
- * 300 ms, the session's id returned) holds `name`. */
-static uint64_t raw_holder(struct lf *f, struct tls_sock *s, const char *name)
-{
-    static const char *const extra[] = {"--min-ttl", "200", NULL};
-    uint64_t sess;
+static const char *const short_leases[] = {"--min-ttl", "200", NULL};
 
-    lf_start(f, extra);
-    raw_connect(f, s);
-    sess = raw_open(s, 300);
-    ASSERT_EQ(raw_trylock(s, sess, 1, name), 0);
-    return sess;
+/* Is session alive, and does it hold name? */
+static void assert_holds(struct lf *f, uint64_t session, const char *name)
+{
+    struct lf_lock_state st;
+
+    ASSERT(lf_session_exists(f, session));
+    lf_lock_state(f, name, &st);
+    ASSERT(st.held);
+    ASSERT_UEQ(st.holder, session);
 }
 
 /* Leases for sessions the store does not have, up to where only admins
@@ -380,49 +620,179 @@ TEST(last_sessions_kept_for_admins)
     unlink(path);
 }
 
-TEST(silent_session_expires_and_its_lock_moves_on)
+/*
+ * A lease is ttl ms from the last request that named the session; the
+ * liveness tick (every LIVENESS_TICK_MS = 50 ms, server/liveness.c, and
+ * re-armed 50 ms after each run) expires it at its first run at or after
+ * that. Sessions a (ttl 300 from t = 0) and b (from t = 1), where the
+ * leader started to lead at t = 0, so the tick first comes at t = 50:
+ *
+ *   t = 250  the tick runs (it was due at 50), next at 300; both alive
+ *   t = 299  no tick; both alive
+ *   t = 300  the tick: a's lease ends now, so a expires, its lock goes
+ *            to b, which waited, and a's client is told; b has 1 ms left
+ *   t = 349  no tick; b's lease ran out at 301, but nothing looked
+ *   t = 350  the tick: b expires, and the lock is free
+ */
+TEST(silent_session_expires_at_the_first_tick_past_its_ttl)
 {
     struct lf f;
-    struct tls_sock s;
+    struct tls_sock sa, sb;
+    struct lf_lock_state st;
     struct msg m;
-    baton_t *b;
-    baton_lock_t *l;
-    uint64_t sess = raw_holder(&f, &s, "e");
+    uint64_t a, b;
 
-    b = connect_to(&f, NULL, 5000);
-    /* The raw client sends nothing more: its lease runs out, and the
-     * waiter is granted by the expiry. */
-    ASSERT_EQ(baton_lock_timeout(b, "e", 5000, &l), 0);
-    ASSERT_EQ(raw_wait_for(&s, MSG_SESSION_EXPIRED, &m, 2000), 0);
-    ASSERT_UEQ(m.u.session_expired.session, sess);
+    lf_start(&f, short_leases);
+    raw_connect(&f, &sa);
+    a = raw_open(&sa, 300);
+    ASSERT_EQ(raw_trylock(&sa, a, 1, "e"), 0);
+    lf_advance(&f, 1);
+    raw_connect(&f, &sb);
+    b = raw_open(&sb, 300);
+    ASSERT_EQ(raw_acquire(&sb, b, 1, "e", BATON_WAIT_FOREVER, BATON_LOCK_DELAY_NONE), 0);
+    lf_advance(&f, 249);
+    assert_holds(&f, a, "e");
+    ASSERT(lf_session_exists(&f, b));
+    lf_advance(&f, 49);
+    assert_holds(&f, a, "e");
+    lf_advance(&f, 1);
+    ASSERT(!lf_session_exists(&f, a));
+    assert_holds(&f, b, "e");
+    ASSERT_EQ(raw_wait_for(&sa, MSG_SESSION_EXPIRED, &m, 2000), 0);
+    ASSERT_UEQ(m.u.session_expired.session, a);
     msg_free(&m);
-    tls_sock_close(&s);
-    ASSERT_EQ(baton_unlock(l), 0);
-    baton_close(b);
+    ASSERT_EQ(raw_wait_for(&sb, MSG_GRANTED, &m, 2000), 0);
+    ASSERT_UEQ(m.u.push.session, b);
+    msg_free(&m);
+    lf_advance(&f, 49);
+    assert_holds(&f, b, "e");
+    lf_advance(&f, 1);
+    ASSERT(!lf_session_exists(&f, b));
+    lf_lock_state(&f, "e", &st);
+    ASSERT(!st.held);
+    tls_sock_close(&sa);
+    tls_sock_close(&sb);
     lf_stop(&f);
 }
 
-TEST(keepalives_keep_a_session)
+/*
+ * A keepalive renews the lease from when the leader handles it. Session
+ * (ttl 300, from t = 0) sends one every 200 ms, five times (t = 200 ..
+ * 1000, more than three leases), each after the tick of that instant has
+ * run; then it falls silent. The tick runs at t = 1250 (due at 1050), is
+ * next due at 1300: alive at 1299, expired at 1300, the last keepalive's
+ * time plus its ttl.
+ */
+TEST(keepalives_renew_the_lease_from_when_handled)
 {
     struct lf f;
     struct tls_sock s;
-    struct msg m = {.type = MSG_KEEPALIVE}, r;
-    baton_t *b;
-    baton_lock_t *l;
-    uint64_t sess = raw_holder(&f, &s, "k");
+    uint64_t sess;
 
-    b = connect_to(&f, NULL, 5000);
-    for (int i = 0; i < 10; i++) { /* 1 s: more than three leases */
-        m.req_id = 1000 + (uint64_t)i;
-        m.u.keepalive.session = sess;
-        if (tls_sock_request(&s, &m, &r, 2000) != 0) FAIL("keepalive: %s", s.err);
-        ASSERT_EQ(tls_sock_status(&r), 0);
-        msg_free(&r);
-        usleep(100 * 1000);
+    lf_start(&f, short_leases);
+    raw_connect(&f, &s);
+    sess = raw_open(&s, 300);
+    ASSERT_EQ(raw_trylock(&s, sess, 1, "k"), 0);
+    for (int i = 0; i < 5; i++) {
+        lf_advance(&f, 200);
+        assert_holds(&f, sess, "k");
+        ASSERT_EQ(raw_keepalive(&s, sess), 0);
     }
-    ASSERT_EQ(baton_trylock(b, "k", &l), BATON_EWOULDBLOCK);
+    lf_advance(&f, 250);
+    assert_holds(&f, sess, "k");
+    lf_advance(&f, 49);
+    assert_holds(&f, sess, "k");
+    lf_advance(&f, 1);
+    ASSERT(!lf_session_exists(&f, sess));
     tls_sock_close(&s);
-    baton_close(b);
+    lf_stop(&f);
+}
+
+/*
+ * A holder whose lock-delay is 200 ms expires (t = 300, as above): its
+ * lock stays free and ungranted, delayed, until t = 500, then goes to the
+ * waiter -- whose own session keeps alive meanwhile (a keepalive at t =
+ * 250). The holder's ACQUIRE asks for holder_delay (BATON_LOCK_DELAY_*
+ * or ms) on a server started with extra flags.
+ */
+static void check_lock_delay(const char *const *extra, int32_t holder_delay)
+{
+    struct lf f;
+    struct tls_sock sa, sb;
+    struct lf_lock_state st;
+    uint64_t a, b;
+
+    lf_start(&f, extra);
+    raw_connect(&f, &sa);
+    a = raw_open(&sa, 300);
+    ASSERT_EQ(raw_acquire(&sa, a, 1, "d", BATON_WAIT_TRY, holder_delay), 0);
+    raw_connect(&f, &sb);
+    b = raw_open(&sb, 300);
+    ASSERT_EQ(raw_acquire(&sb, b, 1, "d", BATON_WAIT_FOREVER, BATON_LOCK_DELAY_NONE), 0);
+    lf_advance(&f, 250);
+    ASSERT_EQ(raw_keepalive(&sb, b), 0);
+    lf_advance(&f, 50);
+    ASSERT(!lf_session_exists(&f, a));
+    lf_lock_state(&f, "d", &st);
+    ASSERT(!st.held);
+    ASSERT(st.delayed);
+    ASSERT_EQ(st.waiters, 1);
+    lf_advance(&f, 199);
+    lf_lock_state(&f, "d", &st);
+    ASSERT(st.delayed);
+    ASSERT_EQ(st.waiters, 1);
+    lf_advance(&f, 1);
+    assert_holds(&f, b, "d");
+    lf_lock_state(&f, "d", &st);
+    ASSERT(!st.delayed);
+    ASSERT_EQ(st.waiters, 0);
+    tls_sock_close(&sa);
+    tls_sock_close(&sb);
+    lf_stop(&f);
+}
+
+TEST(lock_delay_keeps_the_lock_from_the_waiter_its_ms)
+{
+    check_lock_delay(short_leases, 200);
+}
+
+/* An ACQUIRE that asks for the default lock-delay gets --lock-delay. */
+TEST(server_lock_delay_applies_to_a_default_acquire)
+{
+    static const char *const extra[] = {"--min-ttl", "200", "--lock-delay", "200", NULL};
+
+    check_lock_delay(extra, BATON_LOCK_DELAY_DEFAULT);
+}
+
+/*
+ * A new leader cannot know how long each session was silent before, so it
+ * gives every one a full lease from when it starts to lead. Session (ttl
+ * 300, from t = 0); leadership lost and regained at t = 250: the tick
+ * restarts then (next at 300), and the session, which would have expired
+ * at 300, lives until the tick at 550.
+ */
+TEST(new_leader_gives_every_session_a_fresh_lease)
+{
+    struct lf f;
+    struct tls_sock s;
+    uint64_t sess;
+
+    lf_start(&f, short_leases);
+    raw_connect(&f, &s);
+    sess = raw_open(&s, 300);
+    ASSERT_EQ(raw_trylock(&s, sess, 1, "n"), 0);
+    tls_sock_close(&s); /* the switch closes every client connection */
+    lf_advance(&f, 250);
+    lf_set_leading(&f, false);
+    lf_set_leading(&f, true);
+    lf_advance(&f, 50);
+    assert_holds(&f, sess, "n");
+    lf_advance(&f, 200);
+    assert_holds(&f, sess, "n");
+    lf_advance(&f, 49);
+    assert_holds(&f, sess, "n");
+    lf_advance(&f, 1);
+    ASSERT(!lf_session_exists(&f, sess));
     lf_stop(&f);
 }
 
@@ -709,18 +1079,23 @@ int main(int argc, char **argv)
 {
     runner_init(argc, argv);
     runner_set_timeout(30);
+    RUN(fake_clock_reaches_libuv);
     RUN(grant_and_release_fences_rise);
     RUN(release_hands_over_by_push);
-    RUN(wait_deadline_cancels_the_wait);
+    RUN(wait_deadline_ends_the_wait_at_its_ms);
     RUN(requests_of_one_turn_share_an_entry);
     RUN(prefix_principal_refused_outside_its_prefix);
+    RUN(every_request_type_by_role);
     RUN(parked_conn_closed_by_sighup_is_not_read_again);
     RUN(prefix_principal_sees_no_other_prefix_in_metrics_or_watches);
-    RUN(silent_session_expires_and_its_lock_moves_on);
-    RUN(keepalives_keep_a_session);
+    RUN(silent_session_expires_at_the_first_tick_past_its_ttl);
+    RUN(keepalives_renew_the_lease_from_when_handled);
+    RUN(lock_delay_keeps_the_lock_from_the_waiter_its_ms);
+    RUN(server_lock_delay_applies_to_a_default_acquire);
     RUN(watch_sees_the_state_then_each_change);
     RUN(no_session_until_the_node_leads);
     RUN(waiter_kept_across_lost_leadership);
+    RUN(new_leader_gives_every_session_a_fresh_lease);
     RUN(last_sessions_kept_for_admins);
     return runner_done();
 }
