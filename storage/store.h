@@ -135,6 +135,13 @@
 /* Limits enforced in apply (results carry BATON_ELIMIT). */
 #define STORE_MAX_OWNED_PER_SESSION 10000   /* holds + waits + lost holds of one session */
 #define STORE_MAX_SESSIONS 200000
+/* A client command of a session runs only if its seq is below the
+ * session's ack floor plus this (apply.c, step 6), so that a session holds
+ * at most this many cached results above its floor, plus the results of
+ * the RELEASEs and CANCELs that freed a hold or wait beyond it (each took
+ * one of the session's STORE_MAX_OWNED_PER_SESSION slots) and its kept
+ * ones below the floor (CMD_MAX_KEEP). */
+#define STORE_MAX_CACHED_PER_SESSION BATON_MAX_UNACKED
 #define STORE_MAX_SNAPS 2           /* snapshots open at once: raft's and a backup's */
 
 typedef struct store store;
