@@ -422,6 +422,17 @@ int store_lost_list(store *s, uint64_t session, uint64_t after, uint32_t limit,
 int store_session_exists(store *s, uint64_t session);
 
 /*
+ * Would a client command (a RELEASE, CANCEL or CLOSE_SESSION: kind CLIENT,
+ * seq not 0) applied now leave the store no bigger: is it answered by its
+ * session's cached result of that seq, or does it free a hold, a wait or
+ * a lost record of its session (or end it)? 1 or 0, from the applied
+ * state; 0 also on error. The leader lets such commands through while its
+ * disk is low (server/disk.c), and refuses the others: each would add a
+ * cached result.
+ */
+int store_cmd_frees(store *s, const struct cmd *cmd);
+
+/*
  * The live session that an OPEN_SESSION with this nonce (non-zero) from
  * this owner opened (storage/nonces.c): 0 with *session set,
  * BATON_ENOTFOUND (none: never opened, or ended; also for nonce 0), or
