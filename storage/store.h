@@ -39,7 +39,10 @@
  * remembers the highest ack_below (its ack floor) to refuse stale
  * duplicates (apply.c). A session's cache thus holds its unanswered
  * requests and its kept queued ACQUIREs (at most CMD_MAX_KEEP below the
- * floor), however long one of them waits. The nonces databases map a live
+ * floor), however long one of them waits; and a request that runs
+ * STORE_MAX_CACHED_PER_SESSION or more above the floor is refused unless
+ * it frees a hold or wait (apply.c, step 6), so that a client that never
+ * acknowledges cannot grow the table without bound. The nonces databases map a live
  * session's OPEN_SESSION nonce to it, so that a re-sent OPEN_SESSION finds
  * it (storage/nonces.c); both lose the session's entries when it ends.
  *
