@@ -635,6 +635,7 @@ static void on_msg(baton_async_t *ac, const struct msg *m)
     }
     if (!baton__is_keepalive_id(m->req_id)) ac->silenced = false;
     baton__on_msg(ac, m);
+    baton__flush_held(ac);
 }
 
 /*

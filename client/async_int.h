@@ -91,6 +91,19 @@
  * ack_below passes them. A long wait then pins nothing: the results of
  * every later request are acknowledged as they arrive.
  *
+ * How far ahead the client runs. The cluster runs a session's request only
+ * if its seq is less than BATON_MAX_UNACKED above the highest ack_below
+ * the session has sent, unless it frees a hold or a wait (a RELEASE, a
+ * CANCEL; storage/apply.c); beyond, RESULT(BATON_ELIMIT). So an ACQUIRE
+ * whose id is BATON_MAX_UNACKED or more above the ack_below it would carry
+ * stays UNSENT (held back; ac->held_id is the lowest such id) until answers
+ * move ack_below up (baton__flush_held, after every message), and the
+ * other requests go at once: a RELEASE of a held lock is never stuck
+ * behind a full window. Only BATON_MAX_UNACKED requests in flight at once,
+ * or the oldest of more than BATON_MAX_KEEP waiting ACQUIREs waiting while
+ * BATON_MAX_UNACKED more are made, hold an ACQUIRE back; one held back
+ * until its op timeout fails with BATON_ELIMIT.
+ *
  * Keepalives are not requests: they are not in the table and carry no seq.
  * Their req_ids come from a separate range (BATON__KA_ID_BASE and up, far
  * above any seq), and a small ring remembers when each recent one was sent
@@ -353,6 +366,7 @@ struct baton_async {
 
     /* Requests. */
     uint64_t next_id;
+    uint64_t held_id;         /* the lowest ACQUIRE held back, 0: none */
     struct baton__req *head, *tail;
     struct u64map map;        /* request id -> request (proto/u64map.h) */
     struct baton__req *done_head, *done_tail;
@@ -427,6 +441,7 @@ void baton__write(baton_async_t *ac);
 /* async_ops.c */
 bool baton__session_known(const baton_async_t *ac);
 void baton__flush_unsent(baton_async_t *ac);
+void baton__flush_held(baton_async_t *ac);
 void baton__req_send(baton_async_t *ac, struct baton__req *r);
 void baton__try_send(baton_async_t *ac, struct baton__req *r);
 void baton__session_closed(baton_async_t *ac, struct baton__req *close, int status);

@@ -105,8 +105,23 @@ void baton__req_send(baton_async_t *ac, struct baton__req *r)
         baton__set_deadline(ac, r, baton__now() + ac->op_timeout_ms);
 }
 
+/* Would ACQUIRE r, sent now, run BATON_MAX_UNACKED or more ahead of the
+ * session's acknowledgement (async_int.h, "How far ahead the client
+ * runs")? */
+static bool too_far_ahead(const baton_async_t *ac, const struct baton__req *r)
+{
+    struct msg_seq keep[BATON_MAX_KEEP];
+    uint32_t n_keep;
+    uint64_t ack;
+
+    if (r->kind != BATON__K_ACQUIRE) return false;
+    ack = baton__acks(ac, keep, &n_keep);
+    return r->id >= ack && r->id - ack >= BATON_MAX_UNACKED; /* a kept one is below ack */
+}
+
 /* Send r now if the connection and the session allow it; otherwise it
- * stays UNSENT and baton__flush_unsent sends it later. */
+ * stays UNSENT and baton__flush_unsent (or, for an ACQUIRE held back,
+ * baton__flush_held) sends it later. */
 void baton__try_send(baton_async_t *ac, struct baton__req *r)
 {
     if (ac->cstate != BATON__C_READY) return;
@@ -121,8 +136,30 @@ void baton__try_send(baton_async_t *ac, struct baton__req *r)
             return;
     } else if (!baton__session_known(ac)) {
         return;
+    } else if (too_far_ahead(ac, r)) {
+        if (ac->held_id == 0 || r->id < ac->held_id) ac->held_id = r->id;
+        return;
     }
     baton__req_send(ac, r);
+}
+
+/* Send the ACQUIREs held back that ack_below now lets go, oldest first:
+ * each request is tried once per move of the window, not per message. */
+void baton__flush_held(baton_async_t *ac)
+{
+    struct baton__req *r, *next;
+
+    if (ac->held_id == 0 || ac->cstate != BATON__C_READY || !baton__session_known(ac)) return;
+    r = baton__req_find(ac, ac->held_id);
+    if (r != NULL && too_far_ahead(ac, r)) return;
+    ac->held_id = 0;
+    for (r = r != NULL ? r : ac->head; r; r = next) {
+        next = r->next;
+        if (r->state != BATON__R_UNSENT || r->kind != BATON__K_ACQUIRE) continue;
+        if (!r->user && r->cancel_id) continue; /* as baton__flush_unsent */
+        baton__try_send(ac, r);
+        if (ac->cstate != BATON__C_READY || ac->held_id != 0) return;
+    }
 }
 
 /* The connection became ready, or the session opened: send, in id order,
@@ -623,11 +660,18 @@ void baton__on_msg(baton_async_t *ac, const struct msg *m)
 static bool expire(baton_async_t *ac, struct baton__req *r)
 {
     bool timedout = r->state == BATON__R_SENT && r->sent_gen == ac->gen && ac->confirmed;
-    int status = timedout ? BATON_ETIMEDOUT : BATON_EUNAVAIL;
+    bool held = r->state == BATON__R_UNSENT && ac->cstate == BATON__C_READY &&
+                baton__session_known(ac) && too_far_ahead(ac, r);
+    int status = held ? BATON_ELIMIT : timedout ? BATON_ETIMEDOUT : BATON_EUNAVAIL;
     struct baton__req *t;
 
     r->deadline = 0;
-    if (timedout)
+    if (held)
+        baton__seterr(ac, "lock '%s': not sent within %u ms: the session has %u requests since "
+                      "the oldest one the cluster has not answered (or the oldest of more than "
+                      "%u waiting locks), the most it may have",
+                      r->name, ac->op_timeout_ms, BATON_MAX_UNACKED, BATON_MAX_KEEP);
+    else if (timedout)
         baton__seterr(ac, "no answer from the leader within %u ms", ac->op_timeout_ms);
     else
         baton__seterr(ac, "no leader reachable for %u ms (last error: %s)", ac->op_timeout_ms,

@@ -290,6 +290,12 @@
 #define BATON_SNAPSHOT_CHUNK_MAX 49152 /* data bytes in one SNAPSHOT_CHUNK */
 #define BATON_MAX_KEEP 64           /* seqs in an op's keep list (queued ACQUIREs kept below
                                        ack_below) */
+#define BATON_MAX_UNACKED 4096      /* how far an op's seq may run ahead of its session's
+                                       ack floor (the highest ack_below it has sent): the
+                                       results the cluster keeps for it. Beyond, the op is
+                                       answered RESULT(BATON_ELIMIT) unless it frees a hold
+                                       or a wait (storage/apply.c); libbaton holds back its
+                                       ACQUIREs so that it never goes beyond */
 
 #define PROTO_HDR_LEN 14            /* u32 len + u16 type + u64 req_id */
 #define PROTO_FRAME_MIN 10          /* smallest legal `len` field */

@@ -88,8 +88,9 @@ const struct flag config_flags[] = {
     {"min-free-mb", "N", FLAG_UINT, AT(min_free_mb), 0, 0, 1000000, 64, NULL, NULL,
      "--min-free-mb needs a number of MiB", NULL,
      "while the filesystem of --data has less than N MiB free plus the lock store's next "
-     "growth (8..64 MiB), new sessions and acquires are answered ERROR(BATON_ENOSPC); "
-     "releases still go through; 0 turns the check off"},
+     "growth (8..64 MiB), new sessions, acquires and releases or cancels that free nothing "
+     "are answered ERROR(BATON_ENOSPC); releases of held locks still go through; 0 turns "
+     "the check off"},
     {"max-unread-mb", "N", FLAG_UINT, AT(max_unread_mb), 0, 1, 1000000, 256, NULL, NULL,
      "--max-unread-mb needs a positive number of MiB", NULL,
      "replies that clients have not read yet, all connections together; beyond it the "

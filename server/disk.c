@@ -10,19 +10,25 @@
  * applies an entry raft has already committed: if that growth fails, the
  * node cannot apply the entry at all (raft/node.c, "local failures").
  *
- * So batond does not let a client's command that grows the state
- * (OPEN_SESSION, ACQUIRE) reach raft while the filesystem that holds --data
- * has less free than --min-free-mb PLUS the lock store's next growth step
- * (store_next_growth: the map's size up to 64 MiB, then 64 MiB): the
- * command is answered ERROR(BATON_ENOSPC) at once and nothing is proposed.
- * The growth step counts because a store that fills its map while the disk
- * holds less than the step cannot apply the entry that filled it. Commands
- * that give something back -- RELEASE, CANCEL, CLOSE_SESSION and the
- * operator's FORCE_RELEASE / EXPIRE_SESSION, MEMBER_ADD (one address, at
- * most 16) -- still go through, as etcd still allows deletes under its
- * NOSPACE alarm: a holder must always be able to let go of its lock, and
- * refusing it would only keep the lock from its next waiter until the
- * lease ran out. The floor leaves room for those small entries and for
+ * So batond does not let a client's command that grows the state reach
+ * raft while the filesystem that holds --data has less free than
+ * --min-free-mb PLUS the lock store's next growth step (store_next_growth:
+ * the map's size up to 64 MiB, then 64 MiB): the command is answered
+ * ERROR(BATON_ENOSPC) at once and nothing is proposed. The growth step
+ * counts because a store that fills its map while the disk holds less
+ * than the step cannot apply the entry that filled it. Every client
+ * command of a session grows the state by its cached result (storage/
+ * apply.c), so the rule is: OPEN_SESSION and the ACQUIREs (the grows
+ * column of storage/cmd_table.h) are refused; a RELEASE, CANCEL or
+ * CLOSE_SESSION goes through only if it gives more back than its result
+ * takes -- it frees a hold, a wait or a lost record of its session, ends
+ * the session, or is answered by its cached result (store_cmd_frees) --
+ * so that a flood of RELEASEs of locks not held cannot fill the disk. The
+ * operator's FORCE_RELEASE / EXPIRE_SESSION and MEMBER_ADD (one address,
+ * at most 16) cache nothing and go through, as etcd still allows deletes
+ * under its NOSPACE alarm: a holder must always be able to let go of its
+ * lock, and refusing it would only keep the lock from its next waiter
+ * until the lease ran out. The floor leaves room for those small entries and for
  * what raft and the store write anyway: the leader's own entries (lease
  * expiries, wait timeouts, lock-delay ends), replicated entries on
  * followers, snapshots, metadata.
@@ -90,26 +96,31 @@ void disk_close(struct server *srv)
         uv_close((uv_handle_t *)&srv->disk_timer, disk_closed);
 }
 
-/* Does this command make the state bigger (a new session, a new hold or
- * wait: the grows column of storage/cmd_table.h)? Only those are refused
- * while the disk is low. */
-static bool grows_state(int cmd_type)
+/* Does this command make the state bigger: a new session, hold or wait
+ * (the grows column of storage/cmd_table.h), or a client command whose
+ * cached result would be all it leaves? Only those are refused while the
+ * disk is low. A client command with seq 0 is not deduplicated and caches
+ * nothing. */
+static bool grows_state(struct server *srv, const struct cmd *cmd)
 {
-    const struct cmd_row *t = cmd_lookup(cmd_type);
+    const struct cmd_row *t = cmd_lookup(cmd->type);
 
-    return t != NULL && t->grows;
+    if (t == NULL) return false;
+    if (t->grows) return true;
+    if (t->kind != CMD_KIND_CLIENT || cmd->seq == 0) return false;
+    return !store_cmd_frees(srv->store, cmd);
 }
 
-bool disk_refuse(struct conn *c, uint64_t req_id, int cmd_type)
+bool disk_refuse(struct conn *c, uint64_t req_id, const struct cmd *cmd)
 {
     struct server *srv = c->srv;
 
-    if (!srv->disk_low || !grows_state(cmd_type)) return false;
+    if (!srv->disk_low || !grows_state(srv, cmd)) return false;
     metrics_inc_label(M_REFUSALS, REF_DISK_FULL);
     conn_send_error(c, req_id, BATON_ENOSPC,
                     "node %u's data disk has %.1f MiB free, below --min-free-mb %u plus the "
-                    "%.1f MiB the lock store's next growth takes: new sessions and locks are "
-                    "refused until space is freed",
+                    "%.1f MiB the lock store's next growth takes: new sessions, locks and "
+                    "requests that free nothing are refused until space is freed",
                     srv->cfg.node.id, (double)srv->disk_free / MIB, srv->cfg.min_free_mb,
                     (double)srv->disk_step / MIB);
     return true;

@@ -44,7 +44,7 @@
       "Bytes free on the filesystem of --data at the last check.")                          \
     X(M_DISK_LOW, "baton_disk_low", GAUGE, NONE, NO_BUCKETS,                                \
       "1 while free space is below --min-free-mb plus the store's next growth "             \
-      "(new sessions and acquires refused), else 0.")                                       \
+      "(new sessions, acquires and releases that free nothing refused), else 0.")           \
     /* counters */                                                                          \
     X(M_LEADER_CHANGES, "baton_leader_changes", COUNTER, NONE, NO_BUCKETS,                  \
       "Times this node saw a new leader (the first one included).")                         \

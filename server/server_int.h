@@ -506,12 +506,13 @@ void loop_lag_close(struct server *srv);
  * plus the lock store's next growth step. */
 void disk_init(struct server *srv);
 void disk_close(struct server *srv);
-/* Is the disk below the floor (plus the store's next growth) and is
- * cmd_type a command that grows the state (OPEN_SESSION, ACQUIRE)? Then c
- * has been answered ERROR(BATON_ENOSPC) and the command must not be
- * proposed: true. Releases, cancels, session closes and the leader's own
- * commands are never refused. */
-bool disk_refuse(struct conn *c, uint64_t req_id, int cmd_type);
+/* Is the disk below the floor (plus the store's next growth) and does cmd
+ * grow the state (OPEN_SESSION, ACQUIRE; a RELEASE, CANCEL or
+ * CLOSE_SESSION that frees nothing and would cache its result)? Then c has
+ * been answered ERROR(BATON_ENOSPC) and the command must not be proposed:
+ * true. A release of a hold, a cancel of a wait, a session close and the
+ * leader's and operator's commands are never refused. */
+bool disk_refuse(struct conn *c, uint64_t req_id, const struct cmd *cmd);
 
 /* guard.c -- limits on what one client may hold (docs/operations.md, "Limits"). */
 void guard_init(struct server *srv);       /* start the frame- and handshake-timeout sweep */

@@ -32,7 +32,20 @@
  *   5. seq < ack floor without a cached result: the client acknowledged
  *      that request's result, so this is a stale duplicate: BATON_ESTALE,
  *      nothing changes.
- *   6. Otherwise the command runs and its result is cached, whatever it is
+ *   6. seq at or above the ack floor plus STORE_MAX_CACHED_PER_SESSION:
+ *      the session runs too far ahead of what it acknowledged, and its
+ *      result would be one more cached result the client keeps down.
+ *      Unless the command frees something of the session's (locks_frees:
+ *      a RELEASE of a hold it has or of a lost record, a CANCEL of a wait,
+ *      a CLOSE_SESSION), it fails with BATON_ELIMIT: nothing changes and
+ *      nothing is cached, so a re-send is refused again while the floor
+ *      stays where it is, and may run once the client has acknowledged
+ *      more (the refusal did nothing, so running it then is its one run).
+ *      Freeing commands go through so that a session can always let go
+ *      of its locks; each of their results beyond the window took a hold
+ *      or wait away, and ACQUIREs beyond it are refused, so they add at
+ *      most STORE_MAX_OWNED_PER_SESSION results while the floor stands.
+ *   7. Otherwise the command runs and its result is cached, whatever it is
  *      (errors included), except for CLOSE_SESSION: the session's cache goes
  *      with it, so a retried CLOSE_SESSION gets BATON_ESESSION, which the
  *      client takes as "already closed" (as etcd answers a repeated lease
@@ -101,6 +114,15 @@ static int dedup_prune(struct apply_ctx *c, const struct cmd *cmd)
     }
     mdb_cursor_close(cur);
     return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* Step 6: may cmd (seq >= the floor) run, *ok? */
+static int window_ok(struct apply_ctx *c, const struct cmd *cmd, const struct sess_rec *sess,
+                     int *ok)
+{
+    *ok = 1;
+    if (cmd->seq - sess->ack_floor < STORE_MAX_CACHED_PER_SESSION) return 0;
+    return locks_frees(c, cmd, ok);
 }
 
 /* Is this a client command, subject to deduplication (cmd_table.h, kind)? */
@@ -179,6 +201,12 @@ static int apply_one(struct apply_ctx *c, const struct cmd *cmd, struct cmd_resu
     if (found) return dedup_decode(&cached, res);
     if (cmd->seq < sess.ack_floor) {
         res->status = BATON_ESTALE;
+        return 0;
+    }
+    rc = window_ok(c, cmd, &sess, &found);
+    if (rc != 0) return rc;
+    if (!found) {
+        res->status = BATON_ELIMIT;
         return 0;
     }
 

@@ -41,7 +41,10 @@
  *                       an operator: never deduplicated, its seq ignored,
  *                       harmless to repeat.
  *   grows     1: applying it can make the state bigger (a new session, hold
- *             or wait), so batond refuses it while its disk is low.
+ *             or wait), so batond refuses it while its disk is low. A
+ *             CLIENT row of 0 still leaves its cached result: batond lets
+ *             it through a low disk only if it frees more than that
+ *             (server/disk.c, store_cmd_frees).
  *   name_max  the most bytes its name field may hold (0: it has none); the
  *             decoder takes a longer one for malformed. Whether the name is
  *             legal is checked when it is applied.

@@ -408,6 +408,38 @@ int op_cancel(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res
     return 0;
 }
 
+/* RELEASE and CANCEL answer an error exactly when this says 0 (op_release,
+ * op_cancel), and a CANCEL that finds the wait granted frees nothing: it
+ * only tells the caller it holds the lock. */
+int locks_frees(struct apply_ctx *c, const struct cmd *cmd, int *frees)
+{
+    struct owned_rec o;
+    struct hold_rec h;
+    int found, rc = 0;
+
+    *frees = 0;
+    if (cmd->type == CMD_CLOSE_SESSION) {
+        *frees = 1;
+        return 0;
+    }
+    if ((cmd->type != CMD_RELEASE && cmd->type != CMD_CANCEL) ||
+        !proto_lock_name_ok(cmd->name, cmd->name_len))
+        return 0;
+    if (cmd->type == CMD_RELEASE) {
+        rc = hold_get(c, cmd->name, cmd->name_len, cmd->fence, &h, &found);
+        if (rc == 0 && found && h.session == cmd->session) *frees = 1;
+        if (rc == 0 && !*frees)
+            rc = lost_has(c, cmd->session, cmd->fence, cmd->name, cmd->name_len, frees);
+        return rc;
+    }
+    if (cmd->waiter == 0) return 0;
+    rc = owned_get(c, cmd->session, cmd->waiter, &o, &found);
+    if (rc == 0 && found && o.kind == OWNED_WAIT && o.name_len == cmd->name_len &&
+        memcmp(o.name, cmd->name, cmd->name_len) == 0)
+        *frees = 1;
+    return rc;
+}
+
 /*
  * WAIT_TIMEOUT(session, waiter, name), proposed by the leader when a wait
  * deadline passed. If the waiter still waits it leaves the queue with

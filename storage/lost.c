@@ -39,8 +39,8 @@ int lost_put(struct apply_ctx *c, uint64_t session, uint64_t waiter, uint64_t fe
     return db_put(c->txn, c->s->dbi[DB_LOST], k, sizeof k, v, lost_encode(v, &r));
 }
 
-int lost_ack(struct apply_ctx *c, uint64_t session, uint64_t fence, const char *name,
-             size_t name_len, int *found)
+int lost_has(struct apply_ctx *c, uint64_t session, uint64_t fence, const char *name,
+              size_t name_len, int *found)
 {
     struct lost_rec r;
     uint8_t k[16];
@@ -52,10 +52,19 @@ int lost_ack(struct apply_ctx *c, uint64_t session, uint64_t fence, const char *
     if (rc != 0 || !*found) return rc;
     rc = lost_decode(&v, &r);
     if (rc != 0) return rc;
-    if (r.name_len != name_len || memcmp(r.name, name, name_len) != 0) {
-        *found = 0; /* another lock's fence: not this record's acknowledgement */
-        return 0;
-    }
+    if (r.name_len != name_len || memcmp(r.name, name, name_len) != 0)
+        *found = 0; /* another lock's fence: not this record */
+    return 0;
+}
+
+int lost_ack(struct apply_ctx *c, uint64_t session, uint64_t fence, const char *name,
+             size_t name_len, int *found)
+{
+    uint8_t k[16];
+    int rc = lost_has(c, session, fence, name, name_len, found);
+
+    if (rc != 0 || !*found) return rc;
+    key_pair(k, session, fence);
     rc = db_del(c->txn, c->s->dbi[DB_LOST], k, sizeof k, NULL);
     if (rc == 0) rc = sess_owned_add(c, session, -1);
     return rc;

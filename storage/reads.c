@@ -357,6 +357,21 @@ int store_session_exists(store *s, uint64_t session)
     return found;
 }
 
+int store_cmd_frees(store *s, const struct cmd *cmd)
+{
+    struct apply_ctx c = {.s = s};
+    uint8_t k[16];
+    MDB_val v;
+    int found = 0, rc;
+
+    if (read_begin(s, &c.txn) != 0) return 0;
+    key_pair(k, cmd->session, cmd->seq);
+    rc = db_get(c.txn, s->dbi[DB_DEDUP], k, sizeof k, &v, &found);
+    if (rc == 0 && !found) rc = locks_frees(&c, cmd, &found);
+    mdb_txn_abort(c.txn);
+    return rc == 0 && found;
+}
+
 int store_nonce_session(store *s, uint64_t nonce, const char *owner, size_t owner_len,
                         uint64_t *session)
 {

@@ -39,7 +39,10 @@
  * remembers the highest ack_below (its ack floor) to refuse stale
  * duplicates (apply.c). A session's cache thus holds its unanswered
  * requests and its kept queued ACQUIREs (at most CMD_MAX_KEEP below the
- * floor), however long one of them waits. The nonces databases map a live
+ * floor), however long one of them waits; and a request that runs
+ * STORE_MAX_CACHED_PER_SESSION or more above the floor is refused unless
+ * it frees a hold or wait (apply.c, step 6), so that a client that never
+ * acknowledges cannot grow the table without bound. The nonces databases map a live
  * session's OPEN_SESSION nonce to it, so that a re-sent OPEN_SESSION finds
  * it (storage/nonces.c); both lose the session's entries when it ends.
  *
@@ -135,6 +138,13 @@
 /* Limits enforced in apply (results carry BATON_ELIMIT). */
 #define STORE_MAX_OWNED_PER_SESSION 10000   /* holds + waits + lost holds of one session */
 #define STORE_MAX_SESSIONS 200000
+/* A client command of a session runs only if its seq is below the
+ * session's ack floor plus this (apply.c, step 6), so that a session holds
+ * at most this many cached results above its floor, plus the results of
+ * the RELEASEs and CANCELs that freed a hold or wait beyond it (each took
+ * one of the session's STORE_MAX_OWNED_PER_SESSION slots) and its kept
+ * ones below the floor (CMD_MAX_KEEP). */
+#define STORE_MAX_CACHED_PER_SESSION BATON_MAX_UNACKED
 #define STORE_MAX_SNAPS 2           /* snapshots open at once: raft's and a backup's */
 
 typedef struct store store;
@@ -435,6 +445,17 @@ int store_lost_list(store *s, uint64_t session, uint64_t after, uint32_t limit,
 
 /* Does this session exist? 1, 0, or BATON_EIO. */
 int store_session_exists(store *s, uint64_t session);
+
+/*
+ * Would a client command (a RELEASE, CANCEL or CLOSE_SESSION: kind CLIENT,
+ * seq not 0) applied now leave the store no bigger: is it answered by its
+ * session's cached result of that seq, or does it free a hold, a wait or
+ * a lost record of its session (or end it)? 1 or 0, from the applied
+ * state; 0 also on error. The leader lets such commands through while its
+ * disk is low (server/disk.c), and refuses the others: each would add a
+ * cached result.
+ */
+int store_cmd_frees(store *s, const struct cmd *cmd);
 
 /*
  * The live session that an OPEN_SESSION with this nonce (non-zero) from

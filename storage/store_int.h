@@ -531,6 +531,11 @@ int op_wait_timeout(struct apply_ctx *c, const struct cmd *cmd, struct cmd_resul
 int op_force_release(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
 int op_force_release2(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
 int op_delay_end(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
+/* Would cmd, applied now, free something of its session's: a RELEASE of a
+ * hold it has (or of a lost record: the acknowledgement of the loss), a
+ * CANCEL of a wait it has, any CLOSE_SESSION? Reads only. *frees is 0 for
+ * every other command. */
+int locks_frees(struct apply_ctx *c, const struct cmd *cmd, int *frees);
 
 /* ---- lost.c ------------------------------------------------------------- */
 
@@ -538,6 +543,9 @@ int op_delay_end(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *
  * (status says why). The caller keeps the hold's slot in n_owned. */
 int lost_put(struct apply_ctx *c, uint64_t session, uint64_t waiter, uint64_t fence,
              int32_t status, const char *name, size_t name_len);
+/* Has the session a lost record of that fence and name? (*found) */
+int lost_has(struct apply_ctx *c, uint64_t session, uint64_t fence, const char *name,
+              size_t name_len, int *found);
 /* A RELEASE of (session, fence, name) found no such hold: if the session
  * has a lost record of that fence and name, delete it (the session has
  * acknowledged the loss), give its slot back and set *found. */

@@ -17,6 +17,7 @@
 
 #include "baton/adapters/libuv.h"
 #include "baton/baton_async.h"
+#include "proto/msg.h"
 #include "tests/lib/aclient.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
@@ -507,12 +508,120 @@ TEST(refused_calls_never_call_back_and_free_inside_callback_is_deferred)
     ASSERT_EQ(cluster_stop(&C), 0);
 }
 
+/* ---- (d) one session far ahead of its answers ---------------------------------- */
+
+/* More try-locks at once than the cluster keeps results of one session
+ * (BATON_MAX_UNACKED), with BATON_MAX_KEEP waits standing meanwhile. */
+#define PIPELINED (2 * BATON_MAX_UNACKED + 800)
+
+static struct {
+    int granted;  /* lock callbacks with status 0 */
+    int unlocked; /* unlock callbacks with status 0 */
+    int errors;   /* callbacks with any other status */
+    int settled;  /* calls done with: unlocked, or failed */
+} piped;
+
+static void pipe_unlocked(baton_async_t *ac, int status, void *data)
+{
+    (void)data;
+    piped.settled++;
+    if (status == 0) {
+        piped.unlocked++;
+    } else if (piped.errors++ < 5) {
+        fprintf(stderr, "# unlock: %s (%s)\n", baton_err_name(status), baton_async_errmsg(ac));
+    }
+}
+
+/* Granted: unlock at once, from the callback. */
+static void pipe_granted(baton_async_t *ac, int status, const char *name, uint64_t fence,
+                         void *data)
+{
+    (void)data;
+    if (status != 0) {
+        piped.settled++;
+        if (piped.errors++ < 5)
+            fprintf(stderr, "# lock %s: %s (%s)\n", name, baton_err_name(status),
+                    baton_async_errmsg(ac));
+        return;
+    }
+    piped.granted++;
+    ASSERT_EQ(baton_async_unlock(ac, name, fence, pipe_unlocked, NULL), 0);
+}
+
+/*
+ * One session makes PIPELINED try-locks of different locks at once, each
+ * unlocked as soon as it is granted, while BATON_MAX_KEEP of its lock
+ * calls wait for locks another session holds. The cluster refuses a
+ * session's request that runs BATON_MAX_UNACKED or more ahead of what it
+ * acknowledged (docs/operations.md, "Limits"): libbaton holds its
+ * ACQUIREs back so that it never does, and every call succeeds.
+ */
+TEST(pipelined_calls_never_reach_the_cached_results_bound)
+{
+    uint64_t fences[BATON_MAX_KEEP];
+    struct rec done[BATON_MAX_KEEP];
+    struct tloop t;
+    baton_async_t *ac, *holder;
+    char name[32];
+    int64_t t0;
+
+    start3();
+    tloop_init(&t);
+    holder = a_open(&t, "pipe-holder");
+    {
+        /* Generous lease and op timeout: thousands of requests on one
+         * connection take the nodes, which share the machine's cores with
+         * the test, a while. */
+        baton_opts o = {.endpoints = cluster_endpoints(&C), .client_name = "pipe",
+                        .connect_timeout_ms = 10000, .op_timeout_ms = 60000,
+                        .session_ttl_ms = 60000};
+        struct rec r = {0};
+
+        ac = a_new(&t, &o);
+        ASSERT_EQ(baton_async_open(ac, rec_open, &r), 0);
+        run_until(&t, &r.calls, 1, 10000);
+        ASSERT_EQ(r.status, 0);
+    }
+    for (int i = 0; i < BATON_MAX_KEEP; i++) {
+        snprintf(name, sizeof name, "pipe-held/%d", i);
+        fences[i] = a_lock(&t, holder, name);
+        ASSERT_EQ(baton_async_lock(ac, name, BATON_WAIT_FOREVER, pipe_granted, NULL), 0);
+    }
+    wait_waiters(&t, "pipe-held/63", 1, 10000);
+    t0 = now_ms();
+    for (int i = 0; i < PIPELINED; i++) {
+        snprintf(name, sizeof name, "pipe/%d", i);
+        ASSERT_EQ(baton_async_lock(ac, name, BATON_WAIT_TRY, pipe_granted, NULL), 0);
+    }
+    run_until(&t, &piped.settled, PIPELINED, 90000);
+    fprintf(stderr, "# %d try-locks and unlocks pipelined in %" PRId64 " ms\n", PIPELINED,
+            now_ms() - t0);
+    ASSERT_EQ(piped.errors, 0);
+    ASSERT_EQ(piped.granted, PIPELINED);
+    ASSERT_EQ(baton_async_pending(ac), BATON_MAX_KEEP);
+
+    /* The waits stood throughout; now they are granted. */
+    memset(done, 0, sizeof done);
+    for (int i = 0; i < BATON_MAX_KEEP; i++) {
+        snprintf(name, sizeof name, "pipe-held/%d", i);
+        ASSERT_EQ(baton_async_unlock(holder, name, fences[i], rec_done, &done[i]), 0);
+    }
+    run_until(&t, &piped.settled, PIPELINED + BATON_MAX_KEEP, 30000);
+    ASSERT_EQ(piped.errors, 0);
+    for (int i = 0; i < BATON_MAX_KEEP; i++) ASSERT_EQ(done[i].status, 0);
+    a_close(&t, ac);
+    a_close(&t, holder);
+    tloop_done(&t);
+    ASSERT_EQ(cluster_stop(&C), 0);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
-    runner_set_timeout(30);
+    runner_set_timeout(120);
     RUN(basic_callbacks_counted_exactly);
     RUN(hundred_sessions_waiting_on_one_lock_granted_in_call_order);
     RUN(refused_calls_never_call_back_and_free_inside_callback_is_deferred);
+    RUN(pipelined_calls_never_reach_the_cached_results_bound);
     return runner_done();
 }

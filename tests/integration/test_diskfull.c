@@ -11,6 +11,11 @@
  *    (lock, trylock) fail at once with BATON_ENOSPC and a message that says
  *    why (no hang, no other error), while a release still goes through: a
  *    lock taken before the disk filled is unlocked below the floor;
+ *  - below the floor, a raw session's RELEASEs of a lock it does not hold
+ *    and CANCELs of no wait -- each would only add a cached result -- are
+ *    refused with ERROR(BATON_ENOSPC), however many it sends, while its
+ *    release of a lock it holds goes through and a re-send of that release
+ *    is answered from its cached result;
  *  - with the filesystem completely full, the same, and every node stays
  *    up and answers STATUS, and the session stays alive (keepalives);
  *  - after the filler is deleted, writes succeed again without a restart;
@@ -38,6 +43,7 @@
 #include "tests/lib/cluster.h"
 #include "tests/lib/files.h"
 #include "tests/lib/runner.h"
+#include "tests/lib/tls_sock.h"
 
 #define FS_SIZE "160m"
 #define FLOOR_MB 24
@@ -103,6 +109,35 @@ static int write_once(baton_t *b, const char *name)
     return rv;
 }
 
+/* A raw connection to node i, through HELLO. */
+static void raw_open(struct tls_sock *s, int i)
+{
+    struct tls_sock_cfg cfg;
+
+    cluster_sock_cfg(&C, &cfg);
+    if (tls_sock_connect(s, C.nodes[i].client_port, &cfg, 5000) != 0) FAIL("%s", s->err);
+    ASSERT_EQ(tls_sock_hello(s, NULL, NULL), 0);
+}
+
+/* Send a session op of `type` and return the answer's code (an ERROR's,
+ * or a RESULT's status); the RESULT's value goes to *value. */
+static int raw_op(struct tls_sock *s, uint16_t type, struct msg_op op, uint64_t *value)
+{
+    static uint64_t req_id = 1000;
+    struct msg m = {.type = type, .req_id = ++req_id}, r;
+    int code;
+
+    m.u.op = op;
+    m.u.op.lock.n = (uint16_t)strlen(op.lock.p);
+    if (tls_sock_request(s, &m, &r, 10000) != 0) FAIL("%s: %s", msg_type_name(type), s->err);
+    code = tls_sock_status(&r);
+    if (r.type != MSG_RESULT && r.type != MSG_ERROR)
+        FAIL("%s: answered %s", msg_type_name(type), msg_type_name(r.type));
+    if (value != NULL) *value = r.type == MSG_RESULT ? r.u.result.value : 0;
+    msg_free(&r);
+    return code;
+}
+
 static void all_alive(void)
 {
     for (int i = 0; i < C.n; i++) {
@@ -120,6 +155,10 @@ TEST(disk_full)
     char path[128];
     baton_t *b;
     baton_lock_t *held = NULL;
+    struct tls_sock raw;
+    struct msg m = {.type = MSG_OPEN_SESSION, .req_id = 2}, r;
+    struct msg_op op = {.ack_below = 1, .lock = {"raw-held", 0}};
+    uint64_t raw_fence;
 
     ASSERT_EQ(cluster_start_opts(&C, 3, &o), 0);
     leader = cluster_wait_leader(&C, 15000);
@@ -127,6 +166,15 @@ TEST(disk_full)
     b = client();
     for (int i = 0; i < 20; i++) ASSERT_EQ(write_once(b, "before"), 0);
     ASSERT_EQ(baton_lock(b, "held-across", &held), 0);
+    /* A raw session on the leader, holding "raw-held" (seq 1). */
+    raw_open(&raw, leader);
+    m.u.open_session.ttl_ms = 120000;
+    if (tls_sock_request(&raw, &m, &r, 10000) != 0) FAIL("OPEN_SESSION: %s", raw.err);
+    ASSERT_EQ(r.type, MSG_SESSION);
+    op.session = r.u.session.session;
+    msg_free(&r);
+    op.seq = 1;
+    ASSERT_EQ(raw_op(&raw, MSG_ACQUIRE, op, &raw_fence), 0);
     fprintf(stderr, "# %.1f MiB free with the cluster running\n", (double)free_bytes() / 1048576);
     ASSERT_GT(free_bytes(), (uint64_t)(FLOOR_MB + 8) << 20);
 
@@ -173,6 +221,22 @@ TEST(disk_full)
     }
     /* A release gives something back and is never refused. */
     ASSERT_EQ(baton_unlock(held), 0);
+    /* One that frees nothing would add a cached result: refused, every
+     * time; so is a CANCEL of no wait. The raw session's release of its
+     * lock goes through, and so does its re-send (answered from the
+     * cache); a second release of it frees nothing any more. */
+    op.lock.p = "not-held";
+    op.fence = 12345;
+    for (op.seq = 2; op.seq < 202; op.seq++)
+        ASSERT_EQ(raw_op(&raw, MSG_RELEASE, op, NULL), BATON_ENOSPC);
+    op.waiter = 77;
+    ASSERT_EQ(raw_op(&raw, MSG_CANCEL, op, NULL), BATON_ENOSPC);
+    op.lock.p = "raw-held";
+    op.fence = raw_fence;
+    ASSERT_EQ(raw_op(&raw, MSG_RELEASE, op, NULL), 0);
+    ASSERT_EQ(raw_op(&raw, MSG_RELEASE, op, NULL), 0);
+    op.seq++;
+    ASSERT_EQ(raw_op(&raw, MSG_RELEASE, op, NULL), BATON_ENOSPC);
     all_alive();
 
     /* Completely full. */
@@ -183,6 +247,7 @@ TEST(disk_full)
     sleep_ms(2000); /* keepalives and heartbeats go on meanwhile */
     all_alive();
     ASSERT_EQ(write_once(b, "full"), BATON_ENOSPC); /* the session is still alive */
+    tls_sock_close(&raw);
 
     /* Space returns: writes go through again, no restart needed. */
     snprintf(path, sizeof path, "%s/filler", mnt);

@@ -3,10 +3,11 @@
  * processes, over raw sockets: garbage bytes, a frame claiming 4 GiB, a
  * 1 MB lock name, unknown message types, a wrong protocol version, half a
  * frame and then silence, 10,000 connections at once, one session
- * queueing 100,000 waits, a dozen clients that stop reading their
- * replies, hundreds of connections each sending most of a 1 MiB frame
- * (before HELLO, and after it), and 20,000 sessions whose leases run out
- * at one moment.
+ * queueing 100,000 waits, one session sending 600,000 RELEASEs it never
+ * acknowledges, a dozen clients that stop reading their replies,
+ * hundreds of connections each sending most of a 1 MiB frame (before
+ * HELLO, and after it), and 20,000 sessions whose leases run out at one
+ * moment.
  *
  * For every case the test checks that
  *  - the offending connection gets a clear answer: an ERROR frame with a
@@ -32,6 +33,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "baton/baton.h"
@@ -48,6 +50,8 @@
 #define FLOOD 10000
 #define WAITS 100000
 #define OWNED_LIMIT 10000 /* STORE_MAX_OWNED_PER_SESSION (storage/store.h) */
+#define RELEASES 600000
+#define CACHED_LIMIT BATON_MAX_UNACKED /* STORE_MAX_CACHED_PER_SESSION (storage/store.h) */
 
 /* Growth of the leader's VmRSS that a case may cause. Sanitizer builds
  * keep freed memory in quarantine, so they get more room. */
@@ -61,6 +65,12 @@ static struct cluster C;
 static int L; /* the leader's index */
 
 static const char *const EXTRA[] = {"--max-conns", "1000", "--frame-timeout", "1500", NULL};
+/* release_flood_never_acknowledged: 600,000 requests take the nodes (which
+ * share the machine's cores with the test) some seconds of steady work, in
+ * which a 300 ms election timeout can run out; the case checks what the
+ * store keeps, so it gives the leader room to stay leader. */
+static const char *const EXTRA_FLOOD[] = {"--max-conns", "1000", "--frame-timeout", "1500",
+                                          "--election-timeout", "2000", NULL};
 /* unread_replies_bounded: the unread replies of all connections together
  * are kept under UNREAD_MB. */
 #define UNREAD_MB 16
@@ -677,6 +687,148 @@ TEST(ten_thousand_connections)
     finish(b);
 }
 
+/* ---- one session's pipelined floods ------------------------------------- */
+
+/* Open a session on the raw connection fd (after HELLO); its id. */
+static uint64_t raw_session(int fd)
+{
+    struct msg m, r;
+    uint8_t *frame;
+    uint64_t session;
+
+    memset(&m, 0, sizeof m);
+    m.type = MSG_OPEN_SESSION;
+    m.req_id = 2;
+    m.u.open_session.ttl_ms = 120000;
+    send_msg(fd, &m);
+    ASSERT_EQ(recv_msg(fd, &r, &frame), 1);
+    ASSERT_EQ(r.type, MSG_SESSION);
+    session = r.u.session.session;
+    free(frame);
+    return session;
+}
+
+/* Close the session with seq (acknowledging everything below it); it
+ * must be answered OK. fd is blocking again afterwards. */
+static void raw_close_session(int fd, uint64_t session, uint64_t seq)
+{
+    struct msg m, r;
+    uint8_t *frame;
+
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    memset(&m, 0, sizeof m);
+    m.type = MSG_CLOSE_SESSION;
+    m.req_id = 7;
+    m.u.op.session = session;
+    m.u.op.seq = seq;
+    m.u.op.ack_below = seq;
+    send_msg(fd, &m);
+    ASSERT_EQ(recv_msg(fd, &r, &frame), 1);
+    ASSERT_EQ(r.type, MSG_RESULT);
+    ASSERT_EQ(r.u.result.status, 0);
+    free(frame);
+}
+
+/* What the answers of a flood were. */
+struct tally {
+    int answered;
+    int held;     /* RESULT OK, QUEUED or GRANTED */
+    int not_held; /* RESULT(BATON_ENOTHELD) */
+    int limited;  /* RESULT(BATON_ELIMIT) */
+    int other;
+};
+
+/* Fill m with request seq of the flood; name is room for a lock name. */
+typedef void flood_make_fn(struct msg *m, uint64_t seq, char name[32]);
+
+/*
+ * Send requests seq 1..n of session on fd (which becomes non-blocking),
+ * made by make with req_id 100 + seq, pipelined: up to 256 KiB ahead of
+ * what the socket took, reading the answers meanwhile, until all n are
+ * answered (or 240 s pass). Counts the answers in *t.
+ */
+static void pipeline(int fd, uint64_t session, uint64_t n, flood_make_fn *make, struct tally *t)
+{
+    struct buf in = {0}, out = {0};
+    size_t sent_off = 0;
+    uint64_t next_seq = 1;
+    int64_t deadline = now_ms() + 240000;
+    char name[32];
+    struct msg m, r;
+
+    memset(t, 0, sizeof *t);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    while ((uint64_t)t->answered < n && now_ms() < deadline) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        size_t off = 0, flen;
+
+        while (out.len - sent_off < 256 * 1024 && next_seq <= n) {
+            memset(&m, 0, sizeof m);
+            m.req_id = 100 + next_seq;
+            m.u.op.session = session;
+            m.u.op.seq = next_seq++;
+            make(&m, m.u.op.seq, name);
+            m.u.op.lock.n = (uint16_t)strlen(m.u.op.lock.p);
+            ASSERT_EQ(proto_encode(&out, &m), 0);
+        }
+        if (sent_off < out.len) p.events |= POLLOUT;
+        if (poll(&p, 1, 1000) < 0 && errno != EINTR) FAIL("poll: %s", strerror(errno));
+        if (p.revents & POLLOUT) {
+            ssize_t w = send(fd, out.data + sent_off, out.len - sent_off, MSG_NOSIGNAL);
+            if (w > 0) sent_off += (size_t)w;
+            if (sent_off == out.len) {
+                buf_reset(&out);
+                sent_off = 0;
+            }
+        }
+        if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
+            ssize_t got;
+            ASSERT_EQ(buf_reserve(&in, 64 * 1024), 0);
+            got = recv(fd, in.data + in.len, in.cap - in.len, 0);
+            if (got == 0) FAIL("the server closed the connection after %d answers", t->answered);
+            if (got > 0) in.len += (size_t)got;
+        }
+        while (proto_frame_check(in.data + off, in.len - off, &flen) == 1) {
+            ASSERT_EQ(proto_decode(in.data + off, flen, &r), 0);
+            if (r.type == MSG_RESULT && r.u.result.status == 0 &&
+                (r.u.result.kind == RESULT_QUEUED || r.u.result.kind == RESULT_GRANTED ||
+                 r.u.result.kind == RESULT_OK))
+                t->held++;
+            else if (r.type == MSG_RESULT && r.u.result.status == BATON_ENOTHELD)
+                t->not_held++;
+            else if (r.type == MSG_RESULT && r.u.result.status == BATON_ELIMIT)
+                t->limited++;
+            else
+                t->other++;
+            if (r.type == MSG_RESULT && r.req_id != 100 + (uint64_t)t->answered + 1 &&
+                t->other < 5)
+                fprintf(stderr, "# answer %d has req_id %llu\n", t->answered,
+                        (unsigned long long)r.req_id);
+            t->answered++;
+            msg_free(&r);
+            off += flen;
+        }
+        buf_consume(&in, off);
+    }
+    buf_free(&in);
+    buf_free(&out);
+}
+
+/* ACQUIRE seq waits for "contended" (seq 1) or takes "h/<seq>", and
+ * acknowledges everything below it (this test reads every answer). */
+static void make_acquire(struct msg *m, uint64_t seq, char name[32])
+{
+    m->type = MSG_ACQUIRE;
+    m->u.op.ack_below = seq;
+    m->u.op.wait_ms = BATON_WAIT_FOREVER;
+    if (seq == 1) {
+        m->u.op.lock.p = "contended";
+    } else {
+        snprintf(name, 32, "h/%llu", (unsigned long long)seq);
+        m->u.op.lock.p = name;
+    }
+}
+
 /* One session asks for 100,000 locks: it waits for one that another
  * session holds, and takes 99,999 others (a session may hold or wait for
  * a name once: asking again would be BATON_EDEADLK). The store lets one
@@ -687,16 +839,10 @@ TEST(one_session_100k_waits)
 {
     baton_t *b, *holder;
     baton_lock_t *held = NULL, *l = NULL;
-    struct msg m, r;
-    uint8_t *frame;
     uint64_t session;
-    int fd, queued = 0, limited = 0, other = 0, answered = 0;
-    char hname[32];
-    struct buf out = {0};
-    size_t sent_off = 0;
+    struct tally t;
     struct cluster_status st_before, st_after;
-    uint64_t next_seq = 1;
-    int64_t deadline;
+    int fd;
     long rss;
 
     start3();
@@ -708,91 +854,19 @@ TEST(one_session_100k_waits)
 
     fd = raw_connect(L);
     hello(fd);
-    memset(&m, 0, sizeof m);
-    m.type = MSG_OPEN_SESSION;
-    m.req_id = 2;
-    m.u.open_session.ttl_ms = 120000;
-    send_msg(fd, &m);
-    ASSERT_EQ(recv_msg(fd, &r, &frame), 1);
-    ASSERT_EQ(r.type, MSG_SESSION);
-    session = r.u.session.session;
-    free(frame);
-
-    /* Pipeline the ACQUIREs while reading the answers. */
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-    {
-        struct buf in = {0};
-        deadline = now_ms() + 240000;
-        while (answered < WAITS && now_ms() < deadline) {
-            struct pollfd p = {.fd = fd, .events = POLLIN};
-            size_t off = 0, flen;
-
-            while (out.len - sent_off < 256 * 1024 && next_seq <= WAITS) {
-                memset(&m, 0, sizeof m);
-                m.type = MSG_ACQUIRE;
-                m.req_id = 100 + next_seq;
-                m.u.op.session = session;
-                m.u.op.seq = next_seq++;
-                m.u.op.ack_below = 1;
-                m.u.op.wait_ms = BATON_WAIT_FOREVER;
-                if (m.u.op.seq == 1) {
-                    m.u.op.lock.p = "contended";
-                } else {
-                    snprintf(hname, sizeof hname, "h/%llu", (unsigned long long)m.u.op.seq);
-                    m.u.op.lock.p = hname;
-                }
-                m.u.op.lock.n = (uint16_t)strlen(m.u.op.lock.p);
-                ASSERT_EQ(proto_encode(&out, &m), 0);
-            }
-            if (sent_off < out.len) p.events |= POLLOUT;
-            if (poll(&p, 1, 1000) < 0 && errno != EINTR) FAIL("poll: %s", strerror(errno));
-            if (p.revents & POLLOUT) {
-                ssize_t w = send(fd, out.data + sent_off, out.len - sent_off, MSG_NOSIGNAL);
-                if (w > 0) sent_off += (size_t)w;
-                if (sent_off == out.len) {
-                    buf_reset(&out);
-                    sent_off = 0;
-                }
-            }
-            if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
-                ssize_t got;
-                ASSERT_EQ(buf_reserve(&in, 64 * 1024), 0);
-                got = recv(fd, in.data + in.len, in.cap - in.len, 0);
-                if (got == 0) FAIL("the server closed the connection after %d answers", answered);
-                if (got > 0) in.len += (size_t)got;
-            }
-            while (proto_frame_check(in.data + off, in.len - off, &flen) == 1) {
-                ASSERT_EQ(proto_decode(in.data + off, flen, &r), 0);
-                if (r.type == MSG_RESULT && r.u.result.status == 0 &&
-                    (r.u.result.kind == RESULT_QUEUED || r.u.result.kind == RESULT_GRANTED))
-                    queued++;
-                else if (r.type == MSG_RESULT && r.u.result.status == BATON_ELIMIT)
-                    limited++;
-                else
-                    other++;
-                if (r.type == MSG_RESULT && r.req_id != 100 + (uint64_t)answered + 1 && other < 5)
-                    fprintf(stderr, "# answer %d has req_id %llu\n", answered,
-                            (unsigned long long)r.req_id);
-                answered++;
-                msg_free(&r);
-                off += flen;
-            }
-            buf_consume(&in, off);
-        }
-        buf_free(&in);
-    }
+    session = raw_session(fd);
+    pipeline(fd, session, WAITS, make_acquire, &t);
     fprintf(stderr, "# %d ACQUIREs: %d queued or granted, %d refused with ELIMIT, %d other\n",
-            answered,
-            queued, limited, other);
+            t.answered, t.held, t.limited, t.not_held + t.other);
     /* The leader handles a bounded slice of the flood per loop turn
      * (server/listen.c), so its heartbeats go out and it keeps its term. */
     ASSERT_EQ(cluster_node_status(&C, L, &st_after, 5000), 0);
     ASSERT_EQ(st_after.role, ROLE_LEADER);
     ASSERT_EQ(st_after.term, st_before.term);
-    ASSERT_EQ(answered, WAITS);
-    ASSERT_EQ(other, 0);
-    ASSERT_EQ(queued, OWNED_LIMIT);
-    ASSERT_EQ(limited, WAITS - OWNED_LIMIT);
+    ASSERT_EQ(t.answered, WAITS);
+    ASSERT_EQ(t.not_held + t.other, 0);
+    ASSERT_EQ(t.held, OWNED_LIMIT);
+    ASSERT_EQ(t.limited, WAITS - OWNED_LIMIT);
 
     /* Others are served while the 10,000 holds and waits stand. */
     ASSERT_EQ(baton_trylock(b, "contended", &l), BATON_EWOULDBLOCK);
@@ -802,25 +876,84 @@ TEST(one_session_100k_waits)
 
     /* Closing the session drops its waits: the holder's release leaves the
      * lock free for anyone. */
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    memset(&m, 0, sizeof m);
-    m.type = MSG_CLOSE_SESSION;
-    m.req_id = 7;
-    m.u.op.session = session;
-    m.u.op.seq = WAITS + 1;
-    m.u.op.ack_below = WAITS + 1;
-    send_msg(fd, &m);
-    ASSERT_EQ(recv_msg(fd, &r, &frame), 1);
-    ASSERT_EQ(r.type, MSG_RESULT);
-    ASSERT_EQ(r.u.result.status, 0);
-    free(frame);
+    raw_close_session(fd, session, WAITS + 1);
     close(fd);
-    buf_free(&out);
     ASSERT_EQ(baton_unlock(held), 0);
     ASSERT_EQ(baton_trylock(b, "contended", &l), 0);
     ASSERT_EQ(baton_unlock(l), 0);
     baton_close(holder);
     check_unaffected(b, rss);
+    finish(b);
+}
+
+/* RELEASE seq of "flood", a lock nobody holds, acknowledging nothing. */
+static void make_release_not_held(struct msg *m, uint64_t seq, char name[32])
+{
+    (void)seq;
+    (void)name;
+    m->type = MSG_RELEASE;
+    m->u.op.ack_below = 1;
+    m->u.op.fence = 1;
+    m->u.op.lock.p = "flood";
+}
+
+/* The size of node i's lock store file. */
+static long long store_file_size(int i)
+{
+    char path[PATH_MAX + 16];
+    struct stat st;
+
+    snprintf(path, sizeof path, "%s/fsm/data.mdb", C.nodes[i].dir);
+    if (stat(path, &st) != 0) FAIL("stat %s: %s", path, strerror(errno));
+    return (long long)st.st_size;
+}
+
+/* One session sends 600,000 RELEASEs of a lock it does not hold and never
+ * acknowledges one (ack_below 1). Each result would stay cached until the
+ * session acknowledged it, on every node: without a bound, data.mdb grew
+ * from 8 to 32 MiB on all three, and a store that can grow no more stops
+ * the cluster. The store keeps at most CACHED_LIMIT results of a session
+ * above its ack floor: the first CACHED_LIMIT are answered ENOTHELD, every
+ * later one RESULT(BATON_ELIMIT), and no node's data.mdb grows. */
+TEST(release_flood_never_acknowledged)
+{
+    long long before[3], after;
+    baton_t *b;
+    uint64_t session;
+    struct tally t;
+    int fd;
+    long rss;
+
+    start3_with(EXTRA_FLOOD);
+    b = normal_client();
+    rss = vmrss_kb(C.nodes[L].pid);
+    for (int i = 0; i < C.n; i++) before[i] = store_file_size(i);
+
+    fd = raw_connect(L);
+    hello(fd);
+    session = raw_session(fd);
+    pipeline(fd, session, RELEASES, make_release_not_held, &t);
+    fprintf(stderr, "# %d RELEASEs: %d ENOTHELD, %d refused with ELIMIT, %d other\n", t.answered,
+            t.not_held, t.limited, t.held + t.other);
+    ASSERT_EQ(t.answered, RELEASES);
+    normal_lock_unlock(b, "bystander/during");
+    ASSERT_EQ(cluster_digests_agree(&C, 30000), 0); /* every node applied it all */
+    for (int i = 0; i < C.n; i++) {
+        after = store_file_size(i);
+        fprintf(stderr, "# node %d: data.mdb %.1f MiB -> %.1f MiB\n", i + 1,
+                (double)before[i] / 1048576, (double)after / 1048576);
+        ASSERT_LT(after - before[i], 4 << 20);
+    }
+    ASSERT_EQ(t.held + t.other, 0);
+    ASSERT_EQ(t.not_held, CACHED_LIMIT);
+    ASSERT_EQ(t.limited, RELEASES - CACHED_LIMIT);
+    raw_close_session(fd, session, RELEASES + 1);
+    close(fd);
+    /* Memory is not this case's bound: raft keeps the entries of the
+     * 600,000 requests in memory until its next snapshot. */
+    fprintf(stderr, "# leader VmRSS %ld kB -> %ld kB\n", rss, vmrss_kb(C.nodes[L].pid));
+    all_alive();
+    normal_lock_unlock(b, "bystander/after");
     finish(b);
 }
 
@@ -1269,6 +1402,7 @@ int main(int argc, char **argv)
     RUN(half_frame_then_stall);
     RUN(ten_thousand_connections);
     RUN(one_session_100k_waits);
+    RUN(release_flood_never_acknowledged);
     RUN(unread_replies_bounded);
     RUN(unauth_big_frames_refused);
     RUN(auth_big_frames_bounded);

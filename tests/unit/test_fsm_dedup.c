@@ -115,6 +115,97 @@ TEST(ack_below_prunes_and_stale_retries_are_refused)
     teardown(&f);
 }
 
+/* ---- the bound on a session's cached results ----------------------------- */
+
+/* c with ack_below set. */
+static struct cmd ack(struct cmd c, uint64_t ack_below)
+{
+    c.ack_below = ack_below;
+    return c;
+}
+
+/* Apply RELEASEs of "x" (never held) by session s, seqs from..to, each
+ * with ack_below 1, in entries of CMD_MAX_BATCH; each is answered ENOTHELD. */
+static void release_flood(struct fixture *f, uint64_t s, uint64_t from, uint64_t to)
+{
+    static struct cmd cmds[CMD_MAX_BATCH];
+
+    while (from <= to) {
+        size_t n = 0;
+        while (n < CMD_MAX_BATCH && from <= to) cmds[n++] = ack(c_rel(s, from++, 999, "x"), 1);
+        apply_n(f, cmds, n);
+        for (size_t i = 0; i < n; i++) ASSERT_EQ(f->fx.results[i].status, BATON_ENOTHELD);
+    }
+}
+
+/*
+ * A session that never acknowledges (ack_below stuck at 1) gets exactly
+ * STORE_MAX_CACHED_PER_SESSION results cached, seqs 1..N: seq N + 1 is
+ * refused with BATON_ELIMIT, changes nothing and caches nothing, so its
+ * re-send is refused again; cached results still answer their re-sends; a
+ * RELEASE of a hold and a CANCEL of a wait still go through beyond the
+ * bound (a session can always let go), one that frees nothing does not; a
+ * CLOSE_SESSION always does. Acknowledging moves the window, and a refused
+ * command then runs (once: its refusal did nothing).
+ */
+TEST(cached_results_bounded_per_session)
+{
+    enum { N = STORE_MAX_CACHED_PER_SESSION };
+    struct buf before = {0}, after = {0};
+    struct fixture f;
+    struct cmd_result r;
+    uint64_t a, b, fh;
+
+    setup(&f);
+    a = open_session(&f);
+    b = open_session(&f);
+    grant(&f, b, 1, "held");
+    r = run(&f, ack(c_acq(a, 1, BATON_WAIT_TRY, "h"), 1));
+    ASSERT_EQ(r.kind, RESULT_GRANTED);
+    fh = r.value;
+    ASSERT_EQ(run(&f, ack(c_acq(a, 2, BATON_WAIT_FOREVER, "held"), 1)).kind, RESULT_QUEUED);
+    release_flood(&f, a, 3, N); /* seq N = floor + N - 1: the last one that runs */
+    ASSERT_EQ(count_in(&f, DB_DEDUP), N + 1); /* a's N, b's one */
+
+    /* Seq N + 1: refused, whatever it is, and nothing changes. */
+    snap(&f, &before);
+    ASSERT_EQ(run(&f, ack(c_rel(a, N + 1, 999, "x"), 1)).status, BATON_ELIMIT);
+    ASSERT_EQ(run(&f, ack(c_rel(a, N + 1, 999, "x"), 1)).status, BATON_ELIMIT);
+    ASSERT_EQ(run(&f, ack(c_acq(a, N + 2, BATON_WAIT_TRY, "new"), 1)).status, BATON_ELIMIT);
+    ASSERT_EQ(run(&f, ack(c_cancel(a, N + 3, 77, "held"), 1)).status, BATON_ELIMIT);
+    ASSERT_EQ(f.fx.n_fx, 0);
+    snap(&f, &after);
+    ASSERT(same_state(&before, &after));
+    /* A cached result still answers its re-send. */
+    ASSERT_EQ(run(&f, ack(c_rel(a, 5, 999, "x"), 1)).status, BATON_ENOTHELD);
+    ASSERT_EQ(run(&f, ack(c_acq(a, 1, BATON_WAIT_TRY, "h"), 1)).kind, RESULT_GRANTED);
+    /* Another session is not held back. */
+    ASSERT_EQ(run(&f, ack(c_rel(b, N + 10, 999, "x"), N + 10)).status, BATON_ENOTHELD);
+
+    /* Beyond the bound, what frees something goes through, and only once. */
+    ASSERT_EQ(run(&f, ack(c_rel(a, N + 4, fh, "h"), 1)).status, 0);
+    ASSERT_EQ(run(&f, ack(c_rel(a, N + 5, fh, "h"), 1)).status, BATON_ELIMIT);
+    ASSERT_EQ(run(&f, ack(c_cancel(a, N + 6, 2, "held"), 1)).kind, RESULT_CANCELLED);
+    ASSERT_EQ(run(&f, ack(c_cancel(a, N + 7, 2, "held"), 1)).status, BATON_ELIMIT);
+    ASSERT_EQ(count_in(&f, DB_DEDUP), N + 1 + 2);
+
+    /* Acknowledging below 6 prunes seqs 1..5 and moves the window by 5:
+     * the refused ACQUIRE's seq now runs. */
+    r = run(&f, ack(c_acq(a, N + 2, BATON_WAIT_TRY, "new"), 6));
+    ASSERT_EQ(r.kind, RESULT_GRANTED);
+    ASSERT_EQ(count_in(&f, DB_DEDUP), N + 1 + 2 - 5 + 1);
+    ASSERT_EQ(run(&f, ack(c_rel(a, N + 5, 999, "x"), 6)).status, BATON_ENOTHELD);
+    ASSERT_EQ(run(&f, ack(c_rel(a, N + 6, 999, "x"), 6)).kind, RESULT_CANCELLED); /* cached */
+    ASSERT_EQ(run(&f, ack(c_rel(a, N + 8, 999, "x"), 6)).status, BATON_ELIMIT);
+
+    /* CLOSE_SESSION always goes through, and takes the cache with it. */
+    ASSERT_EQ(run(&f, ack(c_close(a, 3 * N), 1)).status, 0);
+    ASSERT_EQ(count_in(&f, DB_DEDUP), 1); /* b's last */
+    buf_free(&before);
+    buf_free(&after);
+    teardown(&f);
+}
+
 /* ---- acknowledging exactly: ack_below and the keep list ------------------ */
 
 static uint64_t rng(void);
@@ -819,6 +910,7 @@ int main(int argc, char **argv)
     RUN(repeated_request_returns_cached_result_and_changes_nothing);
     RUN(ack_below_prunes_and_stale_retries_are_refused);
     RUN(long_wait_keeps_the_cache_bounded);
+    RUN(cached_results_bounded_per_session);
     RUN(keep_list_rules);
     RUN(exactly_once_under_random_delivery);
     RUN(reapplying_old_index_changes_nothing);
