@@ -26,6 +26,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <string.h>
 
 #include "baton/baton_defs.h"
@@ -82,6 +83,23 @@ static void out_trim(struct buf *b)
 }
 
 /* Close now: drop from the map and the dirty list, and free in close_cb. */
+/*
+ * Read and drop what the peer sent that nobody read (at most 64 KiB, not
+ * waiting): closing a socket that still holds unread input sends a reset
+ * instead of an orderly end, and a reset can reach the peer before our
+ * last reply -- the ERROR that says why it is closed (a HELLO that arrived
+ * while the connection waited to be accepted, refused at --max-conns).
+ */
+static void drain_unread(struct conn *c)
+{
+    uv_os_fd_t fd;
+    char scratch[4096];
+
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0) return;
+    for (int i = 0; i < 16; i++)
+        if (recv(fd, scratch, sizeof scratch, MSG_DONTWAIT) <= 0) break;
+}
+
 void conn_destroy(struct conn *c)
 {
     struct conn **pp;
@@ -101,6 +119,7 @@ void conn_destroy(struct conn *c)
             break;
         }
     log_debug("conn %llu (%s) closed", (unsigned long long)c->id, c->peer);
+    drain_unread(c);
     uv_close((uv_handle_t *)&c->tcp, conn_closed_cb);
 }
 
