@@ -252,6 +252,11 @@ $(B)/tests/unit/test_fsm_%: $(B)/tests/unit/test_fsm_%.o $(B)/tests/unit/fsm_fix
                             $(B)/libstore.a $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_LMDB) $(LIBS_SYS)
 
+# raft/fsm.c's step for one entry over a real store (test_fsm_entry.c).
+$(B)/tests/unit/test_fsm_entry: $(B)/tests/unit/test_fsm_entry.o $(B)/tests/unit/fsm_fixture.o \
+        $(B)/raft/fsm.o $(B)/raft/fsm_gate.o $(B)/raft/fsm_snap.o $(B)/libstore.a $(B)/libproto.a $(B)/libtest.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_SYS)
+
 # The wire codec's unit tests (test_proto_*.c) share tests/unit/proto_fixture.c.
 $(B)/tests/unit/test_proto_%: $(B)/tests/unit/test_proto_%.o $(B)/tests/unit/proto_fixture.o \
                               $(B)/libproto.a $(B)/libtest.a

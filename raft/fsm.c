@@ -77,21 +77,38 @@ static bool leader_commit_unsure(struct raft *r)
 /*
  * Apply the entry at `index` whose raft bytes are base[0..size) to the
  * store, fill f->fx with its results and effects and hand them to the
- * applied hook. 0, or RAFT_IOERR when the store failed (nothing changed).
+ * applied hook. 0, or RAFT_IOERR when the store failed or the entry cannot
+ * be decoded (nothing changed; f->fault and f->fault_why say why).
+ *
+ * An entry this binary cannot decode -- not in our framing, or a batch
+ * with a type byte it does not know (a command of a later feature level:
+ * storage/cmd_table.h, level), another format or bad fields -- is a fault
+ * like a failed write, never skipped: skipping it would leave this node's
+ * locks and fences apart from the other nodes' while its applied index and
+ * digest kept pace with theirs. The node stops at it (node.c, "local
+ * failures"). An empty batch (length 0) is batond's own empty entry
+ * (node_snapshot_now), not a fault; raft's barriers and configuration
+ * entries never reach apply.
  */
-static int apply_entry(struct fsm *f, uint64_t index, const uint8_t *base, size_t size)
+int fsm_apply_entry(struct fsm *f, uint64_t index, const uint8_t *base, size_t size)
 {
     uint64_t before = store_applied_index(f->store);
     uint64_t len = 0, start;
     int rv;
 
-    /* An entry that is not in our framing is applied as an empty (malformed)
-     * batch: every node rejects it the same way and the log moves on. */
+    f->fault_why[0] = '\0';
     if (size >= 8) len = le_get_u64(base);
-    if (size < 8 || len > size - 8) len = 0;
-    start = uv_hrtime();
-    rv = store_apply(f->store, index, base + (size >= 8 ? 8 : 0), (size_t)len, &f->fx);
-    f->fx.apply_ns = uv_hrtime() - start;
+    if (size < 8 || len > size - 8) {
+        snprintf(f->fault_why, sizeof f->fault_why,
+                 "a raft entry of %zu bytes is not in batond's entry framing", size);
+        rv = BATON_EMALFORMED;
+    } else {
+        start = uv_hrtime();
+        rv = store_apply(f->store, index, base + 8, (size_t)len, &f->fx);
+        f->fx.apply_ns = uv_hrtime() - start;
+        if (rv == BATON_EMALFORMED)
+            cmd_batch_why(base + 8, (size_t)len, f->fault_why, sizeof f->fault_why);
+    }
     if (rv != 0) {
         /* Nothing of the entry was applied (one transaction). Raft retries
          * it on a leader and stops a follower's raft: node.c reads the
@@ -147,7 +164,7 @@ static int gate_drain(struct fsm *f)
                       (unsigned long long)now);
             return RAFT_SHUTDOWN;
         }
-        if (apply_entry(f, e->index, e->data, e->len) != 0) return RAFT_IOERR;
+        if (fsm_apply_entry(f, e->index, e->data, e->len) != 0) return RAFT_IOERR;
         gate_pop(&f->gate);
     }
     return 0;
@@ -207,7 +224,7 @@ static int fsm_apply(struct raft_fsm *rf, const struct raft_buffer *buf, void **
     }
     rv = gate_apply(f, index, buf);
     if (rv != GATE_OPEN) return rv;
-    rv = apply_entry(f, index, buf->base, buf->len);
+    rv = fsm_apply_entry(f, index, buf->base, buf->len);
     if (rv != 0) return rv;
     *result = &f->fx;
     return 0;

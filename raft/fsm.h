@@ -57,6 +57,8 @@ struct fsm {
      * an apply succeeds; and the index of the entry it failed on. */
     int fault;
     uint64_t fault_index;
+    /* BATON_EMALFORMED's fault: why the entry cannot be decoded, "" else. */
+    char fault_why[192];
 };
 
 /*
@@ -70,6 +72,17 @@ struct fsm {
  */
 size_t fsm_entry_size(size_t len);
 void fsm_entry_encode(void *entry, const void *payload, size_t len);
+
+/*
+ * fsm_apply's step for one entry whose commit is sure: apply the entry at
+ * `index` (raft bytes base[0..size), in fsm_entry_encode's framing) to the
+ * store and call the applied hook. 0; or RAFT_IOERR with f->fault set --
+ * the store's local failure, or BATON_EMALFORMED (with f->fault_why) for
+ * an entry this binary cannot decode -- and nothing applied, the store's
+ * applied index included. Loop thread only; the unit tests call it
+ * directly.
+ */
+int fsm_apply_entry(struct fsm *f, uint64_t index, const uint8_t *base, size_t size);
 
 /* Set up f over store s. applied may be NULL. Snapshots are taken on the
  * loop (fsm version 1), which raft_fixture needs: it leaves io.version

@@ -311,6 +311,9 @@ static void fault_say(struct node *n, int action, const char *why)
     struct node_fault f = {.code = n->fault, .kind = n->fault_kind, .index = n->fault_index,
                            .action = action, .why = why};
 
+    if (n->fault_kind == NODE_FAULT_APPLY && n->fsm.fault_why[0] != '\0')
+        f.cause = n->fsm.fault_why;
+
     if (n->fault_said == action) return;
     n->fault_said = action;
     if (action == NODE_FAULT_EXIT) n->fatal = true;

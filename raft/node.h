@@ -148,6 +148,7 @@ struct node_fault {
     uint64_t index;         /* the entry it happened on, 0 if none */
     int action;             /* enum node_fault_action */
     const char *why;        /* for the log: what happened and what to do */
+    const char *cause;      /* BATON_EMALFORMED: why the entry cannot be decoded; else NULL */
 };
 
 /* Called on the loop thread, outside raft's callbacks, when a fault appears,

@@ -145,6 +145,42 @@ static void role_changed(void *data, int role, uint64_t term)
 }
 
 /*
+ * An entry this binary cannot decode (raft/fsm.c, fsm_apply_entry): most
+ * likely a command of a later feature level than this binary's, written
+ * while this node's binary was too old. The node applies nothing past it;
+ * a newer binary is the cure, not free space or a restart of this one.
+ */
+static void undecodable_entry(struct server *srv, const struct node_fault *f)
+{
+    unsigned long long index = (unsigned long long)f->index;
+    const char *cause = f->cause != NULL ? f->cause : "malformed";
+
+    switch (f->action) {
+    case NODE_FAULT_CLEARED:
+        log_info("local failure cleared: %s", f->why);
+        break;
+    case NODE_FAULT_STOPPED:
+        log_error("entry %llu cannot be decoded by this binary (feature level %d): %s. This node "
+                  "applies nothing past it; %s. Run a batond of the cluster's feature level on "
+                  "this node and restart it: it catches up from the leader",
+                  index, CMD_LEVEL, cause, f->why);
+        break;
+    case NODE_FAULT_STEPDOWN:
+        log_error("entry %llu cannot be decoded by this binary (feature level %d): %s. The leader "
+                  "stops serving and is %s",
+                  index, CMD_LEVEL, cause, f->why);
+        break;
+    default:
+        log_error("entry %llu cannot be decoded by this binary (feature level %d): %s; %s: "
+                  "exiting with status %d. Run a batond of the cluster's feature level on this "
+                  "node",
+                  index, CMD_LEVEL, cause, f->why, BATON_EXIT_FAULT);
+        srv->exit_code = BATON_EXIT_FAULT;
+        server_stop(srv);
+    }
+}
+
+/*
  * Node hook: a local failure (raft/node.h, "local failures"). Each is
  * logged once per action, with what to do; a node that cannot go on stops
  * and exits with BATON_EXIT_FAULT, so that a supervisor restarts it and
@@ -157,6 +193,10 @@ static void node_fault(void *data, const struct node_fault *f)
     char what[128];
     unsigned long long index = (unsigned long long)f->index;
 
+    if (f->kind == NODE_FAULT_APPLY && f->code == BATON_EMALFORMED) {
+        undecodable_entry(srv, f);
+        return;
+    }
     switch (f->kind) {
     case NODE_FAULT_APPLY:
         snprintf(what, sizeof what, "applying entry %llu failed (%s)", index,

@@ -280,8 +280,8 @@ static int apply_txn(store *s, MDB_txn *txn, void *arg)
     if (rc == 0 && c.next_fence != fence0) rc = meta_put_u64(s, txn, META_NEXT_FENCE, c.next_fence);
     if (rc == 0 && c.next_enq != enq0) rc = meta_put_u64(s, txn, META_NEXT_ENQ, c.next_enq);
     if (rc == 0) rc = meta_put_u64(s, txn, META_APPLIED, a->index);
-    /* The digest covers the entry's bytes as given, whether or not the
-     * batch was well formed. */
+    /* The digest covers the entry's bytes as given (none for an empty
+     * entry). */
     a->digest = store__digest_next(digest, a->index, a->data, a->len);
     if (rc == 0) rc = meta_put_u64(s, txn, META_DIGEST, a->digest);
     return rc;
@@ -289,9 +289,14 @@ static int apply_txn(store *s, MDB_txn *txn, void *arg)
 
 /*
  * Called by raft/fsm.c for every committed command entry, and by the unit
- * tests directly. A malformed batch is detected before the transaction
- * starts, so that it applies nothing at all (every node rejects it the same
- * way) while the applied index still advances.
+ * tests directly. An empty entry (len 0: the leader's own, batond's
+ * snapshot-now entry) applies nothing and advances the applied index. A
+ * batch this binary cannot decode -- an unknown type byte (a command of a
+ * later feature level), another format, bad fields -- is refused before
+ * the transaction starts: nothing changes, not even the applied index or
+ * the digest, and the caller must stop (raft/fsm.c). Applying it as an
+ * empty batch would let this node's state drift from the nodes that can
+ * decode it while its applied index and digest kept pace with theirs.
  */
 int store_apply(store *s, uint64_t index, const void *data, size_t len, struct effects *out)
 {
@@ -301,13 +306,13 @@ int store_apply(store *s, uint64_t index, const void *data, size_t len, struct e
     effects_reset(out);
     out->index = index;
     if (index <= s->applied) return 0;
-    a.valid = batch_valid(data, len);
+    a.valid = len > 0 && batch_valid(data, len);
+    if (len > 0 && !a.valid) return BATON_EMALFORMED;
     rv = store__write(s, apply_txn, &a);
     if (rv != 0) {
         effects_reset(out);
         return rv;
     }
-    if (!a.valid) effects_reset(out);
     s->applied = index;
     s->digest = a.digest;
     if (a.checked) store__check_applied(s, index);

@@ -18,6 +18,7 @@
  */
 #include "storage/cmd.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -328,6 +329,48 @@ int cmd_reader_next(struct cmd_reader *r, struct cmd *c)
     if (c->owner_len == 0) c->owner = NULL;
     r->left--;
     return 1;
+}
+
+int cmd_batch_why(const void *data, size_t len, char *why, size_t size)
+{
+    struct cmd_reader r;
+    struct cmd cmd;
+    const uint8_t *at;
+    uint32_t count, i = 0;
+    int rv;
+
+    if (size > 0) why[0] = '\0';
+    if (len == 0 || data == NULL) {
+        snprintf(why, size, "a batch of %zu bytes has no header", len);
+        return BATON_EMALFORMED;
+    }
+    if (cmd_reader_init(&r, data, len, &count) != 0) {
+        if (*(const uint8_t *)data != CMD_FORMAT)
+            snprintf(why, size, "batch format %u, this binary reads format %u only",
+                     *(const uint8_t *)data, CMD_FORMAT);
+        else
+            snprintf(why, size, "a batch header that does not fit its %zu bytes", len);
+        return BATON_EMALFORMED;
+    }
+    for (;;) {
+        at = r.rd.p;
+        rv = cmd_reader_next(&r, &cmd);
+        if (rv != 1) break;
+        i++;
+    }
+    if (rv == 0) return 0;
+    if (i == count)
+        snprintf(why, size, "%zu bytes follow the batch's %u commands", (size_t)(r.rd.end - at),
+                 count);
+    else if (cmd_lookup(*at & ~CMD_KEEP_FLAG) == NULL)
+        snprintf(why, size,
+                 "command %u of %u has type byte %u, unknown to this binary (feature level %d): "
+                 "a binary of a later feature level wrote it",
+                 i + 1, count, *at & ~CMD_KEEP_FLAG, CMD_LEVEL);
+    else
+        snprintf(why, size, "command %u of %u (type byte %u, %s) is cut short or has bad fields",
+                 i + 1, count, *at, cmd_type_name(*at & ~CMD_KEEP_FLAG));
+    return BATON_EMALFORMED;
 }
 
 void effects_init(struct effects *e)

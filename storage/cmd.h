@@ -275,6 +275,15 @@ struct cmd_reader {
 int cmd_reader_init(struct cmd_reader *r, const void *data, size_t len, uint32_t *count);
 int cmd_reader_next(struct cmd_reader *r, struct cmd *c);
 
+/*
+ * Why data[0..len) is not a batch this binary can decode, in a sentence
+ * for the log (the format byte, the command's number and type byte, an
+ * unknown type byte, a command cut short or with bad fields), written to
+ * why[0..size). Returns BATON_EMALFORMED, or 0 (why empty) if the batch
+ * decodes after all.
+ */
+int cmd_batch_why(const void *data, size_t len, char *why, size_t size);
+
 /* The outcome of one command, in batch order. */
 struct cmd_result {
     int32_t status;       /* 0 or BATON_E* */

@@ -81,7 +81,7 @@
  * State digest: a u64 that summarises every entry the store has applied,
  * so that two nodes can tell cheaply whether they applied the same log.
  * It starts at 0 in a new store, and every store_apply that advances the
- * applied index (a malformed batch included) replaces it with
+ * applied index (an empty entry included) replaces it with
  *
  *     digest = FNV-1a-64(le64(digest) || le64(index) || payload)
  *
@@ -220,10 +220,12 @@ size_t store_next_growth(store *s);
  *
  * If index <= store_applied_index(s) the entry was applied before (raft
  * replays the log on restart): nothing changes, out is left empty and 0 is
- * returned. A malformed batch applies nothing but still advances the applied
- * index and the digest (every node rejects it the same way) and returns 0
- * with out empty.
- * Returns BATON_EIO/BATON_ENOMEM/BATON_ENOSPC only on a local failure
+ * returned. An empty entry (len 0) applies nothing but advances the
+ * applied index and the digest. A batch this binary cannot decode (an
+ * unknown type byte, another format, bad fields: cmd_batch_why says which)
+ * returns BATON_EMALFORMED and changes nothing, the applied index and the
+ * digest included: the caller must not go on past it.
+ * Returns BATON_EIO/BATON_ENOMEM/BATON_ENOSPC on a local failure
  * (disk, memory, no room on disk to grow the map), in which case nothing was
  * changed.
  */

@@ -14,8 +14,10 @@
  *     "x", session 2 waits for it; session 3 holds "y" with a lock-delay)
  *     so that the input meets live state, then applies the
  *     input as the next entry and checks the results: one per command for
- *     a well-formed batch, none for a malformed one, every status 0 or a
- *     BATON_E* code, every effect well formed;
+ *     a well-formed batch, every status 0 or a BATON_E* code, every effect
+ *     well formed; a malformed (non-empty) one is refused with
+ *     BATON_EMALFORMED and changes nothing, not even the applied index or
+ *     the digest, and cmd_batch_why agrees with the reader;
  *  3. applies it again at the same index (a replay: nothing may change)
  *     and at the next one (the same requests again: deduplication answers
  *     them);
@@ -217,6 +219,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     index = store_applied_index(st_a) + 1;
     reset_state(index);
 
+    {
+        char why[192];
+        if ((cmd_batch_why(data, size, why, sizeof why) != 0) != (count < 0))
+            fail("cmd_batch_why disagrees with the reader");
+    }
+    if (count < 0 && size > 0) {
+        /* A batch this binary cannot decode changes nothing, the applied
+         * index and the digest included: the node stops at it. */
+        digest = store_digest(st_a);
+        if (store_apply(st_a, index + 1, data, size, &fx) != BATON_EMALFORMED)
+            fail("a malformed batch was not refused");
+        if (store_applied_index(st_a) != index || store_digest(st_a) != digest)
+            fail("a refused batch moved the applied index or the digest");
+        check_effects(count);
+        check_snapshot();
+        return 0;
+    }
     if (store_apply(st_a, index + 1, data, size, &fx) != 0) fail("store_apply failed");
     if (store_applied_index(st_a) != index + 1) fail("applied index did not advance");
     check_effects(count);

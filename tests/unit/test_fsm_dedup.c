@@ -699,37 +699,42 @@ TEST(reapplying_old_index_changes_nothing)
     teardown(&f);
 }
 
-TEST(malformed_batch_changes_nothing_but_applied)
+TEST(malformed_batch_changes_nothing)
 {
     struct fixture f;
     struct buf before = {0}, after = {0}, batch = {0};
     struct cmd cmds[2];
-    uint64_t a;
+    uint64_t a, applied, digest;
 
     setup(&f);
     a = open_session(&f);
     grant(&f, a, 1, "L");
     snap(&f, &before);
+    applied = store_applied_index(f.s);
+    digest = store_digest(f.s);
     cmds[0] = c_acq(a, 2, BATON_WAIT_FOREVER, "M");
     cmds[1] = c_rel(a, 3, 1, "L");
     cmds_encode(&batch, cmds, 2);
-    /* Every truncation, a trailing byte, and random garbage. */
-    for (size_t len = 0; len < batch.len; len++) {
-        ASSERT_EQ(store_apply(f.s, ++f.index, batch.data, len, &f.fx), 0);
+    /* Every truncation, a trailing byte, and random garbage: refused,
+     * and not even the applied index or the digest moves. */
+    for (size_t len = 1; len < batch.len; len++) {
+        ASSERT_EQ(store_apply(f.s, applied + 1, batch.data, len, &f.fx), BATON_EMALFORMED);
         ASSERT_EQ(f.fx.n_results, 0);
         ASSERT_EQ(f.fx.n_fx, 0);
-        ASSERT_UEQ(store_applied_index(f.s), f.index);
+        ASSERT_UEQ(store_applied_index(f.s), applied);
+        ASSERT_UEQ(store_digest(f.s), digest);
     }
     ASSERT_EQ(buf_put_u8(&batch, 0), 0);
-    ASSERT_EQ(store_apply(f.s, ++f.index, batch.data, batch.len, &f.fx), 0);
-    ASSERT_EQ(f.fx.n_results, 0);
-    ASSERT_EQ(store_apply(f.s, ++f.index, "\x01garbage!", 9, &f.fx), 0);
-    ASSERT_EQ(f.fx.n_results, 0);
-    ASSERT_EQ(store_apply(f.s, ++f.index, NULL, 0, &f.fx), 0);
-    ASSERT_EQ(f.fx.n_results, 0);
-    ASSERT_UEQ(store_applied_index(f.s), f.index);
+    ASSERT_EQ(store_apply(f.s, applied + 1, batch.data, batch.len, &f.fx), BATON_EMALFORMED);
+    ASSERT_EQ(store_apply(f.s, applied + 1, "\x01garbage!", 9, &f.fx), BATON_EMALFORMED);
+    ASSERT_UEQ(store_applied_index(f.s), applied);
+    ASSERT_UEQ(store_digest(f.s), digest);
     snap(&f, &after);
     ASSERT(same_state(&before, &after));
+    /* An empty entry (batond's own) applies nothing and moves on. */
+    ASSERT_EQ(store_apply(f.s, applied + 1, NULL, 0, &f.fx), 0);
+    ASSERT_EQ(f.fx.n_results, 0);
+    ASSERT_UEQ(store_applied_index(f.s), applied + 1);
     buf_free(&before);
     buf_free(&after);
     buf_free(&batch);
@@ -914,7 +919,7 @@ int main(int argc, char **argv)
     RUN(keep_list_rules);
     RUN(exactly_once_under_random_delivery);
     RUN(reapplying_old_index_changes_nothing);
-    RUN(malformed_batch_changes_nothing_but_applied);
+    RUN(malformed_batch_changes_nothing);
     RUN(random_workload_is_deterministic);
     return fsm_main_end();
 }

@@ -694,8 +694,8 @@ static void apply_raw(struct fixture *f, uint64_t idx, const void *data, size_t 
     ASSERT_UEQ(store_applied_index(f->s), f->index);
 }
 
-/* A list of entries (valid batches, a malformed one, an empty one, a gap in
- * the indexes) fed the same way to two stores. */
+/* A list of entries (valid batches, one naming `variant`, an empty one, a
+ * gap in the indexes) fed the same way to two stores. */
 static void feed_entries(struct fixture *f, const char *variant)
 {
     struct cmd cmds[3];
@@ -710,8 +710,11 @@ static void feed_entries(struct fixture *f, const char *variant)
     cmds[2] = c_rel(1, 3, 99, "L");
     cmds_encode(&b, cmds, 3);
     apply_raw(f, 2, b.data, b.len);
-    apply_raw(f, 3, variant, strlen(variant)); /* malformed */
-    apply_raw(f, 4, NULL, 0);                  /* malformed (empty) */
+    buf_reset(&b);
+    cmds[0] = c_rel(1, 5, 99, variant); /* not held: BATON_ENOTHELD */
+    cmds_encode(&b, cmds, 1);
+    apply_raw(f, 3, b.data, b.len);
+    apply_raw(f, 4, NULL, 0); /* empty */
     buf_reset(&b);
     cmds[0] = c_acq(1, 4, BATON_WAIT_FOREVER, "N");
     cmds_encode(&b, cmds, 1);
@@ -732,9 +735,9 @@ TEST(digest_follows_the_documented_hash)
     apply_raw(&f, 1, b.data, b.len);
     d = expected_digest(0, 1, b.data, b.len);
     ASSERT_UEQ(store_digest(f.s), d);
-    /* A malformed batch advances it too, over the bytes it was given. */
-    apply_raw(&f, 2, "\x01garbage!", 9);
-    d = expected_digest(d, 2, "\x01garbage!", 9);
+    /* A malformed batch is refused and leaves it as it was; an empty
+     * entry advances it. */
+    ASSERT_EQ(store_apply(f.s, 2, "\x01garbage!", 9, &f.fx), BATON_EMALFORMED);
     ASSERT_UEQ(store_digest(f.s), d);
     apply_raw(&f, 5, NULL, 0);
     d = expected_digest(d, 5, NULL, 0);
@@ -761,8 +764,8 @@ TEST(digest_equal_for_equal_entries)
 
     setup(&f);
     setup(&g);
-    feed_entries(&f, "\x01junk");
-    feed_entries(&g, "\x01junk");
+    feed_entries(&f, "junk");
+    feed_entries(&g, "junk");
     ASSERT_NE(store_digest(f.s), 0);
     ASSERT_UEQ(store_digest(f.s), store_digest(g.s));
     snap(&f, &s1);
@@ -781,10 +784,10 @@ TEST(digest_differs_for_different_payload)
 
     setup(&f);
     setup(&g);
-    /* One byte differs in one (malformed) entry: the lock state is the
-     * same, the digest is not, and so neither are the snapshots. */
-    feed_entries(&f, "\x01junk");
-    feed_entries(&g, "\x01junK");
+    /* One byte differs in one entry of the same outcome: the lock state
+     * is the same, the digest is not, and so neither are the snapshots. */
+    feed_entries(&f, "junk");
+    feed_entries(&g, "junK");
     ASSERT_UEQ(store_applied_index(f.s), store_applied_index(g.s));
     ASSERT(store_digest(f.s) != store_digest(g.s));
     snap(&f, &s1);
@@ -796,8 +799,8 @@ TEST(digest_differs_for_different_payload)
     /* The same payload at another index differs as well. */
     setup(&g);
     setup(&h);
-    apply_raw(&g, 1, "\x01junk", 5);
-    apply_raw(&h, 2, "\x01junk", 5);
+    apply_raw(&g, 1, NULL, 0);
+    apply_raw(&h, 2, NULL, 0);
     ASSERT(store_digest(g.s) != store_digest(h.s));
     /* And so does a different command with the same outcome. */
     teardown(&g);
