@@ -224,7 +224,8 @@ TEST(list_sessions_walk_is_bounded)
             size_t n = 0;
             for (; n < CMD_MAX_BATCH && k < HOLDS; k++) {
                 snprintf(names[s][k], sizeof names[s][k], "%d/%05d", s, k);
-                cmds[n++] = c_acq(sess[s], (uint64_t)k + 1, BATON_WAIT_TRY, names[s][k]);
+                cmds[n] = c_acq(sess[s], (uint64_t)k + 1, BATON_WAIT_TRY, names[s][k]);
+                cmds[n++].ack_below = (uint64_t)k + 1; /* within the cached-results bound */
             }
             apply_n(&f, cmds, n);
         }
