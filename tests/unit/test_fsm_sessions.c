@@ -206,7 +206,7 @@ static int count_listed(void *data, uint64_t session, uint32_t ttl_ms, uint64_t 
 TEST(list_sessions_walk_is_bounded)
 {
     enum { SESSIONS = 8, HOLDS = STORE_MAX_OWNED_PER_SESSION };
-    static char names[SESSIONS][HOLDS][16];
+    static char names[SESSIONS][HOLDS][24];
     static struct cmd cmds[CMD_MAX_BATCH];
     struct fixture f;
     uint64_t sess[SESSIONS], got[2] = {0, 0};
