@@ -4,6 +4,7 @@
  */
 #include "raft/peer_base.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,4 +180,32 @@ void peer_base_free(struct raft_uv_transport *tr)
     }
     pb->freed = true;
     if (!pb->closing) close_all(pb);
+}
+
+/* ---- the cluster check -------------------------------------------------- */
+
+bool peer_base_cluster_ok(struct peer_base *pb, uint64_t peer, const char *addr, uint64_t theirs,
+                          char *why, size_t cap)
+{
+    if (theirs == 0 || theirs == pb->cluster_id) return true;
+    if (pb->cluster_id == 0) {
+        pb->cluster_id = theirs;
+        if (pb->adopted != NULL) pb->adopted(pb->adopted_arg, theirs);
+        return true;
+    }
+    snprintf(why, cap,
+             "node %" PRIu64 " (%s) belongs to cluster %016" PRIx64 ", this node to cluster "
+             "%016" PRIx64 ": another cluster, or a node started empty or restored apart "
+             "(docs/operations.md, \"Cluster identity\")",
+             peer, addr != NULL && addr[0] ? addr : "?", theirs, pb->cluster_id);
+    return false;
+}
+
+void peer_base_say(struct peer_base *pb, const char *msg)
+{
+    uint64_t now = uv_now(pb->loop);
+
+    if (pb->log == NULL || (pb->log_at != 0 && now - pb->log_at < PEER_BASE_LOG_MS)) return;
+    pb->log_at = now != 0 ? now : 1;
+    pb->log(pb->log_arg, msg);
 }

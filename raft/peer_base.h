@@ -66,6 +66,13 @@ struct peer_base {
     raft_uv_accept_cb accept_cb;
     raft_uv_transport_close_cb close_cb;
     bool closing, close_reported, freed;
+    /* The cluster check of every handshake (raft/cluster_id.h). */
+    uint64_t cluster_id;            /* this node's; 0: none yet (a --join node) */
+    void (*adopted)(void *arg, uint64_t id); /* a node without one took id */
+    void *adopted_arg;
+    void (*log)(void *arg, const char *msg); /* a refusal, in a sentence */
+    void *log_arg;
+    uint64_t log_at;                /* uv_now of the last line logged, 0: none */
 };
 
 /* Zero-initialised pb becomes tr's implementation, on loop; sets tr's
@@ -106,6 +113,20 @@ void peer_base_close_cb(struct raft_uv_transport *tr, raft_uv_transport_close_cb
 /* Listen on `address` instead of the advertised one. 0, or RAFT_INVALID
  * (not an address of proto/addr.h's grammar). */
 int peer_base_set_bind_address(struct raft_uv_transport *tr, const char *address);
+
+/*
+ * The cluster check of a handshake with node `peer` (at addr), which
+ * presented cluster id `theirs` (0: none yet, a --join node): true if it
+ * may go on. A node with no id takes the first nonzero one presented
+ * (pb->adopted is told). Else a different nonzero id is refused: false,
+ * with why (cap bytes) saying so.
+ */
+bool peer_base_cluster_ok(struct peer_base *pb, uint64_t peer, const char *addr, uint64_t theirs,
+                          char *why, size_t cap);
+
+/* Log msg through pb->log, at most one line every PEER_BASE_LOG_MS. */
+#define PEER_BASE_LOG_MS 2000
+void peer_base_say(struct peer_base *pb, const char *msg);
 
 /* Release: at once if nothing is open, else once the handles and
  * connections still open are closed (closing them if raft did not). */

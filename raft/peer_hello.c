@@ -9,7 +9,7 @@
 
 #include "baton/baton_defs.h"
 
-int peer_hello_encode(struct buf *b, uint64_t id, const char *address)
+int peer_hello_encode(struct buf *b, uint64_t id, uint64_t cluster, const char *address)
 {
     size_t n = strlen(address);
     int rv;
@@ -18,6 +18,7 @@ int peer_hello_encode(struct buf *b, uint64_t id, const char *address)
     if ((rv = buf_reserve(b, PEER_HELLO_HEADER + n)) != 0) return rv;
     buf_put_u32(b, PEER_HELLO_VERSION);
     buf_put_u64(b, id);
+    buf_put_u64(b, cluster);
     buf_put_u16(b, (uint16_t)n);
     return buf_put(b, address, n);
 }
@@ -28,11 +29,12 @@ int peer_hello_parse(const void *data, size_t n, struct peer_hello *h)
     uint16_t len;
 
     if (n < PEER_HELLO_HEADER) return 0;
-    len = le_get_u16(p + 12);
+    len = le_get_u16(p + 20);
     if (le_get_u32(p) != PEER_HELLO_VERSION || len == 0 || len > BATON_MAX_ADDR)
         return BATON_EMALFORMED;
     h->id = le_get_u64(p + 4);
     if (h->id == 0) return BATON_EMALFORMED;
+    h->cluster = le_get_u64(p + 12);
     if (n < PEER_HELLO_HEADER + len) return 0;
     if (memchr(p + PEER_HELLO_HEADER, '\0', len) != NULL) return BATON_EMALFORMED;
     memcpy(h->address, p + PEER_HELLO_HEADER, len);

@@ -21,8 +21,9 @@
 #include "raft/peer_addr.h"
 #include "raft/peer_base.h"
 
-#define PROTOCOL 1
-#define PREAMBLE 24 /* protocol, id, address size: three uint64 */
+#define PROTOCOL 2  /* raft_uv_tcp's is 1 */
+#define PREAMBLE 32 /* protocol, id, address size, cluster id: four uint64 */
+#define REPLY 8     /* the accepting node's cluster id */
 #define SWEEP_MS 1000
 
 struct pending {
@@ -34,6 +35,11 @@ struct pending {
     struct raft_uv_connect *req;
     struct peer_dial dial;
     bool dialing;
+    bool replying;                  /* the handshake is sent; reading the reply */
+    uint64_t req_id;                /* the node dialled, and its address */
+    char req_addr[BATON_MAX_ADDR + 1];
+    uint8_t reply[REPLY];
+    size_t reply_got;
     uv_write_t write;
     uint8_t *hs;                    /* the handshake being written */
     /* Inbound. */
@@ -83,6 +89,8 @@ static void drop(struct pending *p)
     pending_free(p);
 }
 
+static void fail_connect(struct pending *p, int status);
+
 /* The transport is closing: end c. */
 static void end_conn(struct peer_conn *c)
 {
@@ -92,6 +100,8 @@ static void end_conn(struct peer_conn *c)
         drop(p);
     else if (p->dialing)
         peer_dial_cancel(&p->dial); /* on_dialed ends it */
+    else if (p->replying)
+        fail_connect(p, UV_ECANCELED);
     else
         peer_tcp_handle_close(p->tcp); /* on_written ends it */
 }
@@ -118,6 +128,29 @@ static void hs_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
     else
         *b = uv_buf_init(p->addr + (p->got - PREAMBLE),
                          (unsigned)(p->addr_len - (p->got - PREAMBLE)));
+}
+
+/* The cluster check of an inbound handshake, and the reply that tells the
+ * dialling node this node's cluster id either way (a socket just accepted
+ * has room for 8 bytes: uv_try_write writes them whole or the connection
+ * goes). true: hand the stream to raft. */
+static bool answer(struct pending *p)
+{
+    struct peer_base *t = p->t;
+    uint64_t theirs = get64(p->pre + 24);
+    char why[400], msg[700];
+    uint8_t reply[REPLY];
+    uv_buf_t b;
+    bool ok = peer_base_cluster_ok(t, p->id, p->addr, theirs, why, sizeof why);
+
+    put64(reply, t->cluster_id);
+    b = uv_buf_init((char *)reply, REPLY);
+    if (uv_try_write((uv_stream_t *)p->tcp, &b, 1) != REPLY) return false;
+    if (!ok) {
+        snprintf(msg, sizeof msg, "raft connection from %s refused: %s", p->addr, why);
+        peer_base_say(t, msg);
+    }
+    return ok;
 }
 
 static void hs_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
@@ -151,6 +184,10 @@ static void hs_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
     }
     if (p->got < PREAMBLE + p->addr_len) return;
     uv_read_stop(s);
+    if (!answer(p)) {
+        drop(p);
+        return;
+    }
     uv_tcp_nodelay(p->tcp, 1);
     s->data = NULL;
     id = p->id;
@@ -195,8 +232,11 @@ static void sweep_cb(uv_timer_t *timer)
 
     for (c = t->head; c != NULL; c = next) {
         next = c->next;
-        if (!c->outbound && now - pending_of(c)->since >= PEER_TCP_HANDSHAKE_MS)
+        if (now - pending_of(c)->since < PEER_TCP_HANDSHAKE_MS) continue;
+        if (!c->outbound)
             drop(pending_of(c));
+        else if (pending_of(c)->replying)
+            fail_connect(pending_of(c), UV_ETIMEDOUT);
     }
 }
 
@@ -212,17 +252,62 @@ static void end_connect(struct pending *p, uv_tcp_t *stream, int status)
             status == 0 ? 0 : closing ? RAFT_CANCELED : RAFT_NOCONNECTION);
 }
 
+/* The dialled node did not take the connection. */
+static void fail_connect(struct pending *p, int status)
+{
+    peer_tcp_handle_close(p->tcp);
+    end_connect(p, NULL, status);
+}
+
+static void reply_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
+{
+    struct pending *p = h->data;
+
+    (void)hint;
+    *b = uv_buf_init((char *)p->reply + p->reply_got, (unsigned)(REPLY - p->reply_got));
+}
+
+/* The dialled node's reply: its cluster id. */
+static void reply_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+    struct pending *p = s->data;
+    char why[400], msg[700];
+
+    (void)b;
+    if (n == 0) return;
+    if (n < 0) {
+        fail_connect(p, (int)n);
+        return;
+    }
+    p->reply_got += (size_t)n;
+    if (p->reply_got < REPLY) return;
+    uv_read_stop(s);
+    if (!peer_base_cluster_ok(p->t, p->req_id, p->req_addr, get64(p->reply), why, sizeof why)) {
+        snprintf(msg, sizeof msg, "raft connection to %s refused: %s", p->req_addr, why);
+        peer_base_say(p->t, msg);
+        fail_connect(p, UV_ECONNREFUSED);
+        return;
+    }
+    p->replying = false;
+    s->data = NULL;
+    end_connect(p, p->tcp, 0);
+}
+
 static void on_written(uv_write_t *w, int status)
 {
     struct pending *p = w->data;
 
     if (status < 0 || p->t->closing) {
-        peer_tcp_handle_close(p->tcp);
-        end_connect(p, NULL, status < 0 ? status : UV_ECANCELED);
+        fail_connect(p, status < 0 ? status : UV_ECANCELED);
         return;
     }
-    p->tcp->data = NULL;
-    end_connect(p, p->tcp, 0);
+    p->tcp->data = p;
+    p->replying = true;
+    p->since = uv_now(p->t->loop);
+    if (uv_read_start((uv_stream_t *)p->tcp, reply_alloc, reply_read) != 0) {
+        p->replying = false;
+        fail_connect(p, UV_EIO);
+    }
 }
 
 static void on_dialed(struct peer_dial *d, uv_tcp_t *tcp, int status)
@@ -249,6 +334,7 @@ static void on_dialed(struct peer_dial *d, uv_tcp_t *tcp, int status)
     put64(p->hs, PROTOCOL);
     put64(p->hs + 8, t->id);
     put64(p->hs + 16, padded);
+    put64(p->hs + 24, t->cluster_id);
     memcpy(p->hs + PREAMBLE, t->address, len);
     b = uv_buf_init((char *)p->hs, (unsigned)(PREAMBLE + padded));
     p->write.data = p;
@@ -278,10 +364,11 @@ static int tcp_connect_cb(struct raft_uv_transport *base, struct raft_uv_connect
     struct pending *p;
     int rv;
 
-    (void)id;
     if (t->closing) return RAFT_CANCELED;
     p = calloc(1, sizeof *p);
     if (p == NULL) return RAFT_NOMEM;
+    p->req_id = id;
+    snprintf(p->req_addr, sizeof p->req_addr, "%s", address);
     p->t = t;
     p->c.outbound = true;
     p->req = req;

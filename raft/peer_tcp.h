@@ -7,11 +7,15 @@
  * order; a listen address is listened on at each of its addresses) and
  * sets TCP_NODELAY on every stream (libraft never does).
  *
- * On the wire it is raft_uv_tcp's: on connect the dialling node sends a
- * handshake -- three little-endian uint64 (the protocol version, 1; its
- * raft id; the size of the address field) and its own raft address,
- * NUL-padded to a multiple of 8 bytes -- then raft's messages follow. So a
- * node running libraft's transport and one running this one talk.
+ * On the wire it is raft_uv_tcp's handshake with the cluster id added
+ * (raft/cluster_id.h): on connect the dialling node sends four
+ * little-endian uint64 -- the protocol version, 2 (libraft's is 1, which
+ * has no cluster id); its raft id; the size of the address field; its
+ * cluster id (0: none yet) -- and its own raft address, NUL-padded to a
+ * multiple of 8 bytes. The accepting node answers with its own cluster id,
+ * one uint64, and closes the connection if the two differ (both log it);
+ * then raft's messages follow, from the dialling node only. A dialling
+ * node waits at most PEER_TCP_HANDSHAKE_MS for the answer.
  *
  * An inbound connection must send its handshake within
  * PEER_TCP_HANDSHAKE_MS, and at most PEER_TCP_MAX_PENDING wait at once

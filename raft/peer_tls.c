@@ -137,7 +137,7 @@ static void link_up(struct peer_link *l)
         peer_link_close(l, "its certificate names '%s', not '%s'", peer_link_cn(l), want);
         return;
     }
-    rv = peer_hello_encode(&b, t->pb.id, t->pb.address);
+    rv = peer_hello_encode(&b, t->pb.id, t->pb.cluster_id, t->pb.address);
     if (rv == 0) rv = peer_link_send(l, b.data, b.len);
     buf_free(&b);
     if (rv != 0) peer_link_close(l, "cannot send the HELLO: %s", baton_strerror(rv));
@@ -170,9 +170,9 @@ static const char *refusal(struct peer_tls *t, struct peer_link *l, const struct
 /* Accepting side: a HELLO arrived; admit the node or close. */
 static void admit(struct peer_tls *t, struct peer_link *l, const struct peer_hello *h)
 {
-    static const uint8_t ack = PEER_HELLO_ACK;
+    uint8_t answer[PEER_HELLO_ANSWER];
     uv_stream_t *stream;
-    char why[200];
+    char why[400];
     int rv;
 
     l->peer_id = h->id;
@@ -180,7 +180,17 @@ static void admit(struct peer_tls *t, struct peer_link *l, const struct peer_hel
         peer_link_close(l, "%s", why);
         return;
     }
-    if ((rv = peer_link_send(l, &ack, 1)) != 0 || (rv = peer_link_bridge(l, &stream)) != 0) {
+    answer[0] = PEER_HELLO_ACK;
+    if (!peer_base_cluster_ok(&t->pb, h->id, h->address, h->cluster, why, sizeof why))
+        answer[0] = PEER_HELLO_OTHER;
+    le_put_u64(answer + 1, t->pb.cluster_id);
+    if (answer[0] == PEER_HELLO_OTHER) {
+        (void)peer_link_send(l, answer, sizeof answer);
+        peer_link_close(l, "%s", why);
+        return;
+    }
+    if ((rv = peer_link_send(l, answer, sizeof answer)) != 0 ||
+        (rv = peer_link_bridge(l, &stream)) != 0) {
         peer_link_close(l, "cannot open the bridge to raft (%d)", rv);
         return;
     }
@@ -211,11 +221,23 @@ static void link_plain(struct peer_link *l, struct buf *in)
     int n;
 
     if (l->conn.outbound) {
-        if (in->data[0] != PEER_HELLO_ACK) {
+        char why[400];
+
+        if (in->data[0] != PEER_HELLO_ACK && in->data[0] != PEER_HELLO_OTHER) {
             peer_link_close(l, "it answered the HELLO with 0x%02x, not an ACK", in->data[0]);
             return;
         }
-        buf_consume(in, 1);
+        if (in->len < PEER_HELLO_ANSWER) return;
+        if (!peer_base_cluster_ok(&t->pb, l->peer_id, l->peer, le_get_u64(in->data + 1), why,
+                                  sizeof why)) {
+            peer_link_close(l, "%s", why);
+            return;
+        }
+        if (in->data[0] != PEER_HELLO_ACK) {
+            peer_link_close(l, "it refused this node's cluster id");
+            return;
+        }
+        buf_consume(in, PEER_HELLO_ANSWER);
         connected(l);
         return;
     }

@@ -21,7 +21,20 @@ int transport_init(struct transport *t, uv_loop_t *loop, uint32_t id,
         snprintf(errmsg, BATON_ERRMSG_SIZE, "out of memory for the raft transport");
         return BATON_ENOMEM;
     }
+    /* The TLS transport logs its refusals itself, rate-limited. */
+    peer_base_of(&t->base)->log = peer->log;
+    peer_base_of(&t->base)->log_arg = peer->arg;
     return 0;
+}
+
+void transport_set_cluster(struct transport *t, uint64_t cluster_id,
+                           void (*adopted)(void *arg, uint64_t id), void *arg)
+{
+    struct peer_base *pb = peer_base_of(&t->base);
+
+    pb->cluster_id = cluster_id;
+    pb->adopted = adopted;
+    pb->adopted_arg = arg;
 }
 
 int transport_set_bind_address(struct transport *t, const char *address)

@@ -38,6 +38,12 @@ const struct flag config_flags[] = {
      "`batonctl snapshot save`, and exit; then start batond without --restore. Run it on "
      "every node of the new cluster with the same FILE and --cluster (docs/operations.md, "
      "\"Backup and restore\")"},
+    {"fence-floor", "N", FLAG_STR, AT(fence_floor), 0, 0, 0, 0,
+     "the backup's next fence + 2^40", NULL, NULL, NULL,
+     "with --restore: every fence the restored cluster grants is at least N (a decimal "
+     "number). The default is already above every fence the old cluster could have granted "
+     "in years after the backup; give the same N on every node (docs/operations.md, "
+     "\"Backup and restore\")"},
     {"raft-bind", "ADDR", FLAG_ADDR, AT(node.raft_bind), SIZE(node.raft_bind), 0, 0, 0,
      "the raft address", NULL, "--raft-bind", NULL,
      "listen for raft peers on ADDR (an address as above) while advertising this node's "

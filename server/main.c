@@ -37,7 +37,7 @@ static int mkdir_p(const char *dir)
 
 int main(int argc, char **argv)
 {
-    char raft_dir[4200], fsm_dir[4200], mark[4200], errmsg[BATON_ERRMSG_SIZE] = "";
+    char raft_dir[4200], fsm_dir[4200], mark[4200], cid[4200], errmsg[BATON_ERRMSG_SIZE] = "";
     struct srv_config cfg;
     struct server srv;
     uv_loop_t loop;
@@ -67,6 +67,10 @@ int main(int argc, char **argv)
         return rv;
     }
     raise_nofile_limit();
+    if (restore_interrupted(&cfg)) {
+        config_free(&cfg);
+        return 1;
+    }
 
     snprintf(raft_dir, sizeof raft_dir, "%s/raft", cfg.data_dir);
     snprintf(fsm_dir, sizeof fsm_dir, "%s/fsm", cfg.data_dir);
@@ -78,6 +82,8 @@ int main(int argc, char **argv)
     cfg.node.raft_dir = raft_dir;
     snprintf(mark, sizeof mark, "%s/member", cfg.data_dir);
     cfg.node.state_mark = mark;
+    snprintf(cid, sizeof cid, "%s/cluster-id", cfg.data_dir);
+    cfg.node.cluster_id_file = cid;
     rv = store_open(fsm_dir, &st, errmsg);
     if (rv != 0) {
         log_error("cannot open the lock store in %s: %s", fsm_dir, errmsg);

@@ -554,7 +554,7 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
     c->guardian = s->guardian;
     c->guardian_fd = s->guardian_fd;
     for (int i = 0; i < n; i++) {
-        if (o != NULL && o->restore != NULL &&
+        if (o != NULL && o->restore != NULL && !(o->restore_skip & (1u << i)) &&
             cluster_restore(c, i, o->restore, c->nodes[i].dir) != 0) {
             fprintf(stderr, "# cluster: batond --restore %s failed for node %d\n", o->restore,
                     i + 1);

@@ -142,6 +142,9 @@ struct cluster_opts {
      * each node's data directory is initialised from it by
      * cluster_restore (batond --restore); the start fails if that does. */
     const char *restore;
+    /* With restore: the nodes (bit i: node index i) left out of it, which
+     * start on an empty data directory as on a fresh cluster. */
+    unsigned restore_skip;
     /* Non-zero: each node is started as `batond --config ROOT/nodeN.conf`
      * alone, the file holding every flag the harness would have passed
      * (`--key value` as `key = value`, a flag without a value as
