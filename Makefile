@@ -269,7 +269,12 @@ $(B)/tests/unit/test_config: $(B)/tests/unit/test_config.o $(B)/server/config.o 
         $(B)/libstore.a $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_INIH) $(LIBS_SYS)
 
-# The plaintext raft transport against libraft's own (raft/peer_tcp.c).
+# The cluster id file and its derivations (raft/cluster_id.c).
+$(B)/tests/unit/test_cluster_id: $(B)/tests/unit/test_cluster_id.o $(B)/raft/cluster_id.o \
+        $(B)/libproto.a $(B)/libtest.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
+
+# The plaintext raft transport, its cluster check, and libraft's own (raft/peer_tcp.c).
 $(B)/tests/unit/test_peer_tcp: $(B)/tests/unit/test_peer_tcp.o $(B)/raft/peer_tcp.o $(B)/raft/peer_base.o \
         $(B)/raft/peer_addr.o $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_SYS)

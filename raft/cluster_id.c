@@ -133,5 +133,6 @@ uint64_t cluster_id_of_restore(const struct node_config *cfg, uint64_t digest,
     h = mix_u64(h, fence_floor);
     h = finish(mix_members(h, cfg));
     /* Different inputs; equal only by a 2^-64 chance, which is made nil. */
-    return h != cluster_id_of_bootstrap(cfg) ? h : h ^ 1;
+    if (h == cluster_id_of_bootstrap(cfg)) h = h == 1 ? 2 : h ^ 1;
+    return h;
 }

@@ -21,7 +21,8 @@ const struct flag config_flags[] = {
     {"data", "DIR", FLAG_PATH, AT(data_dir), SIZE(data_dir), 0, 0, 0, "required", NULL,
      "--data path too long", NULL,
      "data directory (created if missing): DIR/raft holds the raft log and snapshots, "
-     "DIR/fsm the LMDB lock state, DIR/member marks a node that has been a member"},
+     "DIR/fsm the LMDB lock state, DIR/member marks a node that has been a member, "
+     "DIR/cluster-id holds its cluster's id"},
     {"cluster", "LIST", FLAG_CLUSTER, 0, 0, 0, 0, 0, "required", NULL, NULL, NULL,
      "every member as ID=RAFTADDR/CLIENTADDR, comma-separated, e.g. "
      "1=127.0.0.1:7101/127.0.0.1:7001,2=...; an address is a.b.c.d:port, [IPv6]:port or "
