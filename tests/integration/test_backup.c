@@ -323,8 +323,8 @@ TEST(save_during_load_then_restore)
     baton_close(after);
 
     /* A member added to the restored cluster gets the restored state from
-     * raft (its snapshot at index 1), not an empty store: its digest is
-     * the others' at the same index. */
+     * raft (its snapshot at the restore's index), not an empty store: its
+     * digest is the others' at the same index. */
     ASSERT_EQ(cluster_add_node(&b), 3);
     cluster_member_addrs(&b, 3, spec, sizeof spec);
     if (cluster_ctl(&b, &r, "member", "add", "4", spec, NULL) != 0)

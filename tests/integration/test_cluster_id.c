@@ -12,6 +12,8 @@
  *    leads, the restored holder's lock is never granted to another
  *    session, every new fence is above the restore's floor, and both sides
  *    log the refusal at the raft handshake.
+ *  - empty_node_refused_over_peer_tls: the same refusal, logged on both
+ *    sides, when the raft connections are mutual TLS.
  *  - interrupted_restore_does_not_start: a data directory holding the
  *    marker of a restore that did not finish (as a kill leaves it) does
  *    not start, neither as a new cluster nor from what it holds.
@@ -127,6 +129,33 @@ TEST(empty_node_beside_restored_ones)
     ASSERT_EQ(cluster_stop(&c), 0);
 }
 
+/* The same refusal on raft connections secured with mutual TLS (the
+ * HELLO's cluster id, raft/peer_hello.h). */
+TEST(empty_node_refused_over_peer_tls)
+{
+    struct cluster_opts o = {.secure = CLUSTER_PEER_TLS, .restore_skip = 1u << 2};
+    struct cluster c;
+    struct cluster_status st;
+    char path[PATH_MAX];
+    int64_t deadline;
+
+    snprintf(path, sizeof path, "%s/backup.snap", suite_dir());
+    (void)saved_cluster(path);
+    o.restore = path;
+    ASSERT_EQ(cluster_start_opts(&c, 3, &o), 0);
+    ASSERT_GE(cluster_wait_leader(&c, 20000), 0);
+    deadline = now_ms() + 10000;
+    while (!(log_says(&c, 2, "belongs to cluster") &&
+             (log_says(&c, 0, "belongs to cluster") || log_says(&c, 1, "belongs to cluster")))) {
+        if (now_ms() > deadline) FAIL("no refusal logged on both sides within 10 s");
+        sleep_ms(100);
+    }
+    ASSERT_EQ(cluster_node_status(&c, 2, &st, 2000), 0);
+    ASSERT_NE(st.role, ROLE_LEADER);
+    ASSERT_UEQ(st.leader_id, 0);
+    ASSERT_EQ(cluster_stop(&c), 0);
+}
+
 TEST(interrupted_restore_does_not_start)
 {
     struct cluster c;
@@ -211,6 +240,7 @@ int main(int argc, char **argv)
     runner_init(argc, argv);
     runner_set_timeout(240);
     RUN(empty_node_beside_restored_ones);
+    RUN(empty_node_refused_over_peer_tls);
     RUN(interrupted_restore_does_not_start);
     RUN(fence_floor);
     rv = runner_done();
