@@ -275,9 +275,12 @@ int restore_run(const struct srv_config *cfg)
         buf_free(&file);
         return 1;
     }
-    if (fence_floor_of(cfg, &plan.fence_floor) != 0 ||
-        node_restore_coords(h.index, h.term, &plan.index, &plan.term) != 0) {
-        if (plan.index == 0) log_error("--restore %s: its index or term is too large", cfg->restore);
+    if (fence_floor_of(cfg, &plan.fence_floor) != 0) {
+        buf_free(&file);
+        return 1;
+    }
+    if (node_restore_coords(h.index, h.term, &plan.index, &plan.term) != 0) {
+        log_error("--restore %s: its index or term is too large", cfg->restore);
         buf_free(&file);
         return 1;
     }
