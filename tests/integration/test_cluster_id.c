@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "baton/baton.h"
@@ -44,6 +45,13 @@ static baton_t *connect_as(struct cluster *c, const char *name)
                     .session_ttl_ms = TTL_MS};
 
     return client_connect(&o);
+}
+
+/* Every node of c answers STATUS: started, so that a stop right after
+ * finds its signal handlers in place. */
+static void wait_nodes(struct cluster *c)
+{
+    for (int i = 0; i < c->n; i++) ASSERT_EQ(cluster_wait_node(c, i, 15000), 0);
 }
 
 static int log_says(const struct cluster *c, int i, const char *what)
@@ -65,6 +73,7 @@ static uint64_t saved_cluster(const char *path)
 
     ASSERT_EQ(cluster_start(&a, 3), 0);
     ASSERT_GE(cluster_wait_leader(&a, 15000), 0);
+    wait_nodes(&a);
     b = connect_as(&a, "holder");
     ASSERT_EQ(baton_lock(b, "held", &l), 0);
     ASSERT_EQ(baton_lock(b, "free/0", &m), 0);
@@ -126,6 +135,7 @@ TEST(empty_node_beside_restored_ones)
     ASSERT(log_says(&c, 2, "belongs to cluster"));
     refused_local = log_says(&c, 0, "belongs to cluster") || log_says(&c, 1, "belongs to cluster");
     ASSERT(refused_local);
+    wait_nodes(&c);
     ASSERT_EQ(cluster_stop(&c), 0);
 }
 
@@ -144,6 +154,7 @@ TEST(empty_node_refused_over_peer_tls)
     o.restore = path;
     ASSERT_EQ(cluster_start_opts(&c, 3, &o), 0);
     ASSERT_GE(cluster_wait_leader(&c, 20000), 0);
+    wait_nodes(&c);
     deadline = now_ms() + 10000;
     while (!(log_says(&c, 2, "belongs to cluster") &&
              (log_says(&c, 0, "belongs to cluster") || log_says(&c, 1, "belongs to cluster")))) {
@@ -166,6 +177,7 @@ TEST(interrupted_restore_does_not_start)
     (void)saved_cluster(path);
     ASSERT_EQ(cluster_start(&c, 3), 0);
     ASSERT_GE(cluster_wait_leader(&c, 15000), 0);
+    wait_nodes(&c);
     /* Node 3's restore stopped right after its first step: the directory
      * holds the marker and nothing else. */
     ASSERT_GE(cluster_kill(&c, 2, SIGKILL), 0);
@@ -198,6 +210,7 @@ TEST(fence_floor)
 
         ASSERT_EQ(cluster_start_opts(&c, 3, &o), 0);
         ASSERT_GE(cluster_wait_leader(&c, 20000), 0);
+        wait_nodes(&c);
         b = connect_as(&c, "after");
         ASSERT_EQ(baton_lock(b, "new", &l), 0);
         printf("# first fence %llu, saved up to %llu\n", (unsigned long long)baton_lock_fence(l),
@@ -210,6 +223,7 @@ TEST(fence_floor)
     /* A floor above that: the first fence is the floor. */
     ASSERT_EQ(cluster_start(&c, 3), 0);
     ASSERT_GE(cluster_wait_leader(&c, 15000), 0);
+    wait_nodes(&c);
     for (int i = 0; i < 3; i++) ASSERT_GE(cluster_kill(&c, i, SIGTERM), 0);
     for (int i = 0; i < 3; i++) {
         char cmd[PATH_MAX * 5 + 1400];
@@ -224,9 +238,26 @@ TEST(fence_floor)
     }
     for (int i = 0; i < 3; i++) ASSERT_EQ(cluster_restart(&c, i), 0);
     ASSERT_GE(cluster_wait_leader(&c, 20000), 0);
+    wait_nodes(&c);
     b = connect_as(&c, "after");
     ASSERT_EQ(baton_lock(b, "new", &l), 0);
     ASSERT_UEQ(baton_lock_fence(l), 123456789012345ull);
+    /* A floor that is not a number is refused, and so is one without
+     * --restore. */
+    {
+        char cmd[PATH_MAX * 4 + 1200];
+
+        snprintf(fresh, sizeof fresh, "%s/refused", suite_dir());
+        snprintf(cmd, sizeof cmd,
+                 "%s/batond --restore '%s' --id 1 --data '%s' --cluster '%s' --fence-floor 12x "
+                 ">/dev/null 2>&1",
+                 c.build, path, fresh, c.members);
+        ASSERT_EQ(WEXITSTATUS(system(cmd)), 1);
+        snprintf(cmd, sizeof cmd,
+                 "%s/batond --id 1 --data '%s' --cluster '%s' --fence-floor 12 >/dev/null 2>&1",
+                 c.build, fresh, c.members);
+        ASSERT_EQ(WEXITSTATUS(system(cmd)), 2);
+    }
     ASSERT_EQ(baton_unlock(l), 0);
     baton_close(b);
     ASSERT_EQ(cluster_stop(&c), 0);
