@@ -201,11 +201,82 @@ bool peer_base_cluster_ok(struct peer_base *pb, uint64_t peer, const char *addr,
     return false;
 }
 
-void peer_base_say(struct peer_base *pb, const char *msg)
+bool peer_base_say(struct peer_base *pb, const char *msg)
 {
     uint64_t now = uv_now(pb->loop);
 
-    if (pb->log == NULL || (pb->log_at != 0 && now - pb->log_at < PEER_BASE_LOG_MS)) return;
+    if (pb->log == NULL || (pb->log_at != 0 && now - pb->log_at < PEER_BASE_LOG_MS)) return false;
     pb->log_at = now != 0 ? now : 1;
     pb->log(pb->log_arg, msg);
+    return true;
+}
+
+/* ---- older peers ---------------------------------------------------------- */
+
+static struct peer_old *old_find(struct peer_base *pb, const char *addr)
+{
+    for (int i = 0; i < PEER_BASE_OLD_SLOTS; i++)
+        if (pb->old[i].addr[0] != '\0' && strcmp(pb->old[i].addr, addr) == 0) return &pb->old[i];
+    return NULL;
+}
+
+/* addr's slot, made if need be: a free one, else the one used longest ago. */
+static struct peer_old *old_slot(struct peer_base *pb, const char *addr)
+{
+    struct peer_old *o = old_find(pb, addr);
+
+    if (o != NULL) return o;
+    o = &pb->old[0];
+    for (int i = 0; i < PEER_BASE_OLD_SLOTS && o->addr[0] != '\0'; i++)
+        if (pb->old[i].addr[0] == '\0' || pb->old[i].at < o->at) o = &pb->old[i];
+    memset(o, 0, sizeof *o);
+    snprintf(o->addr, sizeof o->addr, "%s", addr);
+    o->at = uv_now(pb->loop);
+    return o;
+}
+
+void peer_base_old_strike(struct peer_base *pb, uint64_t peer, const char *addr)
+{
+    struct peer_old *o = old_slot(pb, addr);
+
+    o->at = uv_now(pb->loop);
+    if (++o->strikes < PEER_BASE_OLD_STRIKES) return;
+    o->strikes = 0;
+    o->old = true;
+    peer_base_old_say(pb, peer, addr);
+}
+
+void peer_base_old_other(struct peer_base *pb, const char *addr)
+{
+    struct peer_old *o = old_find(pb, addr);
+
+    if (o != NULL) o->strikes = 0;
+}
+
+bool peer_base_old_is(struct peer_base *pb, const char *addr)
+{
+    struct peer_old *o = old_find(pb, addr);
+
+    return o != NULL && o->old && uv_now(pb->loop) - o->at < PEER_BASE_OLD_MS;
+}
+
+void peer_base_old_forget(struct peer_base *pb, const char *addr)
+{
+    struct peer_old *o = old_find(pb, addr);
+
+    if (o != NULL) memset(o, 0, sizeof *o);
+}
+
+void peer_base_old_say(struct peer_base *pb, uint64_t peer, const char *addr)
+{
+    struct peer_old *o;
+    char msg[BATON_MAX_ADDR + 200];
+
+    o = old_slot(pb, addr);
+    if (o->logged) return;
+    snprintf(msg, sizeof msg,
+             "the raft peer at %s (node %" PRIu64 ") runs an older binary: its cluster id is "
+             "not checked (docs/operations.md, \"Cluster identity\")",
+             addr, peer);
+    o->logged = peer_base_say(pb, msg);
 }

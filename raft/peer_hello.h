@@ -31,6 +31,8 @@
 
 #define PEER_HELLO_VERSION 2u
 #define PEER_HELLO_HEADER 22u                          /* version, id, cluster, n */
+#define PEER_HELLO_VERSION_1 1u /* an older binary's: no cluster id */
+#define PEER_HELLO_HEADER_1 14u /* version, id, n */
 #define PEER_HELLO_MAX (PEER_HELLO_HEADER + BATON_MAX_ADDR)
 #define PEER_HELLO_ACK 0x01
 #define PEER_HELLO_OTHER 0x02 /* another cluster's node */
@@ -40,20 +42,26 @@
 #define PEER_CN_MAX 32
 
 struct peer_hello {
+    unsigned version; /* PEER_HELLO_VERSION or PEER_HELLO_VERSION_1 */
     uint64_t id;
     uint64_t cluster;
     char address[BATON_MAX_ADDR + 1];
 };
 
-/* Append the HELLO of node `id` of cluster `cluster` at `address` to b. 0, BATON_EINVAL (an
- * address that is empty or longer than BATON_MAX_ADDR) or BATON_ENOMEM. */
-int peer_hello_encode(struct buf *b, uint64_t id, uint64_t cluster, const char *address);
+/* Append the HELLO of node `id` of cluster `cluster` at `address` to b,
+ * version `version` (version 1 leaves the cluster out). 0, BATON_EINVAL (an
+ * address that is empty or longer than BATON_MAX_ADDR, another version) or
+ * BATON_ENOMEM. */
+int peer_hello_encode(struct buf *b, unsigned version, uint64_t id, uint64_t cluster,
+                      const char *address);
 
 /*
- * Parse a HELLO from the first n bytes received. Returns its length (the
- * bytes to consume) with *h filled; 0 while more bytes are needed; or
+ * Parse a HELLO, of version 2 or 1 (h->version says which; version 1's
+ * h->cluster is 0), from the first n bytes received. Returns its length
+ * (the bytes to consume) with *h filled; 0 while more bytes are needed; or
  * BATON_EMALFORMED (another version, id 0, a bad length, or an address
- * with a NUL byte).
+ * with a NUL byte). A build with BATON_TEST_PEER_PROTOCOL_1 takes version
+ * 1 only, as the binary before the cluster id did.
  */
 int peer_hello_parse(const void *data, size_t n, struct peer_hello *h);
 

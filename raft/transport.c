@@ -15,13 +15,17 @@
 int transport_init(struct transport *t, uv_loop_t *loop, uint32_t id,
                    const struct node_peer_tls *peer, char *errmsg)
 {
+    int rv;
+
     t->tls = peer->cert_file != NULL;
-    if (t->tls) return peer_tls_init(&t->base, loop, id, peer, errmsg);
-    if (peer_tcp_init(&t->base, loop) != 0) {
+    if (t->tls) {
+        if ((rv = peer_tls_init(&t->base, loop, id, peer, errmsg)) != 0) return rv;
+    } else if (peer_tcp_init(&t->base, loop) != 0) {
         snprintf(errmsg, BATON_ERRMSG_SIZE, "out of memory for the raft transport");
         return BATON_ENOMEM;
     }
-    /* The TLS transport logs its refusals itself, rate-limited. */
+    /* The base's log: the plaintext transport's refusals, and the older
+     * peers of both (the TLS transport logs its own refusals itself). */
     peer_base_of(&t->base)->log = peer->log;
     peer_base_of(&t->base)->log_arg = peer->arg;
     return 0;

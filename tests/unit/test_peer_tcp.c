@@ -4,16 +4,19 @@
  * reports the dialling node's id and address; a node of another cluster
  * is refused at the handshake, and both sides log it; a node without a
  * cluster id (a --join node) takes the first one presented; libraft's own
- * raft_uv_tcp (handshake protocol 1, no cluster id) is refused both ways.
+ * raft_uv_tcp (handshake protocol 1, no cluster id, as the baton binary
+ * before the cluster id) is taken as an older peer both ways.
  * One side uses a host name ("localhost") for its own address and the one
  * it listens on; a name that does not resolve fails the connect and
  * nothing else.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <raft.h>
 #include <raft/uv.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -163,6 +166,7 @@ TEST(handshake_checks_the_cluster)
                               "0000000000000abc") != NULL);
     ASSERT(strstr(other.last_log, "belongs to cluster 0000000000000abc, this node to cluster "
                                   "0000000000000def") != NULL);
+    ASSERT(!peer_base_old_is(peer_base_of(&other.t), b_dial)); /* it answered: not older */
 
     /* A node without an id takes the first one presented, then keeps it. */
     r4.data = &a;
@@ -192,14 +196,41 @@ TEST(handshake_checks_the_cluster)
     tloop_done(&L);
 }
 
-/* libraft's own transport speaks protocol 1, without a cluster id: it is
- * refused both ways. */
-TEST(libraft_handshake_refused)
+/* Dial addr (127.0.0.1:port) with a protocol 1 handshake by hand, as node
+ * `id` at "127.0.0.1:9": the socket. */
+static int dial_protocol_1(const char *addr, uint64_t id)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    uint8_t hs[24 + 16] = {0};
+    uint64_t v[3] = {1, id, 16};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    ASSERT(fd >= 0);
+    a.sin_port = htons((uint16_t)atoi(strrchr(addr, ':') + 1));
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < 8; i++) hs[8 * k + i] = (uint8_t)(v[k] >> (8 * i));
+    memcpy(hs + 24, "127.0.0.1:9", 11);
+    ASSERT_EQ(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    ASSERT_EQ(write(fd, hs, sizeof hs), (ssize_t)sizeof hs);
+    return fd;
+}
+
+/* libraft's own transport speaks protocol 1, without a cluster id, as the
+ * baton binary before the cluster id did, and closes a connection that
+ * opens with protocol 2 after reading 24 bytes of it. Its dialling our
+ * side is accepted, unchecked, without a byte of answer (protocol 1 has
+ * none), and logged once, but our side still dials it with protocol 2:
+ * refused without an answer PEER_BASE_OLD_STRIKES times in a row, it is
+ * taken for an older binary and dialled with protocol 1, which it accepts.
+ * Forgotten, it is dialled with protocol 2 again. */
+TEST(libraft_handshake_is_an_older_peers)
 {
     struct tloop L;
     struct side lib = {0}, ours = {0};
-    struct raft_uv_connect r1 = {0}, r2 = {0};
-    char lib_addr[64], our_addr[64];
+    struct raft_uv_connect r1 = {0}, r2 = {0}, r3 = {0}, r4[PEER_BASE_OLD_STRIKES] = {0};
+    char lib_addr[64], our_addr[64], byte;
+    struct pollfd pfd;
+    int fd;
 
     tloop_init(&L);
     snprintf(lib_addr, sizeof lib_addr, "127.0.0.1:%d", free_port());
@@ -211,15 +242,56 @@ TEST(libraft_handshake_refused)
     ASSERT_EQ(ours.t.init(&ours.t, 2, our_addr), 0);
     ASSERT_EQ(lib.t.listen(&lib.t, on_accept), 0);
     ASSERT_EQ(ours.t.listen(&ours.t, on_accept), 0);
-    r1.data = &ours;
-    ASSERT_EQ(ours.t.connect(&ours.t, &r1, 1, lib_addr, on_connect), 0);
-    run_until(&L, &ours.failed, 1, 8000);
-    r2.data = &lib;
-    ASSERT_EQ(lib.t.connect(&lib.t, &r2, 2, our_addr, on_connect), 0);
-    run_until(&L, &lib.connected, 1, 5000); /* libraft waits for no answer */
-    for (int k = 0; k < 20; k++) uv_run(&L.loop, UV_RUN_NOWAIT);
+
+    /* libraft dials our side. */
+    r1.data = &lib;
+    ASSERT_EQ(lib.t.connect(&lib.t, &r1, 2, our_addr, on_connect), 0);
+    run_until(&L, &ours.accepted, 1, 8000);
+    run_until(&L, &lib.connected, 1, 5000);
+    ASSERT_EQ(ours.accepted_id, 1);
+    ASSERT_STREQ(ours.accepted_addr, lib_addr);
+    ASSERT_EQ(ours.logged, 1);
+    ASSERT(strstr(ours.last_log, "runs an older binary") != NULL);
+    ASSERT(strstr(ours.last_log, lib_addr) != NULL);
+    ASSERT(!peer_base_old_is(peer_base_of(&ours.t), lib_addr)); /* not our own evidence */
+
+    /* A protocol 1 dialler gets no byte back: only the end of the stream
+     * the test's accept callback closes. */
+    fd = dial_protocol_1(our_addr, 3);
+    run_until(&L, &ours.accepted, 2, 8000);
+    ASSERT_EQ(ours.accepted_id, 3);
+    pfd = (struct pollfd){.fd = fd, .events = POLLIN};
+    ASSERT_EQ(poll(&pfd, 1, 5000), 1);
+    ASSERT_EQ(read(fd, &byte, 1), 0);
+    close(fd);
+
+    /* Our side dials libraft: protocol 2, closed unanswered, a few times. */
+    for (int k = 0; k < PEER_BASE_OLD_STRIKES; k++) {
+        ASSERT(!peer_base_old_is(peer_base_of(&ours.t), lib_addr));
+        r4[k].data = &ours;
+        ASSERT_EQ(ours.t.connect(&ours.t, &r4[k], 1, lib_addr, on_connect), 0);
+        run_until(&L, &ours.failed, k + 1, 8000);
+    }
+    ASSERT(peer_base_old_is(peer_base_of(&ours.t), lib_addr));
     ASSERT_EQ(lib.accepted, 0);
-    ASSERT_EQ(ours.accepted, 0);
+    ASSERT_EQ(ours.logged, 1); /* once per peer */
+    /* Then protocol 1, which it takes. */
+    r2.data = &ours;
+    ASSERT_EQ(ours.t.connect(&ours.t, &r2, 1, lib_addr, on_connect), 0);
+    run_until(&L, &lib.accepted, 1, 8000);
+    run_until(&L, &ours.connected, 1, 5000);
+    ASSERT_EQ(lib.accepted_id, 2);
+    ASSERT_STREQ(lib.accepted_addr, our_addr);
+    ASSERT_EQ(ours.failed, PEER_BASE_OLD_STRIKES);
+    /* Forgotten: protocol 2 first again. */
+    peer_base_old_forget(peer_base_of(&ours.t), lib_addr);
+    ASSERT(!peer_base_old_is(peer_base_of(&ours.t), lib_addr));
+    r3.data = &ours;
+    ASSERT_EQ(ours.t.connect(&ours.t, &r3, 1, lib_addr, on_connect), 0);
+    run_until(&L, &ours.failed, PEER_BASE_OLD_STRIKES + 1, 8000);
+    ASSERT_EQ(lib.accepted, 1);
+    ASSERT(!peer_base_old_is(peer_base_of(&ours.t), lib_addr));
+
     lib.t.close(&lib.t, on_close);
     ours.t.close(&ours.t, on_close);
     run_until(&L, &lib.closed, 1, 5000);
@@ -255,7 +327,7 @@ int main(int argc, char **argv)
 {
     runner_init(argc, argv);
     RUN(handshake_checks_the_cluster);
-    RUN(libraft_handshake_refused);
+    RUN(libraft_handshake_is_an_older_peers);
     RUN(close_cancels_connects);
     return runner_done();
 }
