@@ -220,6 +220,8 @@ static struct peer_old *old_find(struct peer_base *pb, const char *addr)
     return NULL;
 }
 
+static void old_say(struct peer_base *pb, uint64_t peer, const char *addr, bool inbound);
+
 /* addr's slot, made if need be: a free one, else the one used longest ago. */
 static struct peer_old *old_slot(struct peer_base *pb, const char *addr)
 {
@@ -243,7 +245,7 @@ void peer_base_old_strike(struct peer_base *pb, uint64_t peer, const char *addr)
     if (++o->strikes < PEER_BASE_OLD_STRIKES) return;
     o->strikes = 0;
     o->old = true;
-    peer_base_old_say(pb, peer, addr);
+    old_say(pb, peer, addr, false);
 }
 
 void peer_base_old_other(struct peer_base *pb, const char *addr)
@@ -267,16 +269,31 @@ void peer_base_old_forget(struct peer_base *pb, const char *addr)
     if (o != NULL) memset(o, 0, sizeof *o);
 }
 
-void peer_base_old_say(struct peer_base *pb, uint64_t peer, const char *addr)
+/* Log, once per address and way, that peer at addr runs an older binary. */
+static void old_say(struct peer_base *pb, uint64_t peer, const char *addr, bool inbound)
 {
-    struct peer_old *o;
-    char msg[BATON_MAX_ADDR + 200];
+    struct peer_old *o = old_slot(pb, addr);
+    bool *logged = inbound ? &o->logged_in : &o->logged_out;
+    char msg[BATON_MAX_ADDR + 300];
 
-    o = old_slot(pb, addr);
-    if (o->logged) return;
-    snprintf(msg, sizeof msg,
-             "the raft peer at %s (node %" PRIu64 ") runs an older binary: its cluster id is "
-             "not checked (docs/operations.md, \"Cluster identity\")",
-             addr, peer);
-    o->logged = peer_base_say(pb, msg);
+    if (*logged) return;
+    if (inbound)
+        snprintf(msg, sizeof msg,
+                 "the raft peer at %s (node %" PRIu64 ") connected with the handshake of an "
+                 "older binary (it runs one, or took this node for one): its cluster id is not "
+                 "checked (docs/operations.md, \"Cluster identity\")",
+                 addr, peer);
+    else
+        snprintf(msg, sizeof msg,
+                 "the raft peer at %s (node %" PRIu64 ") runs an older binary (it closed %d "
+                 "handshakes with the cluster id unanswered): it is dialled with the older "
+                 "handshake for %d s, and its cluster id is not checked (docs/operations.md, "
+                 "\"Cluster identity\")",
+                 addr, peer, PEER_BASE_OLD_STRIKES, PEER_BASE_OLD_MS / 1000);
+    *logged = peer_base_say(pb, msg);
+}
+
+void peer_base_old_inbound(struct peer_base *pb, uint64_t peer, const char *addr)
+{
+    old_say(pb, peer, addr, true);
 }

@@ -82,7 +82,7 @@ struct peer_base {
         unsigned strikes;           /* second handshakes closed unanswered in a row */
         bool old;                   /* taken for an older binary since `at` */
         uint64_t at;                /* uv_now when it was */
-        bool logged;                /* "runs an older binary" was logged */
+        bool logged_out, logged_in; /* peer_base_old_say logged it, either way */
     } old[PEER_BASE_OLD_SLOTS];
 };
 
@@ -153,10 +153,11 @@ bool peer_base_say(struct peer_base *pb, const char *msg);
  * (peer_base_old_is); then the second is tried again. A second handshake
  * received from that address (the peer was upgraded) forgets it at once
  * (peer_base_old_forget). A first handshake received is accepted and
- * logged (peer_base_old_say), and changes nothing here: only the dialling
- * side's own evidence makes a node speak the first handshake.
- * peer_base_old_say logs, once per address and rate-limited, that the
- * peer runs an older binary and its cluster id is not checked.
+ * logged (peer_base_old_inbound), and changes nothing here: only the
+ * dialling side's own evidence makes a node speak the first handshake.
+ * Both log, once per address and way and rate-limited, that the peer runs
+ * an older binary (or, inbound, took this node for one) and that its
+ * cluster id is not checked.
  */
 #define PEER_BASE_OLD_MS 60000
 #define PEER_BASE_OLD_STRIKES 3
@@ -164,7 +165,7 @@ void peer_base_old_strike(struct peer_base *pb, uint64_t peer, const char *addr)
 void peer_base_old_other(struct peer_base *pb, const char *addr);
 bool peer_base_old_is(struct peer_base *pb, const char *addr);
 void peer_base_old_forget(struct peer_base *pb, const char *addr);
-void peer_base_old_say(struct peer_base *pb, uint64_t peer, const char *addr);
+void peer_base_old_inbound(struct peer_base *pb, uint64_t peer, const char *addr);
 
 /* Release: at once if nothing is open, else once the handles and
  * connections still open are closed (closing them if raft did not). */

@@ -157,7 +157,7 @@ static bool answer(struct pending *p)
     bool ok;
 
     if (p->pre_len == PREAMBLE_1) { /* an older peer: no id to check, no reply */
-        peer_base_old_say(t, p->id, p->addr);
+        peer_base_old_inbound(t, p->id, p->addr);
         return true;
     }
     peer_base_old_forget(t, p->addr);

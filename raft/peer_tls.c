@@ -205,7 +205,7 @@ static void admit(struct peer_tls *t, struct peer_link *l, const struct peer_hel
         return;
     }
     if (h->version == PEER_HELLO_VERSION_1) { /* an older peer: no id, a one-byte ACK */
-        peer_base_old_say(&t->pb, h->id, h->address);
+        peer_base_old_inbound(&t->pb, h->id, h->address);
         answer[0] = PEER_HELLO_ACK;
         if ((rv = peer_link_send(l, answer, 1)) != 0 ||
             (rv = peer_link_bridge(l, &stream)) != 0) {

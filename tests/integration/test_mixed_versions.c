@@ -130,7 +130,7 @@ static void mixed_cluster(unsigned old_mask, int secure)
     ASSERT_EQ(cluster_digests_agree(&c, 20000), 0);
     ASSERT_UEQ(baton_lock_fence(held), fence);
     for (int i = 0; i < 3; i++)
-        if (!is_old(&c, i)) ASSERT(log_says(&c, i, "runs an older binary"));
+        if (!is_old(&c, i)) ASSERT(log_says(&c, i, "older binary"));
     ASSERT_EQ(baton_unlock(held), 0);
     baton_close(holder);
     wait_nodes(&c);
