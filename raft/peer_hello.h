@@ -19,6 +19,11 @@
  * closed, which both sides log; any other refused connection is closed
  * without an answer, and the reason is logged on the refusing side only. After the ACK the
  * connection carries libraft's messages, unchanged, in both directions.
+ *
+ * Version 1, the binary's before the cluster id, has no cluster field
+ * (header PEER_HELLO_HEADER_1) and is answered with the ACK byte alone; it
+ * is taken unchecked, and sent to a peer that closed version 2 unanswered
+ * (raft/peer_tls.c; raft/peer_base.h, "Older peers").
  */
 #ifndef BATON_RAFT_PEER_HELLO_H
 #define BATON_RAFT_PEER_HELLO_H

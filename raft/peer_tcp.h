@@ -17,6 +17,15 @@
  * then raft's messages follow, from the dialling node only. A dialling
  * node waits at most PEER_TCP_HANDSHAKE_MS for the answer.
  *
+ * Protocol 1 -- libraft's, and the baton binary's before the cluster id --
+ * is the same without the cluster id and without the answer. It is
+ * accepted, unchecked (the first 24 bytes are read before the rest, so it
+ * is read exactly as that binary read it), and spoken to a peer that
+ * closed protocol 2 unanswered PEER_BASE_OLD_STRIKES times in a row, for
+ * PEER_BASE_OLD_MS (raft/peer_base.h, "Older peers"). Built with
+ * -DBATON_TEST_PEER_PROTOCOL_1, it speaks protocol 1 only and closes
+ * protocol 2 unanswered, as that binary did (for the mixed-version tests).
+ *
  * An inbound connection must send its handshake within
  * PEER_TCP_HANDSHAKE_MS, and at most PEER_TCP_MAX_PENDING wait at once
  * (one more closes the oldest), so that idle connections cannot pile up.
