@@ -102,6 +102,11 @@ FAULT_TEST  := $(FAULT_DIR)/test_fault
 BROKEN      := $(B)/broken
 BROKEN_STORE_OBJ := $(patsubst %.c,$(BROKEN)/%.o,$(wildcard storage/*.c))
 FAULT_ALL   := $(FAULT_PROGS) $(FAULT_TEST) $(BROKEN)/batond $(BROKEN)/batonctl
+# $(PROTO1)/batond speaks the raft handshakes of the binary before the
+# cluster id only (plaintext protocol 1, HELLO version 1), for the
+# mixed-version cluster test (tests/integration/test_mixed_versions.c).
+PROTO1      := $(B)/proto1
+PROTO1_RAFT_OBJ := $(patsubst %.c,$(PROTO1)/%.o,$(wildcard raft/*.c))
 
 # libbaton.so is a symlink to $(SONAME), the shared library; bump the number
 # when the ABI changes.
@@ -134,7 +139,8 @@ deps:
 	fi
 
 all-inner build: $(PROGS) $(EXAMPLE_BIN)
-build-tests: $(UNIT_BIN) $(CLUSTER_BIN) $(INTEG_BIN) $(SHIM_SO) $(B)/tests/integration/deploy_installed
+build-tests: $(UNIT_BIN) $(CLUSTER_BIN) $(INTEG_BIN) $(SHIM_SO) $(B)/tests/integration/deploy_installed \
+             $(PROTO1)/batond
 
 run-inner: $(PROGS)
 	@server/run-cluster.sh $(B)
@@ -150,7 +156,7 @@ unit-inner: $(UNIT_BIN)
 	@tests/run-tests.sh $(B) $(UNIT_BIN)
 cluster-inner: $(CLUSTER_BIN)
 	@tests/run-tests.sh $(B) $(CLUSTER_BIN)
-integration-inner: $(PROGS) $(INTEG_BIN) $(SHIM_SO)
+integration-inner: $(PROGS) $(INTEG_BIN) $(SHIM_SO) $(PROTO1)/batond
 	@tests/run-tests.sh $(B) $(INTEG_BIN)
 bench-inner: $(PROGS) $(B)/lockbench
 ifeq ($(TLS),1)
@@ -274,7 +280,12 @@ $(B)/tests/unit/test_config: $(B)/tests/unit/test_config.o $(B)/server/config.o 
         $(B)/libstore.a $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_INIH) $(LIBS_SYS)
 
-# The plaintext raft transport against libraft's own (raft/peer_tcp.c).
+# The cluster id file and its derivations (raft/cluster_id.c).
+$(B)/tests/unit/test_cluster_id: $(B)/tests/unit/test_cluster_id.o $(B)/raft/cluster_id.o \
+        $(B)/libproto.a $(B)/libtest.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
+
+# The plaintext raft transport, its cluster check, and libraft's own (raft/peer_tcp.c).
 $(B)/tests/unit/test_peer_tcp: $(B)/tests/unit/test_peer_tcp.o $(B)/raft/peer_tcp.o $(B)/raft/peer_base.o \
         $(B)/raft/peer_addr.o $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_SYS)
@@ -426,6 +437,13 @@ $(BROKEN)/batond: $(B)/server/main.o $(SERVER_OBJ) $(RAFT_OBJ) $(BROKEN_STORE_OB
 $(BROKEN)/batonctl: $(B)/batonctl
 	cp $< $@
 
+$(PROTO1)/%.o: %.c $(B)/.cflags
+	@mkdir -p $(dir $@)
+	@echo "  CC      $< (PEER_PROTOCOL_1)"
+	@$(CC) $(ALL_CFLAGS) -DBATON_TEST_PEER_PROTOCOL_1 -c $< -o $@
+$(PROTO1)/batond: $(B)/server/main.o $(SERVER_OBJ) $(PROTO1_RAFT_OBJ) $(STORE_OBJ) $(B)/libproto.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_HTTP) $(LIBS_INIH) $(LIBS_SD) $(LIBS_SYS)
+
 # ---- install and package (dist/; docs/operations.md, "Installing") ---------
 # dist/install.sh holds the list of what goes where; make install and make
 # deb build build/default (never a SAN build: those are for tests) and then
@@ -455,4 +473,5 @@ clean:
 
 -include $(ALL_OBJ:.o=.d) $(wildcard $(B)/tests/*/*.d) $(wildcard $(B)/client/examples/*.d)
 -include $(wildcard $(BROKEN)/storage/*.d)
+-include $(wildcard $(PROTO1)/raft/*.d)
 -include $(wildcard $(FUZZ_B)/obj/*/*.d $(FUZZ_B)/obj/tests/fuzz/*.d $(FUZZ_B)/obj/tests/lib/*.d)

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "baton/baton_defs.h"
+#include "raft/cluster_id.h"
 #include "raft/fsm.h"
 #include "raft/state_mark.h"
 #include "raft/transport.h"
@@ -1099,6 +1100,43 @@ static void start_failed(struct node *n, int rv, char *errmsg)
              own[0] && io[0] ? ": " : "", io);
 }
 
+/* A --join node took the cluster id a member presented: keep it. A failed
+ * write leaves it to be taken again at the next start. */
+static void cluster_adopted(void *arg, uint64_t id)
+{
+    struct node *n = arg;
+
+    (void)cluster_id_write(n->cfg.cluster_id_file, id);
+}
+
+/* This node's cluster id (raft/cluster_id.h): the file's; else, for a
+ * node that bootstraps or has state from before the id existed, the
+ * bootstrap's, written now; else (a --join node) none yet. 0 or
+ * BATON_EINVAL / BATON_EIO with errmsg. */
+static int cluster_id_setup(struct node *n, char *errmsg)
+{
+    const char *path = n->cfg.cluster_id_file;
+    uint64_t id = 0;
+    int rv;
+
+    if (path == NULL) return 0;
+    rv = cluster_id_load(path, &id);
+    if (rv == BATON_ENOTFOUND && !n->cfg.join) {
+        id = cluster_id_of_bootstrap(&n->cfg);
+        rv = cluster_id_write(path, id);
+    } else if (rv == BATON_ENOTFOUND) {
+        id = 0;
+        rv = 0;
+    }
+    if (rv != 0) {
+        snprintf(errmsg, BATON_ERRMSG_SIZE, "cluster id file %s: %s", path,
+                 rv == BATON_EMALFORMED ? "not a cluster id" : "cannot be read or written");
+        return rv == BATON_EMALFORMED ? BATON_EINVAL : BATON_EIO;
+    }
+    transport_set_cluster(&n->transport, id, cluster_adopted, n);
+    return 0;
+}
+
 /* Bootstrap the static configuration. Every node does it on every start:
  * 0 means this was the first start, RAFT_CANTBOOTSTRAP that state exists. */
 static int node_bootstrap(struct node *n, char *errmsg)
@@ -1157,6 +1195,10 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
         (rv = transport_set_bind_address(&n->transport, cfg->raft_bind)) != 0) {
         snprintf(errmsg, BATON_ERRMSG_SIZE, "raft bind address '%s' refused (%d)", cfg->raft_bind,
                  rv);
+        goto err_after_transport;
+    }
+    if ((rv = cluster_id_setup(n, errmsg)) != 0) {
+        err = rv;
         goto err_after_transport;
     }
     rv = raft_uv_init(&n->io, loop, cfg->raft_dir, &n->transport.base);
@@ -1240,7 +1282,7 @@ err_after_transport:
     uv_run(loop, UV_RUN_DEFAULT);
     fsm_close(&n->fsm);
     free(n);
-    return BATON_EIO;
+    return err;
 }
 
 static void timer_closed(uv_handle_t *h)

@@ -76,6 +76,11 @@ struct node_config {
      * once its raft has state, and that tells a lost raft directory from a
      * new one at the next start (raft/state_mark.h); NULL: none. */
     const char *state_mark;
+    /* The data directory's cluster id file (raft/cluster_id.h), checked
+     * at every raft handshake; made at the first start if missing (not on
+     * a --join node, which takes the first id a member presents); NULL:
+     * no cluster id, every peer is taken. */
+    const char *cluster_id_file;
     /* Listen for raft connections here ("a.b.c.d:port") rather than on this
      * node's raft address in members, which stays the one advertised to the
      * others; "" (the default): listen on the advertised address. */

@@ -4,6 +4,7 @@
  */
 #include "raft/peer_base.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,4 +180,120 @@ void peer_base_free(struct raft_uv_transport *tr)
     }
     pb->freed = true;
     if (!pb->closing) close_all(pb);
+}
+
+/* ---- the cluster check -------------------------------------------------- */
+
+bool peer_base_cluster_ok(struct peer_base *pb, uint64_t peer, const char *addr, uint64_t theirs,
+                          char *why, size_t cap)
+{
+    if (theirs == 0 || theirs == pb->cluster_id) return true;
+    if (pb->cluster_id == 0) {
+        pb->cluster_id = theirs;
+        if (pb->adopted != NULL) pb->adopted(pb->adopted_arg, theirs);
+        return true;
+    }
+    snprintf(why, cap,
+             "node %" PRIu64 " (%s) belongs to cluster %016" PRIx64 ", this node to cluster "
+             "%016" PRIx64 ": another cluster, or a node started empty or restored apart "
+             "(docs/operations.md, \"Cluster identity\")",
+             peer, addr != NULL && addr[0] ? addr : "?", theirs, pb->cluster_id);
+    return false;
+}
+
+bool peer_base_say(struct peer_base *pb, const char *msg)
+{
+    uint64_t now = uv_now(pb->loop);
+
+    if (pb->log == NULL || (pb->log_at != 0 && now - pb->log_at < PEER_BASE_LOG_MS)) return false;
+    pb->log_at = now != 0 ? now : 1;
+    pb->log(pb->log_arg, msg);
+    return true;
+}
+
+/* ---- older peers ---------------------------------------------------------- */
+
+static struct peer_old *old_find(struct peer_base *pb, const char *addr)
+{
+    for (int i = 0; i < PEER_BASE_OLD_SLOTS; i++)
+        if (pb->old[i].addr[0] != '\0' && strcmp(pb->old[i].addr, addr) == 0) return &pb->old[i];
+    return NULL;
+}
+
+static void old_say(struct peer_base *pb, uint64_t peer, const char *addr, bool inbound);
+
+/* addr's slot, made if need be: a free one, else the one used longest ago. */
+static struct peer_old *old_slot(struct peer_base *pb, const char *addr)
+{
+    struct peer_old *o = old_find(pb, addr);
+
+    if (o != NULL) return o;
+    o = &pb->old[0];
+    for (int i = 0; i < PEER_BASE_OLD_SLOTS && o->addr[0] != '\0'; i++)
+        if (pb->old[i].addr[0] == '\0' || pb->old[i].at < o->at) o = &pb->old[i];
+    memset(o, 0, sizeof *o);
+    snprintf(o->addr, sizeof o->addr, "%s", addr);
+    o->at = uv_now(pb->loop);
+    return o;
+}
+
+void peer_base_old_strike(struct peer_base *pb, uint64_t peer, const char *addr)
+{
+    struct peer_old *o = old_slot(pb, addr);
+
+    o->at = uv_now(pb->loop);
+    if (++o->strikes < PEER_BASE_OLD_STRIKES) return;
+    o->strikes = 0;
+    o->old = true;
+    old_say(pb, peer, addr, false);
+}
+
+void peer_base_old_other(struct peer_base *pb, const char *addr)
+{
+    struct peer_old *o = old_find(pb, addr);
+
+    if (o != NULL) o->strikes = 0;
+}
+
+bool peer_base_old_is(struct peer_base *pb, const char *addr)
+{
+    struct peer_old *o = old_find(pb, addr);
+
+    return o != NULL && o->old && uv_now(pb->loop) - o->at < PEER_BASE_OLD_MS;
+}
+
+void peer_base_old_forget(struct peer_base *pb, const char *addr)
+{
+    struct peer_old *o = old_find(pb, addr);
+
+    if (o != NULL) memset(o, 0, sizeof *o);
+}
+
+/* Log, once per address and way, that peer at addr runs an older binary. */
+static void old_say(struct peer_base *pb, uint64_t peer, const char *addr, bool inbound)
+{
+    struct peer_old *o = old_slot(pb, addr);
+    bool *logged = inbound ? &o->logged_in : &o->logged_out;
+    char msg[BATON_MAX_ADDR + 300];
+
+    if (*logged) return;
+    if (inbound)
+        snprintf(msg, sizeof msg,
+                 "the raft peer at %s (node %" PRIu64 ") connected with the handshake of an "
+                 "older binary (it runs one, or took this node for one): its cluster id is not "
+                 "checked (docs/operations.md, \"Cluster identity\")",
+                 addr, peer);
+    else
+        snprintf(msg, sizeof msg,
+                 "the raft peer at %s (node %" PRIu64 ") runs an older binary (it closed %d "
+                 "handshakes with the cluster id unanswered): it is dialled with the older "
+                 "handshake for %d s, and its cluster id is not checked (docs/operations.md, "
+                 "\"Cluster identity\")",
+                 addr, peer, PEER_BASE_OLD_STRIKES, PEER_BASE_OLD_MS / 1000);
+    *logged = peer_base_say(pb, msg);
+}
+
+void peer_base_old_inbound(struct peer_base *pb, uint64_t peer, const char *addr)
+{
+    old_say(pb, peer, addr, true);
 }

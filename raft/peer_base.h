@@ -51,6 +51,9 @@ struct peer_base_hooks {
     void (*destroy)(struct peer_base *pb);
 };
 
+/* Peers remembered as running an older binary, at most. */
+#define PEER_BASE_OLD_SLOTS 32
+
 struct peer_base {
     struct raft_uv_transport *tr;
     uv_loop_t *loop;
@@ -66,6 +69,21 @@ struct peer_base {
     raft_uv_accept_cb accept_cb;
     raft_uv_transport_close_cb close_cb;
     bool closing, close_reported, freed;
+    /* The cluster check of every handshake (raft/cluster_id.h). */
+    uint64_t cluster_id;            /* this node's; 0: none yet (a --join node) */
+    void (*adopted)(void *arg, uint64_t id); /* a node without one took id */
+    void *adopted_arg;
+    void (*log)(void *arg, const char *msg); /* a refusal, in a sentence */
+    void *log_arg;
+    uint64_t log_at;                /* uv_now of the last line logged, 0: none */
+    /* The peers that answered like an older binary (peer_base_old_*). */
+    struct peer_old {
+        char addr[BATON_MAX_ADDR + 1]; /* "": a free slot */
+        unsigned strikes;           /* second handshakes closed unanswered in a row */
+        bool old;                   /* taken for an older binary since `at` */
+        uint64_t at;                /* uv_now when it was */
+        bool logged_out, logged_in; /* peer_base_old_say logged it, either way */
+    } old[PEER_BASE_OLD_SLOTS];
 };
 
 /* Zero-initialised pb becomes tr's implementation, on loop; sets tr's
@@ -106,6 +124,48 @@ void peer_base_close_cb(struct raft_uv_transport *tr, raft_uv_transport_close_cb
 /* Listen on `address` instead of the advertised one. 0, or RAFT_INVALID
  * (not an address of proto/addr.h's grammar). */
 int peer_base_set_bind_address(struct raft_uv_transport *tr, const char *address);
+
+/*
+ * The cluster check of a handshake with node `peer` (at addr), which
+ * presented cluster id `theirs` (0: none yet, a --join node): true if it
+ * may go on. A node with no id takes the first nonzero one presented
+ * (pb->adopted is told). Else a different nonzero id is refused: false,
+ * with why (cap bytes) saying so.
+ */
+bool peer_base_cluster_ok(struct peer_base *pb, uint64_t peer, const char *addr, uint64_t theirs,
+                          char *why, size_t cap);
+
+/* Log msg through pb->log, at most one line every PEER_BASE_LOG_MS: true
+ * if it was logged. */
+#define PEER_BASE_LOG_MS 2000
+bool peer_base_say(struct peer_base *pb, const char *msg);
+
+/*
+ * Older peers. A node on the binary before the cluster id speaks only the
+ * first handshake (plaintext protocol 1, HELLO version 1) and closes a
+ * connection that opens with the second without a byte of answer. So does,
+ * once, a newer node killed or stopped in the middle of a handshake; so a
+ * peer is taken for an older binary only once PEER_BASE_OLD_STRIKES
+ * connections to it in a row ended that way (peer_base_old_strike, by the
+ * address dialled); a dial that ends any other way (refused, answered,
+ * timed out) starts the count again (peer_base_old_other). From then on,
+ * for PEER_BASE_OLD_MS, it is dialled with the first handshake
+ * (peer_base_old_is); then the second is tried again. A second handshake
+ * received from that address (the peer was upgraded) forgets it at once
+ * (peer_base_old_forget). A first handshake received is accepted and
+ * logged (peer_base_old_inbound), and changes nothing here: only the
+ * dialling side's own evidence makes a node speak the first handshake.
+ * Both log, once per address and way and rate-limited, that the peer runs
+ * an older binary (or, inbound, took this node for one) and that its
+ * cluster id is not checked.
+ */
+#define PEER_BASE_OLD_MS 60000
+#define PEER_BASE_OLD_STRIKES 3
+void peer_base_old_strike(struct peer_base *pb, uint64_t peer, const char *addr);
+void peer_base_old_other(struct peer_base *pb, const char *addr);
+bool peer_base_old_is(struct peer_base *pb, const char *addr);
+void peer_base_old_forget(struct peer_base *pb, const char *addr);
+void peer_base_old_inbound(struct peer_base *pb, uint64_t peer, const char *addr);
 
 /* Release: at once if nothing is open, else once the handles and
  * connections still open are closed (closing them if raft did not). */

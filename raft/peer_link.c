@@ -197,6 +197,7 @@ static void tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
     (void)b;
     if (l->closing || n == 0) return;
     if (n < 0) {
+        l->peer_ended = n == UV_EOF || n == UV_ECONNRESET;
         peer_link_close(l, "%s",
                         n == UV_EOF ? "the peer closed the connection" : uv_strerror((int)n));
         return;
@@ -215,6 +216,7 @@ static void tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
     frv = flush_tls(l); /* even after an error: an alert may be waiting */
     if (rv == 0) rv = frv;
     if (rv != 0) {
+        l->peer_ended = rv == BATON_ECLOSED;
         peer_link_close(l, "%s", rv == BATON_ECLOSED ? "the peer closed the connection"
                                  : rv == BATON_ENOMEM ? "out of memory"
                                                       : tls_errmsg(l->tls));

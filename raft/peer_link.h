@@ -67,6 +67,9 @@ struct peer_link {
     char peer[72];          /* the other end's address, for logs: the one dialled
                                (a name, say), or the accepted socket's */
     char why[200];          /* why it closed ("" while open) */
+    bool peer_ended;        /* it closed because the peer ended the connection */
+    unsigned hello;         /* outbound: the HELLO version sent, 0: none yet */
+    bool answered;          /* outbound: a byte of the answer arrived */
 
     /* The link's own. */
     uv_loop_t *loop;

@@ -21,9 +21,20 @@
 #include "raft/peer_addr.h"
 #include "raft/peer_base.h"
 
-#define PROTOCOL 1
-#define PREAMBLE 24 /* protocol, id, address size: three uint64 */
+#define PROTOCOL 2   /* with the cluster id */
+#define PROTOCOL_1 1 /* raft_uv_tcp's, and older baton binaries' */
+#define PREAMBLE 32  /* protocol, id, address size, cluster id: four uint64 */
+#define PREAMBLE_1 24 /* protocol 1's: protocol, id, address size */
+#define REPLY 8      /* the accepting node's cluster id (protocol 2 only) */
 #define SWEEP_MS 1000
+
+/* A test build that speaks protocol 1 only, as the binary before the
+ * cluster id did, for the mixed-version cluster tests. */
+#ifdef BATON_TEST_PEER_PROTOCOL_1
+#define ONLY_PROTOCOL_1 true
+#else
+#define ONLY_PROTOCOL_1 false
+#endif
 
 struct pending {
     struct peer_conn c;             /* in the transport's list */
@@ -34,10 +45,18 @@ struct pending {
     struct raft_uv_connect *req;
     struct peer_dial dial;
     bool dialing;
+    bool replying;                  /* the handshake is sent; reading the reply */
+    bool v1;                        /* dialling with protocol 1 (an older peer) */
+    bool struck;                    /* closed unanswered: peer_base_old_strike */
+    uint64_t req_id;                /* the node dialled, and its address */
+    char req_addr[BATON_MAX_ADDR + 1];
+    uint8_t reply[REPLY];
+    size_t reply_got;
     uv_write_t write;
     uint8_t *hs;                    /* the handshake being written */
     /* Inbound. */
     uint8_t pre[PREAMBLE];
+    size_t pre_len;                 /* PREAMBLE_1, then PREAMBLE for protocol 2 */
     size_t got;                     /* bytes of preamble and address read */
     uint64_t id, addr_len;
     char *addr;                     /* addr_len + 1 bytes once the preamble is in */
@@ -83,6 +102,8 @@ static void drop(struct pending *p)
     pending_free(p);
 }
 
+static void fail_connect(struct pending *p, int status);
+
 /* The transport is closing: end c. */
 static void end_conn(struct peer_conn *c)
 {
@@ -92,6 +113,8 @@ static void end_conn(struct peer_conn *c)
         drop(p);
     else if (p->dialing)
         peer_dial_cancel(&p->dial); /* on_dialed ends it */
+    else if (p->replying)
+        fail_connect(p, UV_ECANCELED);
     else
         peer_tcp_handle_close(p->tcp); /* on_written ends it */
 }
@@ -113,11 +136,40 @@ static void hs_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
     struct pending *p = h->data;
 
     (void)hint;
-    if (p->got < PREAMBLE)
-        *b = uv_buf_init((char *)p->pre + p->got, (unsigned)(PREAMBLE - p->got));
+    if (p->got < p->pre_len)
+        *b = uv_buf_init((char *)p->pre + p->got, (unsigned)(p->pre_len - p->got));
     else
-        *b = uv_buf_init(p->addr + (p->got - PREAMBLE),
-                         (unsigned)(p->addr_len - (p->got - PREAMBLE)));
+        *b = uv_buf_init(p->addr + (p->got - p->pre_len),
+                         (unsigned)(p->addr_len - (p->got - p->pre_len)));
+}
+
+/* The cluster check of an inbound handshake, and the reply that tells the
+ * dialling node this node's cluster id either way (a socket just accepted
+ * has room for 8 bytes: uv_try_write writes them whole or the connection
+ * goes). true: hand the stream to raft. */
+static bool answer(struct pending *p)
+{
+    struct peer_base *t = p->t;
+    uint64_t theirs = get64(p->pre + 24);
+    char why[400], msg[700];
+    uint8_t reply[REPLY];
+    uv_buf_t b;
+    bool ok;
+
+    if (p->pre_len == PREAMBLE_1) { /* an older peer: no id to check, no reply */
+        peer_base_old_inbound(t, p->id, p->addr);
+        return true;
+    }
+    peer_base_old_forget(t, p->addr);
+    ok = peer_base_cluster_ok(t, p->id, p->addr, theirs, why, sizeof why);
+    put64(reply, t->cluster_id);
+    b = uv_buf_init((char *)reply, REPLY);
+    if (uv_try_write((uv_stream_t *)p->tcp, &b, 1) != REPLY) return false;
+    if (!ok) {
+        snprintf(msg, sizeof msg, "raft connection from %s refused: %s", p->addr, why);
+        peer_base_say(t, msg);
+    }
+    return ok;
 }
 
 static void hs_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
@@ -134,10 +186,15 @@ static void hs_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
         return;
     }
     p->got += (size_t)n;
-    if (p->got == PREAMBLE) {
+    if (p->got == PREAMBLE_1 && p->pre_len == PREAMBLE_1 && get64(p->pre) == PROTOCOL &&
+        !ONLY_PROTOCOL_1) {
+        p->pre_len = PREAMBLE; /* protocol 2: the cluster id follows */
+        return;
+    }
+    if (p->got == p->pre_len) {
         p->id = get64(p->pre + 8);
         p->addr_len = get64(p->pre + 16);
-        if (get64(p->pre) != PROTOCOL || p->addr_len == 0 ||
+        if ((p->pre_len == PREAMBLE_1 && get64(p->pre) != PROTOCOL_1) || p->addr_len == 0 ||
             p->addr_len > PEER_TCP_MAX_ADDRESS) {
             drop(p); /* not a raft peer, or another protocol version */
             return;
@@ -149,8 +206,12 @@ static void hs_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
         }
         return;
     }
-    if (p->got < PREAMBLE + p->addr_len) return;
+    if (p->got < p->pre_len + p->addr_len) return;
     uv_read_stop(s);
+    if (!answer(p)) {
+        drop(p);
+        return;
+    }
     uv_tcp_nodelay(p->tcp, 1);
     s->data = NULL;
     id = p->id;
@@ -177,6 +238,7 @@ static void on_accept(uv_stream_t *server, int status)
     }
     p->t = t;
     p->since = uv_now(t->loop);
+    p->pre_len = PREAMBLE_1;
     uv_tcp_init(t->loop, p->tcp);
     p->tcp->data = p;
     peer_base_append(t, &p->c);
@@ -195,8 +257,11 @@ static void sweep_cb(uv_timer_t *timer)
 
     for (c = t->head; c != NULL; c = next) {
         next = c->next;
-        if (!c->outbound && now - pending_of(c)->since >= PEER_TCP_HANDSHAKE_MS)
+        if (now - pending_of(c)->since < PEER_TCP_HANDSHAKE_MS) continue;
+        if (!c->outbound)
             drop(pending_of(c));
+        else if (pending_of(c)->replying)
+            fail_connect(pending_of(c), UV_ETIMEDOUT);
     }
 }
 
@@ -207,9 +272,60 @@ static void end_connect(struct pending *p, uv_tcp_t *stream, int status)
     struct raft_uv_connect *req = p->req;
     bool closing = p->t->closing;
 
+    if (!p->struck) peer_base_old_other(p->t, p->req_addr);
     pending_free(p);
     req->cb(req, (struct uv_stream_s *)stream,
             status == 0 ? 0 : closing ? RAFT_CANCELED : RAFT_NOCONNECTION);
+}
+
+/* The dialled node did not take the connection. */
+static void fail_connect(struct pending *p, int status)
+{
+    peer_tcp_handle_close(p->tcp);
+    end_connect(p, NULL, status);
+}
+
+static void reply_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
+{
+    struct pending *p = h->data;
+
+    (void)hint;
+    *b = uv_buf_init((char *)p->reply + p->reply_got, (unsigned)(REPLY - p->reply_got));
+}
+
+/* The dialled node's reply: its cluster id. */
+static void reply_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+    struct pending *p = s->data;
+    char why[400], msg[700];
+
+    (void)b;
+    if (n == 0) return;
+    if (n < 0) {
+        /* Closed before a byte of the reply: what a binary that speaks
+         * protocol 1 only does with protocol 2 (it reads 24 bytes, sees
+         * another protocol and closes), and a node killed just now once.
+         * A few in a row: dial it with protocol 1 for a while (raft dials
+         * again after its retry delay). */
+        if (p->reply_got == 0 && (n == UV_EOF || n == UV_ECONNRESET)) {
+            p->struck = true;
+            peer_base_old_strike(p->t, p->req_id, p->req_addr);
+        }
+        fail_connect(p, (int)n);
+        return;
+    }
+    p->reply_got += (size_t)n;
+    if (p->reply_got < REPLY) return;
+    uv_read_stop(s);
+    if (!peer_base_cluster_ok(p->t, p->req_id, p->req_addr, get64(p->reply), why, sizeof why)) {
+        snprintf(msg, sizeof msg, "raft connection to %s refused: %s", p->req_addr, why);
+        peer_base_say(p->t, msg);
+        fail_connect(p, UV_ECONNREFUSED);
+        return;
+    }
+    p->replying = false;
+    s->data = NULL;
+    end_connect(p, p->tcp, 0);
 }
 
 static void on_written(uv_write_t *w, int status)
@@ -217,12 +333,21 @@ static void on_written(uv_write_t *w, int status)
     struct pending *p = w->data;
 
     if (status < 0 || p->t->closing) {
-        peer_tcp_handle_close(p->tcp);
-        end_connect(p, NULL, status < 0 ? status : UV_ECANCELED);
+        fail_connect(p, status < 0 ? status : UV_ECANCELED);
         return;
     }
-    p->tcp->data = NULL;
-    end_connect(p, p->tcp, 0);
+    if (p->v1) { /* protocol 1 has no reply: raft's messages follow */
+        p->tcp->data = NULL;
+        end_connect(p, p->tcp, 0);
+        return;
+    }
+    p->tcp->data = p;
+    p->replying = true;
+    p->since = uv_now(p->t->loop);
+    if (uv_read_start((uv_stream_t *)p->tcp, reply_alloc, reply_read) != 0) {
+        p->replying = false;
+        fail_connect(p, UV_EIO);
+    }
 }
 
 static void on_dialed(struct peer_dial *d, uv_tcp_t *tcp, int status)
@@ -230,6 +355,7 @@ static void on_dialed(struct peer_dial *d, uv_tcp_t *tcp, int status)
     struct pending *p = d->data;
     struct peer_base *t = p->t;
     size_t len = strlen(t->address) + 1, padded = (len + 7) / 8 * 8;
+    size_t pre = p->v1 ? PREAMBLE_1 : PREAMBLE;
     uv_buf_t b;
     int rv;
 
@@ -240,17 +366,18 @@ static void on_dialed(struct peer_dial *d, uv_tcp_t *tcp, int status)
     }
     p->tcp = tcp;
     uv_tcp_nodelay(tcp, 1);
-    p->hs = calloc(1, PREAMBLE + padded);
+    p->hs = calloc(1, pre + padded);
     if (p->hs == NULL) {
         peer_tcp_handle_close(tcp);
         end_connect(p, NULL, UV_ENOMEM);
         return;
     }
-    put64(p->hs, PROTOCOL);
+    put64(p->hs, p->v1 ? PROTOCOL_1 : PROTOCOL);
     put64(p->hs + 8, t->id);
     put64(p->hs + 16, padded);
-    memcpy(p->hs + PREAMBLE, t->address, len);
-    b = uv_buf_init((char *)p->hs, (unsigned)(PREAMBLE + padded));
+    if (!p->v1) put64(p->hs + 24, t->cluster_id);
+    memcpy(p->hs + pre, t->address, len);
+    b = uv_buf_init((char *)p->hs, (unsigned)(pre + padded));
     p->write.data = p;
     rv = uv_write(&p->write, (uv_stream_t *)tcp, &b, 1, on_written);
     if (rv != 0) {
@@ -278,10 +405,12 @@ static int tcp_connect_cb(struct raft_uv_transport *base, struct raft_uv_connect
     struct pending *p;
     int rv;
 
-    (void)id;
     if (t->closing) return RAFT_CANCELED;
     p = calloc(1, sizeof *p);
     if (p == NULL) return RAFT_NOMEM;
+    p->req_id = id;
+    snprintf(p->req_addr, sizeof p->req_addr, "%s", address);
+    p->v1 = ONLY_PROTOCOL_1 || peer_base_old_is(t, p->req_addr);
     p->t = t;
     p->c.outbound = true;
     p->req = req;

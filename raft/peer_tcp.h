@@ -7,11 +7,24 @@
  * order; a listen address is listened on at each of its addresses) and
  * sets TCP_NODELAY on every stream (libraft never does).
  *
- * On the wire it is raft_uv_tcp's: on connect the dialling node sends a
- * handshake -- three little-endian uint64 (the protocol version, 1; its
- * raft id; the size of the address field) and its own raft address,
- * NUL-padded to a multiple of 8 bytes -- then raft's messages follow. So a
- * node running libraft's transport and one running this one talk.
+ * On the wire it is raft_uv_tcp's handshake with the cluster id added
+ * (raft/cluster_id.h): on connect the dialling node sends four
+ * little-endian uint64 -- the protocol version, 2 (libraft's is 1, which
+ * has no cluster id); its raft id; the size of the address field; its
+ * cluster id (0: none yet) -- and its own raft address, NUL-padded to a
+ * multiple of 8 bytes. The accepting node answers with its own cluster id,
+ * one uint64, and closes the connection if the two differ (both log it);
+ * then raft's messages follow, from the dialling node only. A dialling
+ * node waits at most PEER_TCP_HANDSHAKE_MS for the answer.
+ *
+ * Protocol 1 -- libraft's, and the baton binary's before the cluster id --
+ * is the same without the cluster id and without the answer. It is
+ * accepted, unchecked (the first 24 bytes are read before the rest, so it
+ * is read exactly as that binary read it), and spoken to a peer that
+ * closed protocol 2 unanswered PEER_BASE_OLD_STRIKES times in a row, for
+ * PEER_BASE_OLD_MS (raft/peer_base.h, "Older peers"). Built with
+ * -DBATON_TEST_PEER_PROTOCOL_1, it speaks protocol 1 only and closes
+ * protocol 2 unanswered, as that binary did (for the mixed-version tests).
  *
  * An inbound connection must send its handshake within
  * PEER_TCP_HANDSHAKE_MS, and at most PEER_TCP_MAX_PENDING wait at once

@@ -27,6 +27,14 @@
 #define LOG_WINDOW_MS 10000 /* at most LOG_LINES refusals logged per window */
 #define LOG_LINES 10
 
+/* A test build that speaks HELLO version 1 only, as the binary before the
+ * cluster id did, for the mixed-version cluster tests. */
+#ifdef BATON_TEST_PEER_PROTOCOL_1
+#define ONLY_VERSION_1 true
+#else
+#define ONLY_VERSION_1 false
+#endif
+
 struct peer_tls {
     struct peer_base pb;            /* its timer: only closed, by close_all */
     tls_ctx *server, *client;
@@ -111,6 +119,17 @@ static void link_closed(struct peer_link *l)
     struct raft_uv_connect *req = l->req;
 
     peer_base_remove(&t->pb, &l->conn);
+    /* Closed after a version 2 HELLO without a byte of answer: what a
+     * binary that takes version 1 only does ("malformed HELLO"), and a node
+     * killed just now once. A few in a row: dial it with version 1 for a
+     * while (raft dials again after its retry delay). */
+    if (l->conn.outbound && l->hello == PEER_HELLO_VERSION && !l->answered && l->peer_ended &&
+        !t->pb.closing) {
+        peer_base_old_strike(&t->pb, l->peer_id, l->peer);
+        l->quiet = true;
+    } else if (l->conn.outbound) {
+        peer_base_old_other(&t->pb, l->peer);
+    }
     if (!l->handed && !l->quiet && !t->pb.closing) {
         if (l->conn.outbound)
             say(t, "raft connection to node %" PRIu64 " (%s) failed: %s", l->peer_id, l->peer,
@@ -130,6 +149,8 @@ static void link_up(struct peer_link *l)
     struct peer_tls *t = l->owner;
     char want[PEER_CN_MAX];
     struct buf b = {0};
+    unsigned version = ONLY_VERSION_1 || peer_base_old_is(&t->pb, l->peer) ? PEER_HELLO_VERSION_1
+                                                                           : PEER_HELLO_VERSION;
     int rv;
 
     if (!l->conn.outbound) return; /* the accepting side waits for the HELLO */
@@ -137,10 +158,13 @@ static void link_up(struct peer_link *l)
         peer_link_close(l, "its certificate names '%s', not '%s'", peer_link_cn(l), want);
         return;
     }
-    rv = peer_hello_encode(&b, t->pb.id, t->pb.address);
+    rv = peer_hello_encode(&b, version, t->pb.id, t->pb.cluster_id, t->pb.address);
     if (rv == 0) rv = peer_link_send(l, b.data, b.len);
     buf_free(&b);
-    if (rv != 0) peer_link_close(l, "cannot send the HELLO: %s", baton_strerror(rv));
+    if (rv != 0)
+        peer_link_close(l, "cannot send the HELLO: %s", baton_strerror(rv));
+    else
+        l->hello = version;
 }
 
 /* Why node h->id, on link l, may not connect; NULL if it may. */
@@ -170,9 +194,9 @@ static const char *refusal(struct peer_tls *t, struct peer_link *l, const struct
 /* Accepting side: a HELLO arrived; admit the node or close. */
 static void admit(struct peer_tls *t, struct peer_link *l, const struct peer_hello *h)
 {
-    static const uint8_t ack = PEER_HELLO_ACK;
+    uint8_t answer[PEER_HELLO_ANSWER];
     uv_stream_t *stream;
-    char why[200];
+    char why[400];
     int rv;
 
     l->peer_id = h->id;
@@ -180,7 +204,30 @@ static void admit(struct peer_tls *t, struct peer_link *l, const struct peer_hel
         peer_link_close(l, "%s", why);
         return;
     }
-    if ((rv = peer_link_send(l, &ack, 1)) != 0 || (rv = peer_link_bridge(l, &stream)) != 0) {
+    if (h->version == PEER_HELLO_VERSION_1) { /* an older peer: no id, a one-byte ACK */
+        peer_base_old_inbound(&t->pb, h->id, h->address);
+        answer[0] = PEER_HELLO_ACK;
+        if ((rv = peer_link_send(l, answer, 1)) != 0 ||
+            (rv = peer_link_bridge(l, &stream)) != 0) {
+            peer_link_close(l, "cannot open the bridge to raft (%d)", rv);
+            return;
+        }
+        l->handed = true;
+        t->pb.accept_cb(t->pb.tr, h->id, h->address, stream);
+        return;
+    }
+    peer_base_old_forget(&t->pb, h->address);
+    answer[0] = PEER_HELLO_ACK;
+    if (!peer_base_cluster_ok(&t->pb, h->id, h->address, h->cluster, why, sizeof why))
+        answer[0] = PEER_HELLO_OTHER;
+    le_put_u64(answer + 1, t->pb.cluster_id);
+    if (answer[0] == PEER_HELLO_OTHER) {
+        (void)peer_link_send(l, answer, sizeof answer);
+        peer_link_close(l, "%s", why);
+        return;
+    }
+    if ((rv = peer_link_send(l, answer, sizeof answer)) != 0 ||
+        (rv = peer_link_bridge(l, &stream)) != 0) {
         peer_link_close(l, "cannot open the bridge to raft (%d)", rv);
         return;
     }
@@ -201,6 +248,7 @@ static void connected(struct peer_link *l)
     }
     l->handed = true;
     l->req = NULL;
+    peer_base_old_other(&((struct peer_tls *)l->owner)->pb, l->peer);
     req->cb(req, stream, 0);
 }
 
@@ -211,11 +259,33 @@ static void link_plain(struct peer_link *l, struct buf *in)
     int n;
 
     if (l->conn.outbound) {
-        if (in->data[0] != PEER_HELLO_ACK) {
+        char why[400];
+
+        l->answered = true;
+        if (l->hello == PEER_HELLO_VERSION_1) { /* an older peer's answer: one byte */
+            if (in->data[0] != PEER_HELLO_ACK) {
+                peer_link_close(l, "it answered the HELLO with 0x%02x, not an ACK", in->data[0]);
+                return;
+            }
+            buf_consume(in, 1);
+            connected(l);
+            return;
+        }
+        if (in->data[0] != PEER_HELLO_ACK && in->data[0] != PEER_HELLO_OTHER) {
             peer_link_close(l, "it answered the HELLO with 0x%02x, not an ACK", in->data[0]);
             return;
         }
-        buf_consume(in, 1);
+        if (in->len < PEER_HELLO_ANSWER) return;
+        if (!peer_base_cluster_ok(&t->pb, l->peer_id, l->peer, le_get_u64(in->data + 1), why,
+                                  sizeof why)) {
+            peer_link_close(l, "%s", why);
+            return;
+        }
+        if (in->data[0] != PEER_HELLO_ACK) {
+            peer_link_close(l, "it refused this node's cluster id");
+            return;
+        }
+        buf_consume(in, PEER_HELLO_ANSWER);
         connected(l);
         return;
     }

@@ -61,39 +61,40 @@ static bool has_state(raft_term term, struct raft_snapshot *snap, struct raft_en
 
 /* The steps between init and close; 0 or a BATON_E* code, errmsg set. */
 static int write_snapshot(struct raft_io *io, uv_loop_t *loop, const struct node_config *cfg,
-                          const void *data, size_t len, struct restore_run *run, char *errmsg)
+                          const void *data, size_t len, uint64_t index, uint64_t term,
+                          struct restore_run *run, char *errmsg)
 {
     struct raft_snapshot snap;
     struct raft_buffer buf = {.base = (void *)data, .len = len};
     struct raft_snapshot *loaded = NULL;
     struct raft_entry *entries = NULL;
-    raft_term term = 0;
+    raft_term cur_term = 0;
     raft_id vote = 0;
     raft_index start = 0;
     size_t n = 0;
     int rv;
 
-    rv = io->load(io, &term, &vote, &loaded, &start, &entries, &n);
+    rv = io->load(io, &cur_term, &vote, &loaded, &start, &entries, &n);
     if (rv != 0) {
         snprintf(errmsg, BATON_ERRMSG_SIZE, "raft load: %.200s", io->errmsg);
         return BATON_EIO;
     }
-    if (has_state(term, loaded, entries, n)) {
+    if (has_state(cur_term, loaded, entries, n)) {
         snprintf(errmsg, BATON_ERRMSG_SIZE, "raft directory %s already holds raft state",
                  cfg->raft_dir);
         return BATON_EINVAL;
     }
     memset(&snap, 0, sizeof snap);
-    snap.index = NODE_RESTORE_INDEX;
-    snap.term = NODE_RESTORE_INDEX;
-    snap.configuration_index = NODE_RESTORE_INDEX;
+    snap.index = index;
+    snap.term = term;
+    snap.configuration_index = index;
     snap.bufs = &buf;
     snap.n_bufs = 1;
     raft_configuration_init(&snap.configuration);
     for (uint32_t i = 0; i < cfg->n_members && rv == 0; i++)
         rv = raft_configuration_add(&snap.configuration, cfg->members[i].id,
                                     cfg->members[i].raft_addr, RAFT_VOTER);
-    if (rv == 0) rv = io->set_term(io, NODE_RESTORE_INDEX);
+    if (rv == 0) rv = io->set_term(io, term);
     if (rv == 0) {
         run->put.data = run;
         rv = io->snapshot_put(io, 1, &run->put, &snap, put_cb);
@@ -111,8 +112,17 @@ static int write_snapshot(struct raft_io *io, uv_loop_t *loop, const struct node
     return 0;
 }
 
+int node_restore_coords(uint64_t backup_index, uint64_t backup_term, uint64_t *index,
+                        uint64_t *term)
+{
+    if (backup_index > UINT64_MAX / 2 || backup_term > UINT64_MAX / 2) return BATON_EINVAL;
+    *index = backup_index + NODE_RESTORE_OFFSET;
+    *term = backup_term + NODE_RESTORE_OFFSET;
+    return 0;
+}
+
 int node_restore_write(const struct node_config *cfg, const void *data, size_t len,
-                       char *errmsg)
+                       uint64_t index, uint64_t term, char *errmsg)
 {
     const struct node_member *self = node_member_find(cfg, cfg->id);
     struct restore_run run = {0};
@@ -146,7 +156,7 @@ int node_restore_write(const struct node_config *cfg, const void *data, size_t l
         snprintf(errmsg, BATON_ERRMSG_SIZE, "raft io init: %.200s", io.errmsg);
         rv = BATON_EIO;
     } else {
-        rv = write_snapshot(&io, &loop, cfg, data, len, &run, errmsg);
+        rv = write_snapshot(&io, &loop, cfg, data, len, index, term, &run, errmsg);
     }
     io.close(&io, io_closed);
     while (!run.closed) uv_run(&loop, UV_RUN_ONCE);

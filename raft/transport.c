@@ -15,13 +15,30 @@
 int transport_init(struct transport *t, uv_loop_t *loop, uint32_t id,
                    const struct node_peer_tls *peer, char *errmsg)
 {
+    int rv;
+
     t->tls = peer->cert_file != NULL;
-    if (t->tls) return peer_tls_init(&t->base, loop, id, peer, errmsg);
-    if (peer_tcp_init(&t->base, loop) != 0) {
+    if (t->tls) {
+        if ((rv = peer_tls_init(&t->base, loop, id, peer, errmsg)) != 0) return rv;
+    } else if (peer_tcp_init(&t->base, loop) != 0) {
         snprintf(errmsg, BATON_ERRMSG_SIZE, "out of memory for the raft transport");
         return BATON_ENOMEM;
     }
+    /* The base's log: the plaintext transport's refusals, and the older
+     * peers of both (the TLS transport logs its own refusals itself). */
+    peer_base_of(&t->base)->log = peer->log;
+    peer_base_of(&t->base)->log_arg = peer->arg;
     return 0;
+}
+
+void transport_set_cluster(struct transport *t, uint64_t cluster_id,
+                           void (*adopted)(void *arg, uint64_t id), void *arg)
+{
+    struct peer_base *pb = peer_base_of(&t->base);
+
+    pb->cluster_id = cluster_id;
+    pb->adopted = adopted;
+    pb->adopted_arg = arg;
 }
 
 int transport_set_bind_address(struct transport *t, const char *address)

@@ -42,6 +42,15 @@ int transport_init(struct transport *t, uv_loop_t *loop, uint32_t id,
                    const struct node_peer_tls *peer, char *errmsg);
 
 /*
+ * The cluster check of every handshake (raft/cluster_id.h): this node's
+ * cluster id (0: none yet), and what is told when a node without one takes
+ * the first one a peer presents. Refusals are logged through peer->log.
+ * Call after transport_init and before raft_init.
+ */
+void transport_set_cluster(struct transport *t, uint64_t cluster_id,
+                           void (*adopted)(void *arg, uint64_t id), void *arg);
+
+/*
  * Make raft listen on `address` (HOST:PORT, proto/addr.h) instead of the address it
  * advertises in the configuration: another process -- the fault harness's
  * proxy, tests/fault/proxy.c -- then listens on the advertised address and

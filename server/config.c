@@ -305,6 +305,10 @@ static int check_together(struct srv_config *c, const char *cluster, int cluster
         fprintf(stderr, "batond: --id %u is not a member of --cluster\n", c->node.id);
         return -1;
     }
+    if (c->fence_floor != NULL && c->restore == NULL) {
+        fprintf(stderr, "batond: --fence-floor goes with --restore only\n");
+        return -1;
+    }
     if (c->restore != NULL && c->node.join) {
         fprintf(stderr, "batond: --restore starts a new cluster; it does not go with --join\n");
         return -1;

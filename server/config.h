@@ -48,6 +48,8 @@ struct srv_config {
                                        point into it; config_free releases it */
     const char *restore;            /* --restore FILE (points into argv): initialise
                                        data_dir from it and exit (restore.c); NULL: none */
+    const char *fence_floor;        /* --fence-floor N (points into argv): with --restore,
+                                       the restored cluster's fences start at N or above */
     /* SIGTERM/SIGINT on the ready leader: hand leadership to the most
      * caught-up voter first and wait at most this long (server.c); 0: stop
      * at once. Left at its default (-1), twice the election timeout. */

@@ -22,7 +22,8 @@ const struct flag config_flags[] = {
      "--data path too long", NULL,
      "data directory (created if missing): DIR/raft holds the raft log and snapshots, "
      "DIR/fsm the LMDB lock state, DIR/member marks a node that has been a member, "
-     "DIR/batond.lock is locked by the one batond that uses DIR"},
+     "DIR/cluster-id holds its cluster's id, DIR/batond.lock is locked by the one batond "
+     "that uses DIR"},
     {"cluster", "LIST", FLAG_CLUSTER, 0, 0, 0, 0, 0, "required", NULL, NULL, NULL,
      "every member as ID=RAFTADDR/CLIENTADDR, comma-separated, e.g. "
      "1=127.0.0.1:7101/127.0.0.1:7001,2=...; an address is a.b.c.d:port, [IPv6]:port or "
@@ -38,6 +39,12 @@ const struct flag config_flags[] = {
      "initialise the empty (or missing) --data DIR of a NEW cluster from FILE, written by "
      "`batonctl snapshot save`, and exit; then start batond without --restore. Run it on "
      "every node of the new cluster with the same FILE and --cluster (docs/operations.md, "
+     "\"Backup and restore\")"},
+    {"fence-floor", "N", FLAG_STR, AT(fence_floor), 0, 0, 0, 0,
+     "the backup's next fence + 2^40", NULL, NULL, NULL,
+     "with --restore: every fence the restored cluster grants is at least N (a decimal "
+     "number). The default is already above every fence the old cluster could have granted "
+     "in years after the backup; give the same N on every node (docs/operations.md, "
      "\"Backup and restore\")"},
     {"raft-bind", "ADDR", FLAG_ADDR, AT(node.raft_bind), SIZE(node.raft_bind), 0, 0, 0,
      "the raft address", NULL, "--raft-bind", NULL,

@@ -66,7 +66,7 @@ static int data_dir_open(const char *dir, const char *raft_dir, const char *fsm_
 
 int main(int argc, char **argv)
 {
-    char raft_dir[4200], fsm_dir[4200], mark[4200], errmsg[BATON_ERRMSG_SIZE] = "";
+    char raft_dir[4200], fsm_dir[4200], mark[4200], cid[4200], errmsg[BATON_ERRMSG_SIZE] = "";
     struct srv_config cfg;
     struct server srv;
     uv_loop_t loop;
@@ -104,9 +104,16 @@ int main(int argc, char **argv)
         config_free(&cfg);
         return 1;
     }
+    if (restore_interrupted(&cfg)) {
+        datadir_unlock(lock);
+        config_free(&cfg);
+        return 1;
+    }
     cfg.node.raft_dir = raft_dir;
     snprintf(mark, sizeof mark, "%s/member", cfg.data_dir);
     cfg.node.state_mark = mark;
+    snprintf(cid, sizeof cid, "%s/cluster-id", cfg.data_dir);
+    cfg.node.cluster_id_file = cid;
     rv = store_open(fsm_dir, &st, errmsg);
     if (rv != 0) {
         log_error("cannot open the lock store in %s: %s", fsm_dir, errmsg);

@@ -10,24 +10,33 @@
  * its header against its body's own header, a store format this batond
  * reads); if DIR was missing, create and lock it now (so that a refused
  * file leaves no directory behind); create DIR/raft and DIR/fsm; restore
- * the store (storage/store.h, store_restore_backup: the saved state at
- * applied index 1, with an empty members table); write raft's snapshot of
- * that store at index 1 (raft/restore.h says why raft must hold it) with
- * the --cluster configuration. A node started on DIR afterwards loads that
- * snapshot, does not bootstrap (its store has applied an entry) and does
- * not refuse to start (its raft has a term): started on every node so
- * prepared, they elect a leader and serve the saved state.
+ * the marker DIR/restoring, before anything else in DIR; restore the store
+ * (storage/store.h, store_restore_backup: the saved state at the restore's
+ * applied index, with an empty members table and the next fence raised
+ * above every fence the old cluster could have granted); write raft's
+ * snapshot of that store (raft/restore.h says why raft must hold it, and
+ * why at an index and term far above the backup's) with the --cluster
+ * configuration; write the restored cluster's id (raft/cluster_id.h,
+ * DIR/cluster-id); remove the marker last. A node started on DIR
+ * afterwards loads that snapshot, does not bootstrap (its store has
+ * applied an entry) and does not refuse to start (its raft has a term):
+ * started on every node so prepared, they elect a leader and serve the
+ * saved state.
  *
- * A refusal before DIR/raft was created leaves DIR as it was (an existing
- * one keeps the lock file it may have gained). A failure after it leaves
- * DIR incomplete: the message says to remove it before trying again (a
- * second --restore refuses it, and so does a normal start, whose store has
- * applied an entry while raft holds nothing, if the raft step failed).
+ * A refusal before the marker was written leaves DIR as it was (an
+ * existing one keeps the lock file it may have gained). A restore that
+ * stops after it (an error, a kill, a crash) leaves the marker: a normal
+ * start refuses DIR (restore_interrupted) instead of bootstrapping an
+ * empty cluster from directories the restore had only begun to fill, and
+ * a second --restore refuses it as not empty. The message says to remove
+ * DIR before trying again.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -36,6 +45,7 @@
 #include "baton/baton_defs.h"
 #include "proto/backup.h"
 #include "proto/errmsg.h"
+#include "raft/cluster_id.h"
 #include "raft/restore.h"
 #include "server/datadir_lock.h"
 #include "server/log.h"
@@ -105,9 +115,17 @@ static int check_file(const char *path, const struct buf *file, struct backup_he
     return 0;
 }
 
+/* Where a restore's coordinates and fences start (raft/restore.h). */
+struct restore_plan {
+    uint64_t index, term;   /* the restored raft snapshot's */
+    uint64_t fence_floor;   /* --fence-floor, 0: none */
+    uint64_t next_fence;    /* out: the restored cluster's first fence */
+};
+
 /* The store and raft steps, into the created directories. */
 static int restore_into(const struct srv_config *cfg, const char *fsm_dir,
-                        const struct backup_header *h, const uint8_t *body)
+                        const struct backup_header *h, const uint8_t *body,
+                        struct restore_plan *plan)
 {
     struct node_config nc = cfg->node;
     char raft_dir[4200], errmsg[BATON_ERRMSG_SIZE] = "";
@@ -120,7 +138,8 @@ static int restore_into(const struct srv_config *cfg, const char *fsm_dir,
         log_error("--restore: cannot create the lock store in %s: %s", fsm_dir, errmsg);
         return rv;
     }
-    rv = store_restore_backup(st, body, h->body_len, NODE_RESTORE_INDEX);
+    rv = store_restore_backup(st, body, h->body_len, plan->index, plan->fence_floor,
+                              &plan->next_fence);
     if (rv != 0) log_error("--restore: the saved state is refused: %s", baton_strerror(rv));
     if (rv == 0) {
         rv = store_snapshot(st, &snap);
@@ -130,10 +149,75 @@ static int restore_into(const struct srv_config *cfg, const char *fsm_dir,
     if (rv != 0) return rv;
     snprintf(raft_dir, sizeof raft_dir, "%s/raft", cfg->data_dir);
     nc.raft_dir = raft_dir;
-    rv = node_restore_write(&nc, snap.data, snap.len, errmsg);
+    rv = node_restore_write(&nc, snap.data, snap.len, plan->index, plan->term, errmsg);
     if (rv != 0) log_error("--restore: %s", errmsg);
     buf_free(&snap);
     return rv;
+}
+
+static void marker_path(const struct srv_config *cfg, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/restoring", cfg->data_dir);
+}
+
+/* Create path durably (the file and its directory synced). 0 or -1. */
+static int marker_write(const char *path, const char *dir)
+{
+    static const char text[] = "batond --restore began here and has not finished: remove this "
+                               "directory and run --restore again\n";
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), dfd, ok;
+
+    if (fd < 0) return -1;
+    ok = write(fd, text, sizeof text - 1) == (ssize_t)(sizeof text - 1) && fsync(fd) == 0;
+    if (close(fd) != 0) ok = 0;
+    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || fsync(dfd) != 0) ok = 0;
+    if (dfd >= 0) close(dfd);
+    return ok ? 0 : -1;
+}
+
+/* Remove the marker durably, the restore's last step. 0 or -1. */
+static int marker_remove(const char *path, const char *dir)
+{
+    int dfd, ok;
+
+    if (unlink(path) != 0) return -1;
+    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ok = dfd >= 0 && fsync(dfd) == 0;
+    if (dfd >= 0) close(dfd);
+    return ok ? 0 : -1;
+}
+
+bool restore_interrupted(const struct srv_config *cfg)
+{
+    char path[4200];
+    struct stat st;
+
+    marker_path(cfg, path, sizeof path);
+    if (stat(path, &st) != 0) return false;
+    log_error("data directory %s holds a restore that did not finish (%s exists): it will not "
+              "start, neither from what the restore wrote nor as a new cluster. Remove the "
+              "directory and run batond --restore again (docs/operations.md, \"Backup and "
+              "restore\")",
+              cfg->data_dir, path);
+    return true;
+}
+
+/* --fence-floor's N into *floor (0 if not given). 0, or -1 (logged). */
+static int fence_floor_of(const struct srv_config *cfg, uint64_t *floor)
+{
+    const char *s = cfg->fence_floor;
+    char *end;
+
+    *floor = 0;
+    if (s == NULL) return 0;
+    errno = 0;
+    *floor = strtoull(s, &end, 10);
+    if (s[0] < '0' || s[0] > '9' || *end != '\0' || errno != 0) {
+        log_error("--fence-floor '%s' is not a decimal number below 2^64", s);
+        return -1;
+    }
+    return 0;
 }
 
 /*
@@ -186,27 +270,61 @@ static int create_locked(const char *dir)
     return lock_empty(dir);
 }
 
-/* The raft and store steps, into the locked, empty data directory. */
+/* The marker, raft and store steps, into the locked, empty data directory.
+ * 0, or 1 (logged). */
 static int restore_locked(const struct srv_config *cfg, const struct backup_header *h,
-                          const uint8_t *body)
+                          const uint8_t *body, struct restore_plan *plan)
 {
-    char raft_dir[4200], fsm_dir[4200];
+    char raft_dir[4200], fsm_dir[4200], marker[4200], cid[4200];
+    struct node_config nc = cfg->node;
+    uint64_t id;
 
     snprintf(raft_dir, sizeof raft_dir, "%s/raft", cfg->data_dir);
     snprintf(fsm_dir, sizeof fsm_dir, "%s/fsm", cfg->data_dir);
-    if (mkdir(raft_dir, 0755) != 0 || mkdir(fsm_dir, 0755) != 0) {
-        log_error("--restore: cannot create %s: %s", cfg->data_dir, strerror(errno));
+    snprintf(cid, sizeof cid, "%s/cluster-id", cfg->data_dir);
+    marker_path(cfg, marker, sizeof marker);
+    if (marker_write(marker, cfg->data_dir) != 0) {
+        log_error("--restore: cannot write %s: %s", marker, strerror(errno));
         return 1;
     }
-    if (restore_into(cfg, fsm_dir, h, body) != 0) {
+    if (mkdir(raft_dir, 0755) != 0 || mkdir(fsm_dir, 0755) != 0) {
+        log_error("--restore: cannot create %s: %s; %s is left incomplete: remove it before "
+                  "trying again", raft_dir, strerror(errno), cfg->data_dir);
+        return 1;
+    }
+    if (restore_into(cfg, fsm_dir, h, body, plan) != 0) {
         log_error("--restore: %s is left incomplete: remove it before trying again",
                   cfg->data_dir);
         return 1;
     }
+    id = cluster_id_of_restore(&nc, h->digest, h->index, h->term, plan->index,
+                               plan->fence_floor);
+    if (cluster_id_write(cid, id) != 0) {
+        log_error("--restore: cannot write %s: %s", cid, strerror(errno));
+        return 1;
+    }
+    if (marker_remove(marker, cfg->data_dir) != 0) {
+        log_error("--restore: cannot remove %s: %s", marker, strerror(errno));
+        return 1;
+    }
     log_info("restored %s into %s: the state of index %" PRIu64 " (term %" PRIu64
-             ", digest %016" PRIx64 ") as this cluster's index %d; start batond on it without "
-             "--restore",
-             cfg->restore, cfg->data_dir, h->index, h->term, h->digest, NODE_RESTORE_INDEX);
+             ", digest %016" PRIx64 ") as this cluster's index %" PRIu64 " (term %" PRIu64
+             "), fences from %" PRIu64 " up; start batond on it without --restore",
+             cfg->restore, cfg->data_dir, h->index, h->term, h->digest, plan->index, plan->term,
+             plan->next_fence);
+    return 0;
+}
+
+/* Where the restore of the checked file h starts: --fence-floor, and the
+ * raft coordinates (raft/restore.h). 0, or -1 (logged). */
+static int plan_of(const struct srv_config *cfg, const struct backup_header *h,
+                   struct restore_plan *plan)
+{
+    if (fence_floor_of(cfg, &plan->fence_floor) != 0) return -1;
+    if (node_restore_coords(h->index, h->term, &plan->index, &plan->term) != 0) {
+        log_error("--restore %s: its index or term is too large", cfg->restore);
+        return -1;
+    }
     return 0;
 }
 
@@ -220,6 +338,7 @@ int restore_run(const struct srv_config *cfg)
     struct backup_header h;
     struct buf file = {0};
     const uint8_t *body;
+    struct restore_plan plan = {0};
     struct stat sb;
     int lock = -1, rv = 1;
 
@@ -230,9 +349,9 @@ int restore_run(const struct srv_config *cfg)
                   strerror(errno));
         return 1;
     }
-    if (load_file(cfg->restore, &file, &h, &body) == 0 &&
+    if (load_file(cfg->restore, &file, &h, &body) == 0 && plan_of(cfg, &h, &plan) == 0 &&
         (lock >= 0 || (lock = create_locked(cfg->data_dir)) >= 0))
-        rv = restore_locked(cfg, &h, body);
+        rv = restore_locked(cfg, &h, body, &plan);
     buf_free(&file);
     datadir_unlock(lock);
     return rv;

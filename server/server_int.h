@@ -400,6 +400,9 @@ void server_free(struct server *srv);
  * missing) from a `batonctl snapshot save` file for a new cluster, before
  * anything else runs. Returns main's exit status: 0, or 1 (logged why). */
 int restore_run(const struct srv_config *cfg);
+/* Does cfg->data_dir hold a restore that did not finish (its marker)?
+ * true after logging why the node will not start. */
+bool restore_interrupted(const struct srv_config *cfg);
 
 /* listen.c -- accept client connections and feed their frames to dispatch. */
 int listen_start(struct server *srv, const char *addr);

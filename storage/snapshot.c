@@ -232,8 +232,27 @@ struct restore_arg {
     const void *data;
     size_t len;
     uint64_t applied;           /* 0: the snapshot's; else this (a backup) */
+    uint64_t fence_floor;       /* a backup: the next fence is at least this */
     uint64_t digest;            /* out: the snapshot's digest */
+    uint64_t next_fence;        /* out (a backup): the next fence */
 };
+
+/* A backup's next fence: its own plus STORE_RESTORE_FENCE_MARGIN, or the
+ * floor if that is higher (store.h, store_restore_backup). */
+static int raise_fence(store *s, MDB_txn *txn, struct restore_arg *a)
+{
+    uint64_t next = 0;
+    int found = 0;
+    int rc = meta_get_u64(s, txn, META_NEXT_FENCE, &next, &found);
+
+    if (rc != 0) return rc;
+    if (!found || next == 0) next = 1;
+    next = next > UINT64_MAX - STORE_RESTORE_FENCE_MARGIN ? UINT64_MAX
+                                                          : next + STORE_RESTORE_FENCE_MARGIN;
+    if (a->fence_floor > next) next = a->fence_floor;
+    a->next_fence = next;
+    return meta_put_u64(s, txn, META_NEXT_FENCE, next);
+}
 
 /* Put one validated entry of database db into the store, converting a
  * session record of an older format (the snapshot is in key order, so
@@ -284,7 +303,11 @@ static int restore_txn(store *s, MDB_txn *txn, void *arg)
         rc = modes_upgrade(s, txn); /* the entries are in format 6's layout */
         if (rc != 0) return rc;
     }
-    if (a->applied != 0) h.applied = a->applied;
+    if (a->applied != 0) {
+        h.applied = a->applied;
+        rc = raise_fence(s, txn, a);
+        if (rc != 0) return rc;
+    }
     rc = meta_put_u64(s, txn, META_APPLIED, h.applied);
     if (rc == 0) rc = meta_put_u64(s, txn, META_DIGEST, a->digest);
     if (rc == 0) rc = meta_put_u64(s, txn, META_FORMAT, STORE_FORMAT);
@@ -330,9 +353,11 @@ int store_snapshot_header(const void *data, size_t len, uint32_t *format, uint64
 }
 
 /* A backup restored into a new cluster's empty store (store.h). */
-int store_restore_backup(store *s, const void *data, size_t len, uint64_t applied)
+int store_restore_backup(store *s, const void *data, size_t len, uint64_t applied,
+                         uint64_t fence_floor, uint64_t *next_fence)
 {
-    struct restore_arg a = {.data = data, .len = len, .applied = applied};
+    struct restore_arg a = {
+        .data = data, .len = len, .applied = applied, .fence_floor = fence_floor};
     uint64_t snap_applied;
     int rv;
 
@@ -342,5 +367,6 @@ int store_restore_backup(store *s, const void *data, size_t len, uint64_t applie
     if (rv != 0) return rv;
     s->applied = applied;
     s->digest = a.digest;
+    if (next_fence != NULL) *next_fence = a.next_fence;
     return mdb_env_sync(s->env, 1) == 0 ? 0 : BATON_EIO;
 }

@@ -315,11 +315,19 @@ int store_snapshot_header(const void *data, size_t len, uint32_t *format, uint64
  * table is left empty (it holds the old cluster's client addresses; the
  * new cluster's come from its --cluster). Everything else -- sessions,
  * locks, queues, lock-delays, lost holds, nonces, the dedup cache, the
- * next fence, session and enqueue counters, the digest -- is the
- * snapshot's. Returns 0, BATON_EMALFORMED (nothing changed), BATON_EINVAL
- * (the store is not empty, or applied is 0) or BATON_EIO.
+ * session and enqueue counters, the digest -- is the snapshot's, but for
+ * the next fence: the snapshot's plus STORE_RESTORE_FENCE_MARGIN, or
+ * fence_floor if that is higher (*next_fence, if not NULL, says which).
+ * The old cluster may have granted fences after the backup was taken, and
+ * a lock restored may be granted again: every fence the new cluster grants
+ * must be above every fence the old one did (docs/operations.md, "Backup
+ * and restore", says why the margin is enough and when to raise the
+ * floor). Returns 0, BATON_EMALFORMED (nothing changed), BATON_EINVAL (the
+ * store is not empty, or applied is 0) or BATON_EIO.
  */
-int store_restore_backup(store *s, const void *data, size_t len, uint64_t applied);
+#define STORE_RESTORE_FENCE_MARGIN (1ull << 40)
+int store_restore_backup(store *s, const void *data, size_t len, uint64_t applied,
+                         uint64_t fence_floor, uint64_t *next_fence);
 
 /* ---- reads for the admin requests (short read transactions) ---------- */
 

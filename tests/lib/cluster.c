@@ -398,7 +398,10 @@ static int spawn_node(struct cluster *c, int i)
     pid_t pid;
     FILE *f;
 
-    snprintf(path, sizeof path, "%s/batond", c->build);
+    if (i < CLUSTER_MAX_NODES && c->node_batond[i] != NULL)
+        snprintf(path, sizeof path, "%s", c->node_batond[i]);
+    else
+        snprintf(path, sizeof path, "%s/batond", c->build);
     snprintf(idbuf, sizeof idbuf, "%u", nd->id);
     argv[argc++] = path;
     argv[argc++] = "--id";
@@ -482,6 +485,7 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
     snprintf(c->host, sizeof c->host, "%s", o && o->host ? o->host : "127.0.0.1");
     c->extra_args = o ? o->extra_args : NULL;
     for (int i = 0; o && i < CLUSTER_MAX_NODES; i++) c->node_env[i] = o->node_env[i];
+    for (int i = 0; o && i < CLUSTER_MAX_NODES; i++) c->node_batond[i] = o->node_batond[i];
     c->secure = o ? o->secure : 0;
     c->metrics = o ? o->metrics : 0;
     c->config_file = o ? o->config_file : 0;
@@ -549,7 +553,7 @@ int cluster_start_opts(struct cluster *c, int n, const struct cluster_opts *o)
     c->guardian = s->guardian;
     c->guardian_fd = s->guardian_fd;
     for (int i = 0; i < n; i++) {
-        if (o != NULL && o->restore != NULL &&
+        if (o != NULL && o->restore != NULL && !(o->restore_skip & (1u << i)) &&
             cluster_restore(c, i, o->restore, c->nodes[i].dir) != 0) {
             fprintf(stderr, "# cluster: batond --restore %s failed for node %d\n", o->restore,
                     i + 1);

@@ -94,6 +94,8 @@ struct cluster {
     char host[32];              /* the host of every address (cluster_opts.host) */
     const char *const *extra_args; /* more batond flags (cluster_opts) */
     const char *const *node_env[CLUSTER_MAX_NODES]; /* more environment (cluster_opts) */
+    const char *node_batond[CLUSTER_MAX_NODES]; /* cluster_opts; a test may change one
+                                   before cluster_restart (an upgrade) */
     int secure;                 /* CLUSTER_* bits (cluster_opts.secure) */
     int metrics;                /* cluster_opts.metrics */
     int config_file;            /* cluster_opts.config_file */
@@ -131,6 +133,10 @@ struct cluster_opts {
      * harness preloads its disk shim this way, tests/fault/shim_disk.c).
      * The arrays must outlive the cluster. */
     const char *const *node_env[CLUSTER_MAX_NODES];
+    /* Node i's batond (a path) instead of BUILD/batond, if not NULL, every
+     * time it starts (tests/integration/test_mixed_versions.c runs the
+     * protocol-1 build there). The strings must outlive the cluster. */
+    const char *node_batond[CLUSTER_MAX_NODES];
     /* The host of every address in --cluster, --raft-bind and the
      * endpoints: "localhost" or "[::1]" (tests/integration/test_addrs.c);
      * NULL: "127.0.0.1". The ports are picked free on 127.0.0.1. */
@@ -142,6 +148,9 @@ struct cluster_opts {
      * each node's data directory is initialised from it by
      * cluster_restore (batond --restore); the start fails if that does. */
     const char *restore;
+    /* With restore: the nodes (bit i: node index i) left out of it, which
+     * start on an empty data directory as on a fresh cluster. */
+    unsigned restore_skip;
     /* Non-zero: each node is started as `batond --config ROOT/nodeN.conf`
      * alone, the file holding every flag the harness would have passed
      * (`--key value` as `key = value`, a flag without a value as

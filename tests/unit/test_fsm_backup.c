@@ -57,6 +57,26 @@ static void without_members(const struct buf *a, struct buf *out)
     ASSERT_EQ(off, a->len);
 }
 
+/* The meta table's next fence in snapshot a (DB_META is its first table),
+ * or its place to overwrite: the offset of its 8-byte value. */
+static size_t next_fence_at(const struct buf *a)
+{
+    size_t off = SNAP_HDR + 4;
+    uint32_t n = le_get_u32(a->data + SNAP_HDR);
+
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t klen = le_get_u32(a->data + off);
+        const uint8_t *key = a->data + off + 4;
+
+        off += 4 + klen;
+        if (klen == 10 && memcmp(key, "next_fence", 10) == 0)
+            return off + 4;
+        off += 4 + le_get_u32(a->data + off);
+    }
+    FAIL("no next_fence in the snapshot");
+    return 0;
+}
+
 TEST(file_roundtrip)
 {
     struct fixture f;
@@ -181,7 +201,7 @@ TEST(store_restore_backup_keeps_the_state)
     populate_lost(&f);
     backup_of(&f, &file);
     ASSERT_EQ(backup_check(file.data, file.len, &h, &body, err), 0);
-    ASSERT_EQ(store_restore_backup(g.s, body, h.body_len, 1), 0);
+    ASSERT_EQ(store_restore_backup(g.s, body, h.body_len, 1, 0, NULL), 0);
     ASSERT_UEQ(store_applied_index(g.s), 1);
     ASSERT_UEQ(store_digest(g.s), store_digest(f.s));
 
@@ -189,6 +209,10 @@ TEST(store_restore_backup_keeps_the_state)
     snap(&f, &a);
     snap(&g, &b);
     without_members(&a, &want);
+    /* The next fence: the saved one plus the margin (store.h). */
+    ASSERT_UEQ(le_get_u64(b.data + next_fence_at(&b)),
+               le_get_u64(want.data + next_fence_at(&want)) + STORE_RESTORE_FENCE_MARGIN);
+    le_put_u64(want.data + next_fence_at(&want), le_get_u64(b.data + next_fence_at(&b)));
     ASSERT(same_state(&want, &b));
     ASSERT_UEQ(le_get_u64(b.data + 8), 1);
     ASSERT_GT(snap_count(&a, DB_MEMBERS), 0);
@@ -215,9 +239,27 @@ TEST(store_restore_backup_keeps_the_state)
     ASSERT_GT(grant(&g, sess, 1, "delta"), saved_max);
     ASSERT_GT(sess, 4);
 
+    /* A floor above the margin wins; one below it does not. */
+    {
+        struct fixture k;
+        uint64_t next = 0;
+
+        setup(&k);
+        ASSERT_EQ(store_restore_backup(k.s, body, h.body_len, 1, UINT64_C(1) << 50, &next), 0);
+        ASSERT_UEQ(next, UINT64_C(1) << 50);
+        k.index = 1;
+        sess = open_session(&k);
+        ASSERT_UEQ(grant(&k, sess, 1, "delta"), UINT64_C(1) << 50);
+        teardown(&k);
+        setup(&k);
+        ASSERT_EQ(store_restore_backup(k.s, body, h.body_len, 1, 5, &next), 0);
+        ASSERT_GT(next, STORE_RESTORE_FENCE_MARGIN);
+        teardown(&k);
+    }
+
     /* A second restore, or one into a store that applied entries, is refused. */
-    ASSERT_EQ(store_restore_backup(g.s, body, h.body_len, 1), BATON_EINVAL);
-    ASSERT_EQ(store_restore_backup(f.s, body, h.body_len, 1), BATON_EINVAL);
+    ASSERT_EQ(store_restore_backup(g.s, body, h.body_len, 1, 0, NULL), BATON_EINVAL);
+    ASSERT_EQ(store_restore_backup(f.s, body, h.body_len, 1, 0, NULL), BATON_EINVAL);
     buf_free(&file);
     buf_free(&a);
     buf_free(&b);
@@ -235,10 +277,10 @@ TEST(store_restore_backup_refuses_bad_bodies)
     setup(&g);
     populate(&f);
     snap(&f, &s);
-    ASSERT_EQ(store_restore_backup(g.s, s.data, s.len, 0), BATON_EINVAL);
-    ASSERT_EQ(store_restore_backup(g.s, s.data, s.len - 1, 1), BATON_EMALFORMED);
+    ASSERT_EQ(store_restore_backup(g.s, s.data, s.len, 0, 0, NULL), BATON_EINVAL);
+    ASSERT_EQ(store_restore_backup(g.s, s.data, s.len - 1, 1, 0, NULL), BATON_EMALFORMED);
     s.data[0] ^= 1;
-    ASSERT_EQ(store_restore_backup(g.s, s.data, s.len, 1), BATON_EMALFORMED);
+    ASSERT_EQ(store_restore_backup(g.s, s.data, s.len, 1, 0, NULL), BATON_EMALFORMED);
     ASSERT_UEQ(store_applied_index(g.s), 0);
     {
         uint32_t format;

@@ -1,6 +1,7 @@
 /*
  * test_peer_hello.c -- the HELLO that opens a raft connection under mutual
- * TLS (raft/peer_hello.h): its exact bytes, parsing whole, in pieces and
+ * TLS (raft/peer_hello.h): its exact bytes (version 2, and version 1 of
+ * the binary before the cluster id), parsing whole, in pieces and
  * with trailing bytes, every malformed form, and the certificate name of a
  * node id.
  */
@@ -13,14 +14,41 @@
 
 TEST(hello_bytes)
 {
-    static const uint8_t want[] = {1,   0,   0,   0,   7,   0,   0,   0,   0,   0,
-                                   0,   0,   11,  0,   '1', '.', '2', '.', '3', '.',
-                                   '4', ':', '5', '6', '7'};
+    static const uint8_t want[] = {2,   0,   0,   0,   7,   0,   0,   0,   0,   0,   0,
+                                   0,   0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,
+                                   11,  0,   '1', '.', '2', '.', '3', '.', '4', ':', '5',
+                                   '6', '7'};
     struct buf b = {0};
+    struct peer_hello h;
 
-    ASSERT_EQ(peer_hello_encode(&b, 7, "1.2.3.4:567"), 0);
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 7, 0x1122334455667788ull, "1.2.3.4:567"), 0);
     ASSERT_EQ(b.len, sizeof want);
     ASSERT(memcmp(b.data, want, sizeof want) == 0);
+    ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), (int)b.len);
+    ASSERT_UEQ(h.cluster, 0x1122334455667788ull);
+    buf_free(&b);
+}
+
+/* Version 1, the binary's before the cluster id: no cluster field; taken
+ * whole and in pieces, with what follows left alone. */
+TEST(hello_version_1)
+{
+    static const uint8_t want[] = {1, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 3, 0, 'a', ':', '1'};
+    struct buf b = {0};
+    struct peer_hello h;
+
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION_1, 7, 0x99, "a:1"), 0);
+    ASSERT_EQ(b.len, sizeof want);
+    ASSERT(memcmp(b.data, want, sizeof want) == 0);
+    ASSERT_EQ(buf_put(&b, "raft", 4), 0);
+    for (size_t n = 0; n < sizeof want; n++) ASSERT_EQ(peer_hello_parse(b.data, n, &h), 0);
+    ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), (int)sizeof want);
+    ASSERT_EQ(h.version, PEER_HELLO_VERSION_1);
+    ASSERT_UEQ(h.id, 7);
+    ASSERT_UEQ(h.cluster, 0);
+    ASSERT_STREQ(h.address, "a:1");
+    buf_free(&b);
+    ASSERT_EQ(peer_hello_encode(&b, 3, 7, 0, "a:1"), BATON_EINVAL);
     buf_free(&b);
 }
 
@@ -29,7 +57,7 @@ TEST(hello_round_trip_in_pieces)
     struct buf b = {0};
     struct peer_hello h;
 
-    ASSERT_EQ(peer_hello_encode(&b, 4000000000u, "127.0.0.1:7101"), 0);
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 4000000000u, 0, "127.0.0.1:7101"), 0);
     ASSERT_EQ(buf_put(&b, "raft", 4), 0); /* what follows is not the HELLO's */
     for (size_t n = 0; n < b.len - 4; n++) ASSERT_EQ(peer_hello_parse(b.data, n, &h), 0);
     ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), (int)(b.len - 4));
@@ -45,32 +73,32 @@ TEST(hello_malformed)
     char longest[BATON_MAX_ADDR + 2];
 
     /* Another version. */
-    ASSERT_EQ(peer_hello_encode(&b, 1, "a:1"), 0);
-    b.data[0] = 2;
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, "a:1"), 0);
+    b.data[0] = 3;
     ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), BATON_EMALFORMED);
     /* Node id 0. */
     buf_reset(&b);
-    ASSERT_EQ(peer_hello_encode(&b, 0, "a:1"), 0);
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 0, 9, "a:1"), 0);
     ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), BATON_EMALFORMED);
     /* A length of 0, or beyond BATON_MAX_ADDR: refused from the header. */
     buf_reset(&b);
-    ASSERT_EQ(peer_hello_encode(&b, 1, "a:1"), 0);
-    b.data[12] = 0;
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, "a:1"), 0);
+    b.data[20] = 0;
     ASSERT_EQ(peer_hello_parse(b.data, PEER_HELLO_HEADER, &h), BATON_EMALFORMED);
-    b.data[12] = BATON_MAX_ADDR + 1;
+    b.data[20] = BATON_MAX_ADDR + 1;
     ASSERT_EQ(peer_hello_parse(b.data, PEER_HELLO_HEADER, &h), BATON_EMALFORMED);
     /* A NUL inside the address. */
-    b.data[12] = 3;
+    b.data[20] = 3;
     b.data[PEER_HELLO_HEADER + 1] = '\0';
     ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), BATON_EMALFORMED);
     buf_free(&b);
     /* The encoder refuses what the parser would. */
     memset(longest, 'x', sizeof longest - 1);
     longest[sizeof longest - 1] = '\0';
-    ASSERT_EQ(peer_hello_encode(&b, 1, longest), BATON_EINVAL);
-    ASSERT_EQ(peer_hello_encode(&b, 1, ""), BATON_EINVAL);
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, longest), BATON_EINVAL);
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, ""), BATON_EINVAL);
     longest[BATON_MAX_ADDR] = '\0';
-    ASSERT_EQ(peer_hello_encode(&b, 1, longest), 0);
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, longest), 0);
     ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), (int)PEER_HELLO_MAX);
     buf_free(&b);
 }
@@ -87,6 +115,7 @@ int main(int argc, char **argv)
 {
     runner_init(argc, argv);
     RUN(hello_bytes);
+    RUN(hello_version_1);
     RUN(hello_round_trip_in_pieces);
     RUN(hello_malformed);
     RUN(cn_of_node);

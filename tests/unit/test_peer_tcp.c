@@ -1,16 +1,22 @@
 /*
- * test_peer_tcp.c -- the plaintext raft transport (raft/peer_tcp.h) against
- * libraft's own raft_uv_tcp: each one dials the other and the accepting
- * side reports the dialling node's id and address, so the handshake is the
- * same on the wire. The baton side uses a host name ("localhost") for
- * its own address and the one it listens on; a name that does not resolve
- * fails the connect and nothing else.
+ * test_peer_tcp.c -- the plaintext raft transport (raft/peer_tcp.h): two
+ * of its nodes of one cluster connect both ways and the accepting side
+ * reports the dialling node's id and address; a node of another cluster
+ * is refused at the handshake, and both sides log it; a node without a
+ * cluster id (a --join node) takes the first one presented; libraft's own
+ * raft_uv_tcp (handshake protocol 1, no cluster id, as the baton binary
+ * before the cluster id) is taken as an older peer both ways.
+ * One side uses a host name ("localhost") for its own address and the one
+ * it listens on; a name that does not resolve fails the connect and
+ * nothing else.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <raft.h>
 #include <raft/uv.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -25,7 +31,35 @@ struct side {
     raft_id accepted_id;
     char accepted_addr[128];
     int accepted, connected, failed, closed;
+    int logged;
+    char last_log[600];
+    uint64_t adopted;
 };
+
+static void side_log(void *arg, const char *msg)
+{
+    struct side *s = arg;
+
+    s->logged++;
+    snprintf(s->last_log, sizeof s->last_log, "%s", msg);
+}
+
+static void side_adopted(void *arg, uint64_t id)
+{
+    ((struct side *)arg)->adopted = id;
+}
+
+/* s's cluster id (0: none), with the log and adoption hooks. */
+static void side_cluster(struct side *s, uint64_t id)
+{
+    struct peer_base *pb = peer_base_of(&s->t);
+
+    pb->cluster_id = id;
+    pb->log = side_log;
+    pb->log_arg = s;
+    pb->adopted = side_adopted;
+    pb->adopted_arg = s;
+}
 
 /* A free TCP port on 127.0.0.1. */
 static int free_port(void)
@@ -74,45 +108,191 @@ static void on_close(struct raft_uv_transport *t)
     ((struct side *)t)->closed++;
 }
 
-TEST(same_handshake_as_libraft)
+TEST(handshake_checks_the_cluster)
+{
+    struct tloop L;
+    struct side a = {0}, b = {0}, other = {0}, joiner = {0};
+    struct raft_uv_connect r1 = {0}, r2 = {0}, r3 = {0}, r4 = {0}, r5 = {0};
+    char a_addr[64], b_addr[64], b_dial[64], o_addr[64], j_addr[64];
+    int pa = free_port(), pb = free_port(), po = free_port(), pj = free_port();
+
+    tloop_init(&L);
+    snprintf(a_addr, sizeof a_addr, "127.0.0.1:%d", pa);
+    snprintf(b_addr, sizeof b_addr, "localhost:%d", pb);
+    snprintf(b_dial, sizeof b_dial, "127.0.0.1:%d", pb);
+    snprintf(o_addr, sizeof o_addr, "127.0.0.1:%d", po);
+    snprintf(j_addr, sizeof j_addr, "127.0.0.1:%d", pj);
+    ASSERT_EQ(peer_tcp_init(&a.t, &L.loop), 0);
+    ASSERT_EQ(peer_tcp_init(&b.t, &L.loop), 0);
+    ASSERT_EQ(peer_tcp_init(&other.t, &L.loop), 0);
+    ASSERT_EQ(peer_tcp_init(&joiner.t, &L.loop), 0);
+    side_cluster(&a, 0xabcull);
+    side_cluster(&b, 0xabcull);
+    side_cluster(&other, 0xdefull);
+    side_cluster(&joiner, 0);
+    ASSERT_EQ(a.t.init(&a.t, 1, a_addr), 0);
+    ASSERT_EQ(b.t.init(&b.t, 2, b_addr), 0);
+    ASSERT_EQ(other.t.init(&other.t, 3, o_addr), 0);
+    ASSERT_EQ(joiner.t.init(&joiner.t, 4, j_addr), 0);
+    ASSERT_EQ(a.t.listen(&a.t, on_accept), 0);
+    ASSERT_EQ(b.t.listen(&b.t, on_accept), 0);
+    ASSERT_EQ(joiner.t.listen(&joiner.t, on_accept), 0);
+
+    /* b dials a: a hears node 2 at "localhost:PB". */
+    r1.data = &b;
+    ASSERT_EQ(b.t.connect(&b.t, &r1, 1, a_addr, on_connect), 0);
+    run_until(&L, &a.accepted, 1, 5000);
+    run_until(&L, &b.connected, 1, 5000);
+    ASSERT_EQ(a.accepted_id, 2);
+    ASSERT_STREQ(a.accepted_addr, b_addr);
+
+    /* a dials b (on an address of the name it listens on). */
+    r2.data = &a;
+    ASSERT_EQ(a.t.connect(&a.t, &r2, 2, b_dial, on_connect), 0);
+    run_until(&L, &b.accepted, 1, 5000);
+    run_until(&L, &a.connected, 1, 5000);
+    ASSERT_EQ(b.accepted_id, 1);
+    ASSERT_STREQ(b.accepted_addr, a_addr);
+    ASSERT_EQ(a.logged + b.logged, 0);
+
+    /* A node of another cluster dials b: refused, and both sides say so. */
+    r3.data = &other;
+    ASSERT_EQ(other.t.connect(&other.t, &r3, 2, b_dial, on_connect), 0);
+    run_until(&L, &other.failed, 1, 5000);
+    run_until(&L, &b.logged, 1, 5000);
+    ASSERT_EQ(b.accepted, 1);
+    ASSERT_EQ(other.connected, 0);
+    ASSERT(strstr(b.last_log, "belongs to cluster 0000000000000def, this node to cluster "
+                              "0000000000000abc") != NULL);
+    ASSERT(strstr(other.last_log, "belongs to cluster 0000000000000abc, this node to cluster "
+                                  "0000000000000def") != NULL);
+    ASSERT(!peer_base_old_is(peer_base_of(&other.t), b_dial)); /* it answered: not older */
+
+    /* A node without an id takes the first one presented, then keeps it. */
+    r4.data = &a;
+    ASSERT_EQ(a.t.connect(&a.t, &r4, 4, j_addr, on_connect), 0);
+    run_until(&L, &joiner.accepted, 1, 5000);
+    run_until(&L, &a.connected, 2, 5000);
+    ASSERT_UEQ(joiner.adopted, 0xabcull);
+    ASSERT_UEQ(peer_base_of(&joiner.t)->cluster_id, 0xabcull);
+
+    /* A name that does not resolve: that connect fails, asynchronously. */
+    r5.data = &b;
+    ASSERT_EQ(b.t.connect(&b.t, &r5, 3, "no-such-host.invalid:1", on_connect), 0);
+    run_until(&L, &b.failed, 1, 10000);
+
+    a.t.close(&a.t, on_close);
+    b.t.close(&b.t, on_close);
+    other.t.close(&other.t, on_close);
+    joiner.t.close(&joiner.t, on_close);
+    run_until(&L, &a.closed, 1, 5000);
+    run_until(&L, &b.closed, 1, 5000);
+    run_until(&L, &other.closed, 1, 5000);
+    run_until(&L, &joiner.closed, 1, 5000);
+    peer_base_free(&a.t);
+    peer_base_free(&b.t);
+    peer_base_free(&other.t);
+    peer_base_free(&joiner.t);
+    tloop_done(&L);
+}
+
+/* Dial addr (127.0.0.1:port) with a protocol 1 handshake by hand, as node
+ * `id` at "127.0.0.1:9": the socket. */
+static int dial_protocol_1(const char *addr, uint64_t id)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    uint8_t hs[24 + 16] = {0};
+    uint64_t v[3] = {1, id, 16};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    ASSERT(fd >= 0);
+    a.sin_port = htons((uint16_t)atoi(strrchr(addr, ':') + 1));
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < 8; i++) hs[8 * k + i] = (uint8_t)(v[k] >> (8 * i));
+    memcpy(hs + 24, "127.0.0.1:9", 11);
+    ASSERT_EQ(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    ASSERT_EQ(write(fd, hs, sizeof hs), (ssize_t)sizeof hs);
+    return fd;
+}
+
+/* libraft's own transport speaks protocol 1, without a cluster id, as the
+ * baton binary before the cluster id did, and closes a connection that
+ * opens with protocol 2 after reading 24 bytes of it. Its dialling our
+ * side is accepted, unchecked, without a byte of answer (protocol 1 has
+ * none), and logged once, but our side still dials it with protocol 2:
+ * refused without an answer PEER_BASE_OLD_STRIKES times in a row, it is
+ * taken for an older binary and dialled with protocol 1, which it accepts.
+ * Forgotten, it is dialled with protocol 2 again. */
+TEST(libraft_handshake_is_an_older_peers)
 {
     struct tloop L;
     struct side lib = {0}, ours = {0};
-    struct raft_uv_connect r1 = {0}, r2 = {0}, r3 = {0};
-    char lib_addr[64], our_addr[64], our_dial[64];
-    int p1 = free_port(), p2 = free_port();
+    struct raft_uv_connect r1 = {0}, r2 = {0}, r3 = {0}, r4[PEER_BASE_OLD_STRIKES] = {0};
+    char lib_addr[64], our_addr[64], byte;
+    struct pollfd pfd;
+    int fd;
 
     tloop_init(&L);
-    snprintf(lib_addr, sizeof lib_addr, "127.0.0.1:%d", p1);
-    snprintf(our_addr, sizeof our_addr, "localhost:%d", p2);
-    snprintf(our_dial, sizeof our_dial, "127.0.0.1:%d", p2);
+    snprintf(lib_addr, sizeof lib_addr, "127.0.0.1:%d", free_port());
+    snprintf(our_addr, sizeof our_addr, "127.0.0.1:%d", free_port());
     ASSERT_EQ(raft_uv_tcp_init(&lib.t, &L.loop), 0);
     ASSERT_EQ(peer_tcp_init(&ours.t, &L.loop), 0);
+    side_cluster(&ours, 0xabcull);
     ASSERT_EQ(lib.t.init(&lib.t, 1, lib_addr), 0);
     ASSERT_EQ(ours.t.init(&ours.t, 2, our_addr), 0);
     ASSERT_EQ(lib.t.listen(&lib.t, on_accept), 0);
     ASSERT_EQ(ours.t.listen(&ours.t, on_accept), 0);
 
-    /* baton dials libraft: libraft hears node 2 at "localhost:P2". */
-    r1.data = &ours;
-    ASSERT_EQ(ours.t.connect(&ours.t, &r1, 1, lib_addr, on_connect), 0);
-    run_until(&L, &lib.accepted, 1, 5000);
-    run_until(&L, &ours.connected, 1, 5000);
-    ASSERT_EQ(lib.accepted_id, 2);
-    ASSERT_STREQ(lib.accepted_addr, our_addr);
-
-    /* libraft dials baton (on an address of the name it listens on). */
-    r2.data = &lib;
-    ASSERT_EQ(lib.t.connect(&lib.t, &r2, 2, our_dial, on_connect), 0);
-    run_until(&L, &ours.accepted, 1, 5000);
+    /* libraft dials our side. */
+    r1.data = &lib;
+    ASSERT_EQ(lib.t.connect(&lib.t, &r1, 2, our_addr, on_connect), 0);
+    run_until(&L, &ours.accepted, 1, 8000);
     run_until(&L, &lib.connected, 1, 5000);
     ASSERT_EQ(ours.accepted_id, 1);
     ASSERT_STREQ(ours.accepted_addr, lib_addr);
+    ASSERT_EQ(ours.logged, 1);
+    ASSERT(strstr(ours.last_log, "connected with the handshake of an older binary") != NULL);
+    ASSERT(strstr(ours.last_log, lib_addr) != NULL);
+    ASSERT(!peer_base_old_is(peer_base_of(&ours.t), lib_addr)); /* not our own evidence */
 
-    /* A name that does not resolve: that connect fails, asynchronously. */
+    /* A protocol 1 dialler gets no byte back: only the end of the stream
+     * the test's accept callback closes. */
+    fd = dial_protocol_1(our_addr, 3);
+    run_until(&L, &ours.accepted, 2, 8000);
+    ASSERT_EQ(ours.accepted_id, 3);
+    pfd = (struct pollfd){.fd = fd, .events = POLLIN};
+    ASSERT_EQ(poll(&pfd, 1, 5000), 1);
+    ASSERT_EQ(read(fd, &byte, 1), 0);
+    close(fd);
+
+    /* Our side dials libraft: protocol 2, closed unanswered, a few times. */
+    peer_base_of(&ours.t)->log_at = 0; /* the log's rate limit: a line may go now */
+    for (int k = 0; k < PEER_BASE_OLD_STRIKES; k++) {
+        ASSERT(!peer_base_old_is(peer_base_of(&ours.t), lib_addr));
+        r4[k].data = &ours;
+        ASSERT_EQ(ours.t.connect(&ours.t, &r4[k], 1, lib_addr, on_connect), 0);
+        run_until(&L, &ours.failed, k + 1, 8000);
+    }
+    ASSERT(peer_base_old_is(peer_base_of(&ours.t), lib_addr));
+    ASSERT_EQ(lib.accepted, 0);
+    ASSERT_EQ(ours.logged, 2);
+    ASSERT(strstr(ours.last_log, "runs an older binary (it closed 3 handshakes") != NULL);
+    /* Then protocol 1, which it takes. */
+    r2.data = &ours;
+    ASSERT_EQ(ours.t.connect(&ours.t, &r2, 1, lib_addr, on_connect), 0);
+    run_until(&L, &lib.accepted, 1, 8000);
+    run_until(&L, &ours.connected, 1, 5000);
+    ASSERT_EQ(lib.accepted_id, 2);
+    ASSERT_STREQ(lib.accepted_addr, our_addr);
+    ASSERT_EQ(ours.failed, PEER_BASE_OLD_STRIKES);
+    /* Forgotten: protocol 2 first again. */
+    peer_base_old_forget(peer_base_of(&ours.t), lib_addr);
+    ASSERT(!peer_base_old_is(peer_base_of(&ours.t), lib_addr));
     r3.data = &ours;
-    ASSERT_EQ(ours.t.connect(&ours.t, &r3, 3, "no-such-host.invalid:1", on_connect), 0);
-    run_until(&L, &ours.failed, 1, 10000);
+    ASSERT_EQ(ours.t.connect(&ours.t, &r3, 1, lib_addr, on_connect), 0);
+    run_until(&L, &ours.failed, PEER_BASE_OLD_STRIKES + 1, 8000);
+    ASSERT_EQ(lib.accepted, 1);
+    ASSERT(!peer_base_old_is(peer_base_of(&ours.t), lib_addr));
 
     lib.t.close(&lib.t, on_close);
     ours.t.close(&ours.t, on_close);
@@ -148,7 +328,8 @@ TEST(close_cancels_connects)
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
-    RUN(same_handshake_as_libraft);
+    RUN(handshake_checks_the_cluster);
+    RUN(libraft_handshake_is_an_older_peers);
     RUN(close_cancels_connects);
     return runner_done();
 }
