@@ -362,6 +362,8 @@ int cmd_batch_why(const void *data, size_t len, char *why, size_t size)
     if (i == count)
         snprintf(why, size, "%zu bytes follow the batch's %u commands", (size_t)(r.rd.end - at),
                  count);
+    else if (at >= r.rd.end)
+        snprintf(why, size, "the batch ends after %u of the %u commands it announces", i, count);
     else if (cmd_lookup(*at & ~CMD_KEEP_FLAG) == NULL)
         snprintf(why, size,
                  "command %u of %u has type byte %u, unknown to this binary (feature level %d): "

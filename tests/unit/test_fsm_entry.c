@@ -76,6 +76,32 @@ TEST(unknown_type_byte_is_a_fault)
     teardown(&f);
 }
 
+/* A batch that announces more commands than it holds: the reason is read
+ * from within the batch, never past its end. */
+TEST(batch_short_of_its_count_is_a_fault)
+{
+    struct fixture f;
+    struct fsm m;
+    struct buf batch = {0}, entry = {0};
+    char name[201];
+    struct cmd c;
+    int applied = 0;
+
+    /* a long name, so that the batch's length allows a second command */
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    c = c_acq(1, 1, 0, name);
+    fsm_setup(&f, &m, &applied);
+    cmds_encode(&batch, &c, 1);
+    le_put_u32(batch.data + 1, 2); /* the count: one more than there is */
+    frame(&entry, batch.data, batch.len);
+    expect_refused(&f, &m, &applied, &entry, "the batch ends after 1 of the 2 commands");
+    buf_free(&batch);
+    buf_free(&entry);
+    fsm_close(&m);
+    teardown(&f);
+}
+
 TEST(bad_format_is_a_fault)
 {
     struct fixture f;
@@ -153,6 +179,7 @@ int main(int argc, char **argv)
 {
     fsm_main_begin(argc, argv);
     RUN(unknown_type_byte_is_a_fault);
+    RUN(batch_short_of_its_count_is_a_fault);
     RUN(bad_format_is_a_fault);
     RUN(bad_framing_is_a_fault);
     RUN(good_and_empty_entries_apply);
