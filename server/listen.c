@@ -332,8 +332,11 @@ static void backlog_idle_cb(uv_idle_t *h)
         if (!c->backlogged && !c->parked && !c->closing && !c->closed)
             uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
     }
-    memmove(srv->backlog, srv->backlog + done, (srv->n_backlog - done) * sizeof *srv->backlog);
-    srv->n_backlog -= done;
+    if (done > 0) {
+        memmove(srv->backlog, srv->backlog + done,
+                (srv->n_backlog - done) * sizeof *srv->backlog);
+        srv->n_backlog -= done;
+    }
     if (srv->n_backlog == 0 && srv->accept_deferred == 0) uv_idle_stop(&srv->backlog_idle);
 }
 

@@ -84,6 +84,7 @@ static uint64_t saved_cluster(const char *path)
     ctl_result_free(&r);
     ASSERT_EQ(cluster_stop(&a), 0);
     baton_close(b);
+    ASSERT_EQ(baton_unlock(l), BATON_ECLOSED); /* frees the handle (baton.h) */
     return top;
 }
 
