@@ -281,7 +281,7 @@ $(B)/tests/unit/test_config: $(B)/tests/unit/test_config.o $(B)/server/config.o 
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_INIH) $(LIBS_SYS)
 
 # The cluster id file and its derivations (raft/cluster_id.c).
-$(B)/tests/unit/test_cluster_id: $(B)/tests/unit/test_cluster_id.o $(B)/raft/cluster_id.o \
+$(B)/tests/unit/test_cluster_id: $(B)/tests/unit/test_cluster_id.o $(B)/raft/cluster_id.o $(B)/raft/durable_file.o \
         $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
 

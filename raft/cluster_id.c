@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "baton/baton_defs.h"
+#include "raft/durable_file.h"
 
 int cluster_id_load(const char *path, uint64_t *id)
 {
@@ -33,36 +34,13 @@ int cluster_id_load(const char *path, uint64_t *id)
     return 0;
 }
 
-static int sync_dir_of(const char *path)
-{
-    char dir[4200];
-    int fd, rv;
-
-    if (strlen(path) >= sizeof dir) return -1;
-    memcpy(dir, path, strlen(path) + 1);
-    fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    rv = fsync(fd);
-    close(fd);
-    return rv;
-}
-
 int cluster_id_write(const char *path, uint64_t id)
 {
-    char tmp[4200], text[32];
+    char text[32];
     int n = snprintf(text, sizeof text, "%016" PRIx64 "\n", id);
-    int fd, ok;
 
-    if (id == 0 || (size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
-        return BATON_EIO;
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return BATON_EIO;
-    ok = write(fd, text, (size_t)n) == n && fsync(fd) == 0;
-    if (close(fd) != 0) ok = 0;
-    if (ok && rename(tmp, path) != 0) ok = 0;
-    if (ok && sync_dir_of(path) != 0) ok = 0;
-    if (!ok) unlink(tmp);
-    return ok ? 0 : BATON_EIO;
+    if (id == 0) return BATON_EIO;
+    return durable_write(path, text, (size_t)n);
 }
 
 /* FNV-1a over bytes, then a finaliser that spreads every bit. */

@@ -46,6 +46,7 @@
 #include "proto/backup.h"
 #include "proto/errmsg.h"
 #include "raft/cluster_id.h"
+#include "raft/durable_file.h"
 #include "raft/restore.h"
 #include "server/datadir_lock.h"
 #include "server/log.h"
@@ -160,32 +161,19 @@ static void marker_path(const struct srv_config *cfg, char *out, size_t cap)
     snprintf(out, cap, "%s/restoring", cfg->data_dir);
 }
 
-/* Create path durably (the file and its directory synced). 0 or -1. */
-static int marker_write(const char *path, const char *dir)
+/* Create the marker at path durably (raft/durable_file.h). 0 or -1. */
+static int marker_write(const char *path)
 {
     static const char text[] = "batond --restore began here and has not finished: remove this "
                                "directory and run --restore again\n";
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), dfd, ok;
 
-    if (fd < 0) return -1;
-    ok = write(fd, text, sizeof text - 1) == (ssize_t)(sizeof text - 1) && fsync(fd) == 0;
-    if (close(fd) != 0) ok = 0;
-    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0 || fsync(dfd) != 0) ok = 0;
-    if (dfd >= 0) close(dfd);
-    return ok ? 0 : -1;
+    return durable_write(path, text, sizeof text - 1) == 0 ? 0 : -1;
 }
 
 /* Remove the marker durably, the restore's last step. 0 or -1. */
-static int marker_remove(const char *path, const char *dir)
+static int marker_remove(const char *path)
 {
-    int dfd, ok;
-
-    if (unlink(path) != 0) return -1;
-    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    ok = dfd >= 0 && fsync(dfd) == 0;
-    if (dfd >= 0) close(dfd);
-    return ok ? 0 : -1;
+    return unlink(path) == 0 && durable_sync_parent(path) == 0 ? 0 : -1;
 }
 
 bool restore_interrupted(const struct srv_config *cfg)
@@ -283,7 +271,7 @@ static int restore_locked(const struct srv_config *cfg, const struct backup_head
     snprintf(fsm_dir, sizeof fsm_dir, "%s/fsm", cfg->data_dir);
     snprintf(cid, sizeof cid, "%s/cluster-id", cfg->data_dir);
     marker_path(cfg, marker, sizeof marker);
-    if (marker_write(marker, cfg->data_dir) != 0) {
+    if (marker_write(marker) != 0) {
         log_error("--restore: cannot write %s: %s", marker, strerror(errno));
         return 1;
     }
@@ -303,7 +291,7 @@ static int restore_locked(const struct srv_config *cfg, const struct backup_head
         log_error("--restore: cannot write %s: %s", cid, strerror(errno));
         return 1;
     }
-    if (marker_remove(marker, cfg->data_dir) != 0) {
+    if (marker_remove(marker) != 0) {
         log_error("--restore: cannot remove %s: %s", marker, strerror(errno));
         return 1;
     }

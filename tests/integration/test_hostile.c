@@ -977,15 +977,15 @@ static void put_list_locks(struct buf *b, uint64_t req_id)
     ASSERT_EQ(proto_encode(b, &m), 0);
 }
 
-/* The largest total the leader's log reports in its lines "unread replies:
- * N MiB in all connections, over --max-unread-mb ...", and how many there
- * are. */
-static int unread_lines(double *max_mib)
+/* The largest total the leader's log reports in its lines "<key>N MiB
+ * <what>, over ..." ("unread replies: N MiB in all connections, over
+ * --max-unread-mb ...", say), and how many there are. */
+static int total_lines(const char *key, const char *what, double *max_mib)
 {
     static char text[4 << 20];
-    const char *key = "unread replies: ", *p = text;
+    const char *p = text;
     FILE *f = fopen(C.nodes[L].log, "r");
-    size_t n;
+    size_t n, what_len = strlen(what);
     int lines = 0;
 
     ASSERT(f != NULL);
@@ -994,12 +994,11 @@ static int unread_lines(double *max_mib)
     text[n] = '\0';
     *max_mib = 0;
     while ((p = strstr(p, key)) != NULL) {
-        const char *over = " MiB in all connections, over";
         char *end;
         double v = strtod(p + strlen(key), &end);
 
         p = end;
-        if (strncmp(end, over, strlen(over)) != 0) continue;
+        if (strncmp(end, " MiB ", 5) != 0 || strncmp(end + 5, what, what_len) != 0) continue;
         lines++;
         if (v > *max_mib) *max_mib = v;
     }
@@ -1067,7 +1066,7 @@ TEST(unread_replies_bounded)
     ASSERT_EQ(got, 20 * BATON_MAX_LIST);
     sleep_ms(500);
 
-    lines = unread_lines(&max_mib);
+    lines = total_lines("unread replies: ", "in all connections, over", &max_mib);
     fprintf(stderr, "# %d lines about unread replies; the largest total reported: %.1f MiB\n",
             lines, max_mib);
     ASSERT_GT(lines, 0);
@@ -1214,35 +1213,6 @@ TEST(unauth_big_frames_refused)
     finish(b);
 }
 
-/* The largest total the leader's log reports in its lines "request
- * input: N MiB held by all connections, over --max-input-mb", and how
- * many there are. */
-static int input_lines(double *max_mib)
-{
-    static char text[4 << 20];
-    const char *key = "request input: ", *p = text;
-    FILE *f = fopen(C.nodes[L].log, "r");
-    size_t n;
-    int lines = 0;
-
-    ASSERT(f != NULL);
-    n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    *max_mib = 0;
-    while ((p = strstr(p, key)) != NULL) {
-        const char *over = " MiB held by all connections, over";
-        char *end;
-        double v = strtod(p + strlen(key), &end);
-
-        p = end;
-        if (strncmp(end, over, strlen(over)) != 0) continue;
-        lines++;
-        if (v > *max_mib) *max_mib = v;
-    }
-    return lines;
-}
-
 /*
  * AUTH_CONNS connections through HELLO each send nearly a whole 1 MiB
  * frame and stall (a frame this large is allowed after HELLO). With
@@ -1283,7 +1253,7 @@ TEST(auth_big_frames_bounded)
     }
     sleep_ms(300);
     if (vmrss_kb(C.nodes[L].pid) > peak) peak = vmrss_kb(C.nodes[L].pid);
-    lines = input_lines(&max_mib);
+    lines = total_lines("request input: ", "held by all connections, over", &max_mib);
     fprintf(stderr, "# %d lines about request input, the largest total reported %.1f MiB; "
             "peak VmRSS %ld kB (before: %ld kB); the bystander's slowest lock: %lld ms\n",
             lines, max_mib, peak, rss, (long long)worst);
