@@ -14,6 +14,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "proto/addr.h"
 
@@ -75,10 +76,11 @@ bool access_decide(const struct principal *p, const struct msg *m, access_owner_
 bool access_addr_loopback(const char *addr)
 {
     struct proto_addr a;
+    struct sockaddr_storage ss;
 
     if (proto_addr_parse(addr, strlen(addr), &a) != 0) return true;
-    return strncmp(a.host, "127.", 4) == 0 || strcmp(a.host, "::1") == 0 ||
-           strcmp(a.host, "localhost") == 0;
+    if (proto_addr_sockaddr(&a, &ss) == 0) return strcmp(a.host, "localhost") == 0; /* a name */
+    return proto_sockaddr_is_loopback((const struct sockaddr *)&ss);
 }
 
 bool access_raft_exposed(bool client_secured, bool peer_tls, const char *raft_addr)

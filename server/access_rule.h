@@ -37,8 +37,10 @@ bool access_decide(const struct principal *p, const struct msg *m, access_owner_
  */
 bool access_raft_exposed(bool client_secured, bool peer_tls, const char *raft_addr);
 
-/* Is addr ("host:port") a loopback address (127.x, ::1, localhost)? An
- * address that does not parse counts as loopback: nothing to warn of. */
+/* Is addr ("host:port") a loopback address (127.0.0.0/8, ::1 or an
+ * IPv4-mapped 127 address, as proto_sockaddr_is_loopback says; or the
+ * name localhost)? An address that does not parse counts as loopback:
+ * nothing to warn of. */
 bool access_addr_loopback(const char *addr);
 
 /* May principal p read the state of lock name[0..n) -- what LOCK_INFO and

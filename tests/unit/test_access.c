@@ -286,6 +286,7 @@ TEST(a_plaintext_raft_port_beside_a_secured_client_port_is_exposed)
     ASSERT(!access_raft_exposed(false, false, "10.0.0.5:7101")); /* nothing secured to lose */
     ASSERT(!access_raft_exposed(true, false, "127.0.0.1:7101"));
     ASSERT(!access_raft_exposed(true, false, "[::1]:7101"));
+    ASSERT(!access_raft_exposed(true, false, "[::ffff:127.0.0.2]:7101"));
     ASSERT(!access_raft_exposed(true, false, "localhost:7101"));
     ASSERT(!access_raft_exposed(true, false, "not an address"));
 }
