@@ -212,21 +212,20 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
     input_check(c->srv);
 }
 
-/* Which of srv's listeners h is: a bit of srv->accept_deferred. */
-static unsigned listener_bit(struct server *srv, uv_stream_t *h)
+/* srv's listener i: 0 the client address's first, then listen_more's.
+ * Bit i of srv->accept_deferred stands for it. */
+static uv_tcp_t *listener_at(struct server *srv, unsigned i)
 {
-    if (h == (uv_stream_t *)&srv->listener) return 1u;
-    for (unsigned i = 0; i < LISTEN_MORE; i++)
-        if (h == (uv_stream_t *)&srv->listen_more[i]) return 2u << i;
-    return 0;
+    return i == 0 ? &srv->listener : &srv->listen_more[i - 1];
 }
 
-static uv_stream_t *listener_of_bit(struct server *srv, unsigned bit)
+/* Which of srv's listeners h is (its index), or n_listen if none. */
+static unsigned listener_index(struct server *srv, const uv_stream_t *h)
 {
-    if (bit == 1u) return (uv_stream_t *)&srv->listener;
-    for (unsigned i = 0; i < LISTEN_MORE; i++)
-        if (bit == 2u << i) return (uv_stream_t *)&srv->listen_more[i];
-    return NULL;
+    unsigned i = 0;
+
+    while (i < srv->n_listen && h != (const uv_stream_t *)listener_at(srv, i)) i++;
+    return i;
 }
 
 /* Take the connection waiting on listener `server` and start reading it. */
@@ -271,7 +270,7 @@ static void accept_cb(uv_stream_t *server, int status)
         return;
     }
     if (!budget_left(srv, 0)) {
-        srv->accept_deferred |= listener_bit(srv, server);
+        srv->accept_deferred |= 1u << listener_index(srv, server);
         if (!srv->stopping) uv_idle_start(&srv->backlog_idle, backlog_idle_cb);
         return;
     }
@@ -314,12 +313,12 @@ static void backlog_idle_cb(uv_idle_t *h)
     struct server *srv = h->data;
     size_t n = srv->n_backlog, done = 0;
 
-    for (unsigned bit = 1; srv->accept_deferred != 0 && bit != 0; bit <<= 1) {
-        uv_stream_t *l = listener_of_bit(srv, bit);
+    for (unsigned i = 0; i < srv->n_listen && srv->accept_deferred != 0; i++) {
+        uv_stream_t *l = (uv_stream_t *)listener_at(srv, i);
 
-        if (!(srv->accept_deferred & bit) || !budget_left(srv, 0)) continue;
-        srv->accept_deferred &= ~bit;
-        if (l != NULL && !srv->stopping && !uv_is_closing((uv_handle_t *)l)) accept_one(srv, l);
+        if (!(srv->accept_deferred & 1u << i) || !budget_left(srv, 0)) continue;
+        srv->accept_deferred &= ~(1u << i);
+        if (!srv->stopping && !uv_is_closing((uv_handle_t *)l)) accept_one(srv, l);
     }
 
     while (done < n && budget_left(srv, 0)) {
@@ -406,7 +405,7 @@ int listen_start(struct server *srv, const char *addr)
     n = resolve_listen_addrs("client address", addr, sas, 1 + LISTEN_MORE);
     if (n < 0) return n;
     for (int i = 0; i < n; i++) {
-        uv_tcp_t *h = i == 0 ? &srv->listener : &srv->listen_more[i - 1];
+        uv_tcp_t *h = listener_at(srv, i);
         srv->n_listen++;
         rv = listen_one(srv, h, (const struct sockaddr *)&sas[i]);
         if (rv == 0) ok++;
@@ -418,7 +417,7 @@ int listen_start(struct server *srv, const char *addr)
 void listen_stop(struct server *srv)
 {
     for (unsigned i = 0; i < srv->n_listen; i++) {
-        uv_tcp_t *h = i == 0 ? &srv->listener : &srv->listen_more[i - 1];
+        uv_tcp_t *h = listener_at(srv, i);
         if (!uv_is_closing((uv_handle_t *)h)) uv_close((uv_handle_t *)h, NULL);
     }
 }

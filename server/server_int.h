@@ -355,7 +355,7 @@ struct server {
     size_t n_backlog, cap_backlog;
     uint32_t turn_frames;   /* frames handled since the last check handler */
     uint64_t turn_began_ns; /* uv_hrtime at the first of them, 0 if none */
-    unsigned accept_deferred; /* listeners (bit 0: listener, then listen_more)
+    unsigned accept_deferred; /* listeners (bit i: listen.c's listener_at(i))
                                  whose next connection waits for a turn's budget */
     uint64_t park_term;     /* the term in which connections were last parked */
     uint64_t park_until;    /* uv_now after which none is parked in that term */
