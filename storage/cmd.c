@@ -28,10 +28,11 @@
 #define CMD_FIXED_LEN (1 + 8 + 8 + 8 + 4 + 8 + 8 + 8 + 4 + 2)
 
 /* The rows of cmd_table.h, indexed by type byte; a byte without a row has
- * a NULL name. */
+ * a NULL name, and so has a row above this binary's level (CMD_LEVEL: a
+ * test build's lower level), which it then neither decodes nor encodes. */
 static const struct cmd_row rows[CMD_TYPE_MAX_] = {
 #define CMD_ROW_(n, b, l, k, g, max, t, i, apply)                                                \
-    [CMD_##n] = {.name = #n, .byte = (b), .level = (l), .kind = CMD_KIND_##k, .grows = (g),       \
+    [CMD_##n] = {.name = (l) <= CMD_LEVEL ? #n : NULL, .byte = (b), .level = (l), .kind = CMD_KIND_##k, .grows = (g),       \
                  .name_max = (max), .tail = CMD_TAIL_##t, .is = CMD_##i},
     BATON_CMDS(CMD_ROW_)
 #undef CMD_ROW_
@@ -44,7 +45,7 @@ static const struct cmd_row rows[CMD_TYPE_MAX_] = {
  * which the enum's last member is only if the last row has it). */
 #define CMD_CHECK_(n, b, l, k, g, max, t, i, apply)                                              \
     _Static_assert((b) > 0 && (b) < CMD_KEEP_FLAG, "type byte of " #n);                         \
-    _Static_assert((l) >= 1 && (l) <= CMD_LEVEL, "level of " #n);                               \
+    _Static_assert((l) >= 1 && (l) <= CMD_TABLE_LEVEL, "level of " #n);                               \
     _Static_assert((max) <= UINT16_MAX, "name_max of " #n);
 BATON_CMDS(CMD_CHECK_)
 #undef CMD_CHECK_
@@ -135,6 +136,13 @@ static int wire_type(const struct cmd *c)
     if (type < 0) return -1;
     if (c->n_keep > 0) return may_keep(&rows[type]) ? type | CMD_KEEP_FLAG : -1;
     return type;
+}
+
+int cmd_level(const struct cmd *c)
+{
+    int type = wire_type(c);
+
+    return type < 0 ? 0 : rows[type & ~CMD_KEEP_FLAG].level;
 }
 
 /*

@@ -257,6 +257,11 @@ uint64_t cmd_keep_at(const struct cmd *c, size_t i);
  * list with a non-zero length). A refused command leaves b unchanged.
  * `start` is the offset of the batch inside b. */
 int cmd_batch_begin(struct buf *b, size_t *start);
+/* The feature level (cmd_table.h, level) of the row that would carry c in
+ * a batch -- an encoding-only row's own, e.g. ACQUIRE_MODES's for an
+ * ACQUIRE with modes -- or 0 if c cannot be encoded. A leader may put c
+ * in the log only once the cluster's committed level is at least this. */
+int cmd_level(const struct cmd *c);
 int cmd_batch_add(struct buf *b, const struct cmd *c);
 void cmd_batch_end(struct buf *b, size_t start, uint32_t count);
 

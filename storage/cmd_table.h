@@ -76,8 +76,20 @@
 #ifndef BATON_STORAGE_CMD_TABLE_H
 #define BATON_STORAGE_CMD_TABLE_H
 
-/* The highest level of the rows below: the level this binary supports. */
-#define CMD_LEVEL 1
+/* The highest level of the rows below. */
+#define CMD_TABLE_LEVEL 2
+
+/* The level this binary supports: CMD_TABLE_LEVEL. A test build may make
+ * a binary of a lower level (-DBATON_TEST_MAX_LEVEL=N, the Makefile's
+ * $(B)/level1/batond): its codec then knows no row above N, so it
+ * behaves as a binary of level N does -- it stops at an entry it cannot
+ * decode, and says it runs level N. It can never decode more than a
+ * release binary, so it cannot weaken anything. */
+#ifdef BATON_TEST_MAX_LEVEL
+#define CMD_LEVEL BATON_TEST_MAX_LEVEL
+#else
+#define CMD_LEVEL CMD_TABLE_LEVEL
+#endif
 
 /* Not a row: a bit of the type byte (FROZEN like the bytes, pinned by the
  * same test). Set, it says a keep list follows the command (cmd.h); only
@@ -120,7 +132,10 @@
     /* encoding only: an ACQUIRE with a mode, limit or reentrant flag */                      \
   X(ACQUIRE_MANY,    15,  1,   CLIENT, 1,   BATON_MAX_NAME,        MANY,  ACQUIRE_MANY,   op_acquire_many) \
     /* session, seq, wait_ms, lock_delay_ms, mode, limit, reentrant, name and n_more more     \
-       names: an atomic multi-lock -> GRANTED(fence) | QUEUED(pos) | EWOULDBLOCK */
+       names: an atomic multi-lock -> GRANTED(fence) | QUEUED(pos) | EWOULDBLOCK */           \
+  X(SET_LEVEL,       16,  2,   LEADER, 0,   0,                     NONE,  SET_LEVEL,      op_set_level) \
+    /* session = the cluster's new feature level (the leader, once every voter runs it)     \
+       -> OK(the level after it; never lower than before) | EINVAL */
 /* clang-format on */
 
 #endif /* BATON_STORAGE_CMD_TABLE_H */

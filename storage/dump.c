@@ -12,7 +12,8 @@
 #include "storage/store_int.h"
 
 /* The meta keys that are state, in key order. */
-static const char *const meta_state_keys[] = {META_NEXT_ENQ, META_NEXT_FENCE, META_NEXT_SESSION};
+static const char *const meta_state_keys[] = {META_LEVEL, META_NEXT_ENQ, META_NEXT_FENCE,
+                                               META_NEXT_SESSION};
 _Static_assert(sizeof meta_state_keys / sizeof *meta_state_keys == N_META_STATE, "meta keys");
 
 int meta_state_index(const void *k, size_t klen)

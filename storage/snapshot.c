@@ -225,7 +225,7 @@ static int snapshot_valid(const void *data, size_t len, uint64_t *applied)
             if (db == DB_META) meta_seen |= 1u << meta_state_index(k.mv_data, k.mv_size);
         }
     }
-    return rd_left(&r) == 0 && r.err == 0 && meta_seen == (1u << N_META_STATE) - 1;
+    return rd_left(&r) == 0 && r.err == 0 && (meta_seen & META_STATE_REQUIRED) == META_STATE_REQUIRED;
 }
 
 struct restore_arg {

@@ -176,6 +176,10 @@ uint64_t store_applied_index(store *s);
  * new store). */
 uint64_t store_digest(store *s);
 
+/* The cluster's committed feature level (storage/cmd_table.h, level): 1
+ * until a SET_LEVEL raised it; it never falls. One read transaction. */
+uint32_t store_level(store *s);
+
 /*
  * The content hash of the state as it is now (see the top of this file):
  * one read transaction, the whole state serialised in memory as

@@ -29,6 +29,7 @@
  *  [6] lost.c       the lost table: holds taken away by a forced release,
  *                   kept until the client acknowledges them (format 6)
  *  [6] members.c    the members table: SET_MEMBER_ADDR and store_member_addr
+ *  [6] level.c      the cluster's feature level: SET_LEVEL and store_level
  *  [6] modes.c      a session's count of entries per lock (format 7) and
  *                   the format 6 -> 7 upgrade
  *  [6] nonces.c     OPEN_SESSION's nonces: the index from a nonce to its
@@ -146,6 +147,7 @@
 #define META_NEXT_SESSION "next_session"
 #define META_NEXT_FENCE "next_fence"
 #define META_NEXT_ENQ "next_enq"
+#define META_LEVEL "level" /* absent: level 1 (level.c) */
 #define META_FORMAT "format"
 #define META_BOOT_ID "boot_id"
 #define META_CLEAN "clean"
@@ -199,9 +201,13 @@ int store__write(store *s, store_txn_fn *fn, void *arg);
 
 /* ---- dump.c, snapshot.c, snapshot_bg.c ---------------------------------- */
 
-/* The meta keys that are state (the three counters), in key order: the
- * index of one (0..N_META_STATE - 1), or -1 for any other key. */
-#define N_META_STATE 3
+/* The meta keys that are state (the cluster's level, then the three
+ * counters), in key order: the index of one (0..N_META_STATE - 1), or -1
+ * for any other key. Every snapshot holds the counters; the level only
+ * once a SET_LEVEL raised it (level.c), so META_STATE_REQUIRED leaves it
+ * out. */
+#define N_META_STATE 4
+#define META_STATE_REQUIRED 0xEu
 int meta_state_index(const void *k, size_t klen);
 
 /*
@@ -683,6 +689,10 @@ int multi_force(struct apply_ctx *c, const char *name, size_t len, struct lock_r
 int regrant_push(struct apply_ctx *c, const char *name, size_t len);
 /* Run locks_regrant on every queued name, until none is left. */
 int regrant_drain(struct apply_ctx *c);
+
+/* ---- level.c ------------------------------------------------------------ */
+
+int op_set_level(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
 
 /* ---- members.c ---------------------------------------------------------- */
 

@@ -840,6 +840,7 @@ static const struct {
     {"WAIT_TIMEOUT", 7},    {"FORCE_RELEASE", 8},  {"DELAY_END", 9},
     {"SET_MEMBER_ADDR", 10}, {"OPEN_OWNED", 11},   {"CHECK", 12},
     {"FORCE_RELEASE2", 13}, {"ACQUIRE_MODES", 14}, {"ACQUIRE_MANY", 15},
+    {"SET_LEVEL", 16},
 };
 #define N_PINNED (sizeof pinned / sizeof pinned[0])
 
@@ -893,6 +894,8 @@ TEST(type_bytes_are_frozen)
     ASSERT_EQ(CMD_FORMAT, 2);       /* the batch's format byte */
     ASSERT_EQ(CMD_OPEN_SESSION, 1);
     ASSERT_EQ(CMD_ACQUIRE_MANY, 15);
+    ASSERT_EQ(CMD_SET_LEVEL, 16);
+    ASSERT_EQ(cmd_lookup(CMD_SET_LEVEL)->level, 2); /* the level that introduced it */
 }
 
 /* The rules of cmd_table.h's columns: levels up to CMD_LEVEL, which some
@@ -906,6 +909,7 @@ TEST(table_columns_agree)
         const struct cmd_row *t = cmd_lookup(table[i].byte), *is;
         ASSERT(t != NULL);
         ASSERT(t->level >= 1 && t->level <= CMD_LEVEL);
+        ASSERT_EQ(t->level, table[i].level);
         if (t->level > top) top = t->level;
         is = cmd_lookup(t->is);
         ASSERT(is != NULL);
@@ -924,9 +928,24 @@ TEST(table_columns_agree)
     ASSERT_EQ(top, CMD_LEVEL);
 }
 
+/* cmd_level: the level of the row that carries a command. */
+TEST(level_of_a_command)
+{
+    struct cmd c = make_cmd(CMD_ACQUIRE, "L");
+
+    ASSERT_EQ(cmd_level(&c), 1);
+    c.mode = 1; /* travels as ACQUIRE_MODES */
+    ASSERT_EQ(cmd_level(&c), cmd_lookup(CMD_ACQUIRE_MODES)->level);
+    c = cmd_of(CMD_SET_LEVEL, 2, 0, NULL);
+    ASSERT_EQ(cmd_level(&c), 2);
+    c = make_cmd(CMD_ACQUIRE_MODES, "L"); /* an encoding-only type is no command */
+    ASSERT_EQ(cmd_level(&c), 0);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
+    RUN(level_of_a_command);
     RUN(roundtrip_every_type);
     RUN(layout_matches_header);
     RUN(open_session_layouts);

@@ -175,9 +175,44 @@ TEST(good_and_empty_entries_apply)
     teardown(&f);
 }
 
+/* SET_LEVEL (the cluster's feature level, storage/level.c): 1 until
+ * raised, never lowered, carried by snapshots; a snapshot of a level-1
+ * store is what it was before the level existed (no "level" key). */
+TEST(set_level_raises_only)
+{
+    struct fixture f, g;
+    struct buf s1 = {0};
+    struct cmd_result r;
+
+    setup(&f);
+    setup(&g);
+    ASSERT_EQ(store_level(f.s), 1);
+    snap(&f, &s1);
+    ASSERT_EQ(snap_count(&s1, DB_META), 3);
+    buf_reset(&s1);
+    r = run(&f, cmd_of(CMD_SET_LEVEL, 0, 0, NULL));
+    ASSERT_EQ(r.status, BATON_EINVAL);
+    r = run(&f, cmd_of(CMD_SET_LEVEL, 2, 0, NULL));
+    ASSERT_EQ(r.status, 0);
+    ASSERT_UEQ(r.value, 2);
+    ASSERT_EQ(store_level(f.s), 2);
+    r = run(&f, cmd_of(CMD_SET_LEVEL, 1, 0, NULL));
+    ASSERT_EQ(r.status, 0);
+    ASSERT_UEQ(r.value, 2);
+    ASSERT_EQ(store_level(f.s), 2);
+    snap(&f, &s1);
+    ASSERT_EQ(snap_count(&s1, DB_META), 4);
+    ASSERT_EQ(store_restore(g.s, s1.data, s1.len), 0);
+    ASSERT_EQ(store_level(g.s), 2);
+    buf_free(&s1);
+    teardown(&f);
+    teardown(&g);
+}
+
 int main(int argc, char **argv)
 {
     fsm_main_begin(argc, argv);
+    RUN(set_level_raises_only);
     RUN(unknown_type_byte_is_a_fault);
     RUN(batch_short_of_its_count_is_a_fault);
     RUN(bad_format_is_a_fault);
