@@ -107,6 +107,10 @@ FAULT_ALL   := $(FAULT_PROGS) $(FAULT_TEST) $(BROKEN)/batond $(BROKEN)/batonctl
 # mixed-version cluster test (tests/integration/test_mixed_versions.c).
 PROTO1      := $(B)/proto1
 PROTO1_RAFT_OBJ := $(patsubst %.c,$(PROTO1)/%.o,$(wildcard raft/*.c))
+# A batond of feature level 1 (storage/cmd_table.h, BATON_TEST_MAX_LEVEL) for
+# the upgrade tests (tests/integration/test_levels.c).
+LEVEL1      := $(B)/level1
+LEVEL1_OBJ  := $(patsubst %.c,$(LEVEL1)/%.o,$(wildcard storage/*.c) $(wildcard server/*.c))
 
 # libbaton.so is a symlink to $(SONAME), the shared library; bump the number
 # when the ABI changes.
@@ -140,7 +144,7 @@ deps:
 
 all-inner build: $(PROGS) $(EXAMPLE_BIN)
 build-tests: $(UNIT_BIN) $(CLUSTER_BIN) $(INTEG_BIN) $(SHIM_SO) $(B)/tests/integration/deploy_installed \
-             $(PROTO1)/batond
+             $(PROTO1)/batond $(LEVEL1)/batond
 
 run-inner: $(PROGS)
 	@server/run-cluster.sh $(B)
@@ -156,7 +160,7 @@ unit-inner: $(UNIT_BIN)
 	@tests/run-tests.sh $(B) $(UNIT_BIN)
 cluster-inner: $(CLUSTER_BIN)
 	@tests/run-tests.sh $(B) $(CLUSTER_BIN)
-integration-inner: $(PROGS) $(INTEG_BIN) $(SHIM_SO) $(PROTO1)/batond
+integration-inner: $(PROGS) $(INTEG_BIN) $(SHIM_SO) $(PROTO1)/batond $(LEVEL1)/batond
 	@tests/run-tests.sh $(B) $(INTEG_BIN)
 bench-inner: $(PROGS) $(B)/lockbench
 ifeq ($(TLS),1)
@@ -443,6 +447,16 @@ $(PROTO1)/%.o: %.c $(B)/.cflags
 	@$(CC) $(ALL_CFLAGS) -DBATON_TEST_PEER_PROTOCOL_1 -c $< -o $@
 $(PROTO1)/batond: $(B)/server/main.o $(SERVER_OBJ) $(PROTO1_RAFT_OBJ) $(STORE_OBJ) $(B)/libproto.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_HTTP) $(LIBS_INIH) $(LIBS_SD) $(LIBS_SYS)
+# $(LEVEL1)/batond: storage/ and server/ compiled with -DBATON_TEST_MAX_LEVEL=1,
+# so that its codec knows no row above level 1 and its STATUS says level 1,
+# as a binary of level 1 does (storage/cmd_table.h). It can decode less
+# than a release binary, never more.
+$(LEVEL1)/%.o: %.c $(B)/.cflags
+	@mkdir -p $(dir $@)
+	@echo "  CC      $< (TEST_MAX_LEVEL=1)"
+	@$(CC) $(ALL_CFLAGS) -DBATON_TEST_MAX_LEVEL=1 -c $< -o $@
+$(LEVEL1)/batond: $(LEVEL1_OBJ) $(RAFT_OBJ) $(B)/libproto.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_HTTP) $(LIBS_INIH) $(LIBS_SD) $(LIBS_SYS)
 
 # ---- install and package (dist/; docs/operations.md, "Installing") ---------
 # dist/install.sh holds the list of what goes where; make install and make
@@ -474,4 +488,5 @@ clean:
 -include $(ALL_OBJ:.o=.d) $(wildcard $(B)/tests/*/*.d) $(wildcard $(B)/client/examples/*.d)
 -include $(wildcard $(BROKEN)/storage/*.d)
 -include $(wildcard $(PROTO1)/raft/*.d)
+-include $(wildcard $(LEVEL1)/storage/*.d) $(wildcard $(LEVEL1)/server/*.d)
 -include $(wildcard $(FUZZ_B)/obj/*/*.d $(FUZZ_B)/obj/tests/fuzz/*.d $(FUZZ_B)/obj/tests/lib/*.d)

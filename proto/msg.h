@@ -266,7 +266,7 @@
 #include "proto/buf.h"
 #include "proto/msg_table.h"
 
-#define BATON_PROTO_VERSION 6  /* 2: HELLO's token, HELLO_OK's principal, owners;
+#define BATON_PROTO_VERSION 5  /* 2: HELLO's token, HELLO_OK's principal, owners;
                                    3: STATUS_R's content check and fault, CHECK,
                                   FORCE_RELEASE's fence and flags, its reply's delay
                                   and current fence, LOST_HOLDS, the lost-hold count
@@ -276,8 +276,7 @@
                                   reentrant, every holder, the limit and each
                                   waiter's mode in LOCK_INFO_R and WATCH_EVENT,
                                   the mode, limit and holder count in LIST_LOCKS_R;
-                                  5: ACQUIRE_MANY, the atomic multi-lock;
-                                  6: STATUS_R's feature levels */
+                                  5: ACQUIRE_MANY, the atomic multi-lock */
 #define BATON_MAX_FRAME (1u << 20)  /* largest `len` field (a frame is <= 4 + this) */
 #define BATON_MAX_CLIENT_NAME 64    /* client name bytes */
 #define BATON_MAX_ADDR 64           /* "a.b.c.d:port" and then some */
@@ -419,9 +418,6 @@ struct msg_status_r {
     uint8_t fault_kind;     /* enum status_fault */
     int32_t fault;          /* BATON_E*, 0 if none */
     uint64_t fault_index;   /* the entry it happened on */
-    uint32_t max_level;     /* the highest feature level this node's binary applies
-                               (storage/cmd_table.h, level) */
-    uint32_t cluster_level; /* the cluster's committed feature level in its store */
 };
 
 struct msg_waiter {

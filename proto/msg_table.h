@@ -112,8 +112,7 @@
                                                                                              U64(state_digest) U64(auth_digest)            \
                                                                                              U64(check_index) U64(content_hash)            \
                                                                                              U8(fault_kind) I32(fault)                     \
-                                                                                             U64(fault_index)                              \
-                                                                                             U32(max_level) U32(cluster_level))            \
+                                                                                             U64(fault_index))                             \
   X(LOCK_INFO,       15,  C2S, 1, READ,  NONE,             ONE(lock),        lock_info,      LOCK(lock))                                   \
   X(LOCK_INFO_R,     16,  S2C, 0, NONE,  NONE,             NONE,             lock_info_r,    BATON_LOCK_INFO_FIELDS())                     \
   X(LIST_LOCKS,      17,  C2S, 1, READ,  NONE,             PREFIX(prefix),   list_locks,     STR(prefix, BATON_MAX_NAME) U32(limit))       \

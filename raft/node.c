@@ -1050,6 +1050,18 @@ const struct node_member *node_member_by_id(const struct node *n, uint32_t id)
     return node_member_find(&n->cfg, id);
 }
 
+void node_set_cluster_level(struct node *n, uint32_t level)
+{
+    n->cfg.cluster_level = level;
+    transport_set_levels(&n->transport, n->cfg.level, level);
+}
+
+uint32_t node_peer_level(struct node *n, uint32_t id)
+{
+    if (id == n->cfg.id) return n->cfg.level ? n->cfg.level : 1;
+    return transport_peer_level(&n->transport, id);
+}
+
 const struct node_config *node_config(const struct node *n)
 {
     return &n->cfg;
@@ -1201,6 +1213,7 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
         err = rv;
         goto err_after_transport;
     }
+    transport_set_levels(&n->transport, cfg->level, cfg->cluster_level);
     rv = raft_uv_init(&n->io, loop, cfg->raft_dir, &n->transport.base);
     if (rv != 0) {
         snprintf(errmsg, BATON_ERRMSG_SIZE, "raft io init: %.200s", n->io.errmsg);
@@ -1394,6 +1407,8 @@ const struct node_io node_io_raft = {
     .successor = node_successor,
     .settled_leader = node_settled_leader,
     .get_status = node_get_status,
+    .set_cluster_level = node_set_cluster_level,
+    .peer_level = node_peer_level,
     .close = node_close,
     .free = node_free,
 };

@@ -86,6 +86,13 @@ struct node_config {
      * others; "" (the default): listen on the advertised address. */
     char raft_bind[BATON_MAX_ADDR + 1];
     struct node_peer_tls peer;      /* zero: plain TCP between nodes */
+    /* Feature levels (docs/design.md, "Feature levels"): this binary's
+     * (storage/cmd_table.h, CMD_LEVEL), told to every peer at the raft
+     * handshake, and the cluster's committed level in the store, below
+     * which a peer is refused (node_set_cluster_level keeps it current).
+     * 0 is taken as 1. */
+    uint32_t level;
+    uint32_t cluster_level;
 };
 
 /*
@@ -374,6 +381,14 @@ int node_confirm(struct node *n, node_confirm_cb *cb, void *data);
 bool node_change_busy(const struct node *n);
 
 void node_get_status(struct node *n, struct node_status *st);
+/* The cluster's committed feature level, now in the store: from now on a
+ * raft peer whose binary is of a lower level is refused at its handshake
+ * (connections already open stay). */
+void node_set_cluster_level(struct node *n, uint32_t level);
+/* The feature level node `id`'s binary said at its last raft handshake
+ * with this node (either way; an older binary's handshake says 1); this
+ * binary's own for this node's id; 0 if none was heard yet. */
+uint32_t node_peer_level(struct node *n, uint32_t id);
 bool node_is_ready(const struct node *n);
 
 /* The member with this id, or NULL. */
@@ -417,6 +432,8 @@ struct node_io {
     uint32_t (*successor)(struct node *n, uint64_t *match);
     uint32_t (*settled_leader)(struct node *n);
     void (*get_status)(struct node *n, struct node_status *st);
+    void (*set_cluster_level)(struct node *n, uint32_t level);
+    uint32_t (*peer_level)(struct node *n, uint32_t id);
     void (*close)(struct node *n, void (*cb)(void *data), void *data);
     void (*free)(struct node *n);
 };

@@ -244,7 +244,9 @@ void peer_base_old_strike(struct peer_base *pb, uint64_t peer, const char *addr)
     o->at = uv_now(pb->loop);
     if (++o->strikes < PEER_BASE_OLD_STRIKES) return;
     o->strikes = 0;
-    o->old = true;
+    if (o->down != 0 && o->at - o->down_at >= PEER_BASE_OLD_MS) o->down = 0; /* expired */
+    o->down++;
+    o->down_at = o->at;
     old_say(pb, peer, addr, false);
 }
 
@@ -255,11 +257,12 @@ void peer_base_old_other(struct peer_base *pb, const char *addr)
     if (o != NULL) o->strikes = 0;
 }
 
-bool peer_base_old_is(struct peer_base *pb, const char *addr)
+unsigned peer_base_dial_version(struct peer_base *pb, const char *addr, unsigned newest)
 {
     struct peer_old *o = old_find(pb, addr);
 
-    return o != NULL && o->old && uv_now(pb->loop) - o->at < PEER_BASE_OLD_MS;
+    if (o == NULL || o->down == 0 || uv_now(pb->loop) - o->down_at >= PEER_BASE_OLD_MS) return newest;
+    return o->down < newest ? newest - o->down : 1;
 }
 
 void peer_base_old_forget(struct peer_base *pb, const char *addr)
@@ -280,14 +283,15 @@ static void old_say(struct peer_base *pb, uint64_t peer, const char *addr, bool 
     if (inbound)
         snprintf(msg, sizeof msg,
                  "the raft peer at %s (node %" PRIu64 ") connected with the handshake of an "
-                 "older binary (it runs one, or took this node for one): its cluster id is not "
-                 "checked (docs/operations.md, \"Cluster identity\")",
+                 "older binary (it runs one, or took this node for one): it counts as feature "
+                 "level 1, and its cluster id may not be checked (docs/operations.md, "
+                 "\"Cluster identity\")",
                  addr, peer);
     else
         snprintf(msg, sizeof msg,
                  "the raft peer at %s (node %" PRIu64 ") runs an older binary (it closed %d "
-                 "handshakes with the cluster id unanswered): it is dialled with the older "
-                 "handshake for %d s, and its cluster id is not checked (docs/operations.md, "
+                 "handshakes unanswered): it is dialled with an older handshake for %d s, "
+                 "which may not carry the cluster id or its feature level (docs/operations.md, "
                  "\"Cluster identity\")",
                  addr, peer, PEER_BASE_OLD_STRIKES, PEER_BASE_OLD_MS / 1000);
     *logged = peer_base_say(pb, msg);
@@ -296,4 +300,59 @@ static void old_say(struct peer_base *pb, uint64_t peer, const char *addr, bool 
 void peer_base_old_inbound(struct peer_base *pb, uint64_t peer, const char *addr)
 {
     old_say(pb, peer, addr, true);
+}
+
+/* ---- feature levels -------------------------------------------------------- */
+
+void peer_base_level_heard(struct peer_base *pb, uint64_t peer, uint32_t level)
+{
+    struct peer_level *free_slot = NULL;
+
+    for (int i = 0; i < PEER_BASE_LEVEL_SLOTS; i++) {
+        struct peer_level *l = &pb->levels[i];
+
+        if (l->id == peer) {
+            l->level = level;
+            return;
+        }
+        if (l->id == 0 && free_slot == NULL) free_slot = l;
+    }
+    if (free_slot == NULL) free_slot = &pb->levels[peer % PEER_BASE_LEVEL_SLOTS];
+    free_slot->id = peer;
+    free_slot->level = level;
+}
+
+uint32_t peer_base_level_of(struct peer_base *pb, uint64_t peer)
+{
+    for (int i = 0; i < PEER_BASE_LEVEL_SLOTS; i++)
+        if (pb->levels[i].id == peer) return pb->levels[i].level;
+    return 0;
+}
+
+bool peer_base_level_ok(struct peer_base *pb, uint64_t peer, const char *addr, uint32_t level,
+                        char *why, size_t cap)
+{
+    if (level >= pb->cluster_level) return true;
+    snprintf(why, cap,
+             "node %" PRIu64 " (%s) runs a binary of feature level %" PRIu32 ", below the "
+             "cluster's level %" PRIu32 ": it could not apply what the cluster writes; run "
+             "this release or a newer one there (docs/operations.md, \"Upgrades and "
+             "downgrades\")",
+             peer, addr != NULL && addr[0] ? addr : "?", level, pb->cluster_level);
+    return false;
+}
+
+uint64_t peer_base_levels_word(const struct peer_base *pb)
+{
+    return (uint64_t)pb->cluster_level << 32 | pb->level;
+}
+
+uint32_t peer_levels_max(uint64_t word)
+{
+    return (uint32_t)word;
+}
+
+uint32_t peer_levels_cluster(uint64_t word)
+{
+    return (uint32_t)(word >> 32);
 }

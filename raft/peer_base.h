@@ -53,6 +53,8 @@ struct peer_base_hooks {
 
 /* Peers remembered as running an older binary, at most. */
 #define PEER_BASE_OLD_SLOTS 32
+/* Peers whose feature level is remembered, at most. */
+#define PEER_BASE_LEVEL_SLOTS 32
 
 struct peer_base {
     struct raft_uv_transport *tr;
@@ -79,11 +81,19 @@ struct peer_base {
     /* The peers that answered like an older binary (peer_base_old_*). */
     struct peer_old {
         char addr[BATON_MAX_ADDR + 1]; /* "": a free slot */
-        unsigned strikes;           /* second handshakes closed unanswered in a row */
-        bool old;                   /* taken for an older binary since `at` */
-        uint64_t at;                /* uv_now when it was */
+        unsigned strikes;           /* handshakes closed unanswered in a row */
+        unsigned down;              /* versions below the newest it is dialled with */
+        uint64_t down_at;           /* uv_now when `down` last rose */
+        uint64_t at;                /* uv_now of its last strike (the slot's age) */
         bool logged_out, logged_in; /* peer_base_old_say logged it, either way */
     } old[PEER_BASE_OLD_SLOTS];
+    /* Feature levels (peer_base_level_*). */
+    uint32_t level;                 /* this binary's: what it can apply */
+    uint32_t cluster_level;         /* the cluster's committed level: peers below are refused */
+    struct peer_level {
+        uint64_t id;                /* 0: a free slot */
+        uint32_t level;             /* what its last handshake said it applies */
+    } levels[PEER_BASE_LEVEL_SLOTS];
 };
 
 /* Zero-initialised pb becomes tr's implementation, on loop; sets tr's
@@ -141,31 +151,54 @@ bool peer_base_cluster_ok(struct peer_base *pb, uint64_t peer, const char *addr,
 bool peer_base_say(struct peer_base *pb, const char *msg);
 
 /*
- * Older peers. A node on the binary before the cluster id speaks only the
- * first handshake (plaintext protocol 1, HELLO version 1) and closes a
- * connection that opens with the second without a byte of answer. So does,
+ * Older peers. Each binary speaks the newest handshake it knows and every
+ * older one. A binary that does not know the one it is sent (a node on an
+ * older binary) closes the connection without a byte of answer. So does,
  * once, a newer node killed or stopped in the middle of a handshake; so a
  * peer is taken for an older binary only once PEER_BASE_OLD_STRIKES
  * connections to it in a row ended that way (peer_base_old_strike, by the
- * address dialled); a dial that ends any other way (refused, answered,
- * timed out) starts the count again (peer_base_old_other). From then on,
- * for PEER_BASE_OLD_MS, it is dialled with the first handshake
- * (peer_base_old_is); then the second is tried again. A second handshake
- * received from that address (the peer was upgraded) forgets it at once
- * (peer_base_old_forget). A first handshake received is accepted and
- * logged (peer_base_old_inbound), and changes nothing here: only the
- * dialling side's own evidence makes a node speak the first handshake.
- * Both log, once per address and way and rate-limited, that the peer runs
- * an older binary (or, inbound, took this node for one) and that its
- * cluster id is not checked.
+ * address dialled), and is then dialled with the next older handshake; a
+ * dial that ends any other way (refused, answered, timed out) starts the
+ * count again (peer_base_old_other). peer_base_dial_version says which
+ * handshake to dial with: the newest, or as many older as strikes took it
+ * down, for PEER_BASE_OLD_MS after the last step down; then the newest is
+ * tried again. A newest handshake received from that address (the peer
+ * was upgraded) forgets it at once (peer_base_old_forget). An older
+ * handshake received is accepted and logged (peer_base_old_inbound), and
+ * changes nothing here: only the dialling side's own evidence makes a node
+ * speak an older handshake. Both log, once per address and way and
+ * rate-limited, that the peer runs an older binary (or, inbound, took this
+ * node for one); the first handshake (version 1) carries no cluster id, so
+ * that one is not checked.
  */
 #define PEER_BASE_OLD_MS 60000
 #define PEER_BASE_OLD_STRIKES 3
 void peer_base_old_strike(struct peer_base *pb, uint64_t peer, const char *addr);
 void peer_base_old_other(struct peer_base *pb, const char *addr);
-bool peer_base_old_is(struct peer_base *pb, const char *addr);
+unsigned peer_base_dial_version(struct peer_base *pb, const char *addr, unsigned newest);
 void peer_base_old_forget(struct peer_base *pb, const char *addr);
 void peer_base_old_inbound(struct peer_base *pb, uint64_t peer, const char *addr);
+
+/*
+ * Feature levels (docs/design.md, "Feature levels"). The newest handshake
+ * carries each side's level (what its binary applies) and the cluster
+ * level its store has committed; an older handshake says level 1. Every
+ * handshake records the peer's level by node id (peer_base_level_heard);
+ * peer_base_level_of returns the last one heard, 0 if none was.
+ * peer_base_level_ok refuses a peer whose level is below this node's
+ * committed cluster level: it could not apply what the cluster now
+ * writes, so it gets no entry and sends none (true: it may go on; else why
+ * says so, in cap bytes).
+ */
+void peer_base_level_heard(struct peer_base *pb, uint64_t peer, uint32_t level);
+uint32_t peer_base_level_of(struct peer_base *pb, uint64_t peer);
+bool peer_base_level_ok(struct peer_base *pb, uint64_t peer, const char *addr, uint32_t level,
+                        char *why, size_t cap);
+/* The u64 the handshakes carry: this node's level, its cluster level
+ * above it; and the two back out of one. */
+uint64_t peer_base_levels_word(const struct peer_base *pb);
+uint32_t peer_levels_max(uint64_t word);
+uint32_t peer_levels_cluster(uint64_t word);
 
 /* Release: at once if nothing is open, else once the handles and
  * connections still open are closed (closing them if raft did not). */

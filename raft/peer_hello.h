@@ -7,22 +7,28 @@
  * inside TLS, carrying what libraft's own TCP handshake carries and what
  * raft's accept callback needs: the sender's node id and raft address.
  *
- *     u32  version   PEER_HELLO_VERSION (2)
+ *     u32  version   PEER_HELLO_VERSION (3)
  *     u64  node id   the sender's raft id
  *     u64  cluster   the sender's cluster id (raft/cluster_id.h; 0: none yet)
+ *     u64  levels    the sender's feature level, its cluster level above it
+ *                    (raft/peer_base.h, "Feature levels")
  *     u16  n         1..BATON_MAX_ADDR
  *     n bytes        the sender's raft address ("a.b.c.d:port", no NUL)
  *
- * all little-endian. The accepting node answers PEER_HELLO_ACK and its own
- * cluster id (u64) when it takes the connection; a node of another
- * cluster gets PEER_HELLO_OTHER and that id instead, and the connection is
- * closed, which both sides log; any other refused connection is closed
- * without an answer, and the reason is logged on the refusing side only. After the ACK the
- * connection carries libraft's messages, unchanged, in both directions.
+ * all little-endian. The accepting node answers with PEER_HELLO_ANSWER
+ * bytes: PEER_HELLO_ACK when it takes the connection, PEER_HELLO_OTHER (a
+ * node of another cluster) or PEER_HELLO_REFUSED (any other refusal: not
+ * admitted, a feature level below the cluster's, a certificate that does
+ * not match), then its own cluster id and levels; a refused connection is
+ * then closed, and both sides log why. After the ACK the connection
+ * carries libraft's messages, unchanged, in both directions.
  *
- * Version 1, the binary's before the cluster id, has no cluster field
- * (header PEER_HELLO_HEADER_1) and is answered with the ACK byte alone; it
- * is taken unchecked, and sent to a peer that closed version 2 unanswered
+ * Older versions, each binary's before: version 2 has no levels (header
+ * PEER_HELLO_HEADER_2) and is answered with ACK or OTHER and the cluster
+ * id (PEER_HELLO_ANSWER_2 bytes), any other refusal without an answer;
+ * version 1 has no cluster id either (PEER_HELLO_HEADER_1) and is answered
+ * with the ACK byte alone. Either counts as feature level 1. They are
+ * taken, and sent to a peer that closed the newer one unanswered
  * (raft/peer_tls.c; raft/peer_base.h, "Older peers").
  */
 #ifndef BATON_RAFT_PEER_HELLO_H
@@ -34,35 +40,41 @@
 #include "proto/buf.h"
 #include "proto/msg.h"
 
-#define PEER_HELLO_VERSION 2u
-#define PEER_HELLO_HEADER 22u                          /* version, id, cluster, n */
+#define PEER_HELLO_VERSION 3u
+#define PEER_HELLO_HEADER 30u   /* version, id, cluster, levels, n */
+#define PEER_HELLO_VERSION_2 2u /* an older binary's: no levels */
+#define PEER_HELLO_HEADER_2 22u /* version, id, cluster, n */
 #define PEER_HELLO_VERSION_1 1u /* an older binary's: no cluster id */
 #define PEER_HELLO_HEADER_1 14u /* version, id, n */
 #define PEER_HELLO_MAX (PEER_HELLO_HEADER + BATON_MAX_ADDR)
 #define PEER_HELLO_ACK 0x01
-#define PEER_HELLO_OTHER 0x02 /* another cluster's node */
-#define PEER_HELLO_ANSWER 9u  /* ACK or OTHER, then the cluster id */
+#define PEER_HELLO_OTHER 0x02   /* another cluster's node */
+#define PEER_HELLO_REFUSED 0x03 /* any other refusal (version 3 only) */
+#define PEER_HELLO_ANSWER 17u   /* the answer byte, the cluster id, the levels */
+#define PEER_HELLO_ANSWER_2 9u  /* version 2's: the answer byte, the cluster id */
 
 /* Longest subject CN a node certificate carries: "baton-node-" and a u64. */
 #define PEER_CN_MAX 32
 
 struct peer_hello {
-    unsigned version; /* PEER_HELLO_VERSION or PEER_HELLO_VERSION_1 */
+    unsigned version; /* PEER_HELLO_VERSION, _2 or _1 */
     uint64_t id;
-    uint64_t cluster;
+    uint64_t cluster; /* 0 in version 1 */
+    uint64_t levels;  /* 0 before version 3 */
     char address[BATON_MAX_ADDR + 1];
 };
 
-/* Append the HELLO of node `id` of cluster `cluster` at `address` to b,
- * version `version` (version 1 leaves the cluster out). 0, BATON_EINVAL (an
- * address that is empty or longer than BATON_MAX_ADDR, another version) or
+/* Append the HELLO of node `id` of cluster `cluster` at `address` with
+ * levels word `levels` to b, version `version` (version 2 leaves the
+ * levels out, version 1 the cluster too). 0, BATON_EINVAL (an address that
+ * is empty or longer than BATON_MAX_ADDR, another version) or
  * BATON_ENOMEM. */
 int peer_hello_encode(struct buf *b, unsigned version, uint64_t id, uint64_t cluster,
-                      const char *address);
+                      uint64_t levels, const char *address);
 
 /*
- * Parse a HELLO, of version 2 or 1 (h->version says which; version 1's
- * h->cluster is 0), from the first n bytes received. Returns its length
+ * Parse a HELLO, of version 3, 2 or 1 (h->version says which), from the
+ * first n bytes received. Returns its length
  * (the bytes to consume) with *h filled; 0 while more bytes are needed; or
  * BATON_EMALFORMED (another version, id 0, a bad length, or an address
  * with a NUL byte). A build with BATON_TEST_PEER_PROTOCOL_1 takes version

@@ -13,6 +13,7 @@
  */
 #include "raft/peer_tcp.h"
 
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,11 +22,27 @@
 #include "raft/peer_addr.h"
 #include "raft/peer_base.h"
 
-#define PROTOCOL 2   /* with the cluster id */
-#define PROTOCOL_1 1 /* raft_uv_tcp's, and older baton binaries' */
-#define PREAMBLE 32  /* protocol, id, address size, cluster id: four uint64 */
-#define PREAMBLE_1 24 /* protocol 1's: protocol, id, address size */
-#define REPLY 8      /* the accepting node's cluster id (protocol 2 only) */
+/*
+ * The handshakes, all uint64 little-endian, then the address (padded to 8):
+ *   protocol 1 (raft_uv_tcp's, and the oldest baton binaries'): protocol,
+ *              id, address size; no reply.
+ *   protocol 2: protocol 1's and the cluster id; the reply is the
+ *              accepting node's cluster id.
+ *   protocol 3: protocol 2's and the levels word (peer_base.h, "Feature
+ *              levels"); the reply is an outcome (REPLY_*), the accepting
+ *              node's cluster id and its levels word. A refusal is
+ *              answered, so that it is never taken for an older binary.
+ */
+#define PROTOCOL 3   /* the newest: with the feature levels */
+#define PROTOCOL_2 2 /* with the cluster id */
+#define PROTOCOL_1 1
+#define PREAMBLE 40  /* protocol 3's: five uint64 */
+#define PREAMBLE_2 32
+#define PREAMBLE_1 24
+#define REPLY 24     /* protocol 3's */
+#define REPLY_2 8
+#define REPLY_OK 0
+#define REPLY_REFUSED 1 /* another cluster, a level below the cluster's, not admitted */
 #define SWEEP_MS 1000
 
 /* A test build that speaks protocol 1 only, as the binary before the
@@ -46,7 +63,7 @@ struct pending {
     struct peer_dial dial;
     bool dialing;
     bool replying;                  /* the handshake is sent; reading the reply */
-    bool v1;                        /* dialling with protocol 1 (an older peer) */
+    unsigned version;               /* the protocol dialled with (older peers: below 3) */
     bool struck;                    /* closed unanswered: peer_base_old_strike */
     uint64_t req_id;                /* the node dialled, and its address */
     char req_addr[BATON_MAX_ADDR + 1];
@@ -56,7 +73,7 @@ struct pending {
     uint8_t *hs;                    /* the handshake being written */
     /* Inbound. */
     uint8_t pre[PREAMBLE];
-    size_t pre_len;                 /* PREAMBLE_1, then PREAMBLE for protocol 2 */
+    size_t pre_len;                 /* PREAMBLE_1, then the protocol's */
     size_t got;                     /* bytes of preamble and address read */
     uint64_t id, addr_len;
     char *addr;                     /* addr_len + 1 bytes once the preamble is in */
@@ -143,32 +160,50 @@ static void hs_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
                          (unsigned)(p->addr_len - (p->got - p->pre_len)));
 }
 
-/* The cluster check of an inbound handshake, and the reply that tells the
- * dialling node this node's cluster id either way (a socket just accepted
- * has room for 8 bytes: uv_try_write writes them whole or the connection
- * goes). true: hand the stream to raft. */
+/* Log a refused inbound handshake (rate-limited). */
+static void say_refused(struct peer_base *t, const char *addr, const char *why)
+{
+    char msg[700];
+
+    snprintf(msg, sizeof msg, "raft connection from %s refused: %s", addr, why);
+    peer_base_say(t, msg);
+}
+
+/* The checks of an inbound handshake -- the cluster id, the feature level
+ * -- and the reply that tells the dialling node the outcome, this node's
+ * cluster id and (protocol 3) its levels (a socket just accepted has room
+ * for REPLY bytes: uv_try_write writes them whole or the connection goes).
+ * true: hand the stream to raft. */
 static bool answer(struct pending *p)
 {
     struct peer_base *t = p->t;
-    uint64_t theirs = get64(p->pre + 24);
-    char why[400], msg[700];
+    unsigned version = (unsigned)get64(p->pre);
+    uint64_t theirs = version >= PROTOCOL_2 ? get64(p->pre + 24) : 0;
+    uint32_t level = version >= PROTOCOL ? peer_levels_max(get64(p->pre + 32)) : 1;
+    char why[400];
     uint8_t reply[REPLY];
+    size_t n = version >= PROTOCOL ? REPLY : REPLY_2;
     uv_buf_t b;
     bool ok;
 
-    if (p->pre_len == PREAMBLE_1) { /* an older peer: no id to check, no reply */
+    if (version < PROTOCOL)
         peer_base_old_inbound(t, p->id, p->addr);
-        return true;
+    else
+        peer_base_old_forget(t, p->addr);
+    peer_base_level_heard(t, p->id, level);
+    ok = peer_base_cluster_ok(t, p->id, p->addr, theirs, why, sizeof why) &&
+         peer_base_level_ok(t, p->id, p->addr, level, why, sizeof why);
+    if (!ok) say_refused(t, p->addr, why);
+    if (version == PROTOCOL_1) return ok; /* no reply */
+    if (version >= PROTOCOL) {
+        put64(reply, ok ? REPLY_OK : REPLY_REFUSED);
+        put64(reply + 8, t->cluster_id);
+        put64(reply + 16, peer_base_levels_word(t));
+    } else {
+        put64(reply, t->cluster_id);
     }
-    peer_base_old_forget(t, p->addr);
-    ok = peer_base_cluster_ok(t, p->id, p->addr, theirs, why, sizeof why);
-    put64(reply, t->cluster_id);
-    b = uv_buf_init((char *)reply, REPLY);
-    if (uv_try_write((uv_stream_t *)p->tcp, &b, 1) != REPLY) return false;
-    if (!ok) {
-        snprintf(msg, sizeof msg, "raft connection from %s refused: %s", p->addr, why);
-        peer_base_say(t, msg);
-    }
+    b = uv_buf_init((char *)reply, (unsigned)n);
+    if (uv_try_write((uv_stream_t *)p->tcp, &b, 1) != (int)n) return false;
     return ok;
 }
 
@@ -186,10 +221,10 @@ static void hs_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
         return;
     }
     p->got += (size_t)n;
-    if (p->got == PREAMBLE_1 && p->pre_len == PREAMBLE_1 && get64(p->pre) == PROTOCOL &&
-        !ONLY_PROTOCOL_1) {
-        p->pre_len = PREAMBLE; /* protocol 2: the cluster id follows */
-        return;
+    if (p->got == PREAMBLE_1 && p->pre_len == PREAMBLE_1 && !ONLY_PROTOCOL_1) {
+        if (get64(p->pre) == PROTOCOL_2) p->pre_len = PREAMBLE_2; /* the cluster id follows */
+        if (get64(p->pre) == PROTOCOL) p->pre_len = PREAMBLE;     /* and the levels */
+        if (p->pre_len != PREAMBLE_1) return;
     }
     if (p->got == p->pre_len) {
         p->id = get64(p->pre + 8);
@@ -285,28 +320,55 @@ static void fail_connect(struct pending *p, int status)
     end_connect(p, NULL, status);
 }
 
+/* The bytes of reply the protocol dialled with has. */
+static size_t reply_len(const struct pending *p)
+{
+    return p->version >= PROTOCOL ? REPLY : REPLY_2;
+}
+
 static void reply_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 {
     struct pending *p = h->data;
 
     (void)hint;
-    *b = uv_buf_init((char *)p->reply + p->reply_got, (unsigned)(REPLY - p->reply_got));
+    *b = uv_buf_init((char *)p->reply + p->reply_got, (unsigned)(reply_len(p) - p->reply_got));
 }
 
-/* The dialled node's reply: its cluster id. */
+/* The checks of the dialled node's reply: its cluster id and level; true
+ * if raft may have the stream. */
+static bool reply_ok(struct pending *p)
+{
+    bool v3 = p->version >= PROTOCOL;
+    uint64_t cluster = get64(v3 ? p->reply + 8 : p->reply);
+    uint32_t level = v3 ? peer_levels_max(get64(p->reply + 16)) : 1;
+    char why[400], msg[700];
+
+    peer_base_level_heard(p->t, p->req_id, level);
+    if (peer_base_cluster_ok(p->t, p->req_id, p->req_addr, cluster, why, sizeof why) &&
+        peer_base_level_ok(p->t, p->req_id, p->req_addr, level, why, sizeof why)) {
+        if (!v3 || get64(p->reply) == REPLY_OK) return true;
+        snprintf(why, sizeof why,
+                 "it refused this node (its log says why; its cluster level is %" PRIu32 ")",
+                 peer_levels_cluster(get64(p->reply + 16)));
+    }
+    snprintf(msg, sizeof msg, "raft connection to %s refused: %s", p->req_addr, why);
+    peer_base_say(p->t, msg);
+    return false;
+}
+
+/* The dialled node's reply (protocol 2 and 3). */
 static void reply_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 {
     struct pending *p = s->data;
-    char why[400], msg[700];
 
     (void)b;
     if (n == 0) return;
     if (n < 0) {
-        /* Closed before a byte of the reply: what a binary that speaks
-         * protocol 1 only does with protocol 2 (it reads 24 bytes, sees
-         * another protocol and closes), and a node killed just now once.
-         * A few in a row: dial it with protocol 1 for a while (raft dials
-         * again after its retry delay). */
+        /* Closed before a byte of the reply: what a binary that does not
+         * speak this protocol does (it reads 24 bytes, sees another
+         * protocol and closes), and a node killed just now once. A few in
+         * a row: dial it with the next older protocol for a while (raft
+         * dials again after its retry delay). */
         if (p->reply_got == 0 && (n == UV_EOF || n == UV_ECONNRESET)) {
             p->struck = true;
             peer_base_old_strike(p->t, p->req_id, p->req_addr);
@@ -315,11 +377,9 @@ static void reply_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
         return;
     }
     p->reply_got += (size_t)n;
-    if (p->reply_got < REPLY) return;
+    if (p->reply_got < reply_len(p)) return;
     uv_read_stop(s);
-    if (!peer_base_cluster_ok(p->t, p->req_id, p->req_addr, get64(p->reply), why, sizeof why)) {
-        snprintf(msg, sizeof msg, "raft connection to %s refused: %s", p->req_addr, why);
-        peer_base_say(p->t, msg);
+    if (!reply_ok(p)) {
         fail_connect(p, UV_ECONNREFUSED);
         return;
     }
@@ -336,7 +396,8 @@ static void on_written(uv_write_t *w, int status)
         fail_connect(p, status < 0 ? status : UV_ECANCELED);
         return;
     }
-    if (p->v1) { /* protocol 1 has no reply: raft's messages follow */
+    if (p->version == PROTOCOL_1) { /* no reply: raft's messages follow */
+        peer_base_level_heard(p->t, p->req_id, 1);
         p->tcp->data = NULL;
         end_connect(p, p->tcp, 0);
         return;
@@ -355,7 +416,8 @@ static void on_dialed(struct peer_dial *d, uv_tcp_t *tcp, int status)
     struct pending *p = d->data;
     struct peer_base *t = p->t;
     size_t len = strlen(t->address) + 1, padded = (len + 7) / 8 * 8;
-    size_t pre = p->v1 ? PREAMBLE_1 : PREAMBLE;
+    size_t pre = p->version >= PROTOCOL ? PREAMBLE : p->version == PROTOCOL_2 ? PREAMBLE_2
+                                                                             : PREAMBLE_1;
     uv_buf_t b;
     int rv;
 
@@ -372,10 +434,11 @@ static void on_dialed(struct peer_dial *d, uv_tcp_t *tcp, int status)
         end_connect(p, NULL, UV_ENOMEM);
         return;
     }
-    put64(p->hs, p->v1 ? PROTOCOL_1 : PROTOCOL);
+    put64(p->hs, p->version);
     put64(p->hs + 8, t->id);
     put64(p->hs + 16, padded);
-    if (!p->v1) put64(p->hs + 24, t->cluster_id);
+    if (p->version >= PROTOCOL_2) put64(p->hs + 24, t->cluster_id);
+    if (p->version >= PROTOCOL) put64(p->hs + 32, peer_base_levels_word(t));
     memcpy(p->hs + pre, t->address, len);
     b = uv_buf_init((char *)p->hs, (unsigned)(pre + padded));
     p->write.data = p;
@@ -403,6 +466,7 @@ static int tcp_connect_cb(struct raft_uv_transport *base, struct raft_uv_connect
 {
     struct peer_base *t = peer_base_of(base);
     struct pending *p;
+    char why[400], msg[700];
     int rv;
 
     if (t->closing) return RAFT_CANCELED;
@@ -410,7 +474,14 @@ static int tcp_connect_cb(struct raft_uv_transport *base, struct raft_uv_connect
     if (p == NULL) return RAFT_NOMEM;
     p->req_id = id;
     snprintf(p->req_addr, sizeof p->req_addr, "%s", address);
-    p->v1 = ONLY_PROTOCOL_1 || peer_base_old_is(t, p->req_addr);
+    p->version = ONLY_PROTOCOL_1 ? PROTOCOL_1 : peer_base_dial_version(t, p->req_addr, PROTOCOL);
+    if (p->version < PROTOCOL && !peer_base_level_ok(t, id, address, 1, why, sizeof why)) {
+        /* An older binary counts as level 1: below the cluster's. */
+        snprintf(msg, sizeof msg, "raft connection to %s not made: %s", address, why);
+        peer_base_say(t, msg);
+        free(p);
+        return RAFT_NOCONNECTION;
+    }
     p->t = t;
     p->c.outbound = true;
     p->req = req;

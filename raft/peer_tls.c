@@ -119,11 +119,11 @@ static void link_closed(struct peer_link *l)
     struct raft_uv_connect *req = l->req;
 
     peer_base_remove(&t->pb, &l->conn);
-    /* Closed after a version 2 HELLO without a byte of answer: what a
-     * binary that takes version 1 only does ("malformed HELLO"), and a node
-     * killed just now once. A few in a row: dial it with version 1 for a
-     * while (raft dials again after its retry delay). */
-    if (l->conn.outbound && l->hello == PEER_HELLO_VERSION && !l->answered && l->peer_ended &&
+    /* Closed after a HELLO without a byte of answer: what a binary that
+     * does not take this version does ("malformed HELLO"), and a node
+     * killed just now once. A few in a row: dial it with the next older
+     * version for a while (raft dials again after its retry delay). */
+    if (l->conn.outbound && l->hello > PEER_HELLO_VERSION_1 && !l->answered && l->peer_ended &&
         !t->pb.closing) {
         peer_base_old_strike(&t->pb, l->peer_id, l->peer);
         l->quiet = true;
@@ -149,8 +149,9 @@ static void link_up(struct peer_link *l)
     struct peer_tls *t = l->owner;
     char want[PEER_CN_MAX];
     struct buf b = {0};
-    unsigned version = ONLY_VERSION_1 || peer_base_old_is(&t->pb, l->peer) ? PEER_HELLO_VERSION_1
-                                                                           : PEER_HELLO_VERSION;
+    unsigned version = ONLY_VERSION_1 ? PEER_HELLO_VERSION_1
+                                      : peer_base_dial_version(&t->pb, l->peer, PEER_HELLO_VERSION);
+    char why[400];
     int rv;
 
     if (!l->conn.outbound) return; /* the accepting side waits for the HELLO */
@@ -158,7 +159,14 @@ static void link_up(struct peer_link *l)
         peer_link_close(l, "its certificate names '%s', not '%s'", peer_link_cn(l), want);
         return;
     }
-    rv = peer_hello_encode(&b, version, t->pb.id, t->pb.cluster_id, t->pb.address);
+    /* An older binary counts as level 1: perhaps below the cluster's. */
+    if (version < PEER_HELLO_VERSION &&
+        !peer_base_level_ok(&t->pb, l->peer_id, l->peer, 1, why, sizeof why)) {
+        peer_link_close(l, "%s", why);
+        return;
+    }
+    rv = peer_hello_encode(&b, version, t->pb.id, t->pb.cluster_id, peer_base_levels_word(&t->pb),
+                           t->pb.address);
     if (rv == 0) rv = peer_link_send(l, b.data, b.len);
     buf_free(&b);
     if (rv != 0)
@@ -191,43 +199,67 @@ static const char *refusal(struct peer_tls *t, struct peer_link *l, const struct
     return NULL;
 }
 
+/* Accepting side, a version 3 HELLO refused: answer why, in a word, and
+ * close, logging the reason. */
+static void refuse(struct peer_tls *t, struct peer_link *l, uint8_t word, const char *why)
+{
+    uint8_t answer[PEER_HELLO_ANSWER];
+
+    answer[0] = word;
+    le_put_u64(answer + 1, t->pb.cluster_id);
+    le_put_u64(answer + 9, peer_base_levels_word(&t->pb));
+    (void)peer_link_send(l, answer, sizeof answer);
+    peer_link_close(l, "%s", why);
+}
+
 /* Accepting side: a HELLO arrived; admit the node or close. */
 static void admit(struct peer_tls *t, struct peer_link *l, const struct peer_hello *h)
 {
     uint8_t answer[PEER_HELLO_ANSWER];
+    size_t n = PEER_HELLO_ANSWER;
+    uint32_t level = h->version >= PEER_HELLO_VERSION ? peer_levels_max(h->levels) : 1;
     uv_stream_t *stream;
     char why[400];
     int rv;
 
     l->peer_id = h->id;
     if (refusal(t, l, h, why, sizeof why) != NULL) {
-        peer_link_close(l, "%s", why);
+        if (h->version >= PEER_HELLO_VERSION)
+            refuse(t, l, PEER_HELLO_REFUSED, why);
+        else
+            peer_link_close(l, "%s", why);
         return;
     }
-    if (h->version == PEER_HELLO_VERSION_1) { /* an older peer: no id, a one-byte ACK */
+    peer_base_level_heard(&t->pb, h->id, level);
+    if (h->version < PEER_HELLO_VERSION)
         peer_base_old_inbound(&t->pb, h->id, h->address);
-        answer[0] = PEER_HELLO_ACK;
-        if ((rv = peer_link_send(l, answer, 1)) != 0 ||
-            (rv = peer_link_bridge(l, &stream)) != 0) {
-            peer_link_close(l, "cannot open the bridge to raft (%d)", rv);
-            return;
+    else
+        peer_base_old_forget(&t->pb, h->address);
+    if (!peer_base_cluster_ok(&t->pb, h->id, h->address, h->cluster, why, sizeof why)) {
+        if (h->version >= PEER_HELLO_VERSION_2) {
+            answer[0] = PEER_HELLO_OTHER;
+            le_put_u64(answer + 1, t->pb.cluster_id);
+            le_put_u64(answer + 9, peer_base_levels_word(&t->pb));
+            (void)peer_link_send(l, answer,
+                                 h->version >= PEER_HELLO_VERSION ? PEER_HELLO_ANSWER
+                                                                  : PEER_HELLO_ANSWER_2);
         }
-        l->handed = true;
-        t->pb.accept_cb(t->pb.tr, h->id, h->address, stream);
-        return;
-    }
-    peer_base_old_forget(&t->pb, h->address);
-    answer[0] = PEER_HELLO_ACK;
-    if (!peer_base_cluster_ok(&t->pb, h->id, h->address, h->cluster, why, sizeof why))
-        answer[0] = PEER_HELLO_OTHER;
-    le_put_u64(answer + 1, t->pb.cluster_id);
-    if (answer[0] == PEER_HELLO_OTHER) {
-        (void)peer_link_send(l, answer, sizeof answer);
         peer_link_close(l, "%s", why);
         return;
     }
-    if ((rv = peer_link_send(l, answer, sizeof answer)) != 0 ||
-        (rv = peer_link_bridge(l, &stream)) != 0) {
+    if (!peer_base_level_ok(&t->pb, h->id, h->address, level, why, sizeof why)) {
+        if (h->version >= PEER_HELLO_VERSION)
+            refuse(t, l, PEER_HELLO_REFUSED, why);
+        else
+            peer_link_close(l, "%s", why);
+        return;
+    }
+    answer[0] = PEER_HELLO_ACK;
+    le_put_u64(answer + 1, t->pb.cluster_id);
+    le_put_u64(answer + 9, peer_base_levels_word(&t->pb));
+    if (h->version == PEER_HELLO_VERSION_1) n = 1;
+    if (h->version == PEER_HELLO_VERSION_2) n = PEER_HELLO_ANSWER_2;
+    if ((rv = peer_link_send(l, answer, n)) != 0 || (rv = peer_link_bridge(l, &stream)) != 0) {
         peer_link_close(l, "cannot open the bridge to raft (%d)", rv);
         return;
     }
@@ -252,6 +284,31 @@ static void connected(struct peer_link *l)
     req->cb(req, stream, 0);
 }
 
+/* Dialling side: the checks of a version 2 or 3 answer a (whole): the
+ * peer's cluster id and level, and its own verdict. true: connected. */
+static bool answer_ok(struct peer_tls *t, struct peer_link *l, const uint8_t *a, char *why,
+                      size_t cap)
+{
+    bool v3 = l->hello >= PEER_HELLO_VERSION;
+    uint32_t level = v3 ? peer_levels_max(le_get_u64(a + 9)) : 1;
+
+    peer_base_level_heard(&t->pb, l->peer_id, level);
+    if (!peer_base_cluster_ok(&t->pb, l->peer_id, l->peer, le_get_u64(a + 1), why, cap) ||
+        !peer_base_level_ok(&t->pb, l->peer_id, l->peer, level, why, cap))
+        return false;
+    if (a[0] == PEER_HELLO_OTHER) {
+        snprintf(why, cap, "it refused this node's cluster id");
+        return false;
+    }
+    if (a[0] == PEER_HELLO_REFUSED) {
+        snprintf(why, cap,
+                 "it refused this node (its log says why; its cluster level is %" PRIu32 ")",
+                 peer_levels_cluster(le_get_u64(a + 9)));
+        return false;
+    }
+    return true;
+}
+
 static void link_plain(struct peer_link *l, struct buf *in)
 {
     struct peer_tls *t = l->owner;
@@ -268,24 +325,22 @@ static void link_plain(struct peer_link *l, struct buf *in)
                 return;
             }
             buf_consume(in, 1);
+            peer_base_level_heard(&t->pb, l->peer_id, 1);
             connected(l);
             return;
         }
-        if (in->data[0] != PEER_HELLO_ACK && in->data[0] != PEER_HELLO_OTHER) {
+        if (in->data[0] != PEER_HELLO_ACK && in->data[0] != PEER_HELLO_OTHER &&
+            !(in->data[0] == PEER_HELLO_REFUSED && l->hello >= PEER_HELLO_VERSION)) {
             peer_link_close(l, "it answered the HELLO with 0x%02x, not an ACK", in->data[0]);
             return;
         }
-        if (in->len < PEER_HELLO_ANSWER) return;
-        if (!peer_base_cluster_ok(&t->pb, l->peer_id, l->peer, le_get_u64(in->data + 1), why,
-                                  sizeof why)) {
+        if (in->len < (l->hello >= PEER_HELLO_VERSION ? PEER_HELLO_ANSWER : PEER_HELLO_ANSWER_2))
+            return;
+        if (!answer_ok(t, l, in->data, why, sizeof why)) {
             peer_link_close(l, "%s", why);
             return;
         }
-        if (in->data[0] != PEER_HELLO_ACK) {
-            peer_link_close(l, "it refused this node's cluster id");
-            return;
-        }
-        buf_consume(in, PEER_HELLO_ANSWER);
+        buf_consume(in, l->hello >= PEER_HELLO_VERSION ? PEER_HELLO_ANSWER : PEER_HELLO_ANSWER_2);
         connected(l);
         return;
     }

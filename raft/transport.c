@@ -41,6 +41,19 @@ void transport_set_cluster(struct transport *t, uint64_t cluster_id,
     pb->adopted_arg = arg;
 }
 
+void transport_set_levels(struct transport *t, uint32_t level, uint32_t cluster_level)
+{
+    struct peer_base *pb = peer_base_of(&t->base);
+
+    pb->level = level ? level : 1;
+    pb->cluster_level = cluster_level ? cluster_level : 1;
+}
+
+uint32_t transport_peer_level(struct transport *t, uint32_t id)
+{
+    return peer_base_level_of(peer_base_of(&t->base), id);
+}
+
 int transport_set_bind_address(struct transport *t, const char *address)
 {
     return peer_base_set_bind_address(&t->base, address);

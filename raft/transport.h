@@ -51,6 +51,17 @@ void transport_set_cluster(struct transport *t, uint64_t cluster_id,
                            void (*adopted)(void *arg, uint64_t id), void *arg);
 
 /*
+ * Feature levels (raft/peer_base.h): this binary's, which every handshake
+ * tells the peer, and the cluster's committed one, below which a peer is
+ * refused. May be called again at any time.
+ */
+void transport_set_levels(struct transport *t, uint32_t level, uint32_t cluster_level);
+
+/* The level node `id` said at its last handshake with this node, 0 if
+ * none was heard. */
+uint32_t transport_peer_level(struct transport *t, uint32_t id);
+
+/*
  * Make raft listen on `address` (HOST:PORT, proto/addr.h) instead of the address it
  * advertises in the configuration: another process -- the fault harness's
  * proxy, tests/fault/proxy.c -- then listens on the advertised address and

@@ -47,8 +47,6 @@ void admin_status(struct conn *c, const struct msg *m)
     r.u.status_r.fault_kind = (uint8_t)st.fault_kind;
     r.u.status_r.fault = st.fault;
     r.u.status_r.fault_index = st.fault_index;
-    r.u.status_r.max_level = CMD_LEVEL;
-    r.u.status_r.cluster_level = store_level(c->srv->store);
     n = member_views(c->srv, views, BATON_MAX_MEMBERS);
     r.u.status_r.n_members = n;
     r.u.status_r.members = n ? members : NULL;

@@ -141,6 +141,13 @@ void batch_add(struct server *srv, const struct cmd *cmd, const struct pending *
     struct batch *b = &srv->batch;
     int rv = 0;
 
+    /* A row above the cluster's committed level (storage/cmd_table.h,
+     * level): a voter may not decode it. Clients are told why before
+     * (levels.c, level_refuse); this holds for every proposer. */
+    if (cmd_level(cmd) > 1 && (uint32_t)cmd_level(cmd) > store_level(srv->store)) {
+        fail_all(srv, p, 1, BATON_EVERSION);
+        return;
+    }
     if (b->count == CMD_MAX_BATCH) batch_flush(srv);
     if (b->count == CMD_MAX_BATCH) { /* held: no room for more */
         fail_all(srv, p, 1, BATON_ENOTLEADER);

@@ -138,6 +138,7 @@ static void propose(struct conn *c, const struct msg *m, const struct cmd *cmd,
     }
     if (cmd->session) push_attach(c->srv, cmd->session, c->id);
     if (disk_refuse(c, m->req_id, cmd)) return; /* answered ERROR(BATON_ENOSPC) */
+    if (level_refuse(c, m->req_id, cmd)) return; /* answered ERROR(BATON_EVERSION) */
     if (cmd->type == CMD_OPEN_SESSION) {
         char why[BATON_MAX_ERRMSG];
 

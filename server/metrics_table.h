@@ -45,6 +45,10 @@
     X(M_DISK_LOW, "baton_disk_low", GAUGE, NONE, NO_BUCKETS,                                \
       "1 while free space is below --min-free-mb plus the store's next growth "             \
       "(new sessions, acquires and releases that free nothing refused), else 0.")           \
+    X(M_FEATURE_LEVEL, "baton_feature_level", GAUGE, NONE, NO_BUCKETS,                      \
+      "The feature level this node's binary applies (docs/design.md, \"Feature levels\").")  \
+    X(M_CLUSTER_LEVEL, "baton_cluster_feature_level", GAUGE, NONE, NO_BUCKETS,              \
+      "The cluster's committed feature level, as this node has applied it.")                \
     /* counters */                                                                          \
     X(M_LEADER_CHANGES, "baton_leader_changes", COUNTER, NONE, NO_BUCKETS,                  \
       "Times this node saw a new leader (the first one included).")                         \

@@ -68,6 +68,8 @@ static void sample(struct server *srv)
     metrics_set(M_CONNECTIONS, (int64_t)srv->conns.n);
     metrics_set(M_DISK_FREE_BYTES, (int64_t)srv->disk_free);
     metrics_set(M_DISK_LOW, srv->disk_low);
+    metrics_set(M_FEATURE_LEVEL, CMD_LEVEL);
+    metrics_set(M_CLUSTER_LEVEL, store_level(srv->store));
     if (st.leader_changes > seen.leader_changes)
         metrics_add(M_LEADER_CHANGES, st.leader_changes - seen.leader_changes);
     for (uint64_t i = seen.snapshots; i < st.snapshots; i++) {

@@ -451,6 +451,15 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     if (rv == 0) rv = access_init(srv);
     if (rv != 0) return rv;
     if (srv->client_tls != NULL) srv->rbuf = xmalloc(LISTEN_RBUF);
+    srv->cfg.node.level = CMD_LEVEL;
+    srv->cfg.node.cluster_level = store_level(srv->store);
+    if (srv->cfg.node.cluster_level > CMD_LEVEL) {
+        log_error("the store in %s is at feature level %u; this binary applies level %u only: "
+                  "a node cannot go back below its cluster's level (docs/operations.md, "
+                  "\"Upgrades and downgrades\")",
+                  cfg->data_dir, srv->cfg.node.cluster_level, CMD_LEVEL);
+        return BATON_EVERSION;
+    }
     rv = srv->nio->open(loop, srv->store, &srv->cfg.node, &hooks, &srv->node, errmsg);
     if (rv != 0) {
         log_error("%s", errmsg);
@@ -477,6 +486,7 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     liveness_init(srv);
     guard_init(srv);
     disk_init(srv);
+    levels_init(srv);
     loop_lag_init(srv);
     keepalive_init(srv);
     uv_check_init(loop, &srv->check);
@@ -531,6 +541,7 @@ void server_stop(struct server *srv)
     liveness_close(srv);
     guard_close(srv);
     disk_close(srv);
+    levels_close(srv);
     loop_lag_close(srv);
     keepalive_close(srv);
     backup_close(srv);

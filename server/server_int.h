@@ -48,6 +48,9 @@
  *                       DELAY_END
  *  [6]  disk.c          refuse state-growing requests while the data
  *                       directory's disk is nearly full
+ *  [6]  levels.c        the cluster's feature level: SET_LEVEL once every
+ *                       voter's raft handshake says it runs it, refusing
+ *                       commands above the committed level
  *  [6]  observe.c       the metrics' gauges read from the server and raft,
  *                       their text (METRICS, /metrics), readiness (/readyz)
  *  [6]  loop_lag.c      how late the loop thread runs
@@ -182,6 +185,19 @@ struct cmd_outcome {
 };
 
 struct pending;
+
+/* What the leader knows of one voter's feature level (levels.c). */
+struct level_voter {
+    uint32_t id;
+    uint32_t level;         /* what its last raft handshake said; 0: not heard yet */
+};
+
+/* The cluster's feature level on this node (levels.c). */
+struct levels {
+    uv_timer_t timer;
+    bool raising;           /* a SET_LEVEL is proposed and not yet applied */
+    uint32_t told;          /* the committed level the raft transport has */
+};
 
 /*
  * A batched command's completion, run once on the loop thread: when its
@@ -342,6 +358,7 @@ struct server {
     uint64_t disk_step;     /* the store's next growth at the last check */
     bool disk_low;          /* below --min-free-mb + disk_step: client writes refused */
     struct member_op *member_op; /* MEMBER_ADD or MEMBER_REMOVE in flight (members.c) */
+    struct levels levels;   /* the cluster's feature level (levels.c) */
     bool check_inflight;    /* a CHECK's entry is proposed, not yet applied (admin_cmds.c) */
     struct http *http;      /* --metrics-addr's server (http.c), NULL if none */
     struct backup *backups; /* SNAPSHOT_SAVEs being dumped or sent (backup.c) */
@@ -516,6 +533,26 @@ void disk_close(struct server *srv);
  * true. A release of a hold, a cancel of a wait, a session close and the
  * leader's and operator's commands are never refused. */
 bool disk_refuse(struct conn *c, uint64_t req_id, const struct cmd *cmd);
+
+/* levels.c -- the cluster's feature level: every LEVEL_POLL_MS the ready
+ * leader proposes SET_LEVEL once every voter's raft handshake says a
+ * level above the committed one, and every node hands the committed
+ * level to its raft transport (which refuses lower peers). */
+void levels_init(struct server *srv);
+void levels_close(struct server *srv);
+/* Is cmd's row (cmd_level) of a level above the cluster's committed one?
+ * Then c has been answered ERROR(BATON_EVERSION), naming the levels and a
+ * voter that holds the cluster back, and cmd must not be proposed: true. */
+bool level_refuse(struct conn *c, uint64_t req_id, const struct cmd *cmd);
+/* The lowest level over v[0..n) and own; *low_id the voter that has it, 0
+ * if none is below own. A voter not heard from has level 0. */
+uint32_t level_voters_min(const struct level_voter *v, uint32_t n, uint32_t own,
+                          uint32_t *low_id);
+/* The raise rule: the level to propose -- the lowest over the voters and
+ * own, if above committed -- or 0: nothing to raise (a voter not heard
+ * from holds it back). Never lower. */
+uint32_t level_to_raise(const struct level_voter *v, uint32_t n, uint32_t own,
+                        uint32_t committed);
 
 /* guard.c -- limits on what one client may hold (docs/operations.md, "Limits"). */
 void guard_init(struct server *srv);       /* start the frame- and handshake-timeout sweep */

@@ -32,7 +32,8 @@
  *   5. seq < ack floor without a cached result: the client acknowledged
  *      that request's result, so this is a stale duplicate: BATON_ESTALE,
  *      nothing changes.
- *   6. seq at or above the ack floor plus STORE_MAX_CACHED_PER_SESSION:
+ *   6. seq at or above the ack floor plus STORE_MAX_CACHED_PER_SESSION,
+ *      in a cluster at feature level STORE_LEVEL_CACHED_BOUND or above:
  *      the session runs too far ahead of what it acknowledged, and its
  *      result would be one more cached result the client keeps down.
  *      Unless the command frees something of the session's (locks_frees:
@@ -120,8 +121,13 @@ static int dedup_prune(struct apply_ctx *c, const struct cmd *cmd)
 static int window_ok(struct apply_ctx *c, const struct cmd *cmd, const struct sess_rec *sess,
                      int *ok)
 {
+    uint64_t level;
+    int rc;
+
     *ok = 1;
     if (cmd->seq - sess->ack_floor < STORE_MAX_CACHED_PER_SESSION) return 0;
+    if ((rc = level_get(c->s, c->txn, &level)) != 0) return rc;
+    if (level < STORE_LEVEL_CACHED_BOUND) return 0; /* not yet in this cluster */
     return locks_frees(c, cmd, ok);
 }
 

@@ -12,8 +12,7 @@
 #include "baton/baton_defs.h"
 #include "storage/store_int.h"
 
-/* The level in txn: 1 while the key is absent. */
-static int level_get(store *s, MDB_txn *txn, uint64_t *level)
+int level_get(store *s, MDB_txn *txn, uint64_t *level)
 {
     int found, rc = meta_get_u64(s, txn, META_LEVEL, level, &found);
 

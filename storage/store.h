@@ -145,6 +145,12 @@
  * one of the session's STORE_MAX_OWNED_PER_SESSION slots) and its kept
  * ones below the floor (CMD_MAX_KEEP). */
 #define STORE_MAX_CACHED_PER_SESSION BATON_MAX_UNACKED
+/* The cluster feature level from which step 6 holds (storage/cmd_table.h,
+ * level): a binary before it applies every command whatever its seq, so
+ * the rule starts at the same entry on every node -- once the cluster's
+ * level is raised, which waits for every voter to run a binary that has
+ * it. */
+#define STORE_LEVEL_CACHED_BOUND 2
 #define STORE_MAX_SNAPS 2           /* snapshots open at once: raft's and a backup's */
 
 typedef struct store store;

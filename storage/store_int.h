@@ -199,6 +199,12 @@ struct store {
 typedef int store_txn_fn(store *s, MDB_txn *txn, void *arg);
 int store__write(store *s, store_txn_fn *fn, void *arg);
 
+/* ---- level.c ----------------------------------------------------------- */
+
+/* The cluster's committed feature level in txn: 1 while the key is
+ * absent. */
+int level_get(store *s, MDB_txn *txn, uint64_t *level);
+
 /* ---- dump.c, snapshot.c, snapshot_bg.c ---------------------------------- */
 
 /* The meta keys that are state (the cluster's level, then the three

@@ -41,6 +41,7 @@
 #include "proto/buf.h"
 #include "proto/msg.h"
 #include "tests/lib/clock.h"
+#include "storage/cmd_table.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/runner.h"
@@ -934,6 +935,8 @@ TEST(release_flood_never_acknowledged)
 
     start3_with(EXTRA_FLOOD);
     b = normal_client();
+    /* The bound holds from the feature level that brought it in. */
+    ASSERT_EQ(cluster_wait_gauge(&C, "baton_cluster_feature_level", CMD_LEVEL, 15000), 0);
     rss = vmrss_kb(C.nodes[L].pid);
     for (int i = 0; i < C.n; i++) before[i] = store_file_size(i);
 

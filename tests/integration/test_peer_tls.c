@@ -43,6 +43,7 @@
 #include "baton/baton.h"
 #include "proto/buf.h"
 #include "raft/peer_hello.h"
+#include "storage/cmd_table.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
 #include "tests/lib/files.h"
@@ -131,6 +132,7 @@ static void hello(struct buf *b, uint64_t id, const char *addr)
     ASSERT_EQ(buf_put_u32(b, PEER_HELLO_VERSION), 0);
     ASSERT_EQ(buf_put_u64(b, id), 0);
     ASSERT_EQ(buf_put_u64(b, 0), 0); /* no cluster id yet, as a --join node */
+    ASSERT_EQ(buf_put_u64(b, CMD_LEVEL), 0); /* this build's level, cluster level unknown */
     ASSERT_EQ(buf_put_u16(b, (uint16_t)strlen(addr)), 0);
     ASSERT_EQ(buf_put(b, addr, strlen(addr)), 0);
 }

@@ -33,6 +33,7 @@
 #include "tests/lib/files.h"
 #include "tests/lib/jsonget.h"
 #include "tests/lib/proc.h"
+#include "tests/lib/scrape.h"
 
 #define MAX_SLOTS 8
 #define STOP_TIMEOUT_MS 10000
@@ -703,6 +704,67 @@ static int query_status(const struct cluster *c, int i, int timeout_ms,
 out:
     tls_sock_close(&s);
     return rv;
+}
+
+double cluster_node_gauge(struct cluster *c, int i, const char *key, int timeout_ms)
+{
+    struct msg hello = {.type = MSG_HELLO, .req_id = 1}, req = {.type = MSG_METRICS, .req_id = 2};
+    int64_t deadline = now_ms() + timeout_ms;
+    struct tls_sock_cfg cfg;
+    struct tls_sock s;
+    double v = -1;
+
+    if (i < 0 || i >= c->n) return -1;
+    hello.u.hello.version = BATON_PROTO_VERSION;
+    hello.u.hello.client_name.p = "cluster-harness";
+    hello.u.hello.client_name.n = (uint16_t)strlen("cluster-harness");
+    hello.u.hello.token.p = c->admin_token;
+    hello.u.hello.token.n = (uint16_t)strlen(c->admin_token);
+    cluster_sock_cfg(c, &cfg);
+    cfg.ip = c->nodes[i].ip;
+    if (tls_sock_connect(&s, c->nodes[i].client_port, &cfg, timeout_ms) != 0) return -1;
+    if (tls_sock_send_msg(&s, &hello) != 0 || tls_sock_send_msg(&s, &req) != 0) goto out;
+    while (now_ms() < deadline) {
+        struct msg m;
+        int done = 0;
+
+        if (tls_sock_recv_msg(&s, &m, (int)(deadline - now_ms())) != 0) break;
+        if (m.type == MSG_METRICS_R && m.req_id == 2) {
+            struct buf text = {0};
+            for (uint32_t k = 0; k < m.u.metrics_r.n; k++)
+                (void)buf_put(&text, m.u.metrics_r.chunks[k].text.p, m.u.metrics_r.chunks[k].text.n);
+            if (buf_put(&text, "", 1) == 0) v = scrape_value((const char *)text.data, key);
+            buf_free(&text);
+            done = 1;
+        } else if (m.type != MSG_HELLO_OK) {
+            done = 1;
+        }
+        msg_free(&m);
+        if (done) break;
+    }
+out:
+    tls_sock_close(&s);
+    return v;
+}
+
+int cluster_wait_gauge(struct cluster *c, const char *key, double want, int timeout_ms)
+{
+    int64_t deadline = now_ms() + timeout_ms;
+
+    for (;;) {
+        int n = 0, running = 0;
+
+        for (int i = 0; i < c->n; i++) {
+            if (c->nodes[i].pid <= 0 || c->nodes[i].stopped) continue;
+            running++;
+            if (cluster_node_gauge(c, i, key, 1000) == want) n++;
+        }
+        if (running > 0 && n == running) return 0;
+        if (now_ms() >= deadline) break;
+        sleep_ms(100);
+    }
+    fprintf(stderr, "# cluster: %s never reached %g on every running node\n", key, want);
+    return -1;
 }
 
 int cluster_node_status(struct cluster *c, int i, struct cluster_status *st, int timeout_ms)

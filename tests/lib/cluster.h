@@ -199,6 +199,22 @@ int cluster_wait_leader(struct cluster *c, int timeout_ms);
 int cluster_node_status(struct cluster *c, int i, struct cluster_status *st, int timeout_ms);
 
 /*
+ * The value of the sample `key` (a metric name with its labels, as
+ * tests/lib/scrape.h's scrape_value takes it) in node i's METRICS reply,
+ * as the admin: -1 if it did not answer within timeout_ms or has no such
+ * sample.
+ */
+double cluster_node_gauge(struct cluster *c, int i, const char *key, int timeout_ms);
+
+/*
+ * Wait (at most timeout_ms) until every running node's METRICS shows
+ * `key` at `want` -- e.g. baton_cluster_feature_level at CMD_LEVEL, once
+ * the leader has raised the cluster's feature level. 0, or -1 after
+ * saying so on stderr.
+ */
+int cluster_wait_gauge(struct cluster *c, const char *key, double want, int timeout_ms);
+
+/*
  * Wait until node i answers STATUS (it has opened its store and its client
  * port), at most timeout_ms. 0, or -1 (also if the node exited; that is
  * reported with its log tail).

@@ -167,8 +167,6 @@ int msg_sample(int type, struct msg *m)
         m->u.status_r.fault_kind = FAULT_APPLY;
         m->u.status_r.fault = BATON_ENOSPC;
         m->u.status_r.fault_index = 118;
-        m->u.status_r.max_level = 2;
-        m->u.status_r.cluster_level = 1;
         break;
     case MSG_LOCK_INFO:
         m->u.lock_info.lock = S("jobs/1");

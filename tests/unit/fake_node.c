@@ -30,6 +30,7 @@ struct node {
     struct op *head, **tail;
     struct effects fx;
     bool leading, want_leading, closing;
+    uint32_t cluster_level;     /* the last set_cluster_level */
     void (*closed_cb)(void *data);
     void *closed_data;
     struct fake_node_stats stats;
@@ -270,6 +271,17 @@ static void fake_get_status(struct node *n, struct node_status *st)
     st->leader_changes = n->leading ? 1 : 0;
 }
 
+static void fake_set_cluster_level(struct node *n, uint32_t level)
+{
+    n->cluster_level = level;
+}
+
+/* The fake cluster has one voter, this node. */
+static uint32_t fake_peer_level(struct node *n, uint32_t id)
+{
+    return id == n->cfg->id ? n->cfg->level : 0;
+}
+
 static void tick_closed(uv_handle_t *h)
 {
     struct node *n = h->data;
@@ -319,6 +331,8 @@ const struct node_io fake_node_io = {
     .successor = fake_successor,
     .settled_leader = fake_settled_leader,
     .get_status = fake_get_status,
+    .set_cluster_level = fake_set_cluster_level,
+    .peer_level = fake_peer_level,
     .close = fake_close,
     .free = fake_free,
 };

@@ -214,8 +214,6 @@ void sample(int type, int v, struct msg *m)
         s->fault_kind = U8(v, FAULT_LOG);
         s->fault = I32(v, BATON_EIO);
         s->fault_index = U64(v, 0x9192939495969798ull);
-        s->max_level = U32(v, 0xB1B2B3B4u);
-        s->cluster_level = U32(v, 0xC1C2C3C4u);
         break;
     }
     case MSG_LOCK_INFO:
@@ -557,8 +555,6 @@ void assert_msg_eq(const struct msg *a, const struct msg *b)
         ASSERT_EQ(x->fault_kind, y->fault_kind);
         ASSERT_EQ(x->fault, y->fault);
         ASSERT_UEQ(x->fault_index, y->fault_index);
-        ASSERT_UEQ(x->max_level, y->max_level);
-        ASSERT_UEQ(x->cluster_level, y->cluster_level);
         ASSERT_UEQ(x->auth_digest, y->auth_digest);
         ASSERT_UEQ(x->check_index, y->check_index);
         ASSERT_UEQ(x->content_hash, y->content_hash);

@@ -139,6 +139,24 @@ static void release_flood(struct fixture *f, uint64_t s, uint64_t from, uint64_t
 }
 
 /*
+ * Below feature level STORE_LEVEL_CACHED_BOUND (a cluster not yet raised,
+ * whose voters may run older binaries), no command is refused for its
+ * seq: seq N + 1 runs as every older binary runs it, so all apply alike.
+ */
+TEST(cached_results_unbounded_below_their_level)
+{
+    enum { N = STORE_MAX_CACHED_PER_SESSION };
+    struct fixture f;
+    uint64_t a;
+
+    setup(&f);
+    a = open_session(&f);
+    release_flood(&f, a, 1, N + 1);
+    ASSERT_EQ(count_in(&f, DB_DEDUP), N + 1);
+    teardown(&f);
+}
+
+/*
  * A session that never acknowledges (ack_below stuck at 1) gets exactly
  * STORE_MAX_CACHED_PER_SESSION results cached, seqs 1..N: seq N + 1 is
  * refused with BATON_ELIMIT, changes nothing and caches nothing, so its
@@ -157,6 +175,9 @@ TEST(cached_results_bounded_per_session)
     uint64_t a, b, fh;
 
     setup(&f);
+    ASSERT_EQ(run(&f, (struct cmd){.type = CMD_SET_LEVEL, .session = STORE_LEVEL_CACHED_BOUND})
+                  .status,
+              0);
     a = open_session(&f);
     b = open_session(&f);
     grant(&f, b, 1, "held");
@@ -915,6 +936,7 @@ int main(int argc, char **argv)
     RUN(repeated_request_returns_cached_result_and_changes_nothing);
     RUN(ack_below_prunes_and_stale_retries_are_refused);
     RUN(long_wait_keeps_the_cache_bounded);
+    RUN(cached_results_unbounded_below_their_level);
     RUN(cached_results_bounded_per_session);
     RUN(keep_list_rules);
     RUN(exactly_once_under_random_delivery);

@@ -1075,6 +1075,89 @@ TEST(prefix_principal_sees_no_other_prefix_in_metrics_or_watches)
     unlink(path);
 }
 
+/* ---- the feature level (server/levels.c) ---------------------------------- */
+
+/* The raise rule: the lowest level over the voters (not heard from yet: 0)
+ * and the leader's own binary, if above the committed level; never lower. */
+TEST(level_raise_rule)
+{
+    struct level_voter v[3] = {{2, 2}, {3, 2}, {4, 2}};
+    uint32_t low;
+
+    ASSERT_EQ(level_to_raise(v, 3, 2, 1), 2);
+    ASSERT_EQ(level_to_raise(v, 0, 2, 1), 2);  /* a cluster of one */
+    ASSERT_EQ(level_to_raise(v, 3, 1, 1), 0);  /* the leader's own binary is level 1 */
+    ASSERT_EQ(level_to_raise(v, 3, 2, 2), 0);  /* there already */
+    ASSERT_EQ(level_to_raise(v, 3, 2, 3), 0);  /* never lower */
+    v[1].level = 1;
+    ASSERT_EQ(level_to_raise(v, 3, 2, 1), 0);
+    ASSERT_EQ(level_voters_min(v, 3, 2, &low), 1);
+    ASSERT_EQ(low, 3);
+    v[1].level = 0; /* not heard from yet: holds the raise back */
+    ASSERT_EQ(level_to_raise(v, 3, 2, 1), 0);
+    ASSERT_EQ(level_voters_min(v, 3, 2, &low), 0);
+    ASSERT_EQ(low, 3);
+    v[1].level = 3;
+    ASSERT_EQ(level_to_raise(v, 3, 3, 1), 2); /* the lowest, not the highest */
+    ASSERT_EQ(level_voters_min(v, 3, 2, &low), 2);
+    ASSERT_EQ(low, 0);
+}
+
+struct level_probe_arg {
+    uint32_t level;
+    int status;
+};
+
+/* The committed level, read on the loop. */
+static void level_read(struct lf *f, void *arg)
+{
+    ((struct level_probe_arg *)arg)->level = store_level(f->srv.store);
+}
+
+static void record_status(struct server *srv, const struct pending *p, const struct cmd_outcome *o)
+{
+    (void)srv;
+    ((struct level_probe_arg *)(uintptr_t)p->conn_id)->status = o->status;
+}
+
+/* A SET_LEVEL 2 batched as any command is. */
+static void level_batch(struct lf *f, void *arg)
+{
+    struct cmd cmd = {.type = CMD_SET_LEVEL, .session = 2};
+    struct pending p;
+
+    pending_init(&p, record_status, (uint64_t)(uintptr_t)arg, 0, &cmd);
+    batch_add(&f->srv, &cmd, &p);
+}
+
+/* In process, a leader of one: a command of level 2 is refused while the
+ * committed level is 1, whoever proposes it; the leader raises the level
+ * to its own binary's (it has no other voter) at its first poll, a second
+ * after it started, and not before. */
+TEST(leader_of_one_raises_the_level_and_refuses_above_it)
+{
+    struct lf f;
+    struct level_probe_arg a = {0};
+
+    lf_start(&f, NULL);
+    lf_on_loop(&f, level_read, &a);
+    ASSERT_EQ(a.level, 1);
+    a.status = 1;
+    lf_on_loop(&f, level_batch, &a);
+    ASSERT_EQ(a.status, BATON_EVERSION);
+    lf_advance(&f, 998);
+    usleep(100000);
+    lf_on_loop(&f, level_read, &a);
+    ASSERT_EQ(a.level, 1);
+    lf_advance(&f, 2);
+    for (int i = 0; i < 100 && a.level < CMD_LEVEL; i++) {
+        usleep(20000);
+        lf_on_loop(&f, level_read, &a);
+    }
+    ASSERT_EQ(a.level, CMD_LEVEL);
+    lf_stop(&f);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -1097,5 +1180,7 @@ int main(int argc, char **argv)
     RUN(waiter_kept_across_lost_leadership);
     RUN(new_leader_gives_every_session_a_fresh_lease);
     RUN(last_sessions_kept_for_admins);
+    RUN(level_raise_rule);
+    RUN(leader_of_one_raises_the_level_and_refuses_above_it);
     return runner_done();
 }

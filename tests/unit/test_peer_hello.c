@@ -1,7 +1,7 @@
 /*
  * test_peer_hello.c -- the HELLO that opens a raft connection under mutual
- * TLS (raft/peer_hello.h): its exact bytes (version 2, and version 1 of
- * the binary before the cluster id), parsing whole, in pieces and
+ * TLS (raft/peer_hello.h): its exact bytes (version 3, and versions 2
+ * and 1 of older binaries), parsing whole, in pieces and
  * with trailing bytes, every malformed form, and the certificate name of a
  * node id.
  */
@@ -14,18 +14,43 @@
 
 TEST(hello_bytes)
 {
-    static const uint8_t want[] = {2,   0,   0,   0,   7,   0,   0,   0,   0,   0,   0,
-                                   0,   0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,
-                                   11,  0,   '1', '.', '2', '.', '3', '.', '4', ':', '5',
-                                   '6', '7'};
+    static const uint8_t want[] = {3,    0,    0,    0,    7,    0,    0,    0,    0,    0,
+                                   0,    0,    0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,
+                                   2,    0,    0,    0,    1,    0,    0,    0,    11,   0,
+                                   '1',  '.',  '2',  '.',  '3',  '.',  '4',  ':',  '5',  '6',
+                                   '7'};
     struct buf b = {0};
     struct peer_hello h;
 
-    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 7, 0x1122334455667788ull, "1.2.3.4:567"), 0);
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 7, 0x1122334455667788ull,
+                                (uint64_t)1 << 32 | 2, "1.2.3.4:567"),
+              0);
     ASSERT_EQ(b.len, sizeof want);
     ASSERT(memcmp(b.data, want, sizeof want) == 0);
     ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), (int)b.len);
     ASSERT_UEQ(h.cluster, 0x1122334455667788ull);
+    ASSERT_UEQ(h.levels, (uint64_t)1 << 32 | 2);
+    buf_free(&b);
+}
+
+/* Version 2, the binary's before feature levels: no levels field. */
+TEST(hello_version_2)
+{
+    static const uint8_t want[] = {2,    0,    0,    0,    7,    0,    0,    0,    0,    0,    0,
+                                   0,    0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 11,   0,
+                                   '1',  '.',  '2',  '.',  '3',  '.',  '4',  ':',  '5',  '6',  '7'};
+    struct buf b = {0};
+    struct peer_hello h;
+
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION_2, 7, 0x1122334455667788ull, 5,
+                                "1.2.3.4:567"),
+              0);
+    ASSERT_EQ(b.len, sizeof want);
+    ASSERT(memcmp(b.data, want, sizeof want) == 0);
+    ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), (int)b.len);
+    ASSERT_EQ(h.version, PEER_HELLO_VERSION_2);
+    ASSERT_UEQ(h.cluster, 0x1122334455667788ull);
+    ASSERT_UEQ(h.levels, 0);
     buf_free(&b);
 }
 
@@ -37,7 +62,7 @@ TEST(hello_version_1)
     struct buf b = {0};
     struct peer_hello h;
 
-    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION_1, 7, 0x99, "a:1"), 0);
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION_1, 7, 0x99, 0, "a:1"), 0);
     ASSERT_EQ(b.len, sizeof want);
     ASSERT(memcmp(b.data, want, sizeof want) == 0);
     ASSERT_EQ(buf_put(&b, "raft", 4), 0);
@@ -48,7 +73,7 @@ TEST(hello_version_1)
     ASSERT_UEQ(h.cluster, 0);
     ASSERT_STREQ(h.address, "a:1");
     buf_free(&b);
-    ASSERT_EQ(peer_hello_encode(&b, 3, 7, 0, "a:1"), BATON_EINVAL);
+    ASSERT_EQ(peer_hello_encode(&b, 4, 7, 0, 0, "a:1"), BATON_EINVAL);
     buf_free(&b);
 }
 
@@ -57,7 +82,7 @@ TEST(hello_round_trip_in_pieces)
     struct buf b = {0};
     struct peer_hello h;
 
-    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 4000000000u, 0, "127.0.0.1:7101"), 0);
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 4000000000u, 0, 2, "127.0.0.1:7101"), 0);
     ASSERT_EQ(buf_put(&b, "raft", 4), 0); /* what follows is not the HELLO's */
     for (size_t n = 0; n < b.len - 4; n++) ASSERT_EQ(peer_hello_parse(b.data, n, &h), 0);
     ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), (int)(b.len - 4));
@@ -73,32 +98,32 @@ TEST(hello_malformed)
     char longest[BATON_MAX_ADDR + 2];
 
     /* Another version. */
-    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, "a:1"), 0);
-    b.data[0] = 3;
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, 2, "a:1"), 0);
+    b.data[0] = 4;
     ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), BATON_EMALFORMED);
     /* Node id 0. */
     buf_reset(&b);
-    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 0, 9, "a:1"), 0);
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 0, 9, 2, "a:1"), 0);
     ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), BATON_EMALFORMED);
     /* A length of 0, or beyond BATON_MAX_ADDR: refused from the header. */
     buf_reset(&b);
-    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, "a:1"), 0);
-    b.data[20] = 0;
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, 2, "a:1"), 0);
+    b.data[28] = 0;
     ASSERT_EQ(peer_hello_parse(b.data, PEER_HELLO_HEADER, &h), BATON_EMALFORMED);
-    b.data[20] = BATON_MAX_ADDR + 1;
+    b.data[28] = BATON_MAX_ADDR + 1;
     ASSERT_EQ(peer_hello_parse(b.data, PEER_HELLO_HEADER, &h), BATON_EMALFORMED);
     /* A NUL inside the address. */
-    b.data[20] = 3;
+    b.data[28] = 3;
     b.data[PEER_HELLO_HEADER + 1] = '\0';
     ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), BATON_EMALFORMED);
     buf_free(&b);
     /* The encoder refuses what the parser would. */
     memset(longest, 'x', sizeof longest - 1);
     longest[sizeof longest - 1] = '\0';
-    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, longest), BATON_EINVAL);
-    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, ""), BATON_EINVAL);
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, 2, longest), BATON_EINVAL);
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, 2, ""), BATON_EINVAL);
     longest[BATON_MAX_ADDR] = '\0';
-    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, longest), 0);
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, 2, longest), 0);
     ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), (int)PEER_HELLO_MAX);
     buf_free(&b);
 }
@@ -115,6 +140,7 @@ int main(int argc, char **argv)
 {
     runner_init(argc, argv);
     RUN(hello_bytes);
+    RUN(hello_version_2);
     RUN(hello_version_1);
     RUN(hello_round_trip_in_pieces);
     RUN(hello_malformed);

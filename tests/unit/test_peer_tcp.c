@@ -26,6 +26,9 @@
 #include "tests/lib/runner.h"
 #include "tests/lib/tloop.h"
 
+/* Is addr dialled with an older handshake than the newest (3)? */
+#define OLD_IS(pb, addr) (peer_base_dial_version((pb), (addr), 3) < 3)
+
 struct side {
     struct raft_uv_transport t;
     raft_id accepted_id;
@@ -166,7 +169,7 @@ TEST(handshake_checks_the_cluster)
                               "0000000000000abc") != NULL);
     ASSERT(strstr(other.last_log, "belongs to cluster 0000000000000abc, this node to cluster "
                                   "0000000000000def") != NULL);
-    ASSERT(!peer_base_old_is(peer_base_of(&other.t), b_dial)); /* it answered: not older */
+    ASSERT(!OLD_IS(peer_base_of(&other.t), b_dial)); /* it answered: not older */
 
     /* A node without an id takes the first one presented, then keeps it. */
     r4.data = &a;
@@ -215,6 +218,84 @@ static int dial_protocol_1(const char *addr, uint64_t id)
     return fd;
 }
 
+/* Feature levels: each handshake tells the peer's level both ways; a node
+ * whose cluster level is 2 refuses a peer of level 1, dialling or dialled,
+ * answers the refusal (never taken for an older binary), and both sides
+ * log why; a peer of level 2 is taken. */
+TEST(handshake_refuses_a_level_below_the_clusters)
+{
+    struct tloop L;
+    struct side hi = {0}, lo = {0}, up = {0};
+    struct raft_uv_connect r1 = {0}, r2 = {0}, r3 = {0};
+    char hi_addr[64], lo_addr[64], up_addr[64];
+
+    tloop_init(&L);
+    snprintf(hi_addr, sizeof hi_addr, "127.0.0.1:%d", free_port());
+    snprintf(lo_addr, sizeof lo_addr, "127.0.0.1:%d", free_port());
+    snprintf(up_addr, sizeof up_addr, "127.0.0.1:%d", free_port());
+    ASSERT_EQ(peer_tcp_init(&hi.t, &L.loop), 0);
+    ASSERT_EQ(peer_tcp_init(&lo.t, &L.loop), 0);
+    ASSERT_EQ(peer_tcp_init(&up.t, &L.loop), 0);
+    side_cluster(&hi, 0xabcull);
+    side_cluster(&lo, 0xabcull);
+    side_cluster(&up, 0xabcull);
+    peer_base_of(&hi.t)->level = 2;
+    peer_base_of(&hi.t)->cluster_level = 2;
+    peer_base_of(&lo.t)->level = 1;
+    peer_base_of(&lo.t)->cluster_level = 1;
+    peer_base_of(&up.t)->level = 2;
+    peer_base_of(&up.t)->cluster_level = 1;
+    ASSERT_EQ(hi.t.init(&hi.t, 1, hi_addr), 0);
+    ASSERT_EQ(lo.t.init(&lo.t, 2, lo_addr), 0);
+    ASSERT_EQ(up.t.init(&up.t, 3, up_addr), 0);
+    ASSERT_EQ(hi.t.listen(&hi.t, on_accept), 0);
+    ASSERT_EQ(lo.t.listen(&lo.t, on_accept), 0);
+    ASSERT_EQ(up.t.listen(&up.t, on_accept), 0);
+
+    /* The lower node dials: refused with an answer, both sides say why. */
+    r1.data = &lo;
+    ASSERT_EQ(lo.t.connect(&lo.t, &r1, 1, hi_addr, on_connect), 0);
+    run_until(&L, &lo.failed, 1, 5000);
+    run_until(&L, &hi.logged, 1, 5000);
+    ASSERT_EQ(hi.accepted, 0);
+    ASSERT(strstr(hi.last_log, "runs a binary of feature level 1, below the cluster's level 2") !=
+           NULL);
+    ASSERT(strstr(lo.last_log, "it refused this node") != NULL);
+    ASSERT(strstr(lo.last_log, "its cluster level is 2") != NULL);
+    ASSERT_EQ(peer_base_dial_version(peer_base_of(&lo.t), hi_addr, 3), 3); /* answered */
+    ASSERT_EQ(peer_base_level_of(peer_base_of(&hi.t), 2), 1);
+    ASSERT_EQ(peer_base_level_of(peer_base_of(&lo.t), 1), 2);
+
+    /* The higher node dials the lower: refused on the reply's level. */
+    peer_base_of(&hi.t)->log_at = 0;
+    r2.data = &hi;
+    ASSERT_EQ(hi.t.connect(&hi.t, &r2, 2, lo_addr, on_connect), 0);
+    run_until(&L, &hi.failed, 1, 5000);
+    ASSERT_EQ(hi.connected, 0);
+    ASSERT(strstr(hi.last_log, "raft connection to") != NULL);
+    ASSERT(strstr(hi.last_log, "feature level 1") != NULL);
+
+    /* A node of level 2 (its cluster still at 1) is taken either way. */
+    r3.data = &up;
+    ASSERT_EQ(up.t.connect(&up.t, &r3, 1, hi_addr, on_connect), 0);
+    run_until(&L, &up.connected, 1, 5000);
+    run_until(&L, &hi.accepted, 1, 5000);
+    ASSERT_EQ(peer_base_level_of(peer_base_of(&hi.t), 3), 2);
+    ASSERT_EQ(peer_base_level_of(peer_base_of(&up.t), 1), 2);
+    ASSERT_EQ(peer_base_level_of(peer_base_of(&up.t), 2), 0); /* never heard */
+
+    hi.t.close(&hi.t, on_close);
+    lo.t.close(&lo.t, on_close);
+    up.t.close(&up.t, on_close);
+    run_until(&L, &hi.closed, 1, 5000);
+    run_until(&L, &lo.closed, 1, 5000);
+    run_until(&L, &up.closed, 1, 5000);
+    peer_base_free(&hi.t);
+    peer_base_free(&lo.t);
+    peer_base_free(&up.t);
+    tloop_done(&L);
+}
+
 /* libraft's own transport speaks protocol 1, without a cluster id, as the
  * baton binary before the cluster id did, and closes a connection that
  * opens with protocol 2 after reading 24 bytes of it. Its dialling our
@@ -227,7 +308,7 @@ TEST(libraft_handshake_is_an_older_peers)
 {
     struct tloop L;
     struct side lib = {0}, ours = {0};
-    struct raft_uv_connect r1 = {0}, r2 = {0}, r3 = {0}, r4[PEER_BASE_OLD_STRIKES] = {0};
+    struct raft_uv_connect r1 = {0}, r2 = {0}, r3 = {0}, r4[2 * PEER_BASE_OLD_STRIKES] = {0};
     char lib_addr[64], our_addr[64], byte;
     struct pollfd pfd;
     int fd;
@@ -253,7 +334,7 @@ TEST(libraft_handshake_is_an_older_peers)
     ASSERT_EQ(ours.logged, 1);
     ASSERT(strstr(ours.last_log, "connected with the handshake of an older binary") != NULL);
     ASSERT(strstr(ours.last_log, lib_addr) != NULL);
-    ASSERT(!peer_base_old_is(peer_base_of(&ours.t), lib_addr)); /* not our own evidence */
+    ASSERT(!OLD_IS(peer_base_of(&ours.t), lib_addr)); /* not our own evidence */
 
     /* A protocol 1 dialler gets no byte back: only the end of the stream
      * the test's accept callback closes. */
@@ -265,15 +346,18 @@ TEST(libraft_handshake_is_an_older_peers)
     ASSERT_EQ(read(fd, &byte, 1), 0);
     close(fd);
 
-    /* Our side dials libraft: protocol 2, closed unanswered, a few times. */
+    /* Our side dials libraft: protocols 3 and 2, closed unanswered, a few
+     * times each. */
     peer_base_of(&ours.t)->log_at = 0; /* the log's rate limit: a line may go now */
-    for (int k = 0; k < PEER_BASE_OLD_STRIKES; k++) {
-        ASSERT(!peer_base_old_is(peer_base_of(&ours.t), lib_addr));
+    for (int k = 0; k < 2 * PEER_BASE_OLD_STRIKES; k++) {
+        /* protocol 3, then (three strikes on) protocol 2: each closed */
+        ASSERT_EQ(peer_base_dial_version(peer_base_of(&ours.t), lib_addr, 3),
+                  3 - k / PEER_BASE_OLD_STRIKES);
         r4[k].data = &ours;
         ASSERT_EQ(ours.t.connect(&ours.t, &r4[k], 1, lib_addr, on_connect), 0);
         run_until(&L, &ours.failed, k + 1, 8000);
     }
-    ASSERT(peer_base_old_is(peer_base_of(&ours.t), lib_addr));
+    ASSERT_EQ(peer_base_dial_version(peer_base_of(&ours.t), lib_addr, 3), 1);
     ASSERT_EQ(lib.accepted, 0);
     ASSERT_EQ(ours.logged, 2);
     ASSERT(strstr(ours.last_log, "runs an older binary (it closed 3 handshakes") != NULL);
@@ -284,15 +368,15 @@ TEST(libraft_handshake_is_an_older_peers)
     run_until(&L, &ours.connected, 1, 5000);
     ASSERT_EQ(lib.accepted_id, 2);
     ASSERT_STREQ(lib.accepted_addr, our_addr);
-    ASSERT_EQ(ours.failed, PEER_BASE_OLD_STRIKES);
-    /* Forgotten: protocol 2 first again. */
+    ASSERT_EQ(ours.failed, 2 * PEER_BASE_OLD_STRIKES);
+    /* Forgotten: protocol 3 first again. */
     peer_base_old_forget(peer_base_of(&ours.t), lib_addr);
-    ASSERT(!peer_base_old_is(peer_base_of(&ours.t), lib_addr));
+    ASSERT(!OLD_IS(peer_base_of(&ours.t), lib_addr));
     r3.data = &ours;
     ASSERT_EQ(ours.t.connect(&ours.t, &r3, 1, lib_addr, on_connect), 0);
-    run_until(&L, &ours.failed, PEER_BASE_OLD_STRIKES + 1, 8000);
+    run_until(&L, &ours.failed, 2 * PEER_BASE_OLD_STRIKES + 1, 8000);
     ASSERT_EQ(lib.accepted, 1);
-    ASSERT(!peer_base_old_is(peer_base_of(&ours.t), lib_addr));
+    ASSERT(!OLD_IS(peer_base_of(&ours.t), lib_addr));
 
     lib.t.close(&lib.t, on_close);
     ours.t.close(&ours.t, on_close);
@@ -329,6 +413,7 @@ int main(int argc, char **argv)
 {
     runner_init(argc, argv);
     RUN(handshake_checks_the_cluster);
+    RUN(handshake_refuses_a_level_below_the_clusters);
     RUN(libraft_handshake_is_an_older_peers);
     RUN(close_cancels_connects);
     return runner_done();

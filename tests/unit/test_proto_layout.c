@@ -370,7 +370,7 @@ TEST(golden_bytes_lock_delay)
 TEST(golden_bytes_status_r)
 {
     static const uint8_t status_r[] = {
-        0x7A, 0x00, 0x00, 0x00,                         /* len 122 */
+        0x72, 0x00, 0x00, 0x00,                         /* len 114 */
         0x0E, 0x00,                                     /* STATUS_R */
         0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* req_id */
         0x02, 0x00, 0x00, 0x00,                         /* node_id */
@@ -391,8 +391,6 @@ TEST(golden_bytes_status_r)
         0x01,                                           /* FAULT_APPLY */
         0xFC, 0xFF, 0xFF, 0xFF,                         /* fault: -4 */
         0x06, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* fault_index */
-        0x02, 0x00, 0x00, 0x00,                         /* max_level */
-        0x01, 0x00, 0x00, 0x00,                         /* cluster_level */
     };
     struct msg_member mb = {.id = 2};
     struct msg m, d;
@@ -419,8 +417,6 @@ TEST(golden_bytes_status_r)
     m.u.status_r.fault_kind = FAULT_APPLY;
     m.u.status_r.fault = -4;
     m.u.status_r.fault_index = 6;
-    m.u.status_r.max_level = 2;
-    m.u.status_r.cluster_level = 1;
     ASSERT_EQ(proto_encode(&b, &m), 0);
     ASSERT_UEQ(b.len, sizeof status_r);
     ASSERT(memcmp(b.data, status_r, sizeof status_r) == 0);
@@ -587,8 +583,6 @@ static void spec_frame(const struct msg *m, struct buf *w)
         buf_put_u8(w, x->fault_kind);
         buf_put_i32(w, x->fault);
         buf_put_u64(w, x->fault_index);
-        buf_put_u32(w, x->max_level);
-        buf_put_u32(w, x->cluster_level);
         break;
     }
     case MSG_LOCK_INFO: /* {str lock} */

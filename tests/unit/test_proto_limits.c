@@ -252,8 +252,6 @@ static void forge_status_r(struct buf *b, uint32_t count, uint32_t present)
     buf_put_u8(b, 1);                      /* fault_kind */
     buf_put_i32(b, -4023);                 /* fault */
     buf_put_u64(b, 0x2122232425262728ull); /* fault_index */
-    buf_put_u32(b, 2);                     /* max_level */
-    buf_put_u32(b, 1);                     /* cluster_level */
     end_frame(b);
 }
 

@@ -1,0 +1,83 @@
+/*
+ * test_levels.c -- the cluster's feature level in a rolling upgrade
+ * (docs/operations.md, "Upgrades and downgrades"), with real batond
+ * processes: one voter runs BUILD/level1/batond, a binary of feature level
+ * 1 (the Makefile's LEVEL1: storage/ and server/ built with
+ * BATON_TEST_MAX_LEVEL=1), the others this build's. The cluster stays at
+ * level 1 while that voter runs it -- its raft handshakes say so -- and
+ * every node's metrics show its binary's level and the cluster's; once it
+ * runs the full binary the leader raises the level on its own, every node
+ * applies it, and states stay equal. The level-1 binary then refuses to
+ * start on that node's data (its store is at a level it cannot apply).
+ */
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/cmd_table.h"
+#include "tests/lib/clock.h"
+#include "tests/lib/cluster.h"
+#include "tests/lib/files.h"
+#include "tests/lib/runner.h"
+
+/* A gauge of node i's METRICS. */
+static double gauge(struct cluster *c, int i, const char *key)
+{
+    return cluster_node_gauge(c, i, key, 5000);
+}
+
+TEST(one_old_voter_holds_the_level_until_upgraded)
+{
+    struct cluster c;
+    struct cluster_opts o = {0};
+    char level1[PATH_MAX];
+    const char *build = getenv("BATON_BUILD") ? getenv("BATON_BUILD") : "build/default";
+    int st;
+
+    snprintf(level1, sizeof level1, "%s/level1/batond", build);
+    o.node_batond[2] = level1;
+    ASSERT_EQ(cluster_start_opts(&c, 3, &o), 0);
+    ASSERT_GE(cluster_wait_leader(&c, 15000), 0);
+
+    /* 1. Node 3 runs level 1: its metrics say so, and the leader, looking
+     * every second, does not raise the level (a few rounds). */
+    sleep_ms(4000);
+    ASSERT_EQ(gauge(&c, 0, "baton_feature_level"), CMD_LEVEL);
+    ASSERT_EQ(gauge(&c, 1, "baton_feature_level"), CMD_LEVEL);
+    ASSERT_EQ(gauge(&c, 2, "baton_feature_level"), 1);
+    for (int i = 0; i < 3; i++) ASSERT_EQ(gauge(&c, i, "baton_cluster_feature_level"), 1);
+
+    /* 2. Node 3 gets the full binary: the leader raises the level, every
+     * node applies it, and their states agree. */
+    c.node_batond[2] = NULL;
+    ASSERT_EQ(cluster_restart(&c, 2), 0);
+    if (cluster_wait_gauge(&c, "baton_cluster_feature_level", CMD_LEVEL, 30000) != 0) {
+        cluster_dump_logs(&c, 20);
+        FAIL("the cluster's level never reached %d on every node", CMD_LEVEL);
+    }
+    ASSERT_EQ(cluster_digests_agree(&c, 20000), 0);
+
+    /* 3. Back to the level-1 binary on node 3: it refuses to start on a
+     * store of a level it cannot apply, and says why. */
+    ASSERT_EQ(cluster_kill(&c, 2, SIGTERM), 0);
+    c.node_batond[2] = level1;
+    st = cluster_run_to_exit(&c, 2, 10000);
+    ASSERT_NE(st, 0);
+    ASSERT_NE(st, -1);
+    {
+        char tail[8192];
+        ASSERT(read_tail(c.nodes[2].log, tail, sizeof tail) > 0);
+        ASSERT(strstr(tail, "this binary applies level 1 only") != NULL);
+    }
+    c.node_batond[2] = NULL;
+    ASSERT_EQ(cluster_stop(&c), 0);
+}
+
+int main(int argc, char **argv)
+{
+    runner_init(argc, argv);
+    RUN(one_old_voter_holds_the_level_until_upgraded);
+    return runner_done();
+}
