@@ -29,7 +29,8 @@ const char cmd_status_help[] =
     "Asks the first reachable endpoint for the cluster's members, then asks every\n"
     "member for its state, and prints one row per node: id, raft address, client\n"
     "address, role, term, commit index, applied index, last log index, state\n"
-    "digest, auth-file digest, last content check, and whether it answered.\n"
+    "digest, auth-file digest, last content check, feature levels, and whether it\n"
+    "answered.\n"
     "Nodes that do not answer within --timeout are shown as unreachable (and why,\n"
     "on stderr).\n"
     "\n"
@@ -58,6 +59,13 @@ const char cmd_status_help[] =
     "space on its data disk (or repair it) and restart it: it catches up from the\n"
     "others (docs/operations.md, \"Disk full\").\n"
     "\n"
+    "LEVEL is the feature level the node's binary applies and CLUSTER-LEVEL the\n"
+    "cluster's committed level as the node has applied it (- for a binary before\n"
+    "feature levels). After an upgrade of every node, the leader raises the\n"
+    "cluster's level within seconds; a CLUSTER-LEVEL below every LEVEL then means\n"
+    "a voter is down or runs an older binary (docs/operations.md, \"Upgrades and\n"
+    "downgrades\").\n"
+    "\n"
     "Exit status: 70 if two nodes diverged (see above), or every endpoint refused\n"
     "this client (TLS or credentials: the message says why); else 0 if a node\n"
     "reports itself leader; 69 if none does (the rows are still printed), or no\n"
@@ -71,7 +79,8 @@ const char cmd_status_help[] =
     "              \"commit_index\": N|null, \"applied_index\": N|null,\n"
     "              \"last_index\": N|null, \"state_digest\": S|null,\n"
     "              \"auth_digest\": S|null, \"check_index\": N|null,\n"
-    "              \"content_hash\": S|null, \"fault\": null|{\"kind\": \"apply\"|\"log\"|\n"
+    "              \"content_hash\": S|null, \"level\": N|null,\n"
+    "              \"cluster_level\": N|null, \"fault\": null|{\"kind\": \"apply\"|\"log\"|\n"
     "              \"raft\", \"error\": S, \"index\": N}, \"error\": S|null}, ...]}\n"
     "  id and raft_addr are null only when no endpoint answered (the rows are\n"
     "  then the endpoints given). leader_id 0 is reported as null. state_digest\n"
@@ -89,21 +98,58 @@ struct row {
     char client[BATON_MAX_ADDR + 1];
     int reachable;
     struct msg_status_r st;               /* scalars only; members unused */
+    int64_t level, cluster_level;         /* its feature levels (METRICS); -1: unknown */
     char err[CTL_ERR_SIZE];          /* why not reachable, or a remark */
     int64_t deadline;
     pthread_t th;
     int started;
 };
 
-/* Copy the scalar fields of a STATUS_R into a row. */
+/* The node's feature levels, from its METRICS (a node of a binary before
+ * levels has none: they stay -1). */
+static void levels_of(struct row *r)
+{
+    struct ctl_samples s = {0};
+    char err[CTL_ERR_SIZE];
+    double v;
+
+    r->level = r->cluster_level = -1;
+    if (ctl_node_metrics(r->o, r->client, r->deadline, &s, err, sizeof err) != 0) return;
+    v = ctl_sample(&s, "baton_feature_level");
+    if (v >= 1) r->level = (int64_t)v;
+    v = ctl_sample(&s, "baton_cluster_feature_level");
+    if (v >= 1) r->cluster_level = (int64_t)v;
+    ctl_samples_free(&s);
+}
+
+/* Copy the scalar fields of a STATUS_R into a row, and ask the node for
+ * its feature levels. */
 static void fill_row(struct row *r, const struct msg_status_r *st)
 {
     r->reachable = 1;
+    levels_of(r);
     r->st = *st;
     r->st.members = NULL;
     r->st.n_members = 0;
     if (r->id != 0 && st->node_id != r->id)
         snprintf(r->err, sizeof r->err, "answers as node %u", st->node_id);
+}
+
+/* A level, or "-" when unknown. */
+static void level_cell(struct table *t, int64_t level)
+{
+    if (level > 0)
+        table_cell(t, "%lld", (long long)level);
+    else
+        table_cell(t, "-");
+}
+
+static void level_json(struct jw *w, const char *key, int64_t level)
+{
+    if (level > 0)
+        jw_u64(w, key, (uint64_t)level);
+    else
+        jw_null(w, key);
 }
 
 static void *query_thread(void *arg)
@@ -258,7 +304,7 @@ static void print_table(const struct row *rows, int n)
     struct table t;
     char hex[17];
 
-    table_init(&t, 13);
+    table_init(&t, 15);
     table_cell(&t, "ID");
     table_cell(&t, "RAFT");
     table_cell(&t, "CLIENT");
@@ -271,6 +317,8 @@ static void print_table(const struct row *rows, int n)
     table_cell(&t, "AUTH");
     table_cell(&t, "CHECKED");
     table_cell(&t, "CONTENT");
+    table_cell(&t, "LEVEL");
+    table_cell(&t, "CLUSTER-LEVEL");
     table_cell(&t, "REACHABLE");
     for (int i = 0; i < n; i++) {
         const struct row *r = &rows[i];
@@ -298,9 +346,11 @@ static void print_table(const struct row *rows, int n)
                 table_cell(&t, "-");
                 table_cell(&t, "-");
             }
+            level_cell(&t, r->level);
+            level_cell(&t, r->cluster_level);
             table_cell(&t, "yes");
         } else {
-            for (int k = 0; k < 9; k++) table_cell(&t, "-");
+            for (int k = 0; k < 11; k++) table_cell(&t, "-");
             table_cell(&t, "no");
         }
     }
@@ -355,6 +405,8 @@ static void print_json(const struct row *rows, int n, const struct row *leader)
                 jw_null(&w, "check_index");
                 jw_null(&w, "content_hash");
             }
+            level_json(&w, "level", r->level);
+            level_json(&w, "cluster_level", r->cluster_level);
             if (r->st.fault != 0) {
                 jw_begin_object(&w, "fault");
                 jw_cstring(&w, "kind", fault_kind_name(r->st.fault_kind));
@@ -375,6 +427,8 @@ static void print_json(const struct row *rows, int n, const struct row *leader)
             jw_null(&w, "auth_digest");
             jw_null(&w, "check_index");
             jw_null(&w, "content_hash");
+            jw_null(&w, "level");
+            jw_null(&w, "cluster_level");
             jw_null(&w, "fault");
         }
         jw_cstring(&w, "error", r->err[0] ? r->err : NULL);
@@ -458,6 +512,8 @@ int cmd_status(struct ctl_opts *o, int argc, char **argv)
         rows = calloc((size_t)n, sizeof *rows);
         for (int i = 0; rows != NULL && i < n; i++) {
             snprintf(rows[i].client, sizeof rows[i].client, "%s", eps[i]);
+            rows[i].o = o;
+            rows[i].deadline = ctl_now_ms() + o->timeout_ms;
             if (i == first_ok)
                 fill_row(&rows[i], &first.m.u.status_r);
             else

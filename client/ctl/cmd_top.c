@@ -59,78 +59,15 @@ static const struct ctl_optspec top_opts[] = {
     {NULL, 0, 0, 0},
 };
 
-/* One sample line of the text: "name{labels}" and its value. */
-struct sample {
-    char *key;
-    double v;
-};
-
-struct samples {
-    struct sample *v;
-    size_t n, cap;
-};
-
 struct node {
     char addr[BATON_MAX_ADDR + 1];
     baton__caller *conn;
     int connected;
     int reachable;
     char err[CTL_ERR_SIZE];
-    struct samples now, prev;
+    struct ctl_samples now, prev;
     int64_t now_ms, prev_ms;
 };
-
-static void samples_free(struct samples *s)
-{
-    for (size_t i = 0; i < s->n; i++) free(s->v[i].key);
-    free(s->v);
-    memset(s, 0, sizeof *s);
-}
-
-static int samples_add(struct samples *s, const char *key, size_t len, double v)
-{
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 256;
-        struct sample *nv = realloc(s->v, cap * sizeof *nv);
-        if (nv == NULL) return -1;
-        s->v = nv;
-        s->cap = cap;
-    }
-    s->v[s->n].key = strndup(key, len);
-    if (s->v[s->n].key == NULL) return -1;
-    s->v[s->n++].v = v;
-    return 0;
-}
-
-/* Parse the exposition text: every line that is not a comment is "key
- * value", the key running to the last space. */
-static int parse_text(struct samples *s, const char *text, size_t n)
-{
-    size_t i = 0;
-
-    while (i < n) {
-        const char *line = text + i, *nl = memchr(line, '\n', n - i), *sp;
-        size_t len = nl ? (size_t)(nl - line) : n - i;
-        char num[64];
-
-        i += len + 1;
-        if (len == 0 || line[0] == '#') continue;
-        for (sp = line + len; sp > line && sp[-1] != ' '; sp--) {}
-        if (sp == line || (size_t)(line + len - sp) >= sizeof num) continue;
-        memcpy(num, sp, (size_t)(line + len - sp));
-        num[line + len - sp] = '\0';
-        if (samples_add(s, line, (size_t)(sp - 1 - line), strtod(num, NULL)) != 0) return -1;
-    }
-    return 0;
-}
-
-/* The value under key, or NAN. */
-static double get(const struct samples *s, const char *key)
-{
-    for (size_t i = 0; i < s->n; i++)
-        if (strcmp(s->v[i].key, key) == 0) return s->v[i].v;
-    return NAN;
-}
 
 /* Ask node nd for METRICS and parse its text into nd->now. */
 static void query(const struct ctl_opts *o, struct node *nd, int64_t deadline)
@@ -155,15 +92,12 @@ static void query(const struct ctl_opts *o, struct node *nd, int64_t deadline)
         baton__reply_free(&rep);
         return;
     }
-    samples_free(&nd->prev);
+    ctl_samples_free(&nd->prev);
     nd->prev = nd->now;
     nd->prev_ms = nd->now_ms;
     memset(&nd->now, 0, sizeof nd->now);
     nd->now_ms = ctl_now_ms();
-    for (uint32_t i = 0; i < rep.m.u.metrics_r.n; i++) {
-        const struct pstr *t = &rep.m.u.metrics_r.chunks[i].text;
-        if (parse_text(&nd->now, t->p, t->n) != 0) break;
-    }
+    (void)ctl_samples_of(&nd->now, &rep.m);
     baton__reply_free(&rep);
     nd->reachable = 1;
 }
@@ -175,10 +109,10 @@ static double commit_quantile(const struct node *nd, double q)
 {
     static const char name[] = "baton_commit_latency_seconds_bucket{le=\"";
     double lo = 0, lo_count = 0, total, target;
-    const struct samples *now = &nd->now, *prev = &nd->prev;
+    const struct ctl_samples *now = &nd->now, *prev = &nd->prev;
 
-    total = get(now, "baton_commit_latency_seconds_count");
-    if (prev->n) total -= get(prev, "baton_commit_latency_seconds_count");
+    total = ctl_sample(now, "baton_commit_latency_seconds_count");
+    if (prev->n) total -= ctl_sample(prev, "baton_commit_latency_seconds_count");
     if (!(total > 0)) return NAN;
     target = q * total;
     for (size_t i = 0; i < now->n; i++) {
@@ -186,7 +120,7 @@ static double commit_quantile(const struct node *nd, double q)
         double bound, c;
 
         if (strncmp(k, name, sizeof name - 1) != 0) continue;
-        c = now->v[i].v - (prev->n ? get(prev, k) : 0);
+        c = now->v[i].v - (prev->n ? ctl_sample(prev, k) : 0);
         if (strcmp(k + sizeof name - 1, "+Inf\"}") == 0) return lo * 1000;
         bound = strtod(k + sizeof name - 1, NULL);
         if (c >= target) {
@@ -205,7 +139,7 @@ static double grants_rate(const struct node *nd)
     double dt = (double)(nd->now_ms - nd->prev_ms) / 1000;
 
     if (nd->prev.n == 0 || dt <= 0) return NAN;
-    return (get(&nd->now, "baton_grants_total") - get(&nd->prev, "baton_grants_total")) / dt;
+    return (ctl_sample(&nd->now, "baton_grants_total") - ctl_sample(&nd->prev, "baton_grants_total")) / dt;
 }
 
 /* A label value of the exposition format, unescaped (\\ \" \n and the
@@ -249,7 +183,7 @@ static size_t busy_locks(const struct node *nodes, int n, struct busy_lock *out,
     size_t k = 0;
 
     for (int i = 0; i < n; i++)
-        if (nodes[i].reachable && get(&nodes[i].now, "baton_ready_leader") == 1) leader = &nodes[i];
+        if (nodes[i].reachable && ctl_sample(&nodes[i].now, "baton_ready_leader") == 1) leader = &nodes[i];
     if (leader == NULL) return 0;
     for (size_t i = 0; i < leader->now.n && k < max; i++) {
         const char *key = leader->now.v[i].key;
@@ -267,7 +201,7 @@ static size_t busy_locks(const struct node *nodes, int n, struct busy_lock *out,
 
 static const char *role_of(const struct node *nd)
 {
-    double r = get(&nd->now, "baton_raft_role");
+    double r = ctl_sample(&nd->now, "baton_raft_role");
     return isnan(r) ? "?" : ctl_role_name((int)r);
 }
 
@@ -310,7 +244,7 @@ static void print_table(const struct node *nodes, int n, const struct busy_lock 
     table_cell(&t, "CONNS");
     for (int i = 0; i < n; i++) {
         const struct node *nd = &nodes[i];
-        const struct samples *s = &nd->now;
+        const struct ctl_samples *s = &nd->now;
 
         if (!nd->reachable) {
             table_cell(&t, "-");
@@ -319,17 +253,17 @@ static void print_table(const struct node *nodes, int n, const struct busy_lock 
             for (int k = 0; k < 8; k++) table_cell(&t, "-");
             continue;
         }
-        cell_num(&t, get(s, "baton_node_id"), "%.0f");
+        cell_num(&t, ctl_sample(s, "baton_node_id"), "%.0f");
         table_cell_bytes(&t, nd->addr, strlen(nd->addr));
         table_cell(&t, "%s", role_of(nd));
-        cell_num(&t, get(s, "baton_raft_term"), "%.0f");
-        cell_num(&t, get(s, "baton_raft_commit_index"), "%.0f");
-        cell_num(&t, get(s, "baton_raft_applied_index"), "%.0f");
+        cell_num(&t, ctl_sample(s, "baton_raft_term"), "%.0f");
+        cell_num(&t, ctl_sample(s, "baton_raft_commit_index"), "%.0f");
+        cell_num(&t, ctl_sample(s, "baton_raft_applied_index"), "%.0f");
         cell_num(&t, commit_quantile(nd, 0.5), "%.2f");
         cell_num(&t, commit_quantile(nd, 0.99), "%.2f");
         cell_num(&t, grants_rate(nd), "%.1f");
-        cell_num(&t, get(s, "baton_sessions_open"), "%.0f");
-        cell_num(&t, get(s, "baton_connections"), "%.0f");
+        cell_num(&t, ctl_sample(s, "baton_sessions_open"), "%.0f");
+        cell_num(&t, ctl_sample(s, "baton_connections"), "%.0f");
     }
     table_print(&t, stdout);
     table_free(&t);
@@ -361,22 +295,22 @@ static void print_json(const struct node *nodes, int n, const struct busy_lock *
     jw_begin_array(&w, "nodes");
     for (int i = 0; i < n; i++) {
         const struct node *nd = &nodes[i];
-        const struct samples *s = &nd->now;
+        const struct ctl_samples *s = &nd->now;
         int r = nd->reachable;
 
         jw_begin_object(&w, NULL);
         jw_cstring(&w, "endpoint", nd->addr);
-        jw_num(&w, "id", r ? get(s, "baton_node_id") : NAN, 0);
+        jw_num(&w, "id", r ? ctl_sample(s, "baton_node_id") : NAN, 0);
         jw_bool(&w, "reachable", r);
         jw_cstring(&w, "role", r ? role_of(nd) : NULL);
-        jw_num(&w, "term", r ? get(s, "baton_raft_term") : NAN, 0);
-        jw_num(&w, "commit_index", r ? get(s, "baton_raft_commit_index") : NAN, 0);
-        jw_num(&w, "applied_index", r ? get(s, "baton_raft_applied_index") : NAN, 0);
+        jw_num(&w, "term", r ? ctl_sample(s, "baton_raft_term") : NAN, 0);
+        jw_num(&w, "commit_index", r ? ctl_sample(s, "baton_raft_commit_index") : NAN, 0);
+        jw_num(&w, "applied_index", r ? ctl_sample(s, "baton_raft_applied_index") : NAN, 0);
         jw_num(&w, "commit_p50_ms", r ? commit_quantile(nd, 0.5) : NAN, 1);
         jw_num(&w, "commit_p99_ms", r ? commit_quantile(nd, 0.99) : NAN, 1);
         jw_num(&w, "grants_per_s", r ? grants_rate(nd) : NAN, 1);
-        jw_num(&w, "sessions", r ? get(s, "baton_sessions_open") : NAN, 0);
-        jw_num(&w, "connections", r ? get(s, "baton_connections") : NAN, 0);
+        jw_num(&w, "sessions", r ? ctl_sample(s, "baton_sessions_open") : NAN, 0);
+        jw_num(&w, "connections", r ? ctl_sample(s, "baton_connections") : NAN, 0);
         jw_cstring(&w, "error", !r && nd->err[0] ? nd->err : NULL);
         jw_end_object(&w);
     }
@@ -490,8 +424,8 @@ int cmd_top(struct ctl_opts *o, int argc, char **argv)
     }
     for (int i = 0; i < n; i++) {
         baton__caller_free(nodes[i].conn);
-        samples_free(&nodes[i].now);
-        samples_free(&nodes[i].prev);
+        ctl_samples_free(&nodes[i].now);
+        ctl_samples_free(&nodes[i].prev);
     }
     free(nodes);
     return status;

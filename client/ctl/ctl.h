@@ -27,6 +27,7 @@
 #ifndef BATON_CTL_H
 #define BATON_CTL_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stddef.h>
@@ -276,6 +277,34 @@ int ctl_read(baton__caller *c, int64_t timeout_ms, struct baton__reply *rep, cha
 /* Ask the node at addr for its STATUS before deadline. 0 or as ctl_call. */
 int ctl_node_status(const struct ctl_opts *o, const char *addr, int64_t deadline,
                     struct baton__reply *rep, char *err, size_t errlen);
+
+/* ---- samples.c: a node's METRICS text, by key -------------------------------- */
+
+/* One sample line: "name{labels}" and its value. */
+struct ctl_sample {
+    char *key;  /* malloc'd */
+    double v;
+};
+
+struct ctl_samples {
+    struct ctl_sample *v;   /* malloc'd; zero-initialise an empty set */
+    size_t n, cap;
+};
+
+/* Add every sample line of the exposition text[0..n) (comments skipped;
+ * the key runs to the line's last space) to s: 0, or -1 out of memory. */
+int ctl_samples_parse(struct ctl_samples *s, const char *text, size_t n);
+/* The same for every chunk of METRICS_R m. */
+int ctl_samples_of(struct ctl_samples *s, const struct msg *m);
+/* The value under key, or NAN if s has none. */
+double ctl_sample(const struct ctl_samples *s, const char *key);
+void ctl_samples_free(struct ctl_samples *s);
+
+/* Ask the node at addr for its METRICS before deadline, adding its samples
+ * to out (samples.c). 0 or as ctl_call (BATON_EPROTO: another reply;
+ * BATON_ENOMEM). */
+int ctl_node_metrics(const struct ctl_opts *o, const char *addr, int64_t deadline,
+                     struct ctl_samples *out, char *err, size_t errlen);
 
 /* ---- auth_line.c: the auth file's line for a token ---------------------------- */
 

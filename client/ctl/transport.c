@@ -194,3 +194,27 @@ int ctl_node_status(const struct ctl_opts *o, const char *addr, int64_t deadline
     }
     return rv;
 }
+
+int ctl_node_metrics(const struct ctl_opts *o, const char *addr, int64_t deadline,
+                     struct ctl_samples *out, char *err, size_t errlen)
+{
+    struct msg req = {.type = MSG_METRICS};
+    struct baton__reply rep;
+    baton__caller *c;
+    int rv;
+
+    rv = ctl_caller(o, addr, &c, err, errlen);
+    if (rv != 0) return rv;
+    rv = ctl_call(o, c, &req, 0, deadline - ctl_now_ms(), &rep, err, errlen);
+    baton__caller_free(c);
+    if (rv != 0) return rv;
+    if (rep.m.type != MSG_METRICS_R) {
+        snprintf(err, errlen, "%s: answered METRICS with %s", addr, msg_type_name(rep.m.type));
+        rv = BATON_EPROTO;
+    } else if (ctl_samples_of(out, &rep.m) != 0) {
+        snprintf(err, errlen, "out of memory");
+        rv = BATON_ENOMEM;
+    }
+    baton__reply_free(&rep);
+    return rv;
+}

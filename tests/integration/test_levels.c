@@ -22,6 +22,15 @@
 #include "tests/lib/files.h"
 #include "tests/lib/runner.h"
 
+/* Occurrences of needle in hay. */
+static int count(const char *hay, const char *needle)
+{
+    int n = 0;
+
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+    return n;
+}
+
 /* A gauge of node i's METRICS. */
 static double gauge(struct cluster *c, int i, const char *key)
 {
@@ -48,6 +57,20 @@ TEST(one_old_voter_holds_the_level_until_upgraded)
     ASSERT_EQ(gauge(&c, 1, "baton_feature_level"), CMD_LEVEL);
     ASSERT_EQ(gauge(&c, 2, "baton_feature_level"), 1);
     for (int i = 0; i < 3; i++) ASSERT_EQ(gauge(&c, i, "baton_cluster_feature_level"), 1);
+    {
+        struct ctl_result r;
+        char want[32];
+
+        ASSERT_EQ(cluster_ctl(&c, &r, "status", "-o", "json", NULL), 0);
+        snprintf(want, sizeof want, "\"level\":%d", CMD_LEVEL);
+        if (count(r.out, want) != 2) FAIL("status: %s", r.out);
+        ASSERT_EQ(count(r.out, "\"level\":1"), 1);
+        ASSERT_EQ(count(r.out, "\"cluster_level\":1"), 3);
+        ctl_result_free(&r);
+        ASSERT_EQ(cluster_ctl(&c, &r, "status", NULL), 0);
+        ASSERT(strstr(r.out, "CLUSTER-LEVEL") != NULL);
+        ctl_result_free(&r);
+    }
 
     /* 2. Node 3 gets the full binary: the leader raises the level, every
      * node applies it, and their states agree. */
