@@ -24,6 +24,7 @@
 #include <uv.h>
 
 #include "raft/node.h"
+#include "raft/peer_admit.h"
 
 struct transport {
     struct raft_uv_transport base;  /* handed to raft_uv_init */
@@ -58,6 +59,14 @@ void transport_set_cluster(struct transport *t, uint64_t cluster_id,
  * Returns 0, or RAFT_INVALID (not an address of proto/addr.h's grammar).
  */
 int transport_set_bind_address(struct transport *t, const char *address);
+
+/*
+ * Who may connect from now on (raft/peer_admit.h; copied). When the set
+ * changes, every live raft connection with a node it no longer admits is
+ * closed at once, inbound and outbound. Until the first call every id is
+ * admitted. Loop thread only.
+ */
+void transport_set_admit(struct transport *t, const struct peer_admit *a);
 
 /* Release what transport_init allocated. */
 void transport_close(struct transport *t);
