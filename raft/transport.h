@@ -10,8 +10,11 @@
  *    the peer's delayed ACK, up to 40 ms on Linux, and commits stall
  *    behind it under load;
  *  - with peer TLS (node_config.peer.cert_file set): raft/peer_tls.h,
- *    mutual TLS on every raft connection and only known nodes admitted
- *    (it sets TCP_NODELAY too).
+ *    mutual TLS on every raft connection (it sets TCP_NODELAY too).
+ *
+ * Both admit only the node ids of transport_set_admit's set
+ * (raft/peer_admit.h), which raft/node.c derives from raft's
+ * configuration.
  *
  * Everything runs on the loop thread that runs raft. Not thread-safe.
  */
