@@ -214,8 +214,10 @@ bool peer_base_say(struct peer_base *pb, const char *msg)
 
 /* ---- admission ------------------------------------------------------------- */
 
-/* id's slot, made if need be: a free one, else the one logged longest ago. */
-static struct peer_refused *refused_slot(struct peer_base *pb, uint64_t id)
+/* id's slot, made if need be: a free one, else the one logged longest ago
+ * if that was PEER_BASE_REFUSED_LOG_MS ago; else NULL (every slot logged
+ * within it: a flood of ids, which then costs no line). */
+static struct peer_refused *refused_slot(struct peer_base *pb, uint64_t id, uint64_t now)
 {
     struct peer_refused *o = &pb->refused[0];
 
@@ -223,6 +225,7 @@ static struct peer_refused *refused_slot(struct peer_base *pb, uint64_t id)
         if (pb->refused[i].id == id) return &pb->refused[i];
     for (int i = 0; i < PEER_BASE_REFUSED_SLOTS && o->id != 0; i++)
         if (pb->refused[i].id == 0 || pb->refused[i].at < o->at) o = &pb->refused[i];
+    if (o->id != 0 && now - o->at < PEER_BASE_REFUSED_LOG_MS) return NULL;
     memset(o, 0, sizeof *o);
     o->id = id;
     return o;
@@ -235,7 +238,8 @@ bool peer_base_admits(struct peer_base *pb, uint64_t peer, const char *addr)
     char msg[BATON_MAX_ADDR + 400], more[64] = "";
 
     if (peer_admit_has(&pb->admit, peer)) return true;
-    o = refused_slot(pb, peer);
+    o = refused_slot(pb, peer, now);
+    if (o == NULL) return false;
     if (o->at != 0 && now - o->at < PEER_BASE_REFUSED_LOG_MS) {
         o->since++;
         return false;

@@ -153,7 +153,9 @@ bool peer_base_cluster_ok(struct peer_base *pb, uint64_t peer, const char *addr,
  * Admission (raft/peer_admit.h). peer_base_admits: may node `peer` (at
  * addr, for the log) connect? A refusal is logged once per node per
  * PEER_BASE_REFUSED_LOG_MS, with the count of those not logged since, so
- * a removed node that keeps dialling costs one line a minute.
+ * a removed node that keeps dialling costs one line a minute; and at most
+ * PEER_BASE_REFUSED_SLOTS nodes a minute are logged (in plaintext any id
+ * may be claimed: a flood of ids costs no more lines).
  * peer_base_set_admit: the node's new admitted set (copied); if it differs
  * from the last, the transport's prune hook closes, at once, every live
  * connection of a node no longer admitted.

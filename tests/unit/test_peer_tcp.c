@@ -442,6 +442,38 @@ TEST(admission_and_prune)
     tloop_done(&L);
 }
 
+/* A flood of refused ids (any id may be claimed in plaintext) costs at
+ * most PEER_BASE_REFUSED_SLOTS log lines a minute. */
+TEST(refusal_log_is_bounded)
+{
+    static const uint64_t one_two[] = {1, 2};
+    enum { FLOOD = PEER_BASE_REFUSED_SLOTS + 8 };
+    struct tloop L;
+    struct side b = {0};
+    char b_addr[64], c;
+    int fds[FLOOD];
+
+    tloop_init(&L);
+    snprintf(b_addr, sizeof b_addr, "127.0.0.1:%d", free_port());
+    ASSERT_EQ(peer_tcp_init(&b.t, &L.loop), 0);
+    side_cluster(&b, 0);
+    ASSERT_EQ(b.t.init(&b.t, 2, b_addr), 0);
+    ASSERT_EQ(b.t.listen(&b.t, on_accept), 0);
+    set_admit(&b, one_two, 2);
+    for (int i = 0; i < FLOOD; i++) fds[i] = dial_protocol_1(b_addr, 100 + (uint64_t)i);
+    run_for(&L, 500);
+    for (int i = 0; i < FLOOD; i++) {
+        ASSERT_EQ(read(fds[i], &c, 1), 0); /* closed, unanswered */
+        close(fds[i]);
+    }
+    ASSERT_EQ(b.accepted, 0);
+    ASSERT_EQ(b.logged, PEER_BASE_REFUSED_SLOTS);
+    b.t.close(&b.t, on_close);
+    run_until(&L, &b.closed, 1, 5000);
+    peer_base_free(&b.t);
+    tloop_done(&L);
+}
+
 /* Closing with a connect in flight ends it with RAFT_CANCELED. */
 TEST(close_cancels_connects)
 {
@@ -471,5 +503,6 @@ int main(int argc, char **argv)
     RUN(libraft_handshake_is_an_older_peers);
     RUN(close_cancels_connects);
     RUN(admission_and_prune);
+    RUN(refusal_log_is_bounded);
     return runner_done();
 }
