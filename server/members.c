@@ -331,9 +331,13 @@ static void tidy_done(void *data, int status, const struct effects *fx)
 
 void members_tidy(struct server *srv)
 {
+    /* Twice the members at most: each look sees at least as many entries
+     * of non-members as there can be members, so a longer table (the
+     * entries are in id order) is worked through in a few looks. */
+    enum { LOOK = 2 * BATON_MAX_MEMBERS };
     struct node_server servers[BATON_MAX_MEMBERS];
-    uint32_t table[BATON_MAX_MEMBERS], gone[BATON_MAX_MEMBERS], n, n_gone = 0;
-    const char *none[BATON_MAX_MEMBERS];
+    uint32_t table[LOOK], gone[LOOK], n, n_gone = 0;
+    const char *none[LOOK];
     uint64_t now = uv_now(srv->loop);
     int n_table, rv;
 
@@ -342,9 +346,9 @@ void members_tidy(struct server *srv)
     srv->tidy_at = now + TIDY_MS;
     /* No change in flight: the latest configuration is the committed one. */
     n = srv->nio->members(srv->node, servers, BATON_MAX_MEMBERS);
-    n_table = store_member_ids(srv->store, table, BATON_MAX_MEMBERS);
+    n_table = store_member_ids(srv->store, table, LOOK);
     if (n == 0 || n_table <= 0) return;
-    if (n_table > BATON_MAX_MEMBERS) n_table = BATON_MAX_MEMBERS; /* the rest next time */
+    if (n_table > LOOK) n_table = LOOK; /* the rest at the next looks */
     for (int i = 0; i < n_table; i++) {
         bool member = false;
 
