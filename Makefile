@@ -277,6 +277,11 @@ $(B)/tests/unit/test_peer_hello: $(B)/tests/unit/test_peer_hello.o $(B)/raft/pee
                                  $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
 
+# Who the raft port admits (raft/peer_admit.c is a pure function).
+$(B)/tests/unit/test_peer_admit: $(B)/tests/unit/test_peer_admit.o $(B)/raft/peer_admit.o \
+                                 $(B)/libtest.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
+
 # batond's flags and --config file (server/config.c, config_file.c) need
 # libraft for node_member_find (raft/node.c) and libinih.
 $(B)/tests/unit/test_config: $(B)/tests/unit/test_config.o $(B)/server/config.o \
@@ -290,7 +295,7 @@ $(B)/tests/unit/test_cluster_id: $(B)/tests/unit/test_cluster_id.o $(B)/raft/clu
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
 
 # The plaintext raft transport, its cluster check, and libraft's own (raft/peer_tcp.c).
-$(B)/tests/unit/test_peer_tcp: $(B)/tests/unit/test_peer_tcp.o $(B)/raft/peer_tcp.o $(B)/raft/peer_base.o \
+$(B)/tests/unit/test_peer_tcp: $(B)/tests/unit/test_peer_tcp.o $(B)/raft/peer_tcp.o $(B)/raft/peer_base.o $(B)/raft/peer_admit.o \
         $(B)/raft/peer_addr.o $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_SYS)
 

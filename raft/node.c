@@ -86,6 +86,9 @@ struct node {
         raft_id id;
         uint64_t at;
     } heard[BATON_MAX_MEMBERS];
+    /* The committed configuration's ids as last seen (admit_track). */
+    uint64_t committed[BATON_MAX_MEMBERS];
+    unsigned n_committed;
 };
 
 /* The steps of a membership change, each one raft call made on a loop turn
@@ -504,12 +507,46 @@ static bool heard_recently(const struct node *n, unsigned i)
            n->heard[i].at != 0 && uv_now(n->loop) - n->heard[i].at <= r->election_timeout;
 }
 
+/*
+ * Who the raft port admits (raft/peer_admit.h), told to the transport at
+ * every poll; the transport acts only on a change. libraft 0.15 keeps
+ * only the latest configuration in memory, and marks it uncommitted
+ * (configuration_uncommitted_index) until its entry commits here; so the
+ * committed configuration is the copy taken the last time there was no
+ * uncommitted one. A node that starts with a configuration entry it
+ * cannot know to be committed (0.15 treats every one after index 1 so)
+ * has no copy until its commit index passes that entry, one heartbeat
+ * after a leader reaches it; meanwhile it admits the latest configuration
+ * alone.
+ */
+static void admit_track(struct node *n)
+{
+    const struct raft_configuration *conf = &n->raft.configuration;
+    uint64_t latest[BATON_MAX_MEMBERS], listed[BATON_MAX_MEMBERS];
+    struct peer_admit_in in = {.latest = latest, .committed = n->committed, .listed = listed};
+    struct peer_admit a;
+
+    for (unsigned i = 0; i < conf->n && in.n_latest < BATON_MAX_MEMBERS; i++)
+        latest[in.n_latest++] = conf->servers[i].id;
+    if (n->raft.configuration_uncommitted_index == 0 && in.n_latest > 0) {
+        memcpy(n->committed, latest, in.n_latest * sizeof *latest);
+        n->n_committed = in.n_latest;
+    }
+    in.n_committed = n->n_committed;
+    for (uint32_t i = 0; i < n->cfg.n_members && i < BATON_MAX_MEMBERS; i++)
+        listed[in.n_listed++] = n->cfg.members[i].id;
+    in.strict = n->cfg.peer.cert_file != NULL;
+    peer_admit_compute(&a, &in);
+    transport_set_admit(&n->transport, &a);
+}
+
 static void node_poll(struct node *n)
 {
     int state;
     int rv;
 
     if (n->closing) return;
+    admit_track(n);
     fsm_flush(&n->fsm);
     if (n->transfer_over) transfer_finish(n, false);
     if (fault_poll(n)) return;
@@ -1265,6 +1302,7 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
         goto err_after_raft;
     }
     state_mark(n);
+    admit_track(n); /* before the loop runs a single accept */
     uv_timer_init(loop, &n->poll);
     n->poll.data = n;
     uv_check_init(loop, &n->watch);

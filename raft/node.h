@@ -48,12 +48,9 @@ struct node_peer_tls {
     bool allow_tls12;               /* accept TLS 1.2 as well as 1.3 */
     unsigned handshake_timeout_ms;  /* 0: 5000; a connection must be admitted by then */
     unsigned max_pending;           /* 0: 64; inbound handshakes at once, more close the oldest */
-    /* May node `id`, whose certificate names it, open a raft connection to
-     * this node? Asked on the loop thread for every admitted HELLO. NULL:
-     * any node whose certificate the CA signed. */
-    bool (*allowed)(void *arg, uint32_t id);
     /* A raft connection refused or failed, in a sentence (rate-limited by
-     * the transport). NULL: not logged. */
+     * the transport), under TLS or not. Which nodes are admitted is the
+     * node's own rule (raft/peer_admit.h). NULL: not logged. */
     void (*log)(void *arg, const char *msg);
     void *arg;
 };

@@ -27,6 +27,7 @@ void peer_base_setup(struct peer_base *pb, struct raft_uv_transport *tr, uv_loop
     tr->errmsg[0] = '\0';
     tr->init = peer_base_init_cb;
     tr->close = peer_base_close_cb;
+    pb->admit.any = true;
 }
 
 /* ---- the list --------------------------------------------------------------- */
@@ -209,6 +210,69 @@ bool peer_base_say(struct peer_base *pb, const char *msg)
     pb->log_at = now != 0 ? now : 1;
     pb->log(pb->log_arg, msg);
     return true;
+}
+
+/* ---- admission ------------------------------------------------------------- */
+
+/* id's slot, made if need be: a free one, else the one logged longest ago
+ * if that was PEER_BASE_REFUSED_LOG_MS ago; else NULL (every slot logged
+ * within it: a flood of ids, which then costs no line). */
+static struct peer_refused *refused_slot(struct peer_base *pb, uint64_t id, uint64_t now)
+{
+    struct peer_refused *o = &pb->refused[0];
+
+    for (int i = 0; i < PEER_BASE_REFUSED_SLOTS; i++)
+        if (pb->refused[i].id == id) return &pb->refused[i];
+    for (int i = 0; i < PEER_BASE_REFUSED_SLOTS && o->id != 0; i++)
+        if (pb->refused[i].id == 0 || pb->refused[i].at < o->at) o = &pb->refused[i];
+    if (o->id != 0 && now - o->at < PEER_BASE_REFUSED_LOG_MS) return NULL;
+    memset(o, 0, sizeof *o);
+    o->id = id;
+    return o;
+}
+
+bool peer_base_admits(struct peer_base *pb, uint64_t peer, const char *addr)
+{
+    uint64_t now = uv_now(pb->loop);
+    struct peer_refused *o;
+    char msg[BATON_MAX_ADDR + 400], more[64] = "";
+
+    if (peer_admit_has(&pb->admit, peer)) return true;
+    o = refused_slot(pb, peer, now);
+    if (o == NULL) return false;
+    if (o->at != 0 && now - o->at < PEER_BASE_REFUSED_LOG_MS) {
+        o->since++;
+        return false;
+    }
+    if (o->since > 0) snprintf(more, sizeof more, "; %u more refused since the last line", o->since);
+    snprintf(msg, sizeof msg,
+             "raft connection from node %" PRIu64 " (%s) refused: it is in neither the "
+             "committed nor the latest raft configuration (removed, or never added)%s; logged "
+             "at most once a minute",
+             peer, addr != NULL && addr[0] ? addr : "?", more);
+    if (pb->log != NULL) pb->log(pb->log_arg, msg);
+    o->at = now != 0 ? now : 1;
+    o->since = 0;
+    return false;
+}
+
+void peer_base_set_admit(struct peer_base *pb, const struct peer_admit *a)
+{
+    if (peer_admit_same(&pb->admit, a)) return;
+    pb->admit = *a;
+    if (!pb->closing && pb->hooks->prune != NULL) pb->hooks->prune(pb);
+}
+
+void peer_base_say_pruned(struct peer_base *pb, uint64_t peer, const char *addr)
+{
+    char msg[BATON_MAX_ADDR + 200];
+
+    if (pb->log == NULL) return;
+    snprintf(msg, sizeof msg,
+             "closing a raft connection with node %" PRIu64 " (%s): it left the raft "
+             "configuration",
+             peer, addr != NULL && addr[0] ? addr : "?");
+    pb->log(pb->log_arg, msg);
 }
 
 /* ---- older peers ---------------------------------------------------------- */

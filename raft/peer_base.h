@@ -30,6 +30,7 @@
 
 #include "proto/msg.h" /* BATON_MAX_ADDR */
 #include "raft/peer_addr.h"
+#include "raft/peer_admit.h"
 
 /* The struct of type `type` whose member `member` is at ptr. */
 #define PEER_CONTAINER(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
@@ -49,12 +50,17 @@ struct peer_base_hooks {
     void (*end_conn)(struct peer_conn *c);
     /* Free the transport's memory (the struct embedding the peer_base). */
     void (*destroy)(struct peer_base *pb);
+    /* The admitted set changed (peer_base_set_admit): close at once every
+     * live connection, either way, of a node it no longer admits. */
+    void (*prune)(struct peer_base *pb);
 };
 
 /* Peers remembered as running an older binary, at most. */
 #define PEER_BASE_OLD_SLOTS 32
 /* Peers whose feature level is remembered, at most. */
 #define PEER_BASE_LEVEL_SLOTS 32
+/* Refused nodes remembered for the log's once a minute, at most. */
+#define PEER_BASE_REFUSED_SLOTS 32
 
 struct peer_base {
     struct raft_uv_transport *tr;
@@ -78,6 +84,14 @@ struct peer_base {
     void (*log)(void *arg, const char *msg); /* a refusal, in a sentence */
     void *log_arg;
     uint64_t log_at;                /* uv_now of the last line logged, 0: none */
+    /* Who may connect (raft/peer_admit.h); every id until the node sets it. */
+    struct peer_admit admit;
+    /* The nodes refused for not being admitted (peer_base_admits). */
+    struct peer_refused {
+        uint64_t id;                /* 0: a free slot */
+        uint64_t at;                /* uv_now of the line logged for it */
+        unsigned since;             /* refusals not logged since */
+    } refused[PEER_BASE_REFUSED_SLOTS];
     /* The peers that answered like an older binary (peer_base_old_*). */
     struct peer_old {
         char addr[BATON_MAX_ADDR + 1]; /* "": a free slot */
@@ -144,6 +158,25 @@ int peer_base_set_bind_address(struct raft_uv_transport *tr, const char *address
  */
 bool peer_base_cluster_ok(struct peer_base *pb, uint64_t peer, const char *addr, uint64_t theirs,
                           char *why, size_t cap);
+
+/*
+ * Admission (raft/peer_admit.h). peer_base_admits: may node `peer` (at
+ * addr, for the log) connect? A refusal is logged once per node per
+ * PEER_BASE_REFUSED_LOG_MS, with the count of those not logged since, so
+ * a removed node that keeps dialling costs one line a minute; and at most
+ * PEER_BASE_REFUSED_SLOTS nodes a minute are logged (in plaintext any id
+ * may be claimed: a flood of ids costs no more lines).
+ * peer_base_set_admit: the node's new admitted set (copied); if it differs
+ * from the last, the transport's prune hook closes, at once, every live
+ * connection of a node no longer admitted.
+ */
+#define PEER_BASE_REFUSED_LOG_MS 60000
+bool peer_base_admits(struct peer_base *pb, uint64_t peer, const char *addr);
+void peer_base_set_admit(struct peer_base *pb, const struct peer_admit *a);
+
+/* Log that a live connection with node `peer` is being closed because it
+ * left the configuration (the prune hook's line, one per connection). */
+void peer_base_say_pruned(struct peer_base *pb, uint64_t peer, const char *addr);
 
 /* Log msg through pb->log, at most one line every PEER_BASE_LOG_MS: true
  * if it was logged. */

@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "raft/peer_addr.h"
 #include "raft/peer_base.h"
@@ -52,6 +54,30 @@
 #else
 #define ONLY_PROTOCOL_1 false
 #endif
+
+/*
+ * A connection handed to raft. Its uv_tcp_t is raft's from then on (raft
+ * closes and frees it, and says nothing when it does), so the transport
+ * keeps only its descriptor and the socket's identity (st_dev, st_ino):
+ * the descriptor still names that socket exactly while raft has not closed
+ * it (a socket's inode is unique while it exists). Closing it is
+ * shutdown(2) on the descriptor: both directions end, the peer sees the
+ * end at once, and raft sees it at its next read or write and closes the
+ * handle itself.
+ */
+struct handed {
+    uint64_t id;                    /* the peer's */
+    char addr[BATON_MAX_ADDR + 1];  /* for the log */
+    int fd;
+    dev_t dev;
+    ino_t ino;
+};
+
+struct peer_tcp {
+    struct peer_base pb;
+    struct handed *h;               /* h[0..n) */
+    unsigned n, cap;
+};
 
 struct pending {
     struct peer_conn c;             /* in the transport's list */
@@ -136,14 +162,84 @@ static void end_conn(struct peer_conn *c)
         peer_tcp_handle_close(p->tcp); /* on_written ends it */
 }
 
+static struct peer_tcp *tcp_of(struct peer_base *t)
+{
+    return PEER_CONTAINER(t, struct peer_tcp, pb);
+}
+
 static void destroy(struct peer_base *t)
 {
-    free(t);
+    free(tcp_of(t)->h);
+    free(tcp_of(t));
+}
+
+/* ---- connections handed to raft ------------------------------------------ */
+
+/* Is h's descriptor still the socket handed to raft? */
+static bool handed_live(const struct handed *h)
+{
+    struct stat st;
+
+    return fstat(h->fd, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == h->dev &&
+           st.st_ino == h->ino;
+}
+
+/* Remember the connection with node id on stream s, handed to raft now
+ * (a record that cannot be made only means it cannot be closed early). */
+static void handed_add(struct peer_base *t, uint64_t id, const char *addr, uv_tcp_t *s)
+{
+    struct peer_tcp *pt = tcp_of(t);
+    struct handed *h;
+    uv_os_fd_t fd;
+    struct stat st;
+
+    if (uv_fileno((uv_handle_t *)s, &fd) != 0 || fstat(fd, &st) != 0) return;
+    if (pt->n == pt->cap) {
+        unsigned cap = pt->cap ? 2 * pt->cap : 8;
+        struct handed *nh = realloc(pt->h, cap * sizeof *nh);
+
+        if (nh == NULL) return;
+        pt->h = nh;
+        pt->cap = cap;
+    }
+    h = &pt->h[pt->n++];
+    h->id = id;
+    snprintf(h->addr, sizeof h->addr, "%s", addr);
+    h->fd = fd;
+    h->dev = st.st_dev;
+    h->ino = st.st_ino;
+}
+
+/* Forget the records of connections raft has closed, and with `prune`
+ * close those of nodes no longer admitted. */
+static void handed_sweep(struct peer_base *t, bool prune)
+{
+    struct peer_tcp *pt = tcp_of(t);
+    unsigned k = 0;
+
+    for (unsigned i = 0; i < pt->n; i++) {
+        struct handed *h = &pt->h[i];
+
+        if (!handed_live(h)) continue;
+        if (prune && !peer_admit_has(&t->admit, h->id)) {
+            peer_base_say_pruned(t, h->id, h->addr);
+            (void)shutdown(h->fd, SHUT_RDWR);
+            continue;
+        }
+        pt->h[k++] = *h;
+    }
+    pt->n = k;
+}
+
+static void prune(struct peer_base *t)
+{
+    handed_sweep(t, true);
 }
 
 static const struct peer_base_hooks hooks = {
     .end_conn = end_conn,
     .destroy = destroy,
+    .prune = prune,
 };
 
 /* ---- inbound: read the handshake, hand the stream to raft ---------------- */
@@ -169,8 +265,8 @@ static void say_refused(struct peer_base *t, const char *addr, const char *why)
     peer_base_say(t, msg);
 }
 
-/* The checks of an inbound handshake -- the cluster id, the feature level
- * -- and the reply that tells the dialling node the outcome, this node's
+/* The checks of an inbound handshake -- admission (raft/peer_admit.h), the
+ * cluster id, the feature level -- and the reply that tells the dialling node the outcome, this node's
  * cluster id and (protocol 3) its levels (a socket just accepted has room
  * for REPLY bytes: uv_try_write writes them whole or the connection goes).
  * true: hand the stream to raft. */
@@ -186,14 +282,19 @@ static bool answer(struct pending *p)
     uv_buf_t b;
     bool ok;
 
-    if (version < PROTOCOL)
-        peer_base_old_inbound(t, p->id, p->addr);
-    else
-        peer_base_old_forget(t, p->addr);
-    peer_base_level_heard(t, p->id, level);
-    ok = peer_base_cluster_ok(t, p->id, p->addr, theirs, why, sizeof why) &&
-         peer_base_level_ok(t, p->id, p->addr, level, why, sizeof why);
-    if (!ok) say_refused(t, p->addr, why);
+    if (!peer_base_admits(t, p->id, p->addr)) { /* logged there, once a minute per node */
+        ok = false;
+        if (version < PROTOCOL) return false; /* closed unanswered, as that binary did */
+    } else {
+        if (version < PROTOCOL)
+            peer_base_old_inbound(t, p->id, p->addr);
+        else
+            peer_base_old_forget(t, p->addr);
+        peer_base_level_heard(t, p->id, level);
+        ok = peer_base_cluster_ok(t, p->id, p->addr, theirs, why, sizeof why) &&
+             peer_base_level_ok(t, p->id, p->addr, level, why, sizeof why);
+        if (!ok) say_refused(t, p->addr, why);
+    }
     if (version == PROTOCOL_1) return ok; /* no reply */
     if (version >= PROTOCOL) {
         put64(reply, ok ? REPLY_OK : REPLY_REFUSED);
@@ -253,6 +354,7 @@ static void hs_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
     addr = p->addr;
     p->addr = NULL;
     pending_free(p);
+    handed_add(t, id, addr, (uv_tcp_t *)s);
     t->accept_cb(t->tr, id, addr, s); /* raft owns s from here, and copies addr */
     free(addr);
 }
@@ -290,6 +392,7 @@ static void sweep_cb(uv_timer_t *timer)
     uint64_t now = uv_now(t->loop);
     struct peer_conn *c, *next;
 
+    handed_sweep(t, false);
     for (c = t->head; c != NULL; c = next) {
         next = c->next;
         if (now - pending_of(c)->since < PEER_TCP_HANDSHAKE_MS) continue;
@@ -308,6 +411,7 @@ static void end_connect(struct pending *p, uv_tcp_t *stream, int status)
     bool closing = p->t->closing;
 
     if (!p->struck) peer_base_old_other(p->t, p->req_addr);
+    if (status == 0) handed_add(p->t, p->req_id, p->req_addr, stream);
     pending_free(p);
     req->cb(req, (struct uv_stream_s *)stream,
             status == 0 ? 0 : closing ? RAFT_CANCELED : RAFT_NOCONNECTION);
@@ -501,7 +605,8 @@ static int tcp_connect_cb(struct raft_uv_transport *base, struct raft_uv_connect
 
 int peer_tcp_init(struct raft_uv_transport *base, uv_loop_t *loop)
 {
-    struct peer_base *t = calloc(1, sizeof *t);
+    struct peer_tcp *pt = calloc(1, sizeof *pt);
+    struct peer_base *t = pt != NULL ? &pt->pb : NULL;
 
     if (t == NULL) return RAFT_NOMEM;
     peer_base_setup(t, base, loop, &hooks);

@@ -26,6 +26,12 @@
  * -DBATON_TEST_PEER_PROTOCOL_1, it speaks protocol 1 only and closes
  * protocol 2 unanswered, as that binary did (for the mixed-version tests).
  *
+ * Admission (raft/peer_admit.h, through raft/peer_base.h): a dialling node
+ * whose id the node does not admit is closed after its handshake, without
+ * an answer. When the admitted set loses a node, its connections already
+ * handed to raft, both ways, are ended with shutdown(2) (peer_tcp.c,
+ * struct handed, says how without owning raft's handles).
+ *
  * An inbound connection must send its handshake within
  * PEER_TCP_HANDSHAKE_MS, and at most PEER_TCP_MAX_PENDING wait at once
  * (one more closes the oldest), so that idle connections cannot pile up.

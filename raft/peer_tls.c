@@ -104,9 +104,28 @@ static void end_conn(struct peer_conn *c)
     peer_link_close(link_of(c), "the node is shutting down");
 }
 
+/* The admitted set changed: close every link with a node it no longer
+ * admits -- inbound ones once their HELLO named the node, outbound ones
+ * from the dial on. */
+static void prune(struct peer_base *pb)
+{
+    struct peer_conn *c, *next;
+
+    for (c = pb->head; c != NULL; c = next) {
+        struct peer_link *l = link_of(c);
+
+        next = c->next;
+        if (l->closing || l->peer_id == 0 || peer_admit_has(&pb->admit, l->peer_id)) continue;
+        if (l->handed) peer_base_say_pruned(pb, l->peer_id, l->peer);
+        l->quiet = true;
+        peer_link_close(l, "node %" PRIu64 " left the raft configuration", l->peer_id);
+    }
+}
+
 static const struct peer_base_hooks hooks = {
     .end_conn = end_conn,
     .destroy = destroy,
+    .prune = prune,
 };
 
 /* ---- a link's events ------------------------------------------------------ */
@@ -190,10 +209,10 @@ static const char *refusal(struct peer_tls *t, struct peer_link *l, const struct
         snprintf(why, cap, "it says it is this node (%" PRIu64 ")", h->id);
         return why;
     }
-    if (h->id > UINT32_MAX ||
-        (t->cfg.allowed != NULL && !t->cfg.allowed(t->cfg.arg, (uint32_t)h->id))) {
-        snprintf(why, cap,
-                 "node %" PRIu64 " is neither in the raft configuration nor being added", h->id);
+    if (!peer_base_admits(&t->pb, h->id, h->address)) {
+        /* Logged by peer_base_admits, once a minute per node. */
+        l->quiet = true;
+        snprintf(why, cap, "node %" PRIu64 " is not in the raft configuration", h->id);
         return why;
     }
     return NULL;

@@ -14,9 +14,9 @@
  *   2. A sends a HELLO inside TLS (raft/peer_hello.h): its id and raft
  *      address, what libraft's own TCP handshake carries.
  *   3. B admits A only if A's certificate's CN is "baton-node-<id>" for
- *      the id of the HELLO, that id is not B's own, and the `allowed` hook
- *      says the id may connect (batond: a member of the latest raft
- *      configuration, or a node being added). B answers an ACK byte;
+ *      the id of the HELLO, that id is not B's own, and B admits the id
+ *      (raft/peer_admit.h: in raft's committed or latest configuration).
+ *      B answers an ACK byte;
  *      anything else is closed, and the reason logged on B.
  *   4. Both sides hand raft a plaintext stream bridged to the TLS
  *      connection (raft/peer_link.h): raft reads and writes libraft's

@@ -59,6 +59,11 @@ int transport_set_bind_address(struct transport *t, const char *address)
     return peer_base_set_bind_address(&t->base, address);
 }
 
+void transport_set_admit(struct transport *t, const struct peer_admit *a)
+{
+    peer_base_set_admit(peer_base_of(&t->base), a);
+}
+
 void transport_close(struct transport *t)
 {
     peer_base_free(&t->base);

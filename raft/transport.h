@@ -10,8 +10,11 @@
  *    the peer's delayed ACK, up to 40 ms on Linux, and commits stall
  *    behind it under load;
  *  - with peer TLS (node_config.peer.cert_file set): raft/peer_tls.h,
- *    mutual TLS on every raft connection and only known nodes admitted
- *    (it sets TCP_NODELAY too).
+ *    mutual TLS on every raft connection (it sets TCP_NODELAY too).
+ *
+ * Both admit only the node ids of transport_set_admit's set
+ * (raft/peer_admit.h), which raft/node.c derives from raft's
+ * configuration.
  *
  * Everything runs on the loop thread that runs raft. Not thread-safe.
  */
@@ -24,6 +27,7 @@
 #include <uv.h>
 
 #include "raft/node.h"
+#include "raft/peer_admit.h"
 
 struct transport {
     struct raft_uv_transport base;  /* handed to raft_uv_init */
@@ -69,6 +73,14 @@ uint32_t transport_peer_level(struct transport *t, uint32_t id);
  * Returns 0, or RAFT_INVALID (not an address of proto/addr.h's grammar).
  */
 int transport_set_bind_address(struct transport *t, const char *address);
+
+/*
+ * Who may connect from now on (raft/peer_admit.h; copied). When the set
+ * changes, every live raft connection with a node it no longer admits is
+ * closed at once, inbound and outbound. Until the first call every id is
+ * admitted. Loop thread only.
+ */
+void transport_set_admit(struct transport *t, const struct peer_admit *a);
 
 /* Release what transport_init allocated. */
 void transport_close(struct transport *t);

@@ -12,7 +12,13 @@
  * back to the node's own --cluster list. The first MEMBER_ADD also copies
  * the leader's --cluster addresses of the current members into the table,
  * so that a joining node started with only itself in --cluster learns
- * them. After a removal commits, the removed member's entry is deleted.
+ * them. The entry of a node that is no longer a member is deleted by the
+ * ready leader's tidying (members_tidy): whenever no membership change is
+ * in flight, every entry whose id is not in the configuration goes, in one
+ * proposal, and a proposal that fails is made again a second later -- so
+ * the delete survives a leader change between the removal's commit and
+ * the delete (the next leader tidies), a second `member remove`, and a
+ * MEMBER_ADD that stopped after its address entry and was never retried.
  *
  * One membership change at a time: srv->member_op holds the MEMBER_ADD or
  * MEMBER_REMOVE in flight on this leader (node.c refuses a second raft
@@ -304,19 +310,63 @@ void admin_member_add(struct conn *c, const struct msg *m)
              c->peer, id, q->raft_addr, q->client_addr);
 }
 
-/* ---- MEMBER_REMOVE -------------------------------------------------------- */
+/* ---- address entries of former members ------------------------------------ */
 
-/* The removed member's address entry is gone, or could not be deleted
- * (harmless: nothing routes to a non-member). */
-static void remove_addr_deleted(void *data, int status, const struct effects *fx)
+/* How often the ready leader looks for entries of former members. */
+#define TIDY_MS 1000
+
+/* The tidying proposal is done: applied, or lost (tried again at the next
+ * check). */
+static void tidy_done(void *data, int status, const struct effects *fx)
 {
-    uint32_t id = (uint32_t)(uintptr_t)data;
+    struct server *srv = data;
 
-    (void)fx;
+    srv->tidy_inflight = false;
+    if (status == 0)
+        for (size_t i = 0; i < fx->n_results && status == 0; i++) status = fx->results[i].status;
     if (status != 0)
-        log_warn("could not delete the client address of removed node %u: %s", id,
+        log_warn("deleting the client addresses of former members failed (%s); trying again",
                  baton_strerror(status));
 }
+
+void members_tidy(struct server *srv)
+{
+    /* Twice the members at most: each look sees at least as many entries
+     * of non-members as there can be members, so a longer table (the
+     * entries are in id order) is worked through in a few looks. */
+    enum { LOOK = 2 * BATON_MAX_MEMBERS };
+    struct node_server servers[BATON_MAX_MEMBERS];
+    uint32_t table[LOOK], gone[LOOK], n, n_gone = 0;
+    const char *none[LOOK];
+    uint64_t now = uv_now(srv->loop);
+    int n_table, rv;
+
+    if (!srv->ready || srv->stopping || srv->tidy_inflight || now < srv->tidy_at || busy(srv))
+        return;
+    srv->tidy_at = now + TIDY_MS;
+    /* No change in flight: the latest configuration is the committed one. */
+    n = srv->nio->members(srv->node, servers, BATON_MAX_MEMBERS);
+    n_table = store_member_ids(srv->store, table, LOOK);
+    if (n == 0 || n_table <= 0) return;
+    if (n_table > LOOK) n_table = LOOK; /* the rest at the next looks */
+    for (int i = 0; i < n_table; i++) {
+        bool member = false;
+
+        for (uint32_t k = 0; k < n && !member; k++) member = servers[k].id == table[i];
+        if (!member) {
+            none[n_gone] = "";
+            gone[n_gone++] = table[i];
+        }
+    }
+    if (n_gone == 0) return;
+    rv = propose_addrs(srv, gone, none, n_gone, tidy_done, srv);
+    if (rv != 0) return; /* tried again at the next check */
+    srv->tidy_inflight = true;
+    for (uint32_t i = 0; i < n_gone; i++)
+        log_info("deleting the client address of node %u: it is no longer a member", gone[i]);
+}
+
+/* ---- MEMBER_REMOVE -------------------------------------------------------- */
 
 /* node.c finished the change (on the loop, outside raft's callbacks):
  * answer with the new configuration, if the connection is still there. */
@@ -325,14 +375,11 @@ static void remove_changed(void *data, int status)
     struct member_op *q = data;
     struct server *srv = q->srv;
     struct conn *c = srv->stopping ? NULL : conn_get(srv, q->conn_id);
-    const char *none = "";
 
     srv->member_op = NULL;
+    srv->tidy_at = 0; /* its address entry goes at the next loop turn */
     if (status == 0) {
         log_info("node %u removed from the cluster configuration", q->id);
-        if (propose_addrs(srv, &q->id, &none, 1, remove_addr_deleted,
-                          (void *)(uintptr_t)q->id) != 0)
-            log_warn("could not delete the client address of removed node %u", q->id);
         if (c != NULL) send_members(srv, c, q->req_id);
     } else {
         log_warn("removal of node %u failed: %s", q->id, baton_strerror(status));

@@ -77,6 +77,7 @@ static void check_cb(uv_check_t *h)
     for (size_t i = 0; i < srv->n_pushq; i++) route_effect(srv, &srv->pushq[i]);
     srv->n_pushq = 0;
     backup_kick(srv);
+    members_tidy(srv);
     conn_flush_all(srv);
     listen_turn_end(srv);
 }
@@ -414,7 +415,6 @@ static void peer_tls_config(struct server *srv)
     p->ca_file = srv->cfg.peer_ca;
     p->allow_tls12 = srv->cfg.tls12;
     p->handshake_timeout_ms = srv->cfg.handshake_timeout_ms;
-    p->allowed = peers_allowed;
     p->log = peers_log;
     p->arg = srv;
 }

@@ -66,7 +66,7 @@
  *                       a command that could not be committed, a command's
  *                       RESULT
  *  [10] member_addrs.c  where any node finds a member's client address
- *  [10] peers.c         which nodes may open a raft connection (peer TLS)
+ *  [10] peers.c         the log of refused and closed raft connections
  *  [11] conn_tls.c      TLS on the client port; a TLS/plaintext mismatch's
  *                       error
  *  [11] input.c         a connection's input buffer: grown for the frame
@@ -359,6 +359,8 @@ struct server {
     bool disk_low;          /* below --min-free-mb + disk_step: client writes refused */
     struct member_op *member_op; /* MEMBER_ADD or MEMBER_REMOVE in flight (members.c) */
     struct levels levels;   /* the cluster's feature level (levels.c) */
+    bool tidy_inflight;     /* members_tidy's proposal is in flight */
+    uint64_t tidy_at;       /* uv_now of members_tidy's next look (0: the next turn) */
     bool check_inflight;    /* a CHECK's entry is proposed, not yet applied (admin_cmds.c) */
     struct http *http;      /* --metrics-addr's server (http.c), NULL if none */
     struct backup *backups; /* SNAPSHOT_SAVEs being dumped or sent (backup.c) */
@@ -704,13 +706,12 @@ void admin_member_add(struct conn *c, const struct msg *m);
  * once the change has committed; for the leader itself, hand leadership
  * away and answer REDIRECT to the new leader, which the client asks again. */
 void admin_member_remove(struct conn *c, const struct msg *m);
+/* On the ready leader, once per loop turn: delete, at most once a second,
+ * the client address entries of nodes no longer in the configuration. */
+void members_tidy(struct server *srv);
 
-/* peers.c -- node_config.peer's hooks (arg: the server). May node `id`
- * open a raft connection to this node: a member of the latest raft
- * configuration, a node being added, or, on a --join node without a
- * configuration, one of its --cluster list? */
-bool peers_allowed(void *arg, uint32_t id);
-/* A refused raft connection: a warning in the log. */
+/* peers.c -- node_config.peer's log hook (arg: the server): a refused or
+ * closed raft connection, a warning in the log. */
 void peers_log(void *arg, const char *msg);
 
 /* member_addrs.c -- on any node. One member as the answering node sees it. */

@@ -80,3 +80,33 @@ int store_member_addr(store *s, uint32_t id, char *out, size_t cap)
     if (rc != 0) return store__err(rc);
     return found ? 1 : 0;
 }
+
+int store_member_ids(store *s, uint32_t *ids, int max)
+{
+    MDB_txn *txn;
+    MDB_cursor *cur;
+    MDB_val k, v;
+    int rc, n = 0;
+
+    rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
+    if (rc != 0) return store__err(rc);
+    rc = mdb_cursor_open(txn, s->dbi[DB_MEMBERS], &cur);
+    if (rc == 0) {
+        for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+             rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+            const uint8_t *b = k.mv_data;
+
+            if (k.mv_size != MEMBER_KEY_LEN) {
+                rc = MDB_CORRUPTED;
+                break;
+            }
+            if (n < max)
+                ids[n] = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+            n++;
+        }
+        if (rc == MDB_NOTFOUND) rc = 0;
+        mdb_cursor_close(cur);
+    }
+    mdb_txn_abort(txn);
+    return rc != 0 ? store__err(rc) : n;
+}

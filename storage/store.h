@@ -507,4 +507,11 @@ int store_session_owner(store *s, uint64_t session, char *out, size_t cap, size_
  */
 int store_member_addr(store *s, uint32_t id, char *out, size_t cap);
 
+/*
+ * The ids the members table holds an address for, in numeric order, into
+ * ids[0..max). Returns how many there are (more than max: only max were
+ * copied) or BATON_EIO. One short read transaction on the caller's thread.
+ */
+int store_member_ids(store *s, uint32_t *ids, int max);
+
 #endif /* BATON_STORAGE_STORE_H */

@@ -336,7 +336,7 @@ int cluster_free_ports(int *ports, int n)
  * names only itself -- the other members' client addresses reach it
  * through the replicated state once it is added -- except under peer TLS,
  * where a node without a configuration admits raft connections only from
- * the nodes its --cluster list names (server/peers.c), so it lists every
+ * the nodes its --cluster list names (raft/peer_admit.h), so it lists every
  * node the harness started, itself included.
  */
 static void join_list(const struct cluster *c, int i, char *buf, size_t cap)

@@ -1158,6 +1158,69 @@ TEST(leader_of_one_raises_the_level_and_refuses_above_it)
     lf_stop(&f);
 }
 
+/* ---- address entries of former members ----------------------------------- */
+
+/* Commit a SET_MEMBER_ADDR of member `id` straight into the store, as a
+ * replicated entry would (loop thread). */
+static void put_member_addr(struct lf *f, uint32_t id, const char *addr)
+{
+    struct cmd cmd = {.type = CMD_SET_MEMBER_ADDR, .session = id, .name = addr};
+    struct buf b = {0};
+    struct effects fx;
+    size_t start;
+
+    cmd.name_len = (uint16_t)strlen(addr);
+    effects_init(&fx);
+    ASSERT_EQ(cmd_batch_begin(&b, &start), 0);
+    ASSERT_EQ(cmd_batch_add(&b, &cmd), 0);
+    cmd_batch_end(&b, start, 1);
+    ASSERT_EQ(store_apply(f->st, store_applied_index(f->st) + 1, b.data, b.len, &fx), 0);
+    buf_free(&b);
+    effects_free(&fx);
+}
+
+/* The entry of node 7, no member, appears (its removal committed), and the
+ * leader loses leadership in the same loop turn: whatever it proposes to
+ * delete it is lost. */
+static void leftover_then_depose(struct lf *f, void *arg)
+{
+    (void)arg;
+    put_member_addr(f, f->srv.cfg.node.id, "127.0.0.1:7001");
+    put_member_addr(f, 7, "127.0.0.1:7007");
+    fake_node_set_leading(fake_node_current(), false);
+}
+
+static void member_addr_found(struct lf *f, void *arg)
+{
+    int *found = arg; /* [0]: this node's, [1]: node 7's */
+    char out[BATON_MAX_ADDR + 1];
+
+    found[0] = store_member_addr(f->st, f->srv.cfg.node.id, out, sizeof out);
+    found[1] = store_member_addr(f->st, 7, out, sizeof out);
+}
+
+/* A former member's client address entry is deleted by the ready leader
+ * even when the delete proposed right after the removal is lost with
+ * leadership: the next leader tidies it, and a member's entry stays. */
+TEST(former_member_address_deleted_across_leader_change)
+{
+    struct lf f;
+    int found[2];
+
+    lf_start(&f, NULL);
+    lf_on_loop(&f, leftover_then_depose, NULL);
+    lf_settle(&f);
+    lf_on_loop(&f, member_addr_found, found);
+    ASSERT_EQ(found[0], 1);
+    ASSERT_EQ(found[1], 1); /* the lost leader could not delete it */
+    lf_set_leading(&f, true);
+    lf_advance(&f, 1100);
+    lf_on_loop(&f, member_addr_found, found);
+    ASSERT_EQ(found[0], 1);
+    ASSERT_EQ(found[1], 0);
+    lf_stop(&f);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -1182,5 +1245,6 @@ int main(int argc, char **argv)
     RUN(last_sessions_kept_for_admins);
     RUN(level_raise_rule);
     RUN(leader_of_one_raises_the_level_and_refuses_above_it);
+    RUN(former_member_address_deleted_across_leader_change);
     return runner_done();
 }

@@ -6,6 +6,8 @@
  * cluster id (a --join node) takes the first one presented; libraft's own
  * raft_uv_tcp (handshake protocol 1, no cluster id, as the baton binary
  * before the cluster id) is taken as an older peer both ways.
+ * A node the admitted set (raft/peer_admit.h) leaves out is refused at the
+ * handshake, and dropping a node from it ends its live connections.
  * One side uses a host name ("localhost") for its own address and the one
  * it listens on; a name that does not resolve fails the connect and
  * nothing else.
@@ -21,6 +23,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "raft/peer_admit.h"
 #include "raft/peer_base.h"
 #include "raft/peer_tcp.h"
 #include "tests/lib/runner.h"
@@ -36,6 +39,7 @@ struct side {
     int accepted, connected, failed, closed;
     int logged;
     char last_log[600];
+    int ended;                      /* kept streams that saw their end */
     uint64_t adopted;
 };
 
@@ -387,6 +391,173 @@ TEST(libraft_handshake_is_an_older_peers)
     tloop_done(&L);
 }
 
+/* ---- streams kept open, as raft keeps them ---- */
+
+static char keep_buf[4096];
+
+static void keep_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
+{
+    (void)h, (void)hint;
+    *b = uv_buf_init(keep_buf, sizeof keep_buf);
+}
+
+static void keep_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
+{
+    struct side *s = st->data;
+
+    (void)b;
+    if (n >= 0) return;
+    s->ended++;
+    uv_close((uv_handle_t *)st, free_stream);
+}
+
+static void keep(struct side *s, struct uv_stream_s *stream)
+{
+    stream->data = s;
+    ASSERT_EQ(uv_read_start(stream, keep_alloc, keep_read), 0);
+}
+
+static void on_accept_keep(struct raft_uv_transport *t, raft_id id, const char *address,
+                           struct uv_stream_s *stream)
+{
+    struct side *s = (struct side *)t;
+
+    s->accepted_id = id;
+    snprintf(s->accepted_addr, sizeof s->accepted_addr, "%s", address);
+    s->accepted++;
+    keep(s, stream);
+}
+
+static void on_connect_keep(struct raft_uv_connect *req, struct uv_stream_s *stream, int status)
+{
+    struct side *s = req->data;
+
+    if (status != 0) {
+        s->failed++;
+        return;
+    }
+    s->connected++;
+    keep(s, stream);
+}
+
+static void set_admit(struct side *s, const uint64_t *ids, unsigned n)
+{
+    struct peer_admit a;
+    struct peer_admit_in in = {.latest = ids, .n_latest = n};
+
+    peer_admit_compute(&a, &in);
+    peer_base_set_admit(peer_base_of(&s->t), &a);
+}
+
+/* Admission (raft/peer_admit.h): a node not admitted is closed at the
+ * handshake, logged once however often it dials; when the admitted set
+ * drops a node, its live connections both ways end at once, and both
+ * sides see the end. */
+TEST(admission_and_prune)
+{
+    static const uint64_t one_two[] = {1, 2}, two_three[] = {2, 3};
+    struct tloop L;
+    struct side a = {0}, b = {0}, x = {0};
+    struct raft_uv_connect r1 = {0}, r2 = {0}, r3 = {0}, r4 = {0}, r5 = {0};
+    char a_addr[64], b_addr[64], x_addr[64];
+
+    tloop_init(&L);
+    snprintf(a_addr, sizeof a_addr, "127.0.0.1:%d", free_port());
+    snprintf(b_addr, sizeof b_addr, "127.0.0.1:%d", free_port());
+    snprintf(x_addr, sizeof x_addr, "127.0.0.1:%d", free_port());
+    ASSERT_EQ(peer_tcp_init(&a.t, &L.loop), 0);
+    ASSERT_EQ(peer_tcp_init(&b.t, &L.loop), 0);
+    ASSERT_EQ(peer_tcp_init(&x.t, &L.loop), 0);
+    side_cluster(&a, 0xabcull);
+    side_cluster(&b, 0xabcull);
+    side_cluster(&x, 0xabcull);
+    ASSERT_EQ(a.t.init(&a.t, 1, a_addr), 0);
+    ASSERT_EQ(b.t.init(&b.t, 2, b_addr), 0);
+    ASSERT_EQ(x.t.init(&x.t, 3, x_addr), 0);
+    ASSERT_EQ(a.t.listen(&a.t, on_accept_keep), 0);
+    ASSERT_EQ(b.t.listen(&b.t, on_accept_keep), 0);
+    set_admit(&b, one_two, 2);
+
+    /* Node 1 and node 2 connect both ways. */
+    r1.data = &a;
+    ASSERT_EQ(a.t.connect(&a.t, &r1, 2, b_addr, on_connect_keep), 0);
+    r2.data = &b;
+    ASSERT_EQ(b.t.connect(&b.t, &r2, 1, a_addr, on_connect_keep), 0);
+    run_until(&L, &b.accepted, 1, 5000);
+    run_until(&L, &a.accepted, 1, 5000);
+    run_until(&L, &a.connected, 1, 5000);
+    run_until(&L, &b.connected, 1, 5000);
+
+    /* Node 3 is not admitted: closed unanswered, one log line for two
+     * attempts. */
+    r3.data = &x;
+    ASSERT_EQ(x.t.connect(&x.t, &r3, 2, b_addr, on_connect_keep), 0);
+    run_until(&L, &x.failed, 1, 5000);
+    r4.data = &x;
+    ASSERT_EQ(x.t.connect(&x.t, &r4, 2, b_addr, on_connect_keep), 0);
+    run_until(&L, &x.failed, 2, 5000);
+    ASSERT_EQ(b.accepted, 1);
+    ASSERT_EQ(b.logged, 1);
+    ASSERT(strstr(b.last_log, "raft connection from node 3") != NULL);
+    ASSERT(strstr(b.last_log, "neither the committed nor the latest raft configuration") != NULL);
+    ASSERT_EQ(a.ended + b.ended, 0);
+
+    /* Node 1 leaves node 2's configuration: both of their connections end,
+     * on both sides, and node 1 is refused from then on. */
+    set_admit(&b, two_three, 2);
+    run_until(&L, &a.ended, 2, 5000);
+    run_until(&L, &b.ended, 2, 5000);
+    ASSERT(strstr(b.last_log, "closing a raft connection with node 1") != NULL);
+    r5.data = &a;
+    ASSERT_EQ(a.t.connect(&a.t, &r5, 2, b_addr, on_connect_keep), 0);
+    run_until(&L, &a.failed, 1, 5000);
+    ASSERT_EQ(b.accepted, 1);
+    ASSERT(strstr(b.last_log, "raft connection from node 1") != NULL);
+
+    a.t.close(&a.t, on_close);
+    b.t.close(&b.t, on_close);
+    x.t.close(&x.t, on_close);
+    run_until(&L, &a.closed, 1, 5000);
+    run_until(&L, &b.closed, 1, 5000);
+    run_until(&L, &x.closed, 1, 5000);
+    peer_base_free(&a.t);
+    peer_base_free(&b.t);
+    peer_base_free(&x.t);
+    tloop_done(&L);
+}
+
+/* A flood of refused ids (any id may be claimed in plaintext) costs at
+ * most PEER_BASE_REFUSED_SLOTS log lines a minute. */
+TEST(refusal_log_is_bounded)
+{
+    static const uint64_t one_two[] = {1, 2};
+    enum { FLOOD = PEER_BASE_REFUSED_SLOTS + 8 };
+    struct tloop L;
+    struct side b = {0};
+    char b_addr[64], c;
+    int fds[FLOOD];
+
+    tloop_init(&L);
+    snprintf(b_addr, sizeof b_addr, "127.0.0.1:%d", free_port());
+    ASSERT_EQ(peer_tcp_init(&b.t, &L.loop), 0);
+    side_cluster(&b, 0);
+    ASSERT_EQ(b.t.init(&b.t, 2, b_addr), 0);
+    ASSERT_EQ(b.t.listen(&b.t, on_accept), 0);
+    set_admit(&b, one_two, 2);
+    for (int i = 0; i < FLOOD; i++) fds[i] = dial_protocol_1(b_addr, 100 + (uint64_t)i);
+    run_for(&L, 500);
+    for (int i = 0; i < FLOOD; i++) {
+        ASSERT_EQ(read(fds[i], &c, 1), 0); /* closed, unanswered */
+        close(fds[i]);
+    }
+    ASSERT_EQ(b.accepted, 0);
+    ASSERT_EQ(b.logged, PEER_BASE_REFUSED_SLOTS);
+    b.t.close(&b.t, on_close);
+    run_until(&L, &b.closed, 1, 5000);
+    peer_base_free(&b.t);
+    tloop_done(&L);
+}
+
 /* Closing with a connect in flight ends it with RAFT_CANCELED. */
 TEST(close_cancels_connects)
 {
@@ -416,5 +587,7 @@ int main(int argc, char **argv)
     RUN(handshake_refuses_a_level_below_the_clusters);
     RUN(libraft_handshake_is_an_older_peers);
     RUN(close_cancels_connects);
+    RUN(admission_and_prune);
+    RUN(refusal_log_is_bounded);
     return runner_done();
 }
