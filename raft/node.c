@@ -283,16 +283,19 @@ static bool barrier_due(struct node *n)
  *    it no longer acknowledges entries); the other two go on. It reports
  *    the fault (the log, STATUS) and waits: freeing space and restarting
  *    it is the cure, and it catches up from the leader.
- *  - A leader whose write of its own log fails: raft calls back the
- *    entry's request with the error (accepted_status), drops the entry and
- *    those after it from its in-memory log but not from its segment writer,
- *    and keeps leading. A new entry would reuse the dropped index with the
- *    same term, which a follower that already holds the dropped entry
- *    would take for the same entry: divergence. And a transfer would make
- *    it a follower that appends the new leader's entries through that same
- *    writer, behind bytes its in-memory log no longer has. So it stops
- *    serving at once (accepted_status) and exits at the end of the loop
- *    turn; the followers hold the entry, and the next leader commits it.
+ *  - A node whose write of its raft directory fails -- log, snapshot, term
+ *    or vote -- cannot go on: libraft 0.15 keeps a follower's failed
+ *    entries in memory and never counts them stored (it stands still,
+ *    silently), drops a leader's failed entry from its in-memory log but
+ *    not from its segment writer (a new entry would reuse the index with
+ *    the same term: divergence), and its writer does not rewind. The
+ *    guard (raft/io_guard.h) fences raft at the first failure -- no
+ *    ticks, messages, sends or writes reach or leave it any more -- and
+ *    calls io_failed; a leader's clients whose entries failed are answered
+ *    "outcome unknown" (accepted_status: the followers may hold the entry,
+ *    and the next leader commits it). The next poll reports
+ *    NODE_FAULT_LOG with NODE_FAULT_EXIT, and the server closes the node
+ *    and exits.
  *
  * Each fault is reported once per action through hooks.fault, outside
  * raft's callbacks (this runs from node_poll).
@@ -423,8 +426,8 @@ static void io_fault_say(struct node *n)
     if (n->guard.failed_index != 0)
         snprintf(entry, sizeof entry, " (entry %llu)", (unsigned long long)n->guard.failed_index);
     snprintf(why, sizeof why,
-             "%s%s in %s failed: %s; libraft 0.15 cannot go on after a failed write of its "
-             "log, so this node's raft sends and writes nothing more",
+             "%s%s in %s failed: %s; libraft 0.15 cannot go on after a failed write to its "
+             "raft directory, so this node's raft sends and writes nothing more",
              n->guard.what, entry, n->cfg.raft_dir, n->guard.errmsg);
     fault_say(n, NODE_FAULT_EXIT, why);
 }

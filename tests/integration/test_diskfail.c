@@ -25,8 +25,17 @@
  * fence (nothing lost), and that after healing and a restart the three
  * digests agree. Before, the leader went on leading and later died of a
  * SIGSEGV inside libraft.
+ *
+ * leader_snapshot_write_fails: the leader's snapshot files find no room
+ * (tests/shim/failwrite.c fails every write of DATA/raft/tmp-snapshot-*
+ * with ENOSPC while DATA/fail-snapshot-write exists: a full disk whose
+ * preallocated log segments still take entries) and an operator runs
+ * `batonctl snapshot`. Checks the same as leader_disk_fails, the log
+ * naming the snapshot. Before, libraft 0.15 dropped the failed snapshot
+ * and the leader went on leading, silently.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdint.h>
@@ -44,6 +53,8 @@
 
 #define EXIT_FAULT 74 /* BATON_EXIT_FAULT (server/server_int.h) */
 #define EXIT_WITHIN_MS 15000
+#define SHIM_DISK "tests/fault/shim_disk.so"
+#define SHIM_FAILWRITE "tests/shim/failwrite.so"
 
 static struct cluster C;
 static char ctl_dir[PATH_MAX - 64]; /* the nodes' disk control files */
@@ -91,16 +102,16 @@ static void disk_set(int i, const char *line)
     if (fclose(f) != 0 || rename(tmp, path) != 0) FAIL("%s: %s", path, strerror(errno));
 }
 
-/* Start three nodes, each with the disk shim and a healthy disk. */
-static void start(void)
+/* Start three nodes, each with shim `shim` (under the build directory)
+ * preloaded and a healthy disk. */
+static void start(const char *shim)
 {
     const char *build = getenv("BATON_BUILD");
     const char *prev = getenv("ASAN_OPTIONS");
     char rel[PATH_MAX], so[PATH_MAX];
     struct cluster_opts o = {0};
 
-    snprintf(rel, sizeof rel, "%s/tests/fault/shim_disk.so",
-             build && *build ? build : "build/default");
+    snprintf(rel, sizeof rel, "%s/%s", build && *build ? build : "build/default", shim);
     if (realpath(rel, so) == NULL) FAIL("%s: %s (make build-tests builds it)", rel, strerror(errno));
     if (tmpdir_make(ctl_dir, sizeof ctl_dir, "baton-diskfail") != 0) FAIL("no temp dir");
     for (int i = 0; i < 3; i++) {
@@ -136,8 +147,9 @@ static void cycle(baton_t *b, const char *name)
 }
 
 /* Take and release locks until node i exits (at most EXIT_WITHIN_MS after
- * its disk failed), then check how it went. */
-static void until_exit(baton_t *b, int i)
+ * its disk failed), then check how it went: status 74, and a log line
+ * that names the failed write (`what`) and the raft directory. */
+static void until_exit(baton_t *b, int i, const char *what)
 {
     char raft_dir[PATH_MAX + 8];
     int64_t t0 = now_ms();
@@ -156,6 +168,7 @@ static void until_exit(baton_t *b, int i)
             code, (long long)(now_ms() - t0), cycles);
     if (code != EXIT_FAULT) FAIL("node %d: exit status %d, not %d", i + 1, code, EXIT_FAULT);
     ASSERT(log_has(i, "I/O error on the raft log"));
+    if (!log_has(i, what)) FAIL("node %d's log does not say '%s'", i + 1, what);
     snprintf(raft_dir, sizeof raft_dir, "%s/raft", C.nodes[i].dir);
     if (!log_has(i, raft_dir)) FAIL("node %d's log does not name %s", i + 1, raft_dir);
 }
@@ -165,7 +178,7 @@ TEST(follower_disk_fails)
     baton_t *b;
     int leader, f;
 
-    start();
+    start(SHIM_DISK);
     leader = cluster_wait_leader(&C, 15000);
     ASSERT_GE(leader, 0);
     f = (leader + 1) % 3;
@@ -173,7 +186,7 @@ TEST(follower_disk_fails)
     cycle(b, "warm");
 
     disk_set(f, "fail 5"); /* EIO */
-    until_exit(b, f);
+    until_exit(b, f, "appending 1 entry to the raft log");
     /* The other two go on. */
     for (int k = 0; k < 20; k++) cycle(b, "after");
     ASSERT_EQ(cluster_wait_leader(&C, 15000), leader);
@@ -194,7 +207,7 @@ TEST(leader_disk_fails)
     int leader, next;
     uint64_t fence;
 
-    start();
+    start(SHIM_DISK);
     leader = cluster_wait_leader(&C, 15000);
     ASSERT_GE(leader, 0);
     b = client("diskfail-leader");
@@ -203,7 +216,7 @@ TEST(leader_disk_fails)
     cycle(b, "warm");
 
     disk_set(leader, "fail 28"); /* ENOSPC */
-    until_exit(b, leader);
+    until_exit(b, leader, "No space left on device");
     next = cluster_wait_leader(&C, 15000);
     ASSERT_GE(next, 0);
     ASSERT_NE(next, leader);
@@ -220,6 +233,49 @@ TEST(leader_disk_fails)
     finish();
 }
 
+TEST(leader_snapshot_write_fails)
+{
+    char trigger[PATH_MAX + 32];
+    struct ctl_result r;
+    baton_t *b;
+    baton_lock_t *keep = NULL;
+    int leader, next, fd;
+    uint64_t fence;
+
+    start(SHIM_FAILWRITE);
+    leader = cluster_wait_leader(&C, 15000);
+    ASSERT_GE(leader, 0);
+    b = client("diskfail-snapshot");
+    ASSERT_EQ(baton_lock(b, "keep", &keep), 0);
+    fence = baton_lock_fence(keep);
+    cycle(b, "warm");
+
+    /* The leader's disk has no room for a new snapshot file (its log's
+     * preallocated segments still take entries); an operator asks for a
+     * snapshot. */
+    snprintf(trigger, sizeof trigger, "%s/fail-snapshot-write", C.nodes[leader].dir);
+    fd = open(trigger, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    close(fd);
+    cluster_ctl(&C, &r, "snapshot", NULL);
+    fprintf(stderr, "# batonctl snapshot: %s%s", r.out, r.err);
+    ctl_result_free(&r);
+    until_exit(b, leader, "writing a snapshot");
+    next = cluster_wait_leader(&C, 15000);
+    ASSERT_GE(next, 0);
+    ASSERT_NE(next, leader);
+    for (int k = 0; k < 20; k++) cycle(b, "after");
+    ASSERT_UEQ((uint64_t)cluster_lock_i64(&C, "keep", "holder_session"), baton_session_id(b));
+    ASSERT_UEQ((uint64_t)cluster_lock_i64(&C, "keep", "fence"), fence);
+
+    ASSERT_EQ(unlink(trigger), 0);
+    ASSERT_EQ(cluster_restart(&C, leader), 0);
+    ASSERT_EQ(baton_unlock(keep), 0);
+    ASSERT_EQ(cluster_digests_agree(&C, 30000), 0);
+    baton_close(b);
+    finish();
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -227,5 +283,6 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     RUN(follower_disk_fails);
     RUN(leader_disk_fails);
+    RUN(leader_snapshot_write_fails);
     return runner_done();
 }
