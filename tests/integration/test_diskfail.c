@@ -33,6 +33,12 @@
  * `batonctl snapshot`. Checks the same as leader_disk_fails, the log
  * naming the snapshot. Before, libraft 0.15 dropped the failed snapshot
  * and the leader went on leading, silently.
+ *
+ * election_on_failing_disk: with no client writes, a follower's disk
+ * fails and the leader is killed; the election makes the follower store a
+ * new term (or its vote) in raft's metadata, which fails. Checks that it
+ * exits 74 saying so, that the restarted leader and the third node elect a
+ * leader and serve, and that after healing the three digests agree.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -276,6 +282,48 @@ TEST(leader_snapshot_write_fails)
     finish();
 }
 
+TEST(election_on_failing_disk)
+{
+    baton_t *b;
+    int leader, f, code = -1, next;
+    int64_t t0;
+
+    start(SHIM_DISK);
+    leader = cluster_wait_leader(&C, 15000);
+    ASSERT_GE(leader, 0);
+    f = (leader + 1) % 3;
+    b = client("diskfail-election");
+    cycle(b, "warm");
+    baton_close(b);
+
+    /* No client writes: follower f's disk fails, then the leader dies.
+     * The election that follows makes f store a new term (and maybe its
+     * vote): that write fails, and f exits. */
+    disk_set(f, "fail 5");
+    sleep_ms(100); /* the shim looks at its file every 20 ms */
+    cluster_kill(&C, leader, SIGKILL);
+    t0 = now_ms();
+    while (code < 0 && now_ms() - t0 < EXIT_WITHIN_MS) code = cluster_wait_exit(&C, f, 100);
+    if (code < 0) FAIL("node %d still runs %d ms after the election began", f + 1, EXIT_WITHIN_MS);
+    if (code != EXIT_FAULT) FAIL("node %d: exit status %d, not %d", f + 1, code, EXIT_FAULT);
+    ASSERT(log_has(f, "I/O error on the raft log"));
+    ASSERT(log_has(f, "in the raft metadata"));
+
+    /* The dead leader back: it and the third node elect a leader. */
+    ASSERT_EQ(cluster_restart(&C, leader), 0);
+    next = cluster_wait_leader(&C, 20000);
+    ASSERT_GE(next, 0);
+    ASSERT_NE(next, f);
+    b = client("diskfail-election");
+    cycle(b, "after");
+    disk_set(f, "ok");
+    ASSERT_EQ(cluster_restart(&C, f), 0);
+    cycle(b, "healed");
+    ASSERT_EQ(cluster_digests_agree(&C, 30000), 0);
+    baton_close(b);
+    finish();
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -284,5 +332,6 @@ int main(int argc, char **argv)
     RUN(follower_disk_fails);
     RUN(leader_disk_fails);
     RUN(leader_snapshot_write_fails);
+    RUN(election_on_failing_disk);
     return runner_done();
 }
