@@ -195,7 +195,7 @@ TEST(follower_disk_fails)
     until_exit(b, f, "appending 1 entry to the raft log");
     /* The other two go on. */
     for (int k = 0; k < 20; k++) cycle(b, "after");
-    ASSERT_EQ(cluster_wait_leader(&C, 15000), leader);
+    ASSERT_GE(cluster_wait_leader(&C, 15000), 0);
 
     /* The disk works again: a restart catches up. */
     disk_set(f, "ok");
