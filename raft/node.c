@@ -420,7 +420,6 @@ static const char *raft_stop_reason(struct node *n, char *buf, size_t size)
 static void io_fault_say(struct node *n)
 {
     char why[2 * BATON_ERRMSG_SIZE + IO_GUARD_WHAT_SIZE + PATH_MAX];
-
     char entry[48] = "";
 
     if (n->guard.failed_index != 0)
@@ -1329,10 +1328,11 @@ static void raft_closed(struct raft *r)
 {
     struct node *n = r->data;
 
-    /* A write that failed while raft was closing (a shutdown, or before
-     * the node was ever polled) is reported all the same: the process
-     * must not exit 0 over a log it could not write. */
-    if (io_guard_fenced(&n->guard) && !n->fatal) {
+    /* A write that failed while a running node was closing (a shutdown,
+     * or before the node was ever polled) is reported all the same: the
+     * process must not exit 0 over a log it could not write. (A node_open
+     * that fails says why in its errmsg: close_cb is NULL then.) */
+    if (io_guard_fenced(&n->guard) && !n->fatal && n->close_cb != NULL) {
         fault_update(n);
         io_fault_say(n);
     }
