@@ -192,7 +192,7 @@ TEST(follower_disk_fails)
     cycle(b, "warm");
 
     disk_set(f, "fail 5"); /* EIO */
-    until_exit(b, f, "appending 1 entry to the raft log");
+    until_exit(b, f, "to the raft log in");
     /* The other two go on. */
     for (int k = 0; k < 20; k++) cycle(b, "after");
     ASSERT_GE(cluster_wait_leader(&C, 15000), 0);
