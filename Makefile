@@ -144,7 +144,7 @@ deps:
 
 all-inner build: $(PROGS) $(EXAMPLE_BIN)
 build-tests: $(UNIT_BIN) $(CLUSTER_BIN) $(INTEG_BIN) $(SHIM_SO) $(B)/tests/integration/deploy_installed \
-             $(PROTO1)/batond $(LEVEL1)/batond
+             $(PROTO1)/batond $(LEVEL1)/batond $(FAULT_DIR)/shim_disk.so
 
 run-inner: $(PROGS)
 	@server/run-cluster.sh $(B)
@@ -160,7 +160,7 @@ unit-inner: $(UNIT_BIN)
 	@tests/run-tests.sh $(B) $(UNIT_BIN)
 cluster-inner: $(CLUSTER_BIN)
 	@tests/run-tests.sh $(B) $(CLUSTER_BIN)
-integration-inner: $(PROGS) $(INTEG_BIN) $(SHIM_SO) $(PROTO1)/batond $(LEVEL1)/batond
+integration-inner: $(PROGS) $(INTEG_BIN) $(SHIM_SO) $(PROTO1)/batond $(LEVEL1)/batond $(FAULT_DIR)/shim_disk.so
 	@tests/run-tests.sh $(B) $(INTEG_BIN)
 bench-inner: $(PROGS) $(B)/lockbench
 ifeq ($(TLS),1)

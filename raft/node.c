@@ -7,6 +7,8 @@
 
 #include <raft.h>
 #include <raft/uv.h>
+#include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 #include "baton/baton_defs.h"
 #include "raft/cluster_id.h"
 #include "raft/fsm.h"
+#include "raft/io_guard.h"
 #include "raft/state_mark.h"
 #include "raft/transport.h"
 
@@ -25,7 +28,7 @@ struct node {
     struct node_config cfg;
     struct node_hooks hooks;
     struct raft raft;
-    struct raft_io io;
+    struct io_guard guard;   /* raft_uv's I/O, fenced at a failed write (raft/io_guard.h) */
     struct transport transport;   /* TLS, or raft_uv_tcp with TCP_NODELAY */
     struct fsm fsm;
     uv_timer_t poll;
@@ -71,8 +74,6 @@ struct node {
     int fault_kind;          /* enum node_fault_kind */
     uint64_t fault_index;
     int fault_said;          /* the action reported for it, -1: none yet */
-    int log_failed;          /* BATON_E* of a failed log write: sticky */
-    uint64_t log_failed_index;
     struct raft_transfer stepdown;
     bool stepdown_in_raft;   /* raft holds n->stepdown: its callback is due */
     bool stepdown_over;      /* its callback ran */
@@ -142,10 +143,10 @@ static int accepted_status(struct node *n, int status, raft_index index)
     int st = status_from_raft(status);
 
     if (st == 0 || st == BATON_ENOTLEADER) return st;
-    if (n->log_failed == 0) {
-        n->log_failed = st;
-        n->log_failed_index = index;
-    }
+    /* The guard has fenced the node already (its append callback runs
+     * before raft's); this names the entry, or fences it if it had not. */
+    io_guard_fail(&n->guard, status, index, "appending an entry to the raft log");
+    if (n->guard.failed_index == 0) n->guard.failed_index = index;
     /* Nothing more may be proposed in this term: a new entry would take
      * the index raft has just dropped from its in-memory log, which the
      * followers may already hold with other contents. set_ready runs the
@@ -285,20 +286,30 @@ static bool barrier_due(struct node *n)
  *    it no longer acknowledges entries); the other two go on. It reports
  *    the fault (the log, STATUS) and waits: freeing space and restarting
  *    it is the cure, and it catches up from the leader.
- *  - A leader whose write of its own log fails: raft calls back the
- *    entry's request with the error (accepted_status), drops the entry and
- *    those after it from its in-memory log but not from its segment writer,
- *    and keeps leading. A new entry would reuse the dropped index with the
- *    same term, which a follower that already holds the dropped entry
- *    would take for the same entry: divergence. And a transfer would make
- *    it a follower that appends the new leader's entries through that same
- *    writer, behind bytes its in-memory log no longer has. So it stops
- *    serving at once (accepted_status) and exits at the end of the loop
- *    turn; the followers hold the entry, and the next leader commits it.
+ *  - A node whose write of its raft directory fails -- log, snapshot, term
+ *    or vote -- cannot go on: libraft 0.15 keeps a follower's failed
+ *    entries in memory and never counts them stored (it stands still,
+ *    silently), drops a leader's failed entry from its in-memory log but
+ *    not from its segment writer (a new entry would reuse the index with
+ *    the same term: divergence), and its writer does not rewind. The
+ *    guard (raft/io_guard.h) fences raft at the first failure -- no
+ *    ticks, messages, sends or writes reach or leave it any more -- and
+ *    calls io_failed; a leader's clients whose entries failed are answered
+ *    "outcome unknown" (accepted_status: the followers may hold the entry,
+ *    and the next leader commits it). The next poll reports
+ *    NODE_FAULT_LOG with NODE_FAULT_EXIT, and the server closes the node
+ *    and exits.
  *
  * Each fault is reported once per action through hooks.fault, outside
  * raft's callbacks (this runs from node_poll).
  */
+
+/* The guard fenced raft at a failed write (raft/io_guard.h). This runs
+ * inside raft's I/O callbacks or calls: the node stops on the next turn. */
+static void io_failed(void *arg)
+{
+    node_poll_soon(arg);
+}
 
 static void stepdown_cb(struct raft_transfer *req)
 {
@@ -332,10 +343,10 @@ static void fault_update(struct node *n)
     uint64_t index = 0;
     bool said;
 
-    if (n->log_failed) {
-        code = n->log_failed;
+    if (io_guard_fenced(&n->guard)) {
+        code = n->guard.sys_errno == ENOSPC ? BATON_ENOSPC : BATON_EIO;
         kind = NODE_FAULT_LOG;
-        index = n->log_failed_index;
+        index = n->guard.failed_index;
     } else if (n->fsm.fault) {
         code = n->fsm.fault;
         kind = NODE_FAULT_APPLY;
@@ -408,6 +419,21 @@ static const char *raft_stop_reason(struct node *n, char *buf, size_t size)
     return buf;
 }
 
+/* A failed write fenced raft (NODE_FAULT_LOG): the node must exit. */
+static void io_fault_say(struct node *n)
+{
+    char why[2 * BATON_ERRMSG_SIZE + IO_GUARD_WHAT_SIZE + PATH_MAX];
+    char entry[48] = "";
+
+    if (n->guard.failed_index != 0)
+        snprintf(entry, sizeof entry, " (entry %llu)", (unsigned long long)n->guard.failed_index);
+    snprintf(why, sizeof why,
+             "%s%s in %s failed: %s; libraft 0.15 cannot go on after a failed write to its "
+             "raft directory, so this node's raft sends and writes nothing more",
+             n->guard.what, entry, n->cfg.raft_dir, n->guard.errmsg);
+    fault_say(n, NODE_FAULT_EXIT, why);
+}
+
 /*
  * Act on a local failure, if there is one. Returns true when the node has
  * one: it is then not ready, whatever raft says, and node_poll stops here.
@@ -421,7 +447,7 @@ static bool fault_poll(struct node *n)
     set_ready(n, false);
     if (n->closing || n->fatal) return true;
     if (n->fault_kind == NODE_FAULT_LOG) {
-        fault_say(n, NODE_FAULT_EXIT, "libraft 0.15 cannot go on after a failed write of its log");
+        io_fault_say(n);
         return true;
     }
     if (n->fault_kind == NODE_FAULT_RAFT) {
@@ -546,6 +572,11 @@ static void node_poll(struct node *n)
     int rv;
 
     if (n->closing) return;
+    /* A failed write fenced raft (raft/io_guard.h): only stop now. */
+    if (io_guard_fenced(&n->guard)) {
+        fault_poll(n);
+        return;
+    }
     admit_track(n);
     fsm_flush(&n->fsm);
     if (n->transfer_over) transfer_finish(n, false);
@@ -638,7 +669,7 @@ int node_propose(struct node *n, const void *data, size_t len, node_propose_cb *
     struct raft_buffer buf;
     int rv;
 
-    if (!n->ready || n->closing) return BATON_ENOTLEADER;
+    if (!node_is_ready(n)) return BATON_ENOTLEADER;
     p = malloc(sizeof *p);
     if (p == NULL) return BATON_ENOMEM;
     buf.len = fsm_entry_size(len);
@@ -658,7 +689,8 @@ int node_propose(struct node *n, const void *data, size_t len, node_propose_cb *
          * "raft_apply: buffers and outcomes"). */
         raft_free(buf.base);
         free(p);
-        rv = status_from_raft(rv);
+        /* Refused because a write failed: nothing was sent; the node stops. */
+        rv = io_guard_fenced(&n->guard) ? BATON_ENOTLEADER : status_from_raft(rv);
         if (rv == BATON_ENOTLEADER) node_poll_soon(n);
         return rv;
     }
@@ -1072,7 +1104,7 @@ void node_get_status(struct node *n, struct node_status *st)
 
 bool node_is_ready(const struct node *n)
 {
-    return n->ready && !n->closing;
+    return n->ready && !n->closing && !io_guard_fenced(&n->guard);
 }
 
 const struct node_member *node_member_find(const struct node_config *c, uint32_t id)
@@ -1124,7 +1156,7 @@ static unsigned or_default(unsigned v, unsigned d)
  */
 static int election_random(struct raft_io *io, int min, int max)
 {
-    struct node *n = (struct node *)(void *)((char *)io - offsetof(struct node, io));
+    struct node *n = (struct node *)(void *)((char *)io - offsetof(struct node, guard.io));
 
     if (min == (int)n->election_ms && max == 2 * (int)n->election_ms &&
         n->jitter_ms < n->election_ms)
@@ -1142,7 +1174,7 @@ static int election_random(struct raft_io *io, int min, int max)
 static void start_failed(struct node *n, int rv, char *errmsg)
 {
     const char *own = raft_errmsg(&n->raft);
-    const char *io = n->io.errmsg[0] ? n->io.errmsg : n->transport.base.errmsg;
+    const char *io = n->guard.io.errmsg[0] ? n->guard.io.errmsg : n->transport.base.errmsg;
 
     if (own[0] == '\0' && io[0] == '\0') io = raft_strerror(rv);
     snprintf(errmsg, BATON_ERRMSG_SIZE, "raft start: %.100s%s%.140s", own,
@@ -1251,23 +1283,24 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
         goto err_after_transport;
     }
     transport_set_levels(&n->transport, cfg->level, cfg->cluster_level);
-    rv = raft_uv_init(&n->io, loop, cfg->raft_dir, &n->transport.base);
+    rv = raft_uv_init(&n->guard.io, loop, cfg->raft_dir, &n->transport.base);
     if (rv != 0) {
-        snprintf(errmsg, BATON_ERRMSG_SIZE, "raft io init: %.200s", n->io.errmsg);
+        snprintf(errmsg, BATON_ERRMSG_SIZE, "raft io init: %.200s", n->guard.io.errmsg);
         goto err_after_transport;
     }
-    raft_uv_set_connect_retry_delay(&n->io, or_default(cfg->connect_retry_ms, 250));
+    io_guard_init(&n->guard, io_failed, n);
+    raft_uv_set_connect_retry_delay(&n->guard.io, or_default(cfg->connect_retry_ms, 250));
     /* Snapshots dump the store on a libuv pool thread (raft/fsm_snap.c).
      * 0.15's raft_uv implements async_work but its init says version 1,
      * and raft_init refuses fsm version 3 over that
      * (docs/libraft-0.15.md, "Snapshots and restore"). */
-    n->io.version = 2;
+    n->guard.io.version = 2;
     n->election_ms = or_default(cfg->election_timeout_ms, 300);
     n->jitter_ms = or_default(cfg->election_jitter_ms, n->election_ms / 3);
-    n->uv_random = n->io.random;
-    n->io.random = election_random;
+    n->uv_random = n->guard.io.random;
+    n->guard.io.random = election_random;
     fsm_use_async_snapshots(&n->fsm);
-    rv = raft_init(&n->raft, &n->io, &n->fsm.base, cfg->id, self->raft_addr);
+    rv = raft_init(&n->raft, &n->guard.io, &n->fsm.base, cfg->id, self->raft_addr);
     if (rv != 0) {
         snprintf(errmsg, BATON_ERRMSG_SIZE, "raft init: %s", raft_errmsg(&n->raft));
         goto err_after_io;
@@ -1327,7 +1360,7 @@ err_after_raft:
     return err;
 
 err_after_io:
-    raft_uv_close(&n->io);
+    raft_uv_close(&n->guard.io);
 err_after_transport:
     transport_close(&n->transport);
     uv_run(loop, UV_RUN_DEFAULT);
@@ -1346,7 +1379,15 @@ static void raft_closed(struct raft *r)
 {
     struct node *n = r->data;
 
-    raft_uv_close(&n->io);
+    /* A write that failed while a running node was closing (a shutdown,
+     * or before the node was ever polled) is reported all the same: the
+     * process must not exit 0 over a log it could not write. (A node_open
+     * that fails says why in its errmsg: close_cb is NULL then.) */
+    if (io_guard_fenced(&n->guard) && !n->fatal && n->close_cb != NULL) {
+        fault_update(n);
+        io_fault_say(n);
+    }
+    raft_uv_close(&n->guard.io);
     transport_close(&n->transport);
     if (n->close_cb != NULL) n->close_cb(n->close_data);
 }

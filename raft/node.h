@@ -100,10 +100,11 @@ struct node_config {
  *                     applied. A leader hands leadership to another voter;
  *                     libraft 0.15 stops a follower's raft at the entry.
  *                     An apply that succeeds later clears it.
- *   NODE_FAULT_LOG    a write of raft's log failed on this leader: libraft
- *                     0.15 cannot go on after that (it drops the entry from
- *                     its in-memory log, not from the file it writes), so
- *                     the node stops serving at once and must exit.
+ *   NODE_FAULT_LOG    a write of raft's directory failed on this node
+ *                     (log, snapshot, term or vote; raft/io_guard.h):
+ *                     libraft 0.15 cannot go on after that, so raft was
+ *                     fenced at once (it sends and writes nothing more)
+ *                     and the node must exit, leader or follower.
  *   NODE_FAULT_RAFT   raft stopped itself (RAFT_UNAVAILABLE while the node
  *                     is not closing) for a reason the other two do not
  *                     explain -- 0.15 does when a snapshot fails while it

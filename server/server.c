@@ -204,9 +204,13 @@ static void node_fault(void *data, const struct node_fault *f)
                  baton_strerror(f->code));
         break;
     case NODE_FAULT_LOG:
-        snprintf(what, sizeof what, "writing entry %llu to the raft log failed (%s)", index,
-                 baton_strerror(f->code));
-        break;
+        log_error("I/O error on the raft log (%s): %s. Exiting with status %d; the other nodes "
+                  "go on without this one. Free space on its data disk or repair it, then "
+                  "restart batond: it catches up from the others",
+                  baton_strerror(f->code), f->why, BATON_EXIT_FAULT);
+        srv->exit_code = BATON_EXIT_FAULT;
+        server_stop(srv);
+        return;
     default:
         snprintf(what, sizeof what, "raft stopped before entry %llu", index);
     }

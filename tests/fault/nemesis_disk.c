@@ -10,8 +10,7 @@
  *                     with EIO (ENOSPC one time in three), for 1-4 s; a raft
  *                     log write fails after it was done (its bytes may be on
  *                     disk): the outcome is unknown to the node
- *   disk-fail-leader  the same on the leader (weight 0 for now: nemesis.c
- *                     says why)
+ *   disk-fail-leader  the same on the leader
  *
  * A node may exit on a write it cannot recover from: batond's documented
  * way out of an I/O error, which says "I/O error" in its log. The harness
@@ -112,8 +111,8 @@ void fault_disk(struct run *r, enum fault_kind k, int l)
         err = run_rand(r, 0, 2) == 0 ? ENOSPC : EIO;
         dur = (unsigned)run_rand(r, 1000, 4000);
         snprintf(line, sizeof line, "fail %d", err);
-        note(r, "FAULT", "disk-fail node %u%s: every write and sync fails with %s for %u ms",
-             r->c.nodes[i].id, i == l ? " (leader)" : "", err == EIO ? "EIO" : "ENOSPC", dur);
+        note(r, "FAULT", "%s node %u: every write and sync fails with %s for %u ms",
+             fault_names[k], r->c.nodes[i].id, err == EIO ? "EIO" : "ENOSPC", dur);
     }
     r->disk_node = i;
     r->disk_grace_us = INT64_MAX;

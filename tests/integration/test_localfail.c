@@ -142,7 +142,7 @@ TEST(leader_log_write_fails)
     /* The leader stopped and exits so that another node leads. */
     code = cluster_wait_exit(&C, leader, 20000);
     if (code != EXIT_FAULT) FAIL("node %d: exit status %d, not %d", leader + 1, code, EXIT_FAULT);
-    ASSERT(log_has(leader, "to the raft log failed"));
+    ASSERT(log_has(leader, "I/O error on the raft log"));
     next = cluster_wait_leader(&C, 15000);
     ASSERT_GE(next, 0);
     ASSERT_NE(next, leader);
