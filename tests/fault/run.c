@@ -123,7 +123,10 @@ static int parse_args(struct run *r, int argc, char **argv)
         r->ttl_ms < 1000 || r->seconds < 1)
         return -1;
     r->rng = r->seed ? r->seed : 1;
-    if (r->plain) r->faults_enabled &= ~(1u << F_PART_CLIENT | 1u << F_DEPOSED);
+    if (r->plain)
+        r->faults_enabled &= ~(1u << F_PART_CLIENT | 1u << F_DEPOSED | 1u << F_HOSTILE_CACHE |
+                               1u << F_HOSTILE_READS | 1u << F_HOSTILE_SESSIONS |
+                               1u << F_HOSTILE_PREHELLO);
     return r->faults_enabled ? 0 : -1;
 }
 
@@ -499,7 +502,7 @@ int main(int argc, char **argv)
      * open sessions and lock; the harness's own is an admin). */
     struct cluster_opts co = {.extra_args = node_args, .raft_proxy = 1,
                               .secure = CLUSTER_PEER_TLS | CLUSTER_CLIENT_TLS | CLUSTER_AUTH};
-    char self[PATH_MAX], nem[PATH_MAX + 32], hostile_line[256], lines[512];
+    char self[PATH_MAX], nem[PATH_MAX + 32], hostile_line[256], lines[512], hostile_opts[32];
     ssize_t n;
     int check, rv;
 
@@ -529,10 +532,12 @@ int main(int argc, char **argv)
            R.seconds, R.n_clients, R.n_locks, R.ttl_ms, R.seed, R.dir);
 
     /* Two principals of role client: the clients', and the hostile
-     * client's, which must never act on the clients' sessions. */
+     * client's, which must never act on the clients' sessions, and may
+     * have HOSTILE_SESSION_CAP open at once (hostile-sessions). */
+    snprintf(hostile_opts, sizeof hostile_opts, "max-sessions=%d", HOSTILE_SESSION_CAP);
     if (cluster_token("faultclient", "client", "", R.client_token, R.auth_line,
                       sizeof R.auth_line) != 0 ||
-        cluster_token("faulthostile", "client", "", R.hostile_token, hostile_line,
+        cluster_token("faulthostile", "client", hostile_opts, R.hostile_token, hostile_line,
                       sizeof hostile_line) != 0)
         return 2;
     snprintf(lines, sizeof lines, "%s%s", R.auth_line, hostile_line);
@@ -572,6 +577,9 @@ int main(int argc, char **argv)
     printf("# harness: %d node crashes, %d nodes exited on an I/O error of a failing disk "
            "(expected), %d other problems\n",
            R.node_crashes, R.io_exits, R.harness_errors);
+    if (R.floods_kept + R.floods_lost)
+        printf("# hostile floods: the leader kept its leadership through %u of %u floods\n",
+               R.floods_kept, R.floods_kept + R.floods_lost);
     if (R.stalls_kept + R.stalls_lost)
         printf("# stall-leader: the leader kept its leadership through %u of %u stall faults\n",
                R.stalls_kept, R.stalls_kept + R.stalls_lost);

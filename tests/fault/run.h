@@ -15,6 +15,9 @@
 #include "tests/lib/proc.h"
 
 #define RUN_MAX_CLIENTS 16
+/* The sessions the hostile principal may have open at once (its
+ * max-sessions= in the auth file): hostile-sessions floods up to it. */
+#define HOSTILE_SESSION_CAP 32
 
 /* The fault kinds, in nemesis.log's words. */
 enum fault_kind {
@@ -39,6 +42,11 @@ enum fault_kind {
     F_DISK_SLOW,
     F_DISK_FAIL,
     F_DISK_FAIL_LEADER,
+    /* a hostile authenticated client's floods (nemesis_hostile.c) */
+    F_HOSTILE_CACHE,
+    F_HOSTILE_READS,
+    F_HOSTILE_SESSIONS,
+    F_HOSTILE_PREHELLO,
     F_COUNT
 };
 
@@ -101,6 +109,7 @@ struct run {
     int node_crashes;        /* nodes that died without being killed */
     int io_exits;            /* nodes that exited on an I/O error during a disk fault */
     unsigned stalls_kept, stalls_lost; /* stall-leader: leadership kept or lost */
+    unsigned floods_kept, floods_lost; /* hostile-*: the leader kept its term or lost it */
     int harness_errors;      /* anything else that went wrong */
 };
 
