@@ -204,8 +204,9 @@ int ck_hostile(const char *dir, struct ck_hostile *h, double (*rel_s)(uint64_t))
 /* What the hostile floods got (check_flood.c). */
 struct ck_flood {
     uint64_t floods, nostart;
-    uint64_t cache[4];   /* sent, ran, refused ELIMIT, noleader or unanswered */
-    uint64_t reads[4];   /* sent, answered, refused ELIMIT, noleader or unanswered */
+    uint64_t by_kind[4]; /* cache, reads, sessions, prehello */
+    uint64_t cache[5];   /* sent, ran, refused ELIMIT, noleader, unanswered */
+    uint64_t reads[5];   /* sent, answered, refused ELIMIT, noleader, unanswered */
     uint64_t sessions_most, sessions_capped, sessions_bystander;
     uint64_t pre[6];     /* big, big ETOOBIG, big closed, trickles, closed, served after */
     long long slowest_close_ms, mdb_growth, mdb_largest;

@@ -52,7 +52,8 @@ static long long kv(const char *line, const char *key, long long dflt)
 
 static void violation(struct ck_flood *f, const char *what, const char *line)
 {
-    if (f->violations++ < SHOW_MAX) printf("VIOLATION (hostile flood not bounded): %s: %s\n", what, line);
+    if (f->violations++ < SHOW_MAX)
+        printf("VIOLATION (hostile flood not bounded): %s: %s\n", what, line);
 }
 
 static void check_cache(struct ck_flood *f, const char *line)
@@ -61,10 +62,12 @@ static void check_cache(struct ck_flood *f, const char *line)
     f->cache[0] += (uint64_t)kv(line, "sent", 0);
     f->cache[1] += (uint64_t)kv(line, "ran", 0);
     f->cache[2] += (uint64_t)kv(line, "refused", 0);
-    f->cache[3] += (uint64_t)kv(line, "noleader", 0) + (uint64_t)kv(line, "unanswered", 0);
+    f->cache[3] += (uint64_t)kv(line, "noleader", 0);
+    f->cache[4] += (uint64_t)kv(line, "unanswered", 0);
     if (kv(line, "ran", 0) > BATON_MAX_UNACKED)
         violation(f, "more requests ran than a session may have unacknowledged", line);
-    if (kv(line, "other", 0) > 0) violation(f, "a request answered neither as run nor ELIMIT", line);
+    if (kv(line, "other", 0) > 0)
+        violation(f, "a request answered neither as run nor ELIMIT", line);
     if (kv(line, "close", 1) == BATON_ELIMIT) violation(f, "CLOSE_SESSION refused", line);
 }
 
@@ -73,7 +76,8 @@ static void check_reads(struct ck_flood *f, const char *line)
     f->reads[0] += (uint64_t)kv(line, "sent", 0);
     f->reads[1] += (uint64_t)kv(line, "ok", 0);
     f->reads[2] += (uint64_t)kv(line, "refused", 0);
-    f->reads[3] += (uint64_t)kv(line, "noleader", 0) + (uint64_t)kv(line, "unanswered", 0);
+    f->reads[3] += (uint64_t)kv(line, "noleader", 0);
+    f->reads[4] += (uint64_t)kv(line, "unanswered", 0);
     if (kv(line, "other", 0) > 0) violation(f, "a read answered otherwise than its reply", line);
 }
 
@@ -103,7 +107,8 @@ static void check_prehello(struct ck_flood *f, const char *line)
     f->pre[4] += (uint64_t)kv(line, "trickle_closed", 0);
     f->pre[5] += (uint64_t)kv(line, "served", 0);
     if (slowest > f->slowest_close_ms) f->slowest_close_ms = slowest;
-    if (kv(line, "big_other", 0) > 0) violation(f, "a big frame before HELLO answered otherwise", line);
+    if (kv(line, "big_other", 0) > 0)
+        violation(f, "a big frame before HELLO answered otherwise", line);
     if (kv(line, "big_open", 0) > 0) violation(f, "a big frame before HELLO left open", line);
     if (kv(line, "trickle_open", 0) > 0) violation(f, "a trickling connection left open", line);
     if (kv(line, "trickle_served", 0) > 0) violation(f, "a trickled HELLO served", line);
@@ -132,7 +137,8 @@ static int read_nemesis(const char *dir, struct ck_flood *f)
                    before >= 0 && after >= 0) {
             if (after > f->mdb_largest) f->mdb_largest = after;
             if (after - before > f->mdb_growth) f->mdb_growth = after - before;
-            if (after - before > MDB_GROWTH_MAX) violation(f, "data.mdb grew by more than 4 MiB", line);
+            if (after - before > MDB_GROWTH_MAX)
+                violation(f, "data.mdb grew by more than 4 MiB", line);
         }
     }
     fclose(nf);
@@ -159,12 +165,16 @@ int ck_flood(const char *dir, struct ck_flood *f)
         if (kv(line, "nostart", 0)) {
             f->nostart++;
         } else if (strcmp(kind, "cache") == 0) {
+            f->by_kind[0]++;
             check_cache(f, line);
         } else if (strcmp(kind, "reads") == 0) {
+            f->by_kind[1]++;
             check_reads(f, line);
         } else if (strcmp(kind, "sessions") == 0) {
+            f->by_kind[2]++;
             check_sessions(f, line);
         } else if (strcmp(kind, "prehello") == 0) {
+            f->by_kind[3]++;
             check_prehello(f, line);
         } else {
             f->parse_errors++;
@@ -176,23 +186,32 @@ int ck_flood(const char *dir, struct ck_flood *f)
 
 void ck_flood_print(const struct ck_flood *f)
 {
+    const uint64_t *k = f->by_kind;
+
     if (f->floods == 0) return;
     printf("hostile floods: %" PRIu64 " (%" PRIu64 " could not start); the leader kept its term "
            "through %" PRIu64 ", LOST it through %" PRIu64 "\n",
            f->floods, f->nostart, f->kept, f->lost);
-    printf("  cache: %" PRIu64 " requests of unacknowledging sessions, %" PRIu64 " ran, %" PRIu64
-           " refused ELIMIT, %" PRIu64 " not the leader's or unanswered; data.mdb grew by at most "
-           "%lld bytes (largest %lld)\n",
-           f->cache[0], f->cache[1], f->cache[2], f->cache[3], f->mdb_growth, f->mdb_largest);
-    printf("  reads: %" PRIu64 " pipelined, %" PRIu64 " answered, %" PRIu64 " refused ELIMIT, %"
-           PRIu64 " not the leader's or unanswered\n",
-           f->reads[0], f->reads[1], f->reads[2], f->reads[3]);
-    printf("  sessions: %" PRIu64 " floods stopped at the cap with ELIMIT (most opened %" PRIu64
-           "), another principal then served %" PRIu64 " times\n",
-           f->sessions_capped, f->sessions_most, f->sessions_bystander);
-    printf("  prehello: %" PRIu64 " big frames before HELLO (%" PRIu64 " ETOOBIG, %" PRIu64
-           " closed), %" PRIu64 " trickles (%" PRIu64 " closed, the slowest after %lld ms), "
-           "served after: %" PRIu64 "\n",
-           f->pre[0], f->pre[1], f->pre[2], f->pre[3], f->pre[4], f->slowest_close_ms, f->pre[5]);
+    if (k[0])
+        printf("  cache, %" PRIu64 " floods: %" PRIu64 " requests of unacknowledging sessions, %"
+               PRIu64 " ran, %" PRIu64 " refused ELIMIT, %" PRIu64 " redirected (no longer the "
+               "leader), %" PRIu64 " unanswered; data.mdb grew by at most %lld bytes (largest "
+               "%lld)\n",
+               k[0], f->cache[0], f->cache[1], f->cache[2], f->cache[3], f->cache[4],
+               f->mdb_growth, f->mdb_largest);
+    if (k[1])
+        printf("  reads, %" PRIu64 " floods: %" PRIu64 " pipelined, %" PRIu64 " answered, %" PRIu64
+               " refused ELIMIT, %" PRIu64 " redirected (a follower), %" PRIu64 " unanswered\n",
+               k[1], f->reads[0], f->reads[1], f->reads[2], f->reads[3], f->reads[4]);
+    if (k[2])
+        printf("  sessions, %" PRIu64 " floods: %" PRIu64 " stopped at the cap with ELIMIT (most "
+               "opened %" PRIu64 "), another principal then served %" PRIu64 " times\n",
+               k[2], f->sessions_capped, f->sessions_most, f->sessions_bystander);
+    if (k[3])
+        printf("  prehello, %" PRIu64 " floods: %" PRIu64 " big frames before HELLO (%" PRIu64
+               " ETOOBIG, %" PRIu64 " closed), %" PRIu64 " trickles (%" PRIu64 " closed, the "
+               "slowest after %lld ms), served after: %" PRIu64 "\n",
+               k[3], f->pre[0], f->pre[1], f->pre[2], f->pre[3], f->pre[4], f->slowest_close_ms,
+               f->pre[5]);
     printf("  hostile floods not bounded: %" PRIu64 "\n", f->violations);
 }

@@ -23,8 +23,9 @@
  *              must hold, with ERROR(BATON_ELIMIT); then another principal
  *              (--other-token) opens a session, which must not be refused;
  *              then every session opened is closed
- *   prehello   PREHELLO_BIG connections (TLS done, no HELLO) each send a
- *              header claiming a 1 MiB frame and 60 KiB of it: answered
+ *   prehello   PREHELLO_BIG connections (TLS done, no HELLO), all open at
+ *              once, each send a header claiming a 1 MiB frame and 60 KiB
+ *              of it: answered
  *              ERROR(BATON_ETOOBIG) and closed, or closed; and
  *              PREHELLO_TRICKLE connections trickle a byte every 250 ms,
  *              half of them a HELLO inside TLS, half a TLS record in
@@ -34,8 +35,8 @@
  *
  * Each answer is counted as what it is: ran / ok (carried out or
  * answered as a read), refused (the documented refusal), noleader
- * (REDIRECT, NO_LEADER or ENOTLEADER: the node is not, or no longer, the
- * leader), other (anything else: the checker's violation), unanswered
+ * (REDIRECT, NO_LEADER, ENOTLEADER, ENOLEADER or EUNAVAIL: the node is
+ * not, or no longer, the leader), other (anything else: the checker's violation), unanswered
  * (the connection ended or went silent). It appends one line to the log:
  *
  *   T FLOOD KIND node=ID key=value ...
@@ -93,10 +94,14 @@ static int open_conn(struct tls_sock *s, const char *tok)
     return 0;
 }
 
+/* REDIRECT, NO_LEADER, or a status saying the node does not (or no
+ * longer) lead: what a follower, or a leader deposed mid-flood, answers. */
 static int is_noleader(const struct msg *r)
 {
-    return r->type == MSG_REDIRECT || r->type == MSG_NO_LEADER ||
-           (r->type == MSG_ERROR && r->u.error.code == BATON_ENOTLEADER);
+    int st = r->type == MSG_ERROR || r->type == MSG_RESULT ? tls_sock_status(r) : 0;
+
+    return r->type == MSG_REDIRECT || r->type == MSG_NO_LEADER || st == BATON_ENOTLEADER ||
+           st == BATON_ENOLEADER || st == BATON_EUNAVAIL;
 }
 
 static void count_other(struct count *c, const struct msg *r)
@@ -363,13 +368,15 @@ static int flood_sessions(void)
 
 /* What the node did with a connection that sent a big frame before HELLO:
  * 0 ERROR(ETOOBIG) (then closed), 1 closed without it, 2 left open
- * (nothing within 10 s), -1 something else. */
-static int big_outcome(struct tls_sock *s)
+ * (nothing by the deadline, or within 100 ms after it), -1 something
+ * else. */
+static int big_outcome(struct tls_sock *s, int64_t deadline)
 {
+    int64_t left = deadline - now_ms();
     struct msg r;
     int rv;
 
-    if (tls_sock_recv_msg(s, &r, 10000) != 0)
+    if (tls_sock_recv_msg(s, &r, left > 100 ? (int)left : 100) != 0)
         return strstr(s->err, "within") || strstr(s->err, "temporarily") ? 2 : 1;
     rv = r.type == MSG_ERROR && r.u.error.code == BATON_ETOOBIG ? 0 : -1;
     msg_free(&r);
@@ -440,6 +447,7 @@ static int flood_prehello(void)
 {
     static const uint8_t record[16] = {0x16, 0x03, 0x01, 0x40, 0x00}; /* a 16 KiB record */
     static struct trickle tr[PREHELLO_TRICKLE];
+    static struct tls_sock bigs[PREHELLO_BIG];
     uint8_t *frame = calloc(1, PROTO_HDR_LEN + PREHELLO_BODY);
     struct buf hello = {0};
     unsigned big[3] = {0}, big_other = 0, t_closed = 0, t_open = 0, t_served = 0,
@@ -452,20 +460,27 @@ static int flood_prehello(void)
     le_put_u32(frame, BATON_MAX_FRAME); /* u32 len, u16 type, u64 req_id: a 1 MiB ACQUIRE */
     le_put_u16(frame + 4, MSG_ACQUIRE);
     le_put_u64(frame + 6, 9);
+    /* All of them at once, then what each got (within 10 s). */
     for (int i = 0; i < PREHELLO_BIG; i++) {
-        struct tls_sock b;
-        int o;
-        if (tls_sock_connect(&b, port, &cfg, 5000) != 0) {
+        bigs[i].fd = -1;
+        if (tls_sock_connect(&bigs[i], port, &cfg, 5000) != 0) {
+            tls_sock_close(&bigs[i]);
             big[1]++; /* refused at once: closed */
             continue;
         }
-        (void)tls_sock_send(&b, frame, PROTO_HDR_LEN + PREHELLO_BODY); /* it may close half-way */
-        o = big_outcome(&b);
+        /* the node may close it half-way */
+        (void)tls_sock_send(&bigs[i], frame, PROTO_HDR_LEN + PREHELLO_BODY);
+    }
+    t0 = now_ms();
+    for (int i = 0; i < PREHELLO_BIG; i++) {
+        int o;
+        if (bigs[i].fd < 0) continue;
+        o = big_outcome(&bigs[i], t0 + 10000);
         if (o < 0)
             big_other++;
         else
             big[o]++;
-        tls_sock_close(&b);
+        tls_sock_close(&bigs[i]);
     }
     free(frame);
     put_hello(&hello);
