@@ -5,6 +5,9 @@
  *   faultflood --flood KIND --port P --node ID --cacert FILE --token T
  *              --other-token T2 --cap N --log FILE
  *
+ * T is the floods' own principal's token ("faultflood", role client, at
+ * most N sessions open); T2 another principal's (the real clients').
+ *
  * KIND is one of
  *
  *   cache      one session that never advances ack_below (1) sends

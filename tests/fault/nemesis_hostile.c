@@ -1,6 +1,6 @@
 /*
  * nemesis_hostile.c -- the hostile-* faults: an authenticated client of
- * the principal "faulthostile" floods one node for a few seconds
+ * the principal "faultflood" floods one node for a few seconds
  * (faultflood, flood.c, which logs what it sent and what came back to
  * flood.log):
  *
@@ -10,7 +10,7 @@
  *   hostile-reads     thousands of LIST_SESSIONS, LIST_LOCKS, LOCK_INFO
  *                     pipelined in one write -- the leader, or a follower
  *                     one time in three
- *   hostile-sessions  sessions until the principal's cap (HOSTILE_SESSION_CAP)
+ *   hostile-sessions  sessions until the principal's cap (FLOOD_SESSION_CAP)
  *                     refuses with ERROR(BATON_ELIMIT); another principal
  *                     still opens one -- the leader
  *   hostile-prehello  connections sending 1 MiB frames before HELLO, and
@@ -57,7 +57,7 @@ static int run_flood(struct run *r, const char *kind, int t)
         cap[16], ca[PATH_MAX + 64];
     const char *argv[] = {path,      "--flood",       kind,   "--port",  port,
                           "--node",  id,              "--cacert", ca,   "--token",
-                          r->hostile_token, "--other-token", r->client_token, "--cap", cap,
+                          r->flood_token, "--other-token", r->client_token, "--cap", cap,
                           "--log",   logp,            NULL};
     pid_t pid;
     int code;
@@ -67,7 +67,7 @@ static int run_flood(struct run *r, const char *kind, int t)
     snprintf(errp, sizeof errp, "%s/flood.err", r->dir);
     snprintf(port, sizeof port, "%d", r->c.nodes[t].client_port);
     snprintf(id, sizeof id, "%u", r->c.nodes[t].id);
-    snprintf(cap, sizeof cap, "%d", HOSTILE_SESSION_CAP);
+    snprintf(cap, sizeof cap, "%d", FLOOD_SESSION_CAP);
     snprintf(ca, sizeof ca, "%s", cluster_cert(&r->c, "ca", 0));
     pid = proc_spawn_files(argv, NULL, errp);
     if (pid < 0) return -1;

@@ -22,7 +22,8 @@
  *   --keep              keep the logs (kept anyway when the run fails)
  *   --plain             every client straight to the nodes with the real
  *                       clock, no hostile client (client_profiles); the
- *                       faults that need the client proxy are then skipped
+ *                       faults that need the client proxy, and the
+ *                       hostile-* floods, are then skipped
  *   --exclusive         every client takes exclusive hot locks only (the
  *                       harness before lock modes); by default all but c0
  *                       mix in a read/write lock and a semaphore of 3, and
@@ -502,7 +503,8 @@ int main(int argc, char **argv)
      * open sessions and lock; the harness's own is an admin). */
     struct cluster_opts co = {.extra_args = node_args, .raft_proxy = 1,
                               .secure = CLUSTER_PEER_TLS | CLUSTER_CLIENT_TLS | CLUSTER_AUTH};
-    char self[PATH_MAX], nem[PATH_MAX + 32], hostile_line[256], lines[512], hostile_opts[32];
+    char self[PATH_MAX], nem[PATH_MAX + 32], hostile_line[256], flood_line[256], lines[768],
+        flood_opts[32];
     ssize_t n;
     int check, rv;
 
@@ -531,16 +533,20 @@ int main(int argc, char **argv)
     printf("# fault run: %u s, %d clients, %d locks, ttl %u ms, seed %" PRIu64 ", logs in %s\n",
            R.seconds, R.n_clients, R.n_locks, R.ttl_ms, R.seed, R.dir);
 
-    /* Two principals of role client: the clients', and the hostile
-     * client's, which must never act on the clients' sessions, and may
-     * have HOSTILE_SESSION_CAP open at once (hostile-sessions). */
-    snprintf(hostile_opts, sizeof hostile_opts, "max-sessions=%d", HOSTILE_SESSION_CAP);
+    /* Three principals of role client: the clients', the hostile
+     * client's, which must never act on the clients' sessions, and the
+     * floods' (the hostile-* faults), which may have FLOOD_SESSION_CAP
+     * sessions open at once. The floods' sessions are not the hostile
+     * client's: when it guesses one of their ids, it must be refused. */
+    snprintf(flood_opts, sizeof flood_opts, "max-sessions=%d", FLOOD_SESSION_CAP);
     if (cluster_token("faultclient", "client", "", R.client_token, R.auth_line,
                       sizeof R.auth_line) != 0 ||
-        cluster_token("faulthostile", "client", hostile_opts, R.hostile_token, hostile_line,
-                      sizeof hostile_line) != 0)
+        cluster_token("faulthostile", "client", "", R.hostile_token, hostile_line,
+                      sizeof hostile_line) != 0 ||
+        cluster_token("faultflood", "client", flood_opts, R.flood_token, flood_line,
+                      sizeof flood_line) != 0)
         return 2;
-    snprintf(lines, sizeof lines, "%s%s", R.auth_line, hostile_line);
+    snprintf(lines, sizeof lines, "%s%s%s", R.auth_line, hostile_line, flood_line);
     co.auth_lines = lines;
     if (disk_setup(&R) != 0) {
         fprintf(stderr, "faultrun: cannot write the disk shim's control files in %s\n", R.dir);

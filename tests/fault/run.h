@@ -15,9 +15,9 @@
 #include "tests/lib/proc.h"
 
 #define RUN_MAX_CLIENTS 16
-/* The sessions the hostile principal may have open at once (its
+/* The sessions the floods' principal may have open at once (its
  * max-sessions= in the auth file): hostile-sessions floods up to it. */
-#define HOSTILE_SESSION_CAP 32
+#define FLOOD_SESSION_CAP 32
 
 /* The fault kinds, in nemesis.log's words. */
 enum fault_kind {
@@ -92,6 +92,7 @@ struct run {
     int group_port[RUN_MAX_CLIENTS][CLUSTER_MAX_NODES]; /* the proxy's ports per group, node */
     pid_t hostile_pid;       /* faulthostile, or 0 */
     char hostile_token[72];  /* its principal "faulthostile" (role client) */
+    char flood_token[72];    /* the hostile-* floods' "faultflood" (role client) */
 
     /* The disk shim (nemesis_disk.c): every node's environment, and the
      * node whose disk is failing or slow now (-1: none) -- until
