@@ -55,6 +55,9 @@
  *     handle), and no BATON_EDEADLK for a name whose release returned 0.
  *     Rules 3-7 judge each of its names as a hold of that name, with the
  *     hold's unlock outcome and notice (check_load.c copies them).
+ * 10. A hostile authenticated client's floods (the hostile-* faults) are
+ *     bounded: cached results of a session, sessions of a principal,
+ *     frames before HELLO, data.mdb's growth (check_flood.c).
  *
  * It also prints the operations, the faults of each kind (nemesis.log),
  * the lost-with-notice counts and the longest time without any grant.
@@ -78,6 +81,7 @@ static const char *vname[V_COUNT] = {
     "unlock succeeded after the lock was reported lost",
     "unlock succeeded for a hold an operator had taken", "multi-lock not held as one",
     "name still held after its release returned 0", "hostile request not refused",
+    "hostile flood not bounded",
 };
 
 static uint64_t viol[V_COUNT];
@@ -755,6 +759,7 @@ int main(int argc, char **argv)
     struct notice_stats ns = {0};
     struct taken_stats ts = {0};
     struct ck_hostile hs;
+    struct ck_flood fl;
     uint64_t fifo_pairs[3][3] = {{0}}, writes_ok = 0, writes_rej = 0, att_failed = 0,
              att_queued = 0, by_mode[3] = {0}, fifo_total = 0, fifo_multi = 0, multi_names = 0,
              n_calls = 0, n_holds = 0;
@@ -815,6 +820,11 @@ int main(int argc, char **argv)
         return 2;
     }
     viol[V_HOSTILE] += hs.violations;
+    if (ck_flood(argv[1], &fl) != 0) {
+        fprintf(stderr, "faultcheck: cannot read %s/flood.log\n", argv[1]);
+        return 2;
+    }
+    viol[V_FLOOD] += fl.violations;
     for (int k = 0; k < V_COUNT; k++) total_viol += viol[k];
 
     printf("run: %.1f s of logs, %d clients (%d ended cleanly), %zu locks, %" PRIu64
@@ -835,6 +845,7 @@ int main(int argc, char **argv)
                " refused EPERM, %" PRIu64 " refused ESESSION, %" PRIu64 " unanswered, %" PRIu64
                " NOT refused\n",
                hs.sent, hs.refused_perm, hs.refused_session, hs.unanswered, hs.violations);
+    ck_flood_print(&fl);
     printf("lost with notice: %" PRIu64 " (%" PRIu64 " after the lock had moved on, fenced off); "
            "releases unconfirmed: %" PRIu64 "; LOST for unknown grants: %" PRIu64 "\n",
            ns.told, ns.told_late, ns.unconfirmed, d.lost_unmatched);
@@ -857,7 +868,7 @@ int main(int argc, char **argv)
            "; with a multi-lock on either side %" PRIu64 "\n", fifo_total, fifo_pairs[0][0],
            fifo_pairs[0][1], fifo_pairs[1][0], fifo_pairs[1][1], fifo_pairs[2][2], fifo_multi);
     print_unavailability(&d);
-    parse_errors = d.parse_errors + hs.parse_errors;
+    parse_errors = d.parse_errors + hs.parse_errors + fl.parse_errors;
     if (parse_errors) printf("unreadable log lines: %d\n", parse_errors);
     ck_free(&d);
     return total_viol || ns.silent || parse_errors ? 1 : 0;

@@ -125,6 +125,7 @@ enum ck_vkind {
     V_MULTI,
     V_STILL_HELD,
     V_HOSTILE,
+    V_FLOOD,
     V_COUNT
 };
 
@@ -199,6 +200,26 @@ struct ck_hostile {
  * line for each of the first requests not refused; rel_s prints times.
  * 0, or -1 if it exists and cannot be read. */
 int ck_hostile(const char *dir, struct ck_hostile *h, double (*rel_s)(uint64_t));
+
+/* What the hostile floods got (check_flood.c). */
+struct ck_flood {
+    uint64_t floods, nostart;
+    uint64_t by_kind[4]; /* cache, reads, sessions, prehello */
+    uint64_t cache[5];   /* sent, ran, refused ELIMIT, noleader, unanswered */
+    uint64_t reads[5];   /* sent, answered, refused ELIMIT, noleader, unanswered */
+    uint64_t sessions_most, sessions_capped, sessions_bystander;
+    uint64_t pre[6];     /* big, big ETOOBIG, big closed, trickles, closed, served after */
+    long long slowest_close_ms, mdb_growth, mdb_largest;
+    uint64_t kept, lost; /* the leader's term through the floods */
+    uint64_t violations;
+    int parse_errors;
+};
+
+/* Read DIR/flood.log and DIR/nemesis.log's hostile-* lines (if any) into
+ * f, printing a VIOLATION line for each of the first floods not bounded.
+ * 0, or -1 if a log exists and cannot be read. */
+int ck_flood(const char *dir, struct ck_flood *f);
+void ck_flood_print(const struct ck_flood *f);
 
 /* Read DIR/client-*.log, DIR/store.log and DIR/nemesis.log into d (zeroed
  * first). 0, or -1 with a message on stderr (missing or unreadable logs). */

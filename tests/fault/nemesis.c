@@ -23,7 +23,8 @@
  * and, in files of their own, SIGSTOPped followers and short stalls of the
  * leader (nemesis_pause.c), clients cut off from some nodes, a client that
  * reaches only a deposed leader (nemesis_net.c), slow and failing disks
- * (nemesis_disk.c). The README in this directory has the table.
+ * (nemesis_disk.c), floods of a hostile authenticated client
+ * (nemesis_hostile.c). The README in this directory has the table.
  *
  * Between faults the cluster gets 1-3 s of quiet. The kill faults pick the
  * leader three times as often as a follower. Each fault is written to
@@ -52,6 +53,8 @@ const char *const fault_names[F_COUNT] = {
     /* pauses, operator, client partitions, disks */
     "stop-follower", "stale-follower", "stall-leader", "transfer-leader", "partition-client",
     "deposed-leader", "disk-slow", "disk-fail", "disk-fail-leader",
+    /* a hostile authenticated client (nemesis_hostile.c) */
+    "hostile-cache", "hostile-reads", "hostile-sessions", "hostile-prehello",
 };
 
 /* Uniform in [lo, hi], from the run's seed (xorshift64). */
@@ -76,6 +79,8 @@ static const unsigned weight[F_COUNT] = {
      * restarts it once its disk works again (check_crashes,
      * disk_exit_expected), and it catches up. */
     1, 1,
+    /* hostile-cache, hostile-reads, hostile-sessions, hostile-prehello */
+    1, 1, 1, 1,
 };
 
 void note(struct run *r, const char *what, const char *fmt, ...)
@@ -466,6 +471,10 @@ void nemesis_run(struct run *r, int64_t deadline_us)
         case F_DISK_SLOW:
         case F_DISK_FAIL:
         case F_DISK_FAIL_LEADER: fault_disk(r, k, l); break;
+        case F_HOSTILE_CACHE:
+        case F_HOSTILE_READS:
+        case F_HOSTILE_SESSIONS:
+        case F_HOSTILE_PREHELLO: fault_hostile(r, k, l); break;
         default: break;
         }
     }

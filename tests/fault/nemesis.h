@@ -47,6 +47,7 @@ void fault_stall_leader(struct run *r, int l);
 void fault_partition_client(struct run *r, int l); /* nemesis_net.c */
 void fault_deposed_leader(struct run *r, int l);
 void fault_disk(struct run *r, enum fault_kind k, int l); /* nemesis_disk.c */
+void fault_hostile(struct run *r, enum fault_kind k, int l); /* nemesis_hostile.c */
 
 /* ---- nemesis_disk.c: nodes that exit on a failing disk ---- */
 /* Node i died on its own: did it exit (no signal) during (or just after)

@@ -22,7 +22,8 @@
  *   --keep              keep the logs (kept anyway when the run fails)
  *   --plain             every client straight to the nodes with the real
  *                       clock, no hostile client (client_profiles); the
- *                       faults that need the client proxy are then skipped
+ *                       faults that need the client proxy, and the
+ *                       hostile-* floods, are then skipped
  *   --exclusive         every client takes exclusive hot locks only (the
  *                       harness before lock modes); by default all but c0
  *                       mix in a read/write lock and a semaphore of 3, and
@@ -123,7 +124,10 @@ static int parse_args(struct run *r, int argc, char **argv)
         r->ttl_ms < 1000 || r->seconds < 1)
         return -1;
     r->rng = r->seed ? r->seed : 1;
-    if (r->plain) r->faults_enabled &= ~(1u << F_PART_CLIENT | 1u << F_DEPOSED);
+    if (r->plain)
+        r->faults_enabled &= ~(1u << F_PART_CLIENT | 1u << F_DEPOSED | 1u << F_HOSTILE_CACHE |
+                               1u << F_HOSTILE_READS | 1u << F_HOSTILE_SESSIONS |
+                               1u << F_HOSTILE_PREHELLO);
     return r->faults_enabled ? 0 : -1;
 }
 
@@ -499,7 +503,8 @@ int main(int argc, char **argv)
      * open sessions and lock; the harness's own is an admin). */
     struct cluster_opts co = {.extra_args = node_args, .raft_proxy = 1,
                               .secure = CLUSTER_PEER_TLS | CLUSTER_CLIENT_TLS | CLUSTER_AUTH};
-    char self[PATH_MAX], nem[PATH_MAX + 32], hostile_line[256], lines[512];
+    char self[PATH_MAX], nem[PATH_MAX + 32], hostile_line[256], flood_line[256], lines[768],
+        flood_opts[32];
     ssize_t n;
     int check, rv;
 
@@ -528,14 +533,20 @@ int main(int argc, char **argv)
     printf("# fault run: %u s, %d clients, %d locks, ttl %u ms, seed %" PRIu64 ", logs in %s\n",
            R.seconds, R.n_clients, R.n_locks, R.ttl_ms, R.seed, R.dir);
 
-    /* Two principals of role client: the clients', and the hostile
-     * client's, which must never act on the clients' sessions. */
+    /* Three principals of role client: the clients', the hostile
+     * client's, which must never act on the clients' sessions, and the
+     * floods' (the hostile-* faults), which may have FLOOD_SESSION_CAP
+     * sessions open at once. The floods' sessions are not the hostile
+     * client's: when it guesses one of their ids, it must be refused. */
+    snprintf(flood_opts, sizeof flood_opts, "max-sessions=%d", FLOOD_SESSION_CAP);
     if (cluster_token("faultclient", "client", "", R.client_token, R.auth_line,
                       sizeof R.auth_line) != 0 ||
         cluster_token("faulthostile", "client", "", R.hostile_token, hostile_line,
-                      sizeof hostile_line) != 0)
+                      sizeof hostile_line) != 0 ||
+        cluster_token("faultflood", "client", flood_opts, R.flood_token, flood_line,
+                      sizeof flood_line) != 0)
         return 2;
-    snprintf(lines, sizeof lines, "%s%s", R.auth_line, hostile_line);
+    snprintf(lines, sizeof lines, "%s%s%s", R.auth_line, hostile_line, flood_line);
     co.auth_lines = lines;
     if (disk_setup(&R) != 0) {
         fprintf(stderr, "faultrun: cannot write the disk shim's control files in %s\n", R.dir);
@@ -572,6 +583,9 @@ int main(int argc, char **argv)
     printf("# harness: %d node crashes, %d nodes exited on an I/O error of a failing disk "
            "(expected), %d other problems\n",
            R.node_crashes, R.io_exits, R.harness_errors);
+    if (R.floods_kept + R.floods_lost)
+        printf("# hostile floods: the leader kept its leadership through %u of %u floods\n",
+               R.floods_kept, R.floods_kept + R.floods_lost);
     if (R.stalls_kept + R.stalls_lost)
         printf("# stall-leader: the leader kept its leadership through %u of %u stall faults\n",
                R.stalls_kept, R.stalls_kept + R.stalls_lost);

@@ -15,6 +15,9 @@
 #include "tests/lib/proc.h"
 
 #define RUN_MAX_CLIENTS 16
+/* The sessions the floods' principal may have open at once (its
+ * max-sessions= in the auth file): hostile-sessions floods up to it. */
+#define FLOOD_SESSION_CAP 32
 
 /* The fault kinds, in nemesis.log's words. */
 enum fault_kind {
@@ -39,6 +42,11 @@ enum fault_kind {
     F_DISK_SLOW,
     F_DISK_FAIL,
     F_DISK_FAIL_LEADER,
+    /* a hostile authenticated client's floods (nemesis_hostile.c) */
+    F_HOSTILE_CACHE,
+    F_HOSTILE_READS,
+    F_HOSTILE_SESSIONS,
+    F_HOSTILE_PREHELLO,
     F_COUNT
 };
 
@@ -84,6 +92,7 @@ struct run {
     int group_port[RUN_MAX_CLIENTS][CLUSTER_MAX_NODES]; /* the proxy's ports per group, node */
     pid_t hostile_pid;       /* faulthostile, or 0 */
     char hostile_token[72];  /* its principal "faulthostile" (role client) */
+    char flood_token[72];    /* the hostile-* floods' "faultflood" (role client) */
 
     /* The disk shim (nemesis_disk.c): every node's environment, and the
      * node whose disk is failing or slow now (-1: none) -- until
@@ -101,6 +110,7 @@ struct run {
     int node_crashes;        /* nodes that died without being killed */
     int io_exits;            /* nodes that exited on an I/O error during a disk fault */
     unsigned stalls_kept, stalls_lost; /* stall-leader: leadership kept or lost */
+    unsigned floods_kept, floods_lost; /* hostile-*: the leader kept its term or lost it */
     int harness_errors;      /* anything else that went wrong */
 };
 

@@ -13,7 +13,8 @@
  *                          the checker FAILS that run -- proof that it can
  *   fault_checker_*        faultcheck on small logs written here, each
  *                          breaking one rule of the lock modes or of the
- *                          multi-locks (or none; or a fence in two holds):
+ *                          multi-locks (or none; or a fence in two holds),
+ *                          or one bound of a hostile flood (check_flood.c):
  *                          the checker must name that rule (or pass)
  *
  * faultrun prints its numbers as "# " lines. `make fault` runs the long
@@ -88,10 +89,12 @@ static void write_file(const char *dir, const char *name, const char *text)
 
 /*
  * Run faultcheck on client logs (one string each; times in microseconds,
- * formats of client.c), an empty store log and nemesis log. Its exit
+ * formats of client.c), an empty store log, the nemesis log `nemesis` and,
+ * if `flood` is not NULL, the flood log (flood.c's lines). Its exit
  * status; its output in out.
  */
-static int check_logs(const char *const *clients, int n, char *out, size_t cap)
+static int check_logs_with(const char *const *clients, int n, const char *nemesis,
+                           const char *flood, char *out, size_t cap)
 {
     char dir[PATH_MAX], outp[PATH_MAX + 16], name[32];
     const char *argv[] = {faultcheck, dir, NULL};
@@ -104,13 +107,19 @@ static int check_logs(const char *const *clients, int n, char *out, size_t cap)
         write_file(dir, name, clients[i]);
     }
     write_file(dir, "store.log", "");
-    write_file(dir, "nemesis.log", "");
+    write_file(dir, "nemesis.log", nemesis);
+    if (flood != NULL) write_file(dir, "flood.log", flood);
     snprintf(outp, sizeof outp, "%s.out", dir);
     pid = proc_spawn_files(argv, outp, NULL);
     ASSERT(pid > 0);
     rv = proc_wait(pid, 60000);
     ASSERT(read_tail(outp, out, cap) >= 0);
     return rv;
+}
+
+static int check_logs(const char *const *clients, int n, char *out, size_t cap)
+{
+    return check_logs_with(clients, n, "", NULL, out, cap);
 }
 
 /* The checker fails these logs, and says `rule`; nothing else broken. */
@@ -423,6 +432,70 @@ TEST(fault_checker_multi_fifo)
     expect_rule(c, 2, "FIFO order broken");
 }
 
+/* ---- the hostile floods (check_flood.c) ---- */
+
+/* One flood of each kind as flood.c logs it, bounded, and the nemesis's
+ * lines around them: one lost leadership (a finding, not a violation). */
+static const char FLOODS_OK[] =
+    "500000 FLOOD cache node=3 session=40 sent=12000 ran=4096 refused=7904 noleader=0 other=0 "
+    "first_other=0 unanswered=0 bound=4096 close=0 ms=900\n"
+    "510000 FLOOD reads node=2 sent=12000 ok=0 refused=0 noleader=12000 other=0 first_other=0 "
+    "unanswered=0 ms=52\n"
+    "520000 FLOOD sessions node=3 opened=32 cap=32 refusal=-4014 bystander=0\n"
+    "530000 FLOOD prehello node=1 big=64 big_refused=60 big_closed=4 big_open=0 big_other=0 "
+    "trickle=16 trickle_closed=16 trickle_answered=8 trickle_open=0 trickle_served=0 "
+    "slowest_close_ms=5780 served=1\n";
+static const char NEMESIS_OK[] =
+    "400000 FAULT hostile-cache node 3 (the leader; leader 3, term 2)\n"
+    "600000 NOTE hostile-cache data.mdb node 1 8388608 -> 8388608 bytes\n"
+    "600001 HEAL hostile-cache node 3: leader 3 kept leadership (term 2)\n"
+    "700000 HEAL hostile-reads node 2: leader 3 LOST leadership: term 2 -> 3, leader 1\n";
+
+/* Bounded floods pass, and the checker prints their numbers. */
+TEST(fault_checker_flood_clean)
+{
+    char out[16384];
+    LOGS(1);
+
+    HOLD(0, 1, "hot0", 'x', 0, 10, 100000, 300000, 0);
+    if (check_logs_with(c, 1, NEMESIS_OK, FLOODS_OK, out, sizeof out) != 0)
+        FAIL("the checker failed bounded floods:\n%s", out);
+    if (strstr(out, "hostile floods: 4 (0 could not start); the leader kept its term through 1, "
+                    "LOST it through 1") == NULL ||
+        strstr(out, "cache, 1 floods: 12000 requests of unacknowledging sessions, 4096 ran, "
+                    "7904 refused ELIMIT") == NULL)
+        FAIL("no flood numbers in:\n%s", out);
+}
+
+/* Each line breaks one bound: the checker must fail it. */
+TEST(fault_checker_flood_unbounded)
+{
+    static const char *const bad[][2] = {
+        {"", "1 FLOOD cache node=1 session=9 sent=12000 ran=4097 refused=7903 noleader=0 "
+             "other=0 unanswered=0 bound=4096 close=0\n"},
+        {"", "1 FLOOD cache node=1 session=9 sent=12000 ran=4096 refused=7903 noleader=0 "
+             "other=1 unanswered=0 bound=4096 close=0\n"},
+        {"", "1 FLOOD reads node=1 sent=12000 ok=11999 refused=0 noleader=0 other=1 "
+             "unanswered=0\n"},
+        {"", "1 FLOOD sessions node=3 opened=33 cap=32 refusal=-4014 bystander=0\n"},
+        {"", "1 FLOOD sessions node=3 opened=32 cap=32 refusal=-4014 bystander=-4014\n"},
+        {"", "1 FLOOD prehello node=1 big=64 big_refused=63 big_closed=0 big_open=1 big_other=0 "
+             "trickle=16 trickle_closed=16 trickle_open=0 trickle_served=0 served=1\n"},
+        {"", "1 FLOOD prehello node=1 big=64 big_refused=64 big_closed=0 big_open=0 big_other=0 "
+             "trickle=16 trickle_closed=15 trickle_open=1 trickle_served=0 served=1\n"},
+        {"600000 NOTE hostile-cache data.mdb node 2 8388608 -> 16777216 bytes\n", ""},
+    };
+    char out[16384];
+    LOGS(1);
+
+    HOLD(0, 1, "hot0", 'x', 0, 10, 100000, 300000, 0);
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        if (check_logs_with(c, 1, bad[k][0], bad[k][1], out, sizeof out) != 1 ||
+            strstr(out, "VIOLATION (hostile flood not bounded)") == NULL)
+            FAIL("case %zu: the checker did not fail it:\n%s", k, out);
+    }
+}
+
 int main(int argc, char **argv)
 {
     ssize_t n = readlink("/proc/self/exe", faultrun, sizeof faultrun - 16);
@@ -450,6 +523,8 @@ int main(int argc, char **argv)
     RUN(fault_checker_multi_overlap);
     RUN(fault_checker_multi_silent_loss);
     RUN(fault_checker_multi_fifo);
+    RUN(fault_checker_flood_clean);
+    RUN(fault_checker_flood_unbounded);
     RUN(fault_mixed_short);
     RUN(fault_selftest_broken);
     suite_dir_done();
