@@ -126,22 +126,25 @@ static void make_cert(const char *dir, const char *name, const char *ca, const c
     ASSERT_EQ(system(cmd), 0);
 }
 
-/* The HELLO of node id at addr (raft/peer_hello.h has the layout). */
-static void hello(struct buf *b, uint64_t id, const char *addr)
+/* The HELLO of node id at addr with levels word `levels` (raft/peer_hello.h
+ * has the layout). */
+static void hello(struct buf *b, uint64_t id, const char *addr, uint64_t levels)
 {
     ASSERT_EQ(buf_put_u32(b, PEER_HELLO_VERSION), 0);
     ASSERT_EQ(buf_put_u64(b, id), 0);
     ASSERT_EQ(buf_put_u64(b, 0), 0); /* no cluster id yet, as a --join node */
-    ASSERT_EQ(buf_put_u64(b, CMD_LEVEL), 0); /* this build's level, cluster level unknown */
+    ASSERT_EQ(buf_put_u64(b, levels), 0);
     ASSERT_EQ(buf_put_u16(b, (uint16_t)strlen(addr)), 0);
     ASSERT_EQ(buf_put(b, addr, strlen(addr)), 0);
 }
 
 /* Connect to node i's raft port with certificate `name` (in C's
- * certificate directory, or `dir` if given) and send the HELLO of node id.
- * Returns the answer: 1 for the ACK, 0 if the connection ended first
- * (refused), -1 if the TLS handshake itself failed. */
-static int raft_hello(int i, const char *dir, const char *name, uint64_t id)
+ * certificate directory, or `dir` if given) and send the HELLO of node id
+ * with levels word `levels`. Returns the answer's first byte (PEER_HELLO_ACK,
+ * _OTHER, _REFUSED), 0 if the connection ended first, -1 if the TLS
+ * handshake itself failed. */
+static int raft_hello_levels(int i, const char *dir, const char *name, uint64_t id,
+                             uint64_t levels)
 {
     char cert[PATH_MAX + 64], key[PATH_MAX + 64], addr[32];
     struct tls_sock_cfg cfg = {.ca_file = cluster_cert(&C, "ca", 0)};
@@ -155,16 +158,25 @@ static int raft_hello(int i, const char *dir, const char *name, uint64_t id)
     cfg.key_file = key;
     if (tls_sock_connect(&s, C.nodes[i].raft_port, &cfg, 3000) != 0) return -1;
     snprintf(addr, sizeof addr, "127.0.0.1:%d", 1);
-    hello(&b, id, addr);
+    hello(&b, id, addr, levels);
     if (tls_sock_send(&s, b.data, b.len) != 0) {
         buf_free(&b);
         tls_sock_close(&s);
         return 0;
     }
     buf_free(&b);
-    answer = tls_sock_recv_raw(&s, 1, 6000) >= 1 && s.in.data[0] == PEER_HELLO_ACK;
+    answer = tls_sock_recv_raw(&s, 1, 6000) >= 1 ? s.in.data[0] : 0;
     tls_sock_close(&s);
     return answer;
+}
+
+/* The same with this build's level: 1 for the ACK, 0 if refused in any
+ * way, -1 if the TLS handshake failed. */
+static int raft_hello(int i, const char *dir, const char *name, uint64_t id)
+{
+    int a = raft_hello_levels(i, dir, name, id, CMD_LEVEL);
+
+    return a < 0 ? -1 : a == PEER_HELLO_ACK;
 }
 
 /* A blocking TCP connection to 127.0.0.1:port. */
@@ -297,6 +309,19 @@ TEST(peer_tls_non_member_refused)
         char name[16];
         int other = (target + 1) % 3;
         snprintf(name, sizeof name, "node%d", other + 1);
+        ASSERT_EQ(raft_hello(target, NULL, name, (uint64_t)other + 1), 1);
+    }
+    /* A member of a feature level below the cluster's (raised to this
+     * build's once every voter said it runs it) is answered REFUSED. */
+    ASSERT_EQ(cluster_wait_gauge(&C, "baton_cluster_feature_level", CMD_LEVEL, 15000), 0);
+    sleep_ms(1500); /* the transport learns the applied level within a second */
+    {
+        char name[16];
+        int other = (target + 1) % 3;
+        snprintf(name, sizeof name, "node%d", other + 1);
+        ASSERT_EQ(raft_hello_levels(target, NULL, name, (uint64_t)other + 1, 1),
+                  PEER_HELLO_REFUSED);
+        ASSERT(log_says(target, "runs a binary of feature level 1, below the cluster's level", 3000));
         ASSERT_EQ(raft_hello(target, NULL, name, (uint64_t)other + 1), 1);
     }
     /* The cluster's CA, but node 9 is no member. */
