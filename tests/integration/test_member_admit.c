@@ -110,7 +110,7 @@ static void removed_node(int secure)
     ASSERT_EQ(cluster_node_status(&C, leader, &lst, 2000), 0);
     term = lst.term;
     for (int i = 0; i < 10; i++) {
-        char name[16];
+        char name[24];
 
         snprintf(name, sizeof name, "after-%d", i);
         lock_unlock(name);
