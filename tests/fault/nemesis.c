@@ -483,6 +483,7 @@ void nemesis_run(struct run *r, int64_t deadline_us)
         if (now_us() >= deadline_us) break;
         l = leader(r, 15000);
         if (l < 0) continue;
+        if (r->old_node >= 0) upgrade_watch(r);
         k = pick(r);
         r->n_faults[k]++;
         switch (k) {

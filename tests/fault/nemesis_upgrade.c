@@ -5,7 +5,10 @@
  *
  * With the fault enabled, node 3 runs the level-1 binary from the start
  * (upgrade_setup), so the cluster stays at level 1 while the other faults
- * strike (its restarts keep that binary). The first upgrade fault:
+ * strike (its restarts keep that binary); before each of them the nemesis
+ * looks at every node's levels (upgrade_watch, as in "held" below). An
+ * upgrade fault in the first quarter of the run only looks again; the
+ * first one after it:
  *
  *   held      every node's METRICS, three rounds a second apart: the
  *             cluster's level (baton_cluster_feature_level) may not be
@@ -66,12 +69,13 @@ static int gauge(struct run *r, int i, const char *key)
 }
 
 /* One "NOTE upgrade level" line per running node: its binary's level and
- * the cluster's, and the lowest binary level among the voters (every
- * node: no other fault runs meanwhile, and this fault's own removals end
- * before it looks). */
-static void levels_note(struct run *r)
+ * the cluster's, and the lowest binary level among the voters: every
+ * node (faults do not overlap, and this fault's own removals end before
+ * it looks), the old node at level 1 even when it does not answer (down,
+ * restarting). */
+void upgrade_watch(struct run *r)
 {
-    int bin[CLUSTER_MAX_NODES], cl[CLUSTER_MAX_NODES], lowest = -1;
+    int bin[CLUSTER_MAX_NODES], cl[CLUSTER_MAX_NODES], lowest = r->old_node >= 0 ? 1 : -1;
 
     for (int i = 0; i < r->c.n; i++) {
         bin[i] = gauge(r, i, "baton_feature_level");
@@ -138,7 +142,7 @@ static void upgrade_first(struct run *r)
     note(r, "FAULT", "upgrade node %u runs feature level 1: the level holds, then rises", id);
     for (int round = 0; round < 3; round++) {
         if (round) sleep_ms(1000);
-        levels_note(r);
+        upgrade_watch(r);
     }
     r->down[o] = 1;
     cluster_kill(&r->c, o, SIGTERM);
@@ -147,7 +151,7 @@ static void upgrade_first(struct run *r)
     if (restart_node(r, o) != 0) return;
     ms = wait_raised(r, o, &want);
     note(r, "NOTE", "upgrade raise node=%u want=%d raised=%d ms=%d", id, want, ms >= 0, ms);
-    levels_note(r);
+    upgrade_watch(r);
     if (run_rand(r, 0, 1) == 0 && (t = other_node(r, leader(r, 15000))) >= 0) downgrade(r, t);
     note(r, "HEAL", "upgrade node %u runs the full binary", id);
 }
@@ -193,6 +197,16 @@ void fault_upgrade(struct run *r, int l)
 {
     int t;
 
+    if (r->old_node >= 0 && now_us() - r->t_start_us < (int64_t)r->seconds * 250000) {
+        /* Not yet: the other faults get the first quarter of the run
+         * with a level-1 voter among them. */
+        note(r, "FAULT", "upgrade node %u runs feature level 1 (upgraded after the first "
+             "quarter of the run)", r->c.nodes[r->old_node].id);
+        sleep_ms(1000);
+        upgrade_watch(r);
+        note(r, "HEAL", "upgrade node %u still runs feature level 1", r->c.nodes[r->old_node].id);
+        return;
+    }
     if (r->old_node >= 0) {
         upgrade_first(r);
         return;

@@ -144,6 +144,9 @@ void nemesis_note(struct run *r, const char *what, const char *fmt, ...)
 /* With the upgrade fault enabled, node 3 starts on BUILD/level1/batond
  * (o->node_batond): r->old_node. 0, or -1 if that binary is missing. */
 int upgrade_setup(struct run *r, struct cluster_opts *o);
+/* While the old node runs level 1: "NOTE upgrade level" lines of every
+ * node's METRICS (the checker's rule 11). */
+void upgrade_watch(struct run *r);
 
 /* nemesis_disk.c */
 /* Fill r->node_env: every node preloads shim_disk.so, with a control file
