@@ -68,7 +68,8 @@ static int gauge(struct run *r, int i, const char *key)
     return r->c.nodes[i].pid > 0 ? (int)cluster_node_gauge(&r->c, i, key, 3000) : -1;
 }
 
-/* One "NOTE upgrade level" line per running node: its binary's level and
+/* One "NOTE upgrade level" line per running node (nemesis.log only, not
+ * the progress lines): its binary's level and
  * the cluster's, and the lowest binary level among the voters: every
  * node (faults do not overlap, and this fault's own removals end before
  * it looks), the old node at level 1 even when it does not answer (down,
@@ -84,7 +85,7 @@ void upgrade_watch(struct run *r)
     }
     for (int i = 0; i < r->c.n; i++)
         if (bin[i] > 0 && cl[i] > 0)
-            note(r, "NOTE", "upgrade level node=%u binary=%d cluster=%d lowest-voter=%d",
+            flog(r->nemesis, "NOTE upgrade level node=%u binary=%d cluster=%d lowest-voter=%d",
                  r->c.nodes[i].id, bin[i], cl[i], lowest);
 }
 
