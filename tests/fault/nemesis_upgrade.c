@@ -55,8 +55,11 @@ int upgrade_setup(struct run *r, struct cluster_opts *o)
     snprintf(r->level1, sizeof r->level1, "%s/level1/batond",
              build && *build ? build : "build/default");
     if (access(r->level1, X_OK) != 0) {
-        fprintf(stderr, "faultrun: the upgrade fault needs %s (make build)\n", r->level1);
-        return -1;
+        /* A build without one (the selftest's broken build): the fault is
+         * off, and the run says so. */
+        printf("# the upgrade fault is off: no %s\n", r->level1);
+        r->faults_enabled &= ~(1u << F_UPGRADE);
+        return r->faults_enabled ? 0 : -1;
     }
     r->old_node = 2;
     o->node_batond[2] = r->level1;

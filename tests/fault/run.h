@@ -142,7 +142,8 @@ void nemesis_note(struct run *r, const char *what, const char *fmt, ...)
 
 /* nemesis_upgrade.c */
 /* With the upgrade fault enabled, node 3 starts on BUILD/level1/batond
- * (o->node_batond): r->old_node. 0, or -1 if that binary is missing. */
+ * (o->node_batond): r->old_node. Without that binary the fault is off
+ * (said on stdout). 0, or -1 if no fault is left. */
 int upgrade_setup(struct run *r, struct cluster_opts *o);
 /* While the old node runs level 1: "NOTE upgrade level" lines of every
  * node's METRICS (the checker's rule 11). */
