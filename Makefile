@@ -101,7 +101,7 @@ FAULT_PROGS := $(addprefix $(FAULT_DIR)/,faultrun faultproxy faultstore faultcli
 FAULT_TEST  := $(FAULT_DIR)/test_fault
 BROKEN      := $(B)/broken
 BROKEN_STORE_OBJ := $(patsubst %.c,$(BROKEN)/%.o,$(wildcard storage/*.c))
-FAULT_ALL   := $(FAULT_PROGS) $(FAULT_TEST) $(BROKEN)/batond $(BROKEN)/batonctl
+FAULT_ALL   := $(FAULT_PROGS) $(FAULT_TEST) $(BROKEN)/batond $(BROKEN)/batonctl $(LEVEL1)/batond
 # $(PROTO1)/batond speaks the raft handshakes of the binary before the
 # cluster id only (plaintext protocol 1, HELLO version 1), for the
 # mixed-version cluster test (tests/integration/test_mixed_versions.c).
@@ -408,14 +408,14 @@ $(FUZZ_BIN): $(FUZZ_B)/%: $(FUZZ_B)/obj/tests/fuzz/%.o $(FUZZ_B)/libfuzzlib.a
 .PHONY: fault fault-inner fault-selftest fault-selftest-inner
 fault fault-selftest: deps
 	@$(MAKE) --no-print-directory SAN=$(SAN) $@-inner
-fault-inner: $(PROGS) $(FAULT_PROGS)
+fault-inner: $(PROGS) $(FAULT_PROGS) $(LEVEL1)/batond
 	@BATON_BUILD=$(abspath $(B)) $(FAULT_DIR)/faultrun --seconds $(FAULT_SECONDS)
 fault-selftest-inner: $(FAULT_ALL)
 	@BATON_BUILD=$(abspath $(B)) $(FAULT_TEST) fault_checker
 	@BATON_BUILD=$(abspath $(BROKEN)) $(FAULT_DIR)/faultrun --seconds 30 --expect-violations --no-multi
 
 $(FAULT_DIR)/faultrun: $(addprefix $(FAULT_DIR)/,run.o nemesis.o nemesis_admin.o nemesis_pause.o \
-                       nemesis_net.o nemesis_disk.o nemesis_hostile.o) $(B)/libtest.a $(B)/libproto.a
+                       nemesis_net.o nemesis_disk.o nemesis_hostile.o nemesis_upgrade.o) $(B)/libtest.a $(B)/libproto.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
 $(FAULT_DIR)/faultproxy: $(FAULT_DIR)/proxy.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV)
@@ -424,7 +424,7 @@ $(FAULT_DIR)/faultstore: $(FAULT_DIR)/store.o
 $(FAULT_DIR)/faultclient: $(FAULT_DIR)/client.o $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
 $(FAULT_DIR)/faultcheck: $(addprefix $(FAULT_DIR)/,check.o check_load.o check_modes.o check_multi.o \
-                         check_hostile.o check_flood.o)
+                         check_hostile.o check_flood.o check_upgrade.o)
 	$(CC) $(LDFLAGS) -o $@ $^
 $(FAULT_DIR)/faulthostile: $(FAULT_DIR)/hostile.o $(B)/libtest.a $(B)/libproto.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)

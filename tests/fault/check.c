@@ -58,6 +58,8 @@
  * 10. A hostile authenticated client's floods (the hostile-* faults) are
  *     bounded: cached results of a session, sessions of a principal,
  *     frames before HELLO, data.mdb's growth (check_flood.c).
+ * 11. A rolling upgrade keeps the feature level's promises (the upgrade
+ *     fault; check_upgrade.c).
  *
  * It also prints the operations, the faults of each kind (nemesis.log),
  * the lost-with-notice counts and the longest time without any grant.
@@ -81,7 +83,7 @@ static const char *vname[V_COUNT] = {
     "unlock succeeded after the lock was reported lost",
     "unlock succeeded for a hold an operator had taken", "multi-lock not held as one",
     "name still held after its release returned 0", "hostile request not refused",
-    "hostile flood not bounded",
+    "hostile flood not bounded", "feature level broken",
 };
 
 static uint64_t viol[V_COUNT];
@@ -760,6 +762,7 @@ int main(int argc, char **argv)
     struct taken_stats ts = {0};
     struct ck_hostile hs;
     struct ck_flood fl;
+    struct ck_upgrade up;
     uint64_t fifo_pairs[3][3] = {{0}}, writes_ok = 0, writes_rej = 0, att_failed = 0,
              att_queued = 0, by_mode[3] = {0}, fifo_total = 0, fifo_multi = 0, multi_names = 0,
              n_calls = 0, n_holds = 0;
@@ -825,6 +828,10 @@ int main(int argc, char **argv)
         return 2;
     }
     viol[V_FLOOD] += fl.violations;
+    if (ck_upgrade(argv[1], &up) != 0) {
+        fprintf(stderr, "faultcheck: cannot read %s/nemesis.log\n", argv[1]);
+        return 2;
+    }
     for (int k = 0; k < V_COUNT; k++) total_viol += viol[k];
 
     printf("run: %.1f s of logs, %d clients (%d ended cleanly), %zu locks, %" PRIu64
@@ -846,6 +853,7 @@ int main(int argc, char **argv)
                " NOT refused\n",
                hs.sent, hs.refused_perm, hs.refused_session, hs.unanswered, hs.violations);
     ck_flood_print(&fl);
+    ck_upgrade_print(&up);
     printf("lost with notice: %" PRIu64 " (%" PRIu64 " after the lock had moved on, fenced off); "
            "releases unconfirmed: %" PRIu64 "; LOST for unknown grants: %" PRIu64 "\n",
            ns.told, ns.told_late, ns.unconfirmed, d.lost_unmatched);
@@ -868,7 +876,7 @@ int main(int argc, char **argv)
            "; with a multi-lock on either side %" PRIu64 "\n", fifo_total, fifo_pairs[0][0],
            fifo_pairs[0][1], fifo_pairs[1][0], fifo_pairs[1][1], fifo_pairs[2][2], fifo_multi);
     print_unavailability(&d);
-    parse_errors = d.parse_errors + hs.parse_errors + fl.parse_errors;
+    parse_errors = d.parse_errors + hs.parse_errors + fl.parse_errors + up.parse_errors;
     if (parse_errors) printf("unreadable log lines: %d\n", parse_errors);
     ck_free(&d);
     return total_viol || ns.silent || parse_errors ? 1 : 0;

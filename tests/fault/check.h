@@ -126,6 +126,7 @@ enum ck_vkind {
     V_STILL_HELD,
     V_HOSTILE,
     V_FLOOD,
+    V_UPGRADE,
     V_COUNT
 };
 
@@ -220,6 +221,22 @@ struct ck_flood {
  * 0, or -1 if a log exists and cannot be read. */
 int ck_flood(const char *dir, struct ck_flood *f);
 void ck_flood_print(const struct ck_flood *f);
+/* The value of " key=" in a log line, or dflt (check_flood.c). */
+long long ck_kv(const char *line, const char *key, long long dflt);
+
+/* What the upgrade fault saw (check_upgrade.c). */
+struct ck_upgrade {
+    uint64_t looks, held, raised, downgrades, refused;
+    long long raise_ms;       /* the slowest raise */
+    uint64_t violations;
+    int parse_errors;
+};
+
+/* Read DIR/nemesis.log's "NOTE upgrade" lines into u, counting each
+ * broken rule as a V_UPGRADE violation. 0, or -1 if the log cannot be
+ * read. */
+int ck_upgrade(const char *dir, struct ck_upgrade *u);
+void ck_upgrade_print(const struct ck_upgrade *u);
 
 /* Read DIR/client-*.log, DIR/store.log and DIR/nemesis.log into d (zeroed
  * first). 0, or -1 with a message on stderr (missing or unreadable logs). */

@@ -39,8 +39,7 @@
 #define SHOW_MAX 10
 #define MDB_GROWTH_MAX (4LL << 20)
 
-/* The value of " key=" in line, or dflt. */
-static long long kv(const char *line, const char *key, long long dflt)
+long long ck_kv(const char *line, const char *key, long long dflt)
 {
     char pat[40];
     const char *p;
@@ -58,38 +57,38 @@ static void violation(struct ck_flood *f, const char *what, const char *line)
 
 static void check_cache(struct ck_flood *f, const char *line)
 {
-    if (kv(line, "nosession", 0)) return;
-    f->cache[0] += (uint64_t)kv(line, "sent", 0);
-    f->cache[1] += (uint64_t)kv(line, "ran", 0);
-    f->cache[2] += (uint64_t)kv(line, "refused", 0);
-    f->cache[3] += (uint64_t)kv(line, "noleader", 0);
-    f->cache[4] += (uint64_t)kv(line, "unanswered", 0);
-    if (kv(line, "ran", 0) > BATON_MAX_UNACKED)
+    if (ck_kv(line, "nosession", 0)) return;
+    f->cache[0] += (uint64_t)ck_kv(line, "sent", 0);
+    f->cache[1] += (uint64_t)ck_kv(line, "ran", 0);
+    f->cache[2] += (uint64_t)ck_kv(line, "refused", 0);
+    f->cache[3] += (uint64_t)ck_kv(line, "noleader", 0);
+    f->cache[4] += (uint64_t)ck_kv(line, "unanswered", 0);
+    if (ck_kv(line, "ran", 0) > BATON_MAX_UNACKED)
         violation(f, "more requests ran than a session may have unacknowledged", line);
-    if (kv(line, "other", 0) > 0)
+    if (ck_kv(line, "other", 0) > 0)
         violation(f, "a request answered neither as run nor ELIMIT", line);
-    if (kv(line, "close", 1) == BATON_ELIMIT) violation(f, "CLOSE_SESSION refused", line);
+    if (ck_kv(line, "close", 1) == BATON_ELIMIT) violation(f, "CLOSE_SESSION refused", line);
 }
 
 static void check_reads(struct ck_flood *f, const char *line)
 {
-    f->reads[0] += (uint64_t)kv(line, "sent", 0);
-    f->reads[1] += (uint64_t)kv(line, "ok", 0);
-    f->reads[2] += (uint64_t)kv(line, "refused", 0);
-    f->reads[3] += (uint64_t)kv(line, "noleader", 0);
-    f->reads[4] += (uint64_t)kv(line, "unanswered", 0);
-    if (kv(line, "other", 0) > 0) violation(f, "a read answered otherwise than its reply", line);
+    f->reads[0] += (uint64_t)ck_kv(line, "sent", 0);
+    f->reads[1] += (uint64_t)ck_kv(line, "ok", 0);
+    f->reads[2] += (uint64_t)ck_kv(line, "refused", 0);
+    f->reads[3] += (uint64_t)ck_kv(line, "noleader", 0);
+    f->reads[4] += (uint64_t)ck_kv(line, "unanswered", 0);
+    if (ck_kv(line, "other", 0) > 0) violation(f, "a read answered otherwise than its reply", line);
 }
 
 static void check_sessions(struct ck_flood *f, const char *line)
 {
-    long long refusal = kv(line, "refusal", 0), by = kv(line, "bystander", -2);
-    long long opened = kv(line, "opened", 0);
+    long long refusal = ck_kv(line, "refusal", 0), by = ck_kv(line, "bystander", -2);
+    long long opened = ck_kv(line, "opened", 0);
 
     if (opened > (long long)f->sessions_most) f->sessions_most = (uint64_t)opened;
     f->sessions_capped += refusal == BATON_ELIMIT;
     f->sessions_bystander += refusal == BATON_ELIMIT && by == 0;
-    if (opened > kv(line, "cap", 0)) violation(f, "more sessions than the principal's cap", line);
+    if (opened > ck_kv(line, "cap", 0)) violation(f, "more sessions than the principal's cap", line);
     if (refusal != BATON_ELIMIT && refusal != 0 && refusal != -1 && refusal != -2)
         violation(f, "OPEN_SESSION refused otherwise than ELIMIT", line);
     if (refusal == BATON_ELIMIT && by != 0 && by != -1 && by != -2)
@@ -98,20 +97,20 @@ static void check_sessions(struct ck_flood *f, const char *line)
 
 static void check_prehello(struct ck_flood *f, const char *line)
 {
-    long long slowest = kv(line, "slowest_close_ms", 0);
+    long long slowest = ck_kv(line, "slowest_close_ms", 0);
 
-    f->pre[0] += (uint64_t)kv(line, "big", 0);
-    f->pre[1] += (uint64_t)kv(line, "big_refused", 0);
-    f->pre[2] += (uint64_t)kv(line, "big_closed", 0);
-    f->pre[3] += (uint64_t)kv(line, "trickle", 0);
-    f->pre[4] += (uint64_t)kv(line, "trickle_closed", 0);
-    f->pre[5] += (uint64_t)kv(line, "served", 0);
+    f->pre[0] += (uint64_t)ck_kv(line, "big", 0);
+    f->pre[1] += (uint64_t)ck_kv(line, "big_refused", 0);
+    f->pre[2] += (uint64_t)ck_kv(line, "big_closed", 0);
+    f->pre[3] += (uint64_t)ck_kv(line, "trickle", 0);
+    f->pre[4] += (uint64_t)ck_kv(line, "trickle_closed", 0);
+    f->pre[5] += (uint64_t)ck_kv(line, "served", 0);
     if (slowest > f->slowest_close_ms) f->slowest_close_ms = slowest;
-    if (kv(line, "big_other", 0) > 0)
+    if (ck_kv(line, "big_other", 0) > 0)
         violation(f, "a big frame before HELLO answered otherwise", line);
-    if (kv(line, "big_open", 0) > 0) violation(f, "a big frame before HELLO left open", line);
-    if (kv(line, "trickle_open", 0) > 0) violation(f, "a trickling connection left open", line);
-    if (kv(line, "trickle_served", 0) > 0) violation(f, "a trickled HELLO served", line);
+    if (ck_kv(line, "big_open", 0) > 0) violation(f, "a big frame before HELLO left open", line);
+    if (ck_kv(line, "trickle_open", 0) > 0) violation(f, "a trickling connection left open", line);
+    if (ck_kv(line, "trickle_served", 0) > 0) violation(f, "a trickled HELLO served", line);
 }
 
 /* nemesis.log: the terms kept and lost, and data.mdb through hostile-cache. */
@@ -162,7 +161,7 @@ int ck_flood(const char *dir, struct ck_flood *f)
             continue;
         }
         f->floods++;
-        if (kv(line, "nostart", 0)) {
+        if (ck_kv(line, "nostart", 0)) {
             f->nostart++;
         } else if (strcmp(kind, "cache") == 0) {
             f->by_kind[0]++;

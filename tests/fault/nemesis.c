@@ -24,7 +24,8 @@
  * leader (nemesis_pause.c), clients cut off from some nodes, a client that
  * reaches only a deposed leader (nemesis_net.c), slow and failing disks
  * (nemesis_disk.c), floods of a hostile authenticated client
- * (nemesis_hostile.c). The README in this directory has the table.
+ * (nemesis_hostile.c), a rolling upgrade past a node of a lower feature
+ * level (nemesis_upgrade.c). The README in this directory has the table.
  *
  * Between faults the cluster gets 1-3 s of quiet. The kill faults pick the
  * leader three times as often as a follower. Each fault is written to
@@ -55,6 +56,8 @@ const char *const fault_names[F_COUNT] = {
     "deposed-leader", "disk-slow", "disk-fail", "disk-fail-leader",
     /* a hostile authenticated client (nemesis_hostile.c) */
     "hostile-cache", "hostile-reads", "hostile-sessions", "hostile-prehello",
+    /* a rolling upgrade past a node of a lower feature level (nemesis_upgrade.c) */
+    "upgrade",
 };
 
 /* Uniform in [lo, hi], from the run's seed (xorshift64). */
@@ -81,6 +84,8 @@ static const unsigned weight[F_COUNT] = {
     1, 1,
     /* hostile-cache, hostile-reads, hostile-sessions, hostile-prehello */
     1, 1, 1, 1,
+    /* upgrade */
+    1,
 };
 
 void note(struct run *r, const char *what, const char *fmt, ...)
@@ -342,38 +347,54 @@ static int ctl(struct run *r, const char *const *args)
  * again empty with batond --join, and add it back (batonctl member add,
  * which catches it up and makes it a voter). The cluster runs on two
  * voters meanwhile. Later restarts of the node use the full --cluster
- * list again (it has state then, so it does not bootstrap).
+ * list again (it has state then, so it does not bootstrap). member_out
+ * and member_in are its halves (the upgrade fault puts a binary of a
+ * lower feature level between them: nemesis_upgrade.c).
  */
-static void fault_member(struct run *r, int l)
+int member_out(struct run *r, int t, const char *kind)
 {
-    int t = other_node(r, l), ok = 0, rv;
-    char id[16], addrs[64], err[256];
-    struct cluster_node *nd;
+    int rv;
+    char id[16], err[256];
+    struct cluster_node *nd = &r->c.nodes[t];
 
-    if (t < 0) return;
-    nd = &r->c.nodes[t];
     snprintf(id, sizeof id, "%u", nd->id);
-    cluster_member_addrs(&r->c, t, addrs, sizeof addrs);
-    note(r, "FAULT", "member node %u: remove, wipe its data, add it back", nd->id);
     rv = ctl_status(r, (const char *[]){"member", "remove", id, "--timeout", "20000", NULL}, err,
                     sizeof err);
     if (rv == 70 && strstr(err, "still catching up") != NULL) {
         /* The leader refused because the voters left would hold no
          * caught-up majority (raft/node.c, remove_keeps_quorum): the
          * right answer, not a harness problem. */
-        note(r, "HEAL", "member node %u: removal refused while a member catches up", nd->id);
-        return;
+        note(r, "HEAL", "%s node %u: removal refused while a member catches up", kind, nd->id);
+        return -1;
     }
     if (rv != 0) {
         r->harness_errors++;
-        note(r, "HEAL", "member node %u: not removed, left as it was", nd->id);
-        return;
+        note(r, "HEAL", "%s node %u: not removed, left as it was", kind, nd->id);
+        return -1;
     }
+    member_wipe(r, t);
+    return 0;
+}
+
+void member_wipe(struct run *r, int t)
+{
+    struct cluster_node *nd = &r->c.nodes[t];
+
     r->down[t] = 1;
-    cluster_kill(&r->c, t, SIGTERM);
+    if (nd->pid > 0) cluster_kill(&r->c, t, SIGTERM);
     rm_rf(nd->dir); /* its data: it comes back empty */
     mkdir(nd->dir, 0755);
     nd->joined = 1;
+}
+
+int member_in(struct run *r, int t)
+{
+    int ok = 0;
+    char id[16], addrs[64];
+    struct cluster_node *nd = &r->c.nodes[t];
+
+    snprintf(id, sizeof id, "%u", nd->id);
+    cluster_member_addrs(&r->c, t, addrs, sizeof addrs);
     if (restart_node(r, t) == 0) {
         for (int attempt = 0; attempt < 3 && !ok; attempt++) {
             if (attempt) sleep_ms(1000);
@@ -383,7 +404,20 @@ static void fault_member(struct run *r, int l)
     }
     nd->joined = 0;
     if (!ok) r->harness_errors++;
-    note(r, "HEAL", "member node %u %s", nd->id, ok ? "is a voter again" : "could NOT be added back");
+    return ok ? 0 : -1;
+}
+
+static void fault_member(struct run *r, int l)
+{
+    int t = other_node(r, l);
+    uint32_t id;
+
+    if (t < 0) return;
+    id = r->c.nodes[t].id;
+    note(r, "FAULT", "member node %u: remove, wipe its data, add it back", id);
+    if (member_out(r, t, "member") != 0) return;
+    note(r, "HEAL", "member node %u %s", id,
+         member_in(r, t) == 0 ? "is a voter again" : "could NOT be added back");
 }
 
 /*
@@ -449,7 +483,15 @@ void nemesis_run(struct run *r, int64_t deadline_us)
         if (now_us() >= deadline_us) break;
         l = leader(r, 15000);
         if (l < 0) continue;
-        k = pick(r);
+        if (r->old_node >= 0) upgrade_watch(r);
+        /* A cluster held at level 1 by the upgrade fault's old node does
+         * not bound a session's cached results yet (the bound holds from
+         * level 2: storage/store.h, STORE_LEVEL_CACHED_BOUND), so
+         * hostile-cache waits for the upgrade (enabled, as old_node says:
+         * the loop ends). */
+        do
+            k = pick(r);
+        while (k == F_HOSTILE_CACHE && r->old_node >= 0);
         r->n_faults[k]++;
         switch (k) {
         case F_KILL_LEADER:
@@ -475,6 +517,7 @@ void nemesis_run(struct run *r, int64_t deadline_us)
         case F_HOSTILE_READS:
         case F_HOSTILE_SESSIONS:
         case F_HOSTILE_PREHELLO: fault_hostile(r, k, l); break;
+        case F_UPGRADE: fault_upgrade(r, l); break;
         default: break;
         }
     }

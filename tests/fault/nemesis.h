@@ -48,6 +48,19 @@ void fault_partition_client(struct run *r, int l); /* nemesis_net.c */
 void fault_deposed_leader(struct run *r, int l);
 void fault_disk(struct run *r, enum fault_kind k, int l); /* nemesis_disk.c */
 void fault_hostile(struct run *r, enum fault_kind k, int l); /* nemesis_hostile.c */
+void fault_upgrade(struct run *r, int l);                    /* nemesis_upgrade.c */
+
+/* ---- nemesis.c: the member fault's halves ---- */
+/* Remove node t from the configuration (batonctl member remove; `kind`
+ * names the fault in what it notes), then member_wipe it. 0, or -1 (left
+ * as it was: a refusal, or a harness error counted). */
+int member_out(struct run *r, int t, const char *kind);
+/* Stop node t (SIGTERM) and wipe its data directory; it starts next with
+ * --join (down until then). */
+void member_wipe(struct run *r, int t);
+/* Start node t (wiped) with --join and add it back as a voter (batonctl
+ * member add, up to 3 tries). 0, or -1 (a harness error counted). */
+int member_in(struct run *r, int t);
 
 /* ---- nemesis_disk.c: nodes that exit on a failing disk ---- */
 /* Node i died on its own: did it exit (no signal) during (or just after)

@@ -553,6 +553,7 @@ int main(int argc, char **argv)
         return 2;
     }
     for (int i = 0; i < CLUSTER_MAX_NODES; i++) co.node_env[i] = R.node_env[i];
+    if (upgrade_setup(&R, &co) != 0) return 2;
     client_profiles(&R);
     if (R.nemesis == NULL || start_store(&R) != 0 || cluster_start_opts(&R.c, 3, &co) != 0 ||
         start_proxy(&R) != 0 || cluster_wait_leader(&R.c, 30000) < 0 || start_clients(&R) != 0 ||

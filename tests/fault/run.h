@@ -47,6 +47,8 @@ enum fault_kind {
     F_HOSTILE_READS,
     F_HOSTILE_SESSIONS,
     F_HOSTILE_PREHELLO,
+    /* a node of a lower feature level, then upgraded (nemesis_upgrade.c) */
+    F_UPGRADE,
     F_COUNT
 };
 
@@ -112,6 +114,12 @@ struct run {
     unsigned stalls_kept, stalls_lost; /* stall-leader: leadership kept or lost */
     unsigned floods_kept, floods_lost; /* hostile-*: the leader kept its term or lost it */
     int harness_errors;      /* anything else that went wrong */
+
+    /* The upgrade fault (nemesis_upgrade.c): BUILD/level1/batond, and the
+     * node that runs it from the start until the fault upgrades it (-1:
+     * none, or upgraded). */
+    char level1[PATH_MAX];
+    int old_node;
 };
 
 extern const char *const fault_names[F_COUNT];
@@ -131,6 +139,15 @@ int proxy_command(struct run *r, const char *cmd);
  * printed as progress. */
 void nemesis_note(struct run *r, const char *what, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* nemesis_upgrade.c */
+/* With the upgrade fault enabled, node 3 starts on BUILD/level1/batond
+ * (o->node_batond): r->old_node. Without that binary the fault is off
+ * (said on stdout). 0, or -1 if no fault is left. */
+int upgrade_setup(struct run *r, struct cluster_opts *o);
+/* While the old node runs level 1: "NOTE upgrade level" lines of every
+ * node's METRICS (the checker's rule 11). */
+void upgrade_watch(struct run *r);
 
 /* nemesis_disk.c */
 /* Fill r->node_env: every node preloads shim_disk.so, with a control file

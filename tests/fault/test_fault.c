@@ -14,8 +14,10 @@
  *   fault_checker_*        faultcheck on small logs written here, each
  *                          breaking one rule of the lock modes or of the
  *                          multi-locks (or none; or a fence in two holds),
- *                          or one bound of a hostile flood (check_flood.c):
- *                          the checker must name that rule (or pass)
+ *                          or one bound of a hostile flood (check_flood.c),
+ *                          or one promise of the feature level in an
+ *                          upgrade (check_upgrade.c): the checker must name
+ *                          that rule (or pass)
  *
  * faultrun prints its numbers as "# " lines. `make fault` runs the long
  * version (tests/fault/README.md).
@@ -496,6 +498,66 @@ TEST(fault_checker_flood_unbounded)
     }
 }
 
+/* ---- the upgrade fault (check_upgrade.c) ---- */
+
+/* The nemesis's lines of an upgrade as nemesis_upgrade.c writes them: the
+ * level held at 1 beside a level-1 voter, raised once it was upgraded, a
+ * level-1 binary refusing a raised store, a level-1 node refused. */
+static const char UPGRADE_OK[] =
+    "400000 FAULT upgrade node 3 runs feature level 1: the level holds, then rises\n"
+    "400001 NOTE upgrade level node=1 binary=2 cluster=1 lowest-voter=1\n"
+    "400002 NOTE upgrade level node=3 binary=1 cluster=1 lowest-voter=1\n"
+    "500000 NOTE upgrade raise node=3 want=2 raised=1 ms=539\n"
+    "500001 NOTE upgrade level node=3 binary=2 cluster=2 lowest-voter=2\n"
+    "500002 NOTE upgrade downgrade node=2 binary=1 store=2 exit=1 said=1\n"
+    "500003 HEAL upgrade node 3 runs the full binary\n"
+    "600000 NOTE upgrade refused node=2 binary=1 cluster=2 applied=0 said=1 add=70\n";
+
+TEST(fault_checker_upgrade_clean)
+{
+    char out[16384];
+    LOGS(1);
+
+    HOLD(0, 1, "hot0", 'x', 0, 10, 100000, 300000, 0);
+    if (check_logs_with(c, 1, UPGRADE_OK, NULL, out, sizeof out) != 0)
+        FAIL("the checker failed a clean upgrade:\n%s", out);
+    if (strstr(out, "upgrade: 3 looks at a node's levels (2 with the level held at 1), 1 raises "
+                    "(the slowest 539 ms), 1 level-1 binaries started on a raised store, 1 "
+                    "joined a raised cluster; 0 broke a rule") == NULL)
+        FAIL("no upgrade numbers in:\n%s", out);
+}
+
+/* Each line breaks one promise of the feature level: the checker must
+ * fail it. */
+TEST(fault_checker_upgrade_broken)
+{
+    static const char *const bad[] = {
+        /* raised while a voter of level 1 is a member */
+        "1 NOTE upgrade level node=1 binary=2 cluster=2 lowest-voter=1\n",
+        /* a node of level 1 applies a level-2 cluster's entries */
+        "1 NOTE upgrade level node=3 binary=1 cluster=2 lowest-voter=2\n",
+        "1 NOTE upgrade refused node=2 binary=1 cluster=2 applied=17 said=1 add=70\n",
+        /* a level-1 node joined a raised cluster and nobody refused it */
+        "1 NOTE upgrade refused node=2 binary=1 cluster=2 applied=0 said=0 add=70\n",
+        /* the level-1 binary started on a raised store: ran, still running */
+        "1 NOTE upgrade downgrade node=2 binary=1 store=2 exit=0 said=1\n",
+        "1 NOTE upgrade downgrade node=2 binary=1 store=2 exit=-1 said=1\n",
+        /* refused it without saying why */
+        "1 NOTE upgrade downgrade node=2 binary=1 store=2 exit=1 said=0\n",
+        /* every voter upgraded, the level never raised */
+        "1 NOTE upgrade raise node=3 want=2 raised=0 ms=-1\n",
+    };
+    char out[16384];
+    LOGS(1);
+
+    HOLD(0, 1, "hot0", 'x', 0, 10, 100000, 300000, 0);
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        if (check_logs_with(c, 1, bad[k], NULL, out, sizeof out) != 1 ||
+            strstr(out, "VIOLATION (feature level broken)") == NULL)
+            FAIL("case %zu: the checker did not fail it:\n%s", k, out);
+    }
+}
+
 int main(int argc, char **argv)
 {
     ssize_t n = readlink("/proc/self/exe", faultrun, sizeof faultrun - 16);
@@ -525,6 +587,8 @@ int main(int argc, char **argv)
     RUN(fault_checker_multi_fifo);
     RUN(fault_checker_flood_clean);
     RUN(fault_checker_flood_unbounded);
+    RUN(fault_checker_upgrade_clean);
+    RUN(fault_checker_upgrade_broken);
     RUN(fault_mixed_short);
     RUN(fault_selftest_broken);
     suite_dir_done();
