@@ -20,6 +20,16 @@
  * the delete (the next leader tidies), a second `member remove`, and a
  * MEMBER_ADD that stopped after its address entry and was never retried.
  *
+ * An entry is also the replicated record that a member has started: the
+ * same tidying writes the entry of every member that has caught up with
+ * this leader (node.h, caught_up) and has none yet, with the client
+ * address of this node's --cluster list. A node about to bootstrap on an
+ * empty data directory asks the others whether they hold its entry
+ * (raft/first_start.h), and refuses to start if one does: its data
+ * directory was lost. SET_MEMBER_ADDR is a level 1 command, so every
+ * binary applies the record alike; it is in every snapshot, and goes with
+ * the removal of the member.
+ *
  * One membership change at a time: srv->member_op holds the MEMBER_ADD or
  * MEMBER_REMOVE in flight on this leader (node.c refuses a second raft
  * change too, but an add starts with an ordinary proposal, before node.c

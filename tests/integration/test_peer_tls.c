@@ -133,6 +133,7 @@ static void hello(struct buf *b, uint64_t id, const char *addr)
     ASSERT_EQ(buf_put_u64(b, id), 0);
     ASSERT_EQ(buf_put_u64(b, 0), 0); /* no cluster id yet, as a --join node */
     ASSERT_EQ(buf_put_u64(b, CMD_LEVEL), 0); /* this build's level, cluster level unknown */
+    ASSERT_EQ(buf_put_u8(b, 0), 0);          /* flags: a raft connection, no question */
     ASSERT_EQ(buf_put_u16(b, (uint16_t)strlen(addr)), 0);
     ASSERT_EQ(buf_put(b, addr, strlen(addr)), 0);
 }
