@@ -197,7 +197,8 @@ struct node;
  * member (docs/operations.md). Also BATON_ESTALE: the whole data
  * directory is empty, yet another member knows this node as started in
  * its cluster (raft/first_start.h, asked before every bootstrap that is
- * not a --join): its data directory was lost, and the same holds. On error it runs the loop until raft's handles are closed, so call it
+ * not a --join): its data directory was lost, and the same holds. On
+ * error it runs the loop until raft's handles are closed, so call it
  * before starting other handles.
  */
 int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,

@@ -102,7 +102,7 @@ struct peer_base {
         uint64_t at;                /* uv_now of its last strike (the slot's age) */
         bool logged_out, logged_in; /* peer_base_old_say logged it, either way */
     } old[PEER_BASE_OLD_SLOTS];
-    /* The first-start question (peer_base_asked, raft/first_start.h). */
+    /* The first-start question (peer_base_known, raft/first_start.h). */
     bool asking;                    /* dial only to ask, with PEER_ASK_STARTED */
     unsigned answers;               /* peers that answered the question */
     uint64_t known_by;              /* the first peer that answered "known", 0: none */
