@@ -81,7 +81,6 @@ int first_start_ask(const struct node_config *cfg, uint64_t cluster_id, unsigned
 
         if (m->id == cfg->id) continue;
         req->data = &a;
-        out->asked++;
         if (t.base.connect(&t.base, req, m->id, m->raft_addr, dial_ended) == 0) a.dialled++;
     }
     uv_timer_init(&loop, &a.timer);
@@ -91,7 +90,6 @@ int first_start_ask(const struct node_config *cfg, uint64_t cluster_id, unsigned
         uv_run(&loop, UV_RUN_ONCE);
     uv_close((uv_handle_t *)&a.timer, NULL);
 done:
-    out->answered = pb->answers;
     out->known_by = (uint32_t)pb->known_by;
     snprintf(out->known_addr, sizeof out->known_addr, "%s", pb->known_addr);
     transport_close(&t); /* ends the dials still open; their callbacks run below */

@@ -32,8 +32,6 @@
 #define FIRST_START_BUDGET_MS 3000
 
 struct first_start_answer {
-    unsigned asked;                 /* the other members dialled */
-    unsigned answered;              /* of them, those that answered */
     uint32_t known_by;              /* the first that knew this node as started, 0: none */
     char known_addr[BATON_MAX_ADDR + 1]; /* its raft address */
 };

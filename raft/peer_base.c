@@ -428,14 +428,14 @@ bool peer_base_known(struct peer_base *pb, uint64_t peer, const char *addr)
     bool known = pb->started != NULL && pb->started(pb->started_arg, peer);
     char msg[400];
 
+    if (!known) return false; /* the first start of a new cluster: nothing to say */
     snprintf(msg, sizeof msg,
              "node %" PRIu64 " (%s) starting on an empty data directory asked whether it has "
-             "started in this cluster before: %s",
-             peer, addr,
-             known ? "yes, so it refuses to bootstrap (it must be removed and added back)"
-                   : "no");
+             "started in this cluster before: yes, so it refuses to bootstrap (it must be "
+             "removed and added back)",
+             peer, addr);
     peer_base_say(pb, msg);
-    return known;
+    return true;
 }
 
 void peer_base_heard_answer(struct peer_base *pb, uint64_t peer, const char *addr, bool known)

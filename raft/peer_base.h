@@ -250,8 +250,8 @@ uint32_t peer_levels_cluster(uint64_t word);
  * raft. The accepting node makes every check it makes of a raft
  * connection; if they pass, it answers "known" (started(id) is true) or
  * "not known" in the outcome of its reply and closes. peer_base_known
- * answers for the accepting side (and logs, rate-limited, that it was
- * asked); peer_base_heard_answer counts, on the asking side, an answer,
+ * answers for the accepting side (and logs a "known", rate-limited);
+ * peer_base_heard_answer counts, on the asking side, an answer,
  * and records the first peer that answered "known".
  */
 bool peer_base_known(struct peer_base *pb, uint64_t peer, const char *addr);
