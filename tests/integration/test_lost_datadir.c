@@ -22,6 +22,10 @@
  *    keep serving and agree on their digest. Then the documented remedy
  *    (member remove, start with --join, member add) brings it back, and
  *    the three agree on the state digest.
+ *  - two_lost_datadirs_make_no_second_cluster: both followers of a
+ *    3-node cluster lose their data directories and start again with
+ *    their original flags: both refuse (the survivor knows them), so they
+ *    never make a majority of their own.
  * A fresh 3-node start (the cluster_start above, and every other
  * integration test) still bootstraps: the members answer "not known" or
  * are not up yet.
@@ -136,6 +140,47 @@ static void lost_and_back(int secure)
     ASSERT_EQ(cluster_stop(&C), 0);
 }
 
+/* Two of three nodes lose their data directories: started again at once
+ * with their original flags, they would be a majority of their own -- a
+ * second cluster next to the survivor. Each asks the other (not up, or
+ * asking too: no answer) and the survivor (which knows it), and both
+ * refuse. The survivor still holds the state it had. */
+static void two_lost(void)
+{
+    struct cluster_status st;
+    char log[16384];
+    int leader, lost[2];
+    uint64_t applied;
+
+    ASSERT_EQ(cluster_start(&C, 3), 0);
+    leader = cluster_wait_leader(&C, 15000);
+    ASSERT_GE(leader, 0);
+    lost[0] = (leader + 1) % 3;
+    lost[1] = (leader + 2) % 3;
+    ASSERT_EQ(cluster_digests_agree(&C, 20000), 0);
+    wait_recorded(C.nodes[lost[0]].id);
+    wait_recorded(C.nodes[lost[1]].id);
+    ASSERT_EQ(cluster_node_status(&C, leader, &st, 2000), 0);
+    applied = st.applied_index;
+    for (int k = 0; k < 2; k++) {
+        ASSERT_EQ(cluster_kill(&C, lost[k], SIGTERM), 0);
+        rm_rf(C.nodes[lost[k]].dir);
+    }
+    for (int k = 0; k < 2; k++) {
+        ASSERT_EQ(cluster_run_to_exit(&C, lost[k], 15000), 1);
+        ASSERT_GT(read_tail(C.nodes[lost[k]].log, log, sizeof log), 0);
+        ASSERT(strstr(log, "has started in this cluster before") != NULL);
+    }
+    ASSERT_EQ(cluster_node_status(&C, leader, &st, 2000), 0);
+    ASSERT_UEQ(st.applied_index, applied);
+    ASSERT_EQ(cluster_stop(&C), 0);
+}
+
+TEST(two_lost_datadirs_make_no_second_cluster)
+{
+    two_lost();
+}
+
 TEST(lost_datadir_refuses_then_rejoins)
 {
     lost_and_back(0);
@@ -152,5 +197,6 @@ int main(int argc, char **argv)
     runner_set_timeout(180);
     RUN(lost_datadir_refuses_then_rejoins);
     RUN(lost_datadir_refuses_then_rejoins_secure);
+    RUN(two_lost_datadirs_make_no_second_cluster);
     return runner_done();
 }
