@@ -16,6 +16,7 @@
 
 #include "baton/baton_defs.h"
 #include "raft/cluster_id.h"
+#include "raft/first_start.h"
 #include "raft/fsm.h"
 #include "raft/io_guard.h"
 #include "raft/state_mark.h"
@@ -27,6 +28,7 @@ struct node {
     uv_loop_t *loop;
     struct node_config cfg;
     struct node_hooks hooks;
+    store *store;            /* the fsm's: the members table answers the first-start question */
     struct raft raft;
     struct io_guard guard;   /* raft_uv's I/O, fenced at a failed write (raft/io_guard.h) */
     struct transport transport;   /* TLS, or raft_uv_tcp with TCP_NODELAY */
@@ -37,6 +39,7 @@ struct node {
     bool barrier_pending;
     bool ready;
     uint64_t ready_term;     /* term whose barrier made us ready */
+    uint64_t ready_index;    /* and that barrier's index */
     uint64_t lead_term;      /* term in which we last saw raft make us leader */
     uint64_t lead_since;     /* when (uv_now) */
     bool closing;
@@ -193,6 +196,7 @@ static void barrier_cb(struct raft_barrier *req, int status)
     if (accepted_status(n, status, req->index) != 0) status = RAFT_LEADERSHIPLOST;
     if (status == 0 && raft_state(&n->raft) == RAFT_LEADER &&
         n->raft.current_term == n->ready_term && fsm_gated(&n->fsm) == 0) {
+        n->ready_index = req->index;
         set_ready(n, true);
         return;
     }
@@ -849,6 +853,7 @@ int node_snapshot_now(struct node *n, node_snapshot_cb *cb, void *data)
 uint32_t node_members(struct node *n, struct node_server *out, uint32_t max)
 {
     const struct raft_configuration *conf = &n->raft.configuration;
+    bool leading = node_is_ready(n) && raft_state(&n->raft) == RAFT_LEADER;
     uint32_t k = 0;
 
     for (unsigned i = 0; i < conf->n && k < max; i++) {
@@ -856,6 +861,8 @@ uint32_t node_members(struct node *n, struct node_server *out, uint32_t max)
         struct node_server *o = &out[k++];
 
         o->id = (uint32_t)sv->id;
+        o->caught_up = leading && (sv->id == n->raft.id ||
+                                   n->raft.leader_state.progress[i].match_index >= n->ready_index);
         switch (sv->role) {
         case RAFT_VOTER:
             o->role = MEMBER_VOTER;
@@ -1218,6 +1225,41 @@ static int cluster_id_setup(struct node *n, char *errmsg)
     return 0;
 }
 
+/* The first-start question, answering side: node id is known as started
+ * if it is in raft's configuration and the members table holds its entry
+ * (server/members.c writes it once the node has caught up). */
+static bool knows_started(void *arg, uint64_t id)
+{
+    struct node *n = arg;
+    const struct raft_configuration *conf = &n->raft.configuration;
+    char addr[BATON_MAX_ADDR + 1];
+    bool member = false;
+
+    for (unsigned i = 0; i < conf->n && !member; i++) member = conf->servers[i].id == id;
+    return member && id <= UINT32_MAX && store_member_addr(n->store, (uint32_t)id, addr,
+                                                           sizeof addr) == 1;
+}
+
+/* The first-start question, asking side: before a bootstrap on an empty
+ * data directory, ask the other members whether this node has started in
+ * their cluster before (raft/first_start.h). 0: bootstrap; BATON_ESTALE
+ * (one knows it: it lost its data directory and must be added back, as
+ * after a lost raft directory: server/server.c says how) or a transport
+ * failure, with errmsg. */
+static int first_start_check(struct node *n, char *errmsg)
+{
+    struct first_start_answer a;
+    int rv = first_start_ask(&n->cfg, transport_cluster_id(&n->transport), 0, &a, errmsg);
+
+    if (rv != 0) return rv;
+    if (a.known_by == 0) return 0;
+    snprintf(errmsg, BATON_ERRMSG_SIZE,
+             "node %u has started in this cluster before (member %u at %.48s says so), yet "
+             "its data directory holds no state: bootstrapping would make a second cluster",
+             n->cfg.id, a.known_by, a.known_addr);
+    return BATON_ESTALE;
+}
+
 /* Bootstrap the static configuration. Every node does it on every start:
  * 0 means this was the first start, RAFT_CANTBOOTSTRAP that state exists. */
 static int node_bootstrap(struct node *n, char *errmsg)
@@ -1255,6 +1297,7 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
     n->loop = loop;
     n->cfg = *cfg;
     n->hooks = *hooks;
+    n->store = s;
     n->marked = cfg->state_mark != NULL && state_mark_exists(cfg->state_mark);
     n->fault_said = -1;
     self = node_member_by_id(n, cfg->id);
@@ -1283,6 +1326,7 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
         goto err_after_transport;
     }
     transport_set_levels(&n->transport, cfg->level, cfg->cluster_level);
+    transport_set_started(&n->transport, knows_started, n);
     rv = raft_uv_init(&n->guard.io, loop, cfg->raft_dir, &n->transport.base);
     if (rv != 0) {
         snprintf(errmsg, BATON_ERRMSG_SIZE, "raft io init: %.200s", n->guard.io.errmsg);
@@ -1320,6 +1364,10 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
      * directory that was lost the bootstrap would start it afresh (see
      * below); on one that was not it would be a no-op. */
     was_member = n->marked || store_applied_index(s) > 0;
+    if (!cfg->join && !was_member && (rv = first_start_check(n, errmsg)) != 0) {
+        err = rv;
+        goto err_after_raft;
+    }
     if (!cfg->join && !was_member && node_bootstrap(n, errmsg) != 0) goto err_after_raft;
     rv = raft_start(&n->raft);
     if (rv != 0) {

@@ -194,7 +194,11 @@ struct node;
  * member -- cfg->state_mark exists, or the store has applied entries. The
  * directory was lost; starting afresh could make the node vote twice in a
  * term (raft/state_mark.h), so it does not start: it must rejoin as a new
- * member (docs/operations.md). On error it runs the loop until raft's handles are closed, so call it
+ * member (docs/operations.md). Also BATON_ESTALE: the whole data
+ * directory is empty, yet another member knows this node as started in
+ * its cluster (raft/first_start.h, asked before every bootstrap that is
+ * not a --join): its data directory was lost, and the same holds. On
+ * error it runs the loop until raft's handles are closed, so call it
  * before starting other handles.
  */
 int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
@@ -287,6 +291,11 @@ struct node_server {
     uint32_t id;
     int role;                            /* enum member_role (proto/msg.h) */
     char raft_addr[BATON_MAX_ADDR + 1];
+    /* On a ready leader: the server holds every entry up to the barrier
+     * that made this node ready (this node itself always), so it has
+     * started and caught up in this cluster (server/members.c records it).
+     * false on any other node. */
+    bool caught_up;
 };
 
 /*

@@ -420,3 +420,28 @@ uint32_t peer_levels_cluster(uint64_t word)
 {
     return (uint32_t)(word >> 32);
 }
+
+/* ---- the first-start question ---------------------------------------------- */
+
+bool peer_base_known(struct peer_base *pb, uint64_t peer, const char *addr)
+{
+    bool known = pb->started != NULL && pb->started(pb->started_arg, peer);
+    char msg[400];
+
+    if (!known) return false; /* the first start of a new cluster: nothing to say */
+    snprintf(msg, sizeof msg,
+             "node %" PRIu64 " (%s) starting on an empty data directory asked whether it has "
+             "started in this cluster before: yes, so it refuses to bootstrap (it must be "
+             "removed and added back)",
+             peer, addr);
+    peer_base_say(pb, msg);
+    return true;
+}
+
+void peer_base_heard_answer(struct peer_base *pb, uint64_t peer, const char *addr, bool known)
+{
+    pb->answers++;
+    if (!known || pb->known_by != 0) return;
+    pb->known_by = peer;
+    snprintf(pb->known_addr, sizeof pb->known_addr, "%s", addr);
+}

@@ -31,6 +31,7 @@
 #include "proto/msg.h" /* BATON_MAX_ADDR */
 #include "raft/peer_addr.h"
 #include "raft/peer_admit.h"
+#include "raft/peer_hello.h" /* PEER_ASK_STARTED */
 
 /* The struct of type `type` whose member `member` is at ptr. */
 #define PEER_CONTAINER(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
@@ -101,6 +102,13 @@ struct peer_base {
         uint64_t at;                /* uv_now of its last strike (the slot's age) */
         bool logged_out, logged_in; /* peer_base_old_say logged it, either way */
     } old[PEER_BASE_OLD_SLOTS];
+    /* The first-start question (peer_base_known, raft/first_start.h). */
+    bool asking;                    /* dial only to ask, with PEER_ASK_STARTED */
+    unsigned answers;               /* peers that answered the question */
+    uint64_t known_by;              /* the first peer that answered "known", 0: none */
+    char known_addr[BATON_MAX_ADDR + 1];
+    bool (*started)(void *arg, uint64_t id); /* answers the question; NULL: never known */
+    void *started_arg;
     /* Feature levels (peer_base_level_*). */
     uint32_t level;                 /* this binary's: what it can apply */
     uint32_t cluster_level;         /* the cluster's committed level: peers below are refused */
@@ -232,6 +240,22 @@ bool peer_base_level_ok(struct peer_base *pb, uint64_t peer, const char *addr, u
 uint64_t peer_base_levels_word(const struct peer_base *pb);
 uint32_t peer_levels_max(uint64_t word);
 uint32_t peer_levels_cluster(uint64_t word);
+
+/*
+ * The first-start question (docs/design.md, "A node that lost its data
+ * directory"). A node about to bootstrap on an empty data directory first
+ * dials the other members with a transport whose `asking` is set: its
+ * newest handshake then carries PEER_ASK_STARTED ("has this node id
+ * started in your cluster before?"), and no connection is ever handed to
+ * raft. The accepting node makes every check it makes of a raft
+ * connection; if they pass, it answers "known" (started(id) is true) or
+ * "not known" in the outcome of its reply and closes. peer_base_known
+ * answers for the accepting side (and logs a "known", rate-limited);
+ * peer_base_heard_answer counts, on the asking side, an answer,
+ * and records the first peer that answered "known".
+ */
+bool peer_base_known(struct peer_base *pb, uint64_t peer, const char *addr);
+void peer_base_heard_answer(struct peer_base *pb, uint64_t peer, const char *addr, bool known);
 
 /* Release: at once if nothing is open, else once the handles and
  * connections still open are closed (closing them if raft did not). */

@@ -18,18 +18,22 @@
 #endif
 
 int peer_hello_encode(struct buf *b, unsigned version, uint64_t id, uint64_t cluster,
-                      uint64_t levels, const char *address)
+                      uint64_t levels, unsigned flags, const char *address)
 {
     size_t n = strlen(address);
     int rv;
 
     if (n == 0 || n > BATON_MAX_ADDR) return BATON_EINVAL;
     if (version < PEER_HELLO_VERSION_1 || version > PEER_HELLO_VERSION) return BATON_EINVAL;
+    if (flags > UINT8_MAX) return BATON_EINVAL;
     if ((rv = buf_reserve(b, PEER_HELLO_HEADER + n)) != 0) return rv;
     buf_put_u32(b, version);
     buf_put_u64(b, id);
     if (version >= PEER_HELLO_VERSION_2) buf_put_u64(b, cluster);
-    if (version >= PEER_HELLO_VERSION) buf_put_u64(b, levels);
+    if (version >= PEER_HELLO_VERSION) {
+        buf_put_u64(b, levels);
+        buf_put_u8(b, (uint8_t)flags);
+    }
     buf_put_u16(b, (uint16_t)n);
     return buf_put(b, address, n);
 }
@@ -57,6 +61,8 @@ int peer_hello_parse(const void *data, size_t n, struct peer_hello *h)
     if (h->id == 0) return BATON_EMALFORMED;
     h->cluster = h->version >= PEER_HELLO_VERSION_2 ? le_get_u64(p + 12) : 0;
     h->levels = h->version >= PEER_HELLO_VERSION ? le_get_u64(p + 20) : 0;
+    h->flags = h->version >= PEER_HELLO_VERSION ? p[28] : 0;
+    if ((h->flags & ~PEER_ASK_STARTED) != 0) return BATON_EMALFORMED; /* none known */
     if (n < header + len) return 0;
     if (memchr(p + header, '\0', len) != NULL) return BATON_EMALFORMED;
     memcpy(h->address, p + header, len);

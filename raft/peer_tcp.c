@@ -30,21 +30,26 @@
  *              id, address size; no reply.
  *   protocol 2: protocol 1's and the cluster id; the reply is the
  *              accepting node's cluster id.
- *   protocol 3: protocol 2's and the levels word (peer_base.h, "Feature
- *              levels"); the reply is an outcome (REPLY_*), the accepting
- *              node's cluster id and its levels word. A refusal is
- *              answered, so that it is never taken for an older binary.
+ *   protocol 3: protocol 2's, the levels word (peer_base.h, "Feature
+ *              levels") and a flags word (0, or PEER_ASK_STARTED: the
+ *              first-start question, peer_base.h); the reply is an
+ *              outcome (REPLY_*), the accepting node's cluster id and its
+ *              levels word. A refusal is answered, so that it is never
+ *              taken for an older binary. A question is answered
+ *              REPLY_KNOWN or REPLY_OK (not known) when its checks pass,
+ *              and the connection is closed either way.
  */
 #define PROTOCOL 3   /* the newest: with the feature levels */
 #define PROTOCOL_2 2 /* with the cluster id */
 #define PROTOCOL_1 1
-#define PREAMBLE 40  /* protocol 3's: five uint64 */
+#define PREAMBLE 48  /* protocol 3's: six uint64 */
 #define PREAMBLE_2 32
 #define PREAMBLE_1 24
 #define REPLY 24     /* protocol 3's */
 #define REPLY_2 8
 #define REPLY_OK 0
 #define REPLY_REFUSED 1 /* another cluster, a level below the cluster's, not admitted */
+#define REPLY_KNOWN 2   /* the question's answer: that node id has started here */
 #define SWEEP_MS 1000
 
 /* A test build that speaks protocol 1 only, as the binary before the
@@ -276,12 +281,16 @@ static bool answer(struct pending *p)
     unsigned version = (unsigned)get64(p->pre);
     uint64_t theirs = version >= PROTOCOL_2 ? get64(p->pre + 24) : 0;
     uint32_t level = version >= PROTOCOL ? peer_levels_max(get64(p->pre + 32)) : 1;
+    bool ask = version >= PROTOCOL && (get64(p->pre + 40) & PEER_ASK_STARTED) != 0;
+    uint64_t outcome;
     char why[400];
     uint8_t reply[REPLY];
     size_t n = version >= PROTOCOL ? REPLY : REPLY_2;
     uv_buf_t b;
     bool ok;
 
+    if (version >= PROTOCOL && (get64(p->pre + 40) & ~(uint64_t)PEER_ASK_STARTED) != 0)
+        return false; /* a flag this binary does not know: closed unanswered */
     if (!peer_base_admits(t, p->id, p->addr)) { /* logged there, once a minute per node */
         ok = false;
         if (version < PROTOCOL) return false; /* closed unanswered, as that binary did */
@@ -297,7 +306,10 @@ static bool answer(struct pending *p)
     }
     if (version == PROTOCOL_1) return ok; /* no reply */
     if (version >= PROTOCOL) {
-        put64(reply, ok ? REPLY_OK : REPLY_REFUSED);
+        outcome = !ok ? REPLY_REFUSED
+                  : ask && peer_base_known(t, p->id, p->addr) ? REPLY_KNOWN
+                                                               : REPLY_OK;
+        put64(reply, outcome);
         put64(reply + 8, t->cluster_id);
         put64(reply + 16, peer_base_levels_word(t));
     } else {
@@ -305,7 +317,7 @@ static bool answer(struct pending *p)
     }
     b = uv_buf_init((char *)reply, (unsigned)n);
     if (uv_try_write((uv_stream_t *)p->tcp, &b, 1) != (int)n) return false;
-    return ok;
+    return ok && !ask; /* a question is answered, never handed to raft */
 }
 
 static void hs_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
@@ -450,6 +462,11 @@ static bool reply_ok(struct pending *p)
     peer_base_level_heard(p->t, p->req_id, level);
     if (peer_base_cluster_ok(p->t, p->req_id, p->req_addr, cluster, why, sizeof why) &&
         peer_base_level_ok(p->t, p->req_id, p->req_addr, level, why, sizeof why)) {
+        if (p->t->asking && v3 && get64(p->reply) != REPLY_REFUSED) {
+            peer_base_heard_answer(p->t, p->req_id, p->req_addr,
+                                   get64(p->reply) == REPLY_KNOWN);
+            return false; /* answered: the question's connection ends here */
+        }
         if (!v3 || get64(p->reply) == REPLY_OK) return true;
         snprintf(why, sizeof why,
                  "it refused this node (its log says why; its cluster level is %" PRIu32 ")",
@@ -543,6 +560,7 @@ static void on_dialed(struct peer_dial *d, uv_tcp_t *tcp, int status)
     put64(p->hs + 16, padded);
     if (p->version >= PROTOCOL_2) put64(p->hs + 24, t->cluster_id);
     if (p->version >= PROTOCOL) put64(p->hs + 32, peer_base_levels_word(t));
+    if (p->version >= PROTOCOL) put64(p->hs + 40, t->asking ? PEER_ASK_STARTED : 0);
     memcpy(p->hs + pre, t->address, len);
     b = uv_buf_init((char *)p->hs, (unsigned)(pre + padded));
     p->write.data = p;
@@ -579,6 +597,7 @@ static int tcp_connect_cb(struct raft_uv_transport *base, struct raft_uv_connect
     p->req_id = id;
     snprintf(p->req_addr, sizeof p->req_addr, "%s", address);
     p->version = ONLY_PROTOCOL_1 ? PROTOCOL_1 : peer_base_dial_version(t, p->req_addr, PROTOCOL);
+    if (t->asking) p->version = PROTOCOL; /* only the newest carries the question */
     if (p->version < PROTOCOL && !peer_base_level_ok(t, id, address, 1, why, sizeof why)) {
         /* An older binary counts as level 1: below the cluster's. */
         snprintf(msg, sizeof msg, "raft connection to %s not made: %s", address, why);

@@ -174,6 +174,7 @@ static void link_up(struct peer_link *l)
     int rv;
 
     if (!l->conn.outbound) return; /* the accepting side waits for the HELLO */
+    if (t->pb.asking) version = PEER_HELLO_VERSION; /* only the newest carries the question */
     if (strcmp(peer_link_cn(l), peer_cn_of(l->peer_id, want)) != 0) {
         peer_link_close(l, "its certificate names '%s', not '%s'", peer_link_cn(l), want);
         return;
@@ -185,7 +186,7 @@ static void link_up(struct peer_link *l)
         return;
     }
     rv = peer_hello_encode(&b, version, t->pb.id, t->pb.cluster_id, peer_base_levels_word(&t->pb),
-                           t->pb.address);
+                           t->pb.asking ? PEER_ASK_STARTED : 0, t->pb.address);
     if (rv == 0) rv = peer_link_send(l, b.data, b.len);
     buf_free(&b);
     if (rv != 0)
@@ -276,6 +277,13 @@ static void admit(struct peer_tls *t, struct peer_link *l, const struct peer_hel
     answer[0] = PEER_HELLO_ACK;
     le_put_u64(answer + 1, t->pb.cluster_id);
     le_put_u64(answer + 9, peer_base_levels_word(&t->pb));
+    if (h->flags & PEER_ASK_STARTED) { /* a question: answered, never handed to raft */
+        if (peer_base_known(&t->pb, h->id, h->address)) answer[0] = PEER_HELLO_KNOWN;
+        (void)peer_link_send(l, answer, n);
+        l->quiet = true;
+        peer_link_close(l, "the first-start question is answered");
+        return;
+    }
     if (h->version == PEER_HELLO_VERSION_1) n = 1;
     if (h->version == PEER_HELLO_VERSION_2) n = PEER_HELLO_ANSWER_2;
     if ((rv = peer_link_send(l, answer, n)) != 0 || (rv = peer_link_bridge(l, &stream)) != 0) {
@@ -349,7 +357,8 @@ static void link_plain(struct peer_link *l, struct buf *in)
             return;
         }
         if (in->data[0] != PEER_HELLO_ACK && in->data[0] != PEER_HELLO_OTHER &&
-            !(in->data[0] == PEER_HELLO_REFUSED && l->hello >= PEER_HELLO_VERSION)) {
+            !(in->data[0] == PEER_HELLO_REFUSED && l->hello >= PEER_HELLO_VERSION) &&
+            !(in->data[0] == PEER_HELLO_KNOWN && t->pb.asking)) {
             peer_link_close(l, "it answered the HELLO with 0x%02x, not an ACK", in->data[0]);
             return;
         }
@@ -357,6 +366,12 @@ static void link_plain(struct peer_link *l, struct buf *in)
             return;
         if (!answer_ok(t, l, in->data, why, sizeof why)) {
             peer_link_close(l, "%s", why);
+            return;
+        }
+        if (t->pb.asking) { /* answered: the question's connection ends here */
+            peer_base_heard_answer(&t->pb, l->peer_id, l->peer, in->data[0] == PEER_HELLO_KNOWN);
+            l->quiet = true;
+            peer_link_close(l, "the first-start question is answered");
             return;
         }
         buf_consume(in, l->hello >= PEER_HELLO_VERSION ? PEER_HELLO_ANSWER : PEER_HELLO_ANSWER_2);

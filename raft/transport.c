@@ -49,6 +49,20 @@ void transport_set_levels(struct transport *t, uint32_t level, uint32_t cluster_
     pb->cluster_level = cluster_level ? cluster_level : 1;
 }
 
+void transport_set_started(struct transport *t, bool (*started)(void *arg, uint64_t id),
+                           void *arg)
+{
+    struct peer_base *pb = peer_base_of(&t->base);
+
+    pb->started = started;
+    pb->started_arg = arg;
+}
+
+uint64_t transport_cluster_id(struct transport *t)
+{
+    return peer_base_of(&t->base)->cluster_id;
+}
+
 uint32_t transport_peer_level(struct transport *t, uint32_t id)
 {
     return peer_base_level_of(peer_base_of(&t->base), id);

@@ -61,6 +61,15 @@ void transport_set_cluster(struct transport *t, uint64_t cluster_id,
  */
 void transport_set_levels(struct transport *t, uint32_t level, uint32_t cluster_level);
 
+/* The first-start question (raft/peer_base.h): started(arg, id) says
+ * whether node id has started in this cluster before. Until it is set
+ * every question is answered "not known". */
+void transport_set_started(struct transport *t, bool (*started)(void *arg, uint64_t id),
+                           void *arg);
+
+/* This node's cluster id as the handshakes present it (0: none yet). */
+uint64_t transport_cluster_id(struct transport *t);
+
 /* The level node `id` said at its last handshake with this node, 0 if
  * none was heard. */
 uint32_t transport_peer_level(struct transport *t, uint32_t id);

@@ -20,6 +20,16 @@
  * the delete (the next leader tidies), a second `member remove`, and a
  * MEMBER_ADD that stopped after its address entry and was never retried.
  *
+ * An entry is also the replicated record that a member has started: the
+ * same tidying writes the entry of every member that has caught up with
+ * this leader (node.h, caught_up) and has none yet, with the client
+ * address of this node's --cluster list. A node about to bootstrap on an
+ * empty data directory asks the others whether they hold its entry
+ * (raft/first_start.h), and refuses to start if one does: its data
+ * directory was lost. SET_MEMBER_ADDR is a level 1 command, so every
+ * binary applies the record alike; it is in every snapshot, and goes with
+ * the removal of the member.
+ *
  * One membership change at a time: srv->member_op holds the MEMBER_ADD or
  * MEMBER_REMOVE in flight on this leader (node.c refuses a second raft
  * change too, but an add starts with an ordinary proposal, before node.c
@@ -325,8 +335,52 @@ static void tidy_done(void *data, int status, const struct effects *fx)
     if (status == 0)
         for (size_t i = 0; i < fx->n_results && status == 0; i++) status = fx->results[i].status;
     if (status != 0)
-        log_warn("deleting the client addresses of former members failed (%s); trying again",
-                 baton_strerror(status));
+        log_warn("updating the members table failed (%s); trying again", baton_strerror(status));
+}
+
+/* The ids of the members table's entries whose id is not in servers[0..n)
+ * into gone (as many as the table, at most LOOK looked at): how many. */
+static uint32_t former_members(struct server *srv, const struct node_server *servers, uint32_t n,
+                               uint32_t *gone, int look)
+{
+    uint32_t table[2 * BATON_MAX_MEMBERS], n_gone = 0;
+    int n_table = store_member_ids(srv->store, table, look);
+
+    if (n_table > look) n_table = look; /* the rest at the next looks */
+    for (int i = 0; i < n_table; i++) {
+        bool member = false;
+
+        for (uint32_t k = 0; k < n && !member; k++) member = servers[k].id == table[i];
+        if (!member) gone[n_gone++] = table[i];
+    }
+    return n_gone;
+}
+
+/*
+ * The members that have started and caught up (node.h, caught_up: they
+ * hold every entry up to this leader's barrier) and have no entry yet:
+ * their ids into ids and their client address, from this node's --cluster
+ * list, into addrs. An entry is the replicated record that a member has
+ * started once, which the first-start question reads (raft/first_start.h):
+ * a node whose data directory is lost must not bootstrap afresh. A member
+ * this node's list does not name has its entry from its MEMBER_ADD.
+ */
+static uint32_t started_members(struct server *srv, const struct node_server *servers, uint32_t n,
+                                uint32_t *ids, char (*addrs)[BATON_MAX_ADDR + 1])
+{
+    uint32_t k = 0;
+
+    for (uint32_t i = 0; i < n; i++) {
+        const struct node_member *m = node_member_find(&srv->cfg.node, servers[i].id);
+        char have[BATON_MAX_ADDR + 1];
+
+        if (!servers[i].caught_up || m == NULL || m->client_addr[0] == '\0') continue;
+        if (store_member_addr(srv->store, servers[i].id, have, sizeof have) != 0) continue;
+        ids[k] = servers[i].id;
+        snprintf(addrs[k], BATON_MAX_ADDR + 1, "%s", m->client_addr);
+        k++;
+    }
+    return k;
 }
 
 void members_tidy(struct server *srv)
@@ -334,36 +388,33 @@ void members_tidy(struct server *srv)
     /* Twice the members at most: each look sees at least as many entries
      * of non-members as there can be members, so a longer table (the
      * entries are in id order) is worked through in a few looks. */
-    enum { LOOK = 2 * BATON_MAX_MEMBERS };
+    enum { LOOK = 2 * BATON_MAX_MEMBERS, MAX = LOOK + BATON_MAX_MEMBERS };
     struct node_server servers[BATON_MAX_MEMBERS];
-    uint32_t table[LOOK], gone[LOOK], n, n_gone = 0;
-    const char *none[LOOK];
+    uint32_t ids[MAX], n, n_gone, n_new;
+    char addrs[BATON_MAX_MEMBERS][BATON_MAX_ADDR + 1];
+    const char *vals[MAX];
     uint64_t now = uv_now(srv->loop);
-    int n_table, rv;
+    int rv;
 
     if (!srv->ready || srv->stopping || srv->tidy_inflight || now < srv->tidy_at || busy(srv))
         return;
     srv->tidy_at = now + TIDY_MS;
     /* No change in flight: the latest configuration is the committed one. */
     n = srv->nio->members(srv->node, servers, BATON_MAX_MEMBERS);
-    n_table = store_member_ids(srv->store, table, LOOK);
-    if (n == 0 || n_table <= 0) return;
-    if (n_table > LOOK) n_table = LOOK; /* the rest at the next looks */
-    for (int i = 0; i < n_table; i++) {
-        bool member = false;
-
-        for (uint32_t k = 0; k < n && !member; k++) member = servers[k].id == table[i];
-        if (!member) {
-            none[n_gone] = "";
-            gone[n_gone++] = table[i];
-        }
-    }
-    if (n_gone == 0) return;
-    rv = propose_addrs(srv, gone, none, n_gone, tidy_done, srv);
+    if (n == 0) return;
+    n_gone = former_members(srv, servers, n, ids, LOOK);
+    for (uint32_t i = 0; i < n_gone; i++) vals[i] = "";
+    n_new = started_members(srv, servers, n, ids + n_gone, addrs);
+    for (uint32_t i = 0; i < n_new; i++) vals[n_gone + i] = addrs[i];
+    if (n_gone + n_new == 0) return;
+    rv = propose_addrs(srv, ids, vals, n_gone + n_new, tidy_done, srv);
     if (rv != 0) return; /* tried again at the next check */
     srv->tidy_inflight = true;
     for (uint32_t i = 0; i < n_gone; i++)
-        log_info("deleting the client address of node %u: it is no longer a member", gone[i]);
+        log_info("deleting the client address of node %u: it is no longer a member", ids[i]);
+    for (uint32_t i = 0; i < n_new; i++)
+        log_info("recording node %u (clients %s) as started in the members table", ids[n_gone + i],
+                 addrs[i]);
 }
 
 /* ---- MEMBER_REMOVE -------------------------------------------------------- */

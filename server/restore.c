@@ -12,8 +12,10 @@
  * file leaves no directory behind); create DIR/raft and DIR/fsm; restore
  * the marker DIR/restoring, before anything else in DIR; restore the store
  * (storage/store.h, store_restore_backup: the saved state at the restore's
- * applied index, with an empty members table and the next fence raised
- * above every fence the old cluster could have granted); write raft's
+ * applied index, with the members table of the --cluster list -- each
+ * member recorded as started, docs/design.md, "A node that lost its data
+ * directory" -- and the next fence raised above every fence the old
+ * cluster could have granted); write raft's
  * snapshot of that store (raft/restore.h says why raft must hold it, and
  * why at an index and term far above the backup's) with the --cluster
  * configuration; write the restored cluster's id (raft/cluster_id.h,
@@ -129,6 +131,7 @@ static int restore_into(const struct srv_config *cfg, const char *fsm_dir,
                         struct restore_plan *plan)
 {
     struct node_config nc = cfg->node;
+    struct store_member members[BATON_MAX_MEMBERS];
     char raft_dir[4200], errmsg[BATON_ERRMSG_SIZE] = "";
     struct buf snap = {0};
     store *st = NULL;
@@ -139,8 +142,12 @@ static int restore_into(const struct srv_config *cfg, const char *fsm_dir,
         log_error("--restore: cannot create the lock store in %s: %s", fsm_dir, errmsg);
         return rv;
     }
-    rv = store_restore_backup(st, body, h->body_len, plan->index, plan->fence_floor,
-                              &plan->next_fence);
+    for (uint32_t i = 0; i < nc.n_members; i++) {
+        members[i].id = nc.members[i].id;
+        members[i].client_addr = nc.members[i].client_addr;
+    }
+    rv = store_restore_backup(st, body, h->body_len, plan->index, plan->fence_floor, members,
+                              nc.n_members, &plan->next_fence);
     if (rv != 0) log_error("--restore: the saved state is refused: %s", baton_strerror(rv));
     if (rv == 0) {
         rv = store_snapshot(st, &snap);

@@ -706,8 +706,10 @@ void admin_member_add(struct conn *c, const struct msg *m);
  * once the change has committed; for the leader itself, hand leadership
  * away and answer REDIRECT to the new leader, which the client asks again. */
 void admin_member_remove(struct conn *c, const struct msg *m);
-/* On the ready leader, once per loop turn: delete, at most once a second,
- * the client address entries of nodes no longer in the configuration. */
+/* On the ready leader, once per loop turn: at most once a second, delete
+ * the client address entries of nodes no longer in the configuration, and
+ * write the entry of each member that has caught up and has none (the
+ * record that it has started: raft/first_start.h). */
 void members_tidy(struct server *srv);
 
 /* peers.c -- node_config.peer's log hook (arg: the server): a refused or

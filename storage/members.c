@@ -55,6 +55,16 @@ int op_set_member_addr(struct apply_ctx *c, const struct cmd *cmd, struct cmd_re
     return db_put(c->txn, c->s->dbi[DB_MEMBERS], k, sizeof k, cmd->name, cmd->name_len);
 }
 
+int member_put(store *s, MDB_txn *txn, uint32_t id, const char *addr)
+{
+    uint8_t k[MEMBER_KEY_LEN];
+    size_t n = addr != NULL ? strlen(addr) : 0;
+
+    if (id == 0 || n == 0 || !member_addr_ok(addr, n)) return 0;
+    member_key(k, id);
+    return db_put(txn, s->dbi[DB_MEMBERS], k, sizeof k, addr, n);
+}
+
 int store_member_addr(store *s, uint32_t id, char *out, size_t cap)
 {
     uint8_t k[MEMBER_KEY_LEN];

@@ -233,6 +233,8 @@ struct restore_arg {
     size_t len;
     uint64_t applied;           /* 0: the snapshot's; else this (a backup) */
     uint64_t fence_floor;       /* a backup: the next fence is at least this */
+    const struct store_member *members; /* a backup: the members table */
+    unsigned n_members;
     uint64_t digest;            /* out: the snapshot's digest */
     uint64_t next_fence;        /* out (a backup): the next fence */
 };
@@ -306,6 +308,8 @@ static int restore_txn(store *s, MDB_txn *txn, void *arg)
     if (a->applied != 0) {
         h.applied = a->applied;
         rc = raise_fence(s, txn, a);
+        for (unsigned i = 0; i < a->n_members && rc == 0; i++)
+            rc = member_put(s, txn, a->members[i].id, a->members[i].client_addr);
         if (rc != 0) return rc;
     }
     rc = meta_put_u64(s, txn, META_APPLIED, h.applied);
@@ -354,10 +358,15 @@ int store_snapshot_header(const void *data, size_t len, uint32_t *format, uint64
 
 /* A backup restored into a new cluster's empty store (store.h). */
 int store_restore_backup(store *s, const void *data, size_t len, uint64_t applied,
-                         uint64_t fence_floor, uint64_t *next_fence)
+                         uint64_t fence_floor, const struct store_member *members,
+                         unsigned n_members, uint64_t *next_fence)
 {
-    struct restore_arg a = {
-        .data = data, .len = len, .applied = applied, .fence_floor = fence_floor};
+    struct restore_arg a = {.data = data,
+                            .len = len,
+                            .applied = applied,
+                            .fence_floor = fence_floor,
+                            .members = members,
+                            .n_members = n_members};
     uint64_t snap_applied;
     int rv;
 

@@ -316,14 +316,24 @@ int store_restore(store *s, const void *data, size_t len);
 int store_snapshot_header(const void *data, size_t len, uint32_t *format, uint64_t *applied,
                           uint64_t *digest);
 
+/* A member of the new cluster a backup is restored into: its id and
+ * client address (store_restore_backup). */
+struct store_member {
+    uint32_t id;
+    const char *client_addr;
+};
+
 /*
  * Initialise an empty store (applied index 0: just created) from a
  * snapshot another cluster's store gave (a backup; batond --restore,
  * docs/operations.md, "Backup and restore"): as store_restore, but the
  * applied index becomes `applied` whatever the snapshot's (the new
  * cluster's raft snapshot index, where its log resumes), and the members
- * table is left empty (it holds the old cluster's client addresses; the
- * new cluster's come from its --cluster). Everything else -- sessions,
+ * table holds members[0..n_members) instead of the snapshot's (the old
+ * cluster's client addresses): the new cluster's --cluster list, each
+ * member recorded as started, since every node restored holds the state
+ * and never bootstraps (docs/design.md, "A node that lost its data
+ * directory"); a member without a valid client address is left out. Everything else -- sessions,
  * locks, queues, lock-delays, lost holds, nonces, the dedup cache, the
  * session and enqueue counters, the digest -- is the snapshot's, but for
  * the next fence: the snapshot's plus STORE_RESTORE_FENCE_MARGIN, or
@@ -337,7 +347,8 @@ int store_snapshot_header(const void *data, size_t len, uint32_t *format, uint64
  */
 #define STORE_RESTORE_FENCE_MARGIN (1ull << 40)
 int store_restore_backup(store *s, const void *data, size_t len, uint64_t applied,
-                         uint64_t fence_floor, uint64_t *next_fence);
+                         uint64_t fence_floor, const struct store_member *members,
+                         unsigned n_members, uint64_t *next_fence);
 
 /* ---- reads for the admin requests (short read transactions) ---------- */
 

@@ -703,6 +703,10 @@ int op_set_level(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *
 /* ---- members.c ---------------------------------------------------------- */
 
 int op_set_member_addr(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
+/* Put member id's client address into the members table in txn, outside
+ * any command (a backup's restore, snapshot.c); an id of 0 or an address
+ * the table may not hold is left out. */
+int member_put(store *s, MDB_txn *txn, uint32_t id, const char *addr);
 
 /*
  * A session is going away: drop one thing it owns without touching the

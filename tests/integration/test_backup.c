@@ -169,14 +169,43 @@ static char *lock_json(struct cluster *c, const char *name)
     return out;
 }
 
+/* Where a snapshot body's members table is: the seventh table, after
+ * meta, sessions, locks, waiters, owned and dedup (storage/store_int.h,
+ * enum store_db), each a u32 count of {u32 klen, key, u32 vlen, value}
+ * after the 24-byte header. Its offset into *at, its length returned. */
+#define MEMBERS_TABLE 6
+static size_t members_span(const uint8_t *b, size_t len, size_t *at)
+{
+    size_t off = 24;
+
+    for (int db = 0; db <= MEMBERS_TABLE; db++) {
+        uint32_t n;
+
+        ASSERT_LE(off + 4, len);
+        n = le_get_u32(b + off);
+        *at = off;
+        off += 4;
+        for (uint32_t i = 0; i < 2 * n; i++) {
+            ASSERT_LE(off + 4, len);
+            off += 4 + le_get_u32(b + off);
+        }
+    }
+    ASSERT_LE(off, len);
+    return off - *at;
+}
+
 /* The restored state equals the saved one: same body but for the applied
  * index in its header (bytes 8..16: the new cluster's is the saved one
- * plus NODE_RESTORE_OFFSET) and the next fence, raised by the restore
- * (bytes within one 8-byte value of the meta table). */
-static void assert_same_state(const struct buf *f1, const struct buf *f2)
+ * plus NODE_RESTORE_OFFSET), the next fence, raised by the restore
+ * (bytes within one 8-byte value of the meta table), and the members
+ * table, which the restore makes of the new cluster's --cluster list:
+ * n_members entries, each member recorded as started (docs/design.md, "A
+ * node that lost its data directory"). */
+static void assert_same_state(const struct buf *f1, const struct buf *f2, uint32_t n_members)
 {
     struct backup_header h1, h2;
     const uint8_t *b1, *b2;
+    size_t at1, at2, n1, n2;
     char err[256];
 
     ASSERT_EQ(backup_check(f1->data, f1->len, &h1, &b1, err), 0);
@@ -184,7 +213,12 @@ static void assert_same_state(const struct buf *f1, const struct buf *f2)
     ASSERT_UEQ(h2.digest, h1.digest);
     ASSERT_UEQ(h2.store_format, h1.store_format);
     ASSERT_UEQ(h2.index, h1.index + NODE_RESTORE_OFFSET);
-    ASSERT_UEQ(h2.body_len, h1.body_len);
+    n1 = members_span(b1, h1.body_len, &at1);
+    n2 = members_span(b2, h2.body_len, &at2);
+    ASSERT_EQ(at2, at1);
+    ASSERT_UEQ(h2.body_len - n2, h1.body_len - n1);
+    ASSERT_EQ(le_get_u32(b2 + at2), n_members);
+    ASSERT(memcmp(b1 + at1 + n1, b2 + at2 + n2, h1.body_len - at1 - n1) == 0);
     ASSERT(memcmp(b1, b2, 8) == 0);
     ASSERT_UEQ(le_get_u64(b2 + 8), h2.index);
     ASSERT_UEQ(le_get_u64(b1 + 8), h1.index);
@@ -192,7 +226,7 @@ static void assert_same_state(const struct buf *f1, const struct buf *f2)
         size_t first = 0, last = 0;
         int differ = 0;
 
-        for (size_t i = 16; i < h1.body_len; i++)
+        for (size_t i = 16; i < at1; i++)
             if (b1[i] != b2[i]) {
                 if (!differ) first = i;
                 last = i;
@@ -286,7 +320,7 @@ TEST(save_during_load_then_restore)
     }
     save(&b, path2);
     read_file(path2, &f2);
-    assert_same_state(&f1, &f2);
+    assert_same_state(&f1, &f2, 3);
 
     b_held1 = lock_json(&b, "held/1");
     b_held2 = lock_json(&b, "held/2");

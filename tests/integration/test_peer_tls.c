@@ -134,6 +134,7 @@ static void hello(struct buf *b, uint64_t id, const char *addr, uint64_t levels)
     ASSERT_EQ(buf_put_u64(b, id), 0);
     ASSERT_EQ(buf_put_u64(b, 0), 0); /* no cluster id yet, as a --join node */
     ASSERT_EQ(buf_put_u64(b, levels), 0);
+    ASSERT_EQ(buf_put_u8(b, 0), 0); /* flags: a raft connection, no question */
     ASSERT_EQ(buf_put_u16(b, (uint16_t)strlen(addr)), 0);
     ASSERT_EQ(buf_put(b, addr, strlen(addr)), 0);
 }

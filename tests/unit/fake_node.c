@@ -38,10 +38,16 @@ struct node {
 
 static struct node *current_;
 static bool lead_at_open_ = true;
+static bool caught_up_;
 
 struct node *fake_node_current(void)
 {
     return current_;
+}
+
+void fake_node_report_caught_up(bool on)
+{
+    caught_up_ = on;
 }
 
 void fake_node_lead_at_open(bool lead)
@@ -241,6 +247,7 @@ static uint32_t fake_members(struct node *n, struct node_server *out, uint32_t m
     memset(out, 0, sizeof *out);
     out->id = n->cfg->id;
     out->role = MEMBER_VOTER;
+    out->caught_up = caught_up_ && n->leading;
     snprintf(out->raft_addr, sizeof out->raft_addr, "%s", self->raft_addr);
     return 1;
 }

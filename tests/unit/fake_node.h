@@ -36,5 +36,8 @@ void fake_node_set_leading(struct node *n, bool leading);
 /* Should the node lead from its first loop turn (default true)? Set before
  * server_init. */
 void fake_node_lead_at_open(bool lead);
+/* Should members() say, while it leads, that it has caught up (node.h,
+ * caught_up), as the real leader says of itself (default false)? */
+void fake_node_report_caught_up(bool on);
 
 #endif /* BATON_TESTS_UNIT_FAKE_NODE_H */

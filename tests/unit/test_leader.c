@@ -1221,6 +1221,56 @@ TEST(former_member_address_deleted_across_leader_change)
     lf_stop(&f);
 }
 
+/* An entry of node 7, no member, and no leader for now. */
+static void former_entry_then_depose(struct lf *f, void *arg)
+{
+    (void)arg;
+    put_member_addr(f, 7, "127.0.0.1:7007");
+    fake_node_set_leading(fake_node_current(), false);
+}
+
+/* This node's entry, and whether it is its --cluster client address. */
+static void own_entry(struct lf *f, void *arg)
+{
+    int *same = arg;
+    const struct node_member *self = node_member_find(&f->srv.cfg.node, f->srv.cfg.node.id);
+    char out[BATON_MAX_ADDR + 1];
+
+    *same = store_member_addr(f->st, f->srv.cfg.node.id, out, sizeof out) == 1 &&
+            self != NULL && strcmp(out, self->client_addr) == 0;
+}
+
+/* The ready leader records a member that has caught up, and has no entry
+ * yet, in the members table: its client address from --cluster, the
+ * record that it has started (raft/first_start.h). Not before the node
+ * says it has caught up; and not while it does not lead. */
+TEST(caught_up_member_recorded_as_started)
+{
+    struct lf f;
+    int found[2];
+
+    lf_start(&f, NULL);
+    lf_advance(&f, 1100);
+    lf_on_loop(&f, member_addr_found, found);
+    ASSERT_EQ(found[0], 0); /* not caught up (as far as the node says) */
+    fake_node_report_caught_up(true);
+    lf_on_loop(&f, former_entry_then_depose, NULL);
+    lf_settle(&f);
+    lf_advance(&f, 1100);
+    lf_on_loop(&f, member_addr_found, found);
+    ASSERT_EQ(found[0], 0); /* no leader, no record */
+    ASSERT_EQ(found[1], 1);
+    lf_set_leading(&f, true);
+    lf_advance(&f, 1100);
+    lf_on_loop(&f, member_addr_found, found);
+    ASSERT_EQ(found[0], 1); /* recorded */
+    ASSERT_EQ(found[1], 0); /* and the former member's entry deleted with it */
+    lf_on_loop(&f, own_entry, found);
+    ASSERT_EQ(found[0], 1);
+    fake_node_report_caught_up(false);
+    lf_stop(&f);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -1246,5 +1296,6 @@ int main(int argc, char **argv)
     RUN(level_raise_rule);
     RUN(leader_of_one_raises_the_level_and_refuses_above_it);
     RUN(former_member_address_deleted_across_leader_change);
+    RUN(caught_up_member_recorded_as_started);
     return runner_done();
 }

@@ -16,20 +16,24 @@ TEST(hello_bytes)
 {
     static const uint8_t want[] = {3,    0,    0,    0,    7,    0,    0,    0,    0,    0,
                                    0,    0,    0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,
-                                   2,    0,    0,    0,    1,    0,    0,    0,    11,   0,
+                                   2,    0,    0,    0,    1,    0,    0,    0,    1,    11,   0,
                                    '1',  '.',  '2',  '.',  '3',  '.',  '4',  ':',  '5',  '6',
                                    '7'};
     struct buf b = {0};
     struct peer_hello h;
 
     ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 7, 0x1122334455667788ull,
-                                (uint64_t)1 << 32 | 2, "1.2.3.4:567"),
+                                (uint64_t)1 << 32 | 2, PEER_ASK_STARTED, "1.2.3.4:567"),
               0);
     ASSERT_EQ(b.len, sizeof want);
     ASSERT(memcmp(b.data, want, sizeof want) == 0);
     ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), (int)b.len);
     ASSERT_UEQ(h.cluster, 0x1122334455667788ull);
     ASSERT_UEQ(h.levels, (uint64_t)1 << 32 | 2);
+    ASSERT_EQ(h.flags, PEER_ASK_STARTED);
+    buf_free(&b);
+    /* Flags are one byte. */
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 7, 1, 2, 256, "1.2.3.4:567"), BATON_EINVAL);
     buf_free(&b);
 }
 
@@ -42,7 +46,7 @@ TEST(hello_version_2)
     struct buf b = {0};
     struct peer_hello h;
 
-    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION_2, 7, 0x1122334455667788ull, 5,
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION_2, 7, 0x1122334455667788ull, 5, 0,
                                 "1.2.3.4:567"),
               0);
     ASSERT_EQ(b.len, sizeof want);
@@ -62,7 +66,7 @@ TEST(hello_version_1)
     struct buf b = {0};
     struct peer_hello h;
 
-    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION_1, 7, 0x99, 0, "a:1"), 0);
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION_1, 7, 0x99, 0, 0, "a:1"), 0);
     ASSERT_EQ(b.len, sizeof want);
     ASSERT(memcmp(b.data, want, sizeof want) == 0);
     ASSERT_EQ(buf_put(&b, "raft", 4), 0);
@@ -73,7 +77,7 @@ TEST(hello_version_1)
     ASSERT_UEQ(h.cluster, 0);
     ASSERT_STREQ(h.address, "a:1");
     buf_free(&b);
-    ASSERT_EQ(peer_hello_encode(&b, 4, 7, 0, 0, "a:1"), BATON_EINVAL);
+    ASSERT_EQ(peer_hello_encode(&b, 4, 7, 0, 0, 0, "a:1"), BATON_EINVAL);
     buf_free(&b);
 }
 
@@ -82,7 +86,7 @@ TEST(hello_round_trip_in_pieces)
     struct buf b = {0};
     struct peer_hello h;
 
-    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 4000000000u, 0, 2, "127.0.0.1:7101"), 0);
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 4000000000u, 0, 2, 0, "127.0.0.1:7101"), 0);
     ASSERT_EQ(buf_put(&b, "raft", 4), 0); /* what follows is not the HELLO's */
     for (size_t n = 0; n < b.len - 4; n++) ASSERT_EQ(peer_hello_parse(b.data, n, &h), 0);
     ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), (int)(b.len - 4));
@@ -98,32 +102,36 @@ TEST(hello_malformed)
     char longest[BATON_MAX_ADDR + 2];
 
     /* Another version. */
-    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, 2, "a:1"), 0);
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, 2, 0, "a:1"), 0);
     b.data[0] = 4;
+    ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), BATON_EMALFORMED);
+    /* A flag this binary does not know. */
+    buf_reset(&b);
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, 2, 2, "a:1"), 0);
     ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), BATON_EMALFORMED);
     /* Node id 0. */
     buf_reset(&b);
-    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 0, 9, 2, "a:1"), 0);
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 0, 9, 2, 0, "a:1"), 0);
     ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), BATON_EMALFORMED);
     /* A length of 0, or beyond BATON_MAX_ADDR: refused from the header. */
     buf_reset(&b);
-    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, 2, "a:1"), 0);
-    b.data[28] = 0;
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, 2, 0, "a:1"), 0);
+    b.data[PEER_HELLO_HEADER - 2] = 0;
     ASSERT_EQ(peer_hello_parse(b.data, PEER_HELLO_HEADER, &h), BATON_EMALFORMED);
-    b.data[28] = BATON_MAX_ADDR + 1;
+    b.data[PEER_HELLO_HEADER - 2] = BATON_MAX_ADDR + 1;
     ASSERT_EQ(peer_hello_parse(b.data, PEER_HELLO_HEADER, &h), BATON_EMALFORMED);
     /* A NUL inside the address. */
-    b.data[28] = 3;
+    b.data[PEER_HELLO_HEADER - 2] = 3;
     b.data[PEER_HELLO_HEADER + 1] = '\0';
     ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), BATON_EMALFORMED);
     buf_free(&b);
     /* The encoder refuses what the parser would. */
     memset(longest, 'x', sizeof longest - 1);
     longest[sizeof longest - 1] = '\0';
-    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, 2, longest), BATON_EINVAL);
-    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, 2, ""), BATON_EINVAL);
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, 2, 0, longest), BATON_EINVAL);
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, 2, 0, ""), BATON_EINVAL);
     longest[BATON_MAX_ADDR] = '\0';
-    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, 2, longest), 0);
+    ASSERT_EQ(peer_hello_encode(&b, PEER_HELLO_VERSION, 1, 9, 2, 0, longest), 0);
     ASSERT_EQ(peer_hello_parse(b.data, b.len, &h), (int)PEER_HELLO_MAX);
     buf_free(&b);
 }

@@ -203,6 +203,103 @@ TEST(handshake_checks_the_cluster)
     tloop_done(&L);
 }
 
+/* The first-start question (raft/peer_base.h): the answering side's rule
+ * says node 2 has started, node 3 not. */
+static bool started_2(void *arg, uint64_t id)
+{
+    (void)arg;
+    return id == 2;
+}
+
+/*
+ * An asking transport's dial carries the question: a node of the same
+ * cluster answers "known" for an id its rule knows and "not known" for
+ * another, counts as an answer either way, and never hands the connection
+ * to raft on either side (no accept, no connect). A node of another
+ * cluster refuses as for any connection: no answer. A node whose rule is
+ * unset answers "not known".
+ */
+TEST(first_start_question)
+{
+    struct tloop L;
+    struct side a = {0}, asker2 = {0}, asker3 = {0}, stranger = {0}, plain = {0};
+    struct raft_uv_connect r1 = {0}, r2 = {0}, r3 = {0}, r4 = {0};
+    char a_addr[64], p_addr[64];
+    int pa = free_port(), pp = free_port();
+
+    tloop_init(&L);
+    snprintf(a_addr, sizeof a_addr, "127.0.0.1:%d", pa);
+    snprintf(p_addr, sizeof p_addr, "127.0.0.1:%d", pp);
+    ASSERT_EQ(peer_tcp_init(&a.t, &L.loop), 0);
+    ASSERT_EQ(peer_tcp_init(&plain.t, &L.loop), 0);
+    ASSERT_EQ(peer_tcp_init(&asker2.t, &L.loop), 0);
+    ASSERT_EQ(peer_tcp_init(&asker3.t, &L.loop), 0);
+    ASSERT_EQ(peer_tcp_init(&stranger.t, &L.loop), 0);
+    side_cluster(&a, 0xabcull);
+    side_cluster(&plain, 0xabcull);
+    side_cluster(&asker2, 0xabcull);
+    side_cluster(&asker3, 0xabcull);
+    side_cluster(&stranger, 0xdefull);
+    peer_base_of(&a.t)->started = started_2;
+    peer_base_of(&asker2.t)->asking = true;
+    peer_base_of(&asker3.t)->asking = true;
+    peer_base_of(&stranger.t)->asking = true;
+    ASSERT_EQ(a.t.init(&a.t, 1, a_addr), 0);
+    ASSERT_EQ(plain.t.init(&plain.t, 5, p_addr), 0);
+    ASSERT_EQ(asker2.t.init(&asker2.t, 2, "127.0.0.1:9"), 0);
+    ASSERT_EQ(asker3.t.init(&asker3.t, 3, "127.0.0.1:9"), 0);
+    ASSERT_EQ(stranger.t.init(&stranger.t, 2, "127.0.0.1:9"), 0);
+    ASSERT_EQ(a.t.listen(&a.t, on_accept), 0);
+    ASSERT_EQ(plain.t.listen(&plain.t, on_accept), 0);
+
+    r1.data = &asker2;
+    ASSERT_EQ(asker2.t.connect(&asker2.t, &r1, 1, a_addr, on_connect), 0);
+    run_until(&L, &asker2.failed, 1, 5000);
+    ASSERT_UEQ(peer_base_of(&asker2.t)->known_by, 1);
+    ASSERT_STREQ(peer_base_of(&asker2.t)->known_addr, a_addr);
+    ASSERT_EQ(peer_base_of(&asker2.t)->answers, 1);
+    ASSERT(strstr(a.last_log, "node 2 (127.0.0.1:9) starting on an empty data directory asked "
+                              "whether it has started in this cluster before: yes") != NULL);
+
+    r2.data = &asker3;
+    ASSERT_EQ(asker3.t.connect(&asker3.t, &r2, 1, a_addr, on_connect), 0);
+    run_until(&L, &asker3.failed, 1, 5000);
+    ASSERT_UEQ(peer_base_of(&asker3.t)->known_by, 0);
+    ASSERT_EQ(peer_base_of(&asker3.t)->answers, 1);
+
+    r3.data = &asker3;
+    ASSERT_EQ(asker3.t.connect(&asker3.t, &r3, 5, p_addr, on_connect), 0);
+    run_until(&L, &asker3.failed, 2, 5000);
+    ASSERT_UEQ(peer_base_of(&asker3.t)->known_by, 0);
+    ASSERT_EQ(peer_base_of(&asker3.t)->answers, 2);
+
+    r4.data = &stranger;
+    ASSERT_EQ(stranger.t.connect(&stranger.t, &r4, 1, a_addr, on_connect), 0);
+    run_until(&L, &stranger.failed, 1, 5000);
+    ASSERT_UEQ(peer_base_of(&stranger.t)->known_by, 0);
+    ASSERT_EQ(peer_base_of(&stranger.t)->answers, 0);
+
+    ASSERT_EQ(a.accepted + plain.accepted, 0);
+    ASSERT_EQ(asker2.connected + asker3.connected + stranger.connected, 0);
+
+    a.t.close(&a.t, on_close);
+    plain.t.close(&plain.t, on_close);
+    asker2.t.close(&asker2.t, on_close);
+    asker3.t.close(&asker3.t, on_close);
+    stranger.t.close(&stranger.t, on_close);
+    run_until(&L, &a.closed, 1, 5000);
+    run_until(&L, &plain.closed, 1, 5000);
+    run_until(&L, &asker2.closed, 1, 5000);
+    run_until(&L, &asker3.closed, 1, 5000);
+    run_until(&L, &stranger.closed, 1, 5000);
+    peer_base_free(&a.t);
+    peer_base_free(&plain.t);
+    peer_base_free(&asker2.t);
+    peer_base_free(&asker3.t);
+    peer_base_free(&stranger.t);
+    tloop_done(&L);
+}
+
 /* Dial addr (127.0.0.1:port) with a protocol 1 handshake by hand, as node
  * `id` at "127.0.0.1:9": the socket. */
 static int dial_protocol_1(const char *addr, uint64_t id)
@@ -589,5 +686,6 @@ int main(int argc, char **argv)
     RUN(close_cancels_connects);
     RUN(admission_and_prune);
     RUN(refusal_log_is_bounded);
+    RUN(first_start_question);
     return runner_done();
 }
