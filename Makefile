@@ -101,16 +101,19 @@ FAULT_PROGS := $(addprefix $(FAULT_DIR)/,faultrun faultproxy faultstore faultcli
 FAULT_TEST  := $(FAULT_DIR)/test_fault
 BROKEN      := $(B)/broken
 BROKEN_STORE_OBJ := $(patsubst %.c,$(BROKEN)/%.o,$(wildcard storage/*.c))
-FAULT_ALL   := $(FAULT_PROGS) $(FAULT_TEST) $(BROKEN)/batond $(BROKEN)/batonctl $(LEVEL1)/batond
 # $(PROTO1)/batond speaks the raft handshakes of the binary before the
 # cluster id only (plaintext protocol 1, HELLO version 1), for the
 # mixed-version cluster test (tests/integration/test_mixed_versions.c).
 PROTO1      := $(B)/proto1
 PROTO1_RAFT_OBJ := $(patsubst %.c,$(PROTO1)/%.o,$(wildcard raft/*.c))
 # A batond of feature level 1 (storage/cmd_table.h, BATON_TEST_MAX_LEVEL) for
-# the upgrade tests (tests/integration/test_levels.c).
+# the upgrade tests (tests/integration/test_levels.c, the fault harness's
+# upgrade fault).
 LEVEL1      := $(B)/level1
 LEVEL1_OBJ  := $(patsubst %.c,$(LEVEL1)/%.o,$(wildcard storage/*.c) $(wildcard server/*.c))
+# Everything the fault harness and its selftest run (the upgrade fault runs
+# $(LEVEL1)/batond).
+FAULT_ALL   := $(FAULT_PROGS) $(FAULT_TEST) $(BROKEN)/batond $(BROKEN)/batonctl $(LEVEL1)/batond
 
 # libbaton.so is a symlink to $(SONAME), the shared library; bump the number
 # when the ABI changes.
