@@ -655,13 +655,17 @@ const char *cluster_member_addrs(const struct cluster *c, int i, char *buf, size
 
 /* ---- STATUS --------------------------------------------------------------- */
 
-/* A minimal blocking STATUS client: HELLO (with the harness's token) and
- * STATUS sent together, then read until the STATUS_R; over TLS when the
- * nodes serve it. Socket timeouts bound every call. */
-static int query_status(const struct cluster *c, int i, int timeout_ms,
-                        struct cluster_status *st)
+/* A minimal blocking admin client of node i: HELLO (with the harness's
+ * token) and a request of `type` (no body) sent together, then read until
+ * its reply of `reply_type`, which take(reply, arg) reads (its strings
+ * point into the connection's buffer: they last only as long as the
+ * call): 0, or -1 (no connection, another reply, timeout_ms passed); over
+ * TLS when the nodes serve it. Used for STATUS and METRICS. */
+static int admin_request(const struct cluster *c, int i, int type, int reply_type,
+                         int timeout_ms, void (*take)(const struct msg *reply, void *arg),
+                         void *arg)
 {
-    struct msg hello = {.type = MSG_HELLO, .req_id = 1}, req = {.type = MSG_STATUS, .req_id = 2};
+    struct msg hello = {.type = MSG_HELLO, .req_id = 1}, req = {.type = (uint16_t)type, .req_id = 2};
     int64_t deadline = now_ms() + timeout_ms;
     struct tls_sock_cfg cfg;
     struct tls_sock s;
@@ -678,73 +682,69 @@ static int query_status(const struct cluster *c, int i, int timeout_ms,
     if (tls_sock_send_msg(&s, &hello) != 0 || tls_sock_send_msg(&s, &req) != 0) goto out;
     while (now_ms() < deadline) {
         struct msg m;
-        int done = 0;
+        int hello_ok;
 
         if (tls_sock_recv_msg(&s, &m, (int)(deadline - now_ms())) != 0) break;
-        if (m.type == MSG_STATUS_R && m.req_id == 2) {
-            st->node_id = m.u.status_r.node_id;
-            st->role = m.u.status_r.role;
-            st->leader_id = m.u.status_r.leader_id;
-            st->term = m.u.status_r.term;
-            st->last_index = m.u.status_r.last_index;
-            st->commit_index = m.u.status_r.commit_index;
-            st->applied_index = m.u.status_r.applied_index;
-            st->state_digest = m.u.status_r.state_digest;
-            st->fault_kind = m.u.status_r.fault_kind;
-            st->fault = m.u.status_r.fault;
-            st->fault_index = m.u.status_r.fault_index;
+        if (m.type == reply_type && m.req_id == 2) {
+            take(&m, arg);
             rv = 0;
-            done = 1;
-        } else if (m.type != MSG_HELLO_OK) {
-            done = 1;
         }
+        hello_ok = m.type == MSG_HELLO_OK;
         msg_free(&m);
-        if (done) break;
+        if (!hello_ok) break;
     }
 out:
     tls_sock_close(&s);
     return rv;
 }
 
+static void take_status(const struct msg *m, void *arg)
+{
+    struct cluster_status *st = arg;
+
+    st->node_id = m->u.status_r.node_id;
+    st->role = m->u.status_r.role;
+    st->leader_id = m->u.status_r.leader_id;
+    st->term = m->u.status_r.term;
+    st->last_index = m->u.status_r.last_index;
+    st->commit_index = m->u.status_r.commit_index;
+    st->applied_index = m->u.status_r.applied_index;
+    st->state_digest = m->u.status_r.state_digest;
+    st->fault_kind = m->u.status_r.fault_kind;
+    st->fault = m->u.status_r.fault;
+    st->fault_index = m->u.status_r.fault_index;
+}
+
+static int query_status(const struct cluster *c, int i, int timeout_ms,
+                        struct cluster_status *st)
+{
+    return admin_request(c, i, MSG_STATUS, MSG_STATUS_R, timeout_ms, take_status, st);
+}
+
+/* A METRICS reply's sample, looked up by key. */
+struct gauge_arg {
+    const char *key;
+    double v;
+};
+
+static void take_gauge(const struct msg *m, void *arg)
+{
+    struct gauge_arg *g = arg;
+    struct buf text = {0};
+
+    for (uint32_t k = 0; k < m->u.metrics_r.n; k++)
+        (void)buf_put(&text, m->u.metrics_r.chunks[k].text.p, m->u.metrics_r.chunks[k].text.n);
+    if (buf_put(&text, "", 1) == 0) g->v = scrape_value((const char *)text.data, g->key);
+    buf_free(&text);
+}
+
 double cluster_node_gauge(struct cluster *c, int i, const char *key, int timeout_ms)
 {
-    struct msg hello = {.type = MSG_HELLO, .req_id = 1}, req = {.type = MSG_METRICS, .req_id = 2};
-    int64_t deadline = now_ms() + timeout_ms;
-    struct tls_sock_cfg cfg;
-    struct tls_sock s;
-    double v = -1;
+    struct gauge_arg g = {.key = key, .v = -1};
 
     if (i < 0 || i >= c->n) return -1;
-    hello.u.hello.version = BATON_PROTO_VERSION;
-    hello.u.hello.client_name.p = "cluster-harness";
-    hello.u.hello.client_name.n = (uint16_t)strlen("cluster-harness");
-    hello.u.hello.token.p = c->admin_token;
-    hello.u.hello.token.n = (uint16_t)strlen(c->admin_token);
-    cluster_sock_cfg(c, &cfg);
-    cfg.ip = c->nodes[i].ip;
-    if (tls_sock_connect(&s, c->nodes[i].client_port, &cfg, timeout_ms) != 0) return -1;
-    if (tls_sock_send_msg(&s, &hello) != 0 || tls_sock_send_msg(&s, &req) != 0) goto out;
-    while (now_ms() < deadline) {
-        struct msg m;
-        int done = 0;
-
-        if (tls_sock_recv_msg(&s, &m, (int)(deadline - now_ms())) != 0) break;
-        if (m.type == MSG_METRICS_R && m.req_id == 2) {
-            struct buf text = {0};
-            for (uint32_t k = 0; k < m.u.metrics_r.n; k++)
-                (void)buf_put(&text, m.u.metrics_r.chunks[k].text.p, m.u.metrics_r.chunks[k].text.n);
-            if (buf_put(&text, "", 1) == 0) v = scrape_value((const char *)text.data, key);
-            buf_free(&text);
-            done = 1;
-        } else if (m.type != MSG_HELLO_OK) {
-            done = 1;
-        }
-        msg_free(&m);
-        if (done) break;
-    }
-out:
-    tls_sock_close(&s);
-    return v;
+    if (admin_request(c, i, MSG_METRICS, MSG_METRICS_R, timeout_ms, take_gauge, &g) != 0) return -1;
+    return g.v;
 }
 
 int cluster_wait_gauge(struct cluster *c, const char *key, double want, int timeout_ms)
