@@ -42,24 +42,34 @@ long syscall(long number, ...);
 
 typedef long syscall_fn(long number, ...);
 
-/* Does fd name an open segment of a node whose trigger file exists? Then
- * the trigger is consumed (unlink is atomic: one write fails per file). */
-static int triggered(int fd)
+/* Does fd name a file DATA/raft/PREFIX* of a node? Then path (PATH_MAX
+ * bytes) is DATA: 1; else 0. */
+static int raft_file_of(int fd, const char *prefix, char *path)
 {
-    char link[64], path[PATH_MAX], trigger[PATH_MAX + 32];
+    char link[64];
     char *slash;
     ssize_t n;
 
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    n = readlink(link, path, sizeof path - 1);
+    n = readlink(link, path, PATH_MAX - 1);
     if (n <= 0) return 0;
     path[n] = '\0';
     slash = strrchr(path, '/');
-    if (slash == NULL || strncmp(slash + 1, "open-", 5) != 0) return 0;
+    if (slash == NULL || strncmp(slash + 1, prefix, strlen(prefix)) != 0) return 0;
     *slash = '\0'; /* DATA/raft */
     slash = strrchr(path, '/');
     if (slash == NULL) return 0;
     *slash = '\0'; /* DATA */
+    return 1;
+}
+
+/* Does fd name an open segment of a node whose trigger file exists? Then
+ * the trigger is consumed (unlink is atomic: one write fails per file). */
+static int triggered(int fd)
+{
+    char path[PATH_MAX], trigger[PATH_MAX + 32];
+
+    if (!raft_file_of(fd, "open-", path)) return 0;
     snprintf(trigger, sizeof trigger, "%s/fail-log-write", path);
     return unlink(trigger) == 0;
 }
@@ -68,20 +78,9 @@ static int triggered(int fd)
  * node whose DATA holds "fail-snapshot-write"? */
 static int snapshot_fails(int fd)
 {
-    char link[64], path[PATH_MAX], trigger[PATH_MAX + 32];
-    char *slash;
-    ssize_t n;
+    char path[PATH_MAX], trigger[PATH_MAX + 32];
 
-    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    n = readlink(link, path, sizeof path - 1);
-    if (n <= 0) return 0;
-    path[n] = '\0';
-    slash = strrchr(path, '/');
-    if (slash == NULL || strncmp(slash + 1, "tmp-snapshot-", 13) != 0) return 0;
-    *slash = '\0'; /* DATA/raft */
-    slash = strrchr(path, '/');
-    if (slash == NULL) return 0;
-    *slash = '\0'; /* DATA */
+    if (!raft_file_of(fd, "tmp-snapshot-", path)) return 0;
     snprintf(trigger, sizeof trigger, "%s/fail-snapshot-write", path);
     return access(trigger, F_OK) == 0;
 }
