@@ -54,13 +54,6 @@ static void wait_nodes(struct cluster *c)
     for (int i = 0; i < c->n; i++) ASSERT_EQ(cluster_wait_node(c, i, 15000), 0);
 }
 
-static int log_says(const struct cluster *c, int i, const char *what)
-{
-    static char tail[512 * 1024];
-
-    return read_tail(c->nodes[i].log, tail, sizeof tail) >= 0 && strstr(tail, what) != NULL;
-}
-
 /* A cluster of 3 where "held" is held by a session and "free/0" was
  * granted once: saved to path. Returns the highest fence granted. */
 static uint64_t saved_cluster(const char *path)
@@ -133,8 +126,9 @@ TEST(empty_node_beside_restored_ones)
         if (cluster_node_status(&c, 2, &st, 2000) == 0) ASSERT_NE(st.role, ROLE_LEADER);
         ASSERT_EQ(cluster_restart(&c, leader), 0);
     }
-    ASSERT(log_says(&c, 2, "belongs to cluster"));
-    refused_local = log_says(&c, 0, "belongs to cluster") || log_says(&c, 1, "belongs to cluster");
+    ASSERT(cluster_log_says(&c, 2, "belongs to cluster", 0));
+    refused_local = cluster_log_says(&c, 0, "belongs to cluster", 0) ||
+                    cluster_log_says(&c, 1, "belongs to cluster", 0);
     ASSERT(refused_local);
     wait_nodes(&c);
     ASSERT_EQ(cluster_stop(&c), 0);
@@ -157,8 +151,9 @@ TEST(empty_node_refused_over_peer_tls)
     ASSERT_GE(cluster_wait_leader(&c, 20000), 0);
     wait_nodes(&c);
     deadline = now_ms() + 10000;
-    while (!(log_says(&c, 2, "belongs to cluster") &&
-             (log_says(&c, 0, "belongs to cluster") || log_says(&c, 1, "belongs to cluster")))) {
+    while (!(cluster_log_says(&c, 2, "belongs to cluster", 0) &&
+             (cluster_log_says(&c, 0, "belongs to cluster", 0) ||
+              cluster_log_says(&c, 1, "belongs to cluster", 0)))) {
         if (now_ms() > deadline) FAIL("no refusal logged on both sides within 10 s");
         sleep_ms(100);
     }
@@ -189,7 +184,7 @@ TEST(interrupted_restore_does_not_start)
     ASSERT_GE(fd, 0);
     close(fd);
     ASSERT_EQ(cluster_run_to_exit(&c, 2, 15000), 1);
-    ASSERT(log_says(&c, 2, "holds a restore that did not finish"));
+    ASSERT(cluster_log_says(&c, 2, "holds a restore that did not finish", 0));
     /* A restore into it is refused too: the directory is not empty. */
     ASSERT_EQ(cluster_restore(&c, 2, path, c.nodes[2].dir), 1);
     ASSERT_EQ(cluster_stop(&c), 0);

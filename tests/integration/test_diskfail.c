@@ -79,20 +79,6 @@ static baton_t *client(const char *name)
     return b;
 }
 
-/* Does node i's log contain `text`? */
-static int log_has(int i, const char *text)
-{
-    static char buf[1 << 20];
-    FILE *f = fopen(C.nodes[i].log, "r");
-    size_t n;
-
-    if (f == NULL) return 0;
-    n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return strstr(buf, text) != NULL;
-}
-
 /* Write node i's control file: a new file renamed over the old one, so
  * the shim never reads half a line. */
 static void disk_set(int i, const char *line)
@@ -173,10 +159,11 @@ static void until_exit(baton_t *b, int i, const char *what)
     fprintf(stderr, "# node %d exited with status %d after %lld ms (%d lock cycles)\n", i + 1,
             code, (long long)(now_ms() - t0), cycles);
     if (code != EXIT_FAULT) FAIL("node %d: exit status %d, not %d", i + 1, code, EXIT_FAULT);
-    ASSERT(log_has(i, "I/O error on the raft log"));
-    if (!log_has(i, what)) FAIL("node %d's log does not say '%s'", i + 1, what);
+    ASSERT(cluster_log_says(&C, i, "I/O error on the raft log", 0));
+    if (!cluster_log_says(&C, i, what, 0)) FAIL("node %d's log does not say '%s'", i + 1, what);
     snprintf(raft_dir, sizeof raft_dir, "%s/raft", C.nodes[i].dir);
-    if (!log_has(i, raft_dir)) FAIL("node %d's log does not name %s", i + 1, raft_dir);
+    if (!cluster_log_says(&C, i, raft_dir, 0))
+        FAIL("node %d's log does not name %s", i + 1, raft_dir);
 }
 
 TEST(follower_disk_fails)
@@ -306,8 +293,8 @@ TEST(election_on_failing_disk)
     while (code < 0 && now_ms() - t0 < EXIT_WITHIN_MS) code = cluster_wait_exit(&C, f, 100);
     if (code < 0) FAIL("node %d still runs %d ms after the election began", f + 1, EXIT_WITHIN_MS);
     if (code != EXIT_FAULT) FAIL("node %d: exit status %d, not %d", f + 1, code, EXIT_FAULT);
-    ASSERT(log_has(f, "I/O error on the raft log"));
-    ASSERT(log_has(f, "in the raft metadata"));
+    ASSERT(cluster_log_says(&C, f, "I/O error on the raft log", 0));
+    ASSERT(cluster_log_says(&C, f, "in the raft metadata", 0));
 
     /* The dead leader back: it and the third node elect a leader. */
     ASSERT_EQ(cluster_restart(&C, leader), 0);

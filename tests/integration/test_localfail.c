@@ -64,20 +64,6 @@ static baton_t *client(const char *name)
     return b;
 }
 
-/* Does node i's log contain `text`? */
-static int log_has(int i, const char *text)
-{
-    static char buf[1 << 20];
-    FILE *f = fopen(C.nodes[i].log, "r");
-    size_t n;
-
-    if (f == NULL) return 0;
-    n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return strstr(buf, text) != NULL;
-}
-
 static void touch(const char *path)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
@@ -142,7 +128,7 @@ TEST(leader_log_write_fails)
     /* The leader stopped and exits so that another node leads. */
     code = cluster_wait_exit(&C, leader, 20000);
     if (code != EXIT_FAULT) FAIL("node %d: exit status %d, not %d", leader + 1, code, EXIT_FAULT);
-    ASSERT(log_has(leader, "I/O error on the raft log"));
+    ASSERT(cluster_log_says(&C, leader, "I/O error on the raft log", 0));
     next = cluster_wait_leader(&C, 15000);
     ASSERT_GE(next, 0);
     ASSERT_NE(next, leader);
@@ -295,7 +281,7 @@ TEST(leader_store_cannot_grow)
     leader = cluster_wait_leader(&C, 15000);
     ASSERT_GE(leader, 0);
     ASSERT_NE(leader, x);
-    ASSERT(log_has(x, "on the leader: it stops serving"));
+    ASSERT(cluster_log_says(&C, x, "on the leader: it stops serving", 0));
     ASSERT_EQ(cluster_ctl(&C, &r, "status", NULL), 0);
     fprintf(stderr, "%s", r.out);
     ASSERT(strstr(r.out, "WARNING: node 1: applying entry") != NULL);

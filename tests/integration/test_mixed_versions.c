@@ -44,13 +44,6 @@ static baton_t *connect_as(struct cluster *c, const char *name)
     return client_connect(&o);
 }
 
-static int log_says(const struct cluster *c, int i, const char *what)
-{
-    static char tail[512 * 1024];
-
-    return read_tail(c->nodes[i].log, tail, sizeof tail) >= 0 && strstr(tail, what) != NULL;
-}
-
 static void wait_nodes(struct cluster *c)
 {
     for (int i = 0; i < c->n; i++) ASSERT_EQ(cluster_wait_node(c, i, 15000), 0);
@@ -130,7 +123,7 @@ static void mixed_cluster(unsigned old_mask, int secure)
     ASSERT_EQ(cluster_digests_agree(&c, 20000), 0);
     ASSERT_UEQ(baton_lock_fence(held), fence);
     for (int i = 0; i < 3; i++)
-        if (!is_old(&c, i)) ASSERT(log_says(&c, i, "older binary"));
+        if (!is_old(&c, i)) ASSERT(cluster_log_says(&c, i, "older binary", 0));
     ASSERT_EQ(baton_unlock(held), 0);
     baton_close(holder);
     wait_nodes(&c);

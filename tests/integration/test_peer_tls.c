@@ -102,20 +102,6 @@ static void assert_undisturbed(int leader, uint64_t term)
     ASSERT_UEQ(now_term, term);
 }
 
-/* Does node i's log say `what`? Polls for up to timeout_ms. */
-static int log_says(int i, const char *what, int timeout_ms)
-{
-    static char tail[256 * 1024];
-    int64_t deadline = now_ms() + timeout_ms;
-
-    do {
-        if (read_tail(C.nodes[i].log, tail, sizeof tail) >= 0 && strstr(tail, what) != NULL)
-            return 1;
-        sleep_ms(50);
-    } while (now_ms() < deadline);
-    return 0;
-}
-
 /* Make DIR/NAME.pem and .key with CN cn, signed by DIR/CA.pem. */
 static void make_cert(const char *dir, const char *name, const char *ca, const char *cn)
 {
@@ -291,7 +277,7 @@ TEST(peer_tls_other_ca_refused)
      * trust: the TLS handshake fails on the node's side. */
     make_cert(evil, "node2", "evilca", "baton-node-2");
     for (int k = 0; k < 5; k++) ASSERT_LE(raft_hello(target, evil, "node2", 2), 0);
-    ASSERT(log_says(target, "refused: peer certificate refused", 3000));
+    ASSERT(cluster_log_says(&C, target, "refused: peer certificate refused", 3000));
     assert_undisturbed(leader, term);
     ASSERT_EQ(cluster_stop(&C), 0);
 }
@@ -322,19 +308,19 @@ TEST(peer_tls_non_member_refused)
         snprintf(name, sizeof name, "node%d", other + 1);
         ASSERT_EQ(raft_hello_levels(target, NULL, name, (uint64_t)other + 1, 1),
                   PEER_HELLO_REFUSED);
-        ASSERT(log_says(target, "runs a binary of feature level 1, below the cluster's level", 3000));
+        ASSERT(cluster_log_says(&C, target, "runs a binary of feature level 1, below the cluster's level", 3000));
         ASSERT_EQ(raft_hello(target, NULL, name, (uint64_t)other + 1), 1);
     }
     /* The cluster's CA, but node 9 is no member. */
     make_cert(C.certs, "node9", "ca", "baton-node-9");
     ASSERT_EQ(raft_hello(target, NULL, "node9", 9), 0);
-    ASSERT(log_says(target, "raft connection from node 9 (", 3000));
-    ASSERT(log_says(target, "in neither the committed nor the latest raft configuration", 3000));
+    ASSERT(cluster_log_says(&C, target, "raft connection from node 9 (", 3000));
+    ASSERT(cluster_log_says(&C, target, "in neither the committed nor the latest raft configuration", 3000));
     /* A member's certificate with another member's id, and node 9's
      * certificate claiming a member's id. */
     ASSERT_EQ(raft_hello(target, NULL, "node3", 2), 0);
     ASSERT_EQ(raft_hello(target, NULL, "node9", 3), 0);
-    ASSERT(log_says(target, "its certificate names 'baton-node-9' but its HELLO says node 3", 3000));
+    ASSERT(cluster_log_says(&C, target, "its certificate names 'baton-node-9' but its HELLO says node 3", 3000));
 
     /* A real 4th batond with a valid certificate and a --cluster list of its
      * own (itself and the three): it bootstraps a configuration nobody
@@ -359,7 +345,7 @@ TEST(peer_tls_non_member_refused)
         ASSERT_GT(rogue, 0);
     }
     for (int i = 0; i < 3; i++)
-        ASSERT(log_says(i, "raft connection from node 4 (", 5000));
+        ASSERT(cluster_log_says(&C, i, "raft connection from node 4 (", 5000));
     assert_undisturbed(leader, term);
     ASSERT_EQ(proc_stop(rogue, SIGTERM, 10000), 0);
     lock_once("after-the-rogue");
@@ -387,7 +373,7 @@ TEST(peer_tls_plaintext_refused)
         close(fd);
     }
     buf_free(&b);
-    ASSERT(log_says(target, "not TLS: the peer speaks plaintext", 3000));
+    ASSERT(cluster_log_says(&C, target, "not TLS: the peer speaks plaintext", 3000));
     assert_undisturbed(leader, term);
     ASSERT_EQ(cluster_stop(&C), 0);
 }
@@ -407,7 +393,7 @@ TEST(peer_tls_handshake_bounds)
     ASSERT(closed_within(fds[0], 5000));
     ASSERT_GE((int)now_ms() - t0, 1000);
     close(fds[0]);
-    ASSERT(log_says(0, "the handshake did not finish in time", 3000));
+    ASSERT(cluster_log_says(&C, 0, "the handshake did not finish in time", 3000));
     /* PENDING_CAP idle connections, then one more: the oldest goes at once,
      * well before its timeout; the newest stays. */
     for (int k = 0; k <= PENDING_CAP; k++) {
@@ -417,7 +403,7 @@ TEST(peer_tls_handshake_bounds)
     ASSERT(closed_within(fds[0], 1000));
     ASSERT(!closed_within(fds[PENDING_CAP], 100));
     for (int k = 0; k <= PENDING_CAP; k++) close(fds[k]);
-    ASSERT(log_says(0, "raft handshakes were pending at once", 3000));
+    ASSERT(cluster_log_says(&C, 0, "raft handshakes were pending at once", 3000));
     lock_once("after-the-flood");
     ASSERT_EQ(cluster_stop(&C), 0);
 }

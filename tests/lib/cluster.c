@@ -747,6 +747,19 @@ double cluster_node_gauge(struct cluster *c, int i, const char *key, int timeout
     return g.v;
 }
 
+int cluster_log_says(const struct cluster *c, int i, const char *what, int timeout_ms)
+{
+    static char tail[1 << 20];
+    int64_t deadline = now_ms() + timeout_ms;
+
+    for (;;) {
+        if (read_tail(c->nodes[i].log, tail, sizeof tail) >= 0 && strstr(tail, what) != NULL)
+            return 1;
+        if (now_ms() >= deadline) return 0;
+        sleep_ms(50);
+    }
+}
+
 int cluster_wait_gauge(struct cluster *c, const char *key, double want, int timeout_ms)
 {
     int64_t deadline = now_ms() + timeout_ms;

@@ -207,6 +207,12 @@ int cluster_node_status(struct cluster *c, int i, struct cluster_status *st, int
 double cluster_node_gauge(struct cluster *c, int i, const char *key, int timeout_ms);
 
 /*
+ * Does node i's log (its last MiB) say `what`? Looks again every 50 ms for
+ * up to timeout_ms (0: once). 1 or 0.
+ */
+int cluster_log_says(const struct cluster *c, int i, const char *what, int timeout_ms);
+
+/*
  * Wait (at most timeout_ms) until every running node's METRICS shows
  * `key` at `want` -- e.g. baton_cluster_feature_level at CMD_LEVEL, once
  * the leader has raised the cluster's feature level. 0, or -1 after
