@@ -276,7 +276,15 @@
                                   reentrant, every holder, the limit and each
                                   waiter's mode in LOCK_INFO_R and WATCH_EVENT,
                                   the mode, limit and holder count in LIST_LOCKS_R;
-                                  5: ACQUIRE_MANY, the atomic multi-lock */
+                                  5: ACQUIRE_MANY, the atomic multi-lock;
+                                  6: values on holds and waiter flags (ACQUIRE2),
+                                  PROCLAIM, LOCK_STATE, WATCH2 and UNWATCH */
+#define BATON_PROTO_VERSION_MIN 5 /* the oldest client protocol a server still
+                                     serves: a HELLO of any version in
+                                     [BATON_PROTO_VERSION_MIN,
+                                     BATON_PROTO_VERSION] is answered with that
+                                     version, and the client sends only what
+                                     its version has */
 #define BATON_MAX_FRAME (1u << 20)  /* largest `len` field (a frame is <= 4 + this) */
 #define BATON_MAX_CLIENT_NAME 64    /* client name bytes */
 #define BATON_MAX_ADDR 64           /* "a.b.c.d:port" and then some */
@@ -615,7 +623,89 @@ struct msg_op {
     struct pstr lock;       /* all but CLOSE_SESSION; ACQUIRE_MANY: its first name */
     uint32_t n_more;        /* ACQUIRE_MANY: the names after `lock` (1..BATON_MAX_MANY - 1) */
     struct msg_lock_name *more;
+    uint8_t flags;          /* ACQUIRE2: BATON_ACQ_* (below) */
+    struct pstr value;      /* ACQUIRE2, PROCLAIM: the hold's value, 0..BATON_MAX_VALUE
+                               bytes (PROCLAIM: fence names the hold) */
 };
+
+/* ACQUIRE2's flags. */
+#define BATON_ACQ_OWNERS 0x01 /* the client tells its waiters apart (baton.h, "Owners"):
+                                 this request queues even if its session already holds
+                                 or waits for the name; with reentrant, fence names the
+                                 session's hold it re-enters */
+#define BATON_ACQ_FLAGS_ALL BATON_ACQ_OWNERS
+
+/* One hold in LOCK_STATE_R and WATCH2_EVENT: msg_holder's fields, its
+ * session's client name and the hold's value. */
+struct msg_holder_v {
+    uint64_t session, waiter, fence, granted_index;
+    uint8_t mode;
+    uint32_t count;
+    struct pstr client_name;
+    struct pstr value;
+};
+
+/* One waiter in LOCK_STATE_R and WATCH2_EVENT, with its session's client
+ * name and its request's value. */
+struct msg_waiter_v {
+    uint64_t session, waiter;
+    int64_t wait_ms;
+    uint8_t mode;
+    struct pstr client_name;
+    struct pstr value;
+};
+
+/* The wire layout is BATON_LOCK_STATE_FIELDS (proto/msg_table.h). A lock
+ * nobody holds or waits for reads held 0, limit 0, no holders, no
+ * waiters. */
+struct msg_lock_state {
+    uint64_t revision;      /* the raft index the state is as of: the read's applied
+                               index (LOCK_STATE_R), the change's (WATCH2_EVENT) */
+    uint8_t held;
+    uint8_t mode;           /* the holders' mode; 0 when none */
+    uint32_t limit;         /* 1 an ordinary lock, N > 1 a semaphore; 0 no such lock */
+    uint8_t delayed;        /* free but in its lock-delay (msg_lock_info_r) */
+    uint32_t total_holders; /* n_holders may be fewer: the lists fill one frame */
+    uint32_t n_holders;     /* fence order */
+    struct msg_holder_v *holders;
+    uint32_t total_waiters;
+    uint32_t n_waiters;     /* queue order, head first */
+    struct msg_waiter_v *waiters;
+    struct pstr lock;       /* empty in a WATCH2_EVENT without a state */
+};
+
+/* WATCH2: a watch on one lock (flags 0: key is its name) or on every lock
+ * whose name starts with key (BATON_WATCH_PREFIX; "" is every lock).
+ * after: 0 starts afresh; otherwise the revision up to which the client
+ * already knows the state (the last event's, or a LOCK_STATE_R's), and the
+ * stream resumes after it (docs/design.md, "Watches"). */
+struct msg_watch2 {
+    uint8_t flags;
+    struct pstr key;
+    uint64_t after;
+};
+#define BATON_WATCH_PREFIX 0x01
+
+/* WATCH2_EVENT kinds (req_id is the WATCH2's). */
+enum watch2_kind {
+    WATCH2_CHANGE = 1, /* state: the lock right after the entry `revision` changed it */
+    WATCH2_STATE,      /* state: the lock as it is at the start (or restart) of the stream */
+    WATCH2_GAP,        /* state: the lock now; it changed since `after` in ways not sent */
+    WATCH2_SYNCED,     /* no lock state: from revision on, every change is sent;
+                          restarted 1 if what changed since `after` is unknown and the
+                          STATE events before it are the whole current state */
+    WATCH2_PROGRESS    /* no lock state: nothing watched changed up to revision */
+};
+
+struct msg_watch2_event {
+    uint8_t kind;           /* enum watch2_kind */
+    uint8_t restarted;      /* WATCH2_SYNCED only */
+    struct msg_lock_state state;
+};
+
+/* UNWATCH: end the watch started by the WATCH2 whose req_id is `watch`
+ * (RESULT OK; BATON_ENOTFOUND if none). */
+struct msg_unwatch { uint64_t watch; };
 
 /*
  * A push about one acquire of a session (named by its seq, `waiter`):
@@ -680,6 +770,10 @@ struct msg {
         struct msg_lost_holds lost_holds;
         struct msg_lost_holds_r lost_holds_r;
         struct msg_metrics_r metrics_r;
+        struct msg_lock_state lock_state;
+        struct msg_watch2 watch2;
+        struct msg_watch2_event watch2_event;
+        struct msg_unwatch unwatch;
     } u;
 };
 

@@ -68,6 +68,17 @@
     U32(P total_waiters) LIST(P n_waiters, P waiters, BATON_MAX_LIST, waiter) U8(P delayed)   \
     LOCK(P lock)
 
+/* The body of LOCK_STATE_R, which WATCH2_EVENT carries too: a lock's
+ * state as of raft index `revision`, with each hold's and each waiter's
+ * client name and value. P as above. The lists hold as many entries as
+ * fit the frame (storage/reads.c, store_lock_state); the totals count
+ * them all. */
+#define BATON_LOCK_STATE_FIELDS(P)                                                             \
+    U64(P revision) U8(P held) U8(P mode) U32(P limit) U8(P delayed)                           \
+    U32(P total_holders) LIST(P n_holders, P holders, BATON_MAX_LIST, holder_v)               \
+    U32(P total_waiters) LIST(P n_waiters, P waiters, BATON_MAX_LIST, waiter_v)               \
+    STR(P lock, BATON_MAX_NAME)
+
 /* What every request of a session that changes lock state (ACQUIRE,
  * RELEASE, CANCEL, CLOSE_SESSION: struct msg_op) starts with: the session,
  * the request's seq, and what the client acknowledges -- ack_below, and
@@ -163,7 +174,23 @@
                                                                                              I32_MIN(lock_delay_ms, BATON_LOCK_DELAY_NONE) \
                                                                                              U8(mode) U32(limit) U8(reentrant)             \
                                                                                              LIST(n_more, more, BATON_MAX_MANY - 1,        \
-                                                                                                  lock_name))
+                                                                                                  lock_name))    \
+  X(ACQUIRE2,        48,  C2S, 1, LOCK,  SESSION(session), ONE(lock),        op,             BATON_OP_FIELDS                               \
+                                                                                             I64(wait_ms) LOCK(lock)                       \
+                                                                                             I32_MIN(lock_delay_ms, BATON_LOCK_DELAY_NONE) \
+                                                                                             U8(mode) U32(limit) U8(reentrant)             \
+                                                                                             U8(flags) U64(fence)                          \
+                                                                                             STR(value, BATON_MAX_VALUE))                  \
+  X(PROCLAIM,        49,  C2S, 1, LOCK,  SESSION(session), ONE(lock),        op,             BATON_OP_FIELDS                               \
+                                                                                             U64(fence) LOCK(lock)                         \
+                                                                                             STR(value, BATON_MAX_VALUE))                  \
+  X(LOCK_STATE,      50,  C2S, 1, READ,  NONE,             ONE(lock),        lock_info,      LOCK(lock))                                   \
+  X(LOCK_STATE_R,    51,  S2C, 0, NONE,  NONE,             NONE,             lock_state,     BATON_LOCK_STATE_FIELDS())                    \
+  X(WATCH2,          52,  C2S, 1, READ,  NONE,             PREFIX(key),      watch2,         U8(flags) STR(key, BATON_MAX_NAME)            \
+                                                                                             U64(after))                                   \
+  X(WATCH2_EVENT,    53,  S2C, 0, NONE,  NONE,             NONE,             watch2_event,   U8(kind) U8(restarted)                        \
+                                                                                             BATON_LOCK_STATE_FIELDS(state.))              \
+  X(UNWATCH,         54,  C2S, 0, READ,  NONE,             NONE,             unwatch,        U64(watch))
 
 /* The items of the LIST fields above: X(item, fields), the body of one
  * struct msg_<item>. */
@@ -182,7 +209,12 @@
                      STR(owner, BATON_MAX_PRINCIPAL))                                          \
   X(lost_hold,       U64(waiter) U64(fence) I32(status) LOCK(lock))                            \
   X(text_chunk,      STR(text, BATON_MAX_TEXT_CHUNK))                                         \
-  X(lock_name,       LOCK(name))
+  X(lock_name,       LOCK(name))                                                              \
+  X(holder_v,        U64(session) U64(waiter) U64(fence) U64(granted_index) U8(mode)           \
+                     U32(count) STR(client_name, BATON_MAX_CLIENT_NAME)                        \
+                     STR(value, BATON_MAX_VALUE))                                              \
+  X(waiter_v,        U64(session) U64(waiter) I64(wait_ms) U8(mode)                            \
+                     STR(client_name, BATON_MAX_CLIENT_NAME) STR(value, BATON_MAX_VALUE))
 /* clang-format on */
 
 #endif /* BATON_PROTO_MSG_TABLE_H */

@@ -18,6 +18,7 @@ struct srv_config {
     unsigned max_ttl_ms;
     unsigned lock_delay_ms;         /* default lock-delay after an expiry; 0 = none */
     unsigned max_lock_delay_ms;     /* bound on a per-acquire lock-delay */
+    unsigned max_value;             /* longest value of a hold (bytes, <= BATON_MAX_VALUE) */
     unsigned max_conns;             /* client connections; more are refused (ELIMIT) */
     unsigned frame_timeout_ms;      /* an incomplete frame older than this closes its connection */
     unsigned min_free_mb;           /* client writes refused below this free space; 0 = no check */

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdio.h>
 
+#include "proto/msg.h"
 #include "server/config.h"
 #include "server/log.h"
 
@@ -85,6 +86,10 @@ const struct flag config_flags[] = {
      "for its own"},
     {"max-lock-delay", "MS", FLAG_UINT, AT(max_lock_delay_ms), 0, POS, 60000, NULL, NULL,
      NULL, NULL, "bound on a per-acquire lock-delay"},
+    {"max-value", "BYTES", FLAG_UINT, AT(max_value), 0, 0, BATON_MAX_VALUE, 4096, NULL, NULL,
+     "--max-value needs a number of bytes up to 16384", NULL,
+     "longest value a lock request or a proclaim may carry (who the holder is); a longer one "
+     "is answered ERROR(BATON_ETOOBIG); 0 refuses values"},
     {"max-conns", "N", FLAG_UINT, AT(max_conns), 0, POS, 10000, NULL, NULL, NULL, NULL,
      "client connections served at once, and at most the open-files limit less 128; one "
      "more is answered ERROR(BATON_ELIMIT) and closed"},

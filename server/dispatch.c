@@ -28,16 +28,16 @@ static void hello(struct conn *c, const struct msg *m)
 {
     struct msg r = {.type = MSG_HELLO_OK, .req_id = m->req_id};
 
-    if (m->u.hello.version != BATON_PROTO_VERSION) {
+    if (m->u.hello.version < BATON_PROTO_VERSION_MIN || m->u.hello.version > BATON_PROTO_VERSION) {
         conn_send_error(c, m->req_id, BATON_EVERSION,
-                        "protocol version %u not supported; this server speaks %u",
-                        m->u.hello.version, BATON_PROTO_VERSION);
+                        "protocol version %u not supported; this server speaks %u to %u",
+                        m->u.hello.version, BATON_PROTO_VERSION_MIN, BATON_PROTO_VERSION);
         conn_close(c);
         return;
     }
     if (!access_hello(c, m)) return; /* answered ERROR(BATON_EAUTH), closing */
     conn_set_authenticated(c);
-    r.u.hello_ok.version = BATON_PROTO_VERSION;
+    r.u.hello_ok.version = m->u.hello.version;
     r.u.hello_ok.node_id = c->srv->cfg.node.id;
     r.u.hello_ok.principal.p = c->who->name;
     r.u.hello_ok.principal.n = (uint16_t)strlen(c->who->name);
@@ -201,6 +201,8 @@ static void open_session(struct conn *c, const struct msg *m)
 static const uint8_t op_cmd[MSG_TYPE_MAX_] = {
     [MSG_ACQUIRE] = CMD_ACQUIRE,
     [MSG_ACQUIRE_MANY] = CMD_ACQUIRE_MANY,
+    [MSG_ACQUIRE2] = CMD_ACQUIRE,
+    [MSG_PROCLAIM] = CMD_SET_VALUE,
     [MSG_RELEASE] = CMD_RELEASE,
     [MSG_CANCEL] = CMD_CANCEL,
     [MSG_CLOSE_SESSION] = CMD_CLOSE_SESSION,
@@ -240,6 +242,10 @@ static bool acquire_bad(struct conn *c, const struct msg *m)
     size_t len[BATON_MAX_MANY];
     int rv = lockreq_check(&r, &why);
 
+    if (rv == 0 && (op->flags & ~BATON_ACQ_FLAGS_ALL) != 0) {
+        rv = BATON_EINVAL;
+        why = "acquire: unknown flags";
+    }
     if (rv == 0 && r.many && op->n_more == 0) {
         rv = BATON_EINVAL; /* one name is an ACQUIRE */
         why = "acquire_many: a multi-lock needs 2 to 64 names";
@@ -275,13 +281,27 @@ static size_t more_names(const struct msg *m,
     return len;
 }
 
-/* ACQUIRE, ACQUIRE_MANY, RELEASE, CANCEL, CLOSE_SESSION: one body (struct
- * msg_op) into one command; the fields a type does not carry are 0. */
+/* Is the op's value longer than --max-value? Then it is answered
+ * ERROR(BATON_ETOOBIG) and nothing is proposed. */
+static bool value_too_long(struct conn *c, const struct msg *m)
+{
+    unsigned max = c->srv->cfg.max_value;
+
+    if (m->u.op.value.n <= max) return false;
+    conn_send_error(c, m->req_id, BATON_ETOOBIG, "%s: a value of %u bytes; this cluster takes %u",
+                    msg_type_name(m->type), (unsigned)m->u.op.value.n, max);
+    return true;
+}
+
+/* ACQUIRE, ACQUIRE2, ACQUIRE_MANY, RELEASE, CANCEL, CLOSE_SESSION, PROCLAIM:
+ * one body (struct msg_op) into one command; the fields a type does not
+ * carry are 0. */
 static void lock_op(struct conn *c, const struct msg *m)
 {
     const struct msg_op *op = &m->u.op;
     uint8_t keep[8 * BATON_MAX_KEEP], more[(BATON_MAX_MANY - 1) * (2 + BATON_MAX_NAME)];
-    bool acquire = m->type == MSG_ACQUIRE || m->type == MSG_ACQUIRE_MANY;
+    bool acquire =
+        m->type == MSG_ACQUIRE || m->type == MSG_ACQUIRE2 || m->type == MSG_ACQUIRE_MANY;
     struct cmd cmd = {
         .type = op_cmd[m->type],
         .session = op->session,
@@ -297,9 +317,13 @@ static void lock_op(struct conn *c, const struct msg *m)
         .reentrant = op->reentrant,
         .name = op->lock.p,
         .name_len = op->lock.n,
+        .flags = op->flags,
+        .value_len = op->value.n,
+        .value = (const uint8_t *)op->value.p,
     };
 
     if (acquire && acquire_bad(c, m)) return;
+    if (value_too_long(c, m)) return;
     if (m->type == MSG_ACQUIRE_MANY) {
         cmd.more_len = more_names(m, more);
         cmd.more = more;
@@ -337,6 +361,9 @@ static handler_fn *const handlers[MSG_TYPE_MAX_] = {
     [MSG_OPEN_SESSION] = open_session,
     [MSG_ACQUIRE] = lock_op,
     [MSG_ACQUIRE_MANY] = lock_op,
+    [MSG_ACQUIRE2] = lock_op,
+    [MSG_PROCLAIM] = lock_op,
+    [MSG_LOCK_STATE] = keepalive_read_state,
     [MSG_RELEASE] = lock_op,
     [MSG_CANCEL] = lock_op,
     [MSG_CLOSE_SESSION] = lock_op,

@@ -71,16 +71,29 @@ static uint64_t lost_count(struct server *srv, uint64_t session)
 }
 
 /* Reply to every keepalive of l: alive (status 0, with the session's count
- * of lost holds) or go find the leader. */
+ * of lost holds) or go find the leader; and to every LOCK_STATE: the
+ * state as applied now, which holds every entry committed before the
+ * request arrived. */
 static void answer(struct server *srv, struct ka_list *l, int status)
 {
     for (size_t i = 0; i < l->n; i++) {
         struct conn *c = conn_get(srv, l->v[i].conn_id);
         struct msg r = {.type = MSG_RESULT, .req_id = l->v[i].req_id};
+        char *lock = l->v[i].lock;
 
-        if (c == NULL) continue;
+        if (lock != NULL) srv->ka.n_reads--;
+        if (c == NULL) {
+            free(lock);
+            continue;
+        }
         if (status != 0) {
             reply_not_leader(c, l->v[i].req_id);
+            free(lock);
+            continue;
+        }
+        if (lock != NULL) {
+            reply_lock_state(c, l->v[i].req_id, lock, l->v[i].lock_len);
+            free(lock);
             continue;
         }
         r.u.result.status = 0;
@@ -161,12 +174,43 @@ void keepalive_close(struct server *srv)
     uv_close((uv_handle_t *)&srv->ka.timer, NULL);
 }
 
+/*
+ * LOCK_STATE: a linearizable read. It waits, like a keepalive's reply, for
+ * a confirmation round proposed after it arrived, and is answered from the
+ * state applied then: every write acknowledged before the read was sent
+ * is in it, and no later leader can have acknowledged one that is not
+ * (the top of this file). Reads in flight are bounded (KA_MAX_READS).
+ */
+void keepalive_read_state(struct conn *c, const struct msg *m)
+{
+    struct server *srv = c->srv;
+    const struct pstr *name = &m->u.lock_info.lock;
+    struct ka_reply r = {.conn_id = c->id, .req_id = m->req_id, .lock_len = name->n};
+
+    if (srv->ka.n_reads >= KA_MAX_READS) {
+        conn_send_error(c, m->req_id, BATON_ELIMIT,
+                        "lock-state: %u reads already wait for a confirmation round",
+                        KA_MAX_READS);
+        return;
+    }
+    r.lock = xmalloc(name->n);
+    memcpy(r.lock, name->p, name->n);
+    srv->ka.n_reads++;
+    list_push(&srv->ka.next, &r);
+}
+
+static void list_free(struct ka_list *l)
+{
+    for (size_t i = 0; i < l->n; i++) free(l->v[i].lock);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
 void keepalive_free(struct server *srv)
 {
-    free(srv->ka.round.v);
-    free(srv->ka.next.v);
-    memset(&srv->ka.round, 0, sizeof srv->ka.round);
-    memset(&srv->ka.next, 0, sizeof srv->ka.next);
+    list_free(&srv->ka.round);
+    list_free(&srv->ka.next);
+    srv->ka.n_reads = 0;
 }
 
 /* Collects LOST_HOLDS_R items; names are copied because the store lends

@@ -262,7 +262,9 @@ struct wait_timer {
 struct ka_reply {
     uint64_t conn_id;
     uint64_t req_id;
-    uint64_t session;
+    uint64_t session;       /* a keepalive's */
+    char *lock;             /* a LOCK_STATE's name (malloc'd), NULL for a keepalive */
+    uint16_t lock_len;
 };
 
 struct ka_list {
@@ -274,6 +276,7 @@ struct ka_rounds {
     struct ka_list round;   /* answered when the in-flight round ends */
     struct ka_list next;    /* arrived since: wait for the next round */
     bool inflight;
+    size_t n_reads;         /* LOCK_STATEs in round and next (KA_MAX_READS) */
     uint64_t last_start;    /* uv_now of the last round's start */
     uv_timer_t timer;       /* brings back a round held by the rate limit */
 };
@@ -396,6 +399,9 @@ void keepalive_init(struct server *srv);
 void keepalive_received(struct conn *c, uint64_t req_id, uint64_t session);
 /* LOST_HOLDS: the session's lost holds, from the applied state. */
 void keepalive_lost_holds(struct conn *c, const struct msg *m);
+/* LOCK_STATE: answered after the next confirmation round (keepalive.c). */
+#define KA_MAX_READS 65536
+void keepalive_read_state(struct conn *c, const struct msg *m);
 void keepalive_kick(struct server *srv);   /* end of a loop turn */
 void keepalive_close(struct server *srv);  /* closes its timer */
 void keepalive_free(struct server *srv);   /* after the loop ran dry */
@@ -662,6 +668,12 @@ void liveness_open_release(struct server *srv, uint64_t owner);
 /* admin.c */
 void admin_status(struct conn *c, const struct msg *m);
 void admin_lock_info(struct conn *c, const struct msg *m);
+/* The wire bytes a lock state's holder and waiter lists may take in one
+ * frame (LOCK_STATE_R, WATCH2_EVENT): the frame less room for the rest. */
+#define LOCK_STATE_BUDGET (BATON_MAX_FRAME - 4096)
+/* Answer LOCK_STATE req_id with lock name's state as applied now
+ * (LOCK_STATE_R), or an ERROR. */
+void reply_lock_state(struct conn *c, uint64_t req_id, const char *name, size_t len);
 void admin_list_locks(struct conn *c, const struct msg *m);
 /* LIST_SESSIONS -> SESSIONS_R from the applied state (ready leader only). */
 void admin_list_sessions(struct conn *c, const struct msg *m);

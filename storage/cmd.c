@@ -99,19 +99,29 @@ static int has_modes(const struct cmd *c)
     return c->mode != 0 || c->limit != 0 || c->reentrant != 0;
 }
 
+/* Does c carry an ACQUIRE's flags or a value (cmd.h, "Values and owners")? */
+static int has_ext(const struct cmd *c)
+{
+    return c->flags != 0 || c->value_len != 0;
+}
+
 /* Does a row of this tail carry exactly the optional fields c has (an
  * owner, mode fields, more names)? At most one tail does. */
 static int tail_fits(int tail, const struct cmd *c)
 {
     switch (tail) {
     case CMD_TAIL_NONE:
-        return c->owner_len == 0 && !has_modes(c) && c->n_more == 0;
+        return c->owner_len == 0 && !has_modes(c) && c->n_more == 0 && !has_ext(c);
     case CMD_TAIL_OWNER:
-        return c->owner_len > 0 && !has_modes(c) && c->n_more == 0;
+        return c->owner_len > 0 && !has_modes(c) && c->n_more == 0 && !has_ext(c);
     case CMD_TAIL_MODES:
-        return c->owner_len == 0 && has_modes(c) && c->n_more == 0;
+        return c->owner_len == 0 && has_modes(c) && c->n_more == 0 && !has_ext(c);
     case CMD_TAIL_MANY:
-        return c->owner_len == 0 && c->n_more > 0;
+        return c->owner_len == 0 && c->n_more > 0 && !has_ext(c);
+    case CMD_TAIL_EXT:
+        return c->owner_len == 0 && c->n_more == 0 && has_ext(c);
+    case CMD_TAIL_VALUE:
+        return c->owner_len == 0 && c->n_more == 0 && !has_modes(c) && c->flags == 0;
     default:
         return 0;
     }
@@ -162,11 +172,14 @@ int cmd_batch_add(struct buf *b, const struct cmd *c)
     if (c->name_len > rows[c->type].name_max || c->owner_len > BATON_MAX_PRINCIPAL ||
         c->n_keep > CMD_MAX_KEEP)
         return BATON_ETOOBIG;
+    if (c->value_len > CMD_MAX_VALUE) return BATON_ETOOBIG;
     if ((c->name_len > 0 && c->name == NULL) || (c->owner_len > 0 && c->owner == NULL) ||
-        (c->n_keep > 0 && c->keep == NULL))
+        (c->n_keep > 0 && c->keep == NULL) || (c->value_len > 0 && c->value == NULL))
         return BATON_EINVAL;
     if (tail == CMD_TAIL_OWNER) len += 2 + c->owner_len;
     if (tail == CMD_TAIL_MODES) len += 6;
+    if (tail == CMD_TAIL_EXT) len += 6 + 1 + 2 + c->value_len;
+    if (tail == CMD_TAIL_VALUE) len += 2 + c->value_len;
     if (tail == CMD_TAIL_MANY) {
         if (c->n_more >= BATON_MAX_MANY || c->more_len > (size_t)c->n_more * (2 + BATON_MAX_NAME))
             return BATON_ETOOBIG;
@@ -187,11 +200,14 @@ int cmd_batch_add(struct buf *b, const struct cmd *c)
     buf_put_i32(b, c->lock_delay_ms);
     buf_put_str(b, c->name, c->name_len);
     if (tail == CMD_TAIL_OWNER) buf_put_str(b, c->owner, c->owner_len);
-    if (tail == CMD_TAIL_MODES || tail == CMD_TAIL_MANY) {
+    if (tail == CMD_TAIL_MODES || tail == CMD_TAIL_MANY || tail == CMD_TAIL_EXT) {
         buf_put_u8(b, c->mode);
         buf_put_u32(b, c->limit);
         buf_put_u8(b, c->reentrant);
     }
+    if (tail == CMD_TAIL_EXT) buf_put_u8(b, c->flags);
+    if (tail == CMD_TAIL_EXT || tail == CMD_TAIL_VALUE)
+        buf_put_str(b, (const char *)c->value, c->value_len);
     if (tail == CMD_TAIL_MANY) {
         buf_put_u8(b, c->n_more);
         buf_put(b, c->more, c->more_len);
@@ -253,6 +269,28 @@ static void read_modes(struct rd *rd, struct cmd *c)
 {
     read_mode_fields(rd, c);
     if (rd->err == 0 && !has_modes(c)) rd->err = BATON_EMALFORMED;
+}
+
+/* The tail of a CMD_ACQUIRE_EXT: the mode fields, u8 flags, str value; a
+ * tail with no flag and no value is malformed (that ACQUIRE is written
+ * without it), and so are unknown flags. */
+static void read_ext(struct rd *rd, struct cmd *c)
+{
+    const char *v;
+
+    read_mode_fields(rd, c);
+    rd_u8(rd, &c->flags);
+    if (rd_str(rd, CMD_MAX_VALUE, &v, &c->value_len) != 0) return;
+    c->value = (const uint8_t *)v;
+    if (!has_ext(c) || (c->flags & ~CMD_ACQ_FLAGS_ALL) != 0) rd->err = BATON_EMALFORMED;
+}
+
+/* The value of a SET_VALUE (tail VALUE), 0..CMD_MAX_VALUE bytes. */
+static void read_value(struct rd *rd, struct cmd *c)
+{
+    const char *v;
+
+    if (rd_str(rd, CMD_MAX_VALUE, &v, &c->value_len) == 0) c->value = (const uint8_t *)v;
 }
 
 /* The more names of an ACQUIRE_MANY (cmd.h): 1..BATON_MAX_MANY - 1 of
@@ -326,6 +364,8 @@ int cmd_reader_next(struct cmd_reader *r, struct cmd *c)
     if (rd->err == 0 && t->tail == CMD_TAIL_OWNER) read_owner(rd, c);
     if (rd->err == 0 && t->tail == CMD_TAIL_MODES) read_modes(rd, c);
     if (rd->err == 0 && t->tail == CMD_TAIL_MANY) read_more(rd, c);
+    if (rd->err == 0 && t->tail == CMD_TAIL_EXT) read_ext(rd, c);
+    if (rd->err == 0 && t->tail == CMD_TAIL_VALUE) read_value(rd, c);
     if (rd->err == 0 && keep) read_keep(rd, c);
     if (rd->err) {
         r->left = 0;

@@ -83,7 +83,17 @@ enum cmd_type {
 
 /* The columns kind and tail of cmd_table.h. */
 enum cmd_kind { CMD_KIND_OPEN = 1, CMD_KIND_CLIENT, CMD_KIND_LEADER };
-enum cmd_tail { CMD_TAIL_NONE = 1, CMD_TAIL_OWNER, CMD_TAIL_MODES, CMD_TAIL_MANY };
+enum cmd_tail { CMD_TAIL_NONE = 1, CMD_TAIL_OWNER, CMD_TAIL_MODES, CMD_TAIL_MANY, CMD_TAIL_EXT,
+                CMD_TAIL_VALUE };
+
+/* The longest value a command carries (cmd.h, "Values"). */
+#define CMD_MAX_VALUE BATON_MAX_VALUE
+
+/* An ACQUIRE's flags (ACQUIRE_EXT). */
+#define CMD_ACQ_OWNERS 0x01 /* queue even if the session holds or waits for the name
+                               (its client tells its owners apart); with reentrant,
+                               fence names the session's hold it re-enters */
+#define CMD_ACQ_FLAGS_ALL CMD_ACQ_OWNERS
 
 /* One row of cmd_table.h, apply aside (apply.c has that column). */
 struct cmd_row {
@@ -189,6 +199,19 @@ const struct cmd_row *cmd_lookup(int type);
  * malformed: the leader proposes one only for a client of protocol 5.
  */
 
+/*
+ * Values and owners (feature level 3). An ACQUIRE may carry a value (who
+ * the holder is: 0..CMD_MAX_VALUE opaque bytes, kept with its wait and
+ * then its hold, gone when they end) and flags (CMD_ACQ_*). As with modes,
+ * an ACQUIRE without either is encoded as before, and one with any of
+ * them travels under CMD_ACQUIRE_EXT: the fields of CMD_ACQUIRE_MODES,
+ * then u8 flags and str value; an ACQUIRE_EXT with flags 0 and an empty
+ * value is malformed (one encoding per command). SET_VALUE replaces the
+ * value of the hold (session, fence) on name: a holder's proclaim; its
+ * tail is str value. A binary of level 2 finds both bytes unknown: the
+ * leader proposes them only at cluster level 3 (cmd_table.h, level).
+ */
+
 #define CMD_FORCE_NOW 0
 #define CMD_FORCE_AFTER_LEASE 1
 
@@ -237,6 +260,9 @@ struct cmd {
     const uint8_t *more;  /* ... encoded: n_more x (u16 length + bytes); borrowed */
     uint16_t owner_len;   /* OPEN_SESSION only: <= BATON_MAX_PRINCIPAL; 0 = anonymous */
     const char *owner;    /* the principal that opens the session; borrowed, like name */
+    uint8_t flags;        /* ACQUIRE only: CMD_ACQ_* (above, "Values and owners") */
+    uint16_t value_len;   /* ACQUIRE, SET_VALUE: 0..CMD_MAX_VALUE */
+    const uint8_t *value; /* borrowed, like name */
 };
 
 /* The next of an ACQUIRE_MANY's more names: *off starts at 0; returns 1

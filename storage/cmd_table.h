@@ -55,6 +55,10 @@
  *               MANY    u8 mode, u32 limit, u8 reentrant, u8 n_more
  *                       (1..BATON_MAX_MANY - 1), then n_more names of
  *                       1..BATON_MAX_NAME bytes each;
+ *               EXT     u8 mode, u32 limit, u8 reentrant, u8 flags, str value
+ *                       (0..CMD_MAX_VALUE bytes), flags and value not both
+ *                       0 and empty;
+ *               VALUE   str value, 0..CMD_MAX_VALUE bytes;
  *             then, if the type byte has CMD_KEEP_FLAG (CLIENT rows only),
  *             the keep list.
  *   is        the command it decodes to: its own name, or, for an
@@ -77,7 +81,7 @@
 #define BATON_STORAGE_CMD_TABLE_H
 
 /* The highest level of the rows below. */
-#define CMD_TABLE_LEVEL 2
+#define CMD_TABLE_LEVEL 3
 
 /* The level this binary supports: CMD_TABLE_LEVEL. A test build may make
  * a binary of a lower level (-DBATON_TEST_MAX_LEVEL=N, the Makefile's
@@ -135,7 +139,11 @@
        names: an atomic multi-lock -> GRANTED(fence) | QUEUED(pos) | EWOULDBLOCK */           \
   X(SET_LEVEL,       16,  2,   LEADER, 0,   0,                     NONE,  SET_LEVEL,      op_set_level) \
     /* session = the cluster's new feature level (the leader, once every voter runs it)     \
-       -> OK(the level after it; never lower than before) | EINVAL */
+       -> OK(the level after it; never lower than before) | EINVAL */                       \
+  X(ACQUIRE_EXT,     17,  3,   CLIENT, 1,   BATON_MAX_NAME,        EXT,   ACQUIRE,        NULL) \
+    /* encoding only: an ACQUIRE with flags (CMD_ACQ_*) or a value */                        \
+  X(SET_VALUE,       18,  3,   CLIENT, 1,   BATON_MAX_NAME,        VALUE, SET_VALUE,      op_set_value) \
+    /* session, seq, fence, name, value (a holder's proclaim) -> OK | ENOTHELD | ELOST */
 /* clang-format on */
 
 #endif /* BATON_STORAGE_CMD_TABLE_H */

@@ -68,16 +68,26 @@ static int dump_db(store *s, MDB_txn *txn, int db, struct buf *out, const atomic
 int store__dump(store *s, MDB_txn *txn, struct buf *out, const atomic_int *stop)
 {
     size_t start = out->len;
-    uint64_t applied, digest;
+    uint64_t applied, digest, level;
+    uint32_t format = STORE_FORMAT;
+    int n_dbs = DB_COUNT_;
     int rc;
 
     rc = meta_get_u64(s, txn, META_APPLIED, &applied, NULL);
     if (rc == 0) rc = meta_get_u64(s, txn, META_DIGEST, &digest, NULL);
+    if (rc == 0) rc = level_get(s, txn, &level);
+    /* Below the level of values, DB_VALUES is empty and the snapshot is in
+     * the format before it, which a binary of that level reads (and every
+     * node of a mixed cluster hashes alike: store_int.h, format 9). */
+    if (rc == 0 && level < STORE_LEVEL_VALUES) {
+        format = STORE_FORMAT_NO_VALUES;
+        n_dbs = DB_VALUES;
+    }
     if (rc == 0) rc = buf_put_u32(out, STORE_SNAP_MAGIC);
-    if (rc == 0) rc = buf_put_u32(out, STORE_FORMAT);
+    if (rc == 0) rc = buf_put_u32(out, format);
     if (rc == 0) rc = buf_put_u64(out, applied);
     if (rc == 0) rc = buf_put_u64(out, digest);
-    for (int db = 0; db < DB_COUNT_ && rc == 0; db++) rc = dump_db(s, txn, db, out, stop);
+    for (int db = 0; db < n_dbs && rc == 0; db++) rc = dump_db(s, txn, db, out, stop);
     if (rc != 0) out->len = start;
     return rc;
 }

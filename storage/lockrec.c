@@ -91,9 +91,11 @@ int owned_put(struct apply_ctx *c, uint64_t session, uint64_t waiter, uint8_t ki
 int owned_del(struct apply_ctx *c, uint64_t session, uint64_t waiter)
 {
     uint8_t k[16];
+    int rc;
 
     key_pair(k, session, waiter);
-    return db_del(c->txn, c->s->dbi[DB_OWNED], k, sizeof k, NULL);
+    rc = db_del(c->txn, c->s->dbi[DB_OWNED], k, sizeof k, NULL);
+    return rc != 0 ? rc : value_del(c, session, waiter); /* a value ends with its request */
 }
 
 /* ---- holders -------------------------------------------------------------- */

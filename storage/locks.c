@@ -305,6 +305,10 @@ int op_acquire(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
         res->kind = RESULT_QUEUED;
         res->value = r.n_waiters;
     }
+    if (cmd->value_len > 0) { /* the request's value, kept while it waits and holds */
+        rc = value_put(c, cmd->session, cmd->seq, cmd->value, cmd->value_len);
+        if (rc != 0) return rc;
+    }
     /* n was 0 (acquire_again answered any other count), and nothing
      * above touched the session's count on this name. */
     rc = session_lock_first(c, cmd->session, cmd->name, cmd->name_len);

@@ -142,7 +142,6 @@ static int end_session(struct apply_ctx *c, const struct cmd *cmd, int32_t why,
 {
     struct owned_item *items;
     struct sess_rec sess;
-    uint8_t k[16];
     size_t n;
     int found, rc;
 
@@ -161,8 +160,7 @@ static int end_session(struct apply_ctx *c, const struct cmd *cmd, int32_t why,
             rc = locks_drop_owned(c, cmd->session, items[i].waiter, &items[i].o, why,
                                   why == BATON_ESESSION);
             if (rc != 0) break;
-            key_pair(k, cmd->session, items[i].waiter);
-            rc = db_del(c->txn, c->s->dbi[DB_OWNED], k, sizeof k, NULL);
+            rc = owned_del(c, cmd->session, items[i].waiter);
         }
     }
     /* The requests behind a dropped wait may be granted now (a shared one

@@ -140,6 +140,8 @@ static int entry_ok(uint32_t format, int db, const uint8_t *k, size_t klen, cons
         return nonce_entry_ok(k, klen, v, vlen);
     case DB_SESSION_NONCES:
         return klen == 8 && vlen == NONCE_VAL_LEN && le_get_u64(v) != 0;
+    case DB_VALUES:
+        return klen == 16 && vlen >= 1 && vlen <= CMD_MAX_VALUE;
     default:
         return 0;
     }
@@ -190,6 +192,8 @@ static int read_header(struct rd *r, struct snap_hdr *h)
     if (magic != STORE_SNAP_MAGIC) return BATON_EMALFORMED;
     if (h->format == STORE_FORMAT)
         h->n_dbs = DB_COUNT_;
+    else if (h->format == STORE_FORMAT_NO_VALUES)
+        h->n_dbs = DB_VALUES;
     else if (h->format == STORE_FORMAT_NO_MULTI)
         h->n_dbs = DB_MULTI;
     else if (h->format == STORE_FORMAT_NO_MODES)

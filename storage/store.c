@@ -50,7 +50,7 @@ const char *store__boot_id_path = "/proc/sys/kernel/random/boot_id";
 
 static const char *const db_names[DB_COUNT_] = {
     "meta", "sessions", "locks", "waiters", "owned", "dedup", "members", "lost", "nonces",
-    "session_nonces", "holders", "session_locks", "multi",
+    "session_nonces", "holders", "session_locks", "multi", "values",
 };
 
 /*
@@ -286,6 +286,7 @@ static int db_must_be_empty(store *s, MDB_txn *txn, int db)
  *   6 -> 7     lock modes (modes.c, modes_upgrade)
  *   7 -> 8     multi-locks: nothing to rewrite (store_int.h, format 8);
  *              DB_MULTI, which LMDB created empty, must be so
+ *   8 -> 9     values: the same, for DB_VALUES
  * Any other format is MDB_VERSION_MISMATCH.
  */
 static int upgrade(store *s, MDB_txn *txn, uint64_t format)
@@ -299,6 +300,7 @@ static int upgrade(store *s, MDB_txn *txn, uint64_t format)
     if (rc == 0 && format <= STORE_FORMAT_NO_NONCES) rc = upgrade_to_nonces(s, txn);
     if (rc == 0 && format <= STORE_FORMAT_NO_MODES) rc = modes_upgrade(s, txn);
     if (rc == 0 && format <= STORE_FORMAT_NO_MULTI) rc = db_must_be_empty(s, txn, DB_MULTI);
+    if (rc == 0 && format <= STORE_FORMAT_NO_VALUES) rc = db_must_be_empty(s, txn, DB_VALUES);
     if (rc != 0) return rc;
     return meta_put_u64(s, txn, META_FORMAT, STORE_FORMAT);
 }
@@ -543,8 +545,12 @@ static int downgrade_txn(store *s, MDB_txn *txn, void *arg)
 {
     uint64_t format = *(uint64_t *)arg;
     MDB_stat st;
-    int rc = db_must_be_empty(s, txn, DB_MULTI);
+    int rc = db_must_be_empty(s, txn, DB_VALUES);
 
+    if (rc == MDB_CORRUPTED) return BATON_EINVAL; /* a hold or wait has a value */
+    if (rc != 0 || format == STORE_FORMAT_NO_VALUES)
+        return rc != 0 ? rc : meta_put_u64(s, txn, META_FORMAT, format);
+    rc = db_must_be_empty(s, txn, DB_MULTI);
     if (rc == MDB_CORRUPTED) return BATON_EINVAL; /* a multi-lock holds or waits */
     if (rc != 0 || format == STORE_FORMAT_NO_MULTI)
         return rc != 0 ? rc : meta_put_u64(s, txn, META_FORMAT, format);
@@ -563,6 +569,6 @@ static int downgrade_txn(store *s, MDB_txn *txn, void *arg)
 
 int store__downgrade(store *s, uint64_t format)
 {
-    if (format < STORE_FORMAT_NO_MEMBERS || format > STORE_FORMAT_NO_MULTI) return BATON_EINVAL;
+    if (format < STORE_FORMAT_NO_MEMBERS || format > STORE_FORMAT_NO_VALUES) return BATON_EINVAL;
     return store__write(s, downgrade_txn, &format);
 }

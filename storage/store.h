@@ -151,6 +151,10 @@
  * level is raised, which waits for every voter to run a binary that has
  * it. */
 #define STORE_LEVEL_CACHED_BOUND 2
+/* The feature level from which holds and waits carry values and an
+ * ACQUIRE may carry flags (cmd.h, "Values and owners"): below it the
+ * store's snapshots keep the format before values (store_int.h). */
+#define STORE_LEVEL_VALUES 3
 #define STORE_MAX_SNAPS 2           /* snapshots open at once: raft's and a backup's */
 
 typedef struct store store;
@@ -366,6 +370,28 @@ int store_lock_info(store *s, const char *name, size_t name_len, uint32_t max_li
                     struct msg_lock_info_r *info);
 /* Free the lists store_lock_info filled in (NULL-safe lists; idempotent). */
 void store_lock_info_free(struct msg_lock_info_r *info);
+
+/*
+ * Fill *st with lock `name`'s whole state for a reader (LOCK_STATE_R,
+ * WATCH2_EVENT; storage/lockstate.c): the applied index it is as of
+ * (revision), mode, limit, delay, and its holders (fence order) then its
+ * waiters (queue order), each with its session's client name and its
+ * value, as many as take at most `budget` bytes on the wire (and
+ * BATON_MAX_LIST each); the totals count them all. st->lock is set to
+ * name (borrowed); everything else st points to lives in *mem, owned by
+ * the caller until store_lock_state_free(mem). A lock nobody holds or
+ * waits for gives held 0, limit 0 and empty lists (not an error).
+ * Returns 0, BATON_EINVAL (not a lock name), BATON_EIO, BATON_ENOMEM;
+ * on error *mem holds nothing.
+ */
+struct lock_state_mem {
+    struct msg_holder_v *holders;
+    struct msg_waiter_v *waiters;
+    struct buf arena;       /* the client names and values */
+};
+int store_lock_state(store *s, const char *name, size_t name_len, size_t budget,
+                     struct msg_lock_state *st, struct lock_state_mem *mem);
+void store_lock_state_free(struct lock_state_mem *mem); /* idempotent */
 
 /*
  * Locks whose name starts with prefix, in name order, at most `limit`:

@@ -126,8 +126,19 @@
  *     7 -> 8 rewrites nothing, and DB_MULTI starts empty;
  *   - a format 7 (or older) snapshot holds every database but DB_MULTI.
  * STORE_FORMAT_NO_MULTI is the format before it. */
-#define STORE_FORMAT 8
 #define STORE_FORMAT_NO_MULTI 7
+
+/* ---- format 9: values of holds and waits (values.c):
+ *   - DB_VALUES (be64 session, be64 waiter -> the value) for every hold or
+ *     wait whose request carried one; nothing else changes, so the step
+ *     8 -> 9 rewrites nothing and DB_VALUES starts empty;
+ *   - values exist only from feature level 3 (cmd_table.h), so a store
+ *     of a lower level dumps its snapshot in format 8, without DB_VALUES
+ *     (empty then): a mixed cluster's nodes hash and ship the same bytes,
+ *     and a binary of level 2 reads what a binary of level 3 sends it.
+ * STORE_FORMAT_NO_VALUES is the format before it. */
+#define STORE_FORMAT 9
+#define STORE_FORMAT_NO_VALUES 8
 #define REC_MULTI_FLAG 0x80
 /* The snapshot's leading u32: the bytes "BTN1" read as little-endian. */
 #define STORE_SNAP_MAGIC 0x314E5442u
@@ -164,6 +175,7 @@ enum store_db {
     DB_NONCES, DB_SESSION_NONCES,  /* format 6: nonces.c */
     DB_HOLDERS, DB_SESSION_LOCKS,  /* format 7: modes.c */
     DB_MULTI,                      /* format 8: multi.c */
+    DB_VALUES,                     /* format 9: values.c */
     DB_COUNT_
 };
 
@@ -699,6 +711,16 @@ int regrant_drain(struct apply_ctx *c);
 /* ---- level.c ------------------------------------------------------------ */
 
 int op_set_level(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
+
+/* ---- values.c ------------------------------------------------------------- */
+
+/* The value of the hold or wait (session, waiter): set (len 0 deletes),
+ * deleted, read (*v empty if none; v points into the map for txn's life). */
+int value_put(struct apply_ctx *c, uint64_t session, uint64_t waiter, const uint8_t *v,
+              size_t len);
+int value_del(struct apply_ctx *c, uint64_t session, uint64_t waiter);
+int value_read(store *s, MDB_txn *txn, uint64_t session, uint64_t waiter, MDB_val *v);
+int op_set_value(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
 
 /* ---- members.c ---------------------------------------------------------- */
 

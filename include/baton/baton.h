@@ -6,16 +6,28 @@
  * blocking call hands its request to that thread and waits for its own
  * completion. A baton_t may be shared by many threads: every call below is
  * thread-safe, and lock/unlock calls from different threads proceed
- * concurrently. All threads of a baton_t share its one session: a lock call
- * for a name the session already holds or waits for fails at once with
- * BATON_EDEADLK (it would wait behind itself) unless it is reentrant
- * (baton_lock_args); threads that contend for one lock need a baton_t each.
+ * concurrently.
  *
- * ABI: libbaton.so.3. baton_lock_args grew (mode, limit, reentrant: lock
- * modes, protocol version 4), which changes the layout a caller's struct
- * has, so the soname went from libbaton.so.2 to libbaton.so.3: a program
- * built against .so.2 keeps loading .so.2. New fields are only ever added
- * at the end, and a zero-initialised struct keeps its meaning.
+ * Owners. All threads of a baton_t share its one session, the unit of
+ * liveness: when the session ends, every thread's locks are lost. But each
+ * lock call is its own waiter, owned by the calling THREAD: threads of one
+ * baton_t may wait for the same name and are granted in FIFO order like
+ * any other clients, each holding its own grant with its own fence. A lock
+ * call for a name that the calling thread itself holds or waits for (with
+ * this baton_t) fails at once with BATON_EDEADLK -- it would wait behind
+ * itself -- unless it is reentrant (baton_lock_args), which then adds a
+ * handle to that thread's own hold. A baton_lock_t may be unlocked from
+ * any thread. (The async API, baton_async.h, names owners explicitly:
+ * baton_lock_args.owner.)
+ *
+ * ABI: libbaton.so.4. baton_lock_args grew again (value, value_len,
+ * owner: values on holds and owners, protocol version 6), which changes
+ * the layout a caller's struct has, so the soname went from libbaton.so.3
+ * to libbaton.so.4 (as .so.2 to .so.3 for lock modes): a program built
+ * against .so.3 keeps loading .so.3. New fields are only ever added at the
+ * end, and a zero-initialised struct keeps its meaning. The library speaks
+ * protocol 6 and needs nodes that speak it (a node answers an older
+ * client's HELLO in that client's version, so upgrade the nodes first).
  *
  * Errors: every call returns 0 on success or a negative BATON_E* code
  * (include/baton/baton_defs.h); baton_strerror() gives a short text and
@@ -201,16 +213,30 @@ BATON_API int baton_lock_timeout(baton_t *b, const char *name, int64_t ms, baton
  *   waiters; a request with another limit meanwhile fails with
  *   BATON_EINVAL (baton_errmsg gives the current one). A semaphore takes
  *   exclusive (default) requests only: each holds one of its N permits.
- * reentrant: 1 lets a session that holds the name take it again at once:
- *   a second handle with the same fence; the lock is released when the
- *   last handle is unlocked. Without it (0), asking for a name this
- *   session (this baton_t: all its threads) holds or waits for fails at
- *   once with BATON_EDEADLK; so does a reentrant request of a session that
- *   only waits for it, or an exclusive one on its shared hold (an upgrade).
+ * reentrant: 1 lets an owner (see "Owners" above: the calling thread)
+ *   that holds the name take it again at once: a second handle with the
+ *   same fence; the lock is released when the last handle is unlocked.
+ *   Without it (0), asking for a name the owner holds or waits for fails
+ *   at once with BATON_EDEADLK; so does a reentrant request of an owner
+ *   that only waits for it, or an exclusive one on its shared hold (an
+ *   upgrade). Other owners of the same baton_t just queue.
+ * value, value_len: the hold's value, who the holder is (an address, a
+ *   name, a JSON document: opaque bytes, copied), kept by the cluster
+ *   with the wait and then the hold, shown to every reader
+ *   (baton_lock_state, watches, batonctl lock-info) and gone when the
+ *   hold ends; baton_proclaim replaces it. NULL/0: none. At most
+ *   BATON_MAX_VALUE bytes, and at most the cluster's --max-value (4096 by
+ *   default): a longer one fails with BATON_ETOOBIG. Single names only
+ *   (baton_lock_many refuses a value with BATON_EINVAL). A reentrant
+ *   request's value is ignored: the hold keeps the one it has.
+ * owner: the async API's owner of the request (baton_async.h, "Owners");
+ *   0 there means the context itself. The blocking API ignores it: its
+ *   owner is always the calling thread.
  * Zero-initialise the struct ({0} or designated initialisers): fields may
- * be added at the end in later versions (libbaton.so.3 added the last
- * three). BATON_WAIT_*, BATON_LOCK_DELAY_*, BATON_MODE_* and
- * BATON_MAX_LIMIT are defined in baton_defs.h.
+ * be added at the end in later versions (libbaton.so.3 added mode, limit
+ * and reentrant, libbaton.so.4 the last three). BATON_WAIT_*,
+ * BATON_LOCK_DELAY_*, BATON_MODE_*, BATON_MAX_LIMIT and BATON_MAX_VALUE
+ * are defined in baton_defs.h.
  */
 typedef struct baton_lock_args {
     int64_t wait_ms;
@@ -218,6 +244,9 @@ typedef struct baton_lock_args {
     uint8_t mode;
     uint32_t limit;
     uint8_t reentrant;
+    const void *value;
+    size_t value_len;
+    uint64_t owner;
 } baton_lock_args;
 
 /*
@@ -226,8 +255,11 @@ typedef struct baton_lock_args {
  *         lock_delay_ms < -1, a mode other than the two, a limit above
  *         BATON_MAX_LIMIT, reentrant other than 0 or 1, a shared request
  *         with a limit above 1, or a limit other than the name's current
- *         one; BATON_EDEADLK (this session holds or waits for the name:
- *         see reentrant above).
+ *         one; BATON_EDEADLK (the calling thread holds or waits for the
+ *         name: see reentrant above); BATON_ETOOBIG (a value longer than
+ *         the cluster takes); BATON_EVERSION (the cluster has not yet
+ *         raised its feature level to values and owners: a node still
+ *         runs an older batond).
  */
 BATON_API int baton_lock_with(baton_t *b, const char *name, const baton_lock_args *a,
                               baton_lock_t **out);
@@ -289,6 +321,180 @@ BATON_API const char *baton_lock_name(const baton_lock_t *l);
  * Inside the lost callback it does not wait: see baton_lost_cb.
  */
 BATON_API int baton_unlock(baton_lock_t *l);
+
+/*
+ * ---- Values, reading and watching ----------------------------------------
+ *
+ * Replace the value of a held lock (a leader's proclaim): every reader and
+ * watcher sees the new value from the commit on; NULL/0 removes it.
+ * @return 0, BATON_ELOST / BATON_ENOTHELD (as baton_unlock: the lock is no
+ *         longer this session's; l stays valid and must still be
+ *         unlocked), BATON_EINVAL (l is a multi-lock, or value NULL with
+ *         len > 0), BATON_ETOOBIG, BATON_EUNAVAIL, BATON_EVERSION,
+ *         BATON_EPERM, BATON_ECLOSED, BATON_EBUSY (in the lost callback).
+ */
+BATON_API int baton_proclaim(baton_lock_t *l, const void *value, size_t len);
+
+/* One hold of a lock as a reader sees it: its session, that session's
+ * client_name (baton_opts.client_name; "" once the session is gone), the
+ * fence, the raft index of the grant (a lock's revisions are raft
+ * indexes: comparable with baton_lock_state.revision and watch events),
+ * its mode, how many reentrant handles it has, and its value. */
+typedef struct baton_holder {
+    uint64_t session;
+    const char *client_name;
+    uint64_t fence;
+    uint64_t granted_revision;
+    uint8_t mode;
+    uint32_t count;
+    const void *value; /* NULL when value_len is 0 */
+    size_t value_len;
+} baton_holder;
+
+/* One waiter, in queue order: its session, client name, mode, what it
+ * asked to wait (ms; BATON_WAIT_FOREVER) and its request's value. */
+typedef struct baton_waiter {
+    uint64_t session;
+    const char *client_name;
+    uint8_t mode;
+    int64_t wait_ms;
+    const void *value;
+    size_t value_len;
+} baton_waiter;
+
+/*
+ * A lock's state as of raft index `revision`: who holds it (fence order:
+ * holders[0] is an exclusive lock's holder, an election's leader) and who
+ * waits (queue order). A lock nobody holds or waits for has held 0, limit
+ * 0 and no entries. The lists may be shorter than the totals when the
+ * values are large (they fill one message of about 1 MiB). Owned by the
+ * library, read-only, freed with baton_lock_state_free; every pointer in
+ * it lives as long as it.
+ */
+typedef struct baton_lock_state {
+    const char *name;
+    uint64_t revision;
+    int held;
+    uint8_t mode;
+    uint32_t limit;
+    int delayed;        /* free but in its lock-delay (baton_lock_args) */
+    uint32_t total_holders, n_holders;
+    const baton_holder *holders;
+    uint32_t total_waiters, n_waiters;
+    const baton_waiter *waiters;
+} baton_lock_state;
+
+/*
+ * Read lock `name`'s state, linearizably: it holds every change whose
+ * call returned before this one was made, and nothing a later leader may
+ * undo (the leader confirms its leadership after the read arrives).
+ * Needs a principal that may read the name (role read or above).
+ * @param[out] out  the state, owned by the caller: baton_lock_state_free.
+ * @return 0, BATON_EINVAL (bad name), BATON_ENOMEM, BATON_EUNAVAIL,
+ *         BATON_EPERM, BATON_ELIMIT (the leader has too many reads in
+ *         flight), BATON_ECLOSED.
+ */
+BATON_API int baton_lock_state_get(baton_t *b, const char *name, baton_lock_state **out);
+BATON_API void baton_lock_state_free(baton_lock_state *st); /* NULL-safe */
+
+/*
+ * Watches. A watch follows one lock (flags 0) or every lock whose name
+ * starts with a prefix (BATON_WATCH_PREFIX; "" is every lock) and yields,
+ * in commit order, one event per change of a holder, a value or a queue,
+ * each with the lock's whole state right after it and its revision (the
+ * raft index of the change: strictly increasing along a watch).
+ *
+ * Start and resumption. A watch starts with the current state: one
+ * BATON_EVENT_STATE per lock (for a name: one, even if free; for a
+ * prefix: one per lock that is held or waited for), then one
+ * BATON_EVENT_SYNCED; from there on, every change is delivered. When
+ * the connection breaks or the leader changes, the library resumes the
+ * watch on the new leader after the last revision it delivered: if the
+ * leader can tell that nothing watched changed meanwhile, the next event
+ * is a BATON_EVENT_SYNCED with restarted 0 and nothing was missed; if it
+ * can tell which watched lock changed, each of those comes as a
+ * BATON_EVENT_GAP (its state now; changes between were not seen) before
+ * the SYNCED; if it cannot tell (the change history it keeps does not
+ * reach back that far), the SYNCED has restarted 1 and comes after a
+ * BATON_EVENT_STATE of every watched lock: forget what you knew, this is
+ * the current state. An observer is thus always told when it may have
+ * missed something. `after` (baton_watch) starts a watch the same way from
+ * a revision the caller already knows (0: from the current state).
+ *
+ * A watch whose principal may no longer read what it watches (the auth
+ * file was changed) ends: the next baton_watch_next returns BATON_EPERM.
+ * Events are queued in the library until taken: a watcher that does not
+ * keep up is cut off by the leader (its queue would grow without bound)
+ * and resumes as above, told of what it missed.
+ */
+#define BATON_WATCH_PREFIX 0x01
+
+enum baton_event_kind {
+    BATON_EVENT_CHANGE = 1, /* the state right after the change at revision */
+    BATON_EVENT_STATE,      /* the state at the start (or restart) of the watch */
+    BATON_EVENT_GAP,        /* the state now; it changed meanwhile in ways not seen */
+    BATON_EVENT_SYNCED      /* no state: complete from revision on (restarted: see above) */
+};
+
+typedef struct baton_event {
+    int kind;                       /* enum baton_event_kind */
+    int restarted;                  /* BATON_EVENT_SYNCED only */
+    uint64_t revision;
+    const baton_lock_state *state;  /* NULL for BATON_EVENT_SYNCED */
+} baton_event;
+
+typedef struct baton_watch baton_watch_t; /* opaque */
+
+/*
+ * Start a watch (see "Watches" above) on key: a lock name (flags 0) or a
+ * prefix (BATON_WATCH_PREFIX). Needs a principal that may read it.
+ * @return 0, BATON_EINVAL (bad name or flags), BATON_ENOMEM,
+ *         BATON_EUNAVAIL, BATON_EPERM, BATON_ELIMIT (too many watches on
+ *         the leader), BATON_ECLOSED.
+ */
+BATON_API int baton_watch(baton_t *b, const char *key, unsigned flags, uint64_t after,
+                          baton_watch_t **out);
+
+/*
+ * The next event of w, waiting at most timeout_ms (< 0: forever).
+ * @param[out] ev  owned by the caller: baton_event_free.
+ * @return 0, BATON_ETIMEDOUT (none in time), BATON_EPERM (the watch ended:
+ *         see above), BATON_ECLOSED (baton_watch_close or baton_close ran),
+ *         BATON_ENOMEM.
+ */
+BATON_API int baton_watch_next(baton_watch_t *w, int64_t timeout_ms, baton_event **ev);
+BATON_API void baton_event_free(baton_event *ev); /* NULL-safe */
+
+/* End the watch and free w; a thread blocked in baton_watch_next on it
+ * returns BATON_ECLOSED. NULL-safe. Must be called before baton_close. */
+BATON_API void baton_watch_close(baton_watch_t *w);
+
+/*
+ * ---- Elections -------------------------------------------------------------
+ *
+ * An election is a lock whose holder is the leader and whose value says
+ * who leads (Chubby's primary named in its lock file, etcd's Election,
+ * Curator's LeaderSelector). Candidates queue in FIFO order; the leader's
+ * fence is its term, a fencing token larger than every earlier leader's.
+ * Losing leadership is told exactly as a lost lock is (the lost callback,
+ * then BATON_ELOST from baton_resign), never silently.
+ *
+ * baton_campaign waits (at most wait_ms; BATON_WAIT_FOREVER) until this
+ * candidate leads, then returns its leadership as a held lock with the
+ * value: returns as baton_lock_with. baton_resign is baton_unlock: the
+ * next candidate leads at once. baton_leader reads the current leader
+ * (BATON_ENOTFOUND if nobody leads; *out is then NULL), linearizably.
+ * baton_observe watches the election and yields one event per change of
+ * leader or of the leader's value (a BATON_EVENT_CHANGE whose state's
+ * holders[0] is the new leader, or no holder while nobody leads), besides
+ * the STATE, GAP and SYNCED events of any watch; changes of the queue
+ * alone are not reported.
+ */
+BATON_API int baton_campaign(baton_t *b, const char *election, const void *value, size_t len,
+                             int64_t wait_ms, baton_lock_t **leader);
+BATON_API int baton_resign(baton_lock_t *leader);
+BATON_API int baton_leader(baton_t *b, const char *election, baton_lock_state **out);
+BATON_API int baton_observe(baton_t *b, const char *election, baton_watch_t **out);
 
 /* Detailed message of the last failed call on b made by the calling thread
  * ("" if none). Valid until that thread's next call on b. */

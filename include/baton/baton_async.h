@@ -504,6 +504,74 @@ BATON_API const char *baton_async_errmsg(const baton_async_t *ac);
  * shutdown logic). */
 BATON_API unsigned baton_async_pending(const baton_async_t *ac);
 
+/*
+ * ---- Owners ------------------------------------------------------------------
+ *
+ * A context is one session, the unit of liveness; each lock call is its
+ * own waiter, and baton_lock_args.owner says whose: calls of different
+ * owners for one name queue behind each other in FIFO order, like other
+ * clients' calls, each granted with its own fence. A call whose owner
+ * holds or waits for the name ends with BATON_EDEADLK unless reentrant
+ * (then it adds a handle to that owner's hold). owner 0 is the context
+ * itself: a call of owner 0 ends with BATON_EDEADLK if the context holds
+ * or waits for the name through ANY owner, and a call of another owner
+ * does if owner 0 holds or waits for it (the behaviour of libbaton.so.3,
+ * whose calls all had owner 0). Use one owner per task, job or
+ * coroutine that may contend with another of this context. A hold is
+ * still released by (name, fence), from any owner.
+ *
+ * ---- Values, reading, watching, elections -------------------------------------
+ *
+ * As the blocking calls of baton.h (which see for the rules), driven by
+ * the loop: the callback runs exactly once (status 0 or a BATON_E* code),
+ * on the loop's thread. Pointers a callback gets are valid only during it.
+ */
+
+/* Replace the value of the hold (name, fence) (baton_proclaim). */
+BATON_API int baton_async_proclaim(baton_async_t *ac, const char *name, uint64_t fence,
+                                   const void *value, size_t len, baton_async_done_cb *cb,
+                                   void *data);
+
+/* A read ended: st is the lock's state (status 0; valid during the call),
+ * else NULL. */
+typedef void baton_async_state_cb(baton_async_t *ac, int status, const baton_lock_state *st,
+                                  void *data);
+/* Read lock name's state linearizably (baton_lock_state_get). */
+BATON_API int baton_async_lock_state(baton_async_t *ac, const char *name,
+                                     baton_async_state_cb *cb, void *data);
+
+/*
+ * A watch's event (ev valid during the call), or its end: status
+ * BATON_EPERM (see baton.h, "Watches"), BATON_ECANCELED
+ * (baton_async_unwatch, or the context freed) with ev NULL; it is then
+ * never called again for that watch.
+ */
+typedef void baton_async_watch_cb(baton_async_t *ac, int status, const baton_event *ev,
+                                  void *data);
+typedef struct baton_async_watch baton_async_watch_t; /* opaque; freed by the core */
+/* Start a watch (baton_watch); *out names it for baton_async_unwatch and
+ * is valid until its callback's end call. */
+BATON_API int baton_async_watch(baton_async_t *ac, const char *key, unsigned flags,
+                                uint64_t after, baton_async_watch_cb *cb, void *data,
+                                baton_async_watch_t **out);
+/* End a watch: its callback runs once more, with BATON_ECANCELED, from
+ * the loop (never before this returns). */
+BATON_API int baton_async_unwatch(baton_async_t *ac, baton_async_watch_t *w);
+
+/* Elections (baton.h, "Elections"): campaign is a lock call with a value
+ * (cb as baton_async_lock_with's; a->value and a->value_len are
+ * ignored: value is used); resign is baton_async_unlock; leader reads the
+ * election's state (status BATON_ENOTFOUND while nobody leads); observe
+ * is a watch that reports changes of the leader or its value only. */
+BATON_API int baton_async_campaign(baton_async_t *ac, const char *election, const void *value,
+                                   size_t len, const baton_lock_args *a,
+                                   baton_async_lock_cb *cb, void *data);
+BATON_API int baton_async_leader(baton_async_t *ac, const char *election,
+                                 baton_async_state_cb *cb, void *data);
+BATON_API int baton_async_observe(baton_async_t *ac, const char *election,
+                                  baton_async_watch_cb *cb, void *data,
+                                  baton_async_watch_t **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -52,6 +52,10 @@ extern "C" {
  * ordinary lock. */
 #define BATON_MAX_LIMIT 10000
 
+/* The longest value a hold may carry (baton_lock_args.value,
+ * baton_proclaim); a cluster's --max-value may take less. */
+#define BATON_MAX_VALUE 16384
+
 /* The reserved range: every BATON_E* code c has BATON_ERRNO_MIN <= c <= BATON_ERRNO_MAX. */
 #define BATON_ERRNO_MIN (-4099)
 #define BATON_ERRNO_MAX (-4001)
