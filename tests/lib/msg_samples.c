@@ -25,9 +25,16 @@ static struct msg_lost_hold lost[2];
 static struct msg_seq kept[1] = {{1}}; /* ACQUIRE 1 was answered QUEUED */
 static struct msg_text_chunk chunks[2];
 static struct msg_lock_name more[2];
+static struct msg_holder_v holders_v[1];
+static struct msg_waiter_v waiters_v[2];
 
 static void init_lists(void)
 {
+    holders_v[0] = (struct msg_holder_v){7, 3, 41, 120, BATON_MODE_EXCLUSIVE, 1, S("web-1"),
+                                         S("10.0.0.1:80")};
+    waiters_v[0] = (struct msg_waiter_v){9, 2, -1, BATON_MODE_EXCLUSIVE, S("web-2"),
+                                         S("10.0.0.2:80")};
+    waiters_v[1] = (struct msg_waiter_v){11, 5, 500, BATON_MODE_EXCLUSIVE, S(""), S("")};
     members[0] = (struct msg_member){1, S("127.0.0.1:7101"), S("127.0.0.1:7001")};
     members[1] = (struct msg_member){2, S("127.0.0.1:7102"), S("127.0.0.1:7002")};
     members[2] = (struct msg_member){3, S("127.0.0.1:7103"), S("127.0.0.1:7003")};
@@ -255,6 +262,52 @@ int msg_sample(int type, struct msg *m)
         m->u.op.lock = S("jobs/1");
         m->u.op.n_more = 2;
         m->u.op.more = more;
+        break;
+    case MSG_ACQUIRE2:
+        m->u.op.session = 7;
+        m->u.op.seq = 3;
+        m->u.op.ack_below = 3;
+        m->u.op.wait_ms = BATON_WAIT_FOREVER;
+        m->u.op.lock = S("svc/leader");
+        m->u.op.flags = BATON_ACQ_OWNERS;
+        m->u.op.value = S("10.0.0.1:80");
+        break;
+    case MSG_PROCLAIM:
+        m->u.op.session = 7;
+        m->u.op.seq = 4;
+        m->u.op.ack_below = 4;
+        m->u.op.fence = 41;
+        m->u.op.lock = S("svc/leader");
+        m->u.op.value = S("10.0.0.1:8080");
+        break;
+    case MSG_LOCK_STATE:
+        m->u.lock_info.lock = S("svc/leader");
+        break;
+    case MSG_LOCK_STATE_R:
+    case MSG_WATCH2_EVENT: {
+        struct msg_lock_state *st =
+            type == MSG_LOCK_STATE_R ? &m->u.lock_state : &m->u.watch2_event.state;
+        st->revision = 130;
+        st->held = 1;
+        st->mode = BATON_MODE_EXCLUSIVE;
+        st->limit = 1;
+        st->total_holders = 1;
+        st->n_holders = 1;
+        st->holders = holders_v;
+        st->total_waiters = 2;
+        st->n_waiters = 2;
+        st->waiters = waiters_v;
+        st->lock = S("svc/leader");
+        if (type == MSG_WATCH2_EVENT) m->u.watch2_event.kind = WATCH2_CHANGE;
+        break;
+    }
+    case MSG_WATCH2:
+        m->u.watch2.flags = BATON_WATCH_PREFIX;
+        m->u.watch2.key = S("svc/");
+        m->u.watch2.after = 129;
+        break;
+    case MSG_UNWATCH:
+        m->u.unwatch.watch = 1052;
         break;
     case MSG_SNAPSHOT_CHUNK:
         m->u.snapshot_chunk.offset = 49152;

@@ -30,6 +30,9 @@ static struct msg_seq keeps[BATON_MAX_KEEP];
 static char big_text[BATON_MAX_TEXT_CHUNK];
 static struct msg_text_chunk chunks[BATON_MAX_TEXT_CHUNKS];
 static struct msg_lock_name more_names[BATON_MAX_MANY - 1];
+static char big_value[BATON_MAX_VALUE];
+static struct msg_holder_v holders_v[BATON_MAX_LIST];
+static struct msg_waiter_v waiters_v[BATON_MAX_LIST];
 
 struct pstr psn(const char *s, size_t n)
 {
@@ -103,6 +106,45 @@ static void op_head(int v, struct msg_op *op)
     op->keep = op->n_keep ? keeps : NULL;
 }
 
+/* A lock state (LOCK_STATE_R, WATCH2_EVENT). The extreme fills both
+ * lists with the longest client names and gives the first holder the
+ * longest value: the frame still fits. */
+static void lock_state_sample(int v, struct msg_lock_state *st)
+{
+    st->revision = U64(v, 0x0102030405060708ull);
+    st->held = U8(v, 1);
+    st->mode = U8(v, BATON_MODE_SHARED);
+    st->limit = U32(v, 0x00000102);
+    st->delayed = U8(v, 1);
+    st->total_holders = U32(v, 0x02030405);
+    st->n_holders = COUNT(v, 2, BATON_MAX_LIST);
+    st->holders = st->n_holders ? holders_v : NULL;
+    for (uint32_t i = 0; i < st->n_holders; i++) {
+        holders_v[i].session = 0x1112131415161718ull + i;
+        holders_v[i].waiter = 0x2122232425262728ull + i;
+        holders_v[i].fence = 0x3132333435363738ull + i;
+        holders_v[i].granted_index = 0x4142434445464748ull + i;
+        holders_v[i].mode = (uint8_t)(i % 2);
+        holders_v[i].count = 0x01000000u + i;
+        holders_v[i].client_name = STR(v, i ? "worker-2" : "worker-1", big_client,
+                                       BATON_MAX_CLIENT_NAME);
+        holders_v[i].value = i == 0 ? STR(v, "10.0.0.1:80", big_value, BATON_MAX_VALUE)
+                                    : psn("", 0);
+    }
+    st->total_waiters = U32(v, 0x01020304);
+    st->n_waiters = COUNT(v, 3, BATON_MAX_LIST);
+    st->waiters = st->n_waiters ? waiters_v : NULL;
+    for (uint32_t i = 0; i < st->n_waiters; i++) {
+        waiters_v[i].session = 0x7172737475767778ull + i;
+        waiters_v[i].waiter = 0x8182838485868788ull + i;
+        waiters_v[i].wait_ms = i % 2 ? BATON_WAIT_FOREVER : -(int64_t)i * 1000003;
+        waiters_v[i].mode = (uint8_t)((i + 1) % 2);
+        waiters_v[i].client_name = STR(v, "w", big_client, BATON_MAX_CLIENT_NAME);
+        waiters_v[i].value = i == 1 && v == V_TYPICAL ? ps("standby") : psn("", 0);
+    }
+    st->lock = STR(v, "svc/leader", big_name, BATON_MAX_NAME);
+}
+
 /* Build variant v of a message of the given type into *m. Typical values
  * differ from field to field and use every byte, so swapped fields or a
  * wrong byte order cannot go unnoticed. */
@@ -117,6 +159,7 @@ void sample(int type, int v, struct msg *m)
     fill(big_err, sizeof big_err, 4);
     fill(big_chunk, sizeof big_chunk, 5);
     fill(big_token, sizeof big_token, 5);
+    fill(big_value, sizeof big_value, 6);
     memset(m, 0, sizeof *m);
     m->type = (uint16_t)type;
     m->req_id = U64(v, 0x0102030405060708ull + (uint64_t)type);
@@ -386,6 +429,41 @@ void sample(int type, int v, struct msg *m)
         }
         m->u.op.more = m->u.op.n_more ? more_names : NULL;
         break;
+    case MSG_ACQUIRE2: {
+        /* ACQUIRE's sample, then its flags, fence and value. */
+        struct msg a;
+        sample(MSG_ACQUIRE, v, &a);
+        m->u.op = a.u.op;
+        m->u.op.flags = U8(v, BATON_ACQ_OWNERS);
+        m->u.op.fence = U64(v, 0x2122232425262728ull);
+        m->u.op.value = STR(v, "{\"addr\":\"10.0.0.7:80\"}", big_value, BATON_MAX_VALUE);
+        break;
+    }
+    case MSG_PROCLAIM:
+        op_head(v, &m->u.op);
+        m->u.op.fence = U64(v, 0xD1D2D3D4D5D6D7D8ull);
+        m->u.op.lock = LOCK(v, "svc/leader");
+        m->u.op.value = STR(v, "10.0.0.8:80", big_value, BATON_MAX_VALUE);
+        break;
+    case MSG_LOCK_STATE:
+        m->u.lock_info.lock = LOCK(v, "svc/leader");
+        break;
+    case MSG_LOCK_STATE_R:
+        lock_state_sample(v, &m->u.lock_state);
+        break;
+    case MSG_WATCH2:
+        m->u.watch2.flags = U8(v, BATON_WATCH_PREFIX);
+        m->u.watch2.key = STR(v, "svc/", big_name, BATON_MAX_NAME);
+        m->u.watch2.after = U64(v, 0x3132333435363738ull);
+        break;
+    case MSG_WATCH2_EVENT:
+        m->u.watch2_event.kind = U8(v, WATCH2_CHANGE);
+        m->u.watch2_event.restarted = U8(v, 1);
+        lock_state_sample(v, &m->u.watch2_event.state);
+        break;
+    case MSG_UNWATCH:
+        m->u.unwatch.watch = U64(v, 0x4142434445464748ull);
+        break;
     case MSG_SNAPSHOT_CHUNK:
         m->u.snapshot_chunk.offset = U64(v, 0x7172737475767778ull);
         m->u.snapshot_chunk.total = U64(v, 0x8182838485868788ull);
@@ -455,6 +533,43 @@ void sample(int type, int v, struct msg *m)
 /* ---- comparing and framing ------------------------------------------------ */
 
 /* Compare every field of two messages of the same type. */
+/* Two lock states are alike (LOCK_STATE_R, WATCH2_EVENT). */
+static void assert_lock_state_eq(const struct msg_lock_state *x, const struct msg_lock_state *y)
+{
+    ASSERT_UEQ(x->revision, y->revision);
+    ASSERT_EQ(x->held, y->held);
+    ASSERT_EQ(x->mode, y->mode);
+    ASSERT_UEQ(x->limit, y->limit);
+    ASSERT_EQ(x->delayed, y->delayed);
+    ASSERT_UEQ(x->total_holders, y->total_holders);
+    ASSERT_UEQ(x->n_holders, y->n_holders);
+    ASSERT((x->holders == NULL) == (y->holders == NULL));
+    for (uint32_t i = 0; i < x->n_holders; i++) {
+        const struct msg_holder_v *p = &x->holders[i], *q = &y->holders[i];
+        ASSERT_UEQ(p->session, q->session);
+        ASSERT_UEQ(p->waiter, q->waiter);
+        ASSERT_UEQ(p->fence, q->fence);
+        ASSERT_UEQ(p->granted_index, q->granted_index);
+        ASSERT_EQ(p->mode, q->mode);
+        ASSERT_UEQ(p->count, q->count);
+        ASSERT_PSTR_EQ(p->client_name, q->client_name);
+        ASSERT_PSTR_EQ(p->value, q->value);
+    }
+    ASSERT_UEQ(x->total_waiters, y->total_waiters);
+    ASSERT_UEQ(x->n_waiters, y->n_waiters);
+    ASSERT((x->waiters == NULL) == (y->waiters == NULL));
+    for (uint32_t i = 0; i < x->n_waiters; i++) {
+        const struct msg_waiter_v *p = &x->waiters[i], *q = &y->waiters[i];
+        ASSERT_UEQ(p->session, q->session);
+        ASSERT_UEQ(p->waiter, q->waiter);
+        ASSERT_EQ(p->wait_ms, q->wait_ms);
+        ASSERT_EQ(p->mode, q->mode);
+        ASSERT_PSTR_EQ(p->client_name, q->client_name);
+        ASSERT_PSTR_EQ(p->value, q->value);
+    }
+    ASSERT_PSTR_EQ(x->lock, y->lock);
+}
+
 /* Two ops start alike (BATON_OP_FIELDS). */
 static void assert_op_head_eq(const struct msg_op *a, const struct msg_op *b)
 {
@@ -711,6 +826,40 @@ void assert_msg_eq(const struct msg *a, const struct msg *b)
         ASSERT_UEQ(a->u.op.n_more, b->u.op.n_more);
         for (uint32_t i = 0; i < a->u.op.n_more; i++)
             ASSERT_PSTR_EQ(a->u.op.more[i].name, b->u.op.more[i].name);
+        break;
+    case MSG_ACQUIRE2: {
+        struct msg x = *a, y = *b;
+        x.type = y.type = MSG_ACQUIRE;
+        assert_msg_eq(&x, &y);
+        ASSERT_EQ(a->u.op.flags, b->u.op.flags);
+        ASSERT_UEQ(a->u.op.fence, b->u.op.fence);
+        ASSERT_PSTR_EQ(a->u.op.value, b->u.op.value);
+        break;
+    }
+    case MSG_PROCLAIM:
+        assert_op_head_eq(&a->u.op, &b->u.op);
+        ASSERT_UEQ(a->u.op.fence, b->u.op.fence);
+        ASSERT_PSTR_EQ(a->u.op.lock, b->u.op.lock);
+        ASSERT_PSTR_EQ(a->u.op.value, b->u.op.value);
+        break;
+    case MSG_LOCK_STATE:
+        ASSERT_PSTR_EQ(a->u.lock_info.lock, b->u.lock_info.lock);
+        break;
+    case MSG_LOCK_STATE_R:
+        assert_lock_state_eq(&a->u.lock_state, &b->u.lock_state);
+        break;
+    case MSG_WATCH2:
+        ASSERT_EQ(a->u.watch2.flags, b->u.watch2.flags);
+        ASSERT_PSTR_EQ(a->u.watch2.key, b->u.watch2.key);
+        ASSERT_UEQ(a->u.watch2.after, b->u.watch2.after);
+        break;
+    case MSG_WATCH2_EVENT:
+        ASSERT_EQ(a->u.watch2_event.kind, b->u.watch2_event.kind);
+        ASSERT_EQ(a->u.watch2_event.restarted, b->u.watch2_event.restarted);
+        assert_lock_state_eq(&a->u.watch2_event.state, &b->u.watch2_event.state);
+        break;
+    case MSG_UNWATCH:
+        ASSERT_UEQ(a->u.unwatch.watch, b->u.unwatch.watch);
         break;
     case MSG_SNAPSHOT_CHUNK:
         ASSERT_UEQ(a->u.snapshot_chunk.offset, b->u.snapshot_chunk.offset);

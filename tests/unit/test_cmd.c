@@ -840,7 +840,7 @@ static const struct {
     {"WAIT_TIMEOUT", 7},    {"FORCE_RELEASE", 8},  {"DELAY_END", 9},
     {"SET_MEMBER_ADDR", 10}, {"OPEN_OWNED", 11},   {"CHECK", 12},
     {"FORCE_RELEASE2", 13}, {"ACQUIRE_MODES", 14}, {"ACQUIRE_MANY", 15},
-    {"SET_LEVEL", 16},
+    {"SET_LEVEL", 16},      {"ACQUIRE_EXT", 17},   {"SET_VALUE", 18},
 };
 #define N_PINNED (sizeof pinned / sizeof pinned[0])
 

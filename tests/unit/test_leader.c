@@ -365,9 +365,14 @@ static int needs(int type)
     case MSG_LIST_SESSIONS:
     case MSG_WATCH:
     case MSG_METRICS:
+    case MSG_LOCK_STATE:
+    case MSG_WATCH2:
+    case MSG_UNWATCH:
         return MSG_ROLE_READ;
     case MSG_OPEN_SESSION:
     case MSG_ACQUIRE:
+    case MSG_ACQUIRE2:
+    case MSG_PROCLAIM:
     case MSG_ACQUIRE_MANY:
     case MSG_RELEASE:
     case MSG_CANCEL:
@@ -393,6 +398,8 @@ static void harmless(int type, struct msg *m, uint64_t req)
     switch (type) {
     case MSG_OPEN_SESSION: m->u.open_session.ttl_ms = 5000; break;
     case MSG_ACQUIRE:
+    case MSG_ACQUIRE2:
+    case MSG_PROCLAIM:
     case MSG_RELEASE:
     case MSG_CANCEL:
     case MSG_CLOSE_SESSION:
@@ -413,7 +420,10 @@ static void harmless(int type, struct msg *m, uint64_t req)
     }
     case MSG_KEEPALIVE: m->u.keepalive.session = 999999; break;
     case MSG_LOST_HOLDS: m->u.lost_holds.session = 999999; break;
-    case MSG_LOCK_INFO: m->u.lock_info.lock = P("jobs/matrix"); break;
+    case MSG_LOCK_INFO:
+    case MSG_LOCK_STATE: m->u.lock_info.lock = P("jobs/matrix"); break;
+    case MSG_WATCH2: m->u.watch2.key = P("jobs/matrix"); break;
+    case MSG_UNWATCH: m->u.unwatch.watch = 1; break;
     case MSG_LIST_LOCKS: m->u.list_locks.prefix = P("jobs/"); m->u.list_locks.limit = 10; break;
     case MSG_LIST_SESSIONS: m->u.list_sessions.limit = 10; break;
     case MSG_WATCH: m->u.watch.lock = P("jobs/matrix"); break;
