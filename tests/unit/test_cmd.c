@@ -68,6 +68,9 @@ static void assert_cmd_eq(const struct cmd *a, const struct cmd *b)
     ASSERT_EQ(a->n_more, b->n_more);
     ASSERT_UEQ(a->more_len, b->more_len);
     if (a->more_len) ASSERT(memcmp(a->more, b->more, a->more_len) == 0);
+    ASSERT_EQ(a->flags, b->flags);
+    ASSERT_EQ(a->value_len, b->value_len);
+    if (a->value_len) ASSERT(memcmp(a->value, b->value, a->value_len) == 0);
 }
 
 TEST(roundtrip_every_type)
@@ -282,6 +285,87 @@ TEST(acquire_modes_layouts)
     ASSERT_UEQ(got.len, 0);
     buf_free(&want);
     buf_free(&got);
+}
+
+/* An ACQUIRE with flags or a value travels as ACQUIRE_EXT (byte 17): the
+ * fields of ACQUIRE_MODES, u8 flags, str value; SET_VALUE (byte 18) has
+ * str value after its name. Hand-written layouts, so that the encoder and
+ * decoder cannot share a wrong field order; one encoding per command. */
+TEST(values_and_flags_layouts)
+{
+    static const uint8_t val[] = {'1', '0', '.', '0', '.', '0', '.', '1'};
+    struct cmd ext = c_acq(7, 3, BATON_WAIT_FOREVER, "L"), set, out[2], bad;
+    struct buf want = {0}, got = {0}, b = {0};
+
+    ASSERT_EQ(CMD_ACQUIRE_EXT, 17);
+    ASSERT_EQ(CMD_SET_VALUE, 18);
+    ext.flags = CMD_ACQ_OWNERS;
+    ext.value = val;
+    ext.value_len = sizeof val;
+    ext.fence = 41;
+    set = make_cmd(CMD_SET_VALUE, "L");
+    set.session = 7;
+    set.seq = 4;
+    set.fence = 41;
+    set.value = val;
+    set.value_len = 3;
+    ASSERT_EQ(buf_put_u8(&want, CMD_FORMAT), 0);
+    ASSERT_EQ(buf_put_u32(&want, 2), 0);
+    put_fixed(&want, CMD_ACQUIRE_EXT, &ext);
+    ASSERT_EQ(buf_put_str(&want, "L", 1), 0);
+    ASSERT_EQ(buf_put_u8(&want, 0), 0);  /* mode */
+    ASSERT_EQ(buf_put_u32(&want, 0), 0); /* limit */
+    ASSERT_EQ(buf_put_u8(&want, 0), 0);  /* reentrant */
+    ASSERT_EQ(buf_put_u8(&want, CMD_ACQ_OWNERS), 0);
+    ASSERT_EQ(buf_put_str(&want, (const char *)val, sizeof val), 0);
+    put_fixed(&want, CMD_SET_VALUE, &set);
+    ASSERT_EQ(buf_put_str(&want, "L", 1), 0);
+    ASSERT_EQ(buf_put_str(&want, (const char *)val, 3), 0);
+    cmds_encode(&got, (struct cmd[]){ext, set}, 2);
+    ASSERT(got.len == want.len && memcmp(got.data, want.data, want.len) == 0);
+    ASSERT_EQ(decode_all(want.data, want.len, out, 2), 2);
+    ASSERT_EQ(out[0].type, CMD_ACQUIRE);
+    assert_cmd_eq(&ext, &out[0]);
+    assert_cmd_eq(&set, &out[1]);
+    /* A value alone, or a flag alone, also travels as ACQUIRE_EXT. */
+    bad = c_acq(7, 3, BATON_WAIT_FOREVER, "L");
+    bad.value = val;
+    bad.value_len = 1;
+    buf_reset(&got);
+    cmds_encode(&got, &bad, 1);
+    ASSERT_EQ(got.data[5], CMD_ACQUIRE_EXT);
+    /* No flag and no value under the EXT byte, or an unknown flag: malformed. */
+    bad = c_acq(7, 3, BATON_WAIT_FOREVER, "L");
+    for (int flags = 0; flags <= 0x80; flags += 0x80) {
+        buf_reset(&b);
+        buf_reset(&got);
+        cmds_encode(&got, &bad, 1);
+        ASSERT_EQ(buf_put(&b, got.data, got.len), 0);
+        b.data[5] = CMD_ACQUIRE_EXT;
+        ASSERT_EQ(buf_put_u8(&b, 0), 0);
+        ASSERT_EQ(buf_put_u32(&b, 0), 0);
+        ASSERT_EQ(buf_put_u8(&b, 0), 0);
+        ASSERT_EQ(buf_put_u8(&b, (uint8_t)flags), 0);
+        ASSERT_EQ(buf_put_str(&b, "", 0), 0);
+        ASSERT_EQ(decode_all(b.data, b.len, out, 1), BATON_EMALFORMED);
+    }
+    /* A value past CMD_MAX_VALUE: refused by the encoder. */
+    bad.value_len = CMD_MAX_VALUE + 1;
+    bad.value = val; /* never read: the length is refused first */
+    buf_reset(&got);
+    ASSERT_EQ(cmd_batch_add(&got, &bad), BATON_ETOOBIG);
+    /* Flags or a value on a type that has no room for them: refused. */
+    bad = c_rel(7, 4, 1, "L");
+    bad.flags = CMD_ACQ_OWNERS;
+    ASSERT_EQ(cmd_batch_add(&got, &bad), BATON_EINVAL);
+    bad = c_rel(7, 4, 1, "L");
+    bad.value = val;
+    bad.value_len = 1;
+    ASSERT_EQ(cmd_batch_add(&got, &bad), BATON_EINVAL);
+    ASSERT_UEQ(got.len, 0);
+    buf_free(&want);
+    buf_free(&got);
+    buf_free(&b);
 }
 
 /* An ACQUIRE_MANY (type byte 15): the modes' fields, u8 n_more and the
@@ -940,6 +1024,11 @@ TEST(level_of_a_command)
     ASSERT_EQ(cmd_level(&c), 2);
     c = make_cmd(CMD_ACQUIRE_MODES, "L"); /* an encoding-only type is no command */
     ASSERT_EQ(cmd_level(&c), 0);
+    c = make_cmd(CMD_ACQUIRE, "L");
+    c.flags = CMD_ACQ_OWNERS; /* values and owners: level 3 */
+    ASSERT_EQ(cmd_level(&c), 3);
+    c = make_cmd(CMD_SET_VALUE, "L");
+    ASSERT_EQ(cmd_level(&c), 3);
 }
 
 int main(int argc, char **argv)
@@ -952,6 +1041,7 @@ int main(int argc, char **argv)
     RUN(owner_roundtrip_lengths);
     RUN(acquire_modes_layouts);
     RUN(acquire_many_layouts);
+    RUN(values_and_flags_layouts);
     RUN(empty_batch);
     RUN(batch_inside_a_buffer);
     RUN(encoder_refuses_bad_commands);
