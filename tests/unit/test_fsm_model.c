@@ -1,11 +1,12 @@
 /*
  * test_fsm_model.c -- the lock store against a small model of the rules of
- * lock modes (docs/design.md, "Lock modes"), under thousands of random
- * operations: acquires with a random mode, limit, reentrant flag and wait,
- * releases (right and wrong fences), cancels, wait timeouts, expiries and
+ * lock modes (docs/design.md, "Lock modes") and of values, under thousands
+ * of random operations: acquires with a random mode, limit, reentrant
+ * flag, wait and value, releases (right and wrong fences), proclaims
+ * (SET_VALUE, by the holder or not), cancels, wait timeouts, expiries and
  * forced releases. After every step the results, the grants of the entry,
- * and every lock's limit, holders (session, waiter, fence, mode, count)
- * and queue (session, waiter, mode) must be the model's.
+ * and every lock's limit, holders (session, waiter, fence, mode, count,
+ * value) and queue (session, waiter, mode, value) must be the model's.
  *
  * The model is written to be obviously right, not fast: arrays, linear
  * scans, and the rules as docs/design.md states them. It gives fences as
@@ -23,8 +24,8 @@ enum { N_NAMES = 3, MAX_SESS = 6, MAX_H = 64, MAX_Q = 64, STEPS = 6000 };
 
 static const char *const names[N_NAMES] = {"a", "b", "c"};
 
-struct m_hold { uint64_t session, waiter, fence; uint8_t mode; uint32_t count; };
-struct m_wait { uint64_t session, waiter; uint8_t mode; };
+struct m_hold { uint64_t session, waiter, fence; uint8_t mode; uint32_t count; char val[24]; };
+struct m_wait { uint64_t session, waiter; uint8_t mode; char val[24]; };
 struct m_lock {
     uint32_t limit;                 /* 0: no such lock */
     struct m_hold h[MAX_H];
@@ -60,7 +61,8 @@ static int m_compatible(const struct m_lock *l, uint8_t mode)
     return mode == BATON_MODE_SHARED && l->h[0].mode == BATON_MODE_SHARED;
 }
 
-static uint64_t m_hold_add(struct m_lock *l, uint64_t session, uint64_t waiter, uint8_t mode)
+static uint64_t m_hold_add(struct m_lock *l, uint64_t session, uint64_t waiter, uint8_t mode,
+                           const char *val)
 {
     struct m_hold *h = &l->h[l->nh++];
 
@@ -70,6 +72,7 @@ static uint64_t m_hold_add(struct m_lock *l, uint64_t session, uint64_t waiter, 
     h->fence = M.next_fence++;
     h->mode = mode;
     h->count = 1;
+    snprintf(h->val, sizeof h->val, "%s", val);
     return h->fence;
 }
 
@@ -79,7 +82,7 @@ static void m_grant_waiting(struct m_lock *l)
     while (l->nq > 0 && m_compatible(l, l->q[0].mode)) {
         struct m_wait w = l->q[0];
         memmove(l->q, l->q + 1, sizeof l->q[0] * (size_t)--l->nq);
-        m_hold_add(l, w.session, w.waiter, w.mode);
+        m_hold_add(l, w.session, w.waiter, w.mode, w.val);
         M.grants[M.n_grants][0] = w.session;
         M.grants[M.n_grants++][1] = w.waiter;
     }
@@ -99,7 +102,7 @@ static void m_wait_del(struct m_lock *l, int i)
 }
 
 static struct cmd_result m_acquire(uint64_t s, uint64_t seq, int n, uint8_t mode, uint32_t limit,
-                                   uint8_t reentrant, int64_t wait)
+                                   uint8_t reentrant, int64_t wait, const char *val)
 {
     struct m_lock *l = &M.lock[n];
     struct cmd_result r = {0};
@@ -133,13 +136,14 @@ static struct cmd_result m_acquire(uint64_t s, uint64_t seq, int n, uint8_t mode
     l->limit = eff;
     if (l->nq == 0 && m_compatible(l, mode)) {
         r.kind = RESULT_GRANTED;
-        r.value = m_hold_add(l, s, seq, mode);
+        r.value = m_hold_add(l, s, seq, mode, val);
     } else if (wait == BATON_WAIT_TRY) {
         r.status = BATON_EWOULDBLOCK;
         if (l->nh == 0 && l->nq == 0) l->limit = 0;
     } else {
         l->q[l->nq].session = s;
         l->q[l->nq].waiter = seq;
+        snprintf(l->q[l->nq].val, sizeof l->q[l->nq].val, "%s", val);
         l->q[l->nq++].mode = mode;
         ASSERT_LE(l->nq, MAX_Q);
         r.kind = RESULT_QUEUED;
@@ -270,7 +274,47 @@ static struct cmd_result m_force(int n, uint64_t fence)
     return r;
 }
 
+/* SET_VALUE: the session's hold of that fence takes the value; a hold it
+ * lost is ELOST (its record stays), anything else ENOTHELD. */
+static struct cmd_result m_set_value(uint64_t s, uint64_t fence, int n, const char *val)
+{
+    struct m_lock *l = &M.lock[n];
+    struct cmd_result r = {0};
+
+    for (int i = 0; i < l->nh; i++) {
+        if (l->h[i].fence != fence || l->h[i].session != s) continue;
+        snprintf(l->h[i].val, sizeof l->h[i].val, "%s", val);
+        return r;
+    }
+    r.status = BATON_ENOTHELD;
+    for (int k = 0; k < M.n_lost; k++)
+        if (M.lost[k].session == s && M.lost[k].fence == fence && M.lost[k].name == n)
+            r.status = BATON_ELOST;
+    return r;
+}
+
 /* ---- the comparison ---------------------------------------------------- */
+
+static void assert_value(struct pstr got, const char *want)
+{
+    ASSERT_UEQ(got.n, strlen(want));
+    if (got.n) ASSERT(memcmp(got.p, want, got.n) == 0);
+}
+
+/* The values the reader's state shows are the model's. */
+static void compare_values(struct fixture *f, int n)
+{
+    const struct m_lock *l = &M.lock[n];
+    struct msg_lock_state st;
+    struct lock_state_mem mem;
+
+    ASSERT_EQ(store_lock_state(f->s, names[n], strlen(names[n]), 1u << 20, &st, &mem), 0);
+    ASSERT_EQ((int)st.n_holders, l->nh);
+    ASSERT_EQ((int)st.n_waiters, l->nq);
+    for (int k = 0; k < l->nh; k++) assert_value(st.holders[k].value, l->h[k].val);
+    for (int k = 0; k < l->nq; k++) assert_value(st.waiters[k].value, l->q[k].val);
+    store_lock_state_free(&mem);
+}
 
 static void compare_state(struct fixture *f)
 {
@@ -300,6 +344,7 @@ static void compare_state(struct fixture *f)
         for (uint32_t k = 0; k < i.n_holders && i.limit == 1; k++)
             if (i.holders[k].mode == BATON_MODE_EXCLUSIVE) ASSERT_EQ(i.total_holders, 1);
         store_lock_info_free(&i);
+        compare_values(f, n);
     }
 }
 
@@ -379,6 +424,7 @@ static void one_step(struct fixture *f, int *counts)
     struct cmd c;
     uint64_t s, fence, waiter;
     int n, op = (int)rnd(100), si;
+    char val[24];
 
     M.n_grants = 0;
     if (M.n_sess < 2 || (op < 3 && M.n_sess < MAX_SESS)) {
@@ -401,7 +447,13 @@ static void one_step(struct fixture *f, int *counts)
             if (M.lock[n].limit > 1) c.mode = BATON_MODE_EXCLUSIVE;
         }
         c.reentrant = rnd(3) == 0;
-        want = m_acquire(c.session, c.seq, n, c.mode, c.limit, c.reentrant, c.wait_ms);
+        if (rnd(2)) { /* half of them with a value */
+            snprintf(val, sizeof val, "v%llu", (unsigned long long)c.seq);
+            c.value = (const uint8_t *)val;
+            c.value_len = (uint16_t)strlen(val);
+        }
+        want = m_acquire(c.session, c.seq, n, c.mode, c.limit, c.reentrant, c.wait_ms,
+                         c.value_len ? val : "");
         counts[0]++;
     } else if (op < 75) { /* release: a real hold, or a wrong fence */
         if (pick_hold(&n, &s, &fence, &waiter) && rnd(8)) {
@@ -415,6 +467,25 @@ static void one_step(struct fixture *f, int *counts)
         c = c_rel(s, ++M.seq[si], fence, names[n]);
         want = m_release(s, fence, n);
         counts[1]++;
+    } else if (op < 80) { /* proclaim: a real hold (maybe another session's), or a wrong fence */
+        if (!pick_hold(&n, &s, &fence, &waiter) || rnd(6) == 0) {
+            n = (int)rnd(N_NAMES);
+            fence = rnd(M.next_fence + 2);
+            s = M.sess[rnd((uint64_t)M.n_sess)];
+        }
+        if (rnd(6) == 0) s = M.sess[rnd((uint64_t)M.n_sess)];
+        if (rnd(6) == 0 && M.n_lost > 0) { /* a hold this session lost */
+            int k = (int)rnd((uint64_t)M.n_lost);
+            s = M.lost[k].session, fence = M.lost[k].fence, n = M.lost[k].name;
+        }
+        si = sess_index(s);
+        snprintf(val, sizeof val, rnd(5) ? "p%llu" : "", (unsigned long long)(M.seq[si] + 1));
+        c = cmd_of(CMD_SET_VALUE, s, ++M.seq[si], names[n]);
+        c.fence = fence;
+        c.value = (const uint8_t *)val;
+        c.value_len = (uint16_t)strlen(val);
+        want = m_set_value(s, fence, n, val);
+        counts[5]++;
     } else if (op < 85) { /* cancel or time out a wait (or a hold: cancel's race) */
         int cancel = (int)rnd(2);
         if (!pick_wait(&n, &s, &waiter) || rnd(6) == 0) {
@@ -449,16 +520,19 @@ static void one_step(struct fixture *f, int *counts)
 TEST(store_matches_the_model_under_random_operations)
 {
     struct fixture f;
-    int counts[5] = {0};
+    int counts[6] = {0};
     uint32_t n;
 
     setup(&f);
+    ASSERT_EQ(run(&f, cmd_of(CMD_SET_LEVEL, STORE_LEVEL_VALUES, 0, NULL)).status, 0);
     memset(&M, 0, sizeof M);
     M.next_fence = 1;
     for (int step = 0; step < STEPS; step++) one_step(&f, counts);
-    printf("# acquires %d, releases %d, cancels/timeouts %d, expiries %d, forced %d\n",
-           counts[0], counts[1], counts[2], counts[3], counts[4]);
+    printf("# acquires %d, releases %d, proclaims %d, cancels/timeouts %d, expiries %d, "
+           "forced %d\n",
+           counts[0], counts[1], counts[5], counts[2], counts[3], counts[4]);
     ASSERT_GT(counts[0], STEPS / 3);
+    ASSERT_GT(counts[5], STEPS / 50);
     /* Every session's lost records are the model's. */
     for (int i = 0; i < M.n_sess; i++) {
         int want = 0;
