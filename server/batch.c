@@ -136,6 +136,18 @@ static void proposed_cb(void *data, int status, const struct effects *fx)
     free(f);
 }
 
+/* The most bytes one entry's batch takes: values make commands of up to
+ * CMD_MAX_VALUE bytes, and an entry is written, sent and applied whole. */
+#define BATCH_MAX_BYTES ((size_t)4 << 20)
+
+/* Is there no room for one more command (of any size) in b? */
+static bool batch_full(const struct batch *b)
+{
+    return b->count == CMD_MAX_BATCH ||
+           (b->count > 0 &&
+            b->payload.len + CMD_MAX_VALUE + 2 * BATON_MAX_NAME + 1024 > BATCH_MAX_BYTES);
+}
+
 void batch_add(struct server *srv, const struct cmd *cmd, const struct pending *p)
 {
     struct batch *b = &srv->batch;
@@ -148,8 +160,8 @@ void batch_add(struct server *srv, const struct cmd *cmd, const struct pending *
         fail_all(srv, p, 1, BATON_EVERSION);
         return;
     }
-    if (b->count == CMD_MAX_BATCH) batch_flush(srv);
-    if (b->count == CMD_MAX_BATCH) { /* held: no room for more */
+    if (batch_full(b)) batch_flush(srv);
+    if (batch_full(b)) { /* held: no room for more */
         fail_all(srv, p, 1, BATON_ENOTLEADER);
         return;
     }
@@ -185,7 +197,7 @@ void batch_flush(struct server *srv)
     }
     /* A batch started this turn waits for one more poll (the top of this
      * file); a full one goes at once. */
-    if (b->turns++ == 0 && b->count < CMD_MAX_BATCH) {
+    if (b->turns++ == 0 && !batch_full(b)) {
         uv_idle_start(&b->linger, linger_cb);
         return;
     }
@@ -194,7 +206,7 @@ void batch_flush(struct server *srv)
      * entry costs each node one disk write where many small ones would
      * cost one each. A full batch goes anyway. */
     if (b->max_inflight && b->inflight >= b->max_inflight && b->inflight_cmds >= HOLD_MIN_CMDS &&
-        b->count < CMD_MAX_BATCH)
+        !batch_full(b))
         return;
     cmd_batch_end(&b->payload, b->start, b->count);
     f = xmalloc(sizeof *f);
