@@ -454,10 +454,11 @@ TEST(unknown_message_types)
 }
 
 /* HELLO with a protocol version the server does not speak, and a request
- * before any HELLO. */
+ * before any HELLO; each version it speaks is answered in that version. */
 TEST(wrong_protocol_version)
 {
-    static const uint32_t versions[] = {0, BATON_PROTO_VERSION + 1, UINT32_MAX};
+    static const uint32_t versions[] = {0, BATON_PROTO_VERSION_MIN - 1, BATON_PROTO_VERSION + 1,
+                                        UINT32_MAX};
     struct msg m;
     baton_t *b;
     long rss;
@@ -474,6 +475,21 @@ TEST(wrong_protocol_version)
         fd = raw_connect(L);
         send_msg(fd, &m);
         expect_error_and_close(fd, BATON_EVERSION);
+    }
+    for (uint32_t v = BATON_PROTO_VERSION_MIN; v <= BATON_PROTO_VERSION; v++) {
+        struct msg r;
+        uint8_t *frame;
+        memset(&m, 0, sizeof m);
+        m.type = MSG_HELLO;
+        m.req_id = 1;
+        m.u.hello.version = v;
+        fd = raw_connect(L);
+        send_msg(fd, &m);
+        ASSERT_EQ(recv_msg(fd, &r, &frame), 1);
+        ASSERT_EQ(r.type, MSG_HELLO_OK);
+        ASSERT_UEQ(r.u.hello_ok.version, v);
+        free(frame);
+        close(fd);
     }
     memset(&m, 0, sizeof m);
     m.type = MSG_STATUS;
