@@ -76,20 +76,6 @@ void admin_lock_info(struct conn *c, const struct msg *m)
     store_lock_info_free(&r.u.lock_info_r);
 }
 
-void reply_lock_state(struct conn *c, uint64_t req_id, const char *name, size_t len)
-{
-    struct msg r = {.type = MSG_LOCK_STATE_R, .req_id = req_id};
-    struct lock_state_mem mem;
-    int rv = store_lock_state(c->srv->store, name, len, LOCK_STATE_BUDGET, &r.u.lock_state, &mem);
-
-    if (rv != 0) {
-        conn_send_error(c, req_id, rv, "lock-state: %s", baton_strerror(rv));
-        return;
-    }
-    conn_send(c, &r);
-    store_lock_state_free(&mem);
-}
-
 /* Collects LIST_LOCKS items; names are copied because the store lends them
  * only for the duration of the callback. */
 struct lister {

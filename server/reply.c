@@ -54,3 +54,17 @@ void reply_result(struct server *srv, const struct pending *p, const struct cmd_
     m.u.result.value = o->r->value;
     conn_send(c, &m);
 }
+
+void reply_lock_state(struct conn *c, uint64_t req_id, const char *name, size_t len)
+{
+    struct msg r = {.type = MSG_LOCK_STATE_R, .req_id = req_id};
+    struct lock_state_mem mem;
+    int rv = store_lock_state(c->srv->store, name, len, LOCK_STATE_BUDGET, &r.u.lock_state, &mem);
+
+    if (rv != 0) {
+        conn_send_error(c, req_id, rv, "lock-state: %s", baton_strerror(rv));
+        return;
+    }
+    conn_send(c, &r);
+    store_lock_state_free(&mem);
+}

@@ -64,7 +64,7 @@
  *                       session
  *  [9]  reply.c         answers every handler shares: REDIRECT / NO_LEADER,
  *                       a command that could not be committed, a command's
- *                       RESULT
+ *                       RESULT, a lock's state (LOCK_STATE_R)
  *  [10] member_addrs.c  where any node finds a member's client address
  *  [10] peers.c         the log of refused and closed raft connections
  *  [11] conn_tls.c      TLS on the client port; a TLS/plaintext mismatch's
@@ -515,6 +515,12 @@ void conn_flush_all(struct server *srv);
 struct conn *conn_get(struct server *srv, uint64_t id);
 
 /* reply.c -- answers shared by the request handlers. */
+/* The wire bytes a lock state's holder and waiter lists may take in one
+ * frame (LOCK_STATE_R, WATCH2_EVENT): the frame less room for the rest. */
+#define LOCK_STATE_BUDGET (BATON_MAX_FRAME - 4096)
+/* Answer LOCK_STATE req_id with lock name's state as applied now
+ * (LOCK_STATE_R), or an ERROR. */
+void reply_lock_state(struct conn *c, uint64_t req_id, const char *name, size_t len);
 /* REDIRECT to the leader, or NO_LEADER while none is known (or its client
  * address is unknown): the client tries again there with the same req_id. */
 void reply_not_leader(struct conn *c, uint64_t req_id);
@@ -668,12 +674,6 @@ void liveness_open_release(struct server *srv, uint64_t owner);
 /* admin.c */
 void admin_status(struct conn *c, const struct msg *m);
 void admin_lock_info(struct conn *c, const struct msg *m);
-/* The wire bytes a lock state's holder and waiter lists may take in one
- * frame (LOCK_STATE_R, WATCH2_EVENT): the frame less room for the rest. */
-#define LOCK_STATE_BUDGET (BATON_MAX_FRAME - 4096)
-/* Answer LOCK_STATE req_id with lock name's state as applied now
- * (LOCK_STATE_R), or an ERROR. */
-void reply_lock_state(struct conn *c, uint64_t req_id, const char *name, size_t len);
 void admin_list_locks(struct conn *c, const struct msg *m);
 /* LIST_SESSIONS -> SESSIONS_R from the applied state (ready leader only). */
 void admin_list_sessions(struct conn *c, const struct msg *m);

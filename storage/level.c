@@ -12,14 +12,6 @@
 #include "baton/baton_defs.h"
 #include "storage/store_int.h"
 
-int level_get(store *s, MDB_txn *txn, uint64_t *level)
-{
-    int found, rc = meta_get_u64(s, txn, META_LEVEL, level, &found);
-
-    if (rc == 0 && !found) *level = 1;
-    return rc;
-}
-
 /*
  * SET_LEVEL: raise the cluster's level to cmd->session. 0 or a level past
  * UINT32_MAX fails with BATON_EINVAL; a level at or below the current one

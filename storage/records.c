@@ -429,6 +429,16 @@ int meta_get_u64(store *s, MDB_txn *txn, const char *key, uint64_t *v, int *foun
     return 0;
 }
 
+/* The committed feature level (level.c): the meta key "level", absent
+ * (level 1) until the first SET_LEVEL. */
+int level_get(store *s, MDB_txn *txn, uint64_t *level)
+{
+    int found, rc = meta_get_u64(s, txn, META_LEVEL, level, &found);
+
+    if (rc == 0 && !found) *level = 1;
+    return rc;
+}
+
 int meta_put_u64(store *s, MDB_txn *txn, const char *key, uint64_t v)
 {
     uint8_t b[8];

@@ -9,6 +9,8 @@
  * object defines and uses.
  *  [1] apply.c      store_apply: batch validation, deduplication, and the
  *                   dispatch through cmd_table.h's apply column
+ *  [1] lockstate.c  one lock's whole state for a reader: holders and
+ *                   waiters with client names and values (LOCK_STATE)
  *  [1] reads.c      the short read transactions behind the admin requests
  *  [2] check.c      CHECK: its handler, the content hash, the last result
  *  [2] sessions.c   OPEN_SESSION, CLOSE_SESSION and EXPIRE_SESSION
@@ -22,12 +24,15 @@
  *                   locks_regrant; and a hold's or wait's end in locks.c
  *                   ends a multi-lock's on all its names (multi_release,
  *                   multi_wait_end, multi_drop_owned, multi_force)
+ *  [4] proclaim.c   SET_VALUE: a holder replaces its hold's value
  *  [5] lockrec.c    the records of a lock (lock, holds, queue, owned), the
  *                   compatibility rule, the start of a lock-delay
  *  [5] store.c      environment, open with its format upgrades, close, the
  *                   write-transaction loop that grows the map
  *  [6] lost.c       the lost table: holds taken away by a forced release,
  *                   kept until the client acknowledges them (format 6)
+ *  [6] values.c     the values of holds and waits (format 9), kept and
+ *                   deleted with their owned entries
  *  [6] members.c    the members table: SET_MEMBER_ADDR and store_member_addr
  *  [6] level.c      the cluster's feature level: SET_LEVEL and store_level
  *  [6] modes.c      a session's count of entries per lock (format 7) and
@@ -720,6 +725,7 @@ int value_put(struct apply_ctx *c, uint64_t session, uint64_t waiter, const uint
               size_t len);
 int value_del(struct apply_ctx *c, uint64_t session, uint64_t waiter);
 int value_read(store *s, MDB_txn *txn, uint64_t session, uint64_t waiter, MDB_val *v);
+/* proclaim.c */
 int op_set_value(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *res);
 
 /* ---- members.c ---------------------------------------------------------- */
