@@ -1,7 +1,8 @@
 /*
  * reply.c -- answers that every request handler may give: the redirect of
  * a request this node cannot serve, the answer for a command that was not
- * applied, and the plain RESULT of an applied command.
+ * applied, the plain RESULT of an applied command, and a lock's whole
+ * state (LOCK_STATE_R).
  */
 #include <string.h>
 
