@@ -36,7 +36,7 @@
 #include "server/log.h"
 #include "server/server_int.h"
 
-#define LEVEL_POLL_MS 1000
+#define LEVEL_POLL_MS 100
 
 /* ---- the raise rule ------------------------------------------------------------ */
 

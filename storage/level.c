@@ -34,6 +34,8 @@ int op_set_level(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *
     if (cmd->session > level) {
         level = cmd->session;
         rc = meta_put_u64(c->s, c->txn, META_LEVEL, level);
+        /* the store's format follows (store_int.h, format 9) */
+        if (rc == 0) rc = meta_put_u64(c->s, c->txn, META_FORMAT, store_format_at(level));
     }
     res->value = level;
     return rc;

@@ -439,6 +439,11 @@ int level_get(store *s, MDB_txn *txn, uint64_t *level)
     return rc;
 }
 
+uint64_t store_format_at(uint64_t level)
+{
+    return level >= STORE_LEVEL_VALUES ? STORE_FORMAT : STORE_FORMAT_NO_VALUES;
+}
+
 int meta_put_u64(store *s, MDB_txn *txn, const char *key, uint64_t v)
 {
     uint8_t b[8];

@@ -286,6 +286,7 @@ static int restore_txn(store *s, MDB_txn *txn, void *arg)
     struct snap_hdr h;
     struct rd r;
     MDB_val k, v;
+    uint64_t level;
     uint32_t count;
     int rc;
 
@@ -318,7 +319,8 @@ static int restore_txn(store *s, MDB_txn *txn, void *arg)
     }
     rc = meta_put_u64(s, txn, META_APPLIED, h.applied);
     if (rc == 0) rc = meta_put_u64(s, txn, META_DIGEST, a->digest);
-    if (rc == 0) rc = meta_put_u64(s, txn, META_FORMAT, STORE_FORMAT);
+    if (rc == 0) rc = level_get(s, txn, &level);
+    if (rc == 0) rc = meta_put_u64(s, txn, META_FORMAT, store_format_at(level));
     if (rc == 0)
         rc = db_put(txn, s->dbi[DB_META], META_BOOT_ID, strlen(META_BOOT_ID), s->boot_id,
                     s->boot_id_len);

@@ -286,11 +286,14 @@ static int db_must_be_empty(store *s, MDB_txn *txn, int db)
  *   6 -> 7     lock modes (modes.c, modes_upgrade)
  *   7 -> 8     multi-locks: nothing to rewrite (store_int.h, format 8);
  *              DB_MULTI, which LMDB created empty, must be so
- *   8 -> 9     values: the same, for DB_VALUES
+ *   8 -> 9     values: the same, for DB_VALUES; but the format written is
+ *              the one of the store's level (store_int.h, format 9), so a
+ *              format 8 store below level 3 stays format 8
  * Any other format is MDB_VERSION_MISMATCH.
  */
 static int upgrade(store *s, MDB_txn *txn, uint64_t format)
 {
+    uint64_t level;
     int rc = 0;
 
     if (format == STORE_FORMAT) return 0;
@@ -301,8 +304,9 @@ static int upgrade(store *s, MDB_txn *txn, uint64_t format)
     if (rc == 0 && format <= STORE_FORMAT_NO_MODES) rc = modes_upgrade(s, txn);
     if (rc == 0 && format <= STORE_FORMAT_NO_MULTI) rc = db_must_be_empty(s, txn, DB_MULTI);
     if (rc == 0 && format <= STORE_FORMAT_NO_VALUES) rc = db_must_be_empty(s, txn, DB_VALUES);
+    if (rc == 0) rc = level_get(s, txn, &level);
     if (rc != 0) return rc;
-    return meta_put_u64(s, txn, META_FORMAT, STORE_FORMAT);
+    return meta_put_u64(s, txn, META_FORMAT, store_format_at(level));
 }
 
 /* Runs in store__write at open: initialise a fresh store, record this
@@ -314,7 +318,7 @@ static int open_mark(store *s, MDB_txn *txn, void *arg)
     int found, rc;
 
     if (fresh) {
-        rc = meta_put_u64(s, txn, META_FORMAT, STORE_FORMAT);
+        rc = meta_put_u64(s, txn, META_FORMAT, store_format_at(1));
         if (rc == 0) rc = meta_put_u64(s, txn, META_APPLIED, 0);
         if (rc == 0) rc = meta_put_u64(s, txn, META_DIGEST, 0);
         if (rc == 0) rc = meta_put_u64(s, txn, META_NEXT_SESSION, 1);
@@ -515,6 +519,17 @@ void store__abandon(store *s)
 void store__set_boot_id_path(const char *path)
 {
     store__boot_id_path = path;
+}
+
+uint64_t store__format(store *s)
+{
+    MDB_txn *txn;
+    uint64_t format = 0;
+
+    if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn) != 0) return 0;
+    if (meta_get_u64(s, txn, META_FORMAT, &format, NULL) != 0) format = 0;
+    mdb_txn_abort(txn);
+    return format;
 }
 
 static int put_format(store *s, MDB_txn *txn, void *arg)

@@ -144,6 +144,14 @@
  * STORE_FORMAT_NO_VALUES is the format before it. */
 #define STORE_FORMAT 9
 #define STORE_FORMAT_NO_VALUES 8
+/* The format of a store and its snapshots follows the committed level:
+ * format 9 from STORE_LEVEL_VALUES on, format 8 below it. So a store that
+ * a binary of this release opened but whose cluster never raised its
+ * level is still format 8 on disk (with an empty values table, which
+ * older binaries do not open), and the previous release can still run on
+ * it: a rolling downgrade works until the raise, as it should. SET_LEVEL
+ * moves the format to 9 in the entry that raises the level (level.c). */
+uint64_t store_format_at(uint64_t level);
 #define REC_MULTI_FLAG 0x80
 /* The snapshot's leading u32: the bytes "BTN1" read as little-endian. */
 #define STORE_SNAP_MAGIC 0x314E5442u

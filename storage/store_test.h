@@ -36,6 +36,8 @@ void store__set_boot_id_path(const char *path);
  * batond would have left it; takes effect at the next store_open. 0 or
  * BATON_EIO. */
 int store__set_format(store *s, uint64_t format);
+/* The store's on-disk format (meta "format"), 0 if it cannot be read. */
+uint64_t store__format(store *s);
 
 /* Rewrite the store as a batond of format 3, 4, 5 or 6 would have left
  * it: the locks, waiters and owned holds in format 6's layout and the

@@ -8,6 +8,7 @@
  */
 #include <string.h>
 
+#include "storage/store_test.h"
 #include "tests/unit/fsm_fixture.h"
 
 /* The number of entries of DB_VALUES (format 9: the last database). */
@@ -242,6 +243,28 @@ TEST(snapshot_format_follows_the_level)
     teardown(&f);
 }
 
+/* The store on disk keeps format 8 below the level of values, through
+ * reopening, so that the release before it can still open it (a rolling
+ * downgrade before the raise); the raise moves it to format 9. */
+TEST(format_on_disk_follows_the_level)
+{
+    struct fixture f;
+    char err[BATON_ERRMSG_SIZE];
+
+    setup(&f);
+    ASSERT_UEQ(store__format(f.s), 8);
+    open_session(&f);
+    store_close(f.s);
+    ASSERT_EQ(store_open(f.dir, &f.s, err), 0);
+    ASSERT_UEQ(store__format(f.s), 8);
+    ASSERT_EQ(run(&f, cmd_of(CMD_SET_LEVEL, STORE_LEVEL_VALUES, 0, NULL)).status, 0);
+    ASSERT_UEQ(store__format(f.s), 9);
+    store_close(f.s);
+    ASSERT_EQ(store_open(f.dir, &f.s, err), 0);
+    ASSERT_UEQ(store__format(f.s), 9);
+    teardown(&f);
+}
+
 /* A format 9 snapshot with values restores to the same bytes. */
 TEST(snapshot_with_values_restores)
 {
@@ -273,5 +296,6 @@ int main(int argc, char **argv)
     RUN(lock_state_within_its_budget);
     RUN(snapshot_format_follows_the_level);
     RUN(snapshot_with_values_restores);
+    RUN(format_on_disk_follows_the_level);
     return fsm_main_end();
 }
