@@ -237,6 +237,30 @@ static void raise_level(struct lf *f)
     ASSERT_EQ(level, CMD_LEVEL);
 }
 
+/* Does f's METRICS text hold the line `line`? (On a connection of its
+ * own.) */
+static bool metrics_say(struct lf *f, const char *line)
+{
+    struct msg m = {.type = MSG_METRICS, .req_id = 77}, r;
+    struct tls_sock s;
+    struct buf text = {0};
+    bool found;
+
+    raw_connect(f, &s);
+    if (tls_sock_send_msg(&s, &m) != 0) FAIL("metrics: %s", s.err);
+    if (recv_copy(&s, &r, 5000) != 0) FAIL("metrics: no answer");
+    ASSERT_EQ(r.type, MSG_METRICS_R);
+    for (uint32_t i = 0; i < r.u.metrics_r.n; i++)
+        ASSERT_EQ(buf_put(&text, r.u.metrics_r.chunks[i].text.p, r.u.metrics_r.chunks[i].text.n),
+                  0);
+    ASSERT_EQ(buf_put(&text, "", 1), 0);
+    msg_free(&r);
+    tls_sock_close(&s);
+    found = strstr((const char *)text.data, line) != NULL;
+    buf_free(&text);
+    return found;
+}
+
 TEST(name_watch_starts_with_state_then_synced)
 {
     struct lf f;
@@ -256,8 +280,11 @@ TEST(name_watch_starts_with_state_then_synced)
     ASSERT_UEQ(rev, applied_index(&f));
     msg_free(&ev);
     ASSERT_EQ(watches_held(&f), 1);
+    ASSERT(metrics_say(&f, "\nbaton_watches 1\n"));
+    ASSERT(metrics_say(&f, "baton_pushes_total{type=\"watch2_event\"} 2\n"));
     tls_sock_close(&s);
     ASSERT_EQ(watches_held(&f), 0);
+    ASSERT(metrics_say(&f, "\nbaton_watches 0\n"));
     lf_stop(&f);
 }
 
