@@ -597,6 +597,43 @@ TEST(quiet_watch_gets_progress_and_leadership_loss_ends_all)
     lf_stop(&f);
 }
 
+/* ---- a watcher that does not read ------------------------------------------ */
+
+/* A watcher that reads nothing while its lock's queue grows (each event
+ * the whole queue, with a 3,000-byte value per waiter: tens of MiB in
+ * all) is cut off at --max-unread-mb like any client that does not read
+ * its replies, and its watch is dropped: the events held for it stay
+ * bounded. */
+TEST(watcher_that_does_not_read_is_cut_off)
+{
+    static const char *const extra[] = {"--max-unread-mb", "2", NULL};
+    static char value[3001];
+    struct tls_sock w, s;
+    struct lf f;
+    uint64_t sess;
+
+    memset(value, 'v', sizeof value - 1);
+    lf_start(&f, extra);
+    raise_level(&f);
+    if (tls_sock_connect(&w, atoi(strrchr(f.endpoint, ':') + 1),
+                         &(struct tls_sock_cfg){.rcvbuf = 4096}, 2000) != 0)
+        FAIL("connect: %s", w.err);
+    if (tls_sock_hello(&w, NULL, NULL) != 0) FAIL("hello: %s", w.err);
+    raw_connect(&f, &s);
+    watch2(&w, 1, 0, "big", 0);
+    expect(&w, 1, WATCH2_STATE, "big", NULL);
+    expect(&w, 1, WATCH2_SYNCED, NULL, NULL);
+    for (uint64_t i = 0; i < 150 && watches_held(&f) == 1; i++) {
+        sess = raw_session(&s, "queued");
+        ASSERT_EQ(raw_acquire2(&s, sess, 1, "big", value, NULL), 0);
+    }
+    ASSERT_EQ(watches_held(&f), 0);
+    ASSERT(metrics_say(&f, "baton_refusals_total{reason=\"unread\"} 1\n"));
+    tls_sock_close(&w);
+    tls_sock_close(&s);
+    lf_stop(&f);
+}
+
 /* ---- SIGHUP ---------------------------------------------------------------- */
 
 static void write_lines(const char *path, const char *a, const char *b)
@@ -678,5 +715,6 @@ int main(int argc, char **argv)
     RUN(unwatch_refusals_and_limits);
     RUN(quiet_watch_gets_progress_and_leadership_loss_ends_all);
     RUN(sighup_narrowing_ends_the_watches_it_no_longer_allows);
+    RUN(watcher_that_does_not_read_is_cut_off);
     return runner_done();
 }
