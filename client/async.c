@@ -112,6 +112,7 @@ struct baton__req *baton__req_find(baton_async_t *ac, uint64_t id)
 void baton__req_free(struct baton__req *r)
 {
     if (r == NULL) return;
+    baton__owners_drop(r);
     baton__req_free(r->held);
     free(r->errmsg);
     free(r->frame);
@@ -383,6 +384,7 @@ static void destroy(baton_async_t *ac)
      * held_free_all the third. */
     u64map_free(&ac->map);
     u64map_free(&ac->held_map);
+    baton__owners_free(ac);
     buf_free(&ac->in);
     buf_free(&ac->out);
     baton__tls_free(ac);

@@ -30,6 +30,10 @@
  *  [2] async_raw.c      sessionless requests: any C2S message that needs no
  *                       session, sent where a lock call's would go, with its
  *                       reply (or a stream of them) handed back (batonctl)
+ *  [3] owners.c         whose each lock call and held lock is (the owners
+ *                       of baton_async.h): the index of claimed names, and
+ *                       what it makes of an ACQUIRE (BATON_EDEADLK, or
+ *                       BATON_ACQ_OWNERS and the fence it re-enters)
  *  [3] async_tls.c      the connection's security layer: TLS (proto/tls.h),
  *                       the bearer token, and telling a plaintext peer
  *                       from a TLS one
@@ -272,6 +276,11 @@ struct baton__req {
     char *errmsg;                   /* its message when status < 0 */
     uint32_t n_more;                /* ACQUIRE of a multi-lock: the names after `name` */
     struct msg_lock_name *more;     /* ... malloc'd with their bytes (one block); NULL */
+    struct baton__claim *claim;     /* ACQUIRE, K_HELD: its names in the owner index
+                                       (owners.c); NULL: none */
+    uint8_t acq_flags;              /* ACQUIRE: the BATON_ACQ_* it goes with (owners.c) */
+    uint64_t enter;                 /* ACQUIRE with BATON_ACQ_OWNERS and reentrant: the
+                                       fence of the hold it re-enters */
     union {
         baton_async_open_cb *open;
         baton_async_lock_cb *lock;
@@ -350,6 +359,10 @@ struct baton_async {
         uint64_t gen;         /* the connection it went out on (ac->gen) */
         bool answered;
     } ka[BATON__KA_RING];     /* recent keepalives */
+
+    /* Owners: a hash of a lock name -> the claims on names of that hash
+     * (owners.c). */
+    struct u64map owners;
 
     /* Held locks (see "Held locks" above). */
     struct baton__req *held_head, *held_tail;
@@ -487,6 +500,23 @@ void baton__raw_write(baton_async_t *ac, struct baton__req *r);
 void baton__raw_conn_lost(baton_async_t *ac);
 void baton__raw_fail_all(baton_async_t *ac, int status);
 void baton__raw_expire(baton_async_t *ac, struct baton__req *r);
+
+/* owners.c (baton_async.h, "Owners") */
+/* Claim the names of lock call r (an ACQUIRE, its name and more names
+ * set) for owner, and decide how a single name goes (r->acq_flags,
+ * r->enter, r->reentrant). 0; BATON_ENOMEM; or, claiming nothing, the
+ * reason for BATON_EDEADLK: */
+#define BATON__OWNERS_HAS 1   /* the owner holds or waits for the name */
+#define BATON__OWNERS_WAITS 2 /* reentrant, but the owner only waits for it */
+int baton__owners_claim(baton_async_t *ac, struct baton__req *r, uint64_t owner);
+/* Lock call acquire was granted: its claim moves to its held-lock entry. */
+void baton__owners_granted(struct baton__req *acquire, struct baton__req *held);
+/* r is being freed: its claim goes (baton__req_free). */
+void baton__owners_drop(struct baton__req *r);
+/* m is ACQUIRE r as encoded so far: make it what owners.c decided. */
+void baton__owners_wire(const struct baton__req *r, struct msg *m);
+/* The context is being freed, every request already: free the index. */
+void baton__owners_free(baton_async_t *ac);
 
 /* async_tls.c */
 int baton__tls_setup(baton_async_t *ac, const baton_opts *o, char *err, size_t err_size);

@@ -88,7 +88,10 @@ void baton__req_send(baton_async_t *ac, struct baton__req *r)
             .n_more = r->n_more,
             .more = r->more,
         };
-        if (r->n_more > 0) m.type = MSG_ACQUIRE_MANY;
+        if (r->n_more > 0)
+            m.type = MSG_ACQUIRE_MANY;
+        else if (r->kind == BATON__K_ACQUIRE)
+            baton__owners_wire(r, &m); /* ACQUIRE2 for owners (owners.c) */
     }
     rv = baton__send_msg(ac, &m);
     if (rv != 0) {
@@ -836,20 +839,30 @@ static int lock_start(baton_async_t *ac, const char *name, size_t n, const baton
     }
     r->more = more;
     r->n_more = n_more;
-    /* Reserve the held-lock entry now: a grant must never fail for want
-     * of memory. */
-    r->held = baton__req_alloc(BATON__K_HELD, name, n);
-    if (r->held == NULL) {
-        baton__req_remove(ac, r);
-        return BATON_ENOMEM;
-    }
-    user_call(ac, r, data);
-    r->cb.lock = cb;
     r->wait_ms = a->wait_ms;
     r->lock_delay_ms = a->lock_delay_ms;
     r->mode = a->mode;
     r->limit = a->limit;
     r->reentrant = a->reentrant;
+    /* Reserve the held-lock entry now: a grant must never fail for want
+     * of memory. Then claim the names for the call's owner. */
+    r->held = baton__req_alloc(BATON__K_HELD, name, n);
+    rv = r->held == NULL ? BATON_ENOMEM : baton__owners_claim(ac, r, a->owner);
+    if (rv == BATON_ENOMEM) {
+        baton__req_remove(ac, r);
+        return BATON_ENOMEM;
+    }
+    user_call(ac, r, data);
+    r->cb.lock = cb;
+    if (rv != 0) { /* this owner's own lock: the callback says so, at once */
+        baton__seterr(ac, "lock '%s': %s", r->name,
+                      rv == BATON__OWNERS_WAITS
+                          ? "this owner waits for it: a reentrant call needs its hold"
+                          : "this owner already holds or waits for it (baton_lock_args."
+                            "reentrant adds a handle to its hold)");
+        baton__finish(ac, r, BATON_EDEADLK, 0);
+        return 0;
+    }
     now = baton__now();
     if (a->wait_ms > 0) r->safety_at = now + (uint64_t)a->wait_ms + ac->op_timeout_ms;
     baton__set_deadline(ac, r, now + ac->op_timeout_ms);

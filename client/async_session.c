@@ -267,6 +267,7 @@ void baton__held_add(baton_async_t *ac, struct baton__req *t, uint64_t fence)
 
     if (h == NULL) return;
     t->held = NULL;
+    baton__owners_granted(t, h);
     h->session = ac->session;
     h->waiter = t->id;
     h->fence = fence;

@@ -101,6 +101,19 @@ static atomic_uint_fast64_t next_uid;
 /* On a baton's I/O thread: that baton; NULL on every other thread. */
 static _Thread_local baton_t *tls_io;
 
+/* The calling thread as the owner of its lock calls (baton.h, "Owners"):
+ * a number of its own, never 0 (the async API's owner 0 is the whole
+ * context) and never reused, the same with every baton_t. Threads are not
+ * compared by pthread_t, whose values a later thread may get again. */
+static atomic_uint_fast64_t next_owner;
+static _Thread_local uint64_t tls_owner;
+
+static uint64_t thread_owner(void)
+{
+    if (tls_owner == 0) tls_owner = atomic_fetch_add(&next_owner, 1) + 1;
+    return tls_owner;
+}
+
 /* ---- error messages ---------------------------------------------------------------- */
 
 static _Thread_local char connect_err[BATON_ERRMSG_SIZE];
@@ -405,6 +418,7 @@ static int lock_common(baton_t *b, const char *const *names, size_t n_names,
     op.names = names;
     op.n_names = n_names;
     op.args = *a;
+    op.args.owner = thread_owner(); /* whatever a->owner says */
     rv = submit(b, &op);
     pthread_cond_destroy(&op.cv);
     /* For a try or an unbounded wait, a timeout can only mean that the

@@ -85,7 +85,12 @@
  *    (BATON_EINVAL) whose value is the current limit; reentrant 1 gives a
  *    session that holds the name a second handle at once (same fence).
  *    A session that holds or waits for the name otherwise gets RESULT
- *    (BATON_EDEADLK). A mode other than 0 or 1, a limit above
+ *    (BATON_EDEADLK), unless the request is an ACQUIRE2 with
+ *    BATON_ACQ_OWNERS: that one is a new waiter of the session like any
+ *    other session's (granted at once if compatible and nobody waits,
+ *    else queued), and with reentrant its `fence` names the session's
+ *    hold on the name it re-enters (RESULT(BATON_ENOTHELD) if it is not
+ *    one, BATON_ELOST if it was forced away and not yet acknowledged). A mode other than 0 or 1, a limit above
  *    BATON_MAX_LIMIT, reentrant other than 0 or 1, or a shared request with
  *    a limit above 1 gets ERROR(BATON_EINVAL). A release, expiry or end of
  *    a wait may grant several waiters at once: one GRANTED push each.
@@ -632,7 +637,7 @@ struct msg_op {
 #define BATON_ACQ_OWNERS 0x01 /* the client tells its waiters apart (baton.h, "Owners"):
                                  this request queues even if its session already holds
                                  or waits for the name; with reentrant, fence names the
-                                 session's hold it re-enters */
+                                 session's hold it re-enters, and without, fence is 0 */
 #define BATON_ACQ_FLAGS_ALL BATON_ACQ_OWNERS
 
 /* One hold in LOCK_STATE_R and WATCH2_EVENT: msg_holder's fields, its

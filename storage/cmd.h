@@ -92,7 +92,8 @@ enum cmd_tail { CMD_TAIL_NONE = 1, CMD_TAIL_OWNER, CMD_TAIL_MODES, CMD_TAIL_MANY
 /* An ACQUIRE's flags (ACQUIRE_EXT). */
 #define CMD_ACQ_OWNERS 0x01 /* queue even if the session holds or waits for the name
                                (its client tells its owners apart); with reentrant,
-                               fence names the session's hold it re-enters */
+                               fence names the session's hold it re-enters, and
+                               without, fence is 0 (storage/locks.c, "Owners") */
 #define CMD_ACQ_FLAGS_ALL CMD_ACQ_OWNERS
 
 /* One row of cmd_table.h, apply aside (apply.c has that column). */

@@ -35,15 +35,35 @@
  * for all locks, so every grant's fence is greater than every earlier one.
  * A waiter is named by its ACQUIRE's seq, which is unique in its session.
  *
- * Reentrancy. A session has at most one hold or wait per name: a second
- * ACQUIRE of a name the session holds or waits for fails with
- * BATON_EDEADLK at once, unless it is reentrant and the session holds the
- * name: then the hold gains a handle (count + 1, the same fence) and the
- * ACQUIRE is granted at once, whoever waits. An exclusive reentrant
- * request on a shared hold of an ordinary lock is an upgrade, which would
- * wait for itself: BATON_EDEADLK too. Each handle takes a slot of the
- * session's n_owned; each RELEASE of the fence gives one back and the last
- * one ends the hold.
+ * Reentrancy. Without CMD_ACQ_OWNERS a session has at most one hold or
+ * wait per name: a second ACQUIRE of a name the session holds or waits
+ * for fails with BATON_EDEADLK at once, unless it is reentrant and the
+ * session holds the name: then the hold gains a handle (count + 1, the
+ * same fence) and the ACQUIRE is granted at once, whoever waits. An
+ * exclusive reentrant request on a shared hold of an ordinary lock is an
+ * upgrade, which would wait for itself: BATON_EDEADLK too. Each handle
+ * takes a slot of the session's n_owned; each RELEASE of the fence gives
+ * one back and the last one ends the hold.
+ *
+ * Owners (CMD_ACQ_OWNERS; docs/design.md, "Owners"). The session's client
+ * tells its owners (threads, tasks) apart and has already refused a
+ * request of an owner that holds or waits for the name; so an ACQUIRE
+ * with the flag is a new waiter like any other session's even if its
+ * session holds or waits for the name: granted at once if compatible and
+ * nobody waits, else queued at the tail (a try fails), and the session's
+ * count of entries on the name (session_locks) goes up by one. A session
+ * may thus have several holds and waits on one name, each its own owned
+ * entry, named by its waiter and, once granted, its fence; everything
+ * below finds an entry by (session, waiter) or by fence, never by
+ * (session, name). With the flag and reentrant, `fence` names the hold
+ * re-entered: it must be a hold of this session on this name (else
+ * BATON_ENOTHELD, or BATON_ELOST if that hold was forced away and the
+ * session has not acknowledged it yet), and the rules of a reentrant
+ * request above apply to it (a multi-lock's hold, an upgrade:
+ * BATON_EDEADLK). With the flag and not reentrant, fence must be 0
+ * (BATON_EINVAL). Without the flag, fence is ignored, as it always was.
+ * ACQUIRE_MANY takes no flags: it is refused with BATON_EDEADLK when its
+ * session holds or waits for any of its names (multi.c).
  */
 #include <string.h>
 
@@ -179,9 +199,40 @@ static int broken_forget_holders(struct apply_ctx *c, const char *name, size_t l
 #endif
 
 /*
- * A request of a session that already holds or waits for the name
- * (session_locks): a second handle of its hold if the request is reentrant
- * and may share the hold (the top of this file), BATON_EDEADLK otherwise.
+ * Add a handle to the session's hold h (of fence) on the command's name,
+ * for a reentrant request: BATON_EDEADLK instead if h is a multi-lock's
+ * (it has one handle), if the request is exclusive and h a shared hold of
+ * an ordinary lock (an upgrade would wait for itself), or if h has all
+ * the handles it can count.
+ */
+static int hold_enter(struct apply_ctx *c, const struct cmd *cmd, struct lock_rec *r,
+                      struct sess_rec *sess, uint64_t fence, struct hold_rec *h,
+                      struct cmd_result *res)
+{
+    int rc;
+
+    res->status = BATON_EDEADLK;
+    if (h->multi) return 0;
+    if (r->limit == 1 && cmd->mode == BATON_MODE_EXCLUSIVE && h->mode == BATON_MODE_SHARED)
+        return 0;
+    if (h->count == UINT32_MAX) return 0;
+    h->count++;
+    rc = hold_put(c, cmd->name, cmd->name_len, fence, h);
+    if (rc == 0) rc = lock_put(c, cmd->name, cmd->name_len, r); /* watchers see the count */
+    if (rc != 0) return rc;
+    res->status = 0;
+    res->kind = RESULT_GRANTED;
+    res->value = fence;
+    sess->n_owned++;
+    return sess_put(c, cmd->session, sess);
+}
+
+/*
+ * A request without CMD_ACQ_OWNERS of a session that already holds or
+ * waits for the name (session_locks): a second handle of its hold (its
+ * first, in fence order, should owners have left it several) if the
+ * request is reentrant and may share the hold (the top of this file),
+ * BATON_EDEADLK otherwise.
  */
 static int acquire_again(struct apply_ctx *c, const struct cmd *cmd, struct lock_rec *r,
                          struct sess_rec *sess, struct cmd_result *res)
@@ -197,19 +248,29 @@ static int acquire_again(struct apply_ctx *c, const struct cmd *cmd, struct lock
         if (rc != 0 || !found) return rc; /* it only waits: EDEADLK */
         if (h.session == cmd->session) break;
     }
-    if (h.multi) return 0; /* a multi-lock's hold has one handle */
-    if (r->limit == 1 && cmd->mode == BATON_MODE_EXCLUSIVE && h.mode == BATON_MODE_SHARED)
-        return 0; /* an upgrade would wait for itself */
-    if (h.count == UINT32_MAX) return 0;
-    h.count++;
-    rc = hold_put(c, cmd->name, cmd->name_len, fence, &h);
-    if (rc == 0) rc = lock_put(c, cmd->name, cmd->name_len, r); /* watchers see the count */
+    return hold_enter(c, cmd, r, sess, fence, &h, res);
+}
+
+/*
+ * A reentrant request with CMD_ACQ_OWNERS: a second handle of the hold
+ * cmd->fence, which must be this session's on this name (the top of this
+ * file); BATON_ENOTHELD otherwise, or BATON_ELOST while the session has a
+ * lost record of that fence and name (the RELEASE that acknowledges it
+ * is still to come: this request does not).
+ */
+static int acquire_reenter(struct apply_ctx *c, const struct cmd *cmd, struct lock_rec *r,
+                           struct sess_rec *sess, struct cmd_result *res)
+{
+    struct hold_rec h;
+    int found = 0, rc = 0;
+
+    if (cmd->fence != 0) rc = hold_get(c, cmd->name, cmd->name_len, cmd->fence, &h, &found);
     if (rc != 0) return rc;
-    res->status = 0;
-    res->kind = RESULT_GRANTED;
-    res->value = fence;
-    sess->n_owned++;
-    return sess_put(c, cmd->session, sess);
+    if (found && h.session == cmd->session)
+        return hold_enter(c, cmd, r, sess, cmd->fence, &h, res);
+    rc = lost_has(c, cmd->session, cmd->fence, cmd->name, cmd->name_len, &found);
+    res->status = found ? BATON_ELOST : BATON_ENOTHELD;
+    return rc;
 }
 
 /*
@@ -217,8 +278,11 @@ static int acquire_again(struct apply_ctx *c, const struct cmd *cmd, struct lock
  * name). The waiter id is seq. The limit must be the lock's, if its record
  * exists (else BATON_EINVAL with value = the lock's limit), and a
  * semaphore takes no shared request (BATON_EINVAL, value = its limit). A
- * session that holds or waits for the name is answered by acquire_again.
- * Otherwise a compatible request with nobody waiting is granted; one that
+ * reentrant request with CMD_ACQ_OWNERS is answered by acquire_reenter; a
+ * session that holds or waits for the name, without the flag, by
+ * acquire_again. Otherwise (a new waiter, though its session may have
+ * others on the name with the flag) a compatible request with nobody
+ * waiting is granted; one that
  * is not fails a try (wait_ms 0) with BATON_EWOULDBLOCK, queueing nothing,
  * or queues the waiter at the tail and answers with its 1-based position.
  * The hold, whenever it is granted, carries lock_delay_ms.
@@ -232,9 +296,10 @@ int op_acquire(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
     struct waiter_rec w;
     uint32_t limit = cmd->limit > 1 ? cmd->limit : 1, n;
     uint64_t enq, fence;
-    int found, rc;
+    int owners = (cmd->flags & CMD_ACQ_OWNERS) != 0, found, rc;
 
-    if (!proto_lock_name_ok(cmd->name, cmd->name_len) || !acquire_fields_ok(cmd)) {
+    if (!proto_lock_name_ok(cmd->name, cmd->name_len) || !acquire_fields_ok(cmd) ||
+        (owners && !cmd->reentrant && cmd->fence != 0)) {
         res->status = BATON_EINVAL;
         return 0;
     }
@@ -267,9 +332,10 @@ int op_acquire(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
         res->value = r.limit; /* the message quotes it (server/dispatch.c) */
         return 0;
     }
+    if (owners && cmd->reentrant) return acquire_reenter(c, cmd, &r, &sess, res);
     rc = session_lock_count(c, cmd->session, cmd->name, cmd->name_len, &n);
     if (rc != 0) return rc;
-    if (n > 0) return acquire_again(c, cmd, &r, &sess, res);
+    if (n > 0 && !owners) return acquire_again(c, cmd, &r, &sess, res);
 #ifdef BATON_TEST_BROKEN_GRANT_ALL
     if (r.n_holders != 0 && cmd->wait_ms != BATON_WAIT_TRY &&
         (rc = broken_forget_holders(c, cmd->name, cmd->name_len, &r)) != 0)
@@ -309,9 +375,10 @@ int op_acquire(struct apply_ctx *c, const struct cmd *cmd, struct cmd_result *re
         rc = value_put(c, cmd->session, cmd->seq, cmd->value, cmd->value_len);
         if (rc != 0) return rc;
     }
-    /* n was 0 (acquire_again answered any other count), and nothing
-     * above touched the session's count on this name. */
-    rc = session_lock_first(c, cmd->session, cmd->name, cmd->name_len);
+    /* n is the session's count on this name (0 unless CMD_ACQ_OWNERS:
+     * acquire_again answered any other), which nothing above touched. */
+    rc = n == 0 ? session_lock_first(c, cmd->session, cmd->name, cmd->name_len)
+                : session_lock_add(c, cmd->session, cmd->name, cmd->name_len, 1);
     if (rc != 0) return rc;
     sess.n_owned++;
     return sess_put(c, cmd->session, &sess);

@@ -256,10 +256,13 @@ typedef struct baton_lock_args {
  *         BATON_MAX_LIMIT, reentrant other than 0 or 1, a shared request
  *         with a limit above 1, or a limit other than the name's current
  *         one; BATON_EDEADLK (the calling thread holds or waits for the
- *         name: see reentrant above); BATON_ETOOBIG (a value longer than
- *         the cluster takes); BATON_EVERSION (the cluster has not yet
- *         raised its feature level to values and owners: a node still
- *         runs an older batond).
+ *         name: see reentrant above); BATON_ENOTHELD or BATON_ELOST
+ *         (reentrant: the hold it would re-enter had been taken away, and
+ *         the client had not learnt it yet); BATON_ETOOBIG (a value
+ *         longer than the cluster takes); BATON_EVERSION (the cluster has
+ *         not yet raised its feature level to values and owners: a node
+ *         still runs an older batond; so does any lock call for a name
+ *         another thread of this baton_t holds or waits for).
  */
 BATON_API int baton_lock_with(baton_t *b, const char *name, const baton_lock_args *a,
                               baton_lock_t **out);
@@ -284,7 +287,9 @@ BATON_API int baton_lock_with(baton_t *b, const char *name, const baton_lock_arg
  * @return as baton_lock_with; BATON_EINVAL also for names NULL, n 0 or
  *         above BATON_MAX_MANY, a bad or repeated name, or a->reentrant;
  *         BATON_EDEADLK when this session holds or waits for any of the
- *         names; BATON_EPERM when any name is outside the principal's
+ *         names, whichever thread does (a multi-lock is refused at the
+ *         session level; threads that lock single names queue behind
+ *         it); BATON_EPERM when any name is outside the principal's
  *         prefixes.
  */
 BATON_API int baton_lock_many(baton_t *b, const char *const *names, size_t n,

@@ -336,9 +336,10 @@ BATON_API int baton_async_open(baton_async_t *ac, baton_async_open_cb *cb, void 
  *                     once wait_ms + op_timeout_ms have passed.
  * @param[in] cb       may be NULL (but then a granted lock can only be
  *                     released by closing the session).
- * A context is one session: a call for a name it already holds or waits
- * for ends with BATON_EDEADLK (its callback, at once) unless it is
- * reentrant (baton_async_lock_with); a session never waits behind itself.
+ * Its owner is 0, the context itself (see "Owners" below): a call for a
+ * name the context already holds or waits for, through any owner, ends
+ * with BATON_EDEADLK (its callback, at once; nothing is sent) unless it is
+ * reentrant (baton_async_lock_with); an owner never waits behind itself.
  * The callback's BATON_ESESSION means that the session ended while the
  * call was pending (see "A fresh session" above); the next call opens a
  * fresh session.
@@ -357,8 +358,13 @@ BATON_API int baton_async_lock(baton_async_t *ac, const char *name, int64_t wait
  * and a->reentrant as baton_lock_with (include/baton/baton.h) has them: shared
  * locks, semaphores, reentrant handles. *a is copied. The callback gets
  * BATON_EINVAL for a limit other than the name's current one
- * (baton_async_errmsg gives it) and BATON_EDEADLK when the session holds
- * or waits for the name (and the call may not reenter its hold).
+ * (baton_async_errmsg gives it), BATON_EDEADLK when a->owner holds or
+ * waits for the name (and the call may not reenter its hold; see
+ * "Owners"), BATON_ENOTHELD or BATON_ELOST when the hold a reentrant call
+ * would re-enter was taken away before the client learnt it, and
+ * BATON_EVERSION when the call needs the cluster's feature level 3 (a
+ * call beside another owner's hold or wait of the name) and a node still
+ * runs an older batond.
  * @return as baton_async_lock; BATON_EINVAL also for lock_delay_ms < -1,
  *         an unknown mode, a limit above BATON_MAX_LIMIT, reentrant other
  *         than 0 or 1, or a shared request with a limit above 1.
@@ -518,7 +524,22 @@ BATON_API unsigned baton_async_pending(const baton_async_t *ac);
  * does if owner 0 holds or waits for it (the behaviour of libbaton.so.3,
  * whose calls all had owner 0). Use one owner per task, job or
  * coroutine that may contend with another of this context. A hold is
- * still released by (name, fence), from any owner.
+ * still released by (name, fence), from any owner. A reentrant call of
+ * owner 0 re-enters the context's hold of the name (the oldest, if owners
+ * hold it shared); a reentrant call of an owner that has nothing of the
+ * name is an ordinary one. A multi-lock (baton_async_lock_many) has an
+ * owner too, which other owners' single names queue behind, but the
+ * cluster refuses it with BATON_EDEADLK when the context holds or waits
+ * for any of its names through any owner.
+ *
+ * The cluster knows only the session (docs/design.md, "Owners"): a call
+ * for a name that no owner of the context has goes out as it always did;
+ * one beside another owner's hold or wait asks the cluster to queue it
+ * all the same, which needs feature level 3 (BATON_EVERSION until every
+ * node runs a batond that has it). A call that timed out while the
+ * cluster may still hold its place, or a hold whose unlock is in flight,
+ * counts as another owner's until the cluster has answered; a hold
+ * declared lost counts for nothing.
  *
  * ---- Values, reading, watching, elections -------------------------------------
  *

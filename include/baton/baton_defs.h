@@ -87,7 +87,7 @@ extern "C" {
     XX(EAUTH, -4024, "unknown or missing credentials")                      \
     XX(EPERM, -4025, "not allowed for this principal")                      \
     XX(ETLS, -4026, "TLS handshake or certificate refused")                 \
-    XX(EDEADLK, -4027, "this session already holds or waits for the lock")
+    XX(EDEADLK, -4027, "the caller already holds or waits for the lock")
 
 typedef enum {
 #define XX(name, val, msg) BATON_##name = (val),

@@ -15,7 +15,7 @@
  *    hold and names its first name (the handle), and unlock is answered
  *    for the first name;
  *  - released means released: a lock call of a client answered
- *    BATON_EDEADLK ("this session already holds or waits for the lock")
+ *    BATON_EDEADLK ("the caller already holds or waits for the lock")
  *    for a name its previous call held and released with an unlock that
  *    returned 0. A client makes one call at a time, so its session holds
  *    and waits for nothing else; the cluster applied the release before

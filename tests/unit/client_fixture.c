@@ -55,6 +55,25 @@ struct rec a_lock(struct tloop *t, baton_async_t *ac, const char *name, int64_t 
     return r;
 }
 
+int a_lock_start(baton_async_t *ac, const char *name, int64_t wait_ms, uint64_t owner,
+                 uint8_t reentrant, struct rec *r)
+{
+    baton_lock_args a = {.wait_ms = wait_ms, .owner = owner, .reentrant = reentrant};
+
+    return baton_async_lock_with(ac, name, &a, rec_lock, r);
+}
+
+struct rec a_lock_as(struct tloop *t, baton_async_t *ac, const char *name, int64_t wait_ms,
+                     uint64_t owner, uint8_t reentrant)
+{
+    struct rec r = {0};
+
+    ASSERT_EQ(a_lock_start(ac, name, wait_ms, owner, reentrant, &r), 0);
+    run_until(t, &r.calls, 1, 5000);
+    ASSERT_EQ(r.calls, 1);
+    return r;
+}
+
 int a_unlock(struct tloop *t, baton_async_t *ac, const char *name, uint64_t fence)
 {
     struct rec r = {0};

@@ -30,6 +30,23 @@ baton_async_t *a_open(struct tloop *t, const char *eps, unsigned op_ms, int want
 void a_close(struct tloop *t, baton_async_t *ac);
 /* Lock and wait for the outcome. */
 struct rec a_lock(struct tloop *t, baton_async_t *ac, const char *name, int64_t wait_ms);
+/* baton_async_lock_with as `owner` (baton_async.h, "Owners"), reentrant
+ * or not, into r: the call's return code (its callback fills r later). */
+int a_lock_start(baton_async_t *ac, const char *name, int64_t wait_ms, uint64_t owner,
+                 uint8_t reentrant, struct rec *r);
+/* ... and wait for the outcome. */
+struct rec a_lock_as(struct tloop *t, baton_async_t *ac, const char *name, int64_t wait_ms,
+                     uint64_t owner, uint8_t reentrant);
+/* Run the loop until the fake's counter `field` reaches want (FAILs after
+ * ms; tests/unit/fake_server.h). */
+#define RUN_UNTIL_FK(t, f, field, want, ms)                                   \
+    do {                                                                       \
+        int64_t until_ = now_ms() + (ms);                                      \
+        while (FK_GET((f), field) < (want)) {                                  \
+            if (now_ms() > until_) FAIL("fake's " #field " never reached " #want); \
+            run_for((t), 10);                                                  \
+        }                                                                      \
+    } while (0)
 /* Unlock and wait: the status. */
 int a_unlock(struct tloop *t, baton_async_t *ac, const char *name, uint64_t fence);
 

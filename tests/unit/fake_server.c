@@ -207,6 +207,7 @@ static void fk_grant_next(struct fake *f, struct fk_lock *l)
     l->nq--;
     l->holder_session = w.session;
     l->holder_waiter = w.waiter;
+    l->handles = 1;
     l->fence = ++f->next_fence;
     fk_remember(f, w.session, w.waiter, 0, RESULT_GRANTED, l->fence);
     m.u.push.session = w.session;
@@ -238,6 +239,9 @@ static void fk_acquire(struct fake *f, struct fk_conn *c, const struct msg *m)
 
     f->last_acquire_seq = seq;
     f->last_ack_below = m->u.op.ack_below;
+    f->last_acq_flags = m->u.op.flags;
+    f->last_acq_reentrant = m->u.op.reentrant;
+    f->last_acq_fence = m->u.op.fence;
     if (d) {
         f->n_dedup_hits++;
         l = fk_lock(f, m->u.op.lock, false);
@@ -248,9 +252,17 @@ static void fk_acquire(struct fake *f, struct fk_conn *c, const struct msg *m)
         return;
     }
     l = fk_lock(f, m->u.op.lock, true);
-    if (l->holder_session == 0 && l->nq == 0) {
+    if (m->u.op.reentrant && l->holder_session == s &&
+        (!(m->u.op.flags & BATON_ACQ_OWNERS) || m->u.op.fence == l->fence)) {
+        /* A second handle of the session's hold (the fake's locks are
+         * exclusive, one hold each). */
+        l->handles++;
+        fk_remember(f, s, seq, 0, RESULT_GRANTED, l->fence);
+        fk_result(c, m->req_id, 0, RESULT_GRANTED, l->fence);
+    } else if (l->holder_session == 0 && l->nq == 0) {
         l->holder_session = s;
         l->holder_waiter = seq;
+        l->handles = 1;
         l->fence = ++f->next_fence;
         fk_remember(f, s, seq, 0, RESULT_GRANTED, l->fence);
         fk_result(c, m->req_id, 0, RESULT_GRANTED, l->fence);
@@ -363,8 +375,12 @@ static void fk_release(struct fake *f, struct fk_conn *c, const struct msg *m)
     }
     l = fk_lock(f, m->u.op.lock, false);
     if (l && l->holder_session == s && l->fence == m->u.op.fence) {
-        l->holder_session = l->holder_waiter = 0;
-        fk_grant_next(f, l);
+        if (l->handles <= 1) {
+            l->holder_session = l->holder_waiter = 0;
+            fk_grant_next(f, l);
+        } else {
+            l->handles--;
+        }
         st = 0;
     } else if (fk_lost_ack(f, s, m->u.op.fence, m->u.op.lock)) {
         st = BATON_ELOST;
@@ -431,7 +447,7 @@ static void fk_unknown_outcome(struct fake *f, struct fk_conn *c, const struct m
     f->unknown_outcome--;
     f->n_no_leader++;
     c->mute = true;
-    if (m->type == MSG_ACQUIRE)
+    if (m->type == MSG_ACQUIRE || m->type == MSG_ACQUIRE2)
         fk_acquire(f, c, m);
     else
         fk_release(f, c, m);
@@ -442,6 +458,7 @@ static void fk_unknown_outcome(struct fake *f, struct fk_conn *c, const struct m
 static void fk_handle(struct fake *f, struct fk_conn *c, const struct msg *m)
 {
     struct msg r = {.req_id = m->req_id};
+    bool acquire = m->type == MSG_ACQUIRE || m->type == MSG_ACQUIRE2;
 
     if (m->type == MSG_HELLO) {
         f->n_hello++;
@@ -482,13 +499,13 @@ static void fk_handle(struct fake *f, struct fk_conn *c, const struct msg *m)
         return;
     }
     /* A request naming a session the fake does not know (any more). */
-    if ((m->type == MSG_ACQUIRE && !f->silent_acquire && !fk_session(f, m->u.op.session)) ||
+    if ((acquire && !f->silent_acquire && !fk_session(f, m->u.op.session)) ||
         (m->type == MSG_RELEASE && !fk_session(f, m->u.op.session)) ||
         (m->type == MSG_CANCEL && !fk_session(f, m->u.op.session))) {
         fk_result(c, m->req_id, BATON_ESESSION, RESULT_OK, 0);
         return;
     }
-    if ((m->type == MSG_ACQUIRE && !f->silent_acquire) || m->type == MSG_RELEASE ||
+    if ((acquire && !f->silent_acquire) || m->type == MSG_RELEASE ||
         m->type == MSG_CANCEL) {
         fk_ack(f, &m->u.op);
         if (fk_stale(f, &m->u.op)) {
@@ -545,7 +562,9 @@ static void fk_handle(struct fake *f, struct fk_conn *c, const struct msg *m)
         fk_lost_holds(f, c, m);
         return;
     case MSG_ACQUIRE:
+    case MSG_ACQUIRE2: /* the fake queues every request anyway */
         f->n_acquire++;
+        f->n_acquire2 += m->type == MSG_ACQUIRE2;
         if (f->silent_acquire) return;
         fk_attach(f, m->u.op.session, c->id);
         if (f->drop_unanswered > 0) {

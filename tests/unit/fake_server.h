@@ -94,6 +94,7 @@ struct fk_lock {
     char name[BATON_MAX_NAME];
     uint16_t len;
     uint64_t holder_session, holder_waiter, fence;
+    uint32_t handles;   /* of the hold: a reentrant ACQUIRE adds one */
     struct fk_waiter q[FK_WAITERS];
     int nq;
 };
@@ -177,6 +178,9 @@ struct fake {
     int n_tls_failed;      /* TLS endpoints that failed */
     char last_token[BATON_MAX_TOKEN + 1]; /* of the last HELLO */
     char last_cn[TLS_MAX_CN + 1];         /* of the last client certificate */
+    int n_acquire2;        /* of n_acquire: ACQUIRE2s (owners.c's BATON_ACQ_OWNERS) */
+    int last_acq_flags, last_acq_reentrant; /* of the last ACQUIRE or ACQUIRE2 */
+    uint64_t last_acq_fence;
     uint64_t last_acquire_seq, last_ack_below;
     uint32_t last_n_keep;  /* of the last op */
     uint64_t last_keep0;   /* its first kept seq */

@@ -43,13 +43,21 @@ TEST(async_lock_trylock_unlock)
 
     tloop_init(&t);
     ac = a_open(&t, f->addr, 0, 0);
-    r1 = a_lock(&t, ac, "a", BATON_WAIT_FOREVER);
+    r1 = a_lock_as(&t, ac, "a", BATON_WAIT_FOREVER, 1, 0);
     ASSERT_EQ(r1.status, 0);
     ASSERT(r1.value > 0);
-    /* A second call of the same context is a separate waiter. */
-    r2 = a_lock(&t, ac, "a", BATON_WAIT_TRY);
+    /* A call of another owner of the context is a separate waiter. */
+    r2 = a_lock_as(&t, ac, "a", BATON_WAIT_TRY, 2, 0);
     ASSERT_EQ(r2.status, BATON_EWOULDBLOCK);
     ASSERT(strstr(r2.err, "'a'") != NULL);
+    /* The same owner, or owner 0 (the context), would wait behind itself. */
+    ASSERT_EQ(FK_GET(f, n_acquire), 2);
+    r2 = a_lock_as(&t, ac, "a", BATON_WAIT_TRY, 1, 0);
+    ASSERT_EQ(r2.status, BATON_EDEADLK);
+    ASSERT(strstr(r2.err, "'a'") != NULL);
+    r2 = a_lock(&t, ac, "a", BATON_WAIT_TRY);
+    ASSERT_EQ(r2.status, BATON_EDEADLK);
+    ASSERT_EQ(FK_GET(f, n_acquire), 2); /* refused here, without a request */
     ASSERT_EQ(a_unlock(&t, ac, "a", r1.value), 0);
     ASSERT_EQ(a_unlock(&t, ac, "a", r1.value), BATON_ENOTHELD);
     r3 = a_lock(&t, ac, "a", BATON_WAIT_TRY);
@@ -76,8 +84,8 @@ TEST(async_queued_waiter_granted_by_push)
     b = a_open(&t, f->addr, 0, 0);
     ra = a_lock(&t, a, "x", BATON_WAIT_FOREVER);
     ASSERT_EQ(ra.status, 0);
-    ASSERT_EQ(baton_async_lock(b, "x", BATON_WAIT_FOREVER, rec_lock, &rb), 0);
-    ASSERT_EQ(baton_async_lock(b, "x", 100, rec_lock, &rc), 0);
+    ASSERT_EQ(a_lock_start(b, "x", BATON_WAIT_FOREVER, 1, 0, &rb), 0);
+    ASSERT_EQ(a_lock_start(b, "x", 100, 2, 0, &rc), 0);
     /* The bounded wait runs out in the cluster: WAIT_FAILED push. */
     run_until(&t, &rc.calls, 1, 3000);
     ASSERT_EQ(rc.status, BATON_ETIMEDOUT);
@@ -141,8 +149,8 @@ TEST(async_queued_callback)
     ASSERT_EQ(ra.status, 0);
     rt = a_lock(&t, b, "q", BATON_WAIT_TRY);
     ASSERT_EQ(rt.status, BATON_EWOULDBLOCK);
-    ASSERT_EQ(baton_async_lock(b, "q", BATON_WAIT_FOREVER, rec_lock, &r1), 0);
-    ASSERT_EQ(baton_async_lock(b, "q", BATON_WAIT_FOREVER, rec_lock, &r2), 0);
+    ASSERT_EQ(a_lock_start(b, "q", BATON_WAIT_FOREVER, 1, 0, &r1), 0);
+    ASSERT_EQ(a_lock_start(b, "q", BATON_WAIT_FOREVER, 2, 0, &r2), 0);
     run_until(&t, &qb.calls, 2, 3000);
     ASSERT_EQ(qb.calls, 2);
     ASSERT_STREQ(qb.e[0].name, "q");
@@ -367,9 +375,9 @@ TEST(async_calls_after_close)
 
     tloop_init(&t);
     ac = a_open(&t, f->addr, 0, 0);
-    ra = a_lock(&t, ac, "held", BATON_WAIT_FOREVER);
+    ra = a_lock_as(&t, ac, "held", BATON_WAIT_FOREVER, 1, 0);
     ASSERT_EQ(ra.status, 0);
-    ASSERT_EQ(baton_async_lock(ac, "held", BATON_WAIT_FOREVER, rec_lock, &rq), 0);
+    ASSERT_EQ(a_lock_start(ac, "held", BATON_WAIT_FOREVER, 2, 0, &rq), 0);
     ASSERT_EQ(baton_async_close_session(ac, rec_done, &rc), 0);
     ASSERT_EQ(baton_async_lock(ac, "x", 0, rec_lock, &rl), BATON_ECLOSED);
     ASSERT_EQ(baton_async_close_session(ac, rec_done, &rl), BATON_ECLOSED);
@@ -449,6 +457,95 @@ TEST(async_many_pipelined)
     fake_stop(f);
 }
 
+/* The last ACQUIRE the fake got was an ACQUIRE2 (n2 in all so far) with
+ * these flags, reentrant and fence. */
+static void assert_acq(struct fake *f, int n2, uint8_t flags, uint8_t reentrant, uint64_t fence)
+{
+    ASSERT_EQ(FK_GET(f, n_acquire2), n2);
+    ASSERT_EQ(FK_GET(f, last_acq_flags), flags);
+    ASSERT_EQ(FK_GET(f, last_acq_reentrant), reentrant);
+    ASSERT_UEQ(FK_GET(f, last_acq_fence), fence);
+}
+
+/* What the owners of one context make of each lock call (client/owners.c):
+ * a plain ACQUIRE while nobody of the context has the name, ACQUIRE2 with
+ * BATON_ACQ_OWNERS beside another owner's hold or wait (and with the fence
+ * of the hold a reentrant call re-enters), BATON_EDEADLK at once for an
+ * owner's own name; a hold that was lost counts for nothing. */
+TEST(async_owners_on_the_wire)
+{
+    struct fake *f = fake_start();
+    struct tloop t;
+    baton_async_t *ac;
+    struct lostrec lr = {0};
+    struct rec r1, rv, r2 = {0}, r, r3 = {0};
+    int n;
+
+    tloop_init(&t);
+    ac = a_open(&t, f->addr, 0, 0);
+    baton_async_on_lost(ac, rec_lost, &lr);
+    r1 = a_lock_as(&t, ac, "w", BATON_WAIT_FOREVER, 1, 0);
+    ASSERT_EQ(r1.status, 0);
+    assert_acq(f, 0, 0, 0, 0); /* nobody had it: as ever */
+    rv = a_lock_as(&t, ac, "v", BATON_WAIT_FOREVER, 1, 0);
+    ASSERT_EQ(rv.status, 0);
+    /* Another owner queues behind owner 1. */
+    ASSERT_EQ(a_lock_start(ac, "w", BATON_WAIT_FOREVER, 2, 0, &r2), 0);
+    RUN_UNTIL_FK(&t, f, n_acquire, 3, 3000);
+    assert_acq(f, 1, BATON_ACQ_OWNERS, 0, 0);
+    /* Owner 1 re-enters its hold of "w", named by its fence, past the
+     * waiter; of "v", which only it has, as ever. */
+    r = a_lock_as(&t, ac, "w", BATON_WAIT_FOREVER, 1, 1);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_UEQ(r.value, r1.value);
+    assert_acq(f, 2, BATON_ACQ_OWNERS, 1, r1.value);
+    r = a_lock_as(&t, ac, "v", BATON_WAIT_FOREVER, 1, 1);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_UEQ(r.value, rv.value);
+    assert_acq(f, 2, 0, 1, 0);
+    /* Owner 2 only waits: not even reentrant. Owner 0 is every owner. */
+    n = FK_GET(f, n_acquire);
+    ASSERT_EQ(a_lock_as(&t, ac, "w", BATON_WAIT_TRY, 2, 0).status, BATON_EDEADLK);
+    r = a_lock_as(&t, ac, "w", BATON_WAIT_TRY, 2, 1);
+    ASSERT_EQ(r.status, BATON_EDEADLK);
+    ASSERT(strstr(r.err, "reentrant") != NULL);
+    ASSERT_EQ(a_lock_as(&t, ac, "w", BATON_WAIT_TRY, 0, 0).status, BATON_EDEADLK);
+    ASSERT_EQ(a_lock_as(&t, ac, "v", BATON_WAIT_TRY, 0, 0).status, BATON_EDEADLK);
+    ASSERT_EQ(FK_GET(f, n_acquire), n); /* none of these was sent */
+    /* A third owner's reentrant call has nothing of its own to re-enter. */
+    ASSERT_EQ(a_lock_start(ac, "w", BATON_WAIT_FOREVER, 3, 1, &r3), 0);
+    RUN_UNTIL_FK(&t, f, n_acquire, n + 1, 3000);
+    assert_acq(f, 3, BATON_ACQ_OWNERS, 0, 0);
+    /* Owner 0's reentrant call re-enters the context's hold (owner 1's). */
+    r = a_lock_as(&t, ac, "w", BATON_WAIT_FOREVER, 0, 1);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_UEQ(r.value, r1.value);
+    assert_acq(f, 4, BATON_ACQ_OWNERS, 1, r1.value);
+    /* Three handles of owner 1's hold: the last unlock hands it on. */
+    ASSERT_EQ(a_unlock(&t, ac, "w", r1.value), 0);
+    ASSERT_EQ(a_unlock(&t, ac, "w", r1.value), 0);
+    ASSERT_EQ(r2.calls, 0);
+    ASSERT_EQ(a_unlock(&t, ac, "w", r1.value), 0);
+    run_until(&t, &r2.calls, 1, 3000);
+    ASSERT_EQ(r2.status, 0);
+    ASSERT_EQ(a_unlock(&t, ac, "w", r2.value), 0);
+    run_until(&t, &r3.calls, 1, 3000);
+    ASSERT_EQ(a_unlock(&t, ac, "w", r3.value), 0);
+    /* A lost hold is the session's no longer: a plain ACQUIRE again. */
+    ASSERT_EQ(a_unlock(&t, ac, "v", rv.value), 0);
+    fk_force(f, "v");
+    run_until(&t, &lr.calls, 1, 3000);
+    n = FK_GET(f, n_acquire2);
+    r = a_lock_as(&t, ac, "v", BATON_WAIT_FOREVER, 1, 0);
+    ASSERT_EQ(r.status, 0);
+    assert_acq(f, n, 0, 0, 0);
+    ASSERT_EQ(a_unlock(&t, ac, "v", r.value), 0);
+    ASSERT_EQ(baton_async_unlock(ac, "v", rv.value, NULL, NULL), BATON_ELOST);
+    a_close(&t, ac);
+    tloop_done(&t);
+    fake_stop(f);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -466,5 +563,6 @@ int main(int argc, char **argv)
     RUN(async_calls_after_close);
     RUN(async_close_while_opening);
     RUN(async_many_pipelined);
+    RUN(async_owners_on_the_wire);
     return runner_done();
 }

@@ -28,11 +28,26 @@ static baton_t *b_connect(const char *eps)
     return b;
 }
 
+/* Another thread's try and bounded wait on "k", held by the test's
+ * thread: they queue like any other client's (baton.h, "Owners"). */
+static void *other_thread_tries(void *arg)
+{
+    baton_t *b = arg;
+    baton_lock_t *l2 = NULL;
+
+    ASSERT_EQ(baton_trylock(b, "k", &l2), BATON_EWOULDBLOCK);
+    ASSERT(l2 == NULL);
+    ASSERT(strstr(baton_errmsg(b), "baton_trylock 'k'") != NULL);
+    ASSERT_EQ(baton_lock_timeout(b, "k", 100, &l2), BATON_ETIMEDOUT);
+    return NULL;
+}
+
 TEST(blocking_basic)
 {
     struct fake *f = fake_start();
     baton_t *b = b_connect(f->addr);
     baton_lock_t *l = NULL, *l2 = NULL;
+    pthread_t th;
     uint64_t f1;
 
     ASSERT(baton_session_id(b) > 0);
@@ -41,10 +56,13 @@ TEST(blocking_basic)
     ASSERT_STREQ(baton_lock_name(l), "k");
     f1 = baton_lock_fence(l);
     ASSERT(f1 > 0);
-    ASSERT_EQ(baton_trylock(b, "k", &l2), BATON_EWOULDBLOCK);
+    /* The same thread would wait behind itself. */
+    ASSERT_EQ(baton_trylock(b, "k", &l2), BATON_EDEADLK);
     ASSERT(l2 == NULL);
     ASSERT(strstr(baton_errmsg(b), "baton_trylock 'k'") != NULL);
-    ASSERT_EQ(baton_lock_timeout(b, "k", 100, &l2), BATON_ETIMEDOUT);
+    ASSERT_EQ(baton_lock_timeout(b, "k", 100, &l2), BATON_EDEADLK);
+    ASSERT_EQ(pthread_create(&th, NULL, other_thread_tries, b), 0);
+    ASSERT_EQ(pthread_join(th, NULL), 0);
     ASSERT_EQ(baton_lock(b, "", &l2), BATON_EINVAL);
     ASSERT_EQ(baton_unlock(l), 0);
     ASSERT_EQ(baton_unlock(NULL), 0);

@@ -372,17 +372,6 @@ TEST(async_free_in_lost_callback)
     fake_stop(f);
 }
 
-/* Run the loop until the fake's counter `field` reaches want (FAILs after
- * ms). */
-#define RUN_UNTIL_FK(t, f, field, want, ms)                                   \
-    do {                                                                       \
-        int64_t until_ = now_ms() + (ms);                                      \
-        while (FK_GET((f), field) < (want)) {                                  \
-            if (now_ms() > until_) FAIL("fake's " #field " never reached " #want); \
-            run_for((t), 10);                                                  \
-        }                                                                      \
-    } while (0)
-
 /*
  * A forced release whose LOST push never leaves the cluster (the holder's
  * connection was gone, the leader changed): the next keepalive's answer

@@ -1,8 +1,10 @@
 /*
  * test_fsm_model.c -- the lock store against a small model of the rules of
- * lock modes (docs/design.md, "Lock modes") and of values, under thousands
- * of random operations: acquires with a random mode, limit, reentrant
- * flag, wait and value, releases (right and wrong fences), proclaims
+ * lock modes (docs/design.md, "Lock modes"), of owners (docs/design.md,
+ * "Owners": CMD_ACQ_OWNERS) and of values, under thousands of random
+ * operations: acquires with a random mode, limit, reentrant flag, owners
+ * flag (and, with both, a fence: of one of the session's holds, or
+ * another), wait and value, releases (right and wrong fences), proclaims
  * (SET_VALUE, by the holder or not), cancels, wait timeouts, expiries and
  * forced releases. After every step the results, the grants of the entry,
  * and every lock's limit, holders (session, waiter, fence, mode, count,
@@ -20,7 +22,7 @@
 #include "tests/lib/rng.h"
 #include "tests/unit/fsm_fixture.h"
 
-enum { N_NAMES = 3, MAX_SESS = 6, MAX_H = 64, MAX_Q = 64, STEPS = 6000 };
+enum { N_NAMES = 3, MAX_SESS = 6, MAX_H = 256, MAX_Q = 256, STEPS = 6000 };
 
 static const char *const names[N_NAMES] = {"a", "b", "c"};
 
@@ -101,14 +103,45 @@ static void m_wait_del(struct m_lock *l, int i)
     l->nq--;
 }
 
+/* A reentrant request with CMD_ACQ_OWNERS: the session's hold `fence`
+ * on lock n gains a handle; another fence is ENOTHELD, or ELOST if the
+ * session has a lost record of it. */
+static struct cmd_result m_reenter(uint64_t s, int n, uint8_t mode, uint64_t fence)
+{
+    struct m_lock *l = &M.lock[n];
+    struct cmd_result r = {0};
+
+    for (int i = 0; i < l->nh; i++) {
+        if (l->h[i].session != s || l->h[i].fence != fence || fence == 0) continue;
+        if (l->limit == 1 && mode == BATON_MODE_EXCLUSIVE && l->h[i].mode == BATON_MODE_SHARED) {
+            r.status = BATON_EDEADLK;
+            return r;
+        }
+        l->h[i].count++;
+        r.kind = RESULT_GRANTED;
+        r.value = fence;
+        return r;
+    }
+    r.status = BATON_ENOTHELD;
+    for (int i = 0; i < M.n_lost; i++)
+        if (M.lost[i].session == s && M.lost[i].fence == fence && M.lost[i].name == n)
+            r.status = BATON_ELOST;
+    return r;
+}
+
 static struct cmd_result m_acquire(uint64_t s, uint64_t seq, int n, uint8_t mode, uint32_t limit,
-                                   uint8_t reentrant, int64_t wait, const char *val)
+                                   uint8_t reentrant, int64_t wait, int owners, uint64_t fence,
+                                   const char *val)
 {
     struct m_lock *l = &M.lock[n];
     struct cmd_result r = {0};
     uint32_t eff = limit > 1 ? limit : 1;
     int hi = -1, waits = 0;
 
+    if (owners && !reentrant && fence != 0) {
+        r.status = BATON_EINVAL;
+        return r;
+    }
     if (l->limit != 0 && l->limit != eff) {
         r.status = BATON_EINVAL;
         r.value = l->limit;
@@ -119,10 +152,11 @@ static struct cmd_result m_acquire(uint64_t s, uint64_t seq, int n, uint8_t mode
         r.value = eff;
         return r;
     }
+    if (owners && reentrant) return m_reenter(s, n, mode, fence);
     for (int i = 0; i < l->nh; i++)
-        if (l->h[i].session == s) hi = i;
+        if (l->h[i].session == s && hi < 0) hi = i; /* its first, in fence order */
     for (int i = 0; i < l->nq; i++) waits += l->q[i].session == s;
-    if (hi >= 0 || waits > 0) {
+    if (!owners && (hi >= 0 || waits > 0)) {
         r.status = BATON_EDEADLK;
         if (!reentrant || hi < 0) return r;
         if (eff == 1 && mode == BATON_MODE_EXCLUSIVE && l->h[hi].mode == BATON_MODE_SHARED)
@@ -410,6 +444,31 @@ static int pick_wait(int *n, uint64_t *s, uint64_t *waiter)
     return 0;
 }
 
+/* The fence a reentrant request with owners names: mostly one of the
+ * session's holds on lock n, else one of its lost records, another
+ * session's hold, any fence, or 0. */
+static uint64_t pick_fence(uint64_t s, int n)
+{
+    const struct m_lock *l = &M.lock[n];
+    int mine[MAX_H], k = 0;
+
+    for (int i = 0; i < l->nh; i++)
+        if (l->h[i].session == s) mine[k++] = i;
+    if (k > 0 && rnd(4) != 0) return l->h[mine[rnd((uint64_t)k)]].fence;
+    switch (rnd(4)) {
+    case 0:
+        for (int i = 0; i < M.n_lost; i++)
+            if (M.lost[i].session == s) return M.lost[i].fence;
+        return 0;
+    case 1:
+        return l->nh > 0 ? l->h[rnd((uint64_t)l->nh)].fence : 0;
+    case 2:
+        return rnd(M.next_fence + 2);
+    default:
+        return 0;
+    }
+}
+
 static int sess_index(uint64_t s)
 {
     for (int i = 0; i < M.n_sess; i++)
@@ -447,13 +506,26 @@ static void one_step(struct fixture *f, int *counts)
             if (M.lock[n].limit > 1) c.mode = BATON_MODE_EXCLUSIVE;
         }
         c.reentrant = rnd(3) == 0;
+        /* With owners, mostly below the model's room for holds and waits. */
+        if (rnd(3) == 0 && (M.lock[n].nh + M.lock[n].nq < MAX_Q / 2 || rnd(4) == 0)) {
+            c.flags = CMD_ACQ_OWNERS;
+            if (c.reentrant) c.fence = pick_fence(M.sess[si], n);
+            else if (rnd(20) == 0) c.fence = 1 + rnd(M.next_fence + 1); /* refused */
+        }
+        if (c.flags != 0) {
+            int own = 0;
+            for (int i = 0; i < M.lock[n].nh; i++) own += M.lock[n].h[i].session == c.session;
+            for (int i = 0; i < M.lock[n].nq; i++) own += M.lock[n].q[i].session == c.session;
+            counts[5]++;
+            counts[6] += own > 0 && !c.reentrant;
+        }
         if (rnd(2)) { /* half of them with a value */
             snprintf(val, sizeof val, "v%llu", (unsigned long long)c.seq);
             c.value = (const uint8_t *)val;
             c.value_len = (uint16_t)strlen(val);
         }
         want = m_acquire(c.session, c.seq, n, c.mode, c.limit, c.reentrant, c.wait_ms,
-                         c.value_len ? val : "");
+                         c.flags != 0, c.fence, c.value_len ? val : "");
         counts[0]++;
     } else if (op < 75) { /* release: a real hold, or a wrong fence */
         if (pick_hold(&n, &s, &fence, &waiter) && rnd(8)) {
@@ -485,7 +557,7 @@ static void one_step(struct fixture *f, int *counts)
         c.value = (const uint8_t *)val;
         c.value_len = (uint16_t)strlen(val);
         want = m_set_value(s, fence, n, val);
-        counts[5]++;
+        counts[7]++;
     } else if (op < 85) { /* cancel or time out a wait (or a hold: cancel's race) */
         int cancel = (int)rnd(2);
         if (!pick_wait(&n, &s, &waiter) || rnd(6) == 0) {
@@ -520,7 +592,7 @@ static void one_step(struct fixture *f, int *counts)
 TEST(store_matches_the_model_under_random_operations)
 {
     struct fixture f;
-    int counts[6] = {0};
+    int counts[8] = {0};
     uint32_t n;
 
     setup(&f);
@@ -530,9 +602,12 @@ TEST(store_matches_the_model_under_random_operations)
     for (int step = 0; step < STEPS; step++) one_step(&f, counts);
     printf("# acquires %d, releases %d, proclaims %d, cancels/timeouts %d, expiries %d, "
            "forced %d\n",
-           counts[0], counts[1], counts[5], counts[2], counts[3], counts[4]);
+           counts[0], counts[1], counts[7], counts[2], counts[3], counts[4]);
+    printf("# with owners %d, of which beside the session's own entries %d\n", counts[5],
+           counts[6]);
     ASSERT_GT(counts[0], STEPS / 3);
-    ASSERT_GT(counts[5], STEPS / 50);
+    ASSERT_GT(counts[6], STEPS / 50); /* the case owners exist for did happen */
+    ASSERT_GT(counts[7], STEPS / 50);
     /* Every session's lost records are the model's. */
     for (int i = 0; i < M.n_sess; i++) {
         int want = 0;
