@@ -471,6 +471,45 @@ static void spec_holders(struct buf *w, const struct msg_lock_info_r *x)
     }
 }
 
+/* A lock state (LOCK_STATE_R, WATCH2_EVENT): {u64 revision, u8 held, u8
+ * mode, u32 limit, u8 delayed, u32 total_holders, u32 n, n x {u64 session,
+ * u64 waiter, u64 fence, u64 granted_index, u8 mode, u32 count, str
+ * client_name, str value}, u32 total_waiters, u32 n, n x {u64 session, u64
+ * waiter, i64 wait_ms, u8 mode, str client_name, str value}, str lock} */
+static void spec_lock_state(struct buf *w, const struct msg_lock_state *x)
+{
+    buf_put_u64(w, x->revision);
+    buf_put_u8(w, x->held);
+    buf_put_u8(w, x->mode);
+    buf_put_u32(w, x->limit);
+    buf_put_u8(w, x->delayed);
+    buf_put_u32(w, x->total_holders);
+    buf_put_u32(w, x->n_holders);
+    for (uint32_t i = 0; i < x->n_holders; i++) {
+        const struct msg_holder_v *h = &x->holders[i];
+        buf_put_u64(w, h->session);
+        buf_put_u64(w, h->waiter);
+        buf_put_u64(w, h->fence);
+        buf_put_u64(w, h->granted_index);
+        buf_put_u8(w, h->mode);
+        buf_put_u32(w, h->count);
+        spec_str(w, h->client_name);
+        spec_str(w, h->value);
+    }
+    buf_put_u32(w, x->total_waiters);
+    buf_put_u32(w, x->n_waiters);
+    for (uint32_t i = 0; i < x->n_waiters; i++) {
+        const struct msg_waiter_v *q = &x->waiters[i];
+        buf_put_u64(w, q->session);
+        buf_put_u64(w, q->waiter);
+        buf_put_i64(w, q->wait_ms);
+        buf_put_u8(w, q->mode);
+        spec_str(w, q->client_name);
+        spec_str(w, q->value);
+    }
+    spec_str(w, x->lock);
+}
+
 static void spec_op_head(struct buf *w, const struct msg_op *op)
 {
     buf_put_u64(w, op->session);
@@ -524,6 +563,43 @@ static void spec_frame(const struct msg *m, struct buf *w)
         buf_put_u8(w, m->u.op.reentrant);
         buf_put_u32(w, m->u.op.n_more);
         for (uint32_t i = 0; i < m->u.op.n_more; i++) spec_str(w, m->u.op.more[i].name);
+        break;
+    case MSG_ACQUIRE2: /* {ACQUIRE's fields, u8 flags, u64 fence, str value} */
+        spec_op_head(w, &m->u.op);
+        buf_put_i64(w, m->u.op.wait_ms);
+        spec_str(w, m->u.op.lock);
+        buf_put_i32(w, m->u.op.lock_delay_ms);
+        buf_put_u8(w, m->u.op.mode);
+        buf_put_u32(w, m->u.op.limit);
+        buf_put_u8(w, m->u.op.reentrant);
+        buf_put_u8(w, m->u.op.flags);
+        buf_put_u64(w, m->u.op.fence);
+        spec_str(w, m->u.op.value);
+        break;
+    case MSG_PROCLAIM: /* {op head, u64 fence, str lock, str value} */
+        spec_op_head(w, &m->u.op);
+        buf_put_u64(w, m->u.op.fence);
+        spec_str(w, m->u.op.lock);
+        spec_str(w, m->u.op.value);
+        break;
+    case MSG_LOCK_STATE: /* {str lock} */
+        spec_str(w, m->u.lock_info.lock);
+        break;
+    case MSG_LOCK_STATE_R:
+        spec_lock_state(w, &m->u.lock_state);
+        break;
+    case MSG_WATCH2: /* {u8 flags, str key, u64 after} */
+        buf_put_u8(w, m->u.watch2.flags);
+        spec_str(w, m->u.watch2.key);
+        buf_put_u64(w, m->u.watch2.after);
+        break;
+    case MSG_WATCH2_EVENT: /* {u8 kind, u8 restarted, a lock state} */
+        buf_put_u8(w, m->u.watch2_event.kind);
+        buf_put_u8(w, m->u.watch2_event.restarted);
+        spec_lock_state(w, &m->u.watch2_event.state);
+        break;
+    case MSG_UNWATCH: /* {u64 watch} */
+        buf_put_u64(w, m->u.unwatch.watch);
         break;
     case MSG_RELEASE: /* {op head, u64 fence, str lock} */
         spec_op_head(w, &m->u.op);
