@@ -266,7 +266,7 @@
 #include "proto/buf.h"
 #include "proto/msg_table.h"
 
-#define BATON_PROTO_VERSION 5  /* 2: HELLO's token, HELLO_OK's principal, owners;
+#define BATON_PROTO_VERSION 6  /* 2: HELLO's token, HELLO_OK's principal, owners;
                                    3: STATUS_R's content check and fault, CHECK,
                                   FORCE_RELEASE's fence and flags, its reply's delay
                                   and current fence, LOST_HOLDS, the lost-hold count
