@@ -544,6 +544,7 @@ static void fk_handle(struct fake *f, struct fk_conn *c, const struct msg *m)
                  m->u.op.value.p ? m->u.op.value.p : "");
         if (m->type == MSG_ACQUIRE2) {
             f->n_acquire2++;
+            f->last_mode = m->u.op.mode | m->u.op.limit << 8;
             as_acquire = *m;
             as_acquire.type = MSG_ACQUIRE;
             m = &as_acquire;
@@ -820,6 +821,12 @@ static void fk_actions(struct fake *f)
         fk_watch_event(f, WATCH2_CHANGE, 0, ++f->rev);
     for (; f->do_watch_progress > 0; f->do_watch_progress--)
         fk_watch_event(f, WATCH2_PROGRESS, 0, ++f->rev);
+    if (f->do_watch_error) {
+        struct fk_conn *c = fk_conn(f, f->watch_conn);
+        if (c != NULL && !c->dead) fk_error(c, f->watch_req, f->do_watch_error, "watch ended");
+        f->watch_conn = 0;
+        f->do_watch_error = 0;
+    }
     if (f->do_drop_all) {
         for (int i = 0; i < f->nconns; i++) f->conns[i].dead = true;
         f->do_drop_all = false;

@@ -169,6 +169,7 @@ struct fake {
     bool do_drop_all;      /* close every connection */
     int do_watch_change;   /* push this many CHANGE events on the WATCH2 stream */
     int do_watch_progress; /* push this many PROGRESS events on it */
+    int32_t do_watch_error; /* end the WATCH2 stream with ERROR(this code) */
     bool watch_same;       /* its STATE and CHANGE events all show one holder (session 1,
                               fence 1, value "same"): nothing an observer reports */
 
@@ -184,6 +185,7 @@ struct fake {
     int n_acquire2, n_proclaim, n_lock_state, n_watch2, n_unwatch; /* protocol 6 */
     char last_value[64];   /* of the last ACQUIRE2 or PROCLAIM (NUL added) */
     uint64_t last_after;   /* of the last WATCH2 */
+    uint32_t last_mode;    /* of the last ACQUIRE2 (mode | limit << 8) */
     uint64_t rev;          /* the fake's revision: +1 per event or read */
     int n_lost_acks;       /* RELEASEs that acknowledged a lost hold */
     int n_lost;            /* lost holds recorded now */

@@ -387,6 +387,84 @@ TEST(watch_refused_ends_it)
     fake_stop(f);
 }
 
+TEST(watch_ended_by_eperm_resubscribed_after_another_error)
+{
+    struct fake *f = fake_start();
+    struct tloop t;
+    baton_async_t *ac;
+    struct wrec r = {0};
+
+    tloop_init(&t);
+    ac = a_open(&t, f->addr, 0, 0);
+    (void)read_s(&t, ac, "w"); /* the fake's revision passes 0 */
+    ASSERT_EQ(baton_async_watch(ac, "w", 0, 0, rec_watch, &r, NULL), 0);
+    run_until(&t, &r.calls, 2, 5000);
+    FK_SET(f, do_watch_change, 1);
+    run_until(&t, &r.calls, 3, 5000);
+    /* A leader that cut the stream off: subscribed again from the last
+     * revision, under a new id, and told nothing was missed. */
+    FK_SET(f, do_watch_error, BATON_ELIMIT);
+    run_until(&t, &r.calls, 4, 5000);
+    ASSERT_EQ(FK_GET(f, n_watch2), 2);
+    ASSERT_UEQ(FK_GET(f, last_after), r.rev[2]);
+    ASSERT_EQ(r.kind[3], BATON_EVENT_SYNCED);
+    ASSERT_EQ(r.ends, 0);
+    /* EPERM ends it. */
+    FK_SET(f, do_watch_error, BATON_EPERM);
+    run_until(&t, &r.ends, 1, 5000);
+    ASSERT_EQ(r.status, BATON_EPERM);
+    run_for(&t, 50);
+    ASSERT_EQ(FK_GET(f, n_watch2), 2);
+    ASSERT_EQ(r.calls, 4);
+    a_close(&t, ac);
+    tloop_done(&t);
+    fake_stop(f);
+}
+
+static void rec_campaign(baton_async_t *ac, int status, const char *name, uint64_t fence,
+                         void *data)
+{
+    rec_lock(ac, status, name, fence, data);
+}
+
+TEST(async_campaign_and_leader)
+{
+    struct fake *f = fake_start();
+    baton_lock_args a = {.wait_ms = BATON_WAIT_FOREVER, .mode = BATON_MODE_SHARED, .limit = 5,
+                         .value = "ignored", .value_len = 7};
+    struct tloop t;
+    baton_async_t *ac;
+    struct srec s = {0};
+    struct rec r = {0};
+
+    tloop_init(&t);
+    ac = a_open(&t, f->addr, 0, 0);
+    ASSERT_EQ(baton_async_leader(ac, "el", rec_state, &s), 0);
+    run_until(&t, &s.calls, 1, 5000);
+    ASSERT_EQ(s.status, BATON_ENOTFOUND);
+    /* The value given is used, and a leader holds exclusively. */
+    ASSERT_EQ(baton_async_campaign(ac, "el", "node-1", 6, &a, rec_campaign, &r), 0);
+    run_until(&t, &r.calls, 1, 5000);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_STREQ(f->last_value, "node-1");
+    ASSERT_EQ(FK_GET(f, last_mode), BATON_MODE_EXCLUSIVE); /* and limit 0 */
+    memset(&s, 0, sizeof s);
+    ASSERT_EQ(baton_async_leader(ac, "el", rec_state, &s), 0);
+    run_until(&t, &s.calls, 1, 5000);
+    ASSERT_EQ(s.status, 0);
+    ASSERT_STREQ(s.v0, "node-1");
+    ASSERT_UEQ(s.fence0, r.value);
+    ASSERT_EQ(a_unlock(&t, ac, "el", r.value), 0);
+    memset(&r, 0, sizeof r);
+    ASSERT_EQ(baton_async_campaign(ac, "el", "node-2", 6, NULL, rec_campaign, &r), 0);
+    run_until(&t, &r.calls, 1, 5000);
+    ASSERT_EQ(r.status, 0);
+    ASSERT_EQ(a_unlock(&t, ac, "el", r.value), 0);
+    a_close(&t, ac);
+    tloop_done(&t);
+    fake_stop(f);
+}
+
 TEST(observe_reports_only_changes_of_the_leader)
 {
     struct fake *f = fake_start();
@@ -529,6 +607,8 @@ int main(int argc, char **argv)
     RUN(watch_events_progress_resume_unwatch);
     RUN(watch_waits_for_a_leader_past_the_op_timeout);
     RUN(watch_refused_ends_it);
+    RUN(watch_ended_by_eperm_resubscribed_after_another_error);
+    RUN(async_campaign_and_leader);
     RUN(observe_reports_only_changes_of_the_leader);
     RUN(blocking_watch_overflow_resubscribes_from_what_was_taken);
     RUN(blocking_watch_refused_and_closed);
