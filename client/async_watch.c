@@ -152,6 +152,22 @@ void baton__watch_expire(baton_async_t *ac, struct baton__req *r, int status)
     end(ac, r, status);
 }
 
+/* The node refused this client (baton__conn_refused: TLS, the token, no
+ * memory for the connection): the watches that never had an event (their
+ * op deadline is still set) end with status, like sessionless requests;
+ * the others wait for a connection as long as it takes. */
+void baton__watch_fail_new(baton_async_t *ac, int status)
+{
+    struct baton__req *r, *next;
+
+    for (r = ac->head; r; r = next) {
+        next = r->next;
+        if (r->kind != BATON__K_WATCH || r->deadline == 0) continue;
+        baton__seterr(ac, "%s", ac->connerr[0] ? ac->connerr : baton_strerror(status));
+        end(ac, r, status);
+    }
+}
+
 /* Observe: did holders[0]'s (session, fence, value) change since what r
  * passed on last? Notes the new one. */
 static bool leader_changed(struct baton__req *r, const struct msg_lock_state *st)
