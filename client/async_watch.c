@@ -31,7 +31,8 @@
  * longer read the key), any ERROR before the stream's first event (the
  * leader refused it: BATON_ELIMIT, BATON_EINVAL...), no leader reached
  * before the first event within the op timeout (BATON_EUNAVAIL or
- * BATON_ETIMEDOUT, as other requests), out of memory for an event
+ * BATON_ETIMEDOUT, as other requests), a node's refusal of the client
+ * before the first event (baton__watch_fail_new), out of memory for an event
  * (BATON_ENOMEM), baton_async_unwatch or the context's end
  * (BATON_ECANCELED). An ERROR other than EPERM on an established stream
  * (a leader that cut a slow watcher off) resubscribes it, told of what it
