@@ -117,7 +117,7 @@ FAULT_ALL   := $(FAULT_PROGS) $(FAULT_TEST) $(BROKEN)/batond $(BROKEN)/batonctl 
 
 # libbaton.so is a symlink to $(SONAME), the shared library; bump the number
 # when the ABI changes.
-SONAME := libbaton.so.3
+SONAME := libbaton.so.4
 PROGS := $(B)/batond $(B)/batonctl $(B)/libbaton.a $(B)/libbaton.so $(B)/$(SONAME)
 ALL_OBJ := $(PROTO_OBJ) $(STORE_OBJ) $(RAFT_OBJ) $(SERVER_OBJ) $(B)/server/main.o \
            $(CLIENT_OBJ) $(CTL_OBJ) $(TESTLIB_OBJ)
@@ -163,7 +163,7 @@ unit-inner: $(UNIT_BIN)
 	@tests/run-tests.sh $(B) $(UNIT_BIN)
 cluster-inner: $(CLUSTER_BIN)
 	@tests/run-tests.sh $(B) $(CLUSTER_BIN)
-integration-inner: $(PROGS) $(INTEG_BIN) $(SHIM_SO) $(PROTO1)/batond $(LEVEL1)/batond $(FAULT_DIR)/shim_disk.so
+integration-inner: $(PROGS) $(EXAMPLE_BIN) $(INTEG_BIN) $(SHIM_SO) $(PROTO1)/batond $(LEVEL1)/batond $(FAULT_DIR)/shim_disk.so
 	@tests/run-tests.sh $(B) $(INTEG_BIN)
 bench-inner: $(PROGS) $(B)/lockbench
 ifeq ($(TLS),1)

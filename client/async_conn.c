@@ -103,7 +103,8 @@ void baton__conn_err(baton_async_t *ac, const char *what, const char *why)
 static bool want_conn(const baton_async_t *ac)
 {
     return !ac->freeing && (ac->sstate == BATON__S_OPENING || ac->sstate == BATON__S_OPEN ||
-                            ac->sstate == BATON__S_CLOSING || ac->n_raw > 0);
+                            ac->sstate == BATON__S_CLOSING || ac->n_raw > 0 ||
+                            ac->n_watch > 0);
 }
 
 /*
@@ -342,6 +343,7 @@ void baton__conn_fail(baton_async_t *ac, bool force_backoff)
 void baton__conn_refused(baton_async_t *ac, int status)
 {
     baton__raw_fail_all(ac, status);
+    baton__watch_fail_new(ac, status);
     if (baton__open_refused(ac, status)) return;
     baton__conn_fail(ac, true);
 }
@@ -584,6 +586,7 @@ void baton__write(baton_async_t *ac)
 static void on_msg(baton_async_t *ac, const struct msg *m)
 {
     if (ac->cstate == BATON__C_READY && baton__raw_take(ac, m)) return;
+    if (ac->cstate == BATON__C_READY && baton__watch_take(ac, m)) return;
     switch (m->type) {
     case MSG_HELLO_OK:
         if (ac->cstate != BATON__C_HELLO || m->req_id != ac->hello_id) return;
@@ -660,6 +663,10 @@ static void process(baton_async_t *ac)
             return;
         }
         rv = proto_decode(ac->in.data + off, flen, &m);
+        if (rv == BATON_ENOMEM) {
+            baton__conn_oom(ac, "a message");
+            return;
+        }
         if (rv != 0) {
             baton__conn_err(ac, "bad message", baton_strerror(rv));
             baton__conn_fail(ac, true);

@@ -173,7 +173,7 @@ static bool same_owner(uint64_t a, uint64_t b)
 }
 
 /* Decide how single-name ACQUIRE r of owner goes (the top of the file):
- * sets r->acq_flags, r->enter and r->reentrant, or returns a refusal. */
+ * sets r->acq_flags, r->acq_fence and r->reentrant, or returns a refusal. */
 static int decide(baton_async_t *ac, struct baton__req *r, uint64_t owner, const struct bucket *b)
 {
     const struct baton__req *hold = NULL;
@@ -197,13 +197,13 @@ static int decide(baton_async_t *ac, struct baton__req *r, uint64_t owner, const
             hold = c->r;
     }
     r->acq_flags = 0;
-    r->enter = 0;
+    r->acq_fence = 0;
     if (mine) {
         if (!r->reentrant) return BATON__OWNERS_HAS;
         if (hold == NULL) return BATON__OWNERS_WAITS;
         if (!only_this_owner) {
             r->acq_flags = BATON_ACQ_OWNERS;
-            r->enter = hold->fence;
+            r->acq_fence = hold->fence;
         }
         return 0;
     }
@@ -246,14 +246,6 @@ void baton__owners_drop(struct baton__req *r)
     if (r->claim == NULL) return;
     claim_free(r->claim);
     r->claim = NULL;
-}
-
-void baton__owners_wire(const struct baton__req *r, struct msg *m)
-{
-    if (r->acq_flags == 0) return;
-    m->type = MSG_ACQUIRE2;
-    m->u.op.flags = r->acq_flags;
-    m->u.op.fence = r->enter;
 }
 
 void baton__owners_free(baton_async_t *ac)
