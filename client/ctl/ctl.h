@@ -17,7 +17,9 @@
  *   cmd_locks.c     batonctl locks [PREFIX]
  *   cmd_lock_info.c batonctl lock-info NAME
  *   cmd_watch.c     batonctl watch NAME
+ *   hold.c          run CMD while holding a lock or leading an election
  *   cmd_lock.c      batonctl lock NAME -- CMD...
+ *   cmd_elect.c     batonctl elect NAME VALUE -- CMD..., elect --observe NAME
  *   cmd_sessions.c  batonctl sessions
  *   cmd_admin.c     batonctl release --force NAME, expire SESSION,
  *                   transfer-leader [ID], snapshot, member list|add|remove
@@ -373,6 +375,39 @@ int ctl_conn_opts_check(const struct ctl_opts *o, const char *cmd);
 /* The exit code for a BATON_E* error of an admin request (70 for the
  * cluster's refusals, BATON_EINVAL included). */
 int ctl_exit_for(int err);
+
+/* ---- hold.c: run CMD while holding a lock or leading an election ------- */
+
+#define CTL_DEFAULT_GRACE_MS 5000 /* --grace: from SIGTERM to SIGKILL */
+
+/* What a command holds while CMD runs, and how it takes it. */
+struct ctl_hold {
+    const char *cmd;          /* the command, for messages: "lock" */
+    const char *what;         /* what is held, for messages: "lock", "leadership of" */
+    const char *name;         /* the (first) name */
+    const char *name_var;     /* CMD's variable naming it: "BATON_LOCK" */
+    const char *client_name;  /* the session's (batonctl sessions shows it) */
+    int64_t ttl_ms;           /* the lease asked for; 0: the server's */
+    int64_t grace_ms;         /* from SIGTERM to SIGKILL when the hold is lost */
+    int64_t wait_ms;          /* how long the acquire waits (-1: forever), for messages */
+    int verbose;              /* say on stderr when it is taken and released */
+    char **argv;              /* CMD and its arguments */
+    /* Take the hold (blocking; the signal thread may close b meanwhile):
+     * 0 with *out, or a BATON_E* code with baton_errmsg(b) saying why. */
+    int (*acquire)(baton_t *b, const struct ctl_hold *h, baton_lock_t **out);
+    const void *arg;          /* the command's, for acquire */
+    int (*release)(baton_lock_t *l); /* baton_unlock, baton_resign */
+};
+
+/*
+ * Connect (o's endpoints and security options, h's client name and ttl),
+ * take the hold, run CMD with name_var=NAME, BATON_FENCE and BATON_SESSION
+ * in its environment, stop CMD if the hold is lost (SIGTERM, SIGKILL after
+ * grace_ms), release the hold when CMD exits. Returns the exit code: CMD's
+ * status, or one of CTL_EXIT_* (hold.c's top comment; batonctl lock --help).
+ * Takes SIGINT, SIGTERM and SIGHUP for the rest of the process.
+ */
+int ctl_hold_run(const struct ctl_opts *o, const struct ctl_hold *h);
 
 /* cmd_lock_info.c: print one lock's state as lock-info does, to stdout; a
  * non-zero seq (watch's event number) is printed too ("seq" in JSON). */
