@@ -340,31 +340,6 @@ static void close_session(void)
     baton_close(b);
 }
 
-/* Connect as h asks; 0 with *out, or the exit code after saying why. */
-static int connect_session(const struct ctl_opts *o, const struct ctl_hold *h, baton_t **out)
-{
-    baton_opts bo;
-    int rv;
-
-    memset(&bo, 0, sizeof bo);
-    bo.endpoints = o->endpoints;
-    bo.client_name = h->client_name;
-    if (o->timeout_set) {
-        bo.connect_timeout_ms = (unsigned)o->timeout_ms;
-        bo.op_timeout_ms = (unsigned)o->timeout_ms;
-    }
-    bo.session_ttl_ms = (unsigned)h->ttl_ms;
-    bo.tls_ca_file = o->cacert;
-    bo.tls_cert_file = o->cert;
-    bo.tls_key_file = o->key;
-    bo.token = o->token;
-    rv = baton_connect(&bo, out);
-    if (rv == 0) return 0;
-    ctl_error("cannot connect: %s", baton_connect_errmsg());
-    if (rv == BATON_EINVAL) return CTL_EXIT_USAGE;
-    return rv == BATON_EUNAVAIL ? CTL_EXIT_UNAVAIL : CTL_EXIT_SOFTWARE;
-}
-
 /* Start the signal thread, with the signals blocked in every thread from
  * here on. 0 or the exit code. */
 static int take_signals(void)
@@ -429,7 +404,7 @@ int ctl_hold_run(const struct ctl_opts *o, const struct ctl_hold *h)
     g.h = h;
     rv = take_signals();
     if (rv != 0) return rv;
-    rv = connect_session(o, h, &b);
+    rv = ctl_session_open(o, h->client_name, h->ttl_ms, &b);
     if (rv != 0) return rv;
 
     baton_on_lost(b, on_lost, NULL);
