@@ -7,6 +7,7 @@
  * elect stopping CMD when an operator expires its session, and their
  * usage errors.
  */
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "storage/cmd_table.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
+#include "tests/lib/files.h"
 #include "tests/lib/jsonget.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/runner.h"
@@ -44,6 +46,13 @@ static void wait_info(struct cluster *c, const char *name, const char *want, cha
         sleep_ms(50);
     }
     FAIL("lock-info %s never showed %s", name, want);
+}
+
+static void touch(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    ASSERT(f != NULL);
+    fclose(f);
 }
 
 /* The next line of a spawned batonctl, within 15 s. */
@@ -170,6 +179,13 @@ TEST(watch_prefix_two_locks)
     ASSERT_EQ(cluster_stop(&c), 0);
 }
 
+/* A CMD that runs until file `path` exists (the test's go-ahead). */
+static void until_file(char *cmd, size_t cap, const char *path)
+{
+    snprintf(cmd, cap, "echo \"$BATON_ELECTION $BATON_FENCE\"; "
+                       "while [ ! -e %s ]; do sleep 0.05; done", path);
+}
+
 /*
  * elect: the first candidate runs CMD while it leads (its value and client
  * shown by lock-info); a second one waits, with its value in the queue, and
@@ -181,9 +197,10 @@ TEST(elect_takes_turns)
 {
     struct cluster c;
     struct ctl_result r;
-    const char *first[] = {"elect", "el", "va", "--", "sleep", "3", NULL};
-    const char *second[] = {"elect", "el", "vb", "--", "sh", "-c",
-                            "echo \"$BATON_ELECTION $BATON_FENCE\"; sleep 3", NULL};
+    char dir[PATH_MAX], stop_a[PATH_MAX + 8], stop_b[PATH_MAX + 8], cmd_a[2 * PATH_MAX],
+        cmd_b[2 * PATH_MAX];
+    const char *first[] = {"elect", "el", "va", "--", "sh", "-c", cmd_a, NULL};
+    const char *second[] = {"elect", "el", "vb", "--", "sh", "-c", cmd_b, NULL};
     const char *observe[] = {"elect", "--observe", "el", "-o", "json", "--count", "2", NULL};
     char out[8192], line[8192], rest[256], want[256];
     unsigned long long fence = 0, rev = 0, sess = 0, f2 = 0;
@@ -191,6 +208,11 @@ TEST(elect_takes_turns)
     pid_t a, b, ob;
     int fd_b = -1, fd_ob = -1;
 
+    ASSERT_EQ(tmpdir_make(dir, sizeof dir, "elect"), 0);
+    snprintf(stop_a, sizeof stop_a, "%s/a", dir);
+    snprintf(stop_b, sizeof stop_b, "%s/b", dir);
+    until_file(cmd_a, sizeof cmd_a, stop_a);
+    until_file(cmd_b, sizeof cmd_b, stop_b);
     start3(&c);
     a = cluster_ctl_spawn(&c, first, NULL);
     ASSERT_GT(a, 0);
@@ -213,6 +235,7 @@ TEST(elect_takes_turns)
     ASSERT_EQ(json_i64(out, "fence", 0), fa);
 
     /* The first's CMD ends: it resigns, the second leads. */
+    touch(stop_a);
     ASSERT_EQ(proc_wait(a, 15000), 0);
     next_line(fd_b, line, sizeof line);
     ASSERT_EQ(sscanf(line, "el %llu", &fence), 1);
@@ -232,8 +255,10 @@ TEST(elect_takes_turns)
     ASSERT(strstr(r.out, want) != NULL);
     ctl_result_free(&r);
 
+    touch(stop_b);
     ASSERT_EQ(proc_wait(b, 15000), 0);
     close(fd_b);
+    rm_rf(dir);
     wait_info(&c, "el", "\"held\":false", out, sizeof out);
     ASSERT_EQ(cluster_ctl(&c, &r, "elect", "--observe", "el", "--count", "1", NULL), 0);
     ASSERT(strstr(r.out, " no leader\n") != NULL);
