@@ -15,6 +15,7 @@
 #include "proto/msg.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
+#include "tests/lib/files.h"
 #include "tests/lib/jsonget.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/runner.h"
@@ -306,12 +307,19 @@ TEST(watch_follows_changes)
     struct cluster c;
     const char *watch[] = {"watch", "wl", "-o", "json", "--count", "3", NULL};
     const char *watch_all[] = {"watch", "wl", "-o", "json", NULL};
-    const char *hold[] = {"lock", "wl", "--", "sleep", "3", NULL};
+    char dir[PATH_MAX], stop[PATH_MAX + 8], cmd[2 * PATH_MAX + 64];
+    /* The holder holds until the test says so: the waiter is seen queued
+     * however slow the machine. */
+    const char *hold[] = {"lock", "wl", "--", "sh", "-c", cmd, NULL};
     const char *wait[] = {"lock", "wl", "--", "true", NULL};
     char line[5][4096];
     pid_t watcher, holder, waiter;
+    FILE *f;
     int fd = -1;
 
+    ASSERT_EQ(tmpdir_make(dir, sizeof dir, "watch"), 0);
+    snprintf(stop, sizeof stop, "%s/stop", dir);
+    snprintf(cmd, sizeof cmd, "while [ ! -e %s ]; do sleep 0.05; done", stop);
     start3(&c);
     watcher = cluster_ctl_spawn(&c, watch, &fd);
     ASSERT_GT(watcher, 0);
@@ -343,6 +351,9 @@ TEST(watch_follows_changes)
     ASSERT_EQ(json_i64(line[3], "seq", 0), 4);
 
     /* The holder's release hands the lock to the waiter: one change. */
+    f = fopen(stop, "w");
+    ASSERT(f != NULL);
+    fclose(f);
     read_line(fd, line[4], sizeof line[4], 10000);
     ASSERT(strstr(line[4], "\"held\":true") != NULL);
     ASSERT_EQ(json_i64(line[4], "total_waiters", -1), 0);
@@ -362,6 +373,7 @@ TEST(watch_follows_changes)
     kill(watcher, SIGTERM);
     ASSERT_EQ(proc_wait(watcher, 10000), 0);
     close(fd);
+    rm_rf(dir);
     ASSERT_EQ(cluster_stop(&c), 0);
 }
 
