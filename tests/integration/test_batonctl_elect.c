@@ -190,8 +190,9 @@ static void until_file(char *cmd, size_t cap, const char *path)
  * elect: the first candidate runs CMD while it leads (its value and client
  * shown by lock-info); a second one waits, with its value in the queue, and
  * leads once the first's CMD exited (it resigned), with a larger fence in
- * BATON_FENCE. An observer started while the first leads prints both
- * leaders in order, in JSON; another prints the second as a table line.
+ * BATON_FENCE; a third that will not wait (--timeout 0) exits 75. An
+ * observer started while the first leads prints both leaders in order, in
+ * JSON; another prints the second as a table line.
  */
 TEST(elect_takes_turns)
 {
@@ -227,6 +228,11 @@ TEST(elect_takes_turns)
     ASSERT_EQ(json_i64(line, "leader_session", 0), sa);
     ASSERT(strstr(line, "\"election\":\"el\"") != NULL);
     ASSERT(strstr(line, "\"value\":\"va\"") != NULL);
+
+    /* Not waiting its turn (--timeout 0) while someone leads: exit 75. */
+    ASSERT_EQ(cluster_ctl(&c, &r, "elect", "el", "vc", "--timeout", "0", "--", "true", NULL), 75);
+    ASSERT(strstr(r.err, "leadership of el is held by another client") != NULL);
+    ctl_result_free(&r);
 
     b = cluster_ctl_spawn(&c, second, &fd_b);
     ASSERT_GT(b, 0);
