@@ -222,7 +222,7 @@ static int observe(struct ctl_opts *o, const char *name, uint64_t count)
 int cmd_elect(struct ctl_opts *o, int argc, char **argv)
 {
     struct ctl_optiter it;
-    struct ctl_hold h = {.cmd = "elect", .what = "leadership of", .name_var = "BATON_ELECTION",
+    struct ctl_hold h = {.what = "leadership of", .name_var = "BATON_ELECTION",
                          .client_name = "batonctl elect", .grace_ms = CTL_DEFAULT_GRACE_MS,
                          .wait_ms = -1, .acquire = campaign, .release = baton_resign};
     const char *arg, *value = NULL, *wait_arg = NULL;

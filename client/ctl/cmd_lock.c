@@ -112,7 +112,7 @@ int cmd_lock(struct ctl_opts *o, int argc, char **argv)
 {
     struct ctl_optiter it;
     struct lock_req req = {.n_names = 0};
-    struct ctl_hold h = {.cmd = "lock", .what = "lock", .name_var = "BATON_LOCK",
+    struct ctl_hold h = {.what = "lock", .name_var = "BATON_LOCK",
                          .client_name = "batonctl lock", .grace_ms = CTL_DEFAULT_GRACE_MS,
                          .wait_ms = -1, .acquire = acquire, .arg = &req,
                          .release = baton_unlock};

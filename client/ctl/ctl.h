@@ -401,7 +401,6 @@ int ctl_exit_for(int err);
 
 /* What a command holds while CMD runs, and how it takes it. */
 struct ctl_hold {
-    const char *cmd;          /* the command, for messages: "lock" */
     const char *what;         /* what is held, for messages: "lock", "leadership of" */
     const char *name;         /* the (first) name */
     const char *name_var;     /* CMD's variable naming it: "BATON_LOCK" */
