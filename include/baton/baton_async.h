@@ -559,8 +559,10 @@ BATON_API int baton_async_lock_state(baton_async_t *ac, const char *name,
  * (baton_async_unwatch, baton_async_close_session, or the context freed),
  * BATON_ENOMEM (no memory for an event), or, before the leader's first
  * event, its refusal (BATON_ELIMIT, BATON_EPROTO from a node that does not
- * serve watches...) or BATON_EUNAVAIL / BATON_ETIMEDOUT (no leader answered
- * within op_timeout_ms), or the status every pending call gets when a
+ * serve watches...), the node's refusal of this client (BATON_ETLS,
+ * BATON_EAUTH; BATON_ENOMEM for no memory for the connection) or
+ * BATON_EUNAVAIL / BATON_ETIMEDOUT (no leader answered within
+ * op_timeout_ms), or the status every pending call gets when a
  * fresh session for the context could not be opened. It is then never
  * called again for that watch. A watch needs no session: it lives on when
  * the session ends, and once started waits for a leader as long as it
