@@ -9,15 +9,18 @@
  *   output.c        column-aligned tables and a small JSON writer
  *   transport.c     requests to the leader or to one node, on libbaton's
  *                   sessionless requests (client/call.h); the security
- *                   options; the clock
+ *                   options; the clock; a libbaton session with them
  *   auth_line.c     an auth file's line for a principal and its token
  *   cmd_status.c    batonctl status
  *   cmd_check.c     batonctl check
  *   cmd_top.c       batonctl top: every node's metrics, refreshed
  *   cmd_locks.c     batonctl locks [PREFIX]
+ *   state_print.c   one lock's state for people and for JSON (lock-info, watch)
  *   cmd_lock_info.c batonctl lock-info NAME
- *   cmd_watch.c     batonctl watch NAME
+ *   cmd_watch.c     batonctl watch NAME, watch --prefix PREFIX
+ *   hold.c          run CMD while holding a lock or leading an election
  *   cmd_lock.c      batonctl lock NAME -- CMD...
+ *   cmd_elect.c     batonctl elect NAME VALUE -- CMD..., elect --observe NAME
  *   cmd_sessions.c  batonctl sessions
  *   cmd_admin.c     batonctl release --force NAME, expire SESSION,
  *                   transfer-leader [ID], snapshot, member list|add|remove
@@ -236,8 +239,17 @@ void jw_i64(struct jw *w, const char *key, int64_t v);
 void jw_f64(struct jw *w, const char *key, double v, int decimals);
 void jw_bool(struct jw *w, const char *key, int v);
 void jw_null(struct jw *w, const char *key);
+/* A value (a hold's or a request's: opaque bytes) under key "value": a
+ * JSON string when v[0..n) is valid UTF-8 (control characters escaped,
+ * so the string is the value exactly), else under key "value_base64" as
+ * its RFC 4648 base64 (padded). n 0 (no value): "value": null. */
+void jw_value(struct jw *w, const void *v, size_t n);
 /* End the document with a newline. */
 void jw_finish(struct jw *w);
+
+/* Is s[0..n) valid UTF-8 (no overlong form, surrogate or code point
+ * above U+10FFFF)? 1 or 0. */
+int ctl_utf8_valid(const void *s, size_t n);
 
 /* ---- transport.c: requests to the cluster ------------------------------ */
 
@@ -277,6 +289,15 @@ int ctl_read(baton__caller *c, int64_t timeout_ms, struct baton__reply *rep, cha
 /* Ask the node at addr for its STATUS before deadline. 0 or as ctl_call. */
 int ctl_node_status(const struct ctl_opts *o, const char *addr, int64_t deadline,
                     struct baton__reply *rep, char *err, size_t errlen);
+
+/*
+ * Open a libbaton session (the blocking API) with o's endpoints and
+ * security options, named client_name, asking for a lease of ttl_ms (0:
+ * the server's); --timeout, when given, bounds connecting and each
+ * request. 0 with *out, or the exit code after saying why on stderr.
+ */
+int ctl_session_open(const struct ctl_opts *o, const char *client_name, int64_t ttl_ms,
+                     baton_t **out);
 
 /* ---- samples.c: a node's METRICS text, by key -------------------------------- */
 
@@ -374,10 +395,84 @@ int ctl_conn_opts_check(const struct ctl_opts *o, const char *cmd);
  * cluster's refusals, BATON_EINVAL included). */
 int ctl_exit_for(int err);
 
-/* cmd_lock_info.c: print one lock's state as lock-info does, to stdout; a
- * non-zero seq (watch's event number) is printed too ("seq" in JSON). */
-void ctl_print_lock_info(const char *name, const struct msg_lock_info_r *li, enum ctl_format f,
-                         uint64_t seq);
+/* ---- hold.c: run CMD while holding a lock or leading an election ------- */
+
+#define CTL_DEFAULT_GRACE_MS 5000 /* --grace: from SIGTERM to SIGKILL */
+
+/* What a command holds while CMD runs, and how it takes it. */
+struct ctl_hold {
+    const char *what;         /* what is held, for messages: "lock", "leadership of" */
+    const char *name;         /* the (first) name */
+    const char *name_var;     /* CMD's variable naming it: "BATON_LOCK" */
+    const char *client_name;  /* the session's (batonctl sessions shows it) */
+    int64_t ttl_ms;           /* the lease asked for; 0: the server's */
+    int64_t grace_ms;         /* from SIGTERM to SIGKILL when the hold is lost */
+    int64_t wait_ms;          /* how long the acquire waits (-1: forever), for messages */
+    int verbose;              /* say on stderr when it is taken and released */
+    char **argv;              /* CMD and its arguments */
+    /* Take the hold (blocking; the signal thread may close b meanwhile):
+     * 0 with *out, or a BATON_E* code with baton_errmsg(b) saying why. */
+    int (*acquire)(baton_t *b, const struct ctl_hold *h, baton_lock_t **out);
+    const void *arg;          /* the command's, for acquire */
+    int (*release)(baton_lock_t *l); /* baton_unlock, baton_resign */
+};
+
+/*
+ * Connect (o's endpoints and security options, h's client name and ttl),
+ * take the hold, run CMD with name_var=NAME, BATON_FENCE and BATON_SESSION
+ * in its environment, stop CMD if the hold is lost (SIGTERM, SIGKILL after
+ * grace_ms), release the hold when CMD exits. Returns the exit code: CMD's
+ * status, or one of CTL_EXIT_* (hold.c's top comment; batonctl lock --help).
+ * Takes SIGINT, SIGTERM and SIGHUP for the rest of the process.
+ */
+int ctl_hold_run(const struct ctl_opts *o, const struct ctl_hold *h);
+
+/* ---- state_print.c: one lock's state, for people and for scripts ------- */
+
+/* What a watch event adds to the state it carries. */
+struct ctl_event_tag {
+    uint64_t seq;      /* the event's number in this watch, from 1 */
+    const char *kind;  /* "state", "change", "gap" */
+};
+
+/*
+ * Print lock `name`'s state st to stdout: lock-info's block of lines and
+ * tables, or its JSON object on one line (`batonctl lock-info --help`
+ * lists the fields). ids: the wire form st was made from, for the waiter
+ * ids it alone has (NULL: none printed). ev: a watch event's number and
+ * kind, printed before the block (table) or as "seq" and "kind" (JSON);
+ * NULL for none.
+ */
+void ctl_print_state(const char *name, const baton_lock_state *st,
+                     const struct msg_lock_state *ids, enum ctl_format f,
+                     const struct ctl_event_tag *ev);
+
+/* ---- cmd_watch.c: following a watch (watch, elect --observe) ------------ */
+
+/* A watch being followed. */
+struct ctl_watch {
+    const char *cmd;       /* the command, for messages: "watch" */
+    baton_t *b;            /* the session it runs in */
+    baton_watch_t *w;
+    /* Each event, in order; returns 1 when the command is done. Runs
+     * before synced and last take the event in. */
+    int (*on_event)(struct ctl_watch *cw, const baton_event *ev);
+    void *arg;             /* the command's */
+    int synced;            /* a SYNCED event was seen: later ones are resumptions */
+    uint64_t last;         /* the revision of the last event */
+};
+
+/* Take SIGINT and SIGTERM as "stop following" (ctl_watch_follow ends with
+ * 0 within 200 ms). Call before opening the session. */
+void ctl_watch_signals(void);
+
+/*
+ * Give every event of cw->w to cw->on_event, saying on stderr when one is
+ * a resumption's (a GAP; a SYNCED after the first: restarted or not), until
+ * on_event returns 1 or a signal came (0), or the watch ends: 70 when the
+ * cluster ended it (BATON_EPERM), 69 if the session was closed.
+ */
+int ctl_watch_follow(struct ctl_watch *cw);
 
 /* Name of a node role for output: "leader", "follower", ... */
 const char *ctl_role_name(int role);
@@ -404,6 +499,7 @@ int cmd_snapshot(struct ctl_opts *o, int argc, char **argv);
 int cmd_backup_save(struct ctl_opts *o, const char *path);
 int cmd_backup_info(struct ctl_opts *o, const char *path);
 int cmd_member(struct ctl_opts *o, int argc, char **argv);
+int cmd_elect(struct ctl_opts *o, int argc, char **argv);
 int cmd_auth(struct ctl_opts *o, int argc, char **argv);
 
 extern const char cmd_status_help[];
@@ -419,6 +515,7 @@ extern const char cmd_expire_help[];
 extern const char cmd_transfer_help[];
 extern const char cmd_snapshot_help[];
 extern const char cmd_member_help[];
+extern const char cmd_elect_help[];
 extern const char cmd_auth_help[];
 
 #endif /* BATON_CTL_H */

@@ -22,12 +22,20 @@ static const char usage_text[] =
     "                            every node's role, indexes, commit latency, grants/s,\n"
     "                            sessions, connections and the longest queues, refreshed\n"
     "  locks [PREFIX]            locks whose name starts with PREFIX: holder, fence, waiters\n"
-    "  lock-info NAME            one lock: holder, fence, grant index, its queue in order\n"
-    "  watch NAME                print a lock's holder and queue now and at every change\n"
-    "  lock NAME [--timeout MS] [--grace MS] -- CMD [ARGS...]\n"
+    "  lock-info NAME            one lock: holders with their clients, values and fences,\n"
+    "                            its queue in order, read linearizably\n"
+    "  watch NAME | --prefix PREFIX\n"
+    "                            print a lock's (or every matching lock's) state now and\n"
+    "                            at every change, with its revision\n"
+    "  lock NAME [--timeout MS] [--grace MS] [--value V] -- CMD [ARGS...]\n"
     "                            run CMD while holding lock NAME; exit with CMD's status;\n"
     "                            if the lock is lost, stop CMD (SIGTERM, then SIGKILL\n"
     "                            after --grace, default 5 s) and exit 76\n"
+    "  elect NAME VALUE [--timeout MS] [--grace MS] -- CMD [ARGS...]\n"
+    "                            campaign in election NAME with VALUE, run CMD while\n"
+    "                            leading, resign when it exits; as lock when leadership\n"
+    "                            is lost\n"
+    "  elect --observe NAME      print election NAME's leader now and at every change\n"
     "  sessions                  sessions: id, lease, client, locks held and waited for\n"
     "  release --force NAME [--fence N] [--now]\n"
     "                            take lock NAME from its holder (only if it holds fence N);\n"
@@ -51,12 +59,14 @@ static const char usage_text[] =
     "  -e, --endpoints LIST  comma-separated HOST:PORT client addresses of cluster nodes;\n"
     "                        one reachable node is enough. Default: $BATON_ENDPOINTS,\n"
     "                        else " CTL_DEFAULT_ENDPOINTS "\n"
-    "  -o, --output FORMAT   table (default) or json (every command but lock: one\n"
-    "                        JSON object on one line; `batonctl COMMAND --help` lists\n"
+    "  -o, --output FORMAT   table (default) or json (every command but lock and elect\n"
+    "                        NAME VALUE: one JSON object on one line, watch and elect\n"
+    "                        --observe one per event; `batonctl COMMAND --help` lists\n"
     "                        its fields)\n"
     "  --timeout MS          give up on the cluster after MS milliseconds (default 5000;\n"
-    "                        500ms, 5s and 1m are accepted too). After `lock NAME`,\n"
-    "                        --timeout is instead how long to wait for the lock.\n"
+    "                        500ms, 5s and 1m are accepted too). After `lock NAME` or\n"
+    "                        `elect NAME`, --timeout is instead how long to wait for\n"
+    "                        the lock or leadership.\n"
     "  --cacert FILE         speak TLS, and trust the nodes whose certificates chain\n"
     "                        to a CA of FILE (PEM) and name the host dialled.\n"
     "                        Default: $BATON_CACERT, else plaintext\n"
@@ -82,14 +92,16 @@ static const char usage_text[] =
     "         status, check: a node's state diverged;\n"
     "         transfer-leader: leadership did not move (to ID);\n"
     "         member: another change runs, or a new node did not catch up\n"
-    "  75     lock: the lock was not acquired (busy with --timeout 0, or timed out)\n"
+    "  75     lock: the lock was not acquired (busy with --timeout 0, or timed out);\n"
+    "         elect: this candidate did not lead within --timeout\n"
     "  76     lock: the lock was lost while CMD ran (its lease ran out, its session\n"
-    "         expired, or its release was forced); CMD was stopped\n"
-    "  126    lock: CMD could not be executed\n"
-    "  127    lock: CMD was not found\n"
-    "  128+N  lock: CMD was killed by signal N, or batonctl got signal N while it\n"
-    "         waited for the lock\n"
-    "  other  lock: CMD's own exit status\n";
+    "         expired, or its release was forced); CMD was stopped; elect: the same\n"
+    "         for leadership\n"
+    "  126    lock, elect: CMD could not be executed\n"
+    "  127    lock, elect: CMD was not found\n"
+    "  128+N  lock, elect: CMD was killed by signal N, or batonctl got signal N while\n"
+    "         it waited for the lock or leadership\n"
+    "  other  lock, elect: CMD's own exit status\n";
 
 struct command {
     const char *name;
@@ -105,6 +117,7 @@ static const struct command commands[] = {
     {"lock-info", cmd_lock_info, cmd_lock_info_help},
     {"watch", cmd_watch, cmd_watch_help},
     {"lock", cmd_lock, cmd_lock_help},
+    {"elect", cmd_elect, cmd_elect_help},
     {"sessions", cmd_sessions, cmd_sessions_help},
     {"release", cmd_release, cmd_release_help},
     {"expire", cmd_expire, cmd_expire_help},

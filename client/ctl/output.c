@@ -260,6 +260,45 @@ void jw_null(struct jw *w, const char *key)
     fputs("null", w->f);
 }
 
+int ctl_utf8_valid(const void *s, size_t n)
+{
+    const unsigned char *p = s;
+
+    for (size_t i = 0, len; i < n; i += len)
+        if ((len = proto_utf8_len(p + i, n - i)) == 0) return 0;
+    return 1;
+}
+
+/* Write p[0..n) to f as RFC 4648 base64, '=' padded. */
+static void write_base64(FILE *f, const unsigned char *p, size_t n)
+{
+    static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)p[i] << 16;
+        if (i + 1 < n) v |= (uint32_t)p[i + 1] << 8;
+        if (i + 2 < n) v |= p[i + 2];
+        fputc(a[v >> 18], f);
+        fputc(a[(v >> 12) & 63], f);
+        fputc(i + 1 < n ? a[(v >> 6) & 63] : '=', f);
+        fputc(i + 2 < n ? a[v & 63] : '=', f);
+    }
+}
+
+void jw_value(struct jw *w, const void *v, size_t n)
+{
+    if (n == 0) {
+        jw_null(w, "value");
+    } else if (ctl_utf8_valid(v, n)) {
+        jw_string(w, "value", v, n);
+    } else {
+        jw_prefix(w, "value_base64");
+        fputc('"', w->f);
+        write_base64(w->f, v, n);
+        fputc('"', w->f);
+    }
+}
+
 void jw_finish(struct jw *w)
 {
     fputc('\n', w->f);

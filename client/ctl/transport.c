@@ -218,3 +218,28 @@ int ctl_node_metrics(const struct ctl_opts *o, const char *addr, int64_t deadlin
     baton__reply_free(&rep);
     return rv;
 }
+
+int ctl_session_open(const struct ctl_opts *o, const char *client_name, int64_t ttl_ms,
+                     baton_t **out)
+{
+    baton_opts bo;
+    int rv;
+
+    memset(&bo, 0, sizeof bo);
+    bo.endpoints = o->endpoints;
+    bo.client_name = client_name;
+    if (o->timeout_set) {
+        bo.connect_timeout_ms = (unsigned)o->timeout_ms;
+        bo.op_timeout_ms = (unsigned)o->timeout_ms;
+    }
+    bo.session_ttl_ms = (unsigned)ttl_ms;
+    bo.tls_ca_file = o->cacert;
+    bo.tls_cert_file = o->cert;
+    bo.tls_key_file = o->key;
+    bo.token = o->token;
+    rv = baton_connect(&bo, out);
+    if (rv == 0) return 0;
+    ctl_error("cannot connect: %s", baton_connect_errmsg());
+    if (rv == BATON_EINVAL) return CTL_EXIT_USAGE;
+    return rv == BATON_EUNAVAIL ? CTL_EXIT_UNAVAIL : CTL_EXIT_SOFTWARE;
+}

@@ -15,6 +15,7 @@
 #include "proto/msg.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
+#include "tests/lib/files.h"
 #include "tests/lib/jsonget.h"
 #include "tests/lib/proc.h"
 #include "tests/lib/runner.h"
@@ -298,49 +299,67 @@ static void read_line(int fd, char *buf, size_t cap, int timeout_ms)
     buf[n] = 0;
 }
 
-/* A watch prints the state at once, then one line per change, in order:
- * held, queued, handed on; with --count 3 it then exits 0. Without
- * --count it runs until SIGTERM, and exits 0. */
+/* A watch prints the state at once and a synced event, then one line per
+ * change, in order: held, queued, handed on; with --count 3 it then exits
+ * 0. Without --count it runs until SIGTERM, and exits 0. */
 TEST(watch_follows_changes)
 {
     struct cluster c;
     const char *watch[] = {"watch", "wl", "-o", "json", "--count", "3", NULL};
     const char *watch_all[] = {"watch", "wl", "-o", "json", NULL};
-    const char *hold[] = {"lock", "wl", "--", "sleep", "3", NULL};
+    char dir[PATH_MAX], stop[PATH_MAX + 8], cmd[2 * PATH_MAX + 64];
+    /* The holder holds until the test says so: the waiter is seen queued
+     * however slow the machine. */
+    const char *hold[] = {"lock", "wl", "--", "sh", "-c", cmd, NULL};
     const char *wait[] = {"lock", "wl", "--", "true", NULL};
-    char line[4][4096];
+    char line[5][4096];
     pid_t watcher, holder, waiter;
+    FILE *f;
     int fd = -1;
 
+    ASSERT_EQ(tmpdir_make(dir, sizeof dir, "watch"), 0);
+    snprintf(stop, sizeof stop, "%s/stop", dir);
+    snprintf(cmd, sizeof cmd, "while [ ! -e %s ]; do sleep 0.05; done", stop);
     start3(&c);
     watcher = cluster_ctl_spawn(&c, watch, &fd);
     ASSERT_GT(watcher, 0);
     read_line(fd, line[0], sizeof line[0], 10000);
-    ASSERT(strstr(line[0], "\"name\":\"wl\",\"held\":false") != NULL);
+    ASSERT(strstr(line[0], "\"name\":\"wl\",\"revision\":") != NULL);
+    ASSERT(strstr(line[0], "\"held\":false") != NULL);
+    ASSERT(strstr(line[0], "\"kind\":\"state\"") != NULL);
     ASSERT_EQ(json_i64(line[0], "seq", 0), 1);
+    read_line(fd, line[1], sizeof line[1], 10000);
+    ASSERT(strstr(line[1], "\"kind\":\"synced\"") != NULL);
+    ASSERT(strstr(line[1], "\"restarted\":false") != NULL);
+    ASSERT_EQ(json_i64(line[1], "seq", 0), 2);
 
     holder = cluster_ctl_spawn(&c, hold, NULL);
     ASSERT_GT(holder, 0);
-    read_line(fd, line[1], sizeof line[1], 10000);
-    ASSERT(strstr(line[1], "\"held\":true") != NULL);
-    ASSERT_EQ(json_i64(line[1], "total_waiters", -1), 0);
-    ASSERT_EQ(json_i64(line[1], "seq", 0), 2);
+    read_line(fd, line[2], sizeof line[2], 10000);
+    ASSERT(strstr(line[2], "\"held\":true") != NULL);
+    ASSERT(strstr(line[2], "\"kind\":\"change\"") != NULL);
+    ASSERT_EQ(json_i64(line[2], "total_waiters", -1), 0);
+    ASSERT_EQ(json_i64(line[2], "seq", 0), 3);
+    ASSERT_GT(json_i64(line[2], "revision", 0), json_i64(line[1], "revision", 0));
 
     waiter = cluster_ctl_spawn(&c, wait, NULL);
     ASSERT_GT(waiter, 0);
-    read_line(fd, line[2], sizeof line[2], 10000);
-    ASSERT(strstr(line[2], "\"held\":true") != NULL);
-    ASSERT_EQ(json_i64(line[2], "total_waiters", -1), 1);
-    ASSERT_EQ(json_i64(line[2], "holder_session", 0), json_i64(line[1], "holder_session", 0));
-    ASSERT_EQ(json_i64(line[2], "seq", 0), 3);
-
-    /* The holder's release hands the lock to the waiter: one change. */
     read_line(fd, line[3], sizeof line[3], 10000);
     ASSERT(strstr(line[3], "\"held\":true") != NULL);
-    ASSERT_EQ(json_i64(line[3], "total_waiters", -1), 0);
-    ASSERT_NE(json_i64(line[3], "holder_session", 0), json_i64(line[1], "holder_session", 0));
-    ASSERT_GT(json_i64(line[3], "fence", 0), json_i64(line[1], "fence", 0));
+    ASSERT_EQ(json_i64(line[3], "total_waiters", -1), 1);
+    ASSERT_EQ(json_i64(line[3], "holder_session", 0), json_i64(line[2], "holder_session", 0));
     ASSERT_EQ(json_i64(line[3], "seq", 0), 4);
+
+    /* The holder's release hands the lock to the waiter: one change. */
+    f = fopen(stop, "w");
+    ASSERT(f != NULL);
+    fclose(f);
+    read_line(fd, line[4], sizeof line[4], 10000);
+    ASSERT(strstr(line[4], "\"held\":true") != NULL);
+    ASSERT_EQ(json_i64(line[4], "total_waiters", -1), 0);
+    ASSERT_NE(json_i64(line[4], "holder_session", 0), json_i64(line[2], "holder_session", 0));
+    ASSERT_GT(json_i64(line[4], "fence", 0), json_i64(line[2], "fence", 0));
+    ASSERT_EQ(json_i64(line[4], "seq", 0), 5);
 
     ASSERT_EQ(proc_wait(watcher, 10000), 0);
     ASSERT_EQ(proc_wait(holder, 10000), 0);
@@ -354,20 +373,22 @@ TEST(watch_follows_changes)
     kill(watcher, SIGTERM);
     ASSERT_EQ(proc_wait(watcher, 10000), 0);
     close(fd);
+    rm_rf(dir);
     ASSERT_EQ(cluster_stop(&c), 0);
 }
 
-/* A watch re-subscribes at the new leader after the leader dies. Its
- * events are numbered and counted across the re-subscription (whose state
- * is an event too), so --count 3 ends it after seq 4. */
+/* A watch resumes at the new leader after the leader dies: a synced event
+ * (restarted or not: with restarted, the lock's state comes again before
+ * it), numbered on from the events before, then the changes made there. */
 TEST(watch_survives_leader_kill)
 {
     struct cluster c;
     struct ctl_result r;
-    const char *watch[] = {"watch", "wk", "-o", "json", "--count", "3", NULL};
+    const char *watch[] = {"watch", "wk", "-o", "json", NULL};
     char line[4096];
     pid_t watcher;
     int fd = -1, leader;
+    int64_t seq;
 
     start3(&c);
     leader = cluster_wait_leader(&c, 5000);
@@ -375,20 +396,27 @@ TEST(watch_survives_leader_kill)
     ASSERT_GT(watcher, 0);
     read_line(fd, line, sizeof line, 10000);
     ASSERT_EQ(json_i64(line, "seq", 0), 1);
+    read_line(fd, line, sizeof line, 10000);
+    ASSERT(strstr(line, "\"kind\":\"synced\"") != NULL);
     ASSERT_EQ(cluster_kill(&c, leader, SIGKILL), 128 + SIGKILL);
-    /* The new subscription's current state is the next event. */
-    read_line(fd, line, sizeof line, 15000);
-    ASSERT_EQ(json_i64(line, "seq", 0), 2);
-    ASSERT(strstr(line, "\"held\":false") != NULL);
+    /* The resumption: any state events, then synced. */
+    for (seq = 3;; seq++) {
+        read_line(fd, line, sizeof line, 20000);
+        ASSERT_EQ(json_i64(line, "seq", 0), seq);
+        if (strstr(line, "\"kind\":\"synced\"") != NULL) break;
+        ASSERT(strstr(line, "\"kind\":\"state\"") != NULL);
+        ASSERT(strstr(line, "\"held\":false") != NULL);
+    }
     ASSERT_EQ(cluster_ctl(&c, &r, "lock", "wk", "--", "true", NULL), 0);
     ctl_result_free(&r);
     read_line(fd, line, sizeof line, 10000);
     ASSERT(strstr(line, "\"held\":true") != NULL);
-    ASSERT_EQ(json_i64(line, "seq", 0), 3);
+    ASSERT(strstr(line, "\"kind\":\"change\"") != NULL);
+    ASSERT_EQ(json_i64(line, "seq", 0), seq + 1);
     read_line(fd, line, sizeof line, 10000);
     ASSERT(strstr(line, "\"held\":false") != NULL);
-    ASSERT_EQ(json_i64(line, "seq", 0), 4);
-    /* Three events after the first: it ends by itself. */
+    ASSERT_EQ(json_i64(line, "seq", 0), seq + 2);
+    kill(watcher, SIGTERM);
     ASSERT_EQ(proc_wait(watcher, 10000), 0);
     close(fd);
     ASSERT_EQ(cluster_restart(&c, leader), 0);

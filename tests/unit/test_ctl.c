@@ -113,6 +113,45 @@ TEST(json_writer_commas_and_nesting)
     free(c.buf);
 }
 
+/* Print one value the way lock-info's JSON does, in an object. */
+static char *value_of(const char *v, size_t n)
+{
+    struct capture c;
+    struct jw w;
+
+    cap_open(&c);
+    jw_init(&w, c.f);
+    jw_begin_object(&w, NULL);
+    jw_value(&w, v, n);
+    jw_end_object(&w);
+    cap_text(&c);
+    return c.buf;
+}
+
+#define ASSERT_VALUE(in, expect)                                               \
+    do {                                                                       \
+        char *out_ = value_of((in), sizeof(in) - 1);                           \
+        ASSERT_STREQ(out_, (expect));                                          \
+        free(out_);                                                            \
+    } while (0)
+
+/* A value: a string when it is valid UTF-8 (escaped, so exactly the
+ * value), base64 under value_base64 otherwise (every padding length),
+ * null when there is none. */
+TEST(json_values)
+{
+    ASSERT_VALUE("", "{\"value\":null}");
+    ASSERT_VALUE("host:80", "{\"value\":\"host:80\"}");
+    ASSERT_VALUE("caf\xc3\xa9\n\x01", "{\"value\":\"caf\xc3\xa9\\n\\u0001\"}");
+    ASSERT_VALUE("\xff", "{\"value_base64\":\"/w==\"}");
+    ASSERT_VALUE("w\xff\x01", "{\"value_base64\":\"d/8B\"}");
+    ASSERT_VALUE("ab\xc3", "{\"value_base64\":\"YWLD\"}");
+    ASSERT_VALUE("\xed\xa0\x80\x00", "{\"value_base64\":\"7aCAAA==\"}");
+    ASSERT(ctl_utf8_valid("", 0));
+    ASSERT(ctl_utf8_valid("a\0b", 3));
+    ASSERT(!ctl_utf8_valid("\xc0\xaf", 2));
+}
+
 TEST(sanitize_for_terminal)
 {
     struct capture c;
@@ -391,6 +430,7 @@ int main(int argc, char **argv)
     RUN(json_keeps_valid_utf8);
     RUN(json_replaces_invalid_utf8);
     RUN(json_writer_commas_and_nesting);
+    RUN(json_values);
     RUN(sanitize_for_terminal);
     RUN(table_aligns_columns);
     RUN(parse_durations);
