@@ -9,7 +9,7 @@
  *
  *   faultrun [--seconds N] [--clients N] [--locks N] [--ttl MS] [--seed S]
  *            [--faults LIST] [--expect-violations] [--keep] [--plain] [--exclusive]
- *            [--no-multi]
+ *            [--no-multi] [--no-elect]
  *
  *   --seconds N         how long the nemesis runs (default 120)
  *   --clients N         client processes (default 6), --locks N hot locks (2)
@@ -34,6 +34,10 @@
  *                       one name of a multi-lock and leaves records that
  *                       storage/multi.c cannot apply against: its nodes
  *                       fail to apply an entry and stop within seconds
+ *   --no-elect          no election workers (nemesis_elect.c, elect.c): by
+ *                       default three campaigners and two observers run
+ *                       the elections elect0 and elect1 beside the locks,
+ *                       and the kill-elect fault kills leading campaigners
  *
  * batond and batonctl come from $BATON_BUILD (tests/lib/cluster.h); the
  * harness's own programs from the directory faultrun is in.
@@ -92,7 +96,7 @@ static int parse_args(struct run *r, int argc, char **argv)
         {"seed", required_argument, NULL, 'r'},    {"faults", required_argument, NULL, 'f'},
         {"expect-violations", no_argument, NULL, 'x'}, {"keep", no_argument, NULL, 'k'},
         {"plain", no_argument, NULL, 'p'}, {"exclusive", no_argument, NULL, 'X'},
-        {"no-multi", no_argument, NULL, 'M'}, {0},
+        {"no-multi", no_argument, NULL, 'M'}, {"no-elect", no_argument, NULL, 'E'}, {0},
     };
     int o;
 
@@ -117,6 +121,7 @@ static int parse_args(struct run *r, int argc, char **argv)
         case 'p': r->plain = 1; break;
         case 'X': r->exclusive_only = 1; break;
         case 'M': r->no_multi = 1; break;
+        case 'E': r->no_elect = 1; break;
         default: return -1;
         }
     }
@@ -128,6 +133,7 @@ static int parse_args(struct run *r, int argc, char **argv)
         r->faults_enabled &= ~(1u << F_PART_CLIENT | 1u << F_DEPOSED | 1u << F_HOSTILE_CACHE |
                                1u << F_HOSTILE_READS | 1u << F_HOSTILE_SESSIONS |
                                1u << F_HOSTILE_PREHELLO);
+    if (r->no_elect) r->faults_enabled &= ~(1u << F_KILL_ELECT);
     return r->faults_enabled ? 0 : -1;
 }
 
@@ -471,6 +477,7 @@ static void emergency_stop(void)
             proc_stop(R.clients[k], SIGKILL, 2000);
             R.clients[k] = 0;
         }
+    elect_kill_all(&R);
     if (R.hostile_pid > 0) proc_stop(R.hostile_pid, SIGKILL, 2000);
     if (R.proxy_pid > 0) proc_stop(R.proxy_pid, SIGKILL, 2000);
     if (R.store_pid > 0) proc_stop(R.store_pid, SIGKILL, 2000);
@@ -513,7 +520,7 @@ int main(int argc, char **argv)
     if (parse_args(&R, argc, argv) != 0) {
         fprintf(stderr, "usage: faultrun [--seconds N] [--clients N] [--locks N] [--ttl MS] "
                         "[--seed S] [--faults LIST] [--expect-violations] [--keep] [--plain] "
-                        "[--exclusive] [--no-multi]\n");
+                        "[--exclusive] [--no-multi] [--no-elect]\n");
         return 2;
     }
     n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -557,7 +564,7 @@ int main(int argc, char **argv)
     client_profiles(&R);
     if (R.nemesis == NULL || start_store(&R) != 0 || cluster_start_opts(&R.c, 3, &co) != 0 ||
         start_proxy(&R) != 0 || cluster_wait_leader(&R.c, 30000) < 0 || start_clients(&R) != 0 ||
-        start_hostile(&R) != 0) {
+        elect_start(&R) != 0 || start_hostile(&R) != 0) {
         fprintf(stderr, "faultrun: set-up failed; logs kept in %s\n", R.dir);
         emergency_stop();
         return 2;
@@ -572,6 +579,7 @@ int main(int argc, char **argv)
     flog(R.nemesis, "NOTE stopping the clients");
     stop_hostile(&R);
     stop_clients(&R);
+    elect_stop(&R);
     compare_digests(&R);
     if (cluster_stop(&R.c) != 0) {
         printf("# a node did not stop cleanly on SIGTERM\n");
@@ -587,6 +595,9 @@ int main(int argc, char **argv)
     if (R.floods_kept + R.floods_lost)
         printf("# hostile floods: the leader kept its leadership through %u of %u floods\n",
                R.floods_kept, R.floods_kept + R.floods_lost);
+    if (R.n_faults[F_KILL_ELECT])
+        printf("# kill-elect: %u of %u killed a leading campaigner\n", R.elect_kills,
+               R.n_faults[F_KILL_ELECT]);
     if (R.stalls_kept + R.stalls_lost)
         printf("# stall-leader: the leader kept its leadership through %u of %u stall faults\n",
                R.stalls_kept, R.stalls_kept + R.stalls_lost);

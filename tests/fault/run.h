@@ -15,6 +15,11 @@
 #include "tests/lib/proc.h"
 
 #define RUN_MAX_CLIENTS 16
+/* Election workers (elect.c): campaigners, then observers. */
+#define RUN_ELECT_CAMPAIGNERS 3
+#define RUN_ELECT_OBSERVERS 2
+#define RUN_ELECT_WORKERS (RUN_ELECT_CAMPAIGNERS + RUN_ELECT_OBSERVERS)
+#define RUN_ELECTIONS 2
 /* The sessions the floods' principal may have open at once (its
  * max-sessions= in the auth file): hostile-sessions floods up to it. */
 #define FLOOD_SESSION_CAP 32
@@ -49,6 +54,8 @@ enum fault_kind {
     F_HOSTILE_PREHELLO,
     /* a node of a lower feature level, then upgraded (nemesis_upgrade.c) */
     F_UPGRADE,
+    /* kill -9 a leading campaigner of the elections (nemesis_elect.c) */
+    F_KILL_ELECT,
     F_COUNT
 };
 
@@ -64,6 +71,7 @@ struct run {
     int plain;               /* --plain: no shims, no client proxy, no hostile client */
     int exclusive_only;      /* --exclusive: every client takes exclusive hot locks only */
     int no_multi;            /* --no-multi: no client takes multi-locks */
+    int no_elect;            /* --no-elect: no election workers */
 
     /* Where things are. */
     char tools[PATH_MAX];    /* faultproxy, faultstore, faultclient, faultcheck */
@@ -92,6 +100,10 @@ struct run {
     int client_multi[RUN_MAX_CLIENTS];
     int n_groups;
     int group_port[RUN_MAX_CLIENTS][CLUSTER_MAX_NODES]; /* the proxy's ports per group, node */
+    /* The election workers (nemesis_elect.c): elect[k] is worker k's pid
+     * (0: not running), k < RUN_ELECT_CAMPAIGNERS a campaigner. */
+    pid_t elect[RUN_ELECT_WORKERS];
+    unsigned elect_kills;    /* kill-elect faults that found a leader */
     pid_t hostile_pid;       /* faulthostile, or 0 */
     char hostile_token[72];  /* its principal "faulthostile" (role client) */
     char flood_token[72];    /* the hostile-* floods' "faultflood" (role client) */
@@ -148,6 +160,15 @@ int upgrade_setup(struct run *r, struct cluster_opts *o);
 /* While the old node runs level 1: "NOTE upgrade level" lines of every
  * node's METRICS (the checker's rule 11). */
 void upgrade_watch(struct run *r);
+
+/* nemesis_elect.c */
+/* Start every election worker (unless --no-elect). 0 or -1. */
+int elect_start(struct run *r);
+/* SIGTERM every election worker; each resigns or ends its watches,
+ * closes its session and exits 0 (else a harness error). */
+void elect_stop(struct run *r);
+/* SIGKILL every election worker (a failed set-up). */
+void elect_kill_all(struct run *r);
 
 /* nemesis_disk.c */
 /* Fill r->node_env: every node preloads shim_disk.so, with a control file
