@@ -4,9 +4,10 @@
  *
  *   faultcheck DIR
  *
- * DIR holds client-*.log (client.c), store.log (store.c) and nemesis.log
- * (run.c). Exit status: 0 if no rule was broken, 1 if one was (each break
- * is printed on a "VIOLATION" or "SILENT LOSS" line), 2 if the logs could
+ * DIR holds client-*.log (client.c), store.log (store.c), nemesis.log
+ * (run.c) and, if election workers ran, elect-*.log (elect.c). Exit
+ * status: 0 if no rule was broken, 1 if one was (each break is printed on
+ * a "VIOLATION" or "SILENT LOSS" line), 2 if the logs could
  * not be read.
  *
  * Every process of the harness stamps its lines with the same clock
@@ -60,6 +61,11 @@
  *     frames before HELLO, data.mdb's growth (check_flood.c).
  * 11. A rolling upgrade keeps the feature level's promises (the upgrade
  *     fault; check_upgrade.c).
+ * 12-15. Elections (check_elect.c, from DIR/elect-*.log): one leader at a
+ *     time (certain leaderships never overlap another LEAD, a told one
+ *     within the lease rule) with fences that increase; observers told of
+ *     every leader they miss; leader reads that show the latest value
+ *     known before they started; no leader lost without notice.
  *
  * It also prints the operations, the faults of each kind (nemesis.log),
  * the lost-with-notice counts and the longest time without any grant.
