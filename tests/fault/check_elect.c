@@ -398,8 +398,11 @@ static void check_one_leader(const struct el *x, const struct ck_data *d)
             if (b->t_lead > a->t_lead && b->t_lead < bound) {
                 lead_desc(x, b, db, sizeof db);
                 ck_violation(V_TWO_LEADERS, "%s: %s led while %s still did (it %s at +%.3f s)",
-                             a->election, db, da, sure ? "resigned, answered 0," : "stopped, told "
-                             "lost,", ck_rel_s(stop));
+                             a->election, db, da,
+                             sure        ? "resigned, answered 0,"
+                             : a->t_lost ? "stopped, told lost,"
+                                         : "resigned, unconfirmed,",
+                             ck_rel_s(stop));
             }
             if (end && end < a->t_lead && b->fence >= a->fence) {
                 lead_desc(x, b, db, sizeof db);
