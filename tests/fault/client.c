@@ -84,7 +84,6 @@
  * unlock), close the session, exit 0. A client that is told its lock is
  * lost stops writing at once and unlocks (BATON_ELOST).
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -98,6 +97,7 @@
 #include "baton/adapters/libuv.h"
 #include "baton/baton_async.h"
 #include "tests/fault/flog.h"
+#include "tests/fault/shim_check.h"
 #include "tests/fault/store_client.h"
 #include "tests/lib/rng.h"
 
@@ -503,26 +503,6 @@ static void open_session(struct app *a)
 
 /* ---- the shims ----------------------------------------------------------------- */
 
-/* Are the shims the harness says it preloaded in? Logs them; 0 or -1. */
-static int check_shims(FILE *log, long want_ppm, int want_ports)
-{
-    long (*ppm)(void) = (long (*)(void))dlsym(RTLD_DEFAULT, "fault_shim_clock_ppm");
-    int (*ports)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "fault_shim_connect_ports");
-    long have_ppm = ppm ? ppm() : 0;
-    int have_ports = ports ? ports() : 0;
-
-    if (have_ppm != want_ppm || have_ports != want_ports) {
-        fprintf(stderr, "faultclient: the harness asked for a clock %ld ppm off and %d proxied "
-                        "ports, the shims in give %ld and %d\n",
-                want_ppm, want_ports, have_ppm, have_ports);
-        return -1;
-    }
-    if (want_ppm) flog(log, "NOTE shim_clock: %+ld ppm", want_ppm);
-    if (want_ports) flog(log, "NOTE shim_connect: %d node ports go through the client proxy",
-                         want_ports);
-    return 0;
-}
-
 /* The lease clock (CLOCK_BOOTTIME, through any shim) and the real one (the
  * system call), in ns. */
 static void clocks_now(int64_t *lease, int64_t *real)
@@ -598,7 +578,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "faultclient: %s: %s\n", logpath, strerror(errno));
         return 1;
     }
-    if (check_shims(a.log, want_ppm, want_ports) != 0) return 1;
+    if (shims_check(a.log, "faultclient", want_ppm, want_ports) != 0) return 1;
     clocks_now(&lease0, &real0);
     signal(SIGPIPE, SIG_IGN);
     a.loop = uv_default_loop();

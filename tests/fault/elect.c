@@ -46,7 +46,12 @@
  *
  *   faultelect --role campaign|observe --endpoints E --store PORT --name N
  *              --log FILE [--elections K] [--ttl MS] [--seed S]
- *              [--cacert FILE] [--token T]
+ *              [--cacert FILE] [--token T] [--expect-clock-ppm N]
+ *              [--expect-proxy-ports N]
+ *
+ * --expect-clock-ppm and --expect-proxy-ports say which shims the harness
+ * preloaded, as for client.c (shim_check.h): the worker refuses to run
+ * without them.
  *
  * SIGTERM: a campaigner finishes its leadership (resigns) or its campaign,
  * an observer ends its watches and reads; then the session is closed and
@@ -65,6 +70,7 @@
 #include "baton/adapters/libuv.h"
 #include "baton/baton_async.h"
 #include "tests/fault/flog.h"
+#include "tests/fault/shim_check.h"
 #include "tests/fault/store_client.h"
 #include "tests/lib/rng.h"
 
@@ -570,12 +576,14 @@ int main(int argc, char **argv)
         {"log", required_argument, NULL, 'l'},       {"elections", required_argument, NULL, 'k'},
         {"ttl", required_argument, NULL, 't'},       {"seed", required_argument, NULL, 'r'},
         {"cacert", required_argument, NULL, 'c'},    {"token", required_argument, NULL, 'T'},
-        {0},
+        {"expect-clock-ppm", required_argument, NULL, 'P'},
+        {"expect-proxy-ports", required_argument, NULL, 'X'}, {0},
     };
     struct app a = {.n_elections = 2, .store_fd = -1, .rng = 0x2545F4914F6CDD1Dull};
     const char *logpath = NULL, *role = NULL;
     unsigned ttl = 3000;
-    int o;
+    long want_ppm = 0;
+    int o, want_ports = 0;
 
     a.opts.client_name = "faultelect";
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -590,6 +598,8 @@ int main(int argc, char **argv)
         case 'r': a.rng ^= strtoull(optarg, NULL, 10) * 0x9E3779B97F4A7C15ull; break;
         case 'c': a.opts.tls_ca_file = optarg; break;
         case 'T': a.opts.token = optarg; break;
+        case 'P': want_ppm = strtol(optarg, NULL, 10); break;
+        case 'X': want_ports = atoi(optarg); break;
         default: goto usage;
         }
     }
@@ -607,6 +617,7 @@ int main(int argc, char **argv)
         return 1;
     }
     flog(a.log, "START %s %s %ld", role, a.name, (long)getpid());
+    if (shims_check(a.log, "faultelect", want_ppm, want_ports) != 0) return 1;
     signal(SIGPIPE, SIG_IGN);
     a.loop = uv_default_loop();
     uv_timer_init(a.loop, &a.timer);
@@ -630,6 +641,6 @@ int main(int argc, char **argv)
 usage:
     fprintf(stderr, "usage: faultelect --role campaign|observe --endpoints E --store PORT "
                     "--name N --log FILE [--elections K] [--ttl MS] [--seed S] [--cacert FILE] "
-                    "[--token T]\n");
+                    "[--token T] [--expect-clock-ppm N] [--expect-proxy-ports N]\n");
     return 2;
 }

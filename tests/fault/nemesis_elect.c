@@ -10,10 +10,19 @@
  *                (check_elect.c) reads the kill from the log: an
  *                incarnation that ends without END.
  *
+ *   partition-elect  cut the proxied campaigner e2 -- while it leads, if
+ *                it comes to lead within 3 s -- off from every node for
+ *                3.5-6 s: past its lease (3 s) its library must tell it
+ *                that it lost its leadership before the cluster lets the
+ *                next candidate lead (the checker's lease rule, rule 12)
+ *
  * RUN_ELECT_CAMPAIGNERS campaigners (e0, e1, ...) and RUN_ELECT_OBSERVERS
  * observers (o0, ...) run beside the lock workers, on the clients'
- * principal, straight to the nodes, with the real clock, each logging to
- * DIR/elect-NAME.log (appended to by each incarnation).
+ * principal, each logging to DIR/elect-NAME.log (appended to by each
+ * incarnation); e1 with a clock 0.1% slow (its lease runs long in real
+ * time, within the library's margin), e2 through the client proxy, the
+ * others straight to the nodes with the real clock (elect_profiles; none
+ * of that with --plain).
  */
 #include <inttypes.h>
 #include <signal.h>
@@ -32,16 +41,28 @@ static void worker_name(int k, char *out, size_t cap)
         snprintf(out, cap, "o%d", k - RUN_ELECT_CAMPAIGNERS);
 }
 
+void elect_profiles(struct run *r)
+{
+    for (int k = 0; k < RUN_ELECT_WORKERS; k++) {
+        r->elect_group[k] = !r->plain && k == 2 && r->n_groups < RUN_MAX_GROUPS ? r->n_groups++ : -1;
+        r->elect_ppm[k] = !r->plain && k == 1 ? -1000 : 0;
+    }
+}
+
 /* Start election worker k. 0 or -1. */
 static int elect_spawn(struct run *r, int k)
 {
+    static struct client_env ce;
     char path[PATH_MAX + 32], logp[PATH_MAX + 32], errp[PATH_MAX + 32], port[16], name[16],
         ttl[16], seed[32], n_el[16], ca[PATH_MAX + 64];
     const char *argv[] = {path, "--role", k < RUN_ELECT_CAMPAIGNERS ? "campaign" : "observe",
-                          "--endpoints", cluster_endpoints(&r->c), "--store", port,
+                          "--endpoints", ce.endpoints, "--store", port,
                           "--name", name, "--log", logp, "--elections", n_el, "--ttl", ttl,
-                          "--seed", seed, "--cacert", ca, "--token", r->client_token, NULL};
+                          "--seed", seed, "--cacert", ca, "--token", r->client_token,
+                          "--expect-clock-ppm", ce.expect_ppm,
+                          "--expect-proxy-ports", ce.expect_ports, NULL};
 
+    client_env(r, r->elect_group[k], r->elect_ppm[k], &ce);
     worker_name(k, name, sizeof name);
     snprintf(path, sizeof path, "%s/faultelect", r->tools);
     snprintf(logp, sizeof logp, "%s/elect-%s.log", r->dir, name);
@@ -51,15 +72,18 @@ static int elect_spawn(struct run *r, int k)
     snprintf(ttl, sizeof ttl, "%u", r->ttl_ms);
     snprintf(seed, sizeof seed, "%" PRIu64, r->seed + 104729u * (uint64_t)(k + 1));
     snprintf(ca, sizeof ca, "%s", cluster_cert(&r->c, "ca", 0));
-    r->elect[k] = proc_spawn_files(argv, NULL, errp);
+    r->elect[k] = proc_spawn_files_env(argv, ce.env, NULL, errp);
     return r->elect[k] > 0 ? 0 : -1;
 }
 
 int elect_start(struct run *r)
 {
     if (r->no_elect) return 0;
-    printf("# election workers: %d campaigners for elect0..elect%d, %d observers reading and "
-           "watching them\n", RUN_ELECT_CAMPAIGNERS, RUN_ELECTIONS - 1, RUN_ELECT_OBSERVERS);
+    printf("# election workers: %d campaigners for elect0..elect%d (e1 %s, e2 %s), %d observers "
+           "reading and watching them\n", RUN_ELECT_CAMPAIGNERS, RUN_ELECTIONS - 1,
+           r->elect_ppm[1] ? "with a clock 0.1% slow" : "with the real clock",
+           r->elect_group[2] >= 0 ? "through the client proxy" : "straight to the nodes",
+           RUN_ELECT_OBSERVERS);
     for (int k = 0; k < RUN_ELECT_WORKERS; k++)
         if (elect_spawn(r, k) != 0) return -1;
     return 0;
@@ -152,4 +176,28 @@ void fault_kill_elect(struct run *r)
         return;
     }
     note(r, "HEAL", "kill-elect e%d restarted", k);
+}
+
+void fault_partition_elect(struct run *r)
+{
+    const int k = 2; /* the proxied campaigner (elect_profiles) */
+    int64_t until = now_ms() + 3000;
+    unsigned ms = (unsigned)run_rand(r, 3500, 6000);
+    char what[64] = "", cmd[64];
+
+    if (r->no_elect || r->elect_group[k] < 0 || r->elect[k] <= 0) return;
+    while (now_ms() < until) { /* strike a leader */
+        leading(r, k, what, sizeof what);
+        if (what[0]) break;
+        sleep_ms(5);
+    }
+    note(r, "FAULT", "partition-elect e%d cut off from every node for %u ms%s%s", k, ms,
+         what[0] ? " leading " : " (not leading)", what);
+    for (int i = 0; i < r->c.n; i++) {
+        snprintf(cmd, sizeof cmd, "ccut %d %u", r->elect_group[k], r->c.nodes[i].id);
+        proxy_command(r, cmd);
+    }
+    sleep_ms(ms);
+    proxy_command(r, "heal");
+    note(r, "HEAL", "partition-elect e%d reconnected", k);
 }

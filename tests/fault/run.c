@@ -132,8 +132,8 @@ static int parse_args(struct run *r, int argc, char **argv)
     if (r->plain)
         r->faults_enabled &= ~(1u << F_PART_CLIENT | 1u << F_DEPOSED | 1u << F_HOSTILE_CACHE |
                                1u << F_HOSTILE_READS | 1u << F_HOSTILE_SESSIONS |
-                               1u << F_HOSTILE_PREHELLO);
-    if (r->no_elect) r->faults_enabled &= ~(1u << F_KILL_ELECT);
+                               1u << F_HOSTILE_PREHELLO | 1u << F_PART_ELECT);
+    if (r->no_elect) r->faults_enabled &= ~(1u << F_KILL_ELECT | 1u << F_PART_ELECT);
     return r->faults_enabled ? 0 : -1;
 }
 
@@ -263,23 +263,16 @@ static void client_profiles(struct run *r)
         r->n_modes += r->client_modes[k];
         r->client_multi[k] = r->client_modes[k] && !r->no_multi && k % 3 != 0;
     }
+    elect_profiles(r);
 }
 
-/* A client's environment and endpoints for its profile. */
-struct client_env {
-    char buf[5][PATH_MAX + 256];
-    const char *env[6];
-    char endpoints[256];
-    char expect_ppm[16], expect_ports[16];
-};
-
-static void client_env(const struct run *r, int k, struct client_env *ce)
+void client_env(const struct run *r, int g, long ppm, struct client_env *ce)
 {
     char so[2 * PATH_MAX + 80] = "";
-    int n = 0, g = r->client_group[k];
+    int n = 0;
 
     snprintf(ce->endpoints, sizeof ce->endpoints, "%s", cluster_endpoints(&r->c));
-    snprintf(ce->expect_ppm, sizeof ce->expect_ppm, "%ld", r->client_ppm[k]);
+    snprintf(ce->expect_ppm, sizeof ce->expect_ppm, "%ld", ppm);
     snprintf(ce->expect_ports, sizeof ce->expect_ports, "%d", g >= 0 ? r->c.n : 0);
     if (g >= 0) {
         size_t eo = 0, mo;
@@ -293,8 +286,8 @@ static void client_env(const struct run *r, int k, struct client_env *ce)
         ce->env[n++] = ce->buf[2];
         snprintf(so, sizeof so, "%s/shim_connect.so", r->tools);
     }
-    if (r->client_ppm[k] != 0) {
-        snprintf(ce->buf[3], sizeof ce->buf[3], "BATON_FAULT_CLOCK_PPM=%ld", r->client_ppm[k]);
+    if (ppm != 0) {
+        snprintf(ce->buf[3], sizeof ce->buf[3], "BATON_FAULT_CLOCK_PPM=%ld", ppm);
         ce->env[n++] = ce->buf[3];
         snprintf(so + strlen(so), sizeof so - strlen(so), "%s%s/shim_clock.so", so[0] ? ":" : "",
                  r->tools);
@@ -324,7 +317,7 @@ static int start_clients(struct run *r)
         if (r->client_group[k] >= 0) argv[extra++] = "--long-holds";
         if (r->client_modes[k]) argv[extra++] = "--modes";
         if (r->client_multi[k]) argv[extra++] = "--multi";
-        client_env(r, k, &ce);
+        client_env(r, r->client_group[k], r->client_ppm[k], &ce);
         tool(r, "faultclient", path, sizeof path);
         snprintf(logp, sizeof logp, "%s/client-%02d.log", r->dir, k);
         snprintf(errp, sizeof errp, "%s/client-%02d.err", r->dir, k);

@@ -15,6 +15,8 @@
 #include "tests/lib/proc.h"
 
 #define RUN_MAX_CLIENTS 16
+/* Client groups the proxy serves at most (proxy.c, MAX_GROUPS). */
+#define RUN_MAX_GROUPS 8
 /* Election workers (elect.c): campaigners, then observers. */
 #define RUN_ELECT_CAMPAIGNERS 3
 #define RUN_ELECT_OBSERVERS 2
@@ -56,6 +58,8 @@ enum fault_kind {
     F_UPGRADE,
     /* kill -9 a leading campaigner of the elections (nemesis_elect.c) */
     F_KILL_ELECT,
+    /* the proxied campaigner cut off from every node (nemesis_elect.c) */
+    F_PART_ELECT,
     F_COUNT
 };
 
@@ -103,6 +107,10 @@ struct run {
     /* The election workers (nemesis_elect.c): elect[k] is worker k's pid
      * (0: not running), k < RUN_ELECT_CAMPAIGNERS a campaigner. */
     pid_t elect[RUN_ELECT_WORKERS];
+    /* How each runs, as client_group and client_ppm say for the clients:
+     * e1 with a slow clock, e2 through the client proxy (elect_profiles). */
+    int elect_group[RUN_ELECT_WORKERS];
+    long elect_ppm[RUN_ELECT_WORKERS];
     unsigned elect_kills;    /* kill-elect faults that found a leader */
     pid_t hostile_pid;       /* faulthostile, or 0 */
     char hostile_token[72];  /* its principal "faulthostile" (role client) */
@@ -161,7 +169,23 @@ int upgrade_setup(struct run *r, struct cluster_opts *o);
  * node's METRICS (the checker's rule 11). */
 void upgrade_watch(struct run *r);
 
+/* run.c */
+/* A worker's environment and endpoints: through the client proxy as group
+ * g (-1: straight to the nodes), with its clock skewed by ppm parts per
+ * million (0: the real one); the shims preloaded for that, and the
+ * --expect-clock-ppm and --expect-proxy-ports values that say so. */
+struct client_env {
+    char buf[5][PATH_MAX + 256];
+    const char *env[6];
+    char endpoints[256];
+    char expect_ppm[16], expect_ports[16];
+};
+void client_env(const struct run *r, int g, long ppm, struct client_env *ce);
+
 /* nemesis_elect.c */
+/* How each election worker runs (r->elect_group, r->elect_ppm): proxy
+ * groups are taken after the clients'. Before the proxy starts. */
+void elect_profiles(struct run *r);
 /* Start every election worker (unless --no-elect). 0 or -1. */
 int elect_start(struct run *r);
 /* SIGTERM every election worker; each resigns or ends its watches,
