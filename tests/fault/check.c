@@ -91,7 +91,7 @@ static const char *vname[V_COUNT] = {
     "name still held after its release returned 0", "hostile request not refused",
     "hostile flood not bounded", "feature level broken",
     "two leaders of an election at once", "leader's fence not above an ended leader's",
-    "observer not told of a leader it missed", "leader read or event shows a stale or unknown value",
+    "observer not told of a change it missed", "leader read or event shows a stale or unknown value",
 };
 
 static uint64_t viol[V_COUNT];

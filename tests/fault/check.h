@@ -267,7 +267,7 @@ struct ck_elect {
     uint64_t campaigns, refused_version, leads, proclaims, proclaimed_ok, resigned_ok;
     uint64_t told, told_late, killed_leading, unconfirmed, lost_unmatched;
     uint64_t watches, events[5], restarted, reads, reads_found, reads_nobody, reads_failed;
-    uint64_t skips_told;      /* leaders an observer missed, told by a GAP or restart */
+    uint64_t skips_told;      /* events after a change an observer missed, told of it */
     uint64_t silent;          /* leaders lost without notice */
     int parse_errors;
 };

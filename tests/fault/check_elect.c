@@ -19,10 +19,11 @@
  * 13. Observers are told of what they miss. Along one watch revisions
  *     never go back, a CHANGE or GAP is above every revision before it,
  *     and the leaders shown never go back (fence, then the value's
- *     counter); when a CHANGE shows leader F after leader E with a
- *     leadership of the election (a LEAD in a campaigner's log) whose fence
- *     lies between, a GAP or a restart (a STATE within the watch, a SYNCED
- *     with restarted 1) came between E and F.
+ *     counter); when an event shows (F, v) after (E, u) while a value
+ *     known committed (a LEAD's, a proclaim that returned 0) lies between
+ *     -- a leader that led between, or a value E proclaimed between -- a
+ *     GAP or a restart (a STATE within the watch, a SYNCED with restarted
+ *     1) came between the two.
  * 14. Reads show the latest value. A leader read (linearizable) that
  *     started after a LEAD or a PROCLAIM returned 0 shows that value or a
  *     later one: a higher fence, or the same with a later counter (each
@@ -484,21 +485,24 @@ static int cmp_event(const void *a, const void *b)
     return p->t_start < q->t_start ? -1 : p->t_start > q->t_start;
 }
 
-/* A leadership of `election` with a fence strictly between lo and hi. */
-static const struct el_lead *led_between(const struct el *x, const char *election, uint64_t lo,
-                                         uint64_t hi)
-{
-    for (size_t i = 0; i < x->n_ld; i++)
-        if (x->ld[i].fence > lo && x->ld[i].fence < hi &&
-            strcmp(x->ld[i].election, election) == 0)
-            return &x->ld[i];
-    return NULL;
-}
-
 /* Does (f, c) come before (g, k): a lower fence, or the same with a lower counter? */
 static int older(uint64_t f, uint64_t c, uint64_t g, uint64_t k)
 {
     return f < g || (f == g && c < k);
+}
+
+/* A value of `election` known committed (a LEAD's, or a proclaim that
+ * returned 0) strictly between (f1, c1) and (f2, c2), or NULL. */
+static const struct el_val *committed_between(const struct el *x, const char *election,
+                                              uint64_t f1, uint64_t c1, uint64_t f2, uint64_t c2)
+{
+    for (size_t i = 0; i < x->n_val; i++) {
+        const struct el_val *v = &x->val[i];
+        if (v->t_ok && older(f1, c1, v->fence, v->counter) &&
+            older(v->fence, v->counter, f2, c2) && strcmp(v->election, election) == 0)
+            return v;
+    }
+    return NULL;
 }
 
 static void check_watch(const struct el *x, struct ck_elect *e, const struct el_seen *v, size_t n)
@@ -509,7 +513,7 @@ static void check_watch(const struct el *x, struct ck_elect *e, const struct el_
 
     for (size_t i = 0; i < n; i++) {
         const struct el_seen *s = &v[i];
-        const struct el_lead *skipped;
+        const struct el_val *skipped;
 
         /* A SYNCED's revision says from where the watch is complete: the
          * order is the state events'. */
@@ -534,15 +538,15 @@ static void check_watch(const struct el *x, struct ck_elect *e, const struct el_
                          " value %s at +%.3f s after fence %" PRIu64 " (its leaders went back)",
                          who, s->watch, s->election, s->fence, s->value, ck_rel_s(s->t_start),
                          fence);
-        if (fence && s->fence > fence &&
-            (skipped = led_between(x, s->election, fence, s->fence)) != NULL) {
+        if (fence && (skipped = committed_between(x, s->election, fence, counter, s->fence,
+                                                  s->counter)) != NULL) {
             if (!told)
-                ck_violation(V_OBSERVER, "%s watch %" PRIu64 " of %s: CHANGE to fence %" PRIu64
-                             " at +%.3f s after fence %" PRIu64 ", but %s fence %" PRIu64
-                             " led between (LEAD +%.3f s), with no GAP or restart", who,
-                             s->watch, s->election, s->fence, ck_rel_s(s->t_start), fence,
-                             x->names[skipped->proc], skipped->fence,
-                             ck_rel_s(skipped->t_lead));
+                ck_violation(V_OBSERVER, "%s watch %" PRIu64 " of %s: fence %" PRIu64 " value %s "
+                             "at +%.3f s after fence %" PRIu64 " counter %" PRIu64 ", but fence "
+                             "%" PRIu64 " value %s was committed between (known +%.3f s), with "
+                             "no GAP or restart", who, s->watch, s->election, s->fence, s->value,
+                             ck_rel_s(s->t_start), fence, counter, skipped->fence,
+                             skipped->value, ck_rel_s(skipped->t_ok));
             else
                 e->skips_told++;
         }
@@ -712,7 +716,7 @@ void ck_elect_print(const struct ck_elect *e)
            e->lost_unmatched);
     printf("observers: %d, %" PRIu64 " watches, events: %" PRIu64 " CHANGE, %" PRIu64
            " STATE, %" PRIu64 " GAP, %" PRIu64 " SYNCED (%" PRIu64 " restarted); %" PRIu64
-           " leaders missed and told; %" PRIu64 " leader reads: %" PRIu64 " found a leader, %"
+           " changes missed and told; %" PRIu64 " leader reads: %" PRIu64 " found a leader, %"
            PRIu64 " nobody, %" PRIu64 " failed\n",
            e->observers, e->watches, e->events[EV_CHANGE], e->events[EV_STATE],
            e->events[EV_GAP], e->events[EV_SYNCED], e->restarted, e->skips_told, e->reads,

@@ -682,8 +682,8 @@ TEST(fault_checker_elect_fence_order)
 }
 
 /* Rule 13: e2 led elect0 with fence 11 between e0 (10) and e1 (12); the
- * observer's CHANGE goes from 10 to 12 untold (with a GAP: fine); and a
- * revision that goes back. */
+ * observer's CHANGE goes from 10 to 12 untold (with a GAP: fine); a
+ * revision that goes back; a proclaimed value missed. */
 TEST(fault_checker_elect_observer)
 {
     char o0[2048], out[16384];
@@ -692,14 +692,20 @@ TEST(fault_checker_elect_observer)
                      "308000 RESIGNED elect0 11 0\n900001 END\n";
 
     observer_log(o0, sizeof o0, "311000 EV 1 elect0 CHANGE 30 0 8 12 e1:1\n", "");
-    expect_elect(E0_OK, E1_OK, e2, o0, "VIOLATION (observer not told of a leader it missed)");
+    expect_elect(E0_OK, E1_OK, e2, o0, "VIOLATION (observer not told of a change it missed)");
     observer_log(o0, sizeof o0, "311000 EV 1 elect0 GAP 30 0 8 12 e1:1\n", "");
     if (check_elect(E0_OK, E1_OK, e2, o0, out, sizeof out) != 0 ||
-        strstr(out, "1 leaders missed and told") == NULL)
+        strstr(out, "1 changes missed and told") == NULL)
         FAIL("a GAP did not tell the observer:\n%s", out);
     observer_log(o0, sizeof o0, "311000 EV 1 elect0 CHANGE 21 0 8 12 e1:1\n", "");
     expect_elect(E0_OK, E1_OK, E2_KILLED, o0,
-                 "VIOLATION (observer not told of a leader it missed)");
+                 "VIOLATION (observer not told of a change it missed)");    /* e0's proclaim of e0:2 returned 0: a watch that goes from e0:1 to
+     * e1:1 missed it. */
+    snprintf(o0, sizeof o0, "100 START observe o0 5\n50000 OBSERVE 1 elect0\n"
+             "101000 EV 1 elect0 CHANGE 20 0 7 10 e0:1\n311000 EV 1 elect0 CHANGE 30 0 8 12 e1:1\n"
+             "900001 END\n");
+    expect_elect(E0_OK, E1_OK, E2_KILLED, o0,
+                 "VIOLATION (observer not told of a change it missed)");
 }
 
 /* Rule 14: a read after PROCLAIMED e0:2 shows e0:1; one shows a value e0
