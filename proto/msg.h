@@ -697,6 +697,11 @@ enum watch2_kind {
     WATCH2_PROGRESS    /* no lock state: nothing watched changed up to revision */
 };
 
+/* The revision of each kind: CHANGE the entry's raft index; STATE, GAP
+ * and SYNCED the applied index at which the watch (re)started, the same
+ * for all of them; PROGRESS the applied index when it was sent. Events of
+ * one watch never go back in revision; a client resumes with `after` =
+ * the last revision it was sent. */
 struct msg_watch2_event {
     uint8_t kind;           /* enum watch2_kind */
     uint8_t restarted;      /* WATCH2_SYNCED only */

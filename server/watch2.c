@@ -87,22 +87,16 @@ static void send_event(struct conn *c, struct watcher2 *w, int kind, int restart
     conn_send(c, &m);
 }
 
-/* Read lock name's state as applied now into *st (named name): 0, or an
- * error already logged. */
+/* Read lock name's state as applied now into *st (named name, its lists
+ * within a frame): 0, or an error already logged. */
 static int read_state(struct server *srv, const char *name, size_t len,
                       struct msg_lock_state *st, struct lock_state_mem *mem)
 {
-    int rv;
+    int rv = store_lock_state(srv->store, name, len, LOCK_STATE_BUDGET, st, mem);
 
-    memset(st, 0, sizeof *st);
-    rv = store_lock_state(srv->store, name, len, LOCK_STATE_BUDGET, st, mem);
-    if (rv != 0) {
+    if (rv != 0)
         log_error("watch: cannot read lock '%.*s': %s", (int)len, name, baton_strerror(rv));
-        return rv;
-    }
-    st->lock.p = name;
-    st->lock.n = (uint16_t)len;
-    return 0;
+    return rv;
 }
 
 /* Send w the state of lock name now as an event of `kind` (STATE, GAP). */
