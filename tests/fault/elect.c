@@ -26,7 +26,9 @@
  *     T CAMPAIGN A ELECTION WAIT_MS VALUE   campaign A called (before it is sent)
  *     T QUEUED A ELECTION POS        the cluster queued campaign A
  *     T LEAD A ELECTION FENCE SESSION VALUE  campaign A won: this worker leads
- *     T CFAIL A ELECTION STATUS      campaign A ended without leading
+ *     T CFAIL A ELECTION STATUS      campaign A ended without leading (a NOTE
+ *                                    with baton_async_errmsg follows unless it
+ *                                    timed out)
  *     T WRITE/WOK/WREJ/WERR ELECTION FENCE K [MAX]   a guarded write, as client.c
  *     T PROCLAIM ELECTION FENCE VALUE      proclaim called
  *     T PROCLAIMED ELECTION FENCE VALUE ST proclaim's outcome
@@ -251,6 +253,8 @@ static void on_campaign(baton_async_t *ac, int status, const char *name, uint64_
     (void)name;
     if (status != 0) {
         flog(a->log, "CFAIL %" PRIu64 " %s %d", a->attempt, a->election, status);
+        if (status != BATON_ETIMEDOUT && status != BATON_EWOULDBLOCK)
+            flog(a->log, "NOTE campaign %" PRIu64 ": %s", a->attempt, baton_async_errmsg(ac));
         a->state = E_IDLE;
         after(a, status == BATON_EUNAVAIL || status == BATON_ESESSION || status == BATON_EVERSION
                      ? rnd(a, 100, 500)
