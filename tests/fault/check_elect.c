@@ -92,6 +92,14 @@ struct el {
     struct el_seen *rd, *ev;
     size_t n_rd, cap_rd, n_ev, cap_ev;
     char names[16][16];       /* worker names, by proc */
+    /* Indexes (el_index): val sorted by (election, fence, counter); the
+     * values known committed sorted by (election, t_ok), each with the
+     * latest (fence, counter) known by then in its election; the store's
+     * accepted writes of the elections, in the store's order. */
+    const struct el_val **known, **known_max;
+    size_t n_known;
+    const struct ck_write **wr;
+    size_t n_wr;
 };
 
 static void bad(struct ck_elect *e, const char *path, int lineno, const char *line)
@@ -380,7 +388,22 @@ static void check_fences_unique(const struct el *x, const struct ck_data *d)
     free(g);
 }
 
-static void check_one_leader(const struct el *x, const struct ck_data *d)
+/* The first of the elections' accepted writes after t. */
+static size_t first_write_after(const struct el *x, uint64_t t)
+{
+    size_t lo = 0, hi = x->n_wr;
+
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (x->wr[mid]->t <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void check_one_leader(const struct el *x)
 {
     char da[128], db[128];
 
@@ -412,10 +435,9 @@ static void check_one_leader(const struct el *x, const struct ck_data *d)
             }
         }
         if (!sure) continue;
-        for (size_t k = 0; k < d->n_wr; k++) {
-            const struct ck_write *w = &d->wr[k];
-            if (w->t > a->t_lead && w->t < stop && w->accepted && w->op == 'W' &&
-                w->fence != a->fence && strcmp(w->lock, a->election) == 0)
+        for (size_t k = first_write_after(x, a->t_lead); k < x->n_wr && x->wr[k]->t < stop; k++) {
+            const struct ck_write *w = x->wr[k];
+            if (w->fence != a->fence && strcmp(w->lock, a->election) == 0)
                 ck_violation(V_TWO_LEADERS, "%s: the store accepted fence %" PRIu64 "'s write "
                              "at +%.3f s while %s led (resigned, answered 0, +%.3f s)",
                              a->election, w->fence, ck_rel_s(w->t), da, ck_rel_s(stop));
@@ -491,16 +513,32 @@ static int older(uint64_t f, uint64_t c, uint64_t g, uint64_t k)
     return f < g || (f == g && c < k);
 }
 
+/* The first value in x->val (sorted: el_index) not before (election, f, c). */
+static size_t val_lower(const struct el *x, const char *election, uint64_t f, uint64_t c)
+{
+    size_t lo = 0, hi = x->n_val;
+
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const struct el_val *v = &x->val[mid];
+        int e = strcmp(v->election, election);
+        if (e < 0 || (e == 0 && older(v->fence, v->counter, f, c)))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* A value of `election` known committed (a LEAD's, or a proclaim that
  * returned 0) strictly between (f1, c1) and (f2, c2), or NULL. */
 static const struct el_val *committed_between(const struct el *x, const char *election,
                                               uint64_t f1, uint64_t c1, uint64_t f2, uint64_t c2)
 {
-    for (size_t i = 0; i < x->n_val; i++) {
+    for (size_t i = val_lower(x, election, f1, c1 + 1); i < x->n_val; i++) {
         const struct el_val *v = &x->val[i];
-        if (v->t_ok && older(f1, c1, v->fence, v->counter) &&
-            older(v->fence, v->counter, f2, c2) && strcmp(v->election, election) == 0)
-            return v;
+        if (strcmp(v->election, election) != 0 || !older(v->fence, v->counter, f2, c2)) break;
+        if (v->t_ok) return v;
     }
     return NULL;
 }
@@ -578,9 +616,9 @@ static int value_known(const struct el *x, const char *election, uint64_t fence,
 {
     int leader_known = 0;
 
-    for (size_t i = 0; i < x->n_val; i++) {
+    for (size_t i = val_lower(x, election, fence, 0); i < x->n_val; i++) {
         const struct el_val *k = &x->val[i];
-        if (k->fence != fence || strcmp(k->election, election) != 0) continue;
+        if (k->fence != fence || strcmp(k->election, election) != 0) break;
         leader_known = 1;
         if (strcmp(k->value, v) == 0) return 1;
     }
@@ -612,6 +650,24 @@ static const struct el_lead *certain_over(const struct el *x, const char *electi
     return NULL;
 }
 
+/* The latest value of `election` known committed before t, or NULL. */
+static const struct el_val *latest_known(const struct el *x, const char *election, uint64_t t)
+{
+    size_t lo = 0, hi = x->n_known;
+
+    while (lo < hi) { /* the first known of election at t or later */
+        size_t mid = (lo + hi) / 2;
+        const struct el_val *v = x->known[mid];
+        int e = strcmp(v->election, election);
+        if (e < 0 || (e == 0 && v->t_ok < t))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0 || strcmp(x->known[lo - 1]->election, election) != 0) return NULL;
+    return x->known_max[lo - 1];
+}
+
 static void check_reads(const struct el *x)
 {
     char da[128];
@@ -630,12 +686,7 @@ static void check_reads(const struct el *x)
                          ck_rel_s(r->t_end), r->status ? "nobody" : "another leader", da);
         }
         if (r->status != 0) continue;
-        for (size_t k = 0; k < x->n_val; k++) {
-            const struct el_val *v = &x->val[k];
-            if (v->t_ok && v->t_ok < r->t_start && strcmp(v->election, r->election) == 0 &&
-                (latest == NULL || older(latest->fence, latest->counter, v->fence, v->counter)))
-                latest = v;
-        }
+        latest = latest_known(x, r->election, r->t_start);
         if (latest && older(r->fence, r->counter, latest->fence, latest->counter))
             ck_violation(V_STALE_READ, "%s read %s at +%.3f..+%.3f s: fence %" PRIu64 " value %s, "
                          "but fence %" PRIu64 " value %s was known committed before it "
@@ -672,6 +723,65 @@ static int load_all(const char *dir, struct el *x, struct ck_elect *e)
     return rv;
 }
 
+static int cmp_val(const void *a, const void *b)
+{
+    const struct el_val *p = a, *q = b;
+    int e = strcmp(p->election, q->election);
+
+    if (e) return e;
+    return older(p->fence, p->counter, q->fence, q->counter)   ? -1
+           : older(q->fence, q->counter, p->fence, p->counter) ? 1
+                                                               : 0;
+}
+
+static int cmp_known(const void *a, const void *b)
+{
+    const struct el_val *p = *(const struct el_val *const *)a, *q = *(const struct el_val *const *)b;
+    int e = strcmp(p->election, q->election);
+
+    if (e) return e;
+    return p->t_ok < q->t_ok ? -1 : p->t_ok > q->t_ok;
+}
+
+/* Is `lock` the name of an election some campaigner led? */
+static int is_election(const struct el *x, const char *lock)
+{
+    for (size_t i = 0; i < x->n_ld; i++)
+        if (strcmp(x->ld[i].election, lock) == 0) return 1;
+    return 0;
+}
+
+/* Build x's indexes (struct el): the rules look values and writes up by
+ * binary search, so that an hour's logs take seconds. */
+static void el_index(struct el *x, const struct ck_data *d)
+{
+    char last[CK_LOCK_MAX] = "";
+
+    qsort(x->val, x->n_val, sizeof *x->val, cmp_val);
+    x->known = malloc((x->n_val + 1) * sizeof *x->known);
+    x->known_max = malloc((x->n_val + 1) * sizeof *x->known_max);
+    x->wr = malloc((d->n_wr + 1) * sizeof *x->wr);
+    if (x->known == NULL || x->known_max == NULL || x->wr == NULL) exit(2);
+    for (size_t i = 0; i < x->n_val; i++)
+        if (x->val[i].t_ok) x->known[x->n_known++] = &x->val[i];
+    qsort(x->known, x->n_known, sizeof *x->known, cmp_known);
+    for (size_t i = 0; i < x->n_known; i++) {
+        const struct el_val *v = x->known[i], *m = i ? x->known_max[i - 1] : NULL;
+        int same = strcmp(last, v->election) == 0;
+        x->known_max[i] = same && older(v->fence, v->counter, m->fence, m->counter) ? m : v;
+        snprintf(last, sizeof last, "%s", v->election);
+    }
+    for (size_t i = 0, lk = 0; i < d->n_wr; i++) {
+        const struct ck_write *w = &d->wr[i];
+        if (!w->accepted || w->op != 'W') continue;
+        if (lk == 0 || strcmp(last, w->lock) != 0) { /* one lookup per run of a name */
+            lk = 1 + (size_t)is_election(x, w->lock);
+            snprintf(last, sizeof last, "%s", w->lock);
+        }
+        if (lk == 2) x->wr[x->n_wr++] = w;
+    }
+}
+
 int ck_elect(const char *dir, const struct ck_data *d, struct ck_elect *e)
 {
     struct el x;
@@ -681,8 +791,9 @@ int ck_elect(const char *dir, const struct ck_data *d, struct ck_elect *e)
     memset(e, 0, sizeof *e);
     memset(&x, 0, sizeof x);
     if (load_all(dir, &x, e) != 0) return -1;
+    el_index(&x, d);
     check_fences_unique(&x, d);
-    check_one_leader(&x, d);
+    check_one_leader(&x);
     check_notice(&x, e);
     check_observers(&x, e);
     check_values_seen(&x, x.ev, x.n_ev, "observed event");
@@ -696,6 +807,9 @@ int ck_elect(const char *dir, const struct ck_data *d, struct ck_elect *e)
             ck_check_store(d, x.ld[i].election);
         }
     }
+    free(x.known);
+    free(x.known_max);
+    free(x.wr);
     free(x.ld);
     free(x.val);
     free(x.rd);
