@@ -298,6 +298,11 @@ static void run_completions(baton_async_t *ac)
             if (proto_decode(r->frame, r->frame_len, &m) == 0) {
                 r->cb.raw(ac, 0, &m, r->stream, r->data);
                 msg_free(&m);
+            } else if (r->stream) {
+                /* Only memory can fail here; the last reply's callback
+                 * is still owed (a read's, async_watch.c). */
+                baton__seterr(ac, "out of memory for a reply");
+                r->cb.raw(ac, BATON_ENOMEM, NULL, true, r->data);
             }
             break;
         }

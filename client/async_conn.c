@@ -343,6 +343,7 @@ void baton__conn_fail(baton_async_t *ac, bool force_backoff)
 void baton__conn_refused(baton_async_t *ac, int status)
 {
     baton__raw_fail_all(ac, status);
+    baton__watch_fail_new(ac, status);
     if (baton__open_refused(ac, status)) return;
     baton__conn_fail(ac, true);
 }
@@ -662,6 +663,10 @@ static void process(baton_async_t *ac)
             return;
         }
         rv = proto_decode(ac->in.data + off, flen, &m);
+        if (rv == BATON_ENOMEM) {
+            baton__conn_oom(ac, "a message");
+            return;
+        }
         if (rv != 0) {
             baton__conn_err(ac, "bad message", baton_strerror(rv));
             baton__conn_fail(ac, true);

@@ -547,6 +547,7 @@ int baton__lock_state_read(baton_async_t *ac, const char *name, bool owned,
 void baton__watch_send(baton_async_t *ac, struct baton__req *r);
 bool baton__watch_take(baton_async_t *ac, const struct msg *m);
 void baton__watch_expire(baton_async_t *ac, struct baton__req *r, int status);
+void baton__watch_fail_new(baton_async_t *ac, int status);
 void baton__watch_deliver(baton_async_t *ac, struct baton__req *e);
 
 /* lockstate.c: the public forms, one malloc'd block each (free()); NULL

@@ -245,7 +245,7 @@ static void confirm(baton_async_t *ac)
     now = baton__now();
     for (struct baton__req *r = ac->head; r; r = r->next)
         if (r->state == BATON__R_SENT && r->sent_gen == ac->gen && r->deadline &&
-            r->kind != BATON__K_OPEN)
+            r->kind != BATON__K_OPEN && r->kind != BATON__K_RAW) /* raw: its own bound */
             baton__set_deadline(ac, r, now + ac->op_timeout_ms);
 }
 

@@ -31,7 +31,8 @@
  * longer read the key), any ERROR before the stream's first event (the
  * leader refused it: BATON_ELIMIT, BATON_EINVAL...), no leader reached
  * before the first event within the op timeout (BATON_EUNAVAIL or
- * BATON_ETIMEDOUT, as other requests), out of memory for an event
+ * BATON_ETIMEDOUT, as other requests), a node's refusal of the client
+ * before the first event (baton__watch_fail_new), out of memory for an event
  * (BATON_ENOMEM), baton_async_unwatch or the context's end
  * (BATON_ECANCELED). An ERROR other than EPERM on an established stream
  * (a leader that cut a slow watcher off) resubscribes it, told of what it
@@ -150,6 +151,22 @@ void baton__watch_send(baton_async_t *ac, struct baton__req *r)
 void baton__watch_expire(baton_async_t *ac, struct baton__req *r, int status)
 {
     end(ac, r, status);
+}
+
+/* The node refused this client (baton__conn_refused: TLS, the token, no
+ * memory for the connection): the watches that never had an event (their
+ * op deadline is still set) end with status, like sessionless requests;
+ * the others wait for a connection as long as it takes. */
+void baton__watch_fail_new(baton_async_t *ac, int status)
+{
+    struct baton__req *r, *next;
+
+    for (r = ac->head; r; r = next) {
+        next = r->next;
+        if (r->kind != BATON__K_WATCH || r->deadline == 0) continue;
+        baton__seterr(ac, "%s", ac->connerr[0] ? ac->connerr : baton_strerror(status));
+        end(ac, r, status);
+    }
 }
 
 /* Observe: did holders[0]'s (session, fence, value) change since what r

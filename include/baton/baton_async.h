@@ -556,13 +556,17 @@ BATON_API int baton_async_lock_state(baton_async_t *ac, const char *name,
  * A watch's event (status 0; ev and its state valid during the call only,
  * and ev->state NULL for BATON_EVENT_SYNCED), or its end (ev NULL): status
  * BATON_EPERM (see baton.h, "Watches"), BATON_ECANCELED
- * (baton_async_unwatch, or the context freed), BATON_ENOMEM (no memory for
- * an event), or, before the leader's first event, its refusal (BATON_ELIMIT,
- * BATON_EPROTO from a node that does not serve watches...) or BATON_EUNAVAIL / BATON_ETIMEDOUT (no leader
- * answered within op_timeout_ms). It is then never called again for that
- * watch. A watch needs no session: it lives on when the session ends, and
- * once started waits for a leader as long as it takes. PROGRESS marks of
- * the leader are not passed on.
+ * (baton_async_unwatch, baton_async_close_session, or the context freed),
+ * BATON_ENOMEM (no memory for an event), or, before the leader's first
+ * event, its refusal (BATON_ELIMIT, BATON_EPROTO from a node that does not
+ * serve watches...), the node's refusal of this client (BATON_ETLS,
+ * BATON_EAUTH; BATON_ENOMEM for no memory for the connection) or
+ * BATON_EUNAVAIL / BATON_ETIMEDOUT (no leader answered within
+ * op_timeout_ms), or the status every pending call gets when a
+ * fresh session for the context could not be opened. It is then never
+ * called again for that watch. A watch needs no session: it lives on when
+ * the session ends, and once started waits for a leader as long as it
+ * takes. The leader's PROGRESS marks are not passed on.
  */
 typedef void baton_async_watch_cb(baton_async_t *ac, int status, const baton_event *ev,
                                   void *data);

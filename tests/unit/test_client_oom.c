@@ -1,7 +1,8 @@
 /*
  * test_client_oom.c -- libbaton out of memory. A session's whole life --
  * async (baton_async_new, baton_uv_attach, open, two locks, their unlocks,
- * close, free), plaintext and over TLS with a token, and blocking
+ * a lock with a value, its proclaim, a read, a watch and its end, close,
+ * free), plaintext and over TLS with a token, and blocking
  * (baton_connect, two locks, their unlocks, baton_close) -- runs against a
  * fake server (fake_server.h) once for each allocation it makes, with that
  * allocation failing (and, in the "run out" tests, every one after it).
@@ -113,6 +114,88 @@ char *__wrap_strdup(const char *s)
             FAIL("allocation %ld: %s: %d (%s)", fail_at, what, rv_, baton_strerror(rv_)); \
     } while (0)
 
+/* What a read or a watch saw. */
+struct vrec {
+    int calls;   /* state: its one callback; watch: events and the end */
+    int done;    /* watch: SYNCED or the end arrived */
+    int ended, status;
+};
+
+static void vrec_state(baton_async_t *ac, int status, const baton_lock_state *st, void *data)
+{
+    struct vrec *v = data;
+
+    (void)ac;
+    (void)st;
+    v->calls++;
+    v->status = status;
+}
+
+static void vrec_watch(baton_async_t *ac, int status, const baton_event *ev, void *data)
+{
+    struct vrec *v = data;
+
+    (void)ac;
+    v->calls++;
+    if (status != 0) {
+        v->ended++;
+        v->status = status;
+        v->done = 1;
+    } else if (ev->kind == BATON_EVENT_SYNCED) {
+        v->done = 1;
+    }
+}
+
+/* Protocol 6's calls: a lock with a value, its proclaim, a read, a watch
+ * (its start: STATE, SYNCED) and its end, the unlock. true if every step
+ * succeeded. */
+static int values_life(struct tloop *t, baton_async_t *ac)
+{
+    baton_lock_args a = {.wait_ms = BATON_WAIT_TRY, .value = "v1", .value_len = 2};
+    struct rec r = {0}, u = {0};
+    struct vrec st = {0}, w = {0};
+    baton_async_watch_t *aw;
+    int rv;
+
+    rv = baton_async_lock_with(ac, "oom/v", &a, rec_lock, &r);
+    OK_OR_ENOMEM("baton_async_lock_with (value)", rv);
+    if (rv != 0) return 0;
+    run_until(t, &r.calls, 1, 5000);
+    OK_OR_ENOMEM("lock callback (value)", r.status);
+    if (r.status != 0) return 0;
+    rv = baton_async_proclaim(ac, "oom/v", r.value, "v2", 2, rec_done, &u);
+    OK_OR_ENOMEM("baton_async_proclaim", rv);
+    if (rv != 0) return 0;
+    run_until(t, &u.calls, 1, 5000);
+    OK_OR_ENOMEM("proclaim callback", u.status);
+    if (u.status != 0) return 0;
+    rv = baton_async_lock_state(ac, "oom/v", vrec_state, &st);
+    OK_OR_ENOMEM("baton_async_lock_state", rv);
+    if (rv != 0) return 0;
+    run_until(t, &st.calls, 1, 5000);
+    OK_OR_ENOMEM("lock_state callback", st.status);
+    if (st.status != 0) return 0;
+    rv = baton_async_watch(ac, "oom/v", 0, 0, vrec_watch, &w, &aw);
+    OK_OR_ENOMEM("baton_async_watch", rv);
+    if (rv != 0) return 0;
+    run_until(t, &w.done, 1, 5000);
+    if (w.ended) {
+        OK_OR_ENOMEM("watch end", w.status);
+        return 0;
+    }
+    rv = baton_async_unwatch(ac, aw);
+    OK_OR_ENOMEM("baton_async_unwatch", rv);
+    run_until(t, &w.ended, 1, 5000);
+    if (w.status != BATON_ECANCELED) OK_OR_ENOMEM("watch end (unwatch)", w.status);
+    memset(&u, 0, sizeof u);
+    rv = baton_async_unlock(ac, "oom/v", r.value, rec_done, &u);
+    OK_OR_ENOMEM("baton_async_unlock (value)", rv);
+    if (rv != 0) return 0;
+    run_until(t, &u.calls, 1, 5000);
+    OK_OR_ENOMEM("unlock callback (value)", u.status);
+    return u.status == 0 && w.status == BATON_ECANCELED;
+}
+
 /* The session's steps, as far as the failure lets them go; true if every
  * step succeeded. The context is freed by the caller. */
 static int session_life(struct tloop *t, baton_async_t *ac)
@@ -156,6 +239,8 @@ static int session_life(struct tloop *t, baton_async_t *ac)
     run_until(t, &u.calls, 1, 5000);
     OK_OR_ENOMEM("unlock callback", u.status);
     if (u.status != 0) return 0;
+
+    if (!values_life(t, ac)) return 0;
 
     memset(&u, 0, sizeof u);
     rv = baton_async_close_session(ac, rec_done, &u);
