@@ -96,8 +96,8 @@ DEB_FUZZ_PKGS := clang libclang-rt-dev
 # The fault harness (tests/fault/; the rules are near the end).
 FAULT_SECONDS ?= 600
 FAULT_DIR   := $(B)/tests/fault
-FAULT_PROGS := $(addprefix $(FAULT_DIR)/,faultrun faultproxy faultstore faultclient faultcheck \
-                 faulthostile faultflood shim_disk.so shim_clock.so shim_connect.so)
+FAULT_PROGS := $(addprefix $(FAULT_DIR)/,faultrun faultproxy faultstore faultclient faultelect \
+                 faultcheck faulthostile faultflood shim_disk.so shim_clock.so shim_connect.so)
 FAULT_TEST  := $(FAULT_DIR)/test_fault
 BROKEN      := $(B)/broken
 BROKEN_STORE_OBJ := $(patsubst %.c,$(BROKEN)/%.o,$(wildcard storage/*.c))
@@ -423,7 +423,8 @@ fault-selftest-inner: $(FAULT_ALL)
 	@BATON_BUILD=$(abspath $(BROKEN)) $(FAULT_DIR)/faultrun --seconds 30 --expect-violations --no-multi
 
 $(FAULT_DIR)/faultrun: $(addprefix $(FAULT_DIR)/,run.o nemesis.o nemesis_admin.o nemesis_pause.o \
-                       nemesis_net.o nemesis_disk.o nemesis_hostile.o nemesis_upgrade.o) $(B)/libtest.a $(B)/libproto.a
+                       nemesis_net.o nemesis_disk.o nemesis_hostile.o nemesis_upgrade.o \
+                       nemesis_elect.o) $(B)/libtest.a $(B)/libproto.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)
 $(FAULT_DIR)/faultproxy: $(FAULT_DIR)/proxy.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV)
@@ -431,8 +432,10 @@ $(FAULT_DIR)/faultstore: $(FAULT_DIR)/store.o
 	$(CC) $(LDFLAGS) -o $@ $^
 $(FAULT_DIR)/faultclient: $(FAULT_DIR)/client.o $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
+$(FAULT_DIR)/faultelect: $(FAULT_DIR)/elect.o $(B)/libbaton.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
 $(FAULT_DIR)/faultcheck: $(addprefix $(FAULT_DIR)/,check.o check_load.o check_modes.o check_multi.o \
-                         check_hostile.o check_flood.o check_upgrade.o)
+                         check_hostile.o check_flood.o check_upgrade.o check_elect.o)
 	$(CC) $(LDFLAGS) -o $@ $^
 $(FAULT_DIR)/faulthostile: $(FAULT_DIR)/hostile.o $(B)/libtest.a $(B)/libproto.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_SYS)

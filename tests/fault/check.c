@@ -4,9 +4,10 @@
  *
  *   faultcheck DIR
  *
- * DIR holds client-*.log (client.c), store.log (store.c) and nemesis.log
- * (run.c). Exit status: 0 if no rule was broken, 1 if one was (each break
- * is printed on a "VIOLATION" or "SILENT LOSS" line), 2 if the logs could
+ * DIR holds client-*.log (client.c), store.log (store.c), nemesis.log
+ * (run.c) and, if election workers ran, elect-*.log (elect.c). Exit
+ * status: 0 if no rule was broken, 1 if one was (each break is printed on
+ * a "VIOLATION" or "SILENT LOSS" line), 2 if the logs could
  * not be read.
  *
  * Every process of the harness stamps its lines with the same clock
@@ -60,6 +61,11 @@
  *     frames before HELLO, data.mdb's growth (check_flood.c).
  * 11. A rolling upgrade keeps the feature level's promises (the upgrade
  *     fault; check_upgrade.c).
+ * 12-15. Elections (check_elect.c, from DIR/elect-*.log): one leader at a
+ *     time (certain leaderships never overlap another LEAD, a told one
+ *     within the lease rule) with fences that increase; observers told of
+ *     every leader they miss; leader reads that show the latest value
+ *     known before they started; no leader lost without notice.
  *
  * It also prints the operations, the faults of each kind (nemesis.log),
  * the lost-with-notice counts and the longest time without any grant.
@@ -84,6 +90,8 @@ static const char *vname[V_COUNT] = {
     "unlock succeeded for a hold an operator had taken", "multi-lock not held as one",
     "name still held after its release returned 0", "hostile request not refused",
     "hostile flood not bounded", "feature level broken",
+    "two leaders of an election at once", "leader's fence not above an ended leader's",
+    "observer not told of a change it missed", "leader read or event shows a stale or unknown value",
 };
 
 static uint64_t viol[V_COUNT];
@@ -763,6 +771,7 @@ int main(int argc, char **argv)
     struct ck_hostile hs;
     struct ck_flood fl;
     struct ck_upgrade up;
+    struct ck_elect el;
     uint64_t fifo_pairs[3][3] = {{0}}, writes_ok = 0, writes_rej = 0, att_failed = 0,
              att_queued = 0, by_mode[3] = {0}, fifo_total = 0, fifo_multi = 0, multi_names = 0,
              n_calls = 0, n_holds = 0;
@@ -832,6 +841,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "faultcheck: cannot read %s/nemesis.log\n", argv[1]);
         return 2;
     }
+    if (ck_elect(argv[1], &d, &el) != 0) {
+        fprintf(stderr, "faultcheck: cannot read the election logs in %s\n", argv[1]);
+        return 2;
+    }
     for (int k = 0; k < V_COUNT; k++) total_viol += viol[k];
 
     printf("run: %.1f s of logs, %d clients (%d ended cleanly), %zu locks, %" PRIu64
@@ -854,6 +867,7 @@ int main(int argc, char **argv)
                hs.sent, hs.refused_perm, hs.refused_session, hs.unanswered, hs.violations);
     ck_flood_print(&fl);
     ck_upgrade_print(&up);
+    ck_elect_print(&el);
     printf("lost with notice: %" PRIu64 " (%" PRIu64 " after the lock had moved on, fenced off); "
            "releases unconfirmed: %" PRIu64 "; LOST for unknown grants: %" PRIu64 "\n",
            ns.told, ns.told_late, ns.unconfirmed, d.lost_unmatched);
@@ -876,8 +890,9 @@ int main(int argc, char **argv)
            "; with a multi-lock on either side %" PRIu64 "\n", fifo_total, fifo_pairs[0][0],
            fifo_pairs[0][1], fifo_pairs[1][0], fifo_pairs[1][1], fifo_pairs[2][2], fifo_multi);
     print_unavailability(&d);
-    parse_errors = d.parse_errors + hs.parse_errors + fl.parse_errors + up.parse_errors;
+    parse_errors = d.parse_errors + hs.parse_errors + fl.parse_errors + up.parse_errors +
+                   el.parse_errors;
     if (parse_errors) printf("unreadable log lines: %d\n", parse_errors);
     ck_free(&d);
-    return total_viol || ns.silent || parse_errors ? 1 : 0;
+    return total_viol || ns.silent || el.silent || parse_errors ? 1 : 0;
 }

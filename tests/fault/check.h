@@ -8,9 +8,27 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #define CK_LOCK_MAX 32
 #define CK_NO_STATUS (-999999)
+
+/* Make room for one more element of arr (n used of cap), doubling it;
+ * out of memory ends the checker (exit 2). */
+#define CK_GROW(arr, n, cap)                                                                   \
+    do {                                                                                       \
+        if ((n) == (cap)) {                                                                    \
+            size_t c_ = (cap) ? (cap) * 2 : 1024;                                              \
+            void *p_ = realloc((arr), c_ * sizeof *(arr));                                     \
+            if (p_ == NULL) {                                                                  \
+                fprintf(stderr, "faultcheck: out of memory\n");                                \
+                exit(2);                                                                       \
+            }                                                                                  \
+            (arr) = p_;                                                                        \
+            (cap) = c_;                                                                        \
+        }                                                                                      \
+    } while (0)
 
 /* One lock call of a client for one name (ACQ ... GRANT | AFAIL). A call
  * that takes several names at once (an atomic multi-lock) logs an ACQ per
@@ -127,6 +145,10 @@ enum ck_vkind {
     V_HOSTILE,
     V_FLOOD,
     V_UPGRADE,
+    V_TWO_LEADERS,
+    V_LEADER_FENCE,
+    V_OBSERVER,
+    V_STALE_READ,
     V_COUNT
 };
 
@@ -237,6 +259,24 @@ struct ck_upgrade {
  * read. */
 int ck_upgrade(const char *dir, struct ck_upgrade *u);
 void ck_upgrade_print(const struct ck_upgrade *u);
+
+/* What the election workers did (check_elect.c). */
+struct ck_elect {
+    int ran;                  /* DIR/elect-*.log exist */
+    int campaigners, observers;
+    uint64_t campaigns, refused_version, leads, proclaims, proclaimed_ok, resigned_ok;
+    uint64_t told, told_late, killed_leading, unconfirmed, lost_unmatched;
+    uint64_t watches, events[5], restarted, reads, reads_found, reads_nobody, reads_failed;
+    uint64_t skips_told;      /* events after a change an observer missed, told of it */
+    uint64_t silent;          /* leaders lost without notice */
+    int parse_errors;
+};
+
+/* Read DIR/elect-*.log (if any) and judge the elections (rules 12-15),
+ * with d's store decisions and lock grants; counts violations through
+ * ck_violation, prints silent losses. 0, or -1 if a log cannot be read. */
+int ck_elect(const char *dir, const struct ck_data *d, struct ck_elect *e);
+void ck_elect_print(const struct ck_elect *e);
 
 /* Read DIR/client-*.log, DIR/store.log and DIR/nemesis.log into d (zeroed
  * first). 0, or -1 with a message on stderr (missing or unreadable logs). */

@@ -14,20 +14,6 @@
 #include "baton/baton_defs.h"
 #include "tests/fault/check.h"
 
-#define GROW(arr, n, cap)                                                                      \
-    do {                                                                                       \
-        if ((n) == (cap)) {                                                                    \
-            size_t c_ = (cap) ? (cap) * 2 : 1024;                                              \
-            void *p_ = realloc((arr), c_ * sizeof *(arr));                                     \
-            if (p_ == NULL) {                                                                  \
-                fprintf(stderr, "faultcheck: out of memory\n");                                \
-                exit(2);                                                                       \
-            }                                                                                  \
-            (arr) = p_;                                                                        \
-            (cap) = c_;                                                                        \
-        }                                                                                      \
-    } while (0)
-
 static void see_time(struct ck_data *d, uint64_t t)
 {
     if (d->t_first == 0 || t < d->t_first) d->t_first = t;
@@ -86,7 +72,7 @@ static void client_line(struct ck_data *d, int c, const char *path, int lineno, 
         /* Older logs end after WAIT_MS: exclusive locks. */
         int n = sscanf(line, "%*u %*s %llu %31s %lld %c %u", &a, lock, &wait, &mode, &limit);
         if ((n != 3 && n != 5) || (mode != 'x' && mode != 's')) goto bad;
-        GROW(d->att, d->n_att, d->cap_att);
+        CK_GROW(d->att, d->n_att, d->cap_att);
         at = &d->att[d->n_att++];
         memset(at, 0, sizeof *at);
         at->client = c;
@@ -107,7 +93,7 @@ static void client_line(struct ck_data *d, int c, const char *path, int lineno, 
         at->t_end = t;
         at->granted = 1;
         at->fence = fence;
-        GROW(d->gr, d->n_gr, d->cap_gr);
+        CK_GROW(d->gr, d->n_gr, d->cap_gr);
         g = &d->gr[d->n_gr++];
         memset(g, 0, sizeof *g);
         g->client = c;
@@ -218,7 +204,7 @@ static int store_line(struct ck_data *d, const char *line)
     } else {
         return -1;
     }
-    GROW(d->wr, d->n_wr, d->cap_wr);
+    CK_GROW(d->wr, d->n_wr, d->cap_wr);
     w = &d->wr[d->n_wr++];
     w->t = t;
     w->op = op;
@@ -255,7 +241,7 @@ static int taken_line(struct ck_data *d, unsigned long long t, const char *what,
     char lock[CK_LOCK_MAX], mode[8], maybe[8] = "";
     struct ck_taken *tk;
 
-    GROW(d->tk, d->n_tk, d->cap_tk);
+    CK_GROW(d->tk, d->n_tk, d->cap_tk);
     tk = &d->tk[d->n_tk];
     memset(tk, 0, sizeof *tk);
     tk->t = t;
@@ -307,7 +293,7 @@ static int load_nemesis(struct ck_data *d, const char *path)
             continue;
         }
         if (strcmp(what, "FAULT") != 0 && strcmp(what, "HEAL") != 0) continue; /* NOTE lines */
-        GROW(d->fa, d->n_fa, d->cap_fa);
+        CK_GROW(d->fa, d->n_fa, d->cap_fa);
         fa = &d->fa[d->n_fa++];
         fa->t = t;
         fa->heal = what[0] == 'H';

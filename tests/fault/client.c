@@ -84,24 +84,21 @@
  * unlock), close the session, exit 0. A client that is told its lock is
  * lost stops writing at once and unlocks (BATON_ELOST).
  */
-#include <arpa/inet.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
 
 #include "baton/adapters/libuv.h"
 #include "baton/baton_async.h"
 #include "tests/fault/flog.h"
+#include "tests/fault/shim_check.h"
+#include "tests/fault/store_client.h"
 #include "tests/lib/rng.h"
 
 enum cstate { C_OPENING, C_IDLE, C_ACQUIRING, C_HOLDING, C_RELEASING, C_CLOSING, C_DONE };
@@ -178,52 +175,6 @@ static void after(struct app *a, uint64_t ms, void (*f)(struct app *))
     uv_timer_start(&a->timer, timer_cb, ms, 0);
 }
 
-/* ---- the fenced store ----------------------------------------------------- */
-
-static int store_connect(struct app *a)
-{
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    struct timeval tv = {10, 0};
-    int one = 1, fd;
-
-    sa.sin_port = htons((uint16_t)a->store_port);
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        close(fd);
-        return -1;
-    }
-    a->store_fd = fd;
-    return 0;
-}
-
-/* One request to the store; its answer line in out. 0, or -1. Blocking:
- * the store answers at once on loopback. */
-static int store_call(struct app *a, const char *req, char *out, size_t cap)
-{
-    size_t len = 0;
-
-    if (a->store_fd < 0 && store_connect(a) != 0) return -1;
-    if (send(a->store_fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req)) goto fail;
-    while (len < cap - 1) {
-        ssize_t r = recv(a->store_fd, out + len, 1, 0);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) goto fail;
-        if (out[len] == '\n') {
-            out[len] = '\0';
-            return 0;
-        }
-        len++;
-    }
-fail:
-    close(a->store_fd);
-    a->store_fd = -1;
-    return -1;
-}
-
 /* ---- one hold: guarded operations, then unlock ------------------------------------- */
 
 /* The store request that a holder of p makes (store.c): a write under an
@@ -264,7 +215,8 @@ static void release(struct app *a)
         struct part *q = &a->h.p[i];
         if (q->limit > 1) {
             snprintf(req, sizeof req, "D %s %" PRIu64 " %s\n", q->lock, q->fence, a->name);
-            store_call(a, req, ans, sizeof ans); /* the store logs it; nothing to learn */
+            /* the store logs it; nothing to learn */
+            store_call(a->store_port, &a->store_fd, req, ans, sizeof ans);
         }
     }
     for (int i = 0; i < a->h.n; i++) flog(a->log, "REL %s %" PRIu64, a->h.p[i].lock, p->fence);
@@ -284,7 +236,7 @@ static void guarded_op(struct app *a, const struct part *p)
 
     store_request(a, p, a->h.write_no, req, sizeof req);
     flog(a->log, "WRITE %s %" PRIu64 " %d", p->lock, p->fence, a->h.write_no);
-    if (store_call(a, req, ans, sizeof ans) != 0)
+    if (store_call(a->store_port, &a->store_fd, req, ans, sizeof ans) != 0)
         flog(a->log, "WERR %s %" PRIu64 " %d", p->lock, p->fence, a->h.write_no);
     else if (ans[0] == 'A')
         flog(a->log, "WOK %s %" PRIu64 " %d", p->lock, p->fence, a->h.write_no);
@@ -551,26 +503,6 @@ static void open_session(struct app *a)
 
 /* ---- the shims ----------------------------------------------------------------- */
 
-/* Are the shims the harness says it preloaded in? Logs them; 0 or -1. */
-static int check_shims(FILE *log, long want_ppm, int want_ports)
-{
-    long (*ppm)(void) = (long (*)(void))dlsym(RTLD_DEFAULT, "fault_shim_clock_ppm");
-    int (*ports)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "fault_shim_connect_ports");
-    long have_ppm = ppm ? ppm() : 0;
-    int have_ports = ports ? ports() : 0;
-
-    if (have_ppm != want_ppm || have_ports != want_ports) {
-        fprintf(stderr, "faultclient: the harness asked for a clock %ld ppm off and %d proxied "
-                        "ports, the shims in give %ld and %d\n",
-                want_ppm, want_ports, have_ppm, have_ports);
-        return -1;
-    }
-    if (want_ppm) flog(log, "NOTE shim_clock: %+ld ppm", want_ppm);
-    if (want_ports) flog(log, "NOTE shim_connect: %d node ports go through the client proxy",
-                         want_ports);
-    return 0;
-}
-
 /* The lease clock (CLOCK_BOOTTIME, through any shim) and the real one (the
  * system call), in ns. */
 static void clocks_now(int64_t *lease, int64_t *real)
@@ -646,7 +578,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "faultclient: %s: %s\n", logpath, strerror(errno));
         return 1;
     }
-    if (check_shims(a.log, want_ppm, want_ports) != 0) return 1;
+    if (shims_check(a.log, "faultclient", want_ppm, want_ports) != 0) return 1;
     clocks_now(&lease0, &real0);
     signal(SIGPIPE, SIG_IGN);
     a.loop = uv_default_loop();

@@ -58,6 +58,8 @@ const char *const fault_names[F_COUNT] = {
     "hostile-cache", "hostile-reads", "hostile-sessions", "hostile-prehello",
     /* a rolling upgrade past a node of a lower feature level (nemesis_upgrade.c) */
     "upgrade",
+    /* a leading campaigner killed or cut off (nemesis_elect.c) */
+    "kill-elect", "partition-elect",
 };
 
 /* Uniform in [lo, hi], from the run's seed (xorshift64). */
@@ -86,6 +88,8 @@ static const unsigned weight[F_COUNT] = {
     1, 1, 1, 1,
     /* upgrade */
     1,
+    /* kill-elect, partition-elect */
+    2, 1,
 };
 
 void note(struct run *r, const char *what, const char *fmt, ...)
@@ -518,6 +522,8 @@ void nemesis_run(struct run *r, int64_t deadline_us)
         case F_HOSTILE_SESSIONS:
         case F_HOSTILE_PREHELLO: fault_hostile(r, k, l); break;
         case F_UPGRADE: fault_upgrade(r, l); break;
+        case F_KILL_ELECT: fault_kill_elect(r); break;
+        case F_PART_ELECT: fault_partition_elect(r); break;
         default: break;
         }
     }

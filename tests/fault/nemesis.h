@@ -49,6 +49,8 @@ void fault_deposed_leader(struct run *r, int l);
 void fault_disk(struct run *r, enum fault_kind k, int l); /* nemesis_disk.c */
 void fault_hostile(struct run *r, enum fault_kind k, int l); /* nemesis_hostile.c */
 void fault_upgrade(struct run *r, int l);                    /* nemesis_upgrade.c */
+void fault_kill_elect(struct run *r);                        /* nemesis_elect.c */
+void fault_partition_elect(struct run *r);
 
 /* ---- nemesis.c: the member fault's halves ---- */
 /* Remove node t from the configuration (batonctl member remove; `kind`

@@ -9,7 +9,7 @@
  *
  *   faultrun [--seconds N] [--clients N] [--locks N] [--ttl MS] [--seed S]
  *            [--faults LIST] [--expect-violations] [--keep] [--plain] [--exclusive]
- *            [--no-multi]
+ *            [--no-multi] [--no-elect]
  *
  *   --seconds N         how long the nemesis runs (default 120)
  *   --clients N         client processes (default 6), --locks N hot locks (2)
@@ -34,6 +34,10 @@
  *                       one name of a multi-lock and leaves records that
  *                       storage/multi.c cannot apply against: its nodes
  *                       fail to apply an entry and stop within seconds
+ *   --no-elect          no election workers (nemesis_elect.c, elect.c): by
+ *                       default three campaigners and two observers run
+ *                       the elections elect0 and elect1 beside the locks,
+ *                       and the kill-elect fault kills leading campaigners
  *
  * batond and batonctl come from $BATON_BUILD (tests/lib/cluster.h); the
  * harness's own programs from the directory faultrun is in.
@@ -92,7 +96,7 @@ static int parse_args(struct run *r, int argc, char **argv)
         {"seed", required_argument, NULL, 'r'},    {"faults", required_argument, NULL, 'f'},
         {"expect-violations", no_argument, NULL, 'x'}, {"keep", no_argument, NULL, 'k'},
         {"plain", no_argument, NULL, 'p'}, {"exclusive", no_argument, NULL, 'X'},
-        {"no-multi", no_argument, NULL, 'M'}, {0},
+        {"no-multi", no_argument, NULL, 'M'}, {"no-elect", no_argument, NULL, 'E'}, {0},
     };
     int o;
 
@@ -117,6 +121,7 @@ static int parse_args(struct run *r, int argc, char **argv)
         case 'p': r->plain = 1; break;
         case 'X': r->exclusive_only = 1; break;
         case 'M': r->no_multi = 1; break;
+        case 'E': r->no_elect = 1; break;
         default: return -1;
         }
     }
@@ -127,7 +132,8 @@ static int parse_args(struct run *r, int argc, char **argv)
     if (r->plain)
         r->faults_enabled &= ~(1u << F_PART_CLIENT | 1u << F_DEPOSED | 1u << F_HOSTILE_CACHE |
                                1u << F_HOSTILE_READS | 1u << F_HOSTILE_SESSIONS |
-                               1u << F_HOSTILE_PREHELLO);
+                               1u << F_HOSTILE_PREHELLO | 1u << F_PART_ELECT);
+    if (r->no_elect) r->faults_enabled &= ~(1u << F_KILL_ELECT | 1u << F_PART_ELECT);
     return r->faults_enabled ? 0 : -1;
 }
 
@@ -257,23 +263,16 @@ static void client_profiles(struct run *r)
         r->n_modes += r->client_modes[k];
         r->client_multi[k] = r->client_modes[k] && !r->no_multi && k % 3 != 0;
     }
+    elect_profiles(r);
 }
 
-/* A client's environment and endpoints for its profile. */
-struct client_env {
-    char buf[5][PATH_MAX + 256];
-    const char *env[6];
-    char endpoints[256];
-    char expect_ppm[16], expect_ports[16];
-};
-
-static void client_env(const struct run *r, int k, struct client_env *ce)
+void client_env(const struct run *r, int g, long ppm, struct client_env *ce)
 {
     char so[2 * PATH_MAX + 80] = "";
-    int n = 0, g = r->client_group[k];
+    int n = 0;
 
     snprintf(ce->endpoints, sizeof ce->endpoints, "%s", cluster_endpoints(&r->c));
-    snprintf(ce->expect_ppm, sizeof ce->expect_ppm, "%ld", r->client_ppm[k]);
+    snprintf(ce->expect_ppm, sizeof ce->expect_ppm, "%ld", ppm);
     snprintf(ce->expect_ports, sizeof ce->expect_ports, "%d", g >= 0 ? r->c.n : 0);
     if (g >= 0) {
         size_t eo = 0, mo;
@@ -287,8 +286,8 @@ static void client_env(const struct run *r, int k, struct client_env *ce)
         ce->env[n++] = ce->buf[2];
         snprintf(so, sizeof so, "%s/shim_connect.so", r->tools);
     }
-    if (r->client_ppm[k] != 0) {
-        snprintf(ce->buf[3], sizeof ce->buf[3], "BATON_FAULT_CLOCK_PPM=%ld", r->client_ppm[k]);
+    if (ppm != 0) {
+        snprintf(ce->buf[3], sizeof ce->buf[3], "BATON_FAULT_CLOCK_PPM=%ld", ppm);
         ce->env[n++] = ce->buf[3];
         snprintf(so + strlen(so), sizeof so - strlen(so), "%s%s/shim_clock.so", so[0] ? ":" : "",
                  r->tools);
@@ -318,7 +317,7 @@ static int start_clients(struct run *r)
         if (r->client_group[k] >= 0) argv[extra++] = "--long-holds";
         if (r->client_modes[k]) argv[extra++] = "--modes";
         if (r->client_multi[k]) argv[extra++] = "--multi";
-        client_env(r, k, &ce);
+        client_env(r, r->client_group[k], r->client_ppm[k], &ce);
         tool(r, "faultclient", path, sizeof path);
         snprintf(logp, sizeof logp, "%s/client-%02d.log", r->dir, k);
         snprintf(errp, sizeof errp, "%s/client-%02d.err", r->dir, k);
@@ -471,6 +470,7 @@ static void emergency_stop(void)
             proc_stop(R.clients[k], SIGKILL, 2000);
             R.clients[k] = 0;
         }
+    elect_kill_all(&R);
     if (R.hostile_pid > 0) proc_stop(R.hostile_pid, SIGKILL, 2000);
     if (R.proxy_pid > 0) proc_stop(R.proxy_pid, SIGKILL, 2000);
     if (R.store_pid > 0) proc_stop(R.store_pid, SIGKILL, 2000);
@@ -513,7 +513,7 @@ int main(int argc, char **argv)
     if (parse_args(&R, argc, argv) != 0) {
         fprintf(stderr, "usage: faultrun [--seconds N] [--clients N] [--locks N] [--ttl MS] "
                         "[--seed S] [--faults LIST] [--expect-violations] [--keep] [--plain] "
-                        "[--exclusive] [--no-multi]\n");
+                        "[--exclusive] [--no-multi] [--no-elect]\n");
         return 2;
     }
     n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -557,7 +557,7 @@ int main(int argc, char **argv)
     client_profiles(&R);
     if (R.nemesis == NULL || start_store(&R) != 0 || cluster_start_opts(&R.c, 3, &co) != 0 ||
         start_proxy(&R) != 0 || cluster_wait_leader(&R.c, 30000) < 0 || start_clients(&R) != 0 ||
-        start_hostile(&R) != 0) {
+        elect_start(&R) != 0 || start_hostile(&R) != 0) {
         fprintf(stderr, "faultrun: set-up failed; logs kept in %s\n", R.dir);
         emergency_stop();
         return 2;
@@ -572,6 +572,7 @@ int main(int argc, char **argv)
     flog(R.nemesis, "NOTE stopping the clients");
     stop_hostile(&R);
     stop_clients(&R);
+    elect_stop(&R);
     compare_digests(&R);
     if (cluster_stop(&R.c) != 0) {
         printf("# a node did not stop cleanly on SIGTERM\n");
@@ -587,6 +588,9 @@ int main(int argc, char **argv)
     if (R.floods_kept + R.floods_lost)
         printf("# hostile floods: the leader kept its leadership through %u of %u floods\n",
                R.floods_kept, R.floods_kept + R.floods_lost);
+    if (R.n_faults[F_KILL_ELECT])
+        printf("# kill-elect: %u of %u killed a leading campaigner\n", R.elect_kills,
+               R.n_faults[F_KILL_ELECT]);
     if (R.stalls_kept + R.stalls_lost)
         printf("# stall-leader: the leader kept its leadership through %u of %u stall faults\n",
                R.stalls_kept, R.stalls_kept + R.stalls_lost);

@@ -15,6 +15,13 @@
 #include "tests/lib/proc.h"
 
 #define RUN_MAX_CLIENTS 16
+/* Client groups the proxy serves at most (proxy.c, MAX_GROUPS). */
+#define RUN_MAX_GROUPS 8
+/* Election workers (elect.c): campaigners, then observers. */
+#define RUN_ELECT_CAMPAIGNERS 3
+#define RUN_ELECT_OBSERVERS 2
+#define RUN_ELECT_WORKERS (RUN_ELECT_CAMPAIGNERS + RUN_ELECT_OBSERVERS)
+#define RUN_ELECTIONS 2
 /* The sessions the floods' principal may have open at once (its
  * max-sessions= in the auth file): hostile-sessions floods up to it. */
 #define FLOOD_SESSION_CAP 32
@@ -49,6 +56,10 @@ enum fault_kind {
     F_HOSTILE_PREHELLO,
     /* a node of a lower feature level, then upgraded (nemesis_upgrade.c) */
     F_UPGRADE,
+    /* kill -9 a leading campaigner of the elections (nemesis_elect.c) */
+    F_KILL_ELECT,
+    /* the proxied campaigner cut off from every node (nemesis_elect.c) */
+    F_PART_ELECT,
     F_COUNT
 };
 
@@ -64,6 +75,7 @@ struct run {
     int plain;               /* --plain: no shims, no client proxy, no hostile client */
     int exclusive_only;      /* --exclusive: every client takes exclusive hot locks only */
     int no_multi;            /* --no-multi: no client takes multi-locks */
+    int no_elect;            /* --no-elect: no election workers */
 
     /* Where things are. */
     char tools[PATH_MAX];    /* faultproxy, faultstore, faultclient, faultcheck */
@@ -92,6 +104,14 @@ struct run {
     int client_multi[RUN_MAX_CLIENTS];
     int n_groups;
     int group_port[RUN_MAX_CLIENTS][CLUSTER_MAX_NODES]; /* the proxy's ports per group, node */
+    /* The election workers (nemesis_elect.c): elect[k] is worker k's pid
+     * (0: not running), k < RUN_ELECT_CAMPAIGNERS a campaigner. */
+    pid_t elect[RUN_ELECT_WORKERS];
+    /* How each runs, as client_group and client_ppm say for the clients:
+     * e1 with a slow clock, e2 through the client proxy (elect_profiles). */
+    int elect_group[RUN_ELECT_WORKERS];
+    long elect_ppm[RUN_ELECT_WORKERS];
+    unsigned elect_kills;    /* kill-elect faults that found a leader */
     pid_t hostile_pid;       /* faulthostile, or 0 */
     char hostile_token[72];  /* its principal "faulthostile" (role client) */
     char flood_token[72];    /* the hostile-* floods' "faultflood" (role client) */
@@ -148,6 +168,31 @@ int upgrade_setup(struct run *r, struct cluster_opts *o);
 /* While the old node runs level 1: "NOTE upgrade level" lines of every
  * node's METRICS (the checker's rule 11). */
 void upgrade_watch(struct run *r);
+
+/* run.c */
+/* A worker's environment and endpoints: through the client proxy as group
+ * g (-1: straight to the nodes), with its clock skewed by ppm parts per
+ * million (0: the real one); the shims preloaded for that, and the
+ * --expect-clock-ppm and --expect-proxy-ports values that say so. */
+struct client_env {
+    char buf[5][PATH_MAX + 256];
+    const char *env[6];
+    char endpoints[256];
+    char expect_ppm[16], expect_ports[16];
+};
+void client_env(const struct run *r, int g, long ppm, struct client_env *ce);
+
+/* nemesis_elect.c */
+/* How each election worker runs (r->elect_group, r->elect_ppm): proxy
+ * groups are taken after the clients'. Before the proxy starts. */
+void elect_profiles(struct run *r);
+/* Start every election worker (unless --no-elect). 0 or -1. */
+int elect_start(struct run *r);
+/* SIGTERM every election worker; each resigns or ends its watches,
+ * closes its session and exits 0 (else a harness error). */
+void elect_stop(struct run *r);
+/* SIGKILL every election worker (a failed set-up). */
+void elect_kill_all(struct run *r);
 
 /* nemesis_disk.c */
 /* Fill r->node_env: every node preloads shim_disk.so, with a control file

@@ -91,12 +91,14 @@ static void write_file(const char *dir, const char *name, const char *text)
 
 /*
  * Run faultcheck on client logs (one string each; times in microseconds,
- * formats of client.c), an empty store log, the nemesis log `nemesis` and,
- * if `flood` is not NULL, the flood log (flood.c's lines). Its exit
- * status; its output in out.
+ * formats of client.c), the store log `store` (store.c's lines), the
+ * nemesis log `nemesis`, if `flood` is not NULL the flood log (flood.c's
+ * lines), and the files of `more` (name, text, ..., NULL; the election
+ * workers' logs). Its exit status; its output in out.
  */
-static int check_logs_with(const char *const *clients, int n, const char *nemesis,
-                           const char *flood, char *out, size_t cap)
+static int check_logs_files(const char *const *clients, int n, const char *store,
+                            const char *nemesis, const char *flood, const char *const *more,
+                            char *out, size_t cap)
 {
     char dir[PATH_MAX], outp[PATH_MAX + 16], name[32];
     const char *argv[] = {faultcheck, dir, NULL};
@@ -108,15 +110,22 @@ static int check_logs_with(const char *const *clients, int n, const char *nemesi
         snprintf(name, sizeof name, "client-%02d.log", i);
         write_file(dir, name, clients[i]);
     }
-    write_file(dir, "store.log", "");
+    write_file(dir, "store.log", store);
     write_file(dir, "nemesis.log", nemesis);
     if (flood != NULL) write_file(dir, "flood.log", flood);
+    for (; more && more[0]; more += 2) write_file(dir, more[0], more[1]);
     snprintf(outp, sizeof outp, "%s.out", dir);
     pid = proc_spawn_files(argv, outp, NULL);
     ASSERT(pid > 0);
     rv = proc_wait(pid, 60000);
     ASSERT(read_tail(outp, out, cap) >= 0);
     return rv;
+}
+
+static int check_logs_with(const char *const *clients, int n, const char *nemesis,
+                           const char *flood, char *out, size_t cap)
+{
+    return check_logs_files(clients, n, "", nemesis, flood, NULL, out, cap);
 }
 
 static int check_logs(const char *const *clients, int n, char *out, size_t cap)
@@ -558,6 +567,189 @@ TEST(fault_checker_upgrade_broken)
     }
 }
 
+/* ---- elections (check_elect.c) ------------------------------------------------------ */
+
+/* e0 leads elect0 with fence 10 from +0.1 s, proclaims e0:2 (returned at
+ * +0.16 s) and resigns at +0.3 s (0); e1, queued behind it, leads with 12
+ * from +0.31 s to +0.5 s; e2 leads elect1 with 11 and is killed (its
+ * incarnation ends without END while it leads) and restarted. */
+static const char E0_OK[] =
+    "100 START campaign e0 1\n1000 SESS 7\n90000 CAMPAIGN 1 elect0 1000 e0:1\n"
+    "100000 LEAD 1 elect0 10 7 e0:1\n100100 WRITE elect0 10 1\n100200 WOK elect0 10 1\n"
+    "150000 PROCLAIM elect0 10 e0:2\n160000 PROCLAIMED elect0 10 e0:2 0\n"
+    "300000 RESIGN elect0 10\n305000 RESIGNED elect0 10 0\n900000 CLOSED 0\n900001 END\n";
+static const char E1_OK[] =
+    "100 START campaign e1 2\n1000 SESS 8\n95000 CAMPAIGN 1 elect0 1000 e1:1\n"
+    "96000 QUEUED 1 elect0 2\n310000 LEAD 1 elect0 12 8 e1:1\n500000 RESIGN elect0 12\n"
+    "505000 RESIGNED elect0 12 0\n900001 END\n";
+static const char E2_KILLED[] =
+    "100 START campaign e2 3\n1000 SESS 9\n200000 CAMPAIGN 1 elect1 1000 e2:1\n"
+    "210000 LEAD 1 elect1 11 9 e2:1\n210100 WRITE elect1 11 1\n"
+    "400000 START campaign e2 4\n401000 SESS 13\n900001 END\n";
+static const char STORE_OK[] = "100200 A W elect0 10 e0 1\n";
+
+/* An observer's log: a watch of elect0 from +0.05 s with `events`, then
+ * the lines of `reads`; one string in out. */
+static void observer_log(char *out, size_t cap, const char *events, const char *reads)
+{
+    snprintf(out, cap,
+             "100 START observe o0 5\n1000 SESS 6\n50000 OBSERVE 1 elect0\n"
+             "51000 EV 1 elect0 STATE 5 0 0 0 -\n51001 EV 1 elect0 SYNCED 5 0 0 0 -\n"
+             "101000 EV 1 elect0 CHANGE 20 0 7 10 e0:1\n161000 EV 1 elect0 CHANGE 22 0 7 10 e0:2\n"
+             "%s%s700000 OBSEND 1 elect0 %d\n900001 END\n",
+             events, reads, BATON_ECANCELED);
+}
+
+/* faultcheck on one empty client log, the store log and the election
+ * workers' logs e0, e1, e2 and o0. Its exit status; its output in out. */
+static int check_elect(const char *e0, const char *e1, const char *e2, const char *o0,
+                       char *out, size_t cap)
+{
+    const char *const client[] = {""};
+    const char *const more[] = {"elect-e0.log", e0, "elect-e1.log", e1, "elect-e2.log", e2,
+                                "elect-o0.log", o0, NULL};
+
+    return check_logs_files(client, 1, STORE_OK, "", NULL, more, out, cap);
+}
+
+/* The checker fails these election logs and says `what` ("VIOLATION
+ * (rule)" or "SILENT LOSS (leader)"). */
+static void expect_elect(const char *e0, const char *e1, const char *e2, const char *o0,
+                         const char *what)
+{
+    char out[16384];
+
+    ASSERT_EQ(check_elect(e0, e1, e2, o0, out, sizeof out), 1);
+    if (strstr(out, what) == NULL) FAIL("no '%s' in:\n%s", what, out);
+}
+
+/* Leaders one after another, a leader killed, an observer that saw each,
+ * reads of the latest value and of nobody: fine. */
+TEST(fault_checker_elect_clean)
+{
+    char o0[2048], reads[256], out[16384];
+
+    snprintf(reads, sizeof reads,
+             "170000 READ 1 elect0\n175000 READR 1 elect0 0 7 10 e0:2 25\n"
+             "600000 READ 2 elect0\n605000 READR 2 elect0 %d 0 0 - 0\n", BATON_ENOTFOUND);
+    observer_log(o0, sizeof o0, "311000 EV 1 elect0 CHANGE 30 0 8 12 e1:1\n", reads);
+    if (check_elect(E0_OK, E1_OK, E2_KILLED, o0, out, sizeof out) != 0)
+        FAIL("the checker failed good election logs:\n%s", out);
+    if (strstr(out, "elections: 3 campaigners, 3 campaigns (0 refused BATON_EVERSION), 3 "
+                    "leaderships: 2 resigned OK, 0 told lost (0 after a later leader led), 1 "
+                    "killed while leading") == NULL ||
+        strstr(out, "2 leader reads: 1 found a leader, 1 nobody") == NULL ||
+        strstr(out, "leaders lost without notice: 0") == NULL)
+        FAIL("no election numbers in:\n%s", out);
+}
+
+/* Rule 12: e1 leads while e0, which resigned with 0 later, still leads;
+ * told lost, e0 may be late by the lease slack (0.05 s), not by 0.15 s. */
+TEST(fault_checker_elect_two_leaders)
+{
+    char o0[2048], e0[1024], e1[1024], out[16384];
+    const char *lost_e0 =
+        "100 START campaign e0 1\n1000 SESS 7\n90000 CAMPAIGN 1 elect0 1000 e0:1\n"
+        "100000 LEAD 1 elect0 10 7 e0:1\n150000 PROCLAIM elect0 10 e0:2\n"
+        "160000 PROCLAIMED elect0 10 e0:2 0\n300000 LOST elect0 10 %d\n300001 RESIGN elect0 10\n"
+        "300002 RESIGNED elect0 10 %d\n900001 END\n";
+    const char *e1_at = "100 START campaign e1 2\n95000 CAMPAIGN 1 elect0 1000 e1:1\n"
+                        "%u LEAD 1 elect0 12 8 e1:1\n500000 RESIGN elect0 12\n"
+                        "505000 RESIGNED elect0 12 0\n900001 END\n";
+
+    observer_log(o0, sizeof o0, "", "");
+    snprintf(e1, sizeof e1, e1_at, 200000u);
+    expect_elect(E0_OK, e1, E2_KILLED, o0, "VIOLATION (two leaders of an election at once)");
+    snprintf(e0, sizeof e0, lost_e0, BATON_ESESSION, BATON_ELOST);
+    snprintf(e1, sizeof e1, e1_at, 250000u);
+    if (check_elect(e0, e1, E2_KILLED, o0, out, sizeof out) != 0)
+        FAIL("a notice 0.05 s late failed the checker:\n%s", out);
+    snprintf(e1, sizeof e1, e1_at, 150000u);
+    expect_elect(e0, e1, E2_KILLED, o0, "VIOLATION (two leaders of an election at once)");
+}
+
+/* Rule 12: a leader after e0 ended, with a lower fence. */
+TEST(fault_checker_elect_fence_order)
+{
+    char o0[2048];
+    const char *e1 = "100 START campaign e1 2\n95000 CAMPAIGN 1 elect0 1000 e1:1\n"
+                     "310000 LEAD 1 elect0 9 8 e1:1\n500000 RESIGN elect0 9\n"
+                     "505000 RESIGNED elect0 9 0\n900001 END\n";
+
+    observer_log(o0, sizeof o0, "", "");
+    expect_elect(E0_OK, e1, E2_KILLED, o0,
+                 "VIOLATION (leader's fence not above an ended leader's)");
+}
+
+/* Rule 13: e2 led elect0 with fence 11 between e0 (10) and e1 (12); the
+ * observer's CHANGE goes from 10 to 12 untold (with a GAP: fine); a
+ * revision that goes back; a proclaimed value missed. */
+TEST(fault_checker_elect_observer)
+{
+    char o0[2048], out[16384];
+    const char *e2 = "100 START campaign e2 3\n300500 CAMPAIGN 1 elect0 1000 e2:1\n"
+                     "306000 LEAD 1 elect0 11 9 e2:1\n307000 RESIGN elect0 11\n"
+                     "308000 RESIGNED elect0 11 0\n900001 END\n";
+
+    observer_log(o0, sizeof o0, "311000 EV 1 elect0 CHANGE 30 0 8 12 e1:1\n", "");
+    expect_elect(E0_OK, E1_OK, e2, o0, "VIOLATION (observer not told of a change it missed)");
+    observer_log(o0, sizeof o0, "311000 EV 1 elect0 GAP 30 0 8 12 e1:1\n", "");
+    if (check_elect(E0_OK, E1_OK, e2, o0, out, sizeof out) != 0 ||
+        strstr(out, "1 changes missed and told") == NULL)
+        FAIL("a GAP did not tell the observer:\n%s", out);
+    observer_log(o0, sizeof o0, "311000 EV 1 elect0 CHANGE 21 0 8 12 e1:1\n", "");
+    expect_elect(E0_OK, E1_OK, E2_KILLED, o0,
+                 "VIOLATION (observer not told of a change it missed)");    /* e0's proclaim of e0:2 returned 0: a watch that goes from e0:1 to
+     * e1:1 missed it. */
+    snprintf(o0, sizeof o0, "100 START observe o0 5\n50000 OBSERVE 1 elect0\n"
+             "101000 EV 1 elect0 CHANGE 20 0 7 10 e0:1\n311000 EV 1 elect0 CHANGE 30 0 8 12 e1:1\n"
+             "900001 END\n");
+    expect_elect(E0_OK, E1_OK, E2_KILLED, o0,
+                 "VIOLATION (observer not told of a change it missed)");
+}
+
+/* Rule 14: a read after PROCLAIMED e0:2 shows e0:1; one shows a value e0
+ * never set; one finds nobody while e0 certainly led. */
+TEST(fault_checker_elect_stale_read)
+{
+    char o0[2048], reads[256];
+    const char *want = "VIOLATION (leader read or event shows a stale or unknown value)";
+
+    observer_log(o0, sizeof o0, "",
+                 "170000 READ 1 elect0\n175000 READR 1 elect0 0 7 10 e0:1 25\n");
+    expect_elect(E0_OK, E1_OK, E2_KILLED, o0, want);
+    observer_log(o0, sizeof o0, "",
+                 "170000 READ 1 elect0\n175000 READR 1 elect0 0 7 10 e0:7 25\n");
+    expect_elect(E0_OK, E1_OK, E2_KILLED, o0, want);
+    snprintf(reads, sizeof reads, "170000 READ 1 elect0\n175000 READR 1 elect0 %d 0 0 - 0\n",
+             BATON_ENOTFOUND);
+    observer_log(o0, sizeof o0, "", reads);
+    expect_elect(E0_OK, E1_OK, E2_KILLED, o0, want);
+}
+
+/* Rule 15: e0, never told, leads on while e1 leads (its resign times
+ * out), is answered BATON_ENOTHELD, or never resigns at all. */
+TEST(fault_checker_elect_silent_loss)
+{
+    char o0[2048], e0[1024];
+    const char *e0_end = "100 START campaign e0 1\n1000 SESS 7\n90000 CAMPAIGN 1 elect0 1000 "
+                         "e0:1\n100000 LEAD 1 elect0 10 7 e0:1\n150000 PROCLAIM elect0 10 e0:2\n"
+                         "160000 PROCLAIMED elect0 10 e0:2 0\n%s900001 END\n";
+    char resign[128];
+
+    observer_log(o0, sizeof o0, "", "");
+    snprintf(resign, sizeof resign, "400000 RESIGN elect0 10\n405000 RESIGNED elect0 10 %d\n",
+             BATON_ETIMEDOUT);
+    snprintf(e0, sizeof e0, e0_end, resign);
+    expect_elect(e0, E1_OK, E2_KILLED, o0, "SILENT LOSS (leader)");
+    snprintf(resign, sizeof resign, "290000 RESIGN elect0 10\n295000 RESIGNED elect0 10 %d\n",
+             BATON_ENOTHELD);
+    snprintf(e0, sizeof e0, e0_end, resign);
+    expect_elect(e0, E1_OK, E2_KILLED, o0, "SILENT LOSS (leader)");
+    snprintf(e0, sizeof e0, e0_end, "");
+    expect_elect(e0, E1_OK, E2_KILLED, o0, "SILENT LOSS (leader)");
+}
+
 int main(int argc, char **argv)
 {
     ssize_t n = readlink("/proc/self/exe", faultrun, sizeof faultrun - 16);
@@ -589,6 +781,12 @@ int main(int argc, char **argv)
     RUN(fault_checker_flood_unbounded);
     RUN(fault_checker_upgrade_clean);
     RUN(fault_checker_upgrade_broken);
+    RUN(fault_checker_elect_clean);
+    RUN(fault_checker_elect_two_leaders);
+    RUN(fault_checker_elect_fence_order);
+    RUN(fault_checker_elect_observer);
+    RUN(fault_checker_elect_stale_read);
+    RUN(fault_checker_elect_silent_loss);
     RUN(fault_mixed_short);
     RUN(fault_selftest_broken);
     suite_dir_done();
