@@ -117,7 +117,7 @@ FAULT_ALL   := $(FAULT_PROGS) $(FAULT_TEST) $(BROKEN)/batond $(BROKEN)/batonctl 
 
 # libbaton.so is a symlink to $(SONAME), the shared library; bump the number
 # when the ABI changes.
-SONAME := libbaton.so.3
+SONAME := libbaton.so.4
 PROGS := $(B)/batond $(B)/batonctl $(B)/libbaton.a $(B)/libbaton.so $(B)/$(SONAME)
 ALL_OBJ := $(PROTO_OBJ) $(STORE_OBJ) $(RAFT_OBJ) $(SERVER_OBJ) $(B)/server/main.o \
            $(CLIENT_OBJ) $(CTL_OBJ) $(TESTLIB_OBJ)

@@ -116,6 +116,8 @@ void baton__req_free(struct baton__req *r)
     free(r->errmsg);
     free(r->frame);
     free(r->more);
+    free(r->value);
+    free(r->ev);
     free(r);
 }
 
@@ -181,6 +183,7 @@ void baton__req_remove(baton_async_t *ac, struct baton__req *r)
     u64map_del(&ac->map, r->id);
     r->in_table = false;
     if (r->kind == BATON__K_RAW) ac->n_raw--;
+    if (r->kind == BATON__K_WATCH) ac->n_watch--;
     if (!r->in_done) baton__req_free(r);
 }
 
@@ -196,7 +199,7 @@ void baton__finish(baton_async_t *ac, struct baton__req *r, int status, uint64_t
  * client acknowledges"): returns ack_below, the lowest seq that is still
  * owed an answer and not kept, and fills keep[0..*n_keep) with the queued
  * ACQUIREs below it, in increasing order. Requests are in id order, and
- * every request but OPEN_SESSION carries a seq. Walks the table up to the
+ * every request but OPEN_SESSION and the sessionless ones carries a seq. Walks the table up to the
  * first request that stops it: at most BATON_MAX_KEEP queued ones.
  */
 uint64_t baton__acks(const baton_async_t *ac, struct msg_seq keep[BATON_MAX_KEEP],
@@ -204,7 +207,8 @@ uint64_t baton__acks(const baton_async_t *ac, struct msg_seq keep[BATON_MAX_KEEP
 {
     *n_keep = 0;
     for (const struct baton__req *r = ac->head; r; r = r->next) {
-        if (r->kind == BATON__K_OPEN || r->kind == BATON__K_RAW) continue;
+        if (r->kind == BATON__K_OPEN || r->kind == BATON__K_RAW || r->kind == BATON__K_WATCH)
+            continue; /* no seq */
         if (!r->queued || *n_keep == BATON_MAX_KEEP) return r->id;
         keep[(*n_keep)++].seq = r->id;
     }
@@ -281,6 +285,12 @@ static void run_completions(baton_async_t *ac)
             break;
         case BATON__K_RAW:
             r->cb.raw(ac, r->status, NULL, true, r->data);
+            break;
+        case BATON__K_WATCH:
+            if (r->cb.watch) r->cb.watch(ac, r->status, NULL, r->data);
+            break;
+        case BATON__K_WEVENT:
+            baton__watch_deliver(ac, r);
             break;
         case BATON__K_REPLY: {
             struct msg m;

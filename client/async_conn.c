@@ -103,7 +103,8 @@ void baton__conn_err(baton_async_t *ac, const char *what, const char *why)
 static bool want_conn(const baton_async_t *ac)
 {
     return !ac->freeing && (ac->sstate == BATON__S_OPENING || ac->sstate == BATON__S_OPEN ||
-                            ac->sstate == BATON__S_CLOSING || ac->n_raw > 0);
+                            ac->sstate == BATON__S_CLOSING || ac->n_raw > 0 ||
+                            ac->n_watch > 0);
 }
 
 /*
@@ -584,6 +585,7 @@ void baton__write(baton_async_t *ac)
 static void on_msg(baton_async_t *ac, const struct msg *m)
 {
     if (ac->cstate == BATON__C_READY && baton__raw_take(ac, m)) return;
+    if (ac->cstate == BATON__C_READY && baton__watch_take(ac, m)) return;
     switch (m->type) {
     case MSG_HELLO_OK:
         if (ac->cstate != BATON__C_HELLO || m->req_id != ac->hello_id) return;

@@ -30,6 +30,13 @@
  *  [2] async_raw.c      sessionless requests: any C2S message that needs no
  *                       session, sent where a lock call's would go, with its
  *                       reply (or a stream of them) handed back (batonctl)
+ *  [2] async_watch.c    reads and watches: LOCK_STATE, WATCH2 streams that
+ *                       resume after the last revision on every new
+ *                       connection, UNWATCH, the observe filter
+ *  [1] async_elect.c    elections (campaign, leader, observe) on the
+ *                       public lock, read and watch calls
+ *  [3] lockstate.c      the public lock state and events (baton.h) made
+ *                       from their wire form: one allocation each
  *  [3] async_tls.c      the connection's security layer: TLS (proto/tls.h),
  *                       the bearer token, and telling a plaintext peer
  *                       from a TLS one
@@ -53,6 +60,13 @@
  *                                     and they are sent on it
  *  tie: async_ops.c async_raw.c       they share the request's send,
  *                                     re-send and timeout paths
+ *  tie: async.c async_watch.c         the context's queue delivers the
+ *                                     events, its table holds the watches
+ *  tie: async_conn.c async_watch.c    events come off the connection, and
+ *                                     watches are sent on it
+ *  tie: async_ops.c async_watch.c     they share the request's send,
+ *                                     re-send and timeout paths
+ *  tie: async_watch.c async_raw.c     a read is a sessionless request
  *
  * Life of a request (struct baton__req). It is created by a public call,
  * gets an id that is both its req_id and, for session requests, its seq,
@@ -209,6 +223,11 @@ enum baton__kind {
     BATON__K_RAW,   /* a sessionless request (async_raw.c) */
     BATON__K_REPLY, /* not a request: one reply to a K_RAW, on ac->done only
                        (frame = the reply, encoded; cb and data its K_RAW's) */
+    BATON__K_PROCLAIM, /* a PROCLAIM: a session op like RELEASE (fence, value) */
+    BATON__K_WATCH,    /* a WATCH2 stream (async_watch.c); its end callback */
+    BATON__K_WEVENT,   /* not a request: one event of a K_WATCH, on ac->done only
+                          (ev; `watch` its K_WATCH, `target` the stream id it
+                          came on) */
 };
 
 /* The callback of a sessionless request (async_raw.c): once per reply
@@ -270,6 +289,26 @@ struct baton__req {
     struct baton__req *held;        /* ACQUIRE with a caller: its K_HELD entry,
                                        reserved at call time; NULL once granted */
     char *errmsg;                   /* its message when status < 0 */
+    uint8_t *value;                 /* ACQUIRE, PROCLAIM: the hold's value (malloc'd),
+                                       NULL when value_len is 0; K_WATCH of an
+                                       election: the leader's value seen last */
+    size_t value_len;
+    uint8_t acq_flags;              /* ACQUIRE: BATON_ACQ_* that ACQUIRE2 carries */
+    uint64_t acq_fence;             /* ACQUIRE: the fence ACQUIRE2 carries (0) */
+    /* K_WATCH (async_watch.c). */
+    uint8_t wflags;                 /* BATON_WATCH_PREFIX */
+    bool observe;                   /* an election's observer: changes of the
+                                       leader (session, fence, value) only */
+    bool owned;                     /* the callback takes each event (the blocking
+                                       API), freeing it with baton_event_free */
+    bool established;               /* an event came on the current stream */
+    bool cancelled;                 /* unwatched: queued events are dropped */
+    bool lead_known;                /* observe: lead_* hold what was last passed on */
+    uint64_t lead_session, lead_fence;
+    uint64_t resume;                /* the revision the stream is complete up to:
+                                       WATCH2's `after` on the next (re)send */
+    struct baton__req *watch;       /* K_WEVENT: its K_WATCH */
+    baton_event *ev;                /* K_WEVENT: the event (one block) */
     uint32_t n_more;                /* ACQUIRE of a multi-lock: the names after `name` */
     struct msg_lock_name *more;     /* ... malloc'd with their bytes (one block); NULL */
     union {
@@ -277,6 +316,7 @@ struct baton__req {
         baton_async_lock_cb *lock;
         baton_async_done_cb *done;
         baton__raw_cb *raw;
+        baton_async_watch_cb *watch;
     } cb;
     uint8_t *frame;                 /* K_RAW: the request, K_REPLY: the reply, encoded */
     size_t frame_len;
@@ -387,6 +427,7 @@ struct baton_async {
 
     /* Sessionless requests (async_raw.c). */
     unsigned n_raw;           /* K_RAW requests in the table */
+    unsigned n_watch;         /* K_WATCH requests in the table */
     bool one_node;            /* talk to the first endpoint only: no redirect
                                  is followed, a failed connection fails them */
     uint32_t node_id;         /* the node of the current connection (HELLO_OK) */
@@ -487,6 +528,33 @@ void baton__raw_write(baton_async_t *ac, struct baton__req *r);
 void baton__raw_conn_lost(baton_async_t *ac);
 void baton__raw_fail_all(baton_async_t *ac, int status);
 void baton__raw_expire(baton_async_t *ac, struct baton__req *r);
+
+/* async_watch.c */
+/* Start a watch; observe: an election's observer (flags 0); owned: the
+ * callback takes each event it gets (the blocking API). As
+ * baton_async_watch otherwise. */
+int baton__watch_start(baton_async_t *ac, const char *key, unsigned flags, uint64_t after,
+                       bool observe, bool owned, baton_async_watch_cb *cb, void *data,
+                       baton_async_watch_t **out);
+/* Drop what the stream of w has not delivered yet and subscribe again
+ * from `after` (the blocking API's queue overflowed): w's events then say
+ * what changed since. 0, or BATON_ENOMEM (w then ends with it). */
+int baton__watch_restart(baton_async_t *ac, baton_async_watch_t *w, uint64_t after);
+/* baton_async_lock_state; owned: the callback takes the state (the
+ * blocking API), freeing it with baton_lock_state_free. */
+int baton__lock_state_read(baton_async_t *ac, const char *name, bool owned,
+                           baton_async_state_cb *cb, void *data);
+void baton__watch_send(baton_async_t *ac, struct baton__req *r);
+bool baton__watch_take(baton_async_t *ac, const struct msg *m);
+void baton__watch_expire(baton_async_t *ac, struct baton__req *r, int status);
+void baton__watch_deliver(baton_async_t *ac, struct baton__req *e);
+
+/* lockstate.c: the public forms, one malloc'd block each (free()); NULL
+ * when out of memory. */
+baton_lock_state *baton__state_new(const struct msg_lock_state *m);
+baton_event *baton__event_new(const struct msg_watch2_event *m);
+/* Check a value's length and pointer: 0, BATON_EINVAL, BATON_ETOOBIG. */
+int baton__value_check(const void *value, size_t len);
 
 /* async_tls.c */
 int baton__tls_setup(baton_async_t *ac, const baton_opts *o, char *err, size_t err_size);

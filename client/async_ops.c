@@ -49,8 +49,31 @@ bool baton__session_known(const baton_async_t *ac)
 static const uint16_t kind_msg[] = {
     [BATON__K_OPEN] = MSG_OPEN_SESSION, [BATON__K_ACQUIRE] = MSG_ACQUIRE,
     [BATON__K_RELEASE] = MSG_RELEASE,   [BATON__K_CANCEL] = MSG_CANCEL,
-    [BATON__K_CLOSE] = MSG_CLOSE_SESSION,
+    [BATON__K_CLOSE] = MSG_CLOSE_SESSION, [BATON__K_PROCLAIM] = MSG_PROCLAIM,
 };
+
+/*
+ * The wire form of ACQUIRE r, into m (whose other op fields are filled):
+ * the one place that decides it. A request with a value, flags
+ * (BATON_ACQ_*: r->acq_flags) or a fence to name (r->acq_fence) goes as
+ * ACQUIRE2 (protocol 6), which needs a cluster at feature level 3;
+ * without, as the plain ACQUIRE every cluster takes, so that such a lock
+ * call is the same frame it always was; a multi-lock as ACQUIRE_MANY
+ * (which takes no value: baton__lock_args_ok). Owners set acq_flags and
+ * acq_fence when the request is made; nothing else here changes.
+ */
+static void acquire_encode(const struct baton__req *r, struct msg *m)
+{
+    m->u.op.fence = r->acq_fence;
+    m->u.op.flags = r->acq_flags;
+    m->u.op.value = (struct pstr){(const char *)r->value, (uint16_t)r->value_len};
+    if (r->n_more > 0)
+        m->type = MSG_ACQUIRE_MANY;
+    else if (r->value_len > 0 || r->acq_flags != 0 || r->acq_fence != 0)
+        m->type = MSG_ACQUIRE2;
+    else
+        m->type = MSG_ACQUIRE;
+}
 
 /* Encode r and queue it on the current connection. The session's requests
  * share one body (struct msg_op): every field is filled, and each message
@@ -62,6 +85,10 @@ void baton__req_send(baton_async_t *ac, struct baton__req *r)
     uint32_t n_keep;
     int rv;
 
+    if (r->kind == BATON__K_WATCH) {
+        baton__watch_send(ac, r);
+        return;
+    }
     if ((size_t)r->kind >= sizeof kind_msg / sizeof kind_msg[0] || kind_msg[r->kind] == 0) return;
     m.type = kind_msg[r->kind];
     if (r->kind == BATON__K_OPEN) {
@@ -87,8 +114,9 @@ void baton__req_send(baton_async_t *ac, struct baton__req *r)
             .lock = {r->name, r->name_len},
             .n_more = r->n_more,
             .more = r->more,
+            .value = {(const char *)r->value, (uint16_t)r->value_len},
         };
-        if (r->n_more > 0) m.type = MSG_ACQUIRE_MANY;
+        if (r->kind == BATON__K_ACQUIRE) acquire_encode(r, &m);
     }
     rv = baton__send_msg(ac, &m);
     if (rv != 0) {
@@ -127,6 +155,9 @@ void baton__try_send(baton_async_t *ac, struct baton__req *r)
     if (ac->cstate != BATON__C_READY) return;
     if (r->kind == BATON__K_RAW) {
         baton__raw_write(ac, r);
+        return;
+    } else if (r->kind == BATON__K_WATCH) {
+        baton__watch_send(ac, r);
         return;
     } else if (r->kind == BATON__K_OPEN) {
         /* Still wanted after a close_session made while opening: the
@@ -528,6 +559,21 @@ static void on_close_result(baton_async_t *ac, struct baton__req *r, int status,
     baton__session_closed(ac, r, status == BATON_ESESSION ? 0 : status);
 }
 
+/* The answer to a PROCLAIM: its status is the caller's (BATON_ENOTHELD,
+ * BATON_ELOST: the hold is not this session's any more). */
+static void on_proclaim_result(baton_async_t *ac, struct baton__req *r, int status, int kind,
+                               uint64_t value, const char *why)
+{
+    (void)kind;
+    (void)value;
+    if (status == BATON_ESESSION) {
+        session_gone(ac);
+        return;
+    }
+    if (status < 0 && r->user) baton__seterr(ac, "proclaim '%s': %s", r->name, why_text(status, why));
+    baton__finish(ac, r, status, 0);
+}
+
 /* status, kind and value are a RESULT's; why is the node's message when an
  * ERROR came instead (status = its code), else NULL. */
 typedef void result_fn(baton_async_t *ac, struct baton__req *r, int status, int kind,
@@ -537,7 +583,7 @@ typedef void result_fn(baton_async_t *ac, struct baton__req *r, int status, int 
 static result_fn *const result_handlers[] = {
     [BATON__K_OPEN] = on_open_result,       [BATON__K_ACQUIRE] = on_acquire_result,
     [BATON__K_RELEASE] = on_release_result, [BATON__K_CANCEL] = on_cancel_result,
-    [BATON__K_CLOSE] = on_close_result,
+    [BATON__K_CLOSE] = on_close_result,     [BATON__K_PROCLAIM] = on_proclaim_result,
 };
 
 /* The outcome of request r: a RESULT, or an ERROR the server sent instead
@@ -702,6 +748,14 @@ static bool expire(baton_async_t *ac, struct baton__req *r)
     case BATON__K_RAW:
         baton__raw_expire(ac, r);
         return true;
+    case BATON__K_PROCLAIM:
+        /* Applied or not, the caller is told it is unknown; nothing to
+         * retry for: the holder proclaims again if it must. */
+        baton__finish(ac, r, status, 0);
+        return true;
+    case BATON__K_WATCH:
+        baton__watch_expire(ac, r, status);
+        return true;
     default:
         return true;
     }
@@ -812,6 +866,7 @@ bool baton__lock_args_ok(const baton_lock_args *a, bool many, size_t n)
                         .many = many, .n_names = n};
     const char *why;
 
+    if (many && a->value_len > 0) return false; /* a value is one name's */
     return lockreq_check(&r, &why) == 0;
 }
 
@@ -836,6 +891,17 @@ static int lock_start(baton_async_t *ac, const char *name, size_t n, const baton
     }
     r->more = more;
     r->n_more = n_more;
+    if (a->value_len > 0) {
+        r->value = malloc(a->value_len);
+        if (r->value == NULL) {
+            baton__req_remove(ac, r);
+            return BATON_ENOMEM;
+        }
+        memcpy(r->value, a->value, a->value_len);
+        r->value_len = a->value_len;
+    }
+    /* Owners (baton_lock_args.owner) would set r->acq_flags and
+     * r->acq_fence here: acquire_encode sends them. */
     /* Reserve the held-lock entry now: a grant must never fail for want
      * of memory. */
     r->held = baton__req_alloc(BATON__K_HELD, name, n);
@@ -862,8 +928,12 @@ int baton_async_lock_with(baton_async_t *ac, const char *name, const baton_lock_
 {
     size_t n;
 
+    int rv;
+
     if (ac == NULL || a == NULL || check_name(name, &n) != 0 || !baton__lock_args_ok(a, false, 1))
         return BATON_EINVAL;
+    rv = baton__value_check(a->value, a->value_len);
+    if (rv != 0) return rv;
     return lock_start(ac, name, n, a, NULL, 0, cb, data);
 }
 
@@ -1008,6 +1078,54 @@ int baton_async_close_session(baton_async_t *ac, baton_async_done_cb *cb, void *
         return 0;
     }
     ac->sstate = BATON__S_CLOSING;
+    baton__set_deadline(ac, r, baton__now() + ac->op_timeout_ms);
+    baton__try_send(ac, r);
+    return 0;
+}
+
+/*
+ * Like an unlock, a proclaim of a lock declared lost is answered at once
+ * (BATON_ELOST, the entry stays for the unlock), and one made while the
+ * context has no session holds nothing (BATON_ENOTHELD). Otherwise it is a
+ * session op with its seq, re-sent with it until answered.
+ */
+int baton_async_proclaim(baton_async_t *ac, const char *name, uint64_t fence, const void *value,
+                         size_t len, baton_async_done_cb *cb, void *data)
+{
+    struct baton__req *r, *h;
+    size_t n;
+    int rv;
+
+    if (ac == NULL || check_name(name, &n) != 0) return BATON_EINVAL;
+    rv = baton__value_check(value, len);
+    if (rv != 0) return rv;
+    if (ac->freeing) return BATON_ECLOSED;
+    h = baton__held_find(ac, fence, name, n);
+    if (h && h->state == BATON__H_LOST) {
+        baton__seterr(ac, "proclaim '%s': the lock was lost (%s)", h->name,
+                      baton_strerror(h->status));
+        return BATON_ELOST;
+    }
+    if (ac->sstate == BATON__S_GONE) {
+        baton__seterr(ac, "proclaim '%s': the context has no session, so it holds no lock", name);
+        return BATON_ENOTHELD;
+    }
+    rv = check_session(ac);
+    if (rv != 0) return rv;
+    r = baton__req_new(ac, BATON__K_PROCLAIM, name, n);
+    if (r == NULL) return BATON_ENOMEM;
+    if (len > 0) {
+        r->value = malloc(len);
+        if (r->value == NULL) {
+            baton__req_remove(ac, r);
+            return BATON_ENOMEM;
+        }
+        memcpy(r->value, value, len);
+        r->value_len = len;
+    }
+    user_call(ac, r, data);
+    r->cb.done = cb;
+    r->fence = fence;
     baton__set_deadline(ac, r, baton__now() + ac->op_timeout_ms);
     baton__try_send(ac, r);
     return 0;

@@ -460,6 +460,7 @@ void baton__session_lost(baton_async_t *ac)
             close = r;
             continue;
         }
+        if (r->kind == BATON__K_WATCH) continue; /* sessionless: lives on */
         h = releasing_entry(ac, r);
         if (h) {
             /* Released by this unlock or by the end of the session: the

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <uv.h>
 
 #include "baton/adapters/libuv.h"
@@ -45,7 +46,19 @@
 #define ERR_SLOTS 4              /* batons per thread whose messages are kept */
 #define CLOSE_BOUND_MS 5000      /* baton_close waits at most this for CLOSE_SESSION */
 
-enum bop_type { BOP_OPEN, BOP_LOCK, BOP_UNLOCK, BOP_CLOSE };
+enum bop_type { BOP_OPEN, BOP_LOCK, BOP_UNLOCK, BOP_CLOSE, BOP_PROCLAIM, BOP_STATE, BOP_WATCH,
+                BOP_UNWATCH };
+
+/*
+ * A blocking watch (baton_watch) queues the events the core hands it (the
+ * core's watch is "owned": each event is ours) until a thread takes them
+ * with baton_watch_next. At most WATCH_QUEUE wait; when one more comes,
+ * the queue is dropped and the core subscribes again from `taken`, the
+ * revision up to which the caller has taken the stream whole (its last
+ * CHANGE or SYNCED), so that the next events (GAPs, or a restart) say
+ * what changed since: the caller is always told what it missed.
+ */
+#define WATCH_QUEUE 4096
 
 /* One blocking call in progress. Lives on the caller's stack. */
 struct bop {
@@ -55,8 +68,15 @@ struct bop {
     const char *name;
     const char *const *names; /* BOP_LOCK of a multi-lock: n_names names, names[0] == name */
     size_t n_names;
-    baton_lock_args args; /* BOP_LOCK: wait_ms, lock_delay_ms, mode, limit, reentrant */
-    uint64_t fence;
+    baton_lock_args args; /* BOP_LOCK: wait_ms, lock_delay_ms, mode, limit, reentrant, value */
+    uint64_t fence;       /* BOP_UNLOCK, BOP_PROCLAIM */
+    const void *pvalue;   /* BOP_PROCLAIM: the value */
+    size_t pvalue_len;
+    unsigned flags;       /* BOP_WATCH: BATON_WATCH_PREFIX */
+    uint64_t after;       /* BOP_WATCH */
+    bool observe;         /* BOP_WATCH: an election's observer */
+    struct baton_watch *w; /* BOP_WATCH, BOP_UNWATCH */
+    baton_lock_state *st; /* BOP_STATE: the result, the caller's */
     pthread_cond_t cv;
     /* Results, written by the I/O thread under b->mu. */
     bool done;
@@ -88,7 +108,25 @@ struct baton {
 struct baton_lock {
     baton_t *b;
     uint64_t fence;
+    bool multi; /* of baton_lock_many: no value (baton_proclaim) */
     char name[];
+};
+
+struct baton_watch {
+    baton_t *b;                /* holds a reference until baton_watch_close */
+    /* I/O thread only. */
+    baton_async_watch_t *aw;   /* the core's watch; NULL once it has ended */
+    struct bop *start_op;      /* baton_watch, waiting for the first event */
+    struct bop *close_op;      /* baton_watch_close, waiting for the end */
+    bool free_on_end;          /* closed from the lost callback: the end frees it */
+    /* Under b->mu. */
+    pthread_cond_t cv;         /* CLOCK_MONOTONIC: an event, the end, or closing */
+    baton_event **q;           /* WATCH_QUEUE slots, a ring */
+    unsigned q_head, q_n;
+    int end;                   /* why the watch ended; 0 while it runs */
+    bool closing;              /* baton_watch_close has begun */
+    unsigned waiters;          /* threads in baton_watch_next */
+    uint64_t taken;            /* see WATCH_QUEUE */
 };
 
 /* The result of the last uv_loop_close of an I/O thread's loop; 0 unless a
@@ -221,6 +259,73 @@ static void unlock_cb(baton_async_t *ac, int status, void *data)
     bop_finish(data, status, 0, status < 0 ? baton_async_errmsg(ac) : NULL);
 }
 
+static void state_cb(baton_async_t *ac, int status, const baton_lock_state *st, void *data)
+{
+    struct bop *op = data;
+
+    op->st = (baton_lock_state *)st; /* read with baton__lock_state_read(owned): ours */
+    bop_finish(op, status, 0, status < 0 ? baton_async_errmsg(ac) : NULL);
+}
+
+/* Empty w's queue (under b->mu). */
+static void watch_drop_queue(struct baton_watch *w)
+{
+    for (; w->q_n > 0; w->q_n--) {
+        baton_event_free(w->q[w->q_head]);
+        w->q_head = (w->q_head + 1) % WATCH_QUEUE;
+    }
+}
+
+static void watch_free(struct baton_watch *w)
+{
+    watch_drop_queue(w);
+    free(w->q);
+    pthread_cond_destroy(&w->cv);
+    free(w);
+}
+
+/* An event of watch w (status 0; ev is ours), or its end (status < 0). */
+static void watch_cb(baton_async_t *ac, int status, const baton_event *cev, void *data)
+{
+    struct baton_watch *w = data;
+    baton_t *b = w->b;
+    baton_event *ev = (baton_event *)cev;
+    struct bop *start = w->start_op, *close = w->close_op;
+    bool restart = false;
+    uint64_t after = 0;
+    char msg[BATON_ERRMSG_SIZE];
+
+    /* ECANCELED: baton_watch_close, or baton_close freed the context. */
+    if (status == BATON_ECANCELED) status = BATON_ECLOSED;
+    snprintf(msg, sizeof msg, "%s", status < 0 ? baton_async_errmsg(ac) : "");
+    pthread_mutex_lock(&b->mu);
+    if (status < 0) {
+        w->end = status;
+    } else if (w->q_n == WATCH_QUEUE) {
+        watch_drop_queue(w);
+        baton_event_free(ev);
+        restart = true;
+        after = w->taken;
+    } else {
+        w->q[(w->q_head + w->q_n++) % WATCH_QUEUE] = ev;
+    }
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&b->mu);
+    if (restart) (void)baton__watch_restart(ac, w->aw, after); /* ENOMEM ends w: told */
+    /* Done with w before waking a thread that may free it. */
+    w->start_op = NULL;
+    if (status < 0) {
+        w->aw = NULL;
+        w->close_op = NULL;
+        if (w->free_on_end) {
+            watch_free(w);
+            ref_drop(b);
+        }
+    }
+    if (start) bop_finish(start, status, 0, msg);
+    if (status < 0 && close) bop_finish(close, 0, 0, NULL);
+}
+
 /* The core declared a held lock lost: run the user's callback, here on the
  * I/O thread. The callback is read under the mutex but run without it. */
 static void io_lost_cb(baton_async_t *ac, const char *lock, uint64_t fence, int why, void *data)
@@ -287,6 +392,26 @@ static void io_start(baton_t *b, struct bop *op)
     case BOP_UNLOCK:
         rv = baton_async_unlock(b->ac, op->name, op->fence, unlock_cb, op);
         break;
+    case BOP_PROCLAIM:
+        rv = baton_async_proclaim(b->ac, op->name, op->fence, op->pvalue, op->pvalue_len, unlock_cb,
+                                  op);
+        break;
+    case BOP_STATE:
+        rv = baton__lock_state_read(b->ac, op->name, true, state_cb, op);
+        break;
+    case BOP_WATCH:
+        op->w->start_op = op;
+        rv = baton__watch_start(b->ac, op->name, op->flags, op->after, op->observe, true, watch_cb,
+                                op->w, &op->w->aw);
+        if (rv != 0) op->w->start_op = NULL;
+        break;
+    case BOP_UNWATCH:
+        if (op->w->aw == NULL) break; /* it has ended: nothing to wait for */
+        op->w->close_op = op;
+        rv = baton_async_unwatch(b->ac, op->w->aw);
+        if (rv == 0 || rv == BATON_ENOTFOUND) return; /* its end callback finishes op */
+        op->w->close_op = NULL;
+        break;
     case BOP_CLOSE:
         b->close_op = op;
         if (baton_async_close_session(b->ac, close_cb, b) != 0) {
@@ -299,9 +424,13 @@ static void io_start(baton_t *b, struct bop *op)
         rv = BATON_EINVAL;
         break;
     }
-    /* Only BATON_ELOST comes with a message of its own; for the other
-     * immediate refusals the code says it all. */
-    if (rv < 0) bop_finish(op, rv, 0, rv == BATON_ELOST ? baton_async_errmsg(b->ac) : NULL);
+    /* Only BATON_ELOST and BATON_ENOTHELD come with a message of their
+     * own; for the other immediate refusals the code says it all. */
+    if (rv < 0)
+        bop_finish(op, rv, 0,
+                   rv == BATON_ELOST || rv == BATON_ENOTHELD ? baton_async_errmsg(b->ac) : NULL);
+    else if (op->type == BOP_UNWATCH)
+        bop_finish(op, 0, 0, NULL);
 }
 
 /* Another thread queued calls: start them, in order. */
@@ -418,6 +547,7 @@ static int lock_common(baton_t *b, const char *const *names, size_t n_names,
     }
     l->b = b; /* takes over the call's reference */
     l->fence = op.value;
+    l->multi = n_names > 1;
     memcpy(l->name, name, n + 1);
     *out = l;
     return 0;
@@ -446,9 +576,19 @@ int baton_lock_with(baton_t *b, const char *name, const baton_lock_args *a, bato
 {
     /* Checked here too, before a call is queued, so that a refusal needs no
      * round trip to the I/O thread. */
+    int rv;
+
     if (a == NULL || !baton__lock_args_ok(a, false, 1)) {
         if (out != NULL) *out = NULL;
         return BATON_EINVAL;
+    }
+    rv = baton__value_check(a->value, a->value_len);
+    if (rv != 0) {
+        if (out != NULL) *out = NULL;
+        if (b != NULL)
+            set_err(b, "baton_lock_with: %s", rv == BATON_ETOOBIG ? "a value longer than "
+                    "BATON_MAX_VALUE bytes" : "value is NULL with value_len > 0");
+        return rv;
     }
     return lock_common(b, &name, 1, a, out, "baton_lock_with");
 }
@@ -510,6 +650,243 @@ int baton_unlock(baton_lock_t *l)
     free(l);
     ref_drop(b); /* the lock's */
     return rv;
+}
+
+/* ---- values, reading, watching, elections ------------------------------------------- */
+
+int baton_proclaim(baton_lock_t *l, const void *value, size_t len)
+{
+    struct bop op;
+    baton_t *b;
+    int rv;
+
+    if (l == NULL) return BATON_EINVAL;
+    b = l->b;
+    if (l->multi) {
+        set_err(b, "baton_proclaim '%s': a multi-lock has no value", l->name);
+        return BATON_EINVAL;
+    }
+    rv = baton__value_check(value, len);
+    if (rv != 0) {
+        set_err(b, "baton_proclaim '%s': %s", l->name, baton_strerror(rv));
+        return rv;
+    }
+    if (tls_io == b) {
+        set_err(b, "baton_proclaim: called from the lost callback, which must not wait");
+        return BATON_EBUSY;
+    }
+    bop_init(&op, BOP_PROCLAIM);
+    op.name = l->name;
+    op.fence = l->fence;
+    op.pvalue = value;
+    op.pvalue_len = len;
+    rv = submit(b, &op);
+    pthread_cond_destroy(&op.cv);
+    /* As baton_unlock: no answer is BATON_EUNAVAIL; a session that ended
+     * lost the hold. */
+    if (rv == BATON_ETIMEDOUT) rv = BATON_EUNAVAIL;
+    if (rv == BATON_ESESSION) rv = BATON_ELOST;
+    if (rv != 0) set_err(b, "baton_proclaim '%s': %s", l->name, op.errmsg);
+    if (op.done) ref_drop(b);
+    return rv;
+}
+
+/* The checks every blocking call that waits makes first. */
+static int may_wait(baton_t *b, const char *fn)
+{
+    if (b == NULL) return BATON_EINVAL;
+    if (tls_io == b) {
+        set_err(b, "%s: called from the lost callback, which must not wait", fn);
+        return BATON_EBUSY;
+    }
+    return 0;
+}
+
+int baton_lock_state_get(baton_t *b, const char *name, baton_lock_state **out)
+{
+    struct bop op;
+    int rv;
+
+    if (out == NULL) return BATON_EINVAL;
+    *out = NULL;
+    if ((rv = may_wait(b, "baton_lock_state_get")) != 0) return rv;
+    if (name == NULL || !proto_lock_name_ok(name, strnlen(name, BATON_MAX_NAME + 1))) {
+        set_err(b, "baton_lock_state_get: the lock name must be 1..%d bytes", BATON_MAX_NAME);
+        return BATON_EINVAL;
+    }
+    bop_init(&op, BOP_STATE);
+    op.name = name;
+    rv = submit(b, &op);
+    pthread_cond_destroy(&op.cv);
+    if (rv == BATON_ETIMEDOUT) rv = BATON_EUNAVAIL;
+    if (rv != 0)
+        set_err(b, "baton_lock_state_get '%s': %s", name, op.errmsg);
+    else
+        *out = op.st;
+    if (op.done) ref_drop(b);
+    return rv;
+}
+
+static int watch_common(baton_t *b, const char *key, unsigned flags, uint64_t after, bool observe,
+                        baton_watch_t **out, const char *fn)
+{
+    pthread_condattr_t ca;
+    struct baton_watch *w;
+    struct bop op;
+    int rv;
+
+    if (out == NULL) return BATON_EINVAL;
+    *out = NULL;
+    if ((rv = may_wait(b, fn)) != 0) return rv;
+    if (key == NULL) return BATON_EINVAL;
+    w = calloc(1, sizeof *w);
+    if (w != NULL && (w->q = malloc(WATCH_QUEUE * sizeof *w->q)) == NULL) {
+        free(w);
+        w = NULL;
+    }
+    if (w == NULL) {
+        set_err(b, "%s: out of memory", fn);
+        return BATON_ENOMEM;
+    }
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    w->b = b;
+    w->taken = after;
+    bop_init(&op, BOP_WATCH);
+    op.name = key;
+    op.flags = flags;
+    op.after = after;
+    op.observe = observe;
+    op.w = w;
+    rv = submit(b, &op); /* returns with the first event queued, or the end */
+    pthread_cond_destroy(&op.cv);
+    if (rv == BATON_ETIMEDOUT) rv = BATON_EUNAVAIL;
+    if (rv != 0) {
+        set_err(b, "%s '%s': %s", fn, key, op.errmsg);
+        watch_free(w); /* the core has ended it: its end callback ran */
+        if (op.done) ref_drop(b);
+        return rv;
+    }
+    *out = w; /* takes over the call's reference */
+    return 0;
+}
+
+int baton_watch(baton_t *b, const char *key, unsigned flags, uint64_t after, baton_watch_t **out)
+{
+    return watch_common(b, key, flags, after, false, out, "baton_watch");
+}
+
+int baton_watch_next(baton_watch_t *w, int64_t timeout_ms, baton_event **ev)
+{
+    struct timespec at;
+    int rv = BATON_ETIMEDOUT;
+
+    if (ev == NULL) return BATON_EINVAL;
+    *ev = NULL;
+    if (w == NULL) return BATON_EINVAL;
+    if (timeout_ms >= 0) {
+        clock_gettime(CLOCK_MONOTONIC, &at);
+        at.tv_sec += timeout_ms / 1000;
+        at.tv_nsec += (timeout_ms % 1000) * 1000000;
+        if (at.tv_nsec >= 1000000000) {
+            at.tv_sec++;
+            at.tv_nsec -= 1000000000;
+        }
+    }
+    pthread_mutex_lock(&w->b->mu);
+    w->waiters++;
+    while (w->q_n == 0 && w->end == 0 && !w->closing) {
+        if (timeout_ms < 0)
+            pthread_cond_wait(&w->cv, &w->b->mu);
+        else if (pthread_cond_timedwait(&w->cv, &w->b->mu, &at) != 0)
+            break;
+    }
+    if (w->closing) {
+        rv = BATON_ECLOSED;
+    } else if (w->q_n > 0) {
+        baton_event *e = w->q[w->q_head];
+        w->q_head = (w->q_head + 1) % WATCH_QUEUE;
+        w->q_n--;
+        if ((e->kind == BATON_EVENT_CHANGE || e->kind == BATON_EVENT_SYNCED) &&
+            e->revision > w->taken)
+            w->taken = e->revision;
+        *ev = e;
+        rv = 0;
+    } else if (w->end != 0) {
+        rv = w->end;
+    }
+    if (--w->waiters == 0 && w->closing) pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->b->mu);
+    return rv;
+}
+
+void baton_watch_close(baton_watch_t *w)
+{
+    struct bop op;
+    baton_t *b;
+
+    if (w == NULL) return;
+    b = w->b;
+    pthread_mutex_lock(&b->mu);
+    w->closing = true;
+    pthread_cond_broadcast(&w->cv);
+    while (w->waiters > 0) pthread_cond_wait(&w->cv, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+    if (tls_io == b) {
+        /* The lost callback cannot wait for the end: it frees w. */
+        if (w->aw != NULL && b->ac != NULL && baton_async_unwatch(b->ac, w->aw) == 0) {
+            w->free_on_end = true;
+            return;
+        }
+        if (w->aw == NULL) {
+            watch_free(w);
+            ref_drop(b);
+        } else {
+            w->free_on_end = true; /* its end is queued already */
+        }
+        return;
+    }
+    bop_init(&op, BOP_UNWATCH);
+    op.w = w;
+    (void)submit(b, &op); /* ECLOSED: the I/O side is gone, and w's end ran */
+    pthread_cond_destroy(&op.cv);
+    if (op.done) ref_drop(b);
+    watch_free(w);
+    ref_drop(b); /* the watch's */
+}
+
+int baton_campaign(baton_t *b, const char *election, const void *value, size_t len,
+                   int64_t wait_ms, baton_lock_t **leader)
+{
+    baton_lock_args a = {.wait_ms = wait_ms < 0 ? BATON_WAIT_FOREVER : wait_ms,
+                         .value = value, .value_len = len};
+
+    return baton_lock_with(b, election, &a, leader);
+}
+
+int baton_resign(baton_lock_t *leader)
+{
+    return baton_unlock(leader);
+}
+
+int baton_leader(baton_t *b, const char *election, baton_lock_state **out)
+{
+    int rv = baton_lock_state_get(b, election, out);
+
+    if (rv == 0 && (*out)->n_holders == 0) {
+        baton_lock_state_free(*out);
+        *out = NULL;
+        set_err(b, "baton_leader '%s': nobody leads", election);
+        rv = BATON_ENOTFOUND;
+    }
+    return rv;
+}
+
+int baton_observe(baton_t *b, const char *election, baton_watch_t **out)
+{
+    return watch_common(b, election, 0, 0, true, out, "baton_observe");
 }
 
 uint64_t baton_session_id(const baton_t *b)

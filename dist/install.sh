@@ -6,7 +6,7 @@
 #
 # Environment (the Makefile passes them; every directory may be overridden):
 #   B            build directory with batond, batonctl, libbaton.a, $SONAME
-#   SONAME       the shared library's soname (libbaton.so.3)
+#   SONAME       the shared library's soname (libbaton.so.4)
 #   VERSION      the package version (libbaton.pc's Version)
 #   DESTDIR      staging root prepended to every path (default: none)
 #   PREFIX       /usr/local
