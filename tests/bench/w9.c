@@ -128,16 +128,23 @@ static void on_end_timeout(uv_timer_t *t)
     w9_victims_kill_all(t->data);
 }
 
+/* Nothing is left to end: the loop may run dry. */
+static void close_timer(struct w9 *w)
+{
+    if (!uv_is_closing((uv_handle_t *)&w->timer)) uv_close((uv_handle_t *)&w->timer, NULL);
+}
+
 static void finish(struct w9 *w)
 {
     if (w->phase == P_END) return;
     w->phase = P_END;
     uv_close((uv_handle_t *)&w->retry, NULL);
     report(w);
+    w->ends++; /* not done before both loops below are */
     w9_obs_close(w);
     w9_cands_close(w);
-    if (w->ends == 0)
-        uv_close((uv_handle_t *)&w->timer, NULL);
+    if (--w->ends == 0)
+        close_timer(w);
     else /* the closes are bounded by op_timeout_ms; a victim is not */
         uv_timer_start(&w->timer, on_end_timeout, w->cfg->op_timeout_ms + W9_STEP_SLACK_MS, 0);
 }
@@ -157,7 +164,7 @@ void w9_forget(struct w9 *w, struct w9cand *c)
 
 void w9_closed(struct w9 *w)
 {
-    if (--w->ends == 0 && w->phase == P_END) uv_close((uv_handle_t *)&w->timer, NULL);
+    if (--w->ends == 0 && w->phase == P_END) close_timer(w);
 }
 
 void w9_abort(struct w9 *w, const char *why)
