@@ -208,6 +208,7 @@ static void fk_grant_next(struct fake *f, struct fk_lock *l)
     l->holder_session = w.session;
     l->holder_waiter = w.waiter;
     l->fence = ++f->next_fence;
+    f->values[l - f->locks][0] = '\0'; /* the fake keeps a granted waiter's value nowhere */
     fk_remember(f, w.session, w.waiter, 0, RESULT_GRANTED, l->fence);
     m.u.push.session = w.session;
     m.u.push.waiter = w.waiter;
@@ -252,6 +253,7 @@ static void fk_acquire(struct fake *f, struct fk_conn *c, const struct msg *m)
         l->holder_session = s;
         l->holder_waiter = seq;
         l->fence = ++f->next_fence;
+        snprintf(f->values[l - f->locks], sizeof f->values[0], "%s", f->last_value);
         fk_remember(f, s, seq, 0, RESULT_GRANTED, l->fence);
         fk_result(c, m->req_id, 0, RESULT_GRANTED, l->fence);
     } else if (m->u.op.wait_ms == BATON_WAIT_TRY) {
@@ -439,9 +441,114 @@ static void fk_unknown_outcome(struct fake *f, struct fk_conn *c, const struct m
     fk_send(c, &r);
 }
 
+/* ---- protocol 6: values, reads, watches --------------------------------------- */
+
+/* LOCK_STATE_R for lock `name`: the holder (its value) and the waiters. */
+static void fk_lock_state(struct fake *f, struct fk_conn *c, const struct msg *m)
+{
+    struct msg r = {.type = MSG_LOCK_STATE_R, .req_id = m->req_id};
+    struct fk_lock *l = fk_lock(f, m->u.lock_info.lock, false);
+    struct msg_holder_v h = {0};
+    struct msg_waiter_v w[FK_WAITERS];
+    struct msg_lock_state *st = &r.u.lock_state;
+
+    f->n_lock_state++;
+    st->revision = ++f->rev;
+    st->lock = m->u.lock_info.lock;
+    if (l && l->holder_session) {
+        const char *v = f->values[l - f->locks];
+        h = (struct msg_holder_v){.session = l->holder_session, .waiter = l->holder_waiter,
+                                  .fence = l->fence, .granted_index = 1, .count = 1,
+                                  .client_name = {"fk", 2}, .value = {v, (uint16_t)strlen(v)}};
+        st->held = 1;
+        st->limit = 1;
+        st->total_holders = st->n_holders = 1;
+        st->holders = &h;
+    }
+    if (l) {
+        for (int i = 0; i < l->nq; i++)
+            w[i] = (struct msg_waiter_v){.session = l->q[i].session, .waiter = l->q[i].waiter,
+                                         .wait_ms = -1};
+        st->total_waiters = st->n_waiters = (uint32_t)l->nq;
+        st->waiters = w;
+        st->limit = 1;
+    }
+    fk_send(c, &r);
+}
+
+/* PROCLAIM: the holder of fence on the lock replaces its value. */
+static void fk_proclaim(struct fake *f, struct fk_conn *c, const struct msg *m)
+{
+    struct fk_lock *l = fk_lock(f, m->u.op.lock, false);
+
+    if (l == NULL || l->holder_session != m->u.op.session || l->fence != m->u.op.fence) {
+        fk_result(c, m->req_id, BATON_ENOTHELD, RESULT_OK, 0);
+        return;
+    }
+    snprintf(f->values[l - f->locks], sizeof f->values[0], "%s", f->last_value);
+    fk_result(c, m->req_id, 0, RESULT_OK, 0);
+}
+
+/* One WATCH2_EVENT of the stream: kind at revision `rev`, with the
+ * watched lock held by session 1 with value "c<rev>" (CHANGE, STATE). */
+static void fk_watch_event(struct fake *f, uint8_t kind, uint8_t restarted, uint64_t rev)
+{
+    struct fk_conn *c = fk_conn(f, f->watch_conn);
+    struct msg r = {.type = MSG_WATCH2_EVENT, .req_id = f->watch_req};
+    struct msg_holder_v h = {.session = 1, .fence = rev, .count = 1};
+    char v[32];
+
+    if (c == NULL || c->dead) return;
+    r.u.watch2_event.kind = kind;
+    r.u.watch2_event.restarted = restarted;
+    r.u.watch2_event.state.revision = rev;
+    if (kind == WATCH2_CHANGE || kind == WATCH2_STATE) {
+        snprintf(v, sizeof v, "c%llu", (unsigned long long)rev);
+        if (f->watch_same) {
+            snprintf(v, sizeof v, "same");
+            h.fence = 1;
+        }
+        h.value = (struct pstr){v, (uint16_t)strlen(v)};
+        r.u.watch2_event.state.lock = (struct pstr){f->watch_key, (uint16_t)strlen(f->watch_key)};
+        r.u.watch2_event.state.held = 1;
+        r.u.watch2_event.state.limit = 1;
+        r.u.watch2_event.state.total_holders = r.u.watch2_event.state.n_holders = 1;
+        r.u.watch2_event.state.holders = &h;
+    }
+    fk_send(c, &r);
+}
+
+/* WATCH2: from after 0, the state then SYNCED; from after N, SYNCED
+ * restarted 0 (nothing changed: the fake only changes when told to). */
+static void fk_watch2(struct fake *f, struct fk_conn *c, const struct msg *m)
+{
+    f->n_watch2++;
+    f->last_after = m->u.watch2.after;
+    f->watch_conn = c->id;
+    f->watch_req = m->req_id;
+    snprintf(f->watch_key, sizeof f->watch_key, "%.*s", (int)m->u.watch2.key.n,
+             m->u.watch2.key.p ? m->u.watch2.key.p : "");
+    if (m->u.watch2.after == 0) fk_watch_event(f, WATCH2_STATE, 0, f->rev);
+    if (m->u.watch2.after > f->rev) f->rev = m->u.watch2.after;
+    fk_watch_event(f, WATCH2_SYNCED, 0, f->rev);
+}
+
 static void fk_handle(struct fake *f, struct fk_conn *c, const struct msg *m)
 {
     struct msg r = {.req_id = m->req_id};
+    struct msg as_acquire;
+
+    if (m->type == MSG_ACQUIRE) f->last_value[0] = '\0';
+    if (m->type == MSG_ACQUIRE2 || m->type == MSG_PROCLAIM) {
+        snprintf(f->last_value, sizeof f->last_value, "%.*s", (int)m->u.op.value.n,
+                 m->u.op.value.p ? m->u.op.value.p : "");
+        if (m->type == MSG_ACQUIRE2) {
+            f->n_acquire2++;
+            as_acquire = *m;
+            as_acquire.type = MSG_ACQUIRE;
+            m = &as_acquire;
+        }
+    }
 
     if (m->type == MSG_HELLO) {
         f->n_hello++;
@@ -484,12 +591,13 @@ static void fk_handle(struct fake *f, struct fk_conn *c, const struct msg *m)
     /* A request naming a session the fake does not know (any more). */
     if ((m->type == MSG_ACQUIRE && !f->silent_acquire && !fk_session(f, m->u.op.session)) ||
         (m->type == MSG_RELEASE && !fk_session(f, m->u.op.session)) ||
-        (m->type == MSG_CANCEL && !fk_session(f, m->u.op.session))) {
+        (m->type == MSG_CANCEL && !fk_session(f, m->u.op.session)) ||
+        (m->type == MSG_PROCLAIM && !fk_session(f, m->u.op.session))) {
         fk_result(c, m->req_id, BATON_ESESSION, RESULT_OK, 0);
         return;
     }
     if ((m->type == MSG_ACQUIRE && !f->silent_acquire) || m->type == MSG_RELEASE ||
-        m->type == MSG_CANCEL) {
+        m->type == MSG_CANCEL || m->type == MSG_PROCLAIM) {
         fk_ack(f, &m->u.op);
         if (fk_stale(f, &m->u.op)) {
             f->n_stale++;
@@ -576,6 +684,22 @@ static void fk_handle(struct fake *f, struct fk_conn *c, const struct msg *m)
     case MSG_CLOSE_SESSION:
         f->n_close++;
         fk_close_session(f, c, m);
+        return;
+    case MSG_PROCLAIM:
+        f->n_proclaim++;
+        fk_attach(f, m->u.op.session, c->id);
+        fk_proclaim(f, c, m);
+        return;
+    case MSG_LOCK_STATE:
+        fk_lock_state(f, c, m);
+        return;
+    case MSG_WATCH2:
+        fk_watch2(f, c, m);
+        return;
+    case MSG_UNWATCH:
+        f->n_unwatch++;
+        if (m->u.unwatch.watch == f->watch_req) f->watch_conn = 0;
+        fk_result(c, m->req_id, 0, RESULT_OK, 0);
         return;
     case MSG_CHECK:
         f->n_check++;
@@ -692,6 +816,10 @@ static void fk_actions(struct fake *f)
         if (l && l->holder_session) fk_take_away(f, l, BATON_ELOST);
         f->do_force[0] = '\0';
     }
+    for (; f->do_watch_change > 0; f->do_watch_change--)
+        fk_watch_event(f, WATCH2_CHANGE, 0, ++f->rev);
+    for (; f->do_watch_progress > 0; f->do_watch_progress--)
+        fk_watch_event(f, WATCH2_PROGRESS, 0, ++f->rev);
     if (f->do_drop_all) {
         for (int i = 0; i < f->nconns; i++) f->conns[i].dead = true;
         f->do_drop_all = false;

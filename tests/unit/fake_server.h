@@ -15,7 +15,13 @@
  * drop a connection right after a QUEUED reply, open a session but drop
  * the connection instead of the SESSION reply, never answer ACQUIRE,
  * ignore wait deadlines, or claim another protocol version. Of the
- * sessionless requests it answers CHECK and WATCH (test_client_call.c). It answers KEEPALIVE (and can be told to stop
+ * sessionless requests it answers CHECK and WATCH (test_client_call.c),
+ * and of protocol 6 (test_client_values.c): ACQUIRE2 as an ACQUIRE that
+ * keeps its value, PROCLAIM of a hold, LOCK_STATE with the holder's and
+ * the waiters' sessions and values, and one WATCH2 stream at a time (the
+ * last one), which it answers as batond does -- STATE then SYNCED from
+ * after 0, SYNCED restarted 0 from another after -- and feeds CHANGE and
+ * PROGRESS events when a test asks, and UNWATCH. It answers KEEPALIVE (and can be told to stop
  * answering it), and a test can make it expire a session (LOST pushes for
  * its locks, then SESSION_EXPIRED), force the release of one lock (a LOST
  * push -- or none, force_silent -- and a lost hold recorded as batond
@@ -161,6 +167,10 @@ struct fake {
     uint64_t do_forget;    /* forget this session without telling anyone */
     char do_force[64];     /* force the release of this lock: LOST push */
     bool do_drop_all;      /* close every connection */
+    int do_watch_change;   /* push this many CHANGE events on the WATCH2 stream */
+    int do_watch_progress; /* push this many PROGRESS events on it */
+    bool watch_same;       /* its STATE and CHANGE events all show one holder (session 1,
+                              fence 1, value "same"): nothing an observer reports */
 
     /* Counters. */
     int n_conns, n_open, n_acquire, n_release, n_cancel, n_close, n_redirect, n_no_leader;
@@ -171,6 +181,10 @@ struct fake {
     int n_check, n_watch;  /* CHECKs (answered CHECK_R, index 7) and WATCHes
                               (answered WATCH_EVENT seq 1, then a push of seq 2) */
     int n_lost_holds;      /* LOST_HOLDS received */
+    int n_acquire2, n_proclaim, n_lock_state, n_watch2, n_unwatch; /* protocol 6 */
+    char last_value[64];   /* of the last ACQUIRE2 or PROCLAIM (NUL added) */
+    uint64_t last_after;   /* of the last WATCH2 */
+    uint64_t rev;          /* the fake's revision: +1 per event or read */
     int n_lost_acks;       /* RELEASEs that acknowledged a lost hold */
     int n_lost;            /* lost holds recorded now */
     int n_wrong_kind;      /* clients answered "requires TLS" / "does not serve TLS" */
@@ -198,6 +212,9 @@ struct fake {
     struct fk_dedup *dedup;
     int ndedup;
     struct fk_lost lost[FK_LOSTS];
+    uint64_t watch_conn, watch_req; /* the WATCH2 stream: its connection, its req_id */
+    char watch_key[BATON_MAX_NAME + 1];
+    char values[FK_LOCKS][64];      /* each lock's holder's value (by index) */
 };
 
 /* Start a fake on a free port of 127.0.0.1; stop it (and free it) with
