@@ -331,7 +331,7 @@ $(B)/tests/unit/%: $(B)/tests/unit/%.o $(B)/libstore.a $(B)/libproto.a $(B)/libt
 # server's objects over a fake node and a fake clock, driven by libbaton.
 # fake_clock.o defines clock_gettime for the executable, libuv.so's calls
 # included: libuv must stay a shared library here (tests/unit/fake_clock.h).
-$(B)/tests/unit/test_leader: $(B)/tests/unit/test_leader.o $(B)/tests/unit/leader_fixture.o \
+$(B)/tests/unit/test_leader $(B)/tests/unit/test_watch2: %: %.o $(B)/tests/unit/leader_fixture.o \
         $(B)/tests/unit/fake_node.o $(B)/tests/unit/fake_clock.o $(SERVER_OBJ) $(RAFT_OBJ) $(B)/libstore.a $(B)/libtest.a \
         $(B)/libbaton.a $(B)/libproto.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_HTTP) $(LIBS_INIH) $(LIBS_SD) $(LIBS_SYS) -ldl

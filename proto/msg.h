@@ -704,7 +704,10 @@ struct msg_watch2_event {
 };
 
 /* UNWATCH: end the watch started by the WATCH2 whose req_id is `watch`
- * (RESULT OK; BATON_ENOTFOUND if none). */
+ * on this connection: RESULT with status 0, or RESULT with status
+ * BATON_ENOTFOUND if the connection has no such watch (never ERROR, so
+ * that a client may send it without knowing whether the watch had ended).
+ * Events of the watch already queued may still precede the RESULT. */
 struct msg_unwatch { uint64_t watch; };
 
 /*

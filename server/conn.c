@@ -112,7 +112,8 @@ void conn_destroy(struct conn *c)
     c->in_held = 0;
     unauth_unlink(c);
     u64map_del(&c->srv->conns, c->id);
-    if (c->n_watches > 0 && c->srv->conn_gone != NULL) c->srv->conn_gone(c->srv, c);
+    if ((c->n_watches > 0 || c->n_watches2 > 0) && c->srv->conn_gone != NULL)
+        c->srv->conn_gone(c->srv, c);
     for (pp = &c->srv->dirty; *pp; pp = &(*pp)->next_dirty)
         if (*pp == c) {
             *pp = c->next_dirty;

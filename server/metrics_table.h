@@ -40,6 +40,8 @@
       "Sessions with a lease on this node (the ready leader; 0 elsewhere).")                \
     X(M_CONNECTIONS, "baton_connections", GAUGE, NONE, NO_BUCKETS,                          \
       "Client connections open on this node.")                                              \
+    X(M_WATCHES, "baton_watches", GAUGE, NONE, NO_BUCKETS,                                  \
+      "WATCH2 watches (of a lock or a prefix) held on this node (the ready leader).")       \
     X(M_DISK_FREE_BYTES, "baton_disk_free_bytes", GAUGE, NONE, NO_BUCKETS,                  \
       "Bytes free on the filesystem of --data at the last check.")                          \
     X(M_DISK_LOW, "baton_disk_low", GAUGE, NONE, NO_BUCKETS,                                \
@@ -152,7 +154,8 @@
     V(PUSH_WAIT_FAILED, "wait_failed")                                                      \
     V(PUSH_LOST, "lost")                                                                    \
     V(PUSH_SESSION_EXPIRED, "session_expired")                                              \
-    V(PUSH_WATCH_EVENT, "watch_event")
+    V(PUSH_WATCH_EVENT, "watch_event")                                                      \
+    V(PUSH_WATCH2_EVENT, "watch2_event")
 
 #define METRIC_NO_VALUES(V)
 

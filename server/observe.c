@@ -66,6 +66,7 @@ static void sample(struct server *srv)
     metrics_set(M_RAFT_APPLIED_INDEX, (int64_t)st.applied_index);
     metrics_set(M_SESSIONS_OPEN, srv->ready ? (int64_t)lease_count(&srv->leases) : 0);
     metrics_set(M_CONNECTIONS, (int64_t)srv->conns.n);
+    metrics_set(M_WATCHES, (int64_t)srv->w2.n);
     metrics_set(M_DISK_FREE_BYTES, (int64_t)srv->disk_free);
     metrics_set(M_DISK_LOW, srv->disk_low);
     metrics_set(M_FEATURE_LEVEL, CMD_LEVEL);

@@ -29,15 +29,23 @@ static void count_applied(const struct effects *fx)
     }
 }
 
-/* Node hook: an entry was applied (on every node). The ready leader queues
- * its effects, to be routed in this loop turn's check handler. */
+/*
+ * Node hook: an entry was applied (on every node), its transaction
+ * committed: the store holds exactly its result (raft/fsm.c,
+ * fsm_apply_entry, calls this right after store_apply, entry by entry).
+ * Every node records its lock changes in the change history; the ready
+ * leader sends them to WATCH2s now, one event per entry, and queues the
+ * effects for the rest, to be routed in this loop turn's check handler.
+ */
 static void effects_applied(void *data, const struct effects *fx)
 {
     struct server *srv = data;
     size_t need;
 
     count_applied(fx);
+    hist_applied(&srv->hist, fx);
     if (!srv->ready || fx->n_fx == 0) return;
+    watch2_applied(srv, fx);
     need = srv->n_pushq + fx->n_fx;
     if (need > srv->cap_pushq) {
         size_t cap = srv->cap_pushq ? srv->cap_pushq : 64;
@@ -88,6 +96,7 @@ static void leader_state_clear(struct server *srv)
     deadlines_stop(srv);
     push_clear(srv);
     watch_clear(srv);
+    watch2_clear(srv);
     srv->n_pushq = 0;
 }
 
@@ -249,11 +258,19 @@ static void noop_close(uv_handle_t *h)
     (void)h;
 }
 
+/* conn.c's srv->conn_gone: a connection that watches closes. */
+static void conn_gone(struct server *srv, struct conn *c)
+{
+    if (c->n_watches > 0) watch_conn_gone(srv, c);
+    if (c->watches2 != NULL) watch2_conn_gone(srv, c);
+}
+
 static void sighup_cb(uv_signal_t *h, int signum)
 {
     (void)signum;
     access_reload(h->data);
     watch_recheck(h->data);
+    watch2_recheck(h->data);
 }
 
 /* ---- a planned stop hands leadership over first ----------------------------
@@ -439,8 +456,9 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     u64map_init(&srv->conns);
     u64map_init(&srv->sessions);
     u64map_init(&srv->waits);
-    srv->conn_gone = watch_conn_gone;
+    srv->conn_gone = conn_gone;
     u64map_init(&srv->watches);
+    hist_init(&srv->hist, st);
     batch_init(&srv->batch);
     srv->batch.max_inflight = cfg->max_inflight;
     self = node_member_find(&srv->cfg.node, cfg->node.id);
@@ -493,6 +511,7 @@ int server_init(struct server *srv, uv_loop_t *loop, store *st, const struct srv
     levels_init(srv);
     loop_lag_init(srv);
     keepalive_init(srv);
+    watch2_init(srv);
     uv_check_init(loop, &srv->check);
     srv->check.data = srv;
     batch_open(&srv->batch, loop);
@@ -548,6 +567,7 @@ void server_stop(struct server *srv)
     levels_close(srv);
     loop_lag_close(srv);
     keepalive_close(srv);
+    watch2_close(srv);
     backup_close(srv);
     srv->nio->close(srv->node, node_closed, srv);
     /* raft_close failed pending proposals synchronously; drop their replies. */
@@ -564,6 +584,8 @@ void server_free(struct server *srv)
     u64map_free(&srv->sessions);
     u64map_free(&srv->waits);
     watch_clear(srv);
+    watch2_clear(srv);
+    hist_free(&srv->hist);
     free(srv->pushq);
     free(srv->rbuf);
     conn_tls_free(srv);

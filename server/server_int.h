@@ -39,6 +39,8 @@
  *                       streamed in chunks
  *  [5]  members.c       MEMBERS, MEMBER_ADD, MEMBER_REMOVE
  *  [5]  watch.c         WATCH subscriptions and their WATCH_EVENT pushes
+ *  [5]  watch2.c        WATCH2 and UNWATCH: watches of a lock or a prefix,
+ *                       their events at apply time, resumption, PROGRESS
  *  [5]  keepalive.c     KEEPALIVE replies, after a leadership confirmation
  *                       round, with the session's count of lost holds;
  *                       LOST_HOLDS
@@ -87,6 +89,9 @@
  *                       DIR/batond.lock, with its holder's pid
  *                       (datadir_lock.h)
  *  [13] notify.c        sd_notify for systemd: READY, STATUS, STOPPING
+ *  [13] history.c       the change history of applied entries (which lock
+ *                       changed at which index), on every node, for
+ *                       resuming watches
  *  [14] metrics.c       the metric registry every file bumps, and its
  *                       Prometheus text (metrics.h; every metric is one
  *                       row of metrics_table.h)
@@ -127,6 +132,15 @@
 #define CONN_UNAUTH_FRAME 4096u
 #define WATCH_MAX_PER_CONN 64    /* WATCHes one connection may hold */
 #define WATCH_MAX_TOTAL 65536    /* WATCHes the server holds in all */
+/* (WATCH2s are bounded by the two above, counted apart from WATCHes.) */
+#define WATCH2_MAX_PREFIX 1024   /* prefix WATCH2s the server holds in all: each
+                                    changed lock is compared with every one */
+#define WATCH2_MAX_DUMP 10000    /* locks a prefix WATCH2 may start with (ELIMIT) */
+#define WATCH2_PROGRESS_MS 1000  /* a WATCH2 sent nothing this long gets PROGRESS */
+/* The change history (history.c): HIST_SIZE entries of HIST_HEAD name
+ * bytes each, 48 bytes an entry, 3 MiB per node. */
+#define HIST_SIZE 65536u
+#define HIST_HEAD 24
 #define BACKUP_MAX 1             /* SNAPSHOT_SAVEs one node serves at once (backup.c) */
 #define BACKUP_STALL_MS 60000    /* a SNAPSHOT_SAVE whose client reads nothing this long ends */
 /* batond's exit status when a local failure stops it (raft/node.h,
@@ -136,6 +150,7 @@
 
 struct server;
 struct http;
+struct watcher2;
 
 #include "proto/tls.h"
 
@@ -169,6 +184,8 @@ struct conn {
     size_t unread;          /* out + writing + net, as counted in srv->unread */
     size_t in_held;         /* in.cap, as counted in srv->input (input.c) */
     uint32_t n_watches;     /* locks this connection watches (watch.c) */
+    struct watcher2 *watches2; /* its WATCH2s (watch2.c) */
+    uint32_t n_watches2;
     uint64_t partial_since; /* uv_now when `in` began to hold an incomplete
                                frame, 0 if it holds none (guard.c) */
     struct conn *next_dirty;
@@ -281,6 +298,34 @@ struct ka_rounds {
     uv_timer_t timer;       /* brings back a round held by the rate limit */
 };
 
+/* One change of the change history (history.c). */
+struct hist_entry {
+    uint64_t index;         /* the raft index of the entry that changed it */
+    uint64_t hash;          /* hist_hash of the lock's full name */
+    uint16_t len;           /* the name's length */
+    char head[HIST_HEAD];   /* its first bytes (fewer if shorter) */
+};
+
+/* The change history of this node (history.c). */
+struct history {
+    struct hist_entry *v;   /* HIST_SIZE slots; entry i is v[i % HIST_SIZE] */
+    uint64_t n;             /* entries ever added */
+    uint64_t floor;         /* every change above it is in v */
+    uint64_t restored;      /* store_restored_index at the last look */
+    store *st;
+};
+
+/* The WATCH2s of the ready leader (watch2.c). */
+struct watches2 {
+    struct u64map names;    /* hist_hash of a name -> struct w2_list */
+    struct watcher2 *prefixes; /* the prefix watches */
+    uint32_t n, n_prefix;   /* watches, and those of a prefix */
+    bool walking;           /* a list is being walked: closed connections'
+                               watches are only marked */
+    bool reap;              /* some were: free them after the walk */
+    uv_timer_t progress;    /* PROGRESS, while any watch is held */
+};
+
 /* A lock freed by an expiry and not grantable until its lock-delay ends. */
 struct delay_timer {
     uv_timer_t t;
@@ -316,7 +361,8 @@ struct server {
     uv_signal_t sigint, sigterm;
     struct u64map conns;    /* id -> struct conn */
     /* Called by conn.c when a connection that watches locks closes (set
-     * by server.c to watch.c's watch_conn_gone: conn.c is below watch.c). */
+     * by server.c to one that calls watch.c's watch_conn_gone and
+     * watch2.c's watch2_conn_gone: conn.c is below both). */
     void (*conn_gone)(struct server *srv, struct conn *c);
     uint64_t next_conn_id;
     struct conn *dirty;     /* connections with output this turn */
@@ -336,6 +382,8 @@ struct server {
     struct u64map watches;  /* hash of a lock name -> watchers (watch.c; ready leader only) */
     uint32_t n_watches;
     uint64_t watch_turn;    /* counts effect-routing turns, so a lock is pushed once per turn */
+    struct watches2 w2;     /* WATCH2s (watch2.c; ready leader only) */
+    struct history hist;    /* the change history (history.c; every node) */
     struct lease_table leases; /* ready leader only */
     struct ka_rounds ka;    /* keepalives waiting for a confirmation round */
     uv_timer_t lease_timer;
@@ -766,5 +814,41 @@ void watch_conn_gone(struct server *srv, struct conn *c);
 void watch_recheck(struct server *srv);
 /* Drop every watch and free the table (no longer leading, or shutting down). */
 void watch_clear(struct server *srv);
+
+/* watch2.c -- on the loop thread; watches are held on the ready leader only. */
+void watch2_init(struct server *srv);      /* server_init */
+void watch2_close(struct server *srv);     /* server_stop: closes the PROGRESS timer */
+/* WATCH2 (proto/msg.h): answer with the state or what changed since
+ * `after`, then SYNCED, and register the watch; ERROR(EINVAL) for bad
+ * flags or a bad name, ERROR(ELIMIT) past WATCH_MAX_PER_CONN,
+ * WATCH_MAX_TOTAL, WATCH2_MAX_PREFIX or a prefix of more than
+ * WATCH2_MAX_DUMP locks. */
+void watch2_request(struct conn *c, const struct msg *m);
+/* UNWATCH: end c's watch of that req_id; RESULT 0, or RESULT(ENOTFOUND). */
+void watch2_unwatch(struct conn *c, const struct msg *m);
+/* Entry fx was applied (from the node's applied hook, ready leader): one
+ * CHANGE per changed lock to each of its watches. Nothing if none. */
+void watch2_applied(struct server *srv, const struct effects *fx);
+void watch2_conn_gone(struct server *srv, struct conn *c);
+/* SIGHUP: end with ERROR(BATON_EPERM) every watch its principal may no
+ * longer read. */
+void watch2_recheck(struct server *srv);
+void watch2_clear(struct server *srv);     /* drop every watch (no longer leading) */
+
+/* history.c -- on every node. */
+/* FNV-1a 64 of a lock name, never 0. */
+uint64_t hist_hash(const char *name, size_t len);
+/* Start empty, with the floor at st's applied index (HIST_SIZE slots). */
+void hist_init(struct history *h, store *st);
+void hist_free(struct history *h);
+/* Entry fx was applied: record its FX_LOCK_CHANGED effects. */
+void hist_applied(struct history *h, const struct effects *fx);
+/* The index at or above which every change is known: questions about
+ * (after, applied] need after >= it. */
+uint64_t hist_floor(struct history *h);
+/* May a lock named key (prefix false) or starting with key (prefix true)
+ * have changed in an entry above `after` (after >= hist_floor)? False
+ * positives only: true whenever one did. */
+bool hist_changed(struct history *h, uint64_t after, bool prefix, const char *key, size_t len);
 
 #endif

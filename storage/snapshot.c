@@ -342,6 +342,7 @@ int store_restore(store *s, const void *data, size_t len)
     if (rv != 0) return rv;
     s->applied = applied;
     s->digest = a.digest;
+    s->restored = applied;
     return mdb_env_sync(s->env, 1) == 0 ? 0 : BATON_EIO;
 }
 

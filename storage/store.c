@@ -425,6 +425,11 @@ uint64_t store_applied_index(store *s)
     return s->applied;
 }
 
+uint64_t store_restored_index(store *s)
+{
+    return s->restored;
+}
+
 uint64_t store_digest(store *s)
 {
     return s->digest;

@@ -182,6 +182,12 @@ void store_close(store *s);
 /* Index of the last entry applied (0 for a new store). */
 uint64_t store_applied_index(store *s);
 
+/* The applied index of the last snapshot store_restore installed since
+ * the store was opened, 0 if none: the state jumped there without the
+ * entries between being applied one by one (a change history kept from
+ * the applied entries, server/history.c, has a hole up to it). */
+uint64_t store_restored_index(store *s);
+
 /* The state digest at the applied index (see the top of this file; 0 for a
  * new store). */
 uint64_t store_digest(store *s);

@@ -190,6 +190,8 @@ struct store {
     void *snapshot_sync_arg;
     uint64_t applied;       /* cached meta "applied" */
     uint64_t digest;        /* cached meta "digest" */
+    uint64_t restored;      /* the applied index of the last snapshot restored
+                               since open (store_restore), 0: none */
     uint64_t check_index;   /* the last CHECK applied since open, 0: none (check.c) */
     uint64_t check_hash;    /* the content hash after it, 0: could not be computed */
     size_t map_size;        /* current map size, grown on MDB_MAP_FULL */
