@@ -107,7 +107,8 @@ function pcts(arr,    parts, k, i, s) {
                 pair(jget($0, "expiry_lead_p50_ms"), jget($0, "expiry_lead_p99_ms"), 2) \
                 " ms, last observer " \
                 pair(jget($0, "expiry_observed_p50_ms"), jget($0, "expiry_observed_p99_ms"), 2) \
-                " ms; " jget($0, "observer_gaps") " observer gaps"
+                " ms (" jget($0, "expiry_early") " before it); " jget($0, "observer_gaps") \
+                " observer gaps"
         printf "| W9 election | %s observers, %s candidates | - | - | - | - | %s | %s |\n", n,
                jget($0, "candidates"), errs, notes
     }

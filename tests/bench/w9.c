@@ -26,8 +26,10 @@
  * Per round kind: *_lead from t0 to the new leader's campaign callback,
  * *_observed from t0 to the last observer hearing of it; p50 and p99 in
  * ms. Kill rounds are also given from the end of the killed session's
- * lease, kill + ttl (expiry_*: the kill figures minus ttl; the victim's
- * renewal makes the cluster's lease end within a round trip of that).
+ * lease, kill + ttl (expiry_*, in histograms of their own, so that their
+ * resolution is that of the few ms they are rather than of ttl; the
+ * victim's renewal makes the cluster's lease end within a round trip of
+ * kill + ttl; a time before it is counted as 0 and in expiry_early).
  *
  * Checks (violations): each leader's fence above the one before; the next
  * leader is the next candidate in line (FIFO); every observer hears of
@@ -86,21 +88,19 @@ static struct w9cand *line_pop(struct w9 *w)
 
 /* ---- the JSON line ------------------------------------------------------------------ */
 
-static void pct_ms(const char *name, const struct hist *h, double minus_ms)
+static void pct_ms(const char *name, const struct hist *h)
 {
     if (h->total == 0) {
         printf(",\"%s_p50_ms\":null,\"%s_p99_ms\":null", name, name);
         return;
     }
     printf(",\"%s_p50_ms\":%.3f,\"%s_p99_ms\":%.3f", name,
-           (double)hist_percentile(h, 50) / 1e6 - minus_ms, name,
-           (double)hist_percentile(h, 99) / 1e6 - minus_ms);
+           (double)hist_percentile(h, 50) / 1e6, name, (double)hist_percentile(h, 99) / 1e6);
 }
 
 static void report(struct w9 *w)
 {
     const struct cfg *cfg = w->cfg;
-    double ttl = ttl_ms(cfg);
 
     printf("{\"system\":\"baton\",\"workload\":\"W9\",\"clients\":%d,\"candidates\":%d,"
            "\"rounds\":%d,\"ttl_ms\":%u,\"seconds\":%.1f,\"ops\":%d,\"resign_rounds\":%d,"
@@ -108,14 +108,15 @@ static void report(struct w9 *w)
            w->n_obs, cfg->candidates, cfg->rounds, ttl_ms(cfg),
            (double)(now_ns() - w->t_start) / 1e9, w->resign_rounds + w->kill_rounds,
            w->resign_rounds, w->kill_rounds);
-    pct_ms("resign_lead", &w->resign_lead, 0);
-    pct_ms("resign_observed", &w->resign_seen, 0);
-    pct_ms("kill_lead", &w->kill_lead, 0);
-    pct_ms("kill_observed", &w->kill_seen, 0);
-    pct_ms("expiry_lead", &w->kill_lead, ttl);
-    pct_ms("expiry_observed", &w->kill_seen, ttl);
-    printf(",\"observer_gaps\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"violations\":%" PRIu64 "}\n",
-           w->observer_gaps, w->errors, w->violations);
+    pct_ms("resign_lead", &w->resign_lead);
+    pct_ms("resign_observed", &w->resign_seen);
+    pct_ms("kill_lead", &w->kill_lead);
+    pct_ms("kill_observed", &w->kill_seen);
+    pct_ms("expiry_lead", &w->expiry_lead);
+    pct_ms("expiry_observed", &w->expiry_seen);
+    printf(",\"expiry_early\":%d,\"observer_gaps\":%" PRIu64 ",\"errors\":%" PRIu64
+           ",\"violations\":%" PRIu64 "}\n",
+           w->expiry_early, w->observer_gaps, w->errors, w->violations);
     fflush(stdout);
     fprintf(stderr, "lockbench: W9: %d resign and %d kill rounds, %d observers\n",
             w->resign_rounds, w->kill_rounds, w->n_obs);
@@ -222,6 +223,16 @@ static uint64_t since(int64_t t, int64_t t0)
     return t > t0 ? (uint64_t)(t - t0) : 0;
 }
 
+/* A kill round's time t, from the kill and from the lease's end. */
+static void record_kill(struct w9 *w, struct hist *from_kill, struct hist *from_expiry, int64_t t)
+{
+    int64_t expiry = w->t0 + (int64_t)ttl_ms(w->cfg) * NS_PER_MS;
+
+    hist_record(from_kill, since(t, w->t0));
+    hist_record(from_expiry, since(t, expiry));
+    if (t < expiry) w->expiry_early++;
+}
+
 /* The round is over (seen: every observer heard of the new leader, at t_seen). */
 static void end_round(struct w9 *w, bool seen, int64_t t_seen)
 {
@@ -235,8 +246,8 @@ static void end_round(struct w9 *w, bool seen, int64_t t_seen)
         if (seen && t_seen > 0) hist_record(&w->resign_seen, since(t_seen, w->t0));
     } else {
         w->kill_rounds++;
-        hist_record(&w->kill_lead, since(w->t_lead, w->t0));
-        if (seen && t_seen > 0) hist_record(&w->kill_seen, since(t_seen, w->t0));
+        record_kill(w, &w->kill_lead, &w->expiry_lead, w->t_lead);
+        if (seen && t_seen > 0) record_kill(w, &w->kill_seen, &w->expiry_seen, t_seen);
     }
     if (w->round >= 2 * w->cfg->rounds ||
         now_ns() - w->t_start > (int64_t)(w->cfg->seconds * NS_PER_S)) {
@@ -409,6 +420,7 @@ int run_w9(const struct cfg *cfg)
     exe_len = sizeof w.exe;
     if (w.local == NULL || w.obs == NULL || w.line == NULL || hist_init(&w.resign_lead) ||
         hist_init(&w.resign_seen) || hist_init(&w.kill_lead) || hist_init(&w.kill_seen) ||
+        hist_init(&w.expiry_lead) || hist_init(&w.expiry_seen) ||
         uv_exepath(w.exe, &exe_len) != 0) {
         fprintf(stderr, "lockbench: W9: out of memory, or this program's path unknown\n");
         return 1;
@@ -441,6 +453,8 @@ int run_w9(const struct cfg *cfg)
     hist_free(&w.resign_seen);
     hist_free(&w.kill_lead);
     hist_free(&w.kill_seen);
+    hist_free(&w.expiry_lead);
+    hist_free(&w.expiry_seen);
     free(w.local);
     free(w.obs);
     free(w.line);

@@ -126,7 +126,9 @@ struct w9 {
     uint64_t last_fence;  /* the previous leader's */
     /* results */
     struct hist resign_lead, resign_seen, kill_lead, kill_seen;
+    struct hist expiry_lead, expiry_seen; /* from kill + ttl; a time before it as 0 */
     int resign_rounds, kill_rounds;
+    int expiry_early;     /* such times before kill + ttl */
     uint64_t errors, violations, observer_gaps;
     int64_t t_start;
     int ends;             /* sessions being closed at the end, and victim
