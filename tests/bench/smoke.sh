@@ -178,7 +178,7 @@ fi
 t0=$(ms)
 line=$(line_of W9 4)
 err=""
-for f in resign_lead resign_observed kill_lead kill_observed expiry_lead; do
+for f in resign_lead resign_observed kill_lead kill_observed expiry_lead expiry_observed; do
     for p in p50 p99; do
         v=$(field "$line" "${f}_${p}_ms")
         awk -v v="$v" 'BEGIN { exit !(v ~ /^-?[0-9]+(\.[0-9]+)?$/) }' || err="$err ${f}_${p}_ms '$v'"
