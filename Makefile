@@ -163,7 +163,7 @@ unit-inner: $(UNIT_BIN)
 	@tests/run-tests.sh $(B) $(UNIT_BIN)
 cluster-inner: $(CLUSTER_BIN)
 	@tests/run-tests.sh $(B) $(CLUSTER_BIN)
-integration-inner: $(PROGS) $(INTEG_BIN) $(SHIM_SO) $(PROTO1)/batond $(LEVEL1)/batond $(FAULT_DIR)/shim_disk.so
+integration-inner: $(PROGS) $(EXAMPLE_BIN) $(INTEG_BIN) $(SHIM_SO) $(PROTO1)/batond $(LEVEL1)/batond $(FAULT_DIR)/shim_disk.so
 	@tests/run-tests.sh $(B) $(INTEG_BIN)
 bench-inner: $(PROGS) $(B)/lockbench
 ifeq ($(TLS),1)

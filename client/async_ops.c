@@ -221,7 +221,10 @@ void baton__on_conn_lost(baton_async_t *ac, bool was_confirmed)
             r->state = BATON__R_UNSENT;
             continue;
         }
-        if (r->state == BATON__R_WAITING && r->user) baton__set_deadline(ac, r, now + ac->op_timeout_ms);
+        /* A waiting lock call must hear again in time; a watch that had
+         * its events waits for the next leader as long as it takes. */
+        if (r->state == BATON__R_WAITING && r->user && r->kind != BATON__K_WATCH)
+            baton__set_deadline(ac, r, now + ac->op_timeout_ms);
         r->state = BATON__R_UNSENT;
         if (was_confirmed && r->deadline && r->kind != BATON__K_OPEN)
             baton__set_deadline(ac, r, now + ac->op_timeout_ms);

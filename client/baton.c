@@ -786,6 +786,11 @@ int baton_watch_next(baton_watch_t *w, int64_t timeout_ms, baton_event **ev)
     if (ev == NULL) return BATON_EINVAL;
     *ev = NULL;
     if (w == NULL) return BATON_EINVAL;
+    if (tls_io == w->b && timeout_ms != 0) {
+        /* Only the I/O thread brings events: it cannot wait for them. */
+        set_err(w->b, "baton_watch_next: called from the lost callback with a timeout");
+        return BATON_EBUSY;
+    }
     if (timeout_ms >= 0) {
         clock_gettime(CLOCK_MONOTONIC, &at);
         at.tv_sec += timeout_ms / 1000;

@@ -326,12 +326,18 @@ BATON_API int baton_unlock(baton_lock_t *l);
  * ---- Values, reading and watching ----------------------------------------
  *
  * Replace the value of a held lock (a leader's proclaim): every reader and
- * watcher sees the new value from the commit on; NULL/0 removes it.
+ * watcher sees the new value from the commit on; NULL/0 removes it. The
+ * value is copied; l stays the caller's. A proclaim is applied at most
+ * once, however often the library has to send it again (a failover).
  * @return 0, BATON_ELOST / BATON_ENOTHELD (as baton_unlock: the lock is no
  *         longer this session's; l stays valid and must still be
- *         unlocked), BATON_EINVAL (l is a multi-lock, or value NULL with
- *         len > 0), BATON_ETOOBIG, BATON_EUNAVAIL, BATON_EVERSION,
- *         BATON_EPERM, BATON_ECLOSED, BATON_EBUSY (in the lost callback).
+ *         unlocked), BATON_EINVAL (l is NULL or a multi-lock, or value
+ *         NULL with len > 0), BATON_ETOOBIG (longer than BATON_MAX_VALUE,
+ *         or than the cluster's --max-value), BATON_EUNAVAIL (no answer
+ *         within op_timeout_ms: it may or may not have been applied),
+ *         BATON_EVERSION (the cluster is not yet at the feature level of
+ *         values), BATON_EPERM, BATON_ECLOSED, BATON_EBUSY (called from the
+ *         lost callback, which must not wait).
  */
 BATON_API int baton_proclaim(baton_lock_t *l, const void *value, size_t len);
 
@@ -388,11 +394,17 @@ typedef struct baton_lock_state {
  * Read lock `name`'s state, linearizably: it holds every change whose
  * call returned before this one was made, and nothing a later leader may
  * undo (the leader confirms its leadership after the read arrives).
- * Needs a principal that may read the name (role read or above).
- * @param[out] out  the state, owned by the caller: baton_lock_state_free.
- * @return 0, BATON_EINVAL (bad name), BATON_ENOMEM, BATON_EUNAVAIL,
+ * Needs a principal that may read the name (role read or above). Like a
+ * lock call it follows redirects and is sent again after a broken
+ * connection, until op_timeout_ms. It needs no session.
+ * @param[out] out  the state, one allocation owned by the caller (every
+ *         pointer in it lives as long as it): baton_lock_state_free. NULL
+ *         on error.
+ * @return 0, BATON_EINVAL (bad name, out NULL), BATON_ENOMEM,
+ *         BATON_EUNAVAIL (no leader answered within op_timeout_ms),
  *         BATON_EPERM, BATON_ELIMIT (the leader has too many reads in
- *         flight), BATON_ECLOSED.
+ *         flight), BATON_ECLOSED, BATON_EBUSY (called from the lost
+ *         callback).
  */
 BATON_API int baton_lock_state_get(baton_t *b, const char *name, baton_lock_state **out);
 BATON_API void baton_lock_state_free(baton_lock_state *st); /* NULL-safe */
@@ -409,7 +421,9 @@ BATON_API void baton_lock_state_free(baton_lock_state *st); /* NULL-safe */
  * prefix: one per lock that is held or waited for), then one
  * BATON_EVENT_SYNCED; from there on, every change is delivered. When
  * the connection breaks or the leader changes, the library resumes the
- * watch on the new leader after the last revision it delivered: if the
+ * watch on the new leader after the last revision up to which it had the
+ * stream whole (the last CHANGE's or SYNCED's, or a later one at which
+ * the leader said that nothing watched had changed): if the
  * leader can tell that nothing watched changed meanwhile, the next event
  * is a BATON_EVENT_SYNCED with restarted 0 and nothing was missed; if it
  * can tell which watched lock changed, each of those comes as a
@@ -423,9 +437,16 @@ BATON_API void baton_lock_state_free(baton_lock_state *st); /* NULL-safe */
  *
  * A watch whose principal may no longer read what it watches (the auth
  * file was changed) ends: the next baton_watch_next returns BATON_EPERM.
- * Events are queued in the library until taken: a watcher that does not
- * keep up is cut off by the leader (its queue would grow without bound)
- * and resumes as above, told of what it missed.
+ * A watch needs no session and outlives one that ends; once started it
+ * waits for a leader as long as it takes.
+ *
+ * Events wait in the library until taken, at most 4096 per watch. When
+ * one more arrives, those are all dropped and the library subscribes
+ * again from the last CHANGE or SYNCED the caller took, so the next
+ * events are GAPs (or a restart) telling what changed since: a watcher
+ * that does not keep up is told what it missed, never left unaware. The
+ * leader likewise cuts off a watch whose connection does not keep up,
+ * and it resumes as above.
  */
 #define BATON_WATCH_PREFIX 0x01
 
@@ -447,26 +468,39 @@ typedef struct baton_watch baton_watch_t; /* opaque */
 
 /*
  * Start a watch (see "Watches" above) on key: a lock name (flags 0) or a
- * prefix (BATON_WATCH_PREFIX). Needs a principal that may read it.
- * @return 0, BATON_EINVAL (bad name or flags), BATON_ENOMEM,
- *         BATON_EUNAVAIL, BATON_EPERM, BATON_ELIMIT (too many watches on
- *         the leader), BATON_ECLOSED.
+ * prefix (BATON_WATCH_PREFIX). Needs a principal that may read it. Returns
+ * once the leader has answered: the first event is then waiting.
+ * @param[out] out  the watch, the caller's until baton_watch_close; NULL
+ *         on error.
+ * @return 0, BATON_EINVAL (bad name or flags, out NULL), BATON_ENOMEM,
+ *         BATON_EUNAVAIL (no leader answered within op_timeout_ms),
+ *         BATON_EPERM, BATON_ELIMIT (too many watches on the leader),
+ *         BATON_EPROTO (a node that does not serve watches),
+ *         BATON_ECLOSED, BATON_EBUSY (called from the lost callback).
  */
 BATON_API int baton_watch(baton_t *b, const char *key, unsigned flags, uint64_t after,
                           baton_watch_t **out);
 
 /*
- * The next event of w, waiting at most timeout_ms (< 0: forever).
- * @param[out] ev  owned by the caller: baton_event_free.
- * @return 0, BATON_ETIMEDOUT (none in time), BATON_EPERM (the watch ended:
- *         see above), BATON_ECLOSED (baton_watch_close or baton_close ran),
- *         BATON_ENOMEM.
+ * The next event of w, waiting at most timeout_ms (< 0: forever). Any
+ * thread may call it, several at once (each event goes to one of them);
+ * from the lost callback only with timeout_ms 0.
+ * @param[out] ev  one allocation owned by the caller (its state lives as
+ *         long as it): baton_event_free. NULL when none is returned.
+ * @return 0, BATON_ETIMEDOUT (none in time), BATON_ECLOSED
+ *         (baton_watch_close or baton_close ran), BATON_EBUSY (the lost
+ *         callback with a timeout), BATON_EINVAL (w or ev NULL), or, once
+ *         the events before it are taken, why the watch ended: BATON_EPERM
+ *         (see above), BATON_ENOMEM, or a new leader's refusal to resume
+ *         it (BATON_ELIMIT...); it then returns that again.
  */
 BATON_API int baton_watch_next(baton_watch_t *w, int64_t timeout_ms, baton_event **ev);
 BATON_API void baton_event_free(baton_event *ev); /* NULL-safe */
 
-/* End the watch and free w; a thread blocked in baton_watch_next on it
- * returns BATON_ECLOSED. NULL-safe. Must be called before baton_close. */
+/* End the watch and free w and the events not taken; a thread blocked in
+ * baton_watch_next on it returns BATON_ECLOSED first. NULL-safe; any
+ * thread, the lost callback too. Call it for every watch, before or after
+ * baton_close (after it, it only frees). */
 BATON_API void baton_watch_close(baton_watch_t *w);
 
 /*
@@ -479,12 +513,16 @@ BATON_API void baton_watch_close(baton_watch_t *w);
  * Losing leadership is told exactly as a lost lock is (the lost callback,
  * then BATON_ELOST from baton_resign), never silently.
  *
- * baton_campaign waits (at most wait_ms; BATON_WAIT_FOREVER) until this
- * candidate leads, then returns its leadership as a held lock with the
- * value: returns as baton_lock_with. baton_resign is baton_unlock: the
- * next candidate leads at once. baton_leader reads the current leader
- * (BATON_ENOTFOUND if nobody leads; *out is then NULL), linearizably.
- * baton_observe watches the election and yields one event per change of
+ * baton_campaign waits (at most wait_ms; BATON_WAIT_FOREVER, or any
+ * negative value, for as long as it takes; BATON_WAIT_TRY not at all)
+ * until this candidate leads, then returns its leadership as a held lock
+ * (an exclusive hold of the name `election`) with the value (copied;
+ * baton_proclaim changes it): returns as baton_lock_with. baton_resign is
+ * baton_unlock: the next candidate leads at once. baton_leader reads the
+ * current leader (BATON_ENOTFOUND if nobody leads; *out is then NULL),
+ * linearizably: returns as baton_lock_state_get, and on success
+ * (*out)->holders[0] is the leader. baton_observe is baton_watch of the
+ * name, filtered; it returns as baton_watch. It yields one event per change of
  * leader or of the leader's value (a BATON_EVENT_CHANGE whose state's
  * holders[0] is the new leader, or no holder while nobody leads), besides
  * the STATE, GAP and SYNCED events of any watch; changes of the queue

@@ -527,42 +527,67 @@ BATON_API unsigned baton_async_pending(const baton_async_t *ac);
  * on the loop's thread. Pointers a callback gets are valid only during it.
  */
 
-/* Replace the value of the hold (name, fence) (baton_proclaim). */
+/* Replace the value of the hold (name, fence) (baton_proclaim; value is
+ * copied). Returns at once BATON_EINVAL, BATON_ETOOBIG, BATON_ELOST (the
+ * hold was declared lost; it stays for baton_async_unlock), BATON_ENOTHELD
+ * (the context has no session), BATON_ECLOSED or BATON_ENOMEM, and then
+ * cb never runs. cb's status: 0, BATON_ENOTHELD, BATON_ELOST,
+ * BATON_ETOOBIG, BATON_EVERSION, BATON_EPERM, BATON_ESESSION (the session
+ * ended: the hold is lost), BATON_ETIMEDOUT / BATON_EUNAVAIL (no answer in
+ * op_timeout_ms: it may or may not have been applied), BATON_ECANCELED. */
 BATON_API int baton_async_proclaim(baton_async_t *ac, const char *name, uint64_t fence,
                                    const void *value, size_t len, baton_async_done_cb *cb,
                                    void *data);
 
-/* A read ended: st is the lock's state (status 0; valid during the call),
- * else NULL. */
+/* A read ended: st is the lock's state (status 0; it and every pointer in
+ * it valid during the call only), else NULL. status: 0, BATON_EPERM,
+ * BATON_ELIMIT, BATON_EUNAVAIL (no leader answered within op_timeout_ms),
+ * BATON_ENOMEM, BATON_ECANCELED (the context was freed); baton_async_leader
+ * adds BATON_ENOTFOUND. */
 typedef void baton_async_state_cb(baton_async_t *ac, int status, const baton_lock_state *st,
                                   void *data);
-/* Read lock name's state linearizably (baton_lock_state_get). */
+/* Read lock name's state linearizably (baton_lock_state_get); needs no
+ * session. Returns BATON_EINVAL (bad name, cb NULL, not attached),
+ * BATON_ENOMEM or BATON_ECLOSED at once, and then cb never runs. */
 BATON_API int baton_async_lock_state(baton_async_t *ac, const char *name,
                                      baton_async_state_cb *cb, void *data);
 
 /*
- * A watch's event (ev valid during the call), or its end: status
+ * A watch's event (status 0; ev and its state valid during the call only,
+ * and ev->state NULL for BATON_EVENT_SYNCED), or its end (ev NULL): status
  * BATON_EPERM (see baton.h, "Watches"), BATON_ECANCELED
- * (baton_async_unwatch, or the context freed) with ev NULL; it is then
- * never called again for that watch.
+ * (baton_async_unwatch, or the context freed), BATON_ENOMEM (no memory for
+ * an event), or, before the leader's first event, its refusal (BATON_ELIMIT,
+ * BATON_EPROTO from a node that does not serve watches...) or BATON_EUNAVAIL / BATON_ETIMEDOUT (no leader
+ * answered within op_timeout_ms). It is then never called again for that
+ * watch. A watch needs no session: it lives on when the session ends, and
+ * once started waits for a leader as long as it takes. PROGRESS marks of
+ * the leader are not passed on.
  */
 typedef void baton_async_watch_cb(baton_async_t *ac, int status, const baton_event *ev,
                                   void *data);
 typedef struct baton_async_watch baton_async_watch_t; /* opaque; freed by the core */
-/* Start a watch (baton_watch); *out names it for baton_async_unwatch and
- * is valid until its callback's end call. */
+/* Start a watch (baton_watch); *out (may be NULL) names it for
+ * baton_async_unwatch and is valid until its callback's end call. Returns
+ * BATON_EINVAL (bad key or flags, cb NULL, not attached), BATON_ENOMEM or
+ * BATON_ECLOSED at once, and then cb never runs. */
 BATON_API int baton_async_watch(baton_async_t *ac, const char *key, unsigned flags,
                                 uint64_t after, baton_async_watch_cb *cb, void *data,
                                 baton_async_watch_t **out);
 /* End a watch: its callback runs once more, with BATON_ECANCELED, from
- * the loop (never before this returns). */
+ * the loop (never before this returns); events not yet passed on are
+ * dropped. BATON_ENOTFOUND if its end callback is already due (it ran
+ * out: its status says why), BATON_EINVAL, BATON_ECLOSED. */
 BATON_API int baton_async_unwatch(baton_async_t *ac, baton_async_watch_t *w);
 
 /* Elections (baton.h, "Elections"): campaign is a lock call with a value
- * (cb as baton_async_lock_with's; a->value and a->value_len are
- * ignored: value is used); resign is baton_async_unlock; leader reads the
- * election's state (status BATON_ENOTFOUND while nobody leads); observe
- * is a watch that reports changes of the leader or its value only. */
+ * (returns and cb as baton_async_lock_with's; a may be NULL for wait
+ * forever; a->value and a->value_len are ignored: value is used, and so
+ * are a->mode, a->limit and a->reentrant: a leader holds exclusively);
+ * resign is baton_async_unlock; leader reads the election's state (status
+ * BATON_ENOTFOUND, st NULL, while nobody leads; else st->holders[0] is the
+ * leader); observe is a watch that reports changes of the leader or its
+ * value only (returns and cb as baton_async_watch's). */
 BATON_API int baton_async_campaign(baton_async_t *ac, const char *election, const void *value,
                                    size_t len, const baton_lock_args *a,
                                    baton_async_lock_cb *cb, void *data);

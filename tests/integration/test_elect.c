@@ -8,6 +8,7 @@
  * order; a watch that survives the leader's kill -9 and resumes without a
  * false restart.
  */
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -455,6 +456,43 @@ TEST(watch_survives_leader_kill_without_false_restart)
     ASSERT_EQ(cluster_stop(&C), 0);
 }
 
+/* ---- the example program (client/examples/elect.c) --------------------------------------- */
+
+/* Read lines of p until one contains want (FAIL at EOF). */
+static void read_until(FILE *p, const char *want, char *line, size_t cap)
+{
+    while (fgets(line, (int)cap, p) != NULL)
+        if (strstr(line, want) != NULL) return;
+    FAIL("the example never printed \"%s\"", want);
+}
+
+TEST(example_campaigns_and_reads_the_leader)
+{
+    char cmd[PATH_MAX + 1024], line[512];
+    FILE *camp, *lead;
+
+    start3();
+    snprintf(cmd, sizeof cmd, "%s/examples/elect campaign '%s' ex/e 'node 1:80' 2", C.build,
+             cluster_endpoints(&C));
+    camp = popen(cmd, "r");
+    ASSERT(camp != NULL);
+    read_until(camp, "leading ex/e, term ", line, sizeof line);
+    snprintf(cmd, sizeof cmd, "%s/examples/elect leader '%s' ex/e", C.build,
+             cluster_endpoints(&C));
+    lead = popen(cmd, "r");
+    ASSERT(lead != NULL);
+    read_until(lead, "value \"node 1:80\"", line, sizeof line);
+    ASSERT_EQ(pclose(lead), 0);
+    read_until(camp, "resigned", line, sizeof line);
+    ASSERT_EQ(pclose(camp), 0);
+    snprintf(cmd, sizeof cmd, "%s/examples/elect leader '%s' ex/e", C.build,
+             cluster_endpoints(&C));
+    lead = popen(cmd, "r");
+    read_until(lead, "nobody leads ex/e", line, sizeof line);
+    ASSERT_EQ(pclose(lead), 0);
+    ASSERT_EQ(cluster_stop(&C), 0);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -465,5 +503,6 @@ int main(int argc, char **argv)
     RUN(election_of_three_fifo_resign_fences_leader);
     RUN(observe_sees_each_leader_in_order);
     RUN(watch_survives_leader_kill_without_false_restart);
+    RUN(example_campaigns_and_reads_the_leader);
     return runner_done();
 }

@@ -333,6 +333,38 @@ TEST(watch_events_progress_resume_unwatch)
     fake_stop(f);
 }
 
+TEST(watch_waits_for_a_leader_past_the_op_timeout)
+{
+    struct fake *f = fake_start();
+    struct tloop t;
+    baton_async_t *ac;
+    baton_async_watch_t *w;
+    struct wrec r = {0};
+    int64_t t0;
+
+    tloop_init(&t);
+    ac = a_open(&t, f->addr, 200, 0); /* op timeout 200 ms */
+    (void)read_s(&t, ac, "w"); /* the fake's revision passes 0 */
+    ASSERT_EQ(baton_async_watch(ac, "w", 0, 0, rec_watch, &r, &w), 0);
+    run_until(&t, &r.calls, 2, 5000);
+    /* No leader for well over the op timeout. */
+    FK_SET(f, no_leader, 15);
+    FK_SET(f, do_drop_all, true);
+    t0 = now_ms();
+    while (FK_GET(f, no_leader) > 0 && now_ms() - t0 < 10000) run_for(&t, 20);
+    ASSERT_GT(now_ms() - t0, 400);
+    run_until(&t, &r.calls, 3, 5000);
+    ASSERT_EQ(r.ends, 0);
+    ASSERT_EQ(r.kind[2], BATON_EVENT_SYNCED);
+    ASSERT_EQ(r.restarted[2], 0);
+    ASSERT_EQ(baton_async_unwatch(ac, w), 0);
+    run_until(&t, &r.ends, 1, 5000);
+    ASSERT_EQ(r.status, BATON_ECANCELED);
+    a_close(&t, ac);
+    tloop_done(&t);
+    fake_stop(f);
+}
+
 TEST(watch_refused_ends_it)
 {
     struct fake *f = fake_start();
@@ -495,6 +527,7 @@ int main(int argc, char **argv)
     RUN(value_resent_with_the_acquire_after_a_broken_connection);
     RUN(value_checks);
     RUN(watch_events_progress_resume_unwatch);
+    RUN(watch_waits_for_a_leader_past_the_op_timeout);
     RUN(watch_refused_ends_it);
     RUN(observe_reports_only_changes_of_the_leader);
     RUN(blocking_watch_overflow_resubscribes_from_what_was_taken);
