@@ -327,6 +327,11 @@ $(B)/tests/unit/test_datadir_lock: $(B)/tests/unit/test_datadir_lock.o \
 $(B)/tests/unit/%: $(B)/tests/unit/%.o $(B)/libstore.a $(B)/libproto.a $(B)/libtest.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_LMDB) $(LIBS_SYS)
 
+# The change history (server/history.c) alone, over a real store.
+$(B)/tests/unit/test_history: $(B)/tests/unit/test_history.o $(B)/server/history.o \
+        $(B)/server/xmalloc.o $(B)/server/log.o $(B)/libstore.a $(B)/libproto.a $(B)/libtest.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_LMDB) $(LIBS_SYS)
+
 # The leader's logic in one process (tests/unit/leader_fixture.h): the
 # server's objects over a fake node and a fake clock, driven by libbaton.
 # fake_clock.o defines clock_gettime for the executable, libuv.so's calls
