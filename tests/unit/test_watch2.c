@@ -17,28 +17,38 @@
  *  - UNWATCH ends a watch (RESULT 0), an unknown one is RESULT(ENOTFOUND);
  *  - bad flags or names are EINVAL, watches past the limits ELIMIT;
  *  - a quiet watch gets PROGRESS at the applied index once a second;
- *  - watches end with their connection, and all when leadership is lost.
+ *  - watches end with their connection, and all when leadership is lost;
+ *  - SIGHUP narrowing a principal's prefixes ends, with ERROR(EPERM), its
+ *    watches of what it may no longer read, and no other.
  */
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "baton/baton.h"
 #include "tests/lib/clock.h"
+#include "tests/lib/cluster.h"
 #include "tests/lib/runner.h"
 #include "tests/lib/tls_sock.h"
 #include "tests/unit/leader_fixture.h"
 
 #define P(s) ((struct pstr){(s), sizeof(s) - 1})
 
-/* A raw client on f's port, through HELLO. */
-static void raw_connect(const struct lf *f, struct tls_sock *s)
+/* A raw client on f's port, through HELLO with token (NULL: none). */
+static void raw_connect_as(const struct lf *f, struct tls_sock *s, const char *token)
 {
     const char *colon = strrchr(f->endpoint, ':');
 
     if (tls_sock_connect(s, atoi(colon + 1), &(struct tls_sock_cfg){0}, 2000) != 0)
         FAIL("connect: %s", s->err);
-    if (tls_sock_hello(s, NULL, NULL) != 0) FAIL("hello: %s", s->err);
+    if (tls_sock_hello(s, token, NULL) != 0) FAIL("hello: %s", s->err);
+}
+
+static void raw_connect(const struct lf *f, struct tls_sock *s)
+{
+    raw_connect_as(f, s, NULL);
 }
 
 /* OPEN_SESSION named client: its id. */
@@ -227,6 +237,30 @@ static void raise_level(struct lf *f)
     ASSERT_EQ(level, CMD_LEVEL);
 }
 
+/* Does f's METRICS text hold the line `line`? (On a connection of its
+ * own.) */
+static bool metrics_say(struct lf *f, const char *line)
+{
+    struct msg m = {.type = MSG_METRICS, .req_id = 77}, r;
+    struct tls_sock s;
+    struct buf text = {0};
+    bool found;
+
+    raw_connect(f, &s);
+    if (tls_sock_send_msg(&s, &m) != 0) FAIL("metrics: %s", s.err);
+    if (recv_copy(&s, &r, 5000) != 0) FAIL("metrics: no answer");
+    ASSERT_EQ(r.type, MSG_METRICS_R);
+    for (uint32_t i = 0; i < r.u.metrics_r.n; i++)
+        ASSERT_EQ(buf_put(&text, r.u.metrics_r.chunks[i].text.p, r.u.metrics_r.chunks[i].text.n),
+                  0);
+    ASSERT_EQ(buf_put(&text, "", 1), 0);
+    msg_free(&r);
+    tls_sock_close(&s);
+    found = strstr((const char *)text.data, line) != NULL;
+    buf_free(&text);
+    return found;
+}
+
 TEST(name_watch_starts_with_state_then_synced)
 {
     struct lf f;
@@ -246,8 +280,11 @@ TEST(name_watch_starts_with_state_then_synced)
     ASSERT_UEQ(rev, applied_index(&f));
     msg_free(&ev);
     ASSERT_EQ(watches_held(&f), 1);
+    ASSERT(metrics_say(&f, "\nbaton_watches 1\n"));
+    ASSERT(metrics_say(&f, "baton_pushes_total{type=\"watch2_event\"} 2\n"));
     tls_sock_close(&s);
     ASSERT_EQ(watches_held(&f), 0);
+    ASSERT(metrics_say(&f, "\nbaton_watches 0\n"));
     lf_stop(&f);
 }
 
@@ -560,6 +597,76 @@ TEST(quiet_watch_gets_progress_and_leadership_loss_ends_all)
     lf_stop(&f);
 }
 
+/* ---- SIGHUP ---------------------------------------------------------------- */
+
+static void write_lines(const char *path, const char *a, const char *b)
+{
+    FILE *fp = fopen(path, "w");
+
+    if (fp == NULL) FAIL("cannot write %s", path);
+    fputs(a, fp);
+    fputs(b, fp);
+    fclose(fp);
+}
+
+/* A principal's prefixes narrowed by SIGHUP: its watches of a name and a
+ * prefix it may no longer read end with ERROR(EPERM); its watch of a
+ * prefix still its own goes on. */
+TEST(sighup_narrowing_ends_the_watches_it_no_longer_allows)
+{
+    char atok[72], aline[512], rtok[72], rline[512], narrowed[512], path[300];
+    const char *extra[] = {"--auth-file", path, NULL};
+    struct tls_sock adm, rd;
+    struct lf f;
+    struct msg ev;
+    uint64_t sess;
+    int ended = 0;
+
+    ASSERT_EQ(cluster_token("root", "admin", NULL, atok, aline, sizeof aline), 0);
+    ASSERT_EQ(cluster_token("viewer", "read", "prefixes=jobs/,keep/", rtok, rline, sizeof rline),
+              0);
+    ASSERT_EQ(cluster_token_line("viewer", "read", "prefixes=keep/", rtok, narrowed,
+                                 sizeof narrowed),
+              0);
+    snprintf(path, sizeof path, "%s/baton-watch2-auth-%d", getenv("TMPDIR") ? getenv("TMPDIR")
+                                                                             : "/tmp",
+             (int)getpid());
+    write_lines(path, aline, rline);
+    lf_start(&f, extra);
+    raise_level(&f);
+    raw_connect_as(&f, &adm, atok);
+    raw_connect_as(&f, &rd, rtok);
+    sess = raw_session(&adm, "admin");
+    ASSERT_EQ(refused(&rd, 40, BATON_WATCH_PREFIX, ""), BATON_EPERM); /* beyond its prefixes */
+    watch2(&rd, 41, 0, "jobs/a", 0);
+    expect(&rd, 41, WATCH2_STATE, "jobs/a", NULL);
+    expect(&rd, 41, WATCH2_SYNCED, NULL, NULL);
+    watch2(&rd, 42, BATON_WATCH_PREFIX, "jobs/", 0);
+    expect(&rd, 42, WATCH2_SYNCED, NULL, NULL);
+    watch2(&rd, 43, BATON_WATCH_PREFIX, "keep/", 0);
+    expect(&rd, 43, WATCH2_SYNCED, NULL, NULL);
+    write_lines(path, aline, narrowed);
+    ASSERT_EQ(kill(getpid(), SIGHUP), 0);
+    for (int i = 0; i < 2; i++) {
+        ASSERT_EQ(next_event(&rd, &ev, 5000), 0);
+        ASSERT_EQ(ev.type, MSG_ERROR);
+        ASSERT_EQ(ev.u.error.code, BATON_EPERM);
+        ASSERT(ev.req_id == 41 || ev.req_id == 42);
+        ended |= 1 << (ev.req_id - 41);
+        msg_free(&ev);
+    }
+    ASSERT_EQ(ended, 3);
+    ASSERT_EQ(raw_acquire2(&adm, sess, 1, "jobs/a", "", NULL), 0);
+    ASSERT_EQ(raw_acquire2(&adm, sess, 2, "keep/k", "", NULL), 0);
+    expect(&rd, 43, WATCH2_CHANGE, "keep/k", NULL);
+    expect_quiet(&rd, 200);
+    ASSERT_EQ(watches_held(&f), 1);
+    tls_sock_close(&rd);
+    tls_sock_close(&adm);
+    lf_stop(&f);
+    unlink(path);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -570,5 +677,6 @@ int main(int argc, char **argv)
     RUN(resume_tells_nothing_a_gap_or_a_restart);
     RUN(unwatch_refusals_and_limits);
     RUN(quiet_watch_gets_progress_and_leadership_loss_ends_all);
+    RUN(sighup_narrowing_ends_the_watches_it_no_longer_allows);
     return runner_done();
 }
