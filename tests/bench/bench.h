@@ -15,6 +15,9 @@
  *                   the same loops, for the comparison of make bench-compare
  *   w4.c            W4: K sessions holding L locks
  *   w5.c            W5: N idle sessions, the servers' CPU while they idle
+ *   w9.c            W9: an election's rounds, timed and checked (w9.h);
+ *                   w9_cand.c its candidates, w9_observe.c its observers,
+ *                   w9_victim.c the candidate process that gets SIGKILL
  *   modes.c         W6/W7: what each cycle asks for (names, mode, limit)
  *                   and the in-process checks of the holders
  *   opts.c          every session's libbaton options (cluster, timeouts, TLS)
@@ -36,7 +39,7 @@
 #include "tests/lib/clock.h"
 #include "tests/lib/proc.h"
 
-enum { W1 = 1, W2, W3, W4, W5, W6, W7, W8 };
+enum { W1 = 1, W2, W3, W4, W5, W6, W7, W8, W9 };
 enum { DRV_ASYNC = 1, DRV_BLOCKING, DRV_REDIS };
 
 #define MAX_PIDS 16
@@ -74,6 +77,9 @@ struct cfg {
     int npids;
     pid_t pids[MAX_PIDS];
     pid_t leader_pid; /* W5: which of pids is the leader (0: unknown) */
+    int candidates;   /* W9: candidates (even: half of them victim processes) */
+    int rounds;       /* W9: rounds of each kind (a clean resign, a kill) */
+    int victim;       /* W9: > 0 in a victim process (lockbench --victim N) */
     /* Security (NULL: none): --cacert, --cert, --key, --token, else
      * $BENCH_CACERT, $BENCH_CERT, $BENCH_KEY, $BENCH_TOKEN. */
     const char *cacert, *cert, *key, *token;
@@ -239,5 +245,7 @@ int run_redis(struct cfg *cfg);
 int run_w4(const struct cfg *cfg);       /* W4, blocking driver (threads) */
 int run_w4_async(const struct cfg *cfg); /* W4, async driver (one loop) */
 int run_w5(const struct cfg *cfg);
+int run_w9(const struct cfg *cfg);        /* W9, one loop */
+int run_w9_victim(const struct cfg *cfg); /* W9's candidate process (--victim) */
 
 #endif /* BATON_BENCH_BENCH_H */

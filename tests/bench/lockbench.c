@@ -2,9 +2,10 @@
  * lockbench.c -- baton's benchmark driver (docs/performance.md): the
  * options and main. The parts are listed in bench.h.
  *
- *   lockbench --endpoints E --workload W1|...|W7 --clients N --seconds S
+ *   lockbench --endpoints E --workload W1|...|W9 --clients N --seconds S
  *             [--hold-ms H] [--driver async|blocking] [--loops N]
  *             [--sessions K --locks L] [--pids P1,P2,P3] [--leader-pid P]
+ *             [--candidates K --rounds N]
  *             [--cacert F [--cert F --key F]] [--token T]
  *
  * It drives a running cluster through libbaton and prints ONE JSON line on
@@ -31,6 +32,11 @@
  *   W8  all clients loop { take 2 to 4 of 16 names "w8-0".."w8-15" at once
  *       (baton_lock_many, exclusive); hold H ms; unlock }: atomic
  *       multi-locks; ops = grants, with jain, max_streak, max_holders.
+ *   W9  an election: K candidates (half of them processes of their own,
+ *       lockbench --victim) and N observers; rounds alternate between the
+ *       leader resigning and the leader being killed with SIGKILL; the time
+ *       until the next leader leads and until the last observer hears of
+ *       it (w9.c); ops = rounds.
  *
  * W1/W2/W3/W6/W7/W8 run on one of two drivers that print the same line: "async"
  * (default; drv_async.c: every client a callback state machine with its own
@@ -66,9 +72,10 @@
 #include "tests/bench/bench.h"
 
 static const char usage_text[] =
-    "usage: lockbench --endpoints E --workload W1|...|W8 --clients N --seconds S\n"
+    "usage: lockbench --endpoints E --workload W1|...|W9 --clients N --seconds S\n"
     "                 [--hold-ms H] [--driver async|blocking|redis] [--loops N]\n"
     "                 [--sessions K --locks L] [--pids P1,P2,...] [--leader-pid P]\n"
+    "                 [--candidates K] [--rounds N]\n"
     "                 [--ttl-ms MS] [--open-inflight N]\n"
     "                 [--op-timeout-ms MS] [--connect-timeout-ms MS]\n"
     "                 [--cacert FILE [--cert FILE --key FILE]] [--token TOKEN]\n"
@@ -80,12 +87,14 @@ static const char usage_text[] =
     "                         W5 idle sessions (the servers' CPU while they idle),\n"
     "                         W6 shared/exclusive mix on 4 names (90% shared),\n"
     "                         W7 a semaphore of 8 (\"sem\", .limit = 8),\n"
-    "                         W8 atomic multi-locks of 2-4 of 16 names\n"
+    "                         W8 atomic multi-locks of 2-4 of 16 names,\n"
+    "                         W9 an election: leaders resign or are killed\n"
     "  --clients N            clients, each with its own session (W4 with --driver\n"
     "                         blocking: the threads that open the sessions and take\n"
-    "                         the locks; W5: the idle sessions)\n"
+    "                         the locks; W5: the idle sessions; W9: the observers)\n"
     "  --seconds S            length of the run (W4: time limit for opening the\n"
-    "                         sessions and acquiring the locks; W5: the idle window)\n"
+    "                         sessions and acquiring the locks; W5: the idle window;\n"
+    "                         W9: no round starts after S seconds)\n"
     "  --hold-ms H            W2/W6/W7: how long each grant is held (default 0); W4 (async\n"
     "                         driver): how long the locks stay held after the JSON\n"
     "                         line is printed, before the sessions close\n"
@@ -105,6 +114,10 @@ static const char usage_text[] =
     "  --pids P1,P2,...       W4: server pids whose VmRSS is reported as rss_kb;\n"
     "                         W5: server pids whose CPU and VmRSS are reported\n"
     "  --leader-pid P         W5: the leader's pid (one of --pids): leader_cpu_pct\n"
+    "  --candidates K         W9: candidates, an even number >= 2 (default 8); half\n"
+    "                         are sessions of this process, half processes of their\n"
+    "                         own that get SIGKILL when they lead\n"
+    "  --rounds N             W9: rounds of each kind, resign and kill (default 10)\n"
     "  --ttl-ms MS            session lease asked for (default: libbaton's, 10000)\n"
     "  --open-inflight N      W5: session opens and closes in flight (default 256)\n"
     "  --op-timeout-ms MS     longest wait for any reply (default 5000)\n"
@@ -139,11 +152,11 @@ static long parse_long(const char *s, long lo, long hi, const char *what)
 
 static int parse_workload(const char *s)
 {
-    static const char *const names[] = {"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8"};
+    static const char *const names[] = {"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9"};
 
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
         if (strcmp(s, names[i]) == 0) return W1 + i;
-    usage_error("--workload must be W1, W2, W3, W4, W5, W6, W7 or W8");
+    usage_error("--workload must be W1, W2, W3, W4, W5, W6, W7, W8 or W9");
     return 0;
 }
 
@@ -178,7 +191,8 @@ static rlim_t nofile_wanted(const struct cfg *cfg)
 
 int main(int argc, char **argv)
 {
-    enum { O_DRIVER = 256, O_NAMES, O_LOOPS, O_LEADER, O_TTL, O_INFLIGHT, O_CACERT, O_CERT, O_KEY, O_TOKEN };
+    enum { O_DRIVER = 256, O_NAMES, O_LOOPS, O_LEADER, O_TTL, O_INFLIGHT, O_CACERT, O_CERT, O_KEY, O_TOKEN,
+           O_CANDIDATES, O_ROUNDS, O_VICTIM };
     static const struct option opts[] = {
         {"endpoints", required_argument, NULL, 'e'},
         {"workload", required_argument, NULL, 'w'},
@@ -200,6 +214,9 @@ int main(int argc, char **argv)
         {"cert", required_argument, NULL, O_CERT},
         {"key", required_argument, NULL, O_KEY},
         {"token", required_argument, NULL, O_TOKEN},
+        {"candidates", required_argument, NULL, O_CANDIDATES},
+        {"rounds", required_argument, NULL, O_ROUNDS},
+        {"victim", required_argument, NULL, O_VICTIM}, /* W9's own; not in the usage */
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -219,6 +236,8 @@ int main(int argc, char **argv)
     cfg.sessions = 1000;
     cfg.locks = 100000;
     cfg.open_inflight = 256;
+    cfg.candidates = 8;
+    cfg.rounds = 10;
     cfg.op_timeout_ms = 5000;
     cfg.connect_timeout_ms = 5000;
     cfg.cacert = env_or_null("BENCH_CACERT");
@@ -266,6 +285,12 @@ int main(int argc, char **argv)
         case O_CERT: cfg.cert = optarg; break;
         case O_KEY: cfg.key = optarg; break;
         case O_TOKEN: cfg.token = optarg; break;
+        case O_CANDIDATES:
+            cfg.candidates = (int)parse_long(optarg, 2, 1000, "--candidates");
+            if (cfg.candidates % 2) usage_error("--candidates must be even");
+            break;
+        case O_ROUNDS: cfg.rounds = (int)parse_long(optarg, 1, 1000000, "--rounds"); break;
+        case O_VICTIM: cfg.victim = (int)parse_long(optarg, 1, 1000000000, "--victim"); break;
         case 'h': fputs(usage_text, stdout); return 0;
         default: usage_error("unknown option");
         }
@@ -273,6 +298,10 @@ int main(int argc, char **argv)
     if (optind != argc) usage_error("unexpected argument");
     if (cfg.endpoints == NULL) usage_error("--endpoints is required");
     if (cfg.workload == 0) usage_error("--workload is required");
+    if (cfg.victim) {
+        if (cfg.workload != W9) usage_error("--victim is W9's");
+        return run_w9_victim(&cfg);
+    }
     if (cfg.clients < 0) usage_error("--clients is required");
     if (cfg.seconds < 0) usage_error("--seconds is required");
     if (cfg.leader_pid != 0) {
@@ -289,6 +318,7 @@ int main(int argc, char **argv)
     switch (cfg.workload) {
     case W4: return cfg.driver == DRV_ASYNC ? run_w4_async(&cfg) : run_w4(&cfg);
     case W5: return run_w5(&cfg);
+    case W9: return run_w9(&cfg);
     default: return cfg.driver == DRV_ASYNC ? run_async(&cfg) : run_blocking(&cfg);
     }
 }

@@ -5,7 +5,7 @@
 #   tests/bench/run-bench.sh BUILD_DIR [SECONDS]     (SECONDS defaults to 10)
 #
 # Every workload gets a FRESH cluster (W1 sweep, W2 sweep, W3, W3R, W4, W5, W6,
-# W7): three
+# W7, W8, W9): three
 # batond on 127.0.0.1, client ports BASE+1..BASE+3 and raft ports
 # BASE+101..BASE+103 (BASE = $BENCH_PORT_BASE, default 27000; better below
 # the kernel's ephemeral range, 32768 and up, where any outgoing connection
@@ -43,6 +43,14 @@
 #   W7  $BENCH_W7_CLIENTS clients (default 64) loop on one semaphore of 8
 #       ("sem", .limit = 8)
 #   W6, W7 and W8 hold each grant $BENCH_MODES_HOLD_MS ms (default 0).
+#   W9  an election "w9": $BENCH_W9_CANDIDATES candidates (default 8; half of
+#       them sessions of lockbench, half `lockbench --victim` processes of
+#       their own) and $BENCH_W9_OBSERVERS observers (default 32), one loop;
+#       $BENCH_W9_ROUNDS rounds of each kind (default 10), alternating: the
+#       leader resigns, or the leader's process gets SIGKILL and its session's
+#       lease ($BENCH_W9_TTL_MS, default 3000) must run out. The time to the
+#       next leader and to the last observer hearing of it. No round starts
+#       after $BENCH_W9_TIMEOUT seconds (default 600); SECONDS is not used.
 #
 # W1/W2/W3/W6/W7 use lockbench's async driver (every client its own
 # baton_async_t, all on one libuv loop) unless BENCH_DRIVER=blocking (a
@@ -55,7 +63,7 @@
 # temporary directory is removed.
 #
 # Environment:
-#   BENCH_WORKLOADS     which to run (default "W1 W2 W3 W3R W4 W5 W6 W7 W8")
+#   BENCH_WORKLOADS     which to run (default "W1 W2 W3 W3R W4 W5 W6 W7 W8 W9")
 #   BENCH_DRIVER        lockbench --driver for W1-W4, W6, W7: async (default) or
 #                       blocking
 #   BENCH_LOOPS         lockbench --loops for the async driver (default 1)
@@ -73,6 +81,12 @@
 #   BENCH_W6_CLIENTS    default 64
 #   BENCH_W7_CLIENTS    default 64
 #   BENCH_W8_CLIENTS    default 32
+#   BENCH_W9_CANDIDATES default 8 (even)
+#   BENCH_W9_OBSERVERS  default 32
+#   BENCH_W9_ROUNDS     rounds of each kind, resign and kill (default 10)
+#   BENCH_W9_TTL_MS     the W9 sessions' ttl (default 3000; a kill round lasts
+#                       about that long)
+#   BENCH_W9_TIMEOUT    default 600 (seconds)
 #   BENCH_W1_NAMES      names each W1 cycle takes at once (default "1"; e.g.
 #                       "1 4": each W1 run also with one baton_lock_many of
 #                       4 of the client's own names, the line marked "names")
@@ -118,7 +132,7 @@ secs=${2:-10}
 batond=$build/batond
 batonctl=$build/batonctl
 lockbench=$build/lockbench
-workloads=${BENCH_WORKLOADS:-W1 W2 W3 W3R W4 W5 W6 W7 W8}
+workloads=${BENCH_WORKLOADS:-W1 W2 W3 W3R W4 W5 W6 W7 W8 W9}
 driver=${BENCH_DRIVER:-async}
 loops=${BENCH_LOOPS:-1}
 w1_clients=${BENCH_W1_CLIENTS:-1 16 64}
@@ -134,6 +148,11 @@ w5_clients=${BENCH_W5_CLIENTS:-10000}
 w6_clients=${BENCH_W6_CLIENTS:-64}
 w7_clients=${BENCH_W7_CLIENTS:-64}
 w8_clients=${BENCH_W8_CLIENTS:-32}
+w9_candidates=${BENCH_W9_CANDIDATES:-8}
+w9_observers=${BENCH_W9_OBSERVERS:-32}
+w9_rounds=${BENCH_W9_ROUNDS:-10}
+w9_ttl=${BENCH_W9_TTL_MS:-3000}
+w9_timeout=${BENCH_W9_TIMEOUT:-600}
 w1_names=${BENCH_W1_NAMES:-1}
 modes_hold=${BENCH_MODES_HOLD_MS:-0}
 w5_secs=${BENCH_W5_SECONDS:-$(awk -v s="$secs" 'BEGIN { print (s < 10 ? 10 : s) }')}
@@ -577,6 +596,16 @@ run_modes() {
     stop_cluster
 }
 
+run_w9() {
+    start_cluster W9 || { failed=1; stop_cluster; return; }
+    say "W9 candidates=$w9_candidates observers=$w9_observers rounds=$w9_rounds of each kind" \
+        "ttl=${w9_ttl}ms limit=${w9_timeout}s"
+    lb_run W9 --workload W9 --clients "$w9_observers" --candidates "$w9_candidates" \
+        --rounds "$w9_rounds" --ttl-ms "$w9_ttl" --seconds "$w9_timeout"
+    lb_finish W9
+    stop_cluster
+}
+
 for w in $workloads; do
     case $w in
         W1) run_w1 ;;
@@ -588,6 +617,7 @@ for w in $workloads; do
         W6) run_modes W6 "$w6_clients" ;;
         W7) run_modes W7 "$w7_clients" ;;
         W8) run_modes W8 "$w8_clients" ;;
+        W9) run_w9 ;;
         *) die "unknown workload '$w' in BENCH_WORKLOADS" ;;
     esac
 done

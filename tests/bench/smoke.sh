@@ -10,7 +10,9 @@
 # ops > 0, W2 fairness fields, W3 gap fields, W5 sessions all alive and the
 # leader's CPU read, W6/W7/W8 fairness and max_holders fields (W7: at most
 # 8), W3R's three restarts (one rolling restart, 10 s); then that table.sh
-# turns the lines into a table with a row each; a W1 run over TLS with a
+# turns the lines into a table with a row each; W9, an election of 4
+# candidates and 4 observers, 2 resign and 2 kill rounds at a 2 s ttl
+# (every round done, each figure measured); a W1 run over TLS with a
 # token (BENCH_SECURE=1); and the Redis side of make bench-compare
 # (run-redis.sh, lockbench --driver redis, benchfloor, compare.awk). The
 # bench's binaries are linked into a temp dir, so the build dir's
@@ -163,6 +165,36 @@ if [ -n "$line" ] && [ "$(field "$line" restarts)" != 3 ]; then
 else
     check_line "W3R with 4 clients: line, 3 restarts, no errors, no violations" "$line" "$t0"
 fi
+
+# W9: an election, two rounds of each kind (resign, SIGKILL and the lease
+# of 2 s, room for a sanitizer build on a busy machine), four candidates
+# (two victim processes) and four observers.
+t0=$(ms)
+if bench BENCH_WORKLOADS=W9 BENCH_W9_CANDIDATES=4 BENCH_W9_OBSERVERS=4 BENCH_W9_ROUNDS=2 \
+    BENCH_W9_TTL_MS=2000 BENCH_W9_TIMEOUT=60; then
+    report "run-bench.sh W9 (an election, 2 rounds of each kind) exits 0" "$t0" 1
+else
+    report "run-bench.sh W9 (an election, 2 rounds of each kind) exits 0" "$t0" 0 "$(tail -n 3 "$tmp/run.err" | tr '\n' ' ')"
+fi
+t0=$(ms)
+line=$(line_of W9 4)
+err=""
+for f in resign_lead resign_observed kill_lead kill_observed expiry_lead expiry_observed; do
+    for p in p50 p99; do
+        v=$(field "$line" "${f}_${p}_ms")
+        awk -v v="$v" 'BEGIN { exit !(v ~ /^-?[0-9]+(\.[0-9]+)?$/) }' || err="$err ${f}_${p}_ms '$v'"
+    done
+done
+[ "$(field "$line" resign_rounds)" = 2 ] && [ "$(field "$line" kill_rounds)" = 2 ] ||
+    err="$err rounds $(field "$line" resign_rounds)/$(field "$line" kill_rounds)"
+if [ -n "$line" ] && [ -n "$err" ]; then
+    report "W9: 2 rounds of each kind, every figure measured" "$t0" 0 "$err in: $line"
+else
+    check_line "W9 with 4 observers: line, 2+2 rounds, no errors, no violations" "$line" "$t0"
+fi
+t0=$(ms)
+rows=$("$here/table.sh" "$tmp/bench.jsonl" 2>/dev/null | grep -c '^| W9 election | 4 observers')
+report "table.sh makes a W9 row" "$t0" "$([ "$rows" = 1 ] && echo 1 || echo 0)" "$rows rows"
 
 # The same tools over TLS with a token (BENCH_SECURE=1).
 t0=$(ms)

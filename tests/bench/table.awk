@@ -94,6 +94,23 @@ function pcts(arr,    parts, k, i, s) {
                 fmt(kb_to_mb(jget($0, "leader_rss_kb")), 0) " MB"
         printf "| W5 idle sessions | %s | - | - | - | - | %s | %s |\n", n,
                fmt(jget($0, "errors"), 0) " / -", notes
+    } else if (w == "W9") {
+        # The next leader's wait (p50 / p99, ms) after a resign and after a
+        # kill (from the end of the killed session's lease, kill + ttl), and
+        # until the last observer heard of it.
+        notes = jget($0, "resign_rounds") " resigns: next leader " \
+                pair(jget($0, "resign_lead_p50_ms"), jget($0, "resign_lead_p99_ms"), 2) \
+                " ms, last observer " \
+                pair(jget($0, "resign_observed_p50_ms"), jget($0, "resign_observed_p99_ms"), 2) \
+                " ms; " jget($0, "kill_rounds") " kills (ttl " jget($0, "ttl_ms") \
+                " ms), from the lease's end: next leader " \
+                pair(jget($0, "expiry_lead_p50_ms"), jget($0, "expiry_lead_p99_ms"), 2) \
+                " ms, last observer " \
+                pair(jget($0, "expiry_observed_p50_ms"), jget($0, "expiry_observed_p99_ms"), 2) \
+                " ms (" jget($0, "expiry_early") " before it); " jget($0, "observer_gaps") \
+                " observer gaps"
+        printf "| W9 election | %s observers, %s candidates | - | - | - | - | %s | %s |\n", n,
+               jget($0, "candidates"), errs, notes
     }
 }
 

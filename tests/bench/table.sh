@@ -9,7 +9,8 @@
 # latencies (ms), fairness, errors and violations; W3 adds the longest gap;
 # W6/W7 the share of shared grants and the most holders seen at once;
 # W4 the time to take every lock and the servers' memory; W5 the leader's
-# CPU while the sessions idle. Paste the output under docs/performance.md "Figures".
+# CPU while the sessions idle; W9 the next leader's wait after a resign and
+# after a kill, and the last observer's. Paste the output under docs/performance.md "Figures".
 #
 # Exit status: 0, 1 if the file has no lockbench line, 2 on a usage error.
 set -u
