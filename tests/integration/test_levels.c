@@ -72,6 +72,23 @@ TEST(one_old_voter_holds_the_level_until_upgraded)
         ctl_result_free(&r);
     }
 
+    /* Values need level 3: refused, with the reason, by the leader of
+     * this build and by a level-1 leader alike. */
+    for (int round = 0; round < 2; round++) {
+        struct ctl_result r;
+
+        if (round == 1) {
+            ASSERT_EQ(cluster_ctl(&c, &r, "transfer-leader", "3", NULL), 0);
+            ctl_result_free(&r);
+            ASSERT_EQ(cluster_wait_leader(&c, 15000), 2);
+        }
+        cluster_ctl(&c, &r, "lock", "--value", "me", "v", "--", "true", NULL);
+        if (r.status != 70 || strstr(r.err, "feature level") == NULL)
+            FAIL("lock --value at level 1 (leader %d): exit %d: %s", round ? 3 : 1, r.status,
+                 r.err);
+        ctl_result_free(&r);
+    }
+
     /* 2. Node 3 gets the full binary: the leader raises the level, every
      * node applies it, and their states agree. */
     c.node_batond[2] = NULL;
