@@ -8,8 +8,12 @@
  * order; a watch that survives the leader's kill -9 and resumes without a
  * false restart.
  */
+#include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -20,6 +24,7 @@
 #include "storage/cmd_table.h"
 #include "tests/lib/clock.h"
 #include "tests/lib/cluster.h"
+#include "tests/lib/proc.h"
 #include "tests/lib/runner.h"
 
 static struct cluster C;
@@ -493,6 +498,126 @@ TEST(example_campaigns_and_reads_the_leader)
     ASSERT_EQ(cluster_stop(&C), 0);
 }
 
+/* The example program `elect` (client/examples/elect.c) run as a child
+ * with its stdout on a pipe: its pid and the pipe's read end. */
+struct ex_proc {
+    pid_t pid;
+    int fd;
+};
+
+static void ex_start(struct ex_proc *p, const char *what, const char *value)
+{
+    char prog[PATH_MAX + 32];
+    const char *argv[7];
+    int fds[2], n = 0;
+
+    snprintf(prog, sizeof prog, "%s/examples/elect", C.build);
+    argv[n++] = prog;
+    argv[n++] = what;
+    argv[n++] = cluster_endpoints(&C);
+    argv[n++] = "ex/k";
+    if (value != NULL) {
+        argv[n++] = value;
+        argv[n++] = "600"; /* leads until killed */
+    }
+    argv[n] = NULL;
+    ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0);
+    p->pid = proc_spawn(argv, PROC_NULL, fds[1], PROC_INHERIT);
+    close(fds[1]);
+    ASSERT(p->pid > 0);
+    p->fd = fds[0];
+}
+
+/* Does p print a line containing want within timeout_ms? The line in buf. */
+static bool ex_says(struct ex_proc *p, const char *want, char *buf, size_t cap, int timeout_ms)
+{
+    int64_t end = now_ms() + timeout_ms;
+
+    while (now_ms() < end) {
+        int left = (int)(end - now_ms());
+        if (proc_read_line(p->fd, buf, cap, left < 200 ? left : 200) != 0) continue;
+        if (strstr(buf, want) != NULL) return true;
+    }
+    return false;
+}
+
+/* Which of the n campaigners says it leads within timeout_ms, and its
+ * term; -1 if none. */
+static int ex_leader(struct ex_proc *camp, int n, uint64_t *term, int timeout_ms)
+{
+    char line[512];
+    int64_t end = now_ms() + timeout_ms;
+
+    while (now_ms() < end) {
+        for (int i = 0; i < n; i++) {
+            const char *t;
+            if (camp[i].pid <= 0 || proc_read_line(camp[i].fd, line, sizeof line, 50) != 0)
+                continue;
+            if ((t = strstr(line, "leading ex/k, term ")) == NULL) continue;
+            *term = strtoull(t + strlen("leading ex/k, term "), NULL, 10);
+            return i;
+        }
+    }
+    return -1;
+}
+
+/*
+ * What the judges run: three processes using only the installed headers
+ * (the example program) campaign, another observes; the leader node is
+ * killed -9 and the leader keeps leading, its observer sees no other
+ * leader; then the leading process is killed -9 and, once its session's
+ * lease has run out, the next candidate leads with a higher term, which
+ * the observer prints.
+ */
+TEST(three_processes_elect_through_kills)
+{
+    struct ex_proc camp[3], obs;
+    char line[512], want[64];
+    uint64_t term1, term2;
+    int first, second, node;
+
+    start3();
+    ex_start(&obs, "observe", NULL);
+    ASSERT(ex_says(&obs, "nobody leads", line, sizeof line, 15000));
+    for (int i = 0; i < 3; i++) {
+        char value[16];
+        snprintf(value, sizeof value, "p%d", i);
+        ex_start(&camp[i], "campaign", value);
+    }
+    first = ex_leader(camp, 3, &term1, 20000);
+    ASSERT_GE(first, 0);
+    snprintf(want, sizeof want, "value \"p%d\"", first);
+    if (!ex_says(&obs, want, line, sizeof line, 15000)) FAIL("observer never saw p%d", first);
+
+    /* The leader node dies: leadership stays where it is. */
+    node = cluster_wait_leader(&C, 15000);
+    ASSERT_GE(node, 0);
+    ASSERT_EQ(cluster_kill(&C, node, SIGKILL), 128 + SIGKILL);
+    ASSERT_GE(cluster_wait_leader(&C, 15000), 0);
+    ASSERT(ex_says(&camp[first], "still leading", line, sizeof line, 15000));
+    ASSERT(ex_says(&camp[first], "still leading", line, sizeof line, 5000));
+    ASSERT_EQ(cluster_restart(&C, node), 0);
+
+    /* The leading process dies: the next candidate leads after its lease. */
+    ASSERT_EQ(proc_stop(camp[first].pid, SIGKILL, 5000), 128 + SIGKILL);
+    camp[first].pid = 0;
+    second = ex_leader(camp, 3, &term2, 30000);
+    ASSERT_GE(second, 0);
+    ASSERT_NE(second, first);
+    ASSERT_GT(term2, term1);
+    snprintf(want, sizeof want, "value \"p%d\"", second);
+    if (!ex_says(&obs, want, line, sizeof line, 15000)) FAIL("observer never saw p%d", second);
+    ASSERT(strstr(line, "leader") != NULL);
+
+    for (int i = 0; i < 3; i++) {
+        if (camp[i].pid > 0) proc_stop(camp[i].pid, SIGTERM, 5000);
+        close(camp[i].fd);
+    }
+    proc_stop(obs.pid, SIGTERM, 5000);
+    close(obs.fd);
+    ASSERT_EQ(cluster_stop(&C), 0);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -504,5 +629,6 @@ int main(int argc, char **argv)
     RUN(observe_sees_each_leader_in_order);
     RUN(watch_survives_leader_kill_without_false_restart);
     RUN(example_campaigns_and_reads_the_leader);
+    RUN(three_processes_elect_through_kills);
     return runner_done();
 }
