@@ -973,7 +973,7 @@ int baton_connect(const baton_opts *o, baton_t **out)
     rv = baton_uv_attach(b->ac, &b->loop);
     bop_init(&op, BOP_OPEN);
     op.b = b;
-    if (rv == 0) rv = baton_async_open(b->ac, open_cb, &op);
+    if (rv == 0 && !o->read_only) rv = baton_async_open(b->ac, open_cb, &op);
     if (rv != 0) {
         snprintf(connect_err, sizeof connect_err, "%s", baton_strerror(rv));
         abandon(b); /* may run the open callback with ECANCELED: op is still ours */
@@ -990,6 +990,11 @@ int baton_connect(const baton_opts *o, baton_t **out)
         pthread_cond_destroy(&op.cv);
         snprintf(connect_err, sizeof connect_err, "cannot start the I/O thread");
         return BATON_ENOMEM;
+    }
+    if (o->read_only) { /* a reader: no session to wait for */
+        pthread_cond_destroy(&op.cv);
+        *out = b;
+        return 0;
     }
     pthread_mutex_lock(&b->mu);
     while (!op.done) pthread_cond_wait(&op.cv, &b->mu);

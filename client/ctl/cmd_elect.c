@@ -63,8 +63,7 @@ const char cmd_elect_help[] =
     "   \"fence\": N, \"value\": S|null}\n"
     "  leader_session and fence are 0, client_name and value null while nobody\n"
     "  leads; a value that is not valid UTF-8 comes as \"value_base64\" instead.\n"
-    "The observer holds a session with the cluster while it runs, so its principal\n"
-    "must be allowed to open one.\n"
+    "The observer opens no session (a reader), so a principal of role read may run it.\n"
     "\n"
     "Exit status: as `batonctl lock` for elect NAME VALUE (CMD's status; 75: did not\n"
     "lead within --timeout; 76: leadership was lost while CMD ran; 69, 70, 126,\n"
@@ -201,7 +200,7 @@ static int observe(struct ctl_opts *o, const char *name, uint64_t count)
 
     if (rv != CTL_CONTINUE) return rv;
     ctl_watch_signals();
-    rv = ctl_session_open(o, "batonctl elect --observe", 0, &cw.b);
+    rv = ctl_reader_open(o, "batonctl elect --observe", &cw.b);
     if (rv != 0) return rv;
     rv = baton_observe(cw.b, name, &cw.w);
     if (rv != 0) {

@@ -45,8 +45,7 @@ const char cmd_watch_help[] =
     "changed unseen), or with restarted: state events of every watched lock and a\n"
     "synced event marked restarted (what changed could not be told: the states\n"
     "printed since the last synced are the whole state now, forget the rest).\n"
-    "The watch holds a session with the cluster while it runs (client name\n"
-    "\"batonctl watch\"), so its principal must be allowed to open one.\n"
+    "The watch opens no session (a reader), so a principal of role read may run it.\n"
     "\n"
     "Options:\n"
     "  --prefix PREFIX  watch every lock whose name starts with PREFIX\n"
@@ -234,7 +233,7 @@ int cmd_watch(struct ctl_opts *o, int argc, char **argv)
     out.format = o->format;
 
     ctl_watch_signals();
-    rv = ctl_session_open(o, "batonctl watch", 0, &cw.b);
+    rv = ctl_reader_open(o, "batonctl watch", &cw.b);
     if (rv != 0) return rv;
     rv = baton_watch(cw.b, key, flags, 0, &cw.w);
     if (rv != 0) {

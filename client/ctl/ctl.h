@@ -298,6 +298,10 @@ int ctl_node_status(const struct ctl_opts *o, const char *addr, int64_t deadline
  */
 int ctl_session_open(const struct ctl_opts *o, const char *client_name, int64_t ttl_ms,
                      baton_t **out);
+/* A reader (baton_opts.read_only): no session, for watch and observe,
+ * which a principal of role read may run. As ctl_session_open. */
+int ctl_reader_open(const struct ctl_opts *o, const char *client_name, baton_t **out);
+
 
 /* ---- samples.c: a node's METRICS text, by key -------------------------------- */
 

@@ -219,13 +219,16 @@ int ctl_node_metrics(const struct ctl_opts *o, const char *addr, int64_t deadlin
     return rv;
 }
 
-int ctl_session_open(const struct ctl_opts *o, const char *client_name, int64_t ttl_ms,
-                     baton_t **out)
+/* A baton_t with batonctl's connection options: with a session of ttl_ms
+ * (0: the default), or a reader (read_only: no session). */
+static int client_open(const struct ctl_opts *o, const char *client_name, int64_t ttl_ms,
+                       int read_only, baton_t **out)
 {
     baton_opts bo;
     int rv;
 
     memset(&bo, 0, sizeof bo);
+    bo.read_only = read_only;
     bo.endpoints = o->endpoints;
     bo.client_name = client_name;
     if (o->timeout_set) {
@@ -242,4 +245,15 @@ int ctl_session_open(const struct ctl_opts *o, const char *client_name, int64_t 
     ctl_error("cannot connect: %s", baton_connect_errmsg());
     if (rv == BATON_EINVAL) return CTL_EXIT_USAGE;
     return rv == BATON_EUNAVAIL ? CTL_EXIT_UNAVAIL : CTL_EXIT_SOFTWARE;
+}
+
+int ctl_session_open(const struct ctl_opts *o, const char *client_name, int64_t ttl_ms,
+                     baton_t **out)
+{
+    return client_open(o, client_name, ttl_ms, 0, out);
+}
+
+int ctl_reader_open(const struct ctl_opts *o, const char *client_name, baton_t **out)
+{
+    return client_open(o, client_name, 0, 1, out);
 }

@@ -127,6 +127,18 @@ typedef struct baton_opts {
      * or a REDIRECT's, as resolved -- is refused with BATON_ETLS before
      * HELLO, since whoever sees the traffic could replay the token. */
     const char *token;
+
+    /* Added in libbaton.so.4. 1: a reader, which opens no session.
+     * baton_connect then returns once the context is made, without
+     * contacting the cluster; baton_lock_state_get, baton_leader,
+     * baton_watch and baton_observe work (each contacts the cluster on its
+     * own, within op_timeout_ms), and every call that needs a session
+     * (lock, unlock, proclaim, campaign) returns BATON_ESESSION. A reader
+     * keeps no lease and writes nothing to the cluster's log, and a
+     * principal of role read may use one. 0: a session, as before. The
+     * async API ignores it: a context that is never opened
+     * (baton_async_open) is a reader. */
+    int read_only;
 } baton_opts;
 
 /*

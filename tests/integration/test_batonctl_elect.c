@@ -155,6 +155,10 @@ TEST(watch_prefix_two_locks)
     next_line(fd, line, sizeof line);
     ASSERT(strstr(line, "\"kind\":\"synced\"") != NULL);
     ASSERT_EQ(json_i64(line, "seq", 0), 1);
+    /* a reader: the watch holds no session */
+    ASSERT_EQ(cluster_ctl(&c, &r, "sessions", NULL), 0);
+    if (strstr(r.out, "batonctl watch") != NULL) FAIL("the watch holds a session: %s", r.out);
+    ctl_result_free(&r);
     ASSERT_EQ(cluster_ctl(&c, &r, "lock", "other", "--", "true", NULL), 0);
     ctl_result_free(&r);
     ASSERT_EQ(cluster_ctl(&c, &r, "lock", "wp/a", "--value", "va", "--", "true", NULL), 0);
