@@ -142,7 +142,8 @@ typedef struct baton_opts {
 } baton_opts;
 
 /*
- * Connect to the cluster and open a session.
+ * Connect to the cluster and open a session (a reader, o->read_only,
+ * opens none and returns at once).
  * @param[in]  o    options; the strings are copied (the TLS files read),
  *                  o may be freed after.
  * @param[out] out  the new context; set to NULL on error.
@@ -443,10 +444,11 @@ BATON_API void baton_lock_state_free(baton_lock_state *st); /* NULL-safe */
  * the leader said that nothing watched had changed): if the
  * leader can tell that nothing watched changed meanwhile, the next event
  * is a BATON_EVENT_SYNCED with restarted 0 and nothing was missed; if it
- * can tell which watched lock changed, each of those comes as a
- * BATON_EVENT_GAP (its state now; changes between were not seen) before
- * the SYNCED; if it cannot tell (the change history it keeps does not
- * reach back that far), the SYNCED has restarted 1 and comes after a
+ * can tell which watched lock changed (a watch of one name), it comes as
+ * a BATON_EVENT_GAP (its state now; changes between were not seen) before
+ * the SYNCED; if it cannot tell (a prefix some of whose locks changed, or
+ * a change history that does not reach back that far), the SYNCED has
+ * restarted 1 and comes after a
  * BATON_EVENT_STATE of every watched lock: forget what you knew, this is
  * the current state. An observer is thus always told when it may have
  * missed something. `after` (baton_watch) starts a watch the same way from
