@@ -11,8 +11,9 @@
  * older binary's says 1: raft/peer_base.h, "Feature levels"), so the
  * leader, which holds a connection to every voter it replicates to, knows
  * each one's level without asking anything of its own (node_peer_level).
- * Every LEVEL_POLL_MS the ready leader looks at the voters of raft's
- * configuration: when every one of them has said a level and the lowest
+ * Every LEVEL_POLL_MS the ready leader looks at the members of raft's
+ * configuration (voters, and spares that a member add may promote): when
+ * every one of them has said a level and the lowest
  * (this binary's own included) is above the committed one, it proposes
  * SET_LEVEL with it, alone in its entry; the store never lowers it
  * (storage/level.c). A voter not heard from yet (down since this node
@@ -62,15 +63,17 @@ uint32_t level_to_raise(const struct level_voter *v, uint32_t n, uint32_t own,
     return min > committed ? min : 0; /* a voter not heard from (0) holds it back */
 }
 
-/* The other voters of raft's configuration and the level each said, into
- * v (BATON_MAX_MEMBERS): how many. */
+/* The other members of raft's configuration -- voters, and the spares and
+ * standbys that may become voters (a member add promotes one once it
+ * caught up, over a connection made before any raise) -- and the level
+ * each said, into v (BATON_MAX_MEMBERS): how many. */
 static uint32_t voters_now(struct server *srv, struct level_voter *v)
 {
     struct node_server members[BATON_MAX_MEMBERS];
     uint32_t n = srv->nio->members(srv->node, members, BATON_MAX_MEMBERS), k = 0;
 
     for (uint32_t i = 0; i < n; i++) {
-        if (members[i].role != MEMBER_VOTER || members[i].id == srv->cfg.node.id) continue;
+        if (members[i].id == srv->cfg.node.id) continue;
         v[k].id = members[i].id;
         v[k].level = srv->nio->peer_level(srv->node, members[i].id);
         k++;
