@@ -156,7 +156,7 @@ void batch_add(struct server *srv, const struct cmd *cmd, const struct pending *
     /* A row above the cluster's committed level (storage/cmd_table.h,
      * level): a voter may not decode it. Clients are told why before
      * (levels.c, level_refuse); this holds for every proposer. */
-    if (cmd_level(cmd) > 1 && (uint32_t)cmd_level(cmd) > store_level(srv->store)) {
+    if (cmd_level(cmd) > 1 && (uint32_t)cmd_level(cmd) > levels_usable(srv)) {
         fail_all(srv, p, 1, BATON_EVERSION);
         return;
     }

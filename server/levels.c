@@ -109,14 +109,15 @@ static void level_raise(struct server *srv, uint32_t level)
     buf_free(&b);
     if (rv == 0) {
         srv->levels.raising = true;
+        srv->levels.raising_to = level;
         log_info("feature level: every voter runs level %u or more; raising the cluster's level "
                  "from %u", level, store_level(srv->store));
     }
 }
 
-static void poll_cb(uv_timer_t *t)
+/* The transport told the committed level; the ready leader's raise. */
+static void poll(struct server *srv)
 {
-    struct server *srv = t->data;
     struct levels *lv = &srv->levels;
     struct level_voter v[BATON_MAX_MEMBERS];
     uint32_t committed = store_level(srv->store), n, want;
@@ -130,6 +131,17 @@ static void poll_cb(uv_timer_t *t)
     want = level_to_raise(v, n, CMD_LEVEL, committed);
     if (want != 0) level_raise(srv, want);
 }
+
+static void poll_cb(uv_timer_t *t)
+{
+    poll(t->data);
+}
+
+void levels_kick(struct server *srv)
+{
+    poll(srv);
+}
+
 
 void levels_init(struct server *srv)
 {
@@ -155,12 +167,16 @@ bool level_refuse(struct conn *c, uint64_t req_id, const struct cmd *cmd)
     uint32_t committed, low_id, low, n;
 
     if (need <= 1) return false; /* every cluster runs level 1 */
+    if ((uint32_t)need <= levels_usable(srv)) return false;
     committed = store_level(srv->store);
-    if ((uint32_t)need <= committed) return false;
     n = voters_now(srv, v);
     low = level_voters_min(v, n, CMD_LEVEL, &low_id);
     if (low_id == 0 && CMD_LEVEL < need) low_id = srv->cfg.node.id; /* this binary itself */
-    if (low_id != 0 && low != 0)
+    if (low_id == 0 && low >= (uint32_t)need)
+        conn_send_error(c, req_id, BATON_EVERSION,
+                        "this command needs feature level %d; the cluster runs level %u and is "
+                        "raising it now: try again", need, committed);
+    else if (low_id != 0 && low != 0)
         conn_send_error(c, req_id, BATON_EVERSION,
                         "this command needs feature level %d; the cluster runs level %u until "
                         "every voter supports it (node %u runs level %u)",

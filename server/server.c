@@ -115,6 +115,7 @@ static void leadership_changed(void *data, bool ready)
     srv->ready = ready;
     if (ready) {
         log_info("leader: serving");
+        levels_kick(srv);
         liveness_start(srv);
         deadlines_start(srv);
         listen_unpark_soon(srv);

@@ -213,6 +213,7 @@ struct level_voter {
 struct levels {
     uv_timer_t timer;
     bool raising;           /* a SET_LEVEL is proposed and not yet applied */
+    uint32_t raising_to;    /* ... to this level */
     uint32_t told;          /* the committed level the raft transport has */
 };
 
@@ -602,7 +603,28 @@ bool disk_refuse(struct conn *c, uint64_t req_id, const struct cmd *cmd);
  * level to its raft transport (which refuses lower peers). */
 void levels_init(struct server *srv);
 void levels_close(struct server *srv);
-/* Is cmd's row (cmd_level) of a level above the cluster's committed one?
+/* This node just became the ready leader: look at once (a new cluster
+ * takes its binary's level before it serves its first request). */
+void levels_kick(struct server *srv);
+/*
+ * The highest level a command this leader proposes now may need: the
+ * committed level, or the level of a SET_LEVEL it has proposed (levels.c).
+ * Proposing a command of level N right after that SET_LEVEL(N), before it
+ * committed, is as safe as after: SET_LEVEL(N) went out only once every
+ * member ran level N, and the command's entry follows it in the log, so
+ * every node applies SET_LEVEL first, and a node that has the command's
+ * entry has SET_LEVEL's (raft's log matching). If SET_LEVEL is lost with
+ * the leadership, so is every later entry of it. Inline: batch.c, below
+ * levels.c, checks it too.
+ */
+static inline uint32_t levels_usable(struct server *srv)
+{
+    uint32_t committed = store_level(srv->store);
+
+    if (srv->levels.raising && srv->levels.raising_to > committed) return srv->levels.raising_to;
+    return committed;
+}
+/* Is cmd's row (cmd_level) of a level above levels_usable?
  * Then c has been answered ERROR(BATON_EVERSION), naming the levels and a
  * voter that holds the cluster back, and cmd must not be proposed: true. */
 bool level_refuse(struct conn *c, uint64_t req_id, const struct cmd *cmd);

@@ -1127,46 +1127,17 @@ static void level_read(struct lf *f, void *arg)
     ((struct level_probe_arg *)arg)->level = store_level(f->srv.store);
 }
 
-static void record_status(struct server *srv, const struct pending *p, const struct cmd_outcome *o)
-{
-    (void)srv;
-    ((struct level_probe_arg *)(uintptr_t)p->conn_id)->status = o->status;
-}
-
-/* A SET_LEVEL 2 batched as any command is. */
-static void level_batch(struct lf *f, void *arg)
-{
-    struct cmd cmd = {.type = CMD_SET_LEVEL, .session = 2};
-    struct pending p;
-
-    pending_init(&p, record_status, (uint64_t)(uintptr_t)arg, 0, &cmd);
-    batch_add(&f->srv, &cmd, &p);
-}
-
-/* In process, a leader of one: a command of level 2 is refused while the
- * committed level is 1, whoever proposes it; the leader raises the level
- * to its own binary's (it has no other voter) at its first poll, a second
- * after it started, and not before. */
-TEST(leader_of_one_raises_the_level_and_refuses_above_it)
+/* In process, a leader of one: it has no other member, so it raises the
+ * level to its own binary's as it becomes ready, before it serves a
+ * request (server/levels.c, levels_kick), without waiting for a poll: a
+ * new cluster takes values and owners from its first request on. */
+TEST(leader_of_one_raises_the_level_as_it_becomes_ready)
 {
     struct lf f;
     struct level_probe_arg a = {0};
 
     lf_start(&f, NULL);
     lf_on_loop(&f, level_read, &a);
-    ASSERT_EQ(a.level, 1);
-    a.status = 1;
-    lf_on_loop(&f, level_batch, &a);
-    ASSERT_EQ(a.status, BATON_EVERSION);
-    lf_advance(&f, 98); /* the first poll is at 100 ms (server/levels.c) */
-    usleep(100000);
-    lf_on_loop(&f, level_read, &a);
-    ASSERT_EQ(a.level, 1);
-    lf_advance(&f, 2);
-    for (int i = 0; i < 100 && a.level < CMD_LEVEL; i++) {
-        usleep(20000);
-        lf_on_loop(&f, level_read, &a);
-    }
     ASSERT_EQ(a.level, CMD_LEVEL);
     lf_stop(&f);
 }
@@ -1307,7 +1278,7 @@ int main(int argc, char **argv)
     RUN(new_leader_gives_every_session_a_fresh_lease);
     RUN(last_sessions_kept_for_admins);
     RUN(level_raise_rule);
-    RUN(leader_of_one_raises_the_level_and_refuses_above_it);
+    RUN(leader_of_one_raises_the_level_as_it_becomes_ready);
     RUN(former_member_address_deleted_across_leader_change);
     RUN(caught_up_member_recorded_as_started);
     return runner_done();
