@@ -496,6 +496,8 @@ bool baton__session_known(const baton_async_t *ac);
 void baton__flush_unsent(baton_async_t *ac);
 void baton__flush_held(baton_async_t *ac);
 void baton__req_send(baton_async_t *ac, struct baton__req *r);
+/* r went onto the current connection's output: note when and on which. */
+void baton__req_sent(baton_async_t *ac, struct baton__req *r);
 void baton__try_send(baton_async_t *ac, struct baton__req *r);
 void baton__session_closed(baton_async_t *ac, struct baton__req *close, int status);
 void baton__on_msg(baton_async_t *ac, const struct msg *m);

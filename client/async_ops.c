@@ -75,6 +75,14 @@ static void acquire_encode(const struct baton__req *r, struct msg *m)
         m->type = MSG_ACQUIRE;
 }
 
+void baton__req_sent(baton_async_t *ac, struct baton__req *r)
+{
+    r->state = BATON__R_SENT;
+    r->sent_gen = ac->gen;
+    r->sent_at = baton__now();
+    r->ever_sent = true;
+}
+
 /* Encode r and queue it on the current connection. The session's requests
  * share one body (struct msg_op): every field is filled, and each message
  * type puts only its own on the wire (proto/msg_table.h). */
@@ -125,10 +133,7 @@ void baton__req_send(baton_async_t *ac, struct baton__req *r)
         baton__finish(ac, r, rv, 0);
         return;
     }
-    r->state = BATON__R_SENT;
-    r->sent_gen = ac->gen;
-    r->sent_at = baton__now();
-    r->ever_sent = true;
+    baton__req_sent(ac, r);
     if (ac->confirmed && r->deadline && r->kind != BATON__K_OPEN)
         baton__set_deadline(ac, r, baton__now() + ac->op_timeout_ms);
 }

@@ -91,10 +91,7 @@ void baton__raw_write(baton_async_t *ac, struct baton__req *r)
         return;
     }
     baton__want_write(ac);
-    r->state = BATON__R_SENT;
-    r->sent_gen = ac->gen;
-    r->sent_at = baton__now();
-    r->ever_sent = true;
+    baton__req_sent(ac, r);
 }
 
 /* r no longer owes its caller anything: take it out quietly. */

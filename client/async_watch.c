@@ -141,10 +141,7 @@ void baton__watch_send(baton_async_t *ac, struct baton__req *r)
         baton__finish(ac, r, rv, 0);
         return;
     }
-    r->state = BATON__R_SENT;
-    r->sent_gen = ac->gen;
-    r->sent_at = baton__now();
-    r->ever_sent = true;
+    baton__req_sent(ac, r);
     r->established = false;
 }
 

@@ -62,102 +62,107 @@ static int copy_value(struct reader *rd, uint64_t session, uint64_t waiter, size
     return buf_put(rd->arena, v.mv_data, v.mv_size);
 }
 
-/* Would an entry of `fixed` bytes with this session's name and value
- * still fit the budget? Takes them from it if so. */
-static int fits(struct reader *rd, size_t fixed, uint16_t name_len, uint16_t value_len)
-{
-    size_t need = fixed + name_len + value_len;
-
-    if (need > rd->budget) return 0;
-    rd->budget -= need;
-    return 1;
-}
-
 /* Offsets into the arena, turned into pointers once it stops growing. */
 struct strs {
     size_t name_off, value_off;
 };
 
-static int read_holders(struct reader *rd, const char *name, size_t len, uint32_t total,
-                        struct msg_lock_state *st, struct strs *at)
+/* What take_strs and the entry functions return when the budget is spent
+ * (no LMDB, errno or BATON_E* code is -1). */
+#define BUDGET_SPENT (-1)
+
+/*
+ * Copy the client name of `session` and the value of (session, waiter)
+ * into the arena for an entry of `fixed` wire bytes, if the entry still
+ * fits the budget (which it then takes): 0, BUDGET_SPENT if it does not
+ * fit (the arena is as it was), or an error.
+ */
+static int take_strs(struct reader *rd, uint64_t session, uint64_t waiter, size_t fixed,
+                     struct strs *at, uint16_t *name_n, uint16_t *value_n)
 {
-    uint8_t k[WAITER_KEY_MAX];
-    size_t klen = key_waiter(k, name, len, 0);
-    MDB_cursor *cur;
-    MDB_val key, val;
-    int rc = mdb_cursor_open(rd->txn, rd->s->dbi[DB_HOLDERS], &cur);
+    size_t mark = rd->arena->len, need;
+    int rc = copy_client_name(rd, session, &at->name_off, name_n);
 
+    if (rc == 0) rc = copy_value(rd, session, waiter, &at->value_off, value_n);
     if (rc != 0) return rc;
-    key.mv_size = klen;
-    key.mv_data = k;
-    for (rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE);
-         rc == 0 && st->n_holders < total && st->n_holders < BATON_MAX_LIST;
-         rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
-        struct msg_holder_v *o = &st->holders[st->n_holders];
-        size_t mark = rd->arena->len;
-        struct hold_rec h;
-        const char *kn;
-        size_t kl;
-
-        if (key.mv_size != klen || memcmp(key.mv_data, k, len + 1) != 0) break;
-        rc = key_waiter_split(&key, &kn, &kl, &o->fence);
-        if (rc == 0) rc = hold_decode(&val, &h);
-        if (rc == 0) rc = copy_client_name(rd, h.session, &at->name_off, &o->client_name.n);
-        if (rc == 0) rc = copy_value(rd, h.session, h.waiter, &at->value_off, &o->value.n);
-        if (rc != 0) break;
-        if (!fits(rd, HOLDER_V_FIXED, o->client_name.n, o->value.n)) {
-            rd->arena->len = mark;
-            break;
-        }
-        o->session = h.session;
-        o->waiter = h.waiter;
-        o->granted_index = h.granted;
-        o->mode = h.mode;
-        o->count = h.count;
-        st->n_holders++;
-        at++;
+    need = fixed + *name_n + *value_n;
+    if (need > rd->budget) {
+        rd->arena->len = mark;
+        return BUDGET_SPENT;
     }
-    mdb_cursor_close(cur);
-    return rc == MDB_NOTFOUND ? 0 : rc;
+    rd->budget -= need;
+    return 0;
 }
 
-static int read_waiters(struct reader *rd, const char *name, size_t len, uint32_t total,
+/* One entry of the lock's holders or queue (the key and value of its
+ * table), taken into st as its next one: 0, BUDGET_SPENT, or an error. */
+typedef int entry_fn(struct reader *rd, const MDB_val *key, const MDB_val *val,
+                     struct msg_lock_state *st, struct strs *at);
+
+static int holder_entry(struct reader *rd, const MDB_val *key, const MDB_val *val,
                         struct msg_lock_state *st, struct strs *at)
+{
+    struct msg_holder_v *o = &st->holders[st->n_holders];
+    struct hold_rec h;
+    const char *kn;
+    size_t kl;
+    int rc = key_waiter_split(key, &kn, &kl, &o->fence);
+
+    if (rc == 0) rc = hold_decode(val, &h);
+    if (rc == 0) rc = take_strs(rd, h.session, h.waiter, HOLDER_V_FIXED, at, &o->client_name.n,
+                                &o->value.n);
+    if (rc != 0) return rc;
+    o->session = h.session;
+    o->waiter = h.waiter;
+    o->granted_index = h.granted;
+    o->mode = h.mode;
+    o->count = h.count;
+    st->n_holders++;
+    return 0;
+}
+
+static int waiter_entry(struct reader *rd, const MDB_val *key, const MDB_val *val,
+                        struct msg_lock_state *st, struct strs *at)
+{
+    struct msg_waiter_v *o = &st->waiters[st->n_waiters];
+    struct waiter_rec w;
+    int rc = waiter_decode(val, &w);
+
+    (void)key;
+    if (rc == 0) rc = take_strs(rd, w.session, w.waiter, WAITER_V_FIXED, at, &o->client_name.n,
+                                &o->value.n);
+    if (rc != 0) return rc;
+    o->session = w.session;
+    o->waiter = w.waiter;
+    o->wait_ms = w.wait_ms;
+    o->mode = w.mode;
+    st->n_waiters++;
+    return 0;
+}
+
+/* Take at most `max` entries of lock `name` from table db (its keys that
+ * start with "name \0", in key order: fences, or the queue) through fn,
+ * at[i] the i-th one's strings. */
+static int read_entries(struct reader *rd, int db, const char *name, size_t len, uint32_t max,
+                        entry_fn *fn, struct msg_lock_state *st, struct strs *at)
 {
     uint8_t k[WAITER_KEY_MAX];
     size_t klen = key_waiter(k, name, len, 0);
     MDB_cursor *cur;
-    MDB_val key, val;
-    int rc = mdb_cursor_open(rd->txn, rd->s->dbi[DB_WAITERS], &cur);
+    MDB_val key = {klen, k}, val;
+    uint32_t n = 0;
+    int rc = mdb_cursor_open(rd->txn, rd->s->dbi[db], &cur);
 
     if (rc != 0) return rc;
-    key.mv_size = klen;
-    key.mv_data = k;
-    for (rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE);
-         rc == 0 && st->n_waiters < total && st->n_waiters < BATON_MAX_LIST;
+    for (rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE); rc == 0 && n < max;
          rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
-        struct msg_waiter_v *o = &st->waiters[st->n_waiters];
-        size_t mark = rd->arena->len;
-        struct waiter_rec w;
-
         if (key.mv_size != klen || memcmp(key.mv_data, k, len + 1) != 0) break;
-        rc = waiter_decode(&val, &w);
-        if (rc == 0) rc = copy_client_name(rd, w.session, &at->name_off, &o->client_name.n);
-        if (rc == 0) rc = copy_value(rd, w.session, w.waiter, &at->value_off, &o->value.n);
+        rc = fn(rd, &key, &val, st, &at[n]);
         if (rc != 0) break;
-        if (!fits(rd, WAITER_V_FIXED, o->client_name.n, o->value.n)) {
-            rd->arena->len = mark;
-            break;
-        }
-        o->session = w.session;
-        o->waiter = w.waiter;
-        o->wait_ms = w.wait_ms;
-        o->mode = w.mode;
-        st->n_waiters++;
-        at++;
+        n++;
     }
     mdb_cursor_close(cur);
-    return rc == MDB_NOTFOUND ? 0 : rc;
+    return rc == MDB_NOTFOUND || rc == BUDGET_SPENT ? 0 : rc;
 }
 
 /* Point the entries' strings into the arena, which no longer moves. */
@@ -206,8 +211,8 @@ static int read_state(struct reader *rd, const char *name, size_t len, struct ms
     } else {
         st->holders = mem->holders;
         st->waiters = mem->waiters;
-        rc = read_holders(rd, name, len, nh, st, hs);
-        if (rc == 0) rc = read_waiters(rd, name, len, nw, st, ws);
+        rc = read_entries(rd, DB_HOLDERS, name, len, nh, holder_entry, st, hs);
+        if (rc == 0) rc = read_entries(rd, DB_WAITERS, name, len, nw, waiter_entry, st, ws);
         if (rc == 0) resolve(st, hs, ws, &mem->arena);
     }
     free(hs);
