@@ -21,8 +21,8 @@
  * baton_lock_args.owner.)
  *
  * ABI: libbaton.so.4. baton_lock_args grew again (value, value_len,
- * owner: values on holds and owners, protocol version 6), which changes
- * the layout a caller's struct has, so the soname went from libbaton.so.3
+ * owner: values on holds and owners, protocol version 6), and baton_opts
+ * too (read_only), which changes the layout a caller's structs have, so the soname went from libbaton.so.3
  * to libbaton.so.4 (as .so.2 to .so.3 for lock modes): a program built
  * against .so.3 keeps loading .so.3. New fields are only ever added at the
  * end, and a zero-initialised struct keeps its meaning. The library speaks
