@@ -69,17 +69,6 @@ struct bucket {
     struct baton__use *head;
 };
 
-static uint64_t name_key(const char *name, size_t n)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-
-    for (size_t i = 0; i < n; i++) {
-        h ^= (uint8_t)name[i];
-        h *= 0x100000001b3ull;
-    }
-    return h != 0 ? h : 1;
-}
-
 static void use_unlink(baton_async_t *ac, struct baton__use *u)
 {
     struct bucket *b = u64map_get(&ac->owners, u->key);
@@ -141,7 +130,7 @@ static struct baton__claim *claim_new(baton_async_t *ac, struct baton__req *r, u
         const char *s = i == 0 ? r->name : r->more[i - 1].name.p;
         uint16_t len = i == 0 ? r->name_len : r->more[i - 1].name.n;
         memcpy(p, s, len);
-        c->use[i] = (struct baton__use){.claim = c, .key = name_key(p, len), .len = len, .name = p};
+        c->use[i] = (struct baton__use){.claim = c, .key = u64map_key(p, len), .len = len, .name = p};
         p += len;
     }
     return c;
@@ -220,7 +209,7 @@ int baton__owners_claim(baton_async_t *ac, struct baton__req *r, uint64_t owner)
     int rv = 0;
 
     if (r->n_more == 0) {
-        rv = decide(ac, r, owner, u64map_get(&ac->owners, name_key(r->name, r->name_len)));
+        rv = decide(ac, r, owner, u64map_get(&ac->owners, u64map_key(r->name, r->name_len)));
         if (rv != 0) return rv;
     }
     c = claim_new(ac, r, owner);

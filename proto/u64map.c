@@ -21,6 +21,18 @@ static size_t slot_of(uint64_t key, size_t cap)
     return (size_t)key & (cap - 1);
 }
 
+uint64_t u64map_key(const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    uint64_t h = 0xcbf29ce484222325ull;
+
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 0x100000001b3ull;
+    }
+    return h != 0 ? h : 1;
+}
+
 void u64map_init(struct u64map *m)
 {
     m->slots = NULL;

@@ -43,6 +43,11 @@ struct u64map {
 /* Make *m an empty map (the same as zeroing it). */
 void u64map_init(struct u64map *m);
 
+/* A key for bytes p[0..n) (a lock name): their FNV-1a 64, never 0. Keys
+ * of different bytes may collide: a map keyed by them holds a list per
+ * key and compares the bytes. */
+uint64_t u64map_key(const void *p, size_t n);
+
 /* Free the table (not the values) and leave *m empty and reusable. */
 void u64map_free(struct u64map *m);
 

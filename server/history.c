@@ -25,17 +25,6 @@
 
 #include "server/server_int.h"
 
-uint64_t hist_hash(const char *name, size_t len)
-{
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a 64 */
-
-    for (size_t i = 0; i < len; i++) {
-        h ^= (uint8_t)name[i];
-        h *= 0x100000001b3ull;
-    }
-    return h ? h : 1; /* never 0, which u64map reserves */
-}
-
 void hist_init(struct history *h, store *st)
 {
     h->v = xcalloc(HIST_SIZE, sizeof *h->v);
@@ -78,7 +67,7 @@ void hist_applied(struct history *h, const struct effects *fx)
         s = &h->v[h->n % HIST_SIZE];
         if (h->n >= HIST_SIZE && s->index > h->floor) h->floor = s->index;
         s->index = fx->index;
-        s->hash = hist_hash(e->name, e->name_len);
+        s->hash = u64map_key(e->name, e->name_len);
         s->len = e->name_len;
         memcpy(s->head, e->name, e->name_len < HIST_HEAD ? e->name_len : HIST_HEAD);
         h->n++;
@@ -110,7 +99,7 @@ static bool entry_matches(const struct hist_entry *s, bool prefix, uint64_t hash
 
 bool hist_changed(struct history *h, uint64_t after, bool prefix, const char *key, size_t len)
 {
-    uint64_t hash = hist_hash(key, len);
+    uint64_t hash = u64map_key(key, len);
 
     for (uint64_t i = first_after(h, after); i < h->n; i++)
         if (entry_matches(&h->v[i % HIST_SIZE], prefix, hash, key, len)) return true;

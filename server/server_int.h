@@ -302,7 +302,7 @@ struct ka_rounds {
 /* One change of the change history (history.c). */
 struct hist_entry {
     uint64_t index;         /* the raft index of the entry that changed it */
-    uint64_t hash;          /* hist_hash of the lock's full name */
+    uint64_t hash;          /* u64map_key of the lock's full name */
     uint16_t len;           /* the name's length */
     char head[HIST_HEAD];   /* its first bytes (fewer if shorter) */
 };
@@ -318,7 +318,7 @@ struct history {
 
 /* The WATCH2s of the ready leader (watch2.c). */
 struct watches2 {
-    struct u64map names;    /* hist_hash of a name -> struct w2_list */
+    struct u64map names;    /* u64map_key of a name -> struct w2_list */
     struct watcher2 *prefixes; /* the prefix watches */
     uint32_t n, n_prefix;   /* watches, and those of a prefix */
     bool walking;           /* a list is being walked: closed connections'
@@ -858,8 +858,6 @@ void watch2_recheck(struct server *srv);
 void watch2_clear(struct server *srv);     /* drop every watch (no longer leading) */
 
 /* history.c -- on every node. */
-/* FNV-1a 64 of a lock name, never 0. */
-uint64_t hist_hash(const char *name, size_t len);
 /* Start empty, with the floor at st's applied index (HIST_SIZE slots). */
 void hist_init(struct history *h, store *st);
 void hist_free(struct history *h);

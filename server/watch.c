@@ -41,18 +41,6 @@ struct watch_list {
     struct watcher *first;
 };
 
-/* FNV-1a 64 of the name; never 0, which u64map reserves for empty slots. */
-static uint64_t name_key(const char *name, size_t len)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-
-    for (size_t i = 0; i < len; i++) {
-        h ^= (uint8_t)name[i];
-        h *= 0x100000001b3ull;
-    }
-    return h ? h : 1;
-}
-
 static int same_name(const struct watcher *w, const char *name, size_t len)
 {
     return w->name_len == len && memcmp(w->name, name, len) == 0;
@@ -77,7 +65,7 @@ void watch_request(struct conn *c, const struct msg *m)
 {
     struct server *srv = c->srv;
     const struct pstr *name = &m->u.watch.lock;
-    uint64_t key = name_key(name->p, name->n);
+    uint64_t key = u64map_key(name->p, name->n);
     struct watch_list *l = u64map_get(&srv->watches, key);
     struct watcher *w = NULL;
     struct msg_lock_info_r info;
@@ -119,7 +107,7 @@ void watch_request(struct conn *c, const struct msg *m)
 
 void watch_changed(struct server *srv, const char *name, size_t len)
 {
-    struct watch_list *l = u64map_get(&srv->watches, name_key(name, len));
+    struct watch_list *l = u64map_get(&srv->watches, u64map_key(name, len));
     struct msg_lock_info_r info;
     int have = 0, rv;
 

@@ -41,7 +41,7 @@ struct watcher2 {
     struct watcher2 *prev, *next; /* on its name's list or the prefix list */
     struct watcher2 *cnext;       /* on its connection's list */
     struct w2_list *list;         /* its name's list; NULL: the prefix list */
-    uint64_t key_hash;            /* hist_hash of a name watch's key */
+    uint64_t key_hash;            /* u64map_key of a name watch's key */
     uint64_t conn_id;             /* 0: its connection closed during a walk */
     uint64_t req_id;              /* of the WATCH2: every event carries it */
     uint64_t last_event;          /* uv_now of the last event sent */
@@ -122,7 +122,7 @@ static void link_watch(struct server *srv, struct conn *c, struct watcher2 *w)
         head = &srv->w2.prefixes;
         srv->w2.n_prefix++;
     } else {
-        w->key_hash = hist_hash(w->key, w->len);
+        w->key_hash = u64map_key(w->key, w->len);
         w->list = u64map_get(&srv->w2.names, w->key_hash);
         if (w->list == NULL) {
             w->list = xcalloc(1, sizeof *w->list);
@@ -213,7 +213,7 @@ void watch2_conn_gone(struct server *srv, struct conn *c)
 /* Lock name changed in entry `index`: one CHANGE to each of its watches. */
 static void changed(struct server *srv, const char *name, size_t len, uint64_t index)
 {
-    struct w2_list *l = u64map_get(&srv->w2.names, hist_hash(name, len));
+    struct w2_list *l = u64map_get(&srv->w2.names, u64map_key(name, len));
     struct watcher2 *lists[2] = {l ? l->first : NULL, srv->w2.prefixes};
     struct msg_lock_state st;
     struct lock_state_mem mem;

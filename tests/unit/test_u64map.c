@@ -39,6 +39,14 @@ TEST(empty_map)
     ASSERT(m.slots == NULL);
 }
 
+/* u64map_key is FNV-1a 64 (the published vectors), never 0. */
+TEST(key_of_bytes)
+{
+    ASSERT_UEQ(u64map_key("", 0), 0xcbf29ce484222325ull);
+    ASSERT_UEQ(u64map_key("a", 1), 0xaf63dc4c8601ec8cull);
+    ASSERT_UEQ(u64map_key("foobar", 6), 0x85944171f73967e8ull);
+}
+
 TEST(key_zero_is_reserved)
 {
     struct u64map m;
@@ -170,6 +178,7 @@ int main(int argc, char **argv)
 {
     runner_init(argc, argv);
     RUN(empty_map);
+    RUN(key_of_bytes);
     RUN(key_zero_is_reserved);
     RUN(put_get_replace_del);
     RUN(growth_keeps_entries_and_load);
