@@ -171,13 +171,8 @@ static baton_async_t *a_open(struct tloop *t, const char *client_name)
 {
     baton_opts o = {.endpoints = cluster_endpoints(&C), .client_name = client_name,
                     .connect_timeout_ms = 10000, .session_ttl_ms = 15000};
-    struct rec r = {0};
-    baton_async_t *ac = a_new(t, &o);
 
-    ASSERT_EQ(baton_async_open(ac, rec_open, &r), 0);
-    run_until(t, &r.calls, 1, 10000);
-    if (r.status != 0) FAIL("open %s: %s", client_name, baton_async_errmsg(ac));
-    return ac;
+    return a_open_with(t, &o);
 }
 
 /* A lock call of owner (reentrant or not) into r, not waited for. */

@@ -29,6 +29,19 @@ baton_async_t *a_new_cluster(struct tloop *t, const struct cluster *c, const bat
     return a_new(t, &co);
 }
 
+baton_async_t *a_open_with(struct tloop *t, const baton_opts *o)
+{
+    struct rec r = {0};
+    baton_async_t *ac = a_new(t, o);
+
+    ASSERT_EQ(baton_async_open(ac, rec_open, &r), 0);
+    run_until(t, &r.calls, 1, 10000);
+    if (r.status != 0)
+        FAIL("open %s: %s (%s)", o->client_name ? o->client_name : "", baton_err_name(r.status),
+             baton_async_errmsg(ac));
+    return ac;
+}
+
 /* ---- recording callbacks ------------------------------------------------ */
 
 int cb_seq;

@@ -33,6 +33,10 @@ baton_async_t *a_new(struct tloop *t, const baton_opts *o);
 struct cluster;
 baton_async_t *a_new_cluster(struct tloop *t, const struct cluster *c, const baton_opts *o);
 
+/* a_new, then its session opened (baton_async_open, waited for on t, at
+ * most 10 s): FAILs the test if it cannot be, naming o->client_name. */
+baton_async_t *a_open_with(struct tloop *t, const baton_opts *o);
+
 /* ---- recording callbacks ------------------------------------------------ */
 
 /* What one call's callback saw, and how many times it ran. */
