@@ -5,12 +5,15 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "server/log.h"
 #include "tests/lib/files.h"
 #include "tests/lib/runner.h"
+#include "tests/lib/tls_sock.h"
 #include "tests/unit/fake_clock.h"
 
 /* A free TCP port on 127.0.0.1 (bound to port 0, read, closed). */
@@ -261,4 +264,27 @@ void lf_stop(struct lf *f)
     pthread_mutex_destroy(&f->mu);
     pthread_cond_destroy(&f->cv);
     rm_rf(f->dir);
+}
+
+void lf_raw_connect(const struct lf *f, struct tls_sock *s, const char *token)
+{
+    const char *colon = strrchr(f->endpoint, ':');
+
+    if (tls_sock_connect(s, atoi(colon + 1), &(struct tls_sock_cfg){0}, 2000) != 0)
+        FAIL("connect: %s", s->err);
+    if (tls_sock_hello(s, token, NULL) != 0) FAIL("hello: %s", s->err);
+}
+
+uint64_t lf_raw_open(struct tls_sock *s, uint32_t ttl_ms, const char *client)
+{
+    struct msg m = {.type = MSG_OPEN_SESSION, .req_id = 1}, r;
+    uint64_t id;
+
+    m.u.open_session.ttl_ms = ttl_ms;
+    m.u.open_session.client_name = (struct pstr){client, (uint16_t)strlen(client)};
+    if (tls_sock_request(s, &m, &r, 2000) != 0) FAIL("open: %s", s->err);
+    ASSERT_EQ(r.type, MSG_SESSION);
+    id = r.u.session.session;
+    msg_free(&r);
+    return id;
 }

@@ -83,4 +83,11 @@ void lf_set_leading(struct lf *f, bool leading);
 /* Stop the server, free everything, remove the data directory. */
 void lf_stop(struct lf *f);
 
+/* A raw client (tests/lib/tls_sock.h) on f's port, through HELLO with
+ * token (NULL: none); FAILs the test if it cannot connect. */
+struct tls_sock;
+void lf_raw_connect(const struct lf *f, struct tls_sock *s, const char *token);
+/* OPEN_SESSION on s with ttl_ms, named client: the session id. */
+uint64_t lf_raw_open(struct tls_sock *s, uint32_t ttl_ms, const char *client);
+
 #endif /* BATON_TESTS_UNIT_LEADER_FIXTURE_H */

@@ -337,20 +337,9 @@ TEST(waiter_kept_across_lost_leadership)
     ASSERT_EQ(h.w.rv, 0);
 }
 
-/* A raw client (tests/lib/tls_sock.h) on f's port: HELLO with token
- * (NULL: none) done. */
-static void raw_connect_as(const struct lf *f, struct tls_sock *s, const char *token)
-{
-    const char *colon = strrchr(f->endpoint, ':');
-
-    if (tls_sock_connect(s, atoi(colon + 1), &(struct tls_sock_cfg){0}, 2000) != 0)
-        FAIL("connect: %s", s->err);
-    if (tls_sock_hello(s, token, NULL) != 0) FAIL("hello: %s", s->err);
-}
-
 static void raw_connect(const struct lf *f, struct tls_sock *s)
 {
-    raw_connect_as(f, s, NULL);
+    lf_raw_connect(f, s, NULL);
 }
 
 /* ---- access: every request type by every role ---- */
@@ -464,7 +453,7 @@ TEST(every_request_type_by_role)
     lf_start(&f, extra);
     for (int w = 0; w < 3; w++) {
         struct tls_sock s;
-        raw_connect_as(&f, &s, tokens[w]);
+        lf_raw_connect(&f, &s, tokens[w]);
         for (int t = 1; t < MSG_TYPE_MAX_; t++) {
             const struct msg_info *info = msg_info(t);
             struct msg m, r;
@@ -494,16 +483,7 @@ TEST(every_request_type_by_role)
 /* OPEN_SESSION with ttl_ms on s: the session id. */
 static uint64_t raw_open(struct tls_sock *s, uint32_t ttl_ms)
 {
-    struct msg m = {.type = MSG_OPEN_SESSION, .req_id = 1}, r;
-    uint64_t id;
-
-    m.u.open_session.ttl_ms = ttl_ms;
-    m.u.open_session.client_name = P("raw");
-    if (tls_sock_request(s, &m, &r, 2000) != 0) FAIL("open: %s", s->err);
-    ASSERT_EQ(r.type, MSG_SESSION);
-    id = r.u.session.session;
-    msg_free(&r);
-    return id;
+    return lf_raw_open(s, ttl_ms, "raw");
 }
 
 /* ACQUIRE name, waiting wait_ms (BATON_WAIT_*), with lock_delay_ms

@@ -36,34 +36,15 @@
 
 #define P(s) ((struct pstr){(s), sizeof(s) - 1})
 
-/* A raw client on f's port, through HELLO with token (NULL: none). */
-static void raw_connect_as(const struct lf *f, struct tls_sock *s, const char *token)
-{
-    const char *colon = strrchr(f->endpoint, ':');
-
-    if (tls_sock_connect(s, atoi(colon + 1), &(struct tls_sock_cfg){0}, 2000) != 0)
-        FAIL("connect: %s", s->err);
-    if (tls_sock_hello(s, token, NULL) != 0) FAIL("hello: %s", s->err);
-}
-
 static void raw_connect(const struct lf *f, struct tls_sock *s)
 {
-    raw_connect_as(f, s, NULL);
+    lf_raw_connect(f, s, NULL);
 }
 
 /* OPEN_SESSION named client: its id. */
 static uint64_t raw_session(struct tls_sock *s, const char *client)
 {
-    struct msg m = {.type = MSG_OPEN_SESSION, .req_id = 1}, r;
-    uint64_t id;
-
-    m.u.open_session.ttl_ms = 30000;
-    m.u.open_session.client_name = (struct pstr){client, strlen(client)};
-    if (tls_sock_request(s, &m, &r, 2000) != 0) FAIL("open: %s", s->err);
-    ASSERT_EQ(r.type, MSG_SESSION);
-    id = r.u.session.session;
-    msg_free(&r);
-    return id;
+    return lf_raw_open(s, 30000, client);
 }
 
 /* ACQUIRE2 of name with value (may be ""), waiting forever: the RESULT's
@@ -671,8 +652,8 @@ TEST(sighup_narrowing_ends_the_watches_it_no_longer_allows)
     write_lines(path, aline, rline);
     lf_start(&f, extra);
     raise_level(&f);
-    raw_connect_as(&f, &adm, atok);
-    raw_connect_as(&f, &rd, rtok);
+    lf_raw_connect(&f, &adm, atok);
+    lf_raw_connect(&f, &rd, rtok);
     sess = raw_session(&adm, "admin");
     ASSERT_EQ(refused(&rd, 40, BATON_WATCH_PREFIX, ""), BATON_EPERM); /* beyond its prefixes */
     watch2(&rd, 41, 0, "jobs/a", 0);
