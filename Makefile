@@ -146,7 +146,7 @@ deps:
 	fi
 
 all-inner build: $(PROGS) $(EXAMPLE_BIN)
-build-tests: $(UNIT_BIN) $(CLUSTER_BIN) $(INTEG_BIN) $(SHIM_SO) $(B)/tests/integration/deploy_installed \
+build-tests: $(UNIT_BIN) $(CLUSTER_BIN) $(INTEG_BIN) $(EXAMPLE_BIN) $(SHIM_SO) $(B)/tests/integration/deploy_installed \
              $(PROTO1)/batond $(LEVEL1)/batond $(FAULT_DIR)/shim_disk.so
 
 run-inner: $(PROGS)
