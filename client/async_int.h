@@ -41,6 +41,8 @@
  *                       public lock, read and watch calls
  *  [3] lockstate.c      the public lock state and events (baton.h) made
  *                       from their wire form: one allocation each
+ *  [3] cancel.c         cancel handles (baton.h): a flag that stays fired,
+ *                       and the blocking calls waiting with it
  *  [3] async_tls.c      the connection's security layer: TLS (proto/tls.h),
  *                       the bearer token, and telling a plaintext peer
  *                       from a TLS one
@@ -594,6 +596,17 @@ int baton__tls_wrap(baton_async_t *ac);
 int baton__tls_unwrap(baton_async_t *ac, const uint8_t *p, size_t n);
 int baton__plain_check(baton_async_t *ac, size_t n);
 void baton__send_alert(baton_async_t *ac);
+
+/* cancel.c: a blocking call waiting with a cancel handle (baton.h,
+ * "Cancelling a wait"). fire runs under the handle's mutex when it is
+ * fired, must not wait, and must not join or leave. */
+struct baton__cancel_reg {
+    struct baton__cancel_reg *prev, *next;
+    void (*fire)(struct baton__cancel_reg *r);
+};
+/* Join: 0, or BATON_ECANCELED (already fired: r did not join). */
+int baton__cancel_join(baton_cancel_t *c, struct baton__cancel_reg *r);
+void baton__cancel_leave(baton_cancel_t *c, struct baton__cancel_reg *r);
 
 /* Is *a a set of options a lock call on n names may take (proto/lockreq.h;
  * many: baton_lock_many and baton_async_lock_many)? */

@@ -27,6 +27,7 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -78,6 +79,14 @@ struct bop {
     struct baton_watch *w; /* BOP_WATCH, BOP_UNWATCH */
     baton_lock_state *st; /* BOP_STATE: the result, the caller's */
     pthread_cond_t cv;
+    /* BOP_LOCK with a cancel handle (baton_lock_call). creg is joined to
+     * the handle while the call waits; the rest is under b->mu. */
+    struct baton__cancel_reg creg;
+    bool submitted;       /* queued for the I/O thread: only it finishes the call */
+    bool started;         /* the I/O thread has made it an async call */
+    bool cancel_req;      /* the handle fired */
+    bool cancel_queued;   /* on b->cancel_q, for the I/O thread */
+    struct bop *cancel_next;
     /* Results, written by the I/O thread under b->mu. */
     bool done;
     int status;
@@ -91,6 +100,7 @@ struct baton {
     unsigned refs;
     bool closed;  /* baton_close has begun: new calls fail with ECLOSED */
     struct bop *q_head, *q_tail;
+    struct bop *cancel_q; /* lock calls whose cancel handle fired */
     pthread_t thread;
     uv_loop_t loop;
     uv_async_t wake;
@@ -207,6 +217,17 @@ static void ref_drop(baton_t *b)
 
 /* ---- the I/O thread ---------------------------------------------------------------- */
 
+/* Take op off b->cancel_q, if it is there. Under b->mu. */
+static void cancel_unqueue(baton_t *b, struct bop *op)
+{
+    struct bop **pp;
+
+    if (!op->cancel_queued) return;
+    for (pp = &b->cancel_q; *pp != op; pp = &(*pp)->cancel_next) {}
+    *pp = op->cancel_next;
+    op->cancel_queued = false;
+}
+
 /* Store a call's outcome and wake its thread. After this the I/O thread
  * must not touch op: its owner may return at once. */
 static void bop_finish(struct bop *op, int status, uint64_t value, const char *msg)
@@ -214,6 +235,7 @@ static void bop_finish(struct bop *op, int status, uint64_t value, const char *m
     baton_t *b = op->b;
 
     pthread_mutex_lock(&b->mu);
+    cancel_unqueue(b, op);
     if (status == BATON_ECANCELED && b->closed) status = BATON_ECLOSED;
     op->status = status;
     op->value = value;
@@ -393,10 +415,19 @@ static void close_timer_cb(uv_timer_t *t)
 /* Hand one queued call to the async core. */
 static void io_start(baton_t *b, struct bop *op)
 {
+    bool cancelled;
     int rv = 0;
 
     switch (op->type) {
     case BOP_LOCK:
+        pthread_mutex_lock(&b->mu);
+        op->started = true;
+        cancelled = op->cancel_req;
+        pthread_mutex_unlock(&b->mu);
+        if (cancelled) {
+            bop_finish(op, BATON_ECANCELED, 0, "cancelled (baton_cancel) before it was sent");
+            return;
+        }
         if (op->n_names > 1)
             rv = baton_async_lock_many(b->ac, op->names, op->n_names, &op->args, lock_cb, op);
         else
@@ -446,7 +477,28 @@ static void io_start(baton_t *b, struct bop *op)
         bop_finish(op, 0, 0, NULL);
 }
 
-/* Another thread queued calls: start them, in order. */
+/* Withdraw the lock calls whose cancel handle fired. One not started yet
+ * stays: io_start sees its cancel_req. Only this thread finishes a call,
+ * so each one taken off the queue lives until it is cancelled here. The
+ * core's cancel ends the call through lock_cb: BATON_ECANCELED, or the
+ * grant if that won the race. */
+static void cancel_started(baton_t *b)
+{
+    struct bop *q, *next;
+
+    pthread_mutex_lock(&b->mu);
+    q = b->cancel_q;
+    b->cancel_q = NULL;
+    for (struct bop *op = q; op; op = op->cancel_next) op->cancel_queued = false;
+    pthread_mutex_unlock(&b->mu);
+    for (; q; q = next) {
+        next = q->cancel_next;
+        if (q->started && b->ac != NULL) (void)baton_async_cancel(b->ac, q->name, q);
+    }
+}
+
+/* Another thread queued calls: start them, in order; then withdraw those
+ * whose cancel handle fired. */
 static void wake_cb(uv_async_t *h)
 {
     baton_t *b = h->data;
@@ -463,6 +515,7 @@ static void wake_cb(uv_async_t *h)
         else
             io_start(b, q);
     }
+    cancel_started(b);
 }
 
 static void *io_main(void *arg)
@@ -506,6 +559,7 @@ static int submit(baton_t *b, struct bop *op)
     else
         b->q_head = op;
     b->q_tail = op;
+    op->submitted = true;
     /* Sent under the mutex: once `closed` is set nobody sends again, so
      * the I/O thread may close the handle safely after draining. */
     uv_async_send(&b->wake);
@@ -514,8 +568,30 @@ static int submit(baton_t *b, struct bop *op)
     return op->status;
 }
 
+/* A lock call's cancel handle fired (under the handle's mutex): mark the
+ * call, and have the I/O thread withdraw it if it has it. A call not yet
+ * submitted is only marked: io_start refuses it. */
+static void bop_cancel_fire(struct baton__cancel_reg *r)
+{
+    struct bop *op = (struct bop *)((char *)r - offsetof(struct bop, creg));
+    baton_t *b = op->b;
+
+    pthread_mutex_lock(&b->mu);
+    op->cancel_req = true;
+    if (op->submitted && !op->done && !op->cancel_queued && !b->closed) {
+        op->cancel_next = b->cancel_q;
+        b->cancel_q = op;
+        op->cancel_queued = true;
+        uv_async_send(&b->wake);
+    }
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* A lock call of owner (0: the calling thread), withdrawn when cancel
+ * (NULL: none) fires. */
 static int lock_common(baton_t *b, const char *const *names, size_t n_names,
-                       const baton_lock_args *a, baton_lock_t **out, const char *fn)
+                       const baton_lock_args *a, uint64_t owner, baton_cancel_t *cancel,
+                       baton_lock_t **out, const char *fn)
 {
     const char *name = names[0];
     struct bop op;
@@ -547,8 +623,16 @@ static int lock_common(baton_t *b, const char *const *names, size_t n_names,
     op.names = names;
     op.n_names = n_names;
     op.args = *a;
-    op.args.owner = thread_owner(); /* whatever a->owner says */
-    rv = submit(b, &op);
+    op.args.owner = owner ? owner : thread_owner();
+    op.b = b;
+    op.creg.fire = bop_cancel_fire;
+    rv = cancel ? baton__cancel_join(cancel, &op.creg) : 0;
+    if (rv == 0) {
+        rv = submit(b, &op);
+        if (cancel) baton__cancel_leave(cancel, &op.creg);
+    } else {
+        snprintf(op.errmsg, sizeof op.errmsg, "its cancel handle had fired (baton_cancel)");
+    }
     pthread_cond_destroy(&op.cv);
     /* For a try or an unbounded wait, a timeout can only mean that the
      * cluster did not answer: baton.h calls that BATON_EUNAVAIL. */
@@ -569,30 +653,35 @@ static int lock_common(baton_t *b, const char *const *names, size_t n_names,
 
 int baton_lock(baton_t *b, const char *name, baton_lock_t **out)
 {
-    return lock_common(b, &name, 1, &(baton_lock_args){.wait_ms = BATON_WAIT_FOREVER}, out,
-                       "baton_lock");
+    return lock_common(b, &name, 1, &(baton_lock_args){.wait_ms = BATON_WAIT_FOREVER}, 0, NULL,
+                       out, "baton_lock");
 }
 
 int baton_trylock(baton_t *b, const char *name, baton_lock_t **out)
 {
-    return lock_common(b, &name, 1, &(baton_lock_args){.wait_ms = BATON_WAIT_TRY}, out,
+    return lock_common(b, &name, 1, &(baton_lock_args){.wait_ms = BATON_WAIT_TRY}, 0, NULL, out,
                        "baton_trylock");
 }
 
 int baton_lock_timeout(baton_t *b, const char *name, int64_t ms, baton_lock_t **out)
 {
     return lock_common(b, &name, 1,
-                       &(baton_lock_args){.wait_ms = ms < 0 ? BATON_WAIT_FOREVER : ms}, out,
-                       "baton_lock_timeout");
+                       &(baton_lock_args){.wait_ms = ms < 0 ? BATON_WAIT_FOREVER : ms}, 0, NULL,
+                       out, "baton_lock_timeout");
 }
 
-int baton_lock_with(baton_t *b, const char *name, const baton_lock_args *a, baton_lock_t **out)
+/* The checks of a lock call's arguments, made before a call is queued so
+ * that a refusal needs no round trip to the I/O thread; then the call. A
+ * NULL a waits forever, exclusive. */
+static int lock_checked(baton_t *b, const char *const *names, size_t n, bool many,
+                        const baton_lock_args *a, uint64_t owner, baton_cancel_t *cancel,
+                        baton_lock_t **out, const char *fn)
 {
-    /* Checked here too, before a call is queued, so that a refusal needs no
-     * round trip to the I/O thread. */
+    baton_lock_args dflt = {.wait_ms = BATON_WAIT_FOREVER};
     int rv;
 
-    if (a == NULL || !baton__lock_args_ok(a, false, 1)) {
+    if (a == NULL) a = &dflt;
+    if (names == NULL || !baton__lock_args_ok(a, many, n)) {
         if (out != NULL) *out = NULL;
         return BATON_EINVAL;
     }
@@ -600,24 +689,38 @@ int baton_lock_with(baton_t *b, const char *name, const baton_lock_args *a, bato
     if (rv != 0) {
         if (out != NULL) *out = NULL;
         if (b != NULL)
-            set_err(b, "baton_lock_with: %s", rv == BATON_ETOOBIG ? "a value longer than "
+            set_err(b, "%s: %s", fn, rv == BATON_ETOOBIG ? "a value longer than "
                     "BATON_MAX_VALUE bytes" : "value is NULL with value_len > 0");
         return rv;
     }
-    return lock_common(b, &name, 1, a, out, "baton_lock_with");
+    return lock_common(b, names, n, a, owner, cancel, out, fn);
+}
+
+int baton_lock_with(baton_t *b, const char *name, const baton_lock_args *a, baton_lock_t **out)
+{
+    if (a == NULL) {
+        if (out != NULL) *out = NULL;
+        return BATON_EINVAL;
+    }
+    return lock_checked(b, &name, 1, false, a, 0, NULL, out, "baton_lock_with");
 }
 
 int baton_lock_many(baton_t *b, const char *const *names, size_t n, const baton_lock_args *a,
                     baton_lock_t **out)
 {
-    baton_lock_args dflt = {.wait_ms = BATON_WAIT_FOREVER};
+    return lock_checked(b, names, n, true, a, 0, NULL, out, "baton_lock_many");
+}
 
-    if (a == NULL) a = &dflt;
-    if (names == NULL || !baton__lock_args_ok(a, true, n)) {
-        if (out != NULL) *out = NULL;
-        return BATON_EINVAL;
-    }
-    return lock_common(b, names, n, a, out, "baton_lock_many");
+int baton_lock_call(baton_t *b, const char *const *names, size_t n, const baton_lock_args *a,
+                    baton_cancel_t *cancel, baton_lock_t **out)
+{
+    return lock_checked(b, names, n, n > 1, a, a ? a->owner : 0, cancel, out,
+                        "baton_lock_call");
+}
+
+uint64_t baton_owner_new(void)
+{
+    return atomic_fetch_add(&next_owner, 1) + 1;
 }
 
 uint64_t baton_lock_fence(const baton_lock_t *l)

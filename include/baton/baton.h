@@ -308,6 +308,57 @@ BATON_API int baton_lock_with(baton_t *b, const char *name, const baton_lock_arg
 BATON_API int baton_lock_many(baton_t *b, const char *const *names, size_t n,
                               const baton_lock_args *a, baton_lock_t **out);
 
+/*
+ * ---- Cancelling a wait; owners other than the calling thread -------------
+ *
+ * For callers whose waiters are not one thread each -- a language runtime
+ * that moves its tasks between threads (Go's goroutines), a thread pool, a
+ * program that must abandon waits when it shuts down -- baton_lock_call is
+ * baton_lock_with (n == 1) or baton_lock_many (n > 1) with two more
+ * things:
+ *  - a->owner names the call's owner (see "Owners" above): 0 is the
+ *    calling thread, as for every other blocking call; any other value is
+ *    an owner from baton_owner_new, whose calls may come from any thread
+ *    (a reentrant call re-enters that owner's hold, whichever thread
+ *    makes it).
+ *  - cancel (NULL: none) is a cancel handle: baton_cancel(c), from any
+ *    thread, ends every call waiting with c -- each returns
+ *    BATON_ECANCELED, its wait withdrawn from the lock's queue as a
+ *    timed-out one is, or returns 0 and the lock if the grant won the
+ *    race (the caller then holds it and must unlock it) -- and every
+ *    later call made with c returns BATON_ECANCELED at once, without
+ *    contacting the cluster. One handle may serve any number of calls,
+ *    of any baton_t, at once.
+ * baton_campaign is baton_lock_call of one name, exclusive, with a value.
+ */
+typedef struct baton_cancel baton_cancel_t; /* opaque */
+
+/* A new cancel handle, not fired. @return 0, BATON_EINVAL (out NULL),
+ * BATON_ENOMEM. */
+BATON_API int baton_cancel_new(baton_cancel_t **out);
+
+/* Fire c (see above). Idempotent; NULL-safe; any thread, the lost callback
+ * too (it does not wait); not from a signal handler (it takes mutexes). */
+BATON_API void baton_cancel(baton_cancel_t *c);
+
+/* Free c. NULL-safe. No call may still be using it. */
+BATON_API void baton_cancel_free(baton_cancel_t *c);
+
+/* A fresh owner for baton_lock_args.owner: never 0, never equal to another
+ * owner this process made (a thread's included). No error. */
+BATON_API uint64_t baton_owner_new(void);
+
+/*
+ * Acquire names[0..n) (see above).
+ * @return as baton_lock_with (n == 1, where a->value may be set) or
+ *         baton_lock_many (n > 1; a may be NULL: wait forever, exclusive);
+ *         BATON_ECANCELED
+ *         (cancel fired, before or while the call waited).
+ */
+BATON_API int baton_lock_call(baton_t *b, const char *const *names, size_t n,
+                              const baton_lock_args *a, baton_cancel_t *cancel,
+                              baton_lock_t **out);
+
 /* The fencing token of a held lock: unique, and greater than every fence
  * granted before it for any lock. Pass it to the resource you protect. */
 BATON_API uint64_t baton_lock_fence(const baton_lock_t *l);
