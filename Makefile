@@ -28,8 +28,15 @@
 PKGS     := libuv raft lmdb openssl libmicrohttpd inih libsystemd hiredis
 # redis-server and hiredis: lockbench's Redis driver and make bench-compare.
 DEB_PKGS := libuv1-dev libraft-dev liblmdb-dev libssl-dev openssl pkg-config libmicrohttpd-dev \
-            libinih-dev libsystemd-dev libhiredis-dev redis-server
-DEP_CMDS := pkg-config redis-server
+            libinih-dev libsystemd-dev libhiredis-dev redis-server \
+            python3 python3-cffi python3-pytest python3-venv python3-pip python3-setuptools \
+            python3-wheel golang-go
+DEP_CMDS := pkg-config redis-server /usr/bin/python3 /usr/bin/go
+# The bindings (bindings/) are built and tested with Debian's Python and Go,
+# whatever else PATH may hold; DEP_PYMODS are the modules deps checks for.
+PYTHON   := /usr/bin/python3
+GO       := /usr/bin/go
+DEP_PYMODS := cffi pytest venv pip setuptools wheel
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wwrite-strings \
             -Wno-missing-field-initializers
 CFLAGS   ?= -O2 -g
@@ -73,6 +80,7 @@ UNIT_BIN   := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/
 CLUSTER_BIN := $(patsubst tests/cluster/%.c,$(B)/tests/cluster/%,$(wildcard tests/cluster/test_*.c))
 CLUSTER_FIX_OBJ := $(patsubst %.c,$(B)/%.o,$(filter-out tests/cluster/test_%.c,$(wildcard tests/cluster/*.c)))
 INTEG_BIN  := $(patsubst tests/integration/%.c,$(B)/tests/integration/%,$(wildcard tests/integration/test_*.c))
+BINDINGS_FIX := $(B)/tests/bindings/cluster_fixture
 BENCH_OBJ  := $(patsubst %.c,$(B)/%.o,$(filter-out tests/bench/floor.c,$(wildcard tests/bench/*.c)))
 EXAMPLE_BIN := $(patsubst client/examples/%.c,$(B)/examples/%,$(wildcard client/examples/*.c))
 SHIM_SO    := $(patsubst tests/shim/%.c,$(B)/tests/shim/%.so,$(wildcard tests/shim/*.c))
@@ -139,6 +147,7 @@ deps:
 	@missing=""; \
 	for p in $(PKGS); do pkg-config --exists $$p 2>/dev/null || missing=1; done; \
 	for c in $(DEP_CMDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
+	for m in $(DEP_PYMODS); do [ -x $(PYTHON) ] && $(PYTHON) -c "import $$m" 2>/dev/null || missing=1; done; \
 	if [ -n "$$missing" ]; then \
 	    echo "installing $(DEB_PKGS)"; \
 	    if [ "$$(id -u)" != 0 ]; then echo "need root to apt-get install $(DEB_PKGS)"; exit 1; fi; \
@@ -146,7 +155,7 @@ deps:
 	fi
 
 all-inner build: $(PROGS) $(EXAMPLE_BIN)
-build-tests: $(UNIT_BIN) $(CLUSTER_BIN) $(INTEG_BIN) $(EXAMPLE_BIN) $(SHIM_SO) $(B)/tests/integration/deploy_installed \
+build-tests: $(UNIT_BIN) $(CLUSTER_BIN) $(INTEG_BIN) $(EXAMPLE_BIN) $(BINDINGS_FIX) $(SHIM_SO) $(B)/tests/integration/deploy_installed \
              $(PROTO1)/batond $(LEVEL1)/batond $(FAULT_DIR)/shim_disk.so
 
 run-inner: $(PROGS)
@@ -350,6 +359,9 @@ $(CLUSTER_BIN): $(B)/tests/cluster/%: $(B)/tests/cluster/%.o $(B)/libclusterfix.
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_RAFT) $(LIBS_UV) $(LIBS_LMDB) $(LIBS_HTTP) $(LIBS_INIH) $(LIBS_SD) $(LIBS_SYS)
 
 $(B)/tests/integration/%: $(B)/tests/integration/%.o $(B)/libtest.a $(B)/libbaton.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
+# The bindings' tests drive a real cluster through this program.
+$(BINDINGS_FIX): $(B)/tests/bindings/%: $(B)/tests/bindings/%.o $(B)/libtest.a $(B)/libbaton.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_UV) $(LIBS_SYS)
 # deploy_installed runs against the installed binaries: tests/check-deploy.sh
 # installs into a DESTDIR and runs it (not one of $(INTEG_BIN)).
