@@ -137,20 +137,43 @@ struct guard_append {
     struct raft_io_append *orig;
     struct io_guard *g;
     unsigned n;
+    raft_index first; /* the index of its first entry; 0: not known */
 };
+
+/*
+ * The status raft is told of an append that completed with `status`.
+ * libraft 0.15 answers a failed append by releasing its entries and then
+ * truncating its in-memory log from the first of them -- without checking
+ * that they are still there. When several appends are in flight as the
+ * disk fails (a busy leader), the first failure truncates the log from
+ * its entries on, which takes the later appends' entries with it; the
+ * next failure then truncates from past the log's end, and libraft walks
+ * off its entry table (a SIGSEGV: docs/libraft-0.15.md, "Failed disk
+ * writes"). Such an append is reported as done (0) instead: raft then
+ * only releases its entries -- it counts none of them as stored, since
+ * none is in its log any more (and the node, fenced, takes no new entry
+ * at those indexes) -- and frees its request. Any other outcome is told
+ * as it is.
+ */
+static int status_for_raft(const struct io_guard *g, raft_index first, int status)
+{
+    if (status == 0 || g->raft == NULL || first == 0) return status;
+    return first > raft_last_index(g->raft) ? 0 : status;
+}
 
 static void guard_append_cb(struct raft_io_append *req, int status)
 {
     struct guard_append *a = req->data;
     struct raft_io_append *orig = a->orig;
     struct io_guard *g = a->g;
+    raft_index first = a->first;
     char what[IO_GUARD_WHAT_SIZE];
 
     snprintf(what, sizeof what, "appending %u entr%s to the raft log", a->n, a->n == 1 ? "y" : "ies");
     free(a);
     /* Fenced first: whatever raft does in its callback writes nothing. */
     check(g, status, 0, what);
-    orig->cb(orig, status);
+    orig->cb(orig, status_for_raft(g, first, status));
 }
 
 static int guard_append(struct raft_io *io, struct raft_io_append *req,
@@ -167,6 +190,9 @@ static int guard_append(struct raft_io *io, struct raft_io_append *req,
     a->orig = req;
     a->g = g;
     a->n = n;
+    /* raft appends the entries to its in-memory log first, and asks for
+     * the writes of its log's last n entries. */
+    a->first = g->raft && n > 0 ? raft_last_index(g->raft) - n + 1 : 0;
     req->cb = cb;
     rv = g->append(io, &a->req, entries, n, guard_append_cb);
     if (rv != 0) {
@@ -259,6 +285,7 @@ void io_guard_init(struct io_guard *g, void (*on_fail)(void *arg), void *arg)
     g->what[0] = '\0';
     g->errmsg[0] = '\0';
     g->dropped = 0;
+    g->raft = NULL;
     g->start = io->start;
     g->set_term = io->set_term;
     g->set_vote = io->set_vote;
@@ -275,4 +302,9 @@ void io_guard_init(struct io_guard *g, void (*on_fail)(void *arg), void *arg)
     io->truncate = guard_truncate;
     io->snapshot_put = guard_snapshot_put;
     io->snapshot_get = guard_snapshot_get;
+}
+
+void io_guard_attach(struct io_guard *g, struct raft *r)
+{
+    g->raft = r;
 }

@@ -62,6 +62,7 @@ struct io_guard {
     unsigned long dropped;     /* ticks and messages not given to raft since */
     void (*on_fail)(void *arg);
     void *arg;
+    struct raft *raft;         /* the raft it serves (io_guard_attach); NULL before */
 };
 
 /*
@@ -70,6 +71,11 @@ struct io_guard {
  * failure, from inside raft's I/O callbacks or calls.
  */
 void io_guard_init(struct io_guard *g, void (*on_fail)(void *arg), void *arg);
+
+/* The raft that g->io serves, once raft_init has succeeded: the guard
+ * reads its last index to tell an append whose entries raft has already
+ * dropped (see guard_append_cb in io_guard.c). */
+void io_guard_attach(struct io_guard *g, struct raft *r);
 
 /*
  * Record a failure seen elsewhere -- a status raft passed on to one of its

@@ -1349,6 +1349,7 @@ int node_open(uv_loop_t *loop, store *s, const struct node_config *cfg,
         snprintf(errmsg, BATON_ERRMSG_SIZE, "raft init: %s", raft_errmsg(&n->raft));
         goto err_after_io;
     }
+    io_guard_attach(&n->guard, &n->raft);
     n->raft.data = n;
     n->fsm.raft = &n->raft;
     raft_set_election_timeout(&n->raft, n->election_ms);

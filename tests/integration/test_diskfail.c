@@ -41,6 +41,8 @@
  * leader and serve, and that after healing the three digests agree.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -311,6 +313,72 @@ TEST(election_on_failing_disk)
     finish();
 }
 
+/* Load for busy_leader_disk_fails: BUSY_THREADS sessions that each
+ * cycle a lock of their own until told to stop, ignoring failures (the
+ * leader goes away under them). */
+#define BUSY_THREADS 16
+#define BUSY_ROUNDS 4
+static atomic_int busy_stop;
+
+static void *busy_main(void *arg)
+{
+    baton_t *b = arg;
+    char name[32];
+
+    snprintf(name, sizeof name, "busy-%p", arg);
+    while (!atomic_load(&busy_stop)) {
+        baton_lock_t *l = NULL;
+        if (baton_lock_timeout(b, name, 2000, &l) == 0) baton_unlock(l);
+    }
+    return NULL;
+}
+
+/*
+ * A leader with many appends in flight loses its disk: libraft 0.15 then
+ * reports the failure to the first append, truncates its in-memory log
+ * from there, and -- told of the later appends' failures as they come --
+ * truncated again from past its log's end and crashed (SIGSEGV) while the
+ * node was exiting. raft/io_guard.c tells raft of those as done (their
+ * entries are gone from its log). Each round the busy leader must exit 74,
+ * never die of a signal.
+ */
+TEST(busy_leader_disk_fails)
+{
+    baton_t *bs[BUSY_THREADS];
+    pthread_t th[BUSY_THREADS];
+    int leader, code = -1;
+    int64_t t0;
+
+    start(SHIM_DISK);
+    for (int i = 0; i < BUSY_THREADS; i++) bs[i] = client("diskfail-busy");
+    atomic_store(&busy_stop, 0);
+    for (int i = 0; i < BUSY_THREADS; i++)
+        ASSERT_EQ(pthread_create(&th[i], NULL, busy_main, bs[i]), 0);
+    for (int round = 0; round < BUSY_ROUNDS; round++) {
+        leader = cluster_wait_leader(&C, 15000);
+        ASSERT_GE(leader, 0);
+        sleep_ms(300); /* the load reaches the new leader */
+        disk_set(leader, round % 2 ? "fail 28" : "fail 5");
+        t0 = now_ms();
+        code = -1;
+        while (code < 0 && now_ms() - t0 < EXIT_WITHIN_MS) code = cluster_wait_exit(&C, leader, 100);
+        fprintf(stderr, "# round %d: leader node %d exited with status %d\n", round, leader + 1,
+                code);
+        if (code != EXIT_FAULT) {
+            atomic_store(&busy_stop, 1);
+            FAIL("round %d: busy leader node %d: exit status %d, not %d", round, leader + 1, code,
+                 EXIT_FAULT);
+        }
+        disk_set(leader, "ok");
+        ASSERT_EQ(cluster_restart(&C, leader), 0);
+    }
+    atomic_store(&busy_stop, 1);
+    for (int i = 0; i < BUSY_THREADS; i++) ASSERT_EQ(pthread_join(th[i], NULL), 0);
+    for (int i = 0; i < BUSY_THREADS; i++) baton_close(bs[i]);
+    ASSERT_EQ(cluster_digests_agree(&C, 30000), 0);
+    finish();
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -320,5 +388,6 @@ int main(int argc, char **argv)
     RUN(leader_disk_fails);
     RUN(leader_snapshot_write_fails);
     RUN(election_on_failing_disk);
+    RUN(busy_leader_disk_fails);
     return runner_done();
 }
