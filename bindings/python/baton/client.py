@@ -199,7 +199,7 @@ class Client:
     def _error(self, rv: int, what: str) -> BatonError:
         """The exception of rv, with baton_errmsg (call inside _enter)."""
         msg = ffi.string(lib.baton_errmsg(self._b)).decode("utf-8", "replace")
-        return make_error(rv, "%s: %s" % (what, msg or BatonError.strerror(rv)))
+        return make_error(rv, msg or "%s: %s" % (what, BatonError.strerror(rv)))
 
     @property
     def session_id(self) -> int:

@@ -62,6 +62,8 @@ class _Router:
                 holds = list(self.holds.get(key, ()))
                 if not holds:
                     self.early[key] = why
+                    if len(self.early) > 1024:  # a notice for a hold already unlocked
+                        del self.early[next(iter(self.early))]
             for h in holds:
                 h._mark_lost(why)
         except BaseException:  # never let an exception into C
@@ -110,6 +112,7 @@ class Hold:
         self._router = router
         self._l = handle                  # baton_lock_t *, None once unlocked
         self._op = threading.Lock()      # serializes unlock/proclaim on _l
+        self._freed_by_close = False     # the Client's close freed _l
         self.names: Tuple[Union[str, bytes], ...] = tuple(names)
         self.name: Union[str, bytes] = self.names[0]
         self.fence: int = int(lib.baton_lock_fence(handle))
@@ -150,11 +153,16 @@ class Hold:
         longer, and the work done under it may have overlapped with
         another holder's), baton.EUNAVAIL (no answer within op_timeout:
         the release is retried in the background until the session ends),
-        baton.EPERM, baton.ECLOSED (the Client was closed first). Whatever
-        it raises, the hold is released here and its handle freed."""
+        baton.EPERM, baton.ECLOSED (the Client was closed first: its close
+        released the lock). Whatever it raises, the hold is released here
+        and its handle freed, and the next call does nothing."""
         with self._op:
             l, self._l = self._l, None
             if l is None:
+                if self._freed_by_close:  # say so once, as baton_unlock would have
+                    self._freed_by_close = False
+                    raise make_error(lib.BATON_ECLOSED, "unlock %r: the Client was closed "
+                                     "(which released the lock)" % (self.name,))
                 return
             rv = lib.baton_unlock(l)  # frees l, always
         self._router.unregister(self)
@@ -170,11 +178,14 @@ class Hold:
         session's; still unlock() it), baton.EINVAL (a multi-lock, or
         unlocked already), baton.ETOOBIG, baton.EUNAVAIL (it may or may
         not have been applied), baton.EVERSION, baton.EPERM,
-        baton.ECLOSED, TypeError (value not bytes/str)."""
+        baton.ECLOSED (the Client was closed), TypeError (value not
+        bytes/str)."""
         v = value_bytes(value)
         with self._op:
             if self._l is None:
-                raise make_error(lib.BATON_EINVAL, "proclaim on %r: not held (unlocked)" % (self.name,))
+                code = lib.BATON_ECLOSED if self._freed_by_close else lib.BATON_EINVAL
+                raise make_error(code, "proclaim on %r: not held (unlocked, or its Client "
+                                 "closed)" % (self.name,))
             rv = lib.baton_proclaim(self._l, v if v is not None else ffi.NULL, len(v or b""))
         if rv < 0:
             raise make_error(rv, "proclaim on %r (fence %d): %s"
@@ -188,6 +199,7 @@ class Hold:
             l, self._l = self._l, None
             if l is not None:
                 lib.baton_unlock(l)
+                self._freed_by_close = True
 
     def __enter__(self) -> "Hold":
         return self
