@@ -148,10 +148,11 @@ class Hold:
         waiter is granted it at once. Idempotent: after the first call it
         does nothing.
 
-        Raises baton.ELOST (or baton.ENOTHELD) if the lock had been lost
-        (then nothing is sent: the cluster holds it for this session no
-        longer, and the work done under it may have overlapped with
-        another holder's), baton.EUNAVAIL (no answer within op_timeout:
+        Raises baton.ELOST (or baton.ENOTHELD) if the lock had been lost,
+        or was taken away while this release was on its way (then `lost`
+        is set here, for libbaton may not send a notice for it): the
+        cluster holds it for this session no longer, and the work done
+        under it may have overlapped with another holder's; baton.EUNAVAIL (no answer within op_timeout:
         the release is retried in the background until the session ends),
         baton.EPERM, baton.ECLOSED (the Client was closed first: its close
         released the lock). Whatever it raises, the hold is released here
@@ -166,6 +167,10 @@ class Hold:
                 return
             rv = lib.baton_unlock(l)  # frees l, always
         self._router.unregister(self)
+        if rv in (lib.BATON_ELOST, lib.BATON_ENOTHELD):
+            # Lost while the release was on its way: the lost notice may
+            # come after this returns (or not at all), so say it here.
+            self._mark_lost(lib.BATON_ELOST)
         if rv < 0:
             raise make_error(rv, "unlock %r (fence %d): %s"
                              % (self.name, self.fence, BatonError.strerror(rv)))

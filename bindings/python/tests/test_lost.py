@@ -90,3 +90,67 @@ def test_a_hold_survives_the_leaders_death(cluster, client):
             assert h2.fence > h.fence
     finally:
         cluster.restart(old)
+
+
+def test_session_expiry_loses_holds_with_esession_then_a_fresh_session(cluster):
+    with baton.Client(cluster.endpoints, client_name="expiring") as c:
+        h = c.lock("exp-a", lock_delay=0)
+        h2 = c.lock("exp-b", lock_delay=30)
+        old = c.session_id
+        st, out = cluster.ctl("expire", str(old))
+        assert st == 0, out
+        assert h.lost.wait(30) and h2.lost.wait(30)
+        assert h.lost_reason is baton.ESESSION and h2.lost_reason is baton.ESESSION
+        with pytest.raises(baton.ESESSION):
+            h.check()
+        with pytest.raises(baton.ELOST):
+            h.unlock()
+        # lock_delay: 0 frees the name at once, 30 s keeps it from everyone.
+        assert not c.lock_state("exp-a").delayed
+        assert c.lock_state("exp-b").delayed
+        with c.lock("exp-a", timeout=10) as h3:  # the next call opens a fresh session
+            assert c.session_id != old
+            assert c.lock_state("exp-a").holders[0].session == c.session_id
+            assert h3.fence > h.fence
+        with pytest.raises(baton.ELOST):
+            h2.unlock()
+
+
+def test_threads_keep_going_while_their_locks_are_taken_away(cluster):
+    """Lost notices arrive while threads of the same Client wait in, and
+    leave, the library: nothing deadlocks and every loss is told."""
+    import threading
+    stop = threading.Event()  # set once enough locks were taken away
+    stats = {"ok": 0, "lost": 0}
+    mu = threading.Lock()
+    errors = []
+
+    with baton.Client(cluster.endpoints) as c:
+        def work(i):
+            try:
+                while not stop.is_set():
+                    h = c.lock("stress-%d" % (i % 2), timeout=30)
+                    time.sleep(0.01)
+                    try:
+                        h.unlock()
+                        k = "ok"
+                    except baton.ELOST:
+                        assert h.lost.wait(10) and h.lost_reason is baton.ELOST
+                        k = "lost"
+                    with mu:
+                        stats[k] += 1
+            except BaseException as e:  # noqa: B902 -- reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 60
+        while stats["lost"] < 3 and not errors and time.monotonic() < deadline:
+            cluster.ctl("release", "--force", "stress-0", "--now")
+        stop.set()
+        for t in threads:
+            t.join(120)
+        assert not any(t.is_alive() for t in threads)
+        assert not errors, errors
+        assert stats["lost"] >= 3 and stats["ok"] > 0, stats
