@@ -60,22 +60,62 @@ def _lock_delay_ms(lock_delay: Optional[float]) -> int:
     return max(1, int(math.ceil(lock_delay * 1000)))
 
 
-def _close_baton(b, router: _Router) -> None:
-    """End the session (baton_close joins the I/O thread), then free the
-    handles of the holds still registered and close the watches left."""
-    if router.io_thread == threading.get_ident():
-        # Collected on the I/O thread (inside the lost callback), where
-        # baton_close does nothing: close from a thread of our own.
-        threading.Thread(target=_close_baton, args=(b, router), name="baton-close").start()
-        return
-    for w in list(router.watches):
-        w.close()
-    lib.baton_close(b)
-    with router.mu:
-        router.closed = True
-    for h in router.all_holds():
-        h._free_after_close()
-        router.unregister(h)
+class _Conn:
+    """A Client's baton_t and what closing it needs, apart from the Client
+    object itself, so that weakref.finalize can close a Client that is
+    collected, or left open at interpreter exit, as close() would.
+
+    Calls into the library with b are counted (enter/leave): close()
+    fires `abort` (every lock wait made through the Client holds a handle
+    of it), closes the watches, waits for the calls to leave the library,
+    and only then calls baton_close, which frees b -- so no call can ever
+    start on a freed b. Watch.next waits in slices, lock_state and the
+    like at most op_timeout."""
+
+    def __init__(self, b, router: _Router) -> None:
+        self.b = b
+        self.router = router
+        self.mu = threading.Condition(threading.Lock())
+        self.calls = 0           # calls inside the library with b
+        self.closing = False     # new calls raise ECLOSED
+        self.closed = False      # baton_close ran
+        self.close_mu = threading.Lock()  # one close at a time, to its end
+        self.abort = Cancel()
+
+    def enter(self) -> None:
+        with self.mu:
+            if self.closing:
+                raise make_error(lib.BATON_ECLOSED, "the Client is closed")
+            self.calls += 1
+
+    def leave(self) -> None:
+        with self.mu:
+            self.calls -= 1
+            if not self.calls:
+                self.mu.notify_all()
+
+    def close(self) -> None:
+        if self.router.io_thread == threading.get_ident():
+            # Collected on the I/O thread (inside the lost callback), where
+            # baton_close does nothing: close from a thread of our own.
+            threading.Thread(target=self.close, name="baton-close").start()
+            return
+        with self.close_mu:
+            if self.closed:
+                return
+            with self.mu:
+                self.closing = True
+            self.abort.cancel()
+            for w in list(self.router.watches):
+                w.close()
+            with self.mu:
+                while self.calls:
+                    self.mu.wait()
+            lib.baton_close(self.b)  # ends the session, joins the I/O thread
+            self.closed = True
+        for h in self.router.all_holds():  # their handles, freed (ECLOSED)
+            h._free_after_close()
+            self.router.unregister(h)
 
 
 class Client:
@@ -141,17 +181,12 @@ class Client:
         self.client_name = client_name
         self.read_only = bool(read_only)
         self._router = _Router()
-        self._router.watches = weakref.WeakSet()
-        self._router.closed = False
         lib.baton_on_lost(self._b, self._router.callback, ffi.NULL)
-        self._mu = threading.Condition(threading.Lock())
-        self._calls = 0         # calls inside the library with self._b
-        self._closing = False
-        self._abort = Cancel()  # fired by close(): ends every lock wait
-        self._finalize = weakref.finalize(self, _close_baton, self._b, self._router)
+        self._conn = _Conn(self._b, self._router)
+        self._finalize = weakref.finalize(self, self._conn.close)
 
     def __repr__(self) -> str:
-        return "<baton.Client %s%s>" % (self.endpoints, " closed" if self._closing else "")
+        return "<baton.Client %s%s>" % (self.endpoints, " closed" if self._conn.closing else "")
 
     # ---- lifetime ---------------------------------------------------------
 
@@ -162,39 +197,18 @@ class Client:
         I/O thread is joined. Waits for calls in progress to leave the
         library (lock_state and the like: at most op_timeout).
         Idempotent; never raises; do not call it from a lost notice."""
-        with self._mu:
-            first = not self._closing
-            self._closing = True
-        if first:
-            self._abort.cancel()
-            for w in list(self._router.watches):
-                w.close()
-        with self._mu:
-            while self._calls:
-                self._mu.wait()
-        self._finalize()
+        self._conn.close()
+        self._finalize.detach()
 
     @property
     def closed(self) -> bool:
-        return self._closing
+        return self._conn.closing
 
     def __enter__(self) -> "Client":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-    def _enter(self) -> None:
-        with self._mu:
-            if self._closing:
-                raise make_error(lib.BATON_ECLOSED, "the Client is closed")
-            self._calls += 1
-
-    def _leave(self) -> None:
-        with self._mu:
-            self._calls -= 1
-            if not self._calls:
-                self._mu.notify_all()
 
     def _error(self, rv: int, what: str) -> BatonError:
         """The exception of rv, with baton_errmsg (call inside _enter)."""
@@ -205,11 +219,11 @@ class Client:
     def session_id(self) -> int:
         """The session id (as batonctl shows it); it changes when a fresh
         session replaces one that ended. Raises baton.ECLOSED."""
-        self._enter()
+        self._conn.enter()
         try:
             return int(lib.baton_session_id(self._b))
         finally:
-            self._leave()
+            self._conn.leave()
 
     # ---- locks ------------------------------------------------------------
 
@@ -298,14 +312,14 @@ class Client:
             a.value_len = len(value)
         h = new_handle()
         out = ffi.new("baton_lock_t **")
-        self._enter()
+        self._conn.enter()
         try:
-            self._abort._attach(h)
+            self._conn.abort._attach(h)
             if cancel is not None:
                 cancel._attach(h)
             rv = lib.baton_lock_call(self._b, arr, len(cnames), a, h, out)
             if rv < 0:
-                if rv == lib.BATON_ECANCELED and self._closing and not (cancel and cancel.cancelled):
+                if rv == lib.BATON_ECANCELED and self._conn.closing and not (cancel and cancel.cancelled):
                     rv = lib.BATON_ECLOSED
                 raise self._error(rv, "lock %r" % (names[0] if len(names) == 1 else list(names),))
             hold = cls(self._router, out[0], names, value)
@@ -314,8 +328,8 @@ class Client:
         finally:
             if cancel is not None:
                 cancel._detach(h)
-            self._abort._detach(h)
-            self._leave()
+            self._conn.abort._detach(h)
+            self._conn.leave()
             del vbuf
 
     # ---- reading, watching, elections --------------------------------------
@@ -329,13 +343,13 @@ class Client:
         baton.ECLOSED."""
         out = ffi.new("baton_lock_state **")
         cname = ffi.new("char[]", name_bytes(name))
-        self._enter()
+        self._conn.enter()
         try:
             rv = lib.baton_lock_state_get(self._b, cname, out)
             if rv < 0:
                 raise self._error(rv, "lock_state %r" % (name,))
         finally:
-            self._leave()
+            self._conn.leave()
         try:
             return state_from_c(out[0])
         finally:
@@ -347,7 +361,7 @@ class Client:
         linearizably. Raises as lock_state()."""
         out = ffi.new("baton_lock_state **")
         cname = ffi.new("char[]", name_bytes(election))
-        self._enter()
+        self._conn.enter()
         try:
             rv = lib.baton_leader(self._b, cname, out)
             if rv == lib.BATON_ENOTFOUND:
@@ -355,7 +369,7 @@ class Client:
             if rv < 0:
                 raise self._error(rv, "leader %r" % (election,))
         finally:
-            self._leave()
+            self._conn.leave()
         try:
             st = out[0]
             return holder_from_c(st.holders[0]) if st.n_holders > 0 else None
@@ -388,7 +402,7 @@ class Client:
     def _watch(self, what: str, key: Name, start) -> Watch:
         out = ffi.new("baton_watch_t **")
         c = ffi.new("char[]", name_bytes(key))
-        self._enter()
+        self._conn.enter()
         try:
             rv = start(c, out)
             if rv < 0:
@@ -397,4 +411,4 @@ class Client:
             self._router.watches.add(w)
             return w
         finally:
-            self._leave()
+            self._conn.leave()

@@ -12,6 +12,7 @@ a deadlock). Hold._op, held across baton_unlock/baton_proclaim, is never
 taken by the callback.
 """
 import threading
+import weakref
 from typing import Dict, List, Optional, Sequence, Tuple, Type, Union
 
 from ._ffi import ffi, lib
@@ -51,6 +52,7 @@ class _Router:
         # before baton_lock_call returned): fences are never reused.
         self.early: Dict[Tuple[bytes, int], int] = {}
         self.io_thread: Optional[int] = None  # the I/O thread's ident, once seen
+        self.watches: "weakref.WeakSet" = weakref.WeakSet()  # the Client's open Watches
         self.callback = ffi.callback("baton_lost_cb *", self.on_lost)
 
     def on_lost(self, b, lock, fence, why, data) -> None:
@@ -180,7 +182,7 @@ class Hold:
         reader and watcher sees it from its commit on. Applied at most once.
 
         Raises baton.ELOST / baton.ENOTHELD (the lock is no longer this
-        session's; still unlock() it), baton.EINVAL (a multi-lock, or
+        session's: `lost` is set; still unlock() it), baton.EINVAL (a multi-lock, or
         unlocked already), baton.ETOOBIG, baton.EUNAVAIL (it may or may
         not have been applied), baton.EVERSION, baton.EPERM,
         baton.ECLOSED (the Client was closed), TypeError (value not
@@ -192,6 +194,8 @@ class Hold:
                 raise make_error(code, "proclaim on %r: not held (unlocked, or its Client "
                                  "closed)" % (self.name,))
             rv = lib.baton_proclaim(self._l, v if v is not None else ffi.NULL, len(v or b""))
+        if rv in (lib.BATON_ELOST, lib.BATON_ENOTHELD):
+            self._mark_lost(lib.BATON_ELOST)
         if rv < 0:
             raise make_error(rv, "proclaim on %r (fence %d): %s"
                              % (self.name, self.fence, BatonError.strerror(rv)))

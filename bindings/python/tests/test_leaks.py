@@ -75,3 +75,32 @@ def test_close_ends_a_wait_in_another_thread_with_eclosed(cluster):
             c.lock("closing")
         h.unlock()
     assert settle(base) == base
+
+
+EXITING = r"""
+import sys, threading, baton
+c = baton.Client(sys.argv[1])
+c.lock("at-exit")
+other = baton.Client(sys.argv[1])
+def wait():  # a daemon thread still waiting in the library at exit
+    try:
+        other.lock("at-exit")
+    except baton.BatonError as e:
+        pass
+threading.Thread(target=wait, daemon=True).start()
+import time
+time.sleep(0.5)
+print("exiting")
+"""
+
+
+def test_clients_left_open_are_closed_at_exit(cluster):
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-c", EXITING, cluster.endpoints],
+                       capture_output=True, text=True, timeout=60)
+    assert (p.returncode, p.stdout) == (0, "exiting\n"), p.stderr
+    assert p.stderr == ""
+    # The session ended with the process: the lock is free, nobody waits.
+    assert cluster.lock_number("at-exit", "total_holders") == 0
+    assert cluster.lock_number("at-exit", "total_waiters") == 0

@@ -23,6 +23,8 @@ def test_forced_release_sets_lost_and_the_next_call_raises_elost(cluster, client
     with pytest.raises(baton.ELOST):
         h.check()
     with pytest.raises(baton.ELOST):
+        h.proclaim("still mine?")
+    with pytest.raises(baton.ELOST):
         h.unlock()
     h.unlock()  # the handle is gone: nothing more to say
 
