@@ -152,6 +152,7 @@ class Client:
                  session_ttl: Optional[float] = None, tls_ca: Optional[str] = None,
                  tls_cert: Optional[str] = None, tls_key: Optional[str] = None,
                  token: Optional[str] = None, read_only: bool = False) -> None:
+        router = _Router()  # its callback made before there is a baton_t to leak
         keep = []
 
         def s(v):
@@ -180,7 +181,7 @@ class Client:
         self.endpoints = endpoints
         self.client_name = client_name
         self.read_only = bool(read_only)
-        self._router = _Router()
+        self._router = router
         lib.baton_on_lost(self._b, self._router.callback, ffi.NULL)
         self._conn = _Conn(self._b, self._router)
         self._finalize = weakref.finalize(self, self._conn.close)
