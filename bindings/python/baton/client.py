@@ -203,6 +203,8 @@ class Client:
 
     @property
     def closed(self) -> bool:
+        """True once close() has begun (then every call raises
+        baton.ECLOSED)."""
         return self._conn.closing
 
     def __enter__(self) -> "Client":

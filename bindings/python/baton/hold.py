@@ -230,6 +230,7 @@ class Leadership(Hold):
 
     @property
     def term(self) -> int:
+        """The leader's term: its fence. Never raises."""
         return self.fence
 
     def resign(self) -> None:

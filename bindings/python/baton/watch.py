@@ -55,6 +55,8 @@ class Watch:
 
     @property
     def closed(self) -> bool:
+        """True once close() has begun (by the caller, or by its Client's
+        close)."""
         return self._closed
 
     def next(self, timeout: Optional[float] = None) -> Event:
