@@ -156,3 +156,41 @@ def test_reentrant_takes_a_second_handle_with_the_same_fence(cluster, client):
     assert cluster.lock_number("re", "total_holders") == 1
     h2.unlock()
     cluster.wait_lock("re", "total_holders", 0)
+
+
+def test_cancel_racing_a_grant_gives_a_hold_or_ecanceled_never_both(cluster, client):
+    """The grant wins a race with cancel(): each wait ends with a Hold (the
+    caller's to unlock) or with ECANCELED, and nothing is left queued."""
+    outcomes = set()
+    with baton.Client(cluster.endpoints) as other:
+        for i in range(12):
+            h = client.lock("race")
+            cancel = baton.Cancel()
+            result = {}
+
+            def wait():
+                try:
+                    result["hold"] = other.lock("race", timeout=30, cancel=cancel)
+                except baton.BatonError as e:
+                    result["err"] = e
+
+            t = threading.Thread(target=wait)
+            t.start()
+            cluster.wait_lock("race", "total_waiters", 1)
+            if i % 2:
+                h.unlock()
+                cancel.cancel()
+            else:
+                cancel.cancel()
+                h.unlock()
+            t.join(30)
+            assert not t.is_alive() and len(result) == 1, result
+            if "hold" in result:
+                outcomes.add("hold")
+                result["hold"].unlock()
+            else:
+                assert isinstance(result["err"], baton.ECANCELED), result
+                outcomes.add("canceled")
+            cluster.wait_lock("race", "total_waiters", 0)
+            cluster.wait_lock("race", "total_holders", 0)
+    assert "canceled" in outcomes  # cancel before the unlock always cancels
