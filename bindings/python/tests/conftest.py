@@ -123,6 +123,14 @@ def _out(line):
     sys.__stdout__.flush()
 
 
+def pytest_configure(config):
+    # -p no:terminal drops the "verbose" option, which pytest's assertion
+    # messages read: without it a failed `assert a == b` reports a
+    # ValueError instead of the comparison.
+    if not hasattr(config.option, "verbose"):
+        config.option.verbose = 0
+
+
 def pytest_runtest_logstart(nodeid, location):
     _report.start[nodeid] = time.monotonic()
 
