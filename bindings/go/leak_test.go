@@ -71,6 +71,14 @@ func TestNoLeaks(t *testing.T) {
 		tctx, tcancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		b.Lock(tctx, name)
 		tcancel()
+		// A granted lock whose context outlives the call.
+		lctx, lcancel := context.WithCancel(ctx)
+		defer lcancel()
+		if h2, err := a.Lock(lctx, name+"-2"); err != nil {
+			t.Fatal(err)
+		} else {
+			h2.Unlock()
+		}
 		// Watches: one closed, one left to Client.Close, one whose
 		// context ends.
 		w1, err := b.Watch(ctx, name, false, 0)
