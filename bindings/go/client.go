@@ -57,7 +57,9 @@ type Client struct {
 	// write-held by Close around baton_close: b (whose error messages are
 	// read after each call) lives until no call is inside.
 	mu     sync.RWMutex
-	closed bool // under mu (write) / core.mu
+	closed bool // under mu
+
+	closeDone chan struct{} // closed when Close has finished
 
 	core *core
 }
@@ -148,13 +150,17 @@ func Connect(ctx context.Context, o Options) (*Client, error) {
 		}
 		return nil, newError("Connect", rc, C.GoString(&msg[0]))
 	}
-	c := &Client{b: b, core: &core{
+	c := &Client{b: b, closeDone: make(chan struct{}), core: &core{
 		grants:  make(map[grantKey]*grant),
 		cancels: make(map[*C.baton_cancel_t]struct{}),
 		watches: make(map[*Watch]struct{}),
 	}}
 	c.h = cgo.NewHandle(c.core)
 	C.goshim_on_lost(b, C.uintptr_t(c.h))
+	if ctx.Err() != nil { // ended while libbaton connected
+		c.Close()
+		return nil, ctxError("Connect", ctx, "")
+	}
 	return c, nil
 }
 
@@ -190,8 +196,7 @@ func (c *Client) Close() error {
 	k.mu.Lock()
 	if k.closing {
 		k.mu.Unlock()
-		c.mu.Lock() // a concurrent Close: wait for it
-		c.mu.Unlock()
+		<-c.closeDone // another Close: wait until it is done
 		return nil
 	}
 	k.closing = true
@@ -223,12 +228,6 @@ func (c *Client) Close() error {
 	for _, h := range holds {
 		h.free()
 	}
+	close(c.closeDone)
 	return nil
-}
-
-// closing says whether Close has begun.
-func (k *core) isClosing() bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.closing
 }

@@ -291,7 +291,10 @@ func TestCloseEndsWaitingLock(t *testing.T) {
 	defer h.Unlock()
 	ch := lockAsync(context.Background(), b, name)
 	c.waitLock(t, name, "total_waiters", 1)
+	closed := make(chan struct{})
+	go func() { b.Close(); close(closed) }()
 	b.Close()
+	<-closed
 	b.Close()
 	if r := await(t, ch, "Lock during Close"); !errors.Is(r.err, ErrClosed) {
 		t.Fatalf("Lock during Close: %v", r.err)

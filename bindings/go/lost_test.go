@@ -91,3 +91,34 @@ func TestFailoverUnderHolder(t *testing.T) {
 	c.waitLock(t, name, "total_holders", 0)
 	c.do(t, "restart "+itoa(old))
 }
+
+func TestLostAfterSessionExpiry(t *testing.T) {
+	c := plainCluster(t)
+	cl := connect(t, c, "expired")
+	ctx := context.Background()
+	name := lockName(t, "a")
+	h, err := cl.Lock(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := cl.SessionID()
+	if st, out := c.ctl(t, "expire", itoa(int(old))); st != 0 {
+		t.Fatalf("batonctl expire: exit %d: %s", st, out)
+	}
+	waitClosed(t, h.Lost(), 15*time.Second, "Lost after the session expired")
+	if !errors.Is(h.LostReason(), ErrSession) {
+		t.Fatalf("LostReason: %v", h.LostReason())
+	}
+	if err := h.Unlock(); !errors.Is(err, ErrLost) {
+		t.Fatalf("Unlock of a lost lock: %v", err)
+	}
+	// The next call opens a fresh session.
+	h2, err := cl.Lock(ctx, name)
+	if err != nil {
+		t.Fatalf("Lock after the expiry: %v", err)
+	}
+	if cl.SessionID() == old {
+		t.Fatalf("session id %d kept", old)
+	}
+	h2.Unlock()
+}
