@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -134,6 +135,11 @@ func (c *Client) lockCall(ctx context.Context, op string, names []string, opts [
 	}
 	if ctx.Err() != nil {
 		return nil, ctxError(op, ctx, "")
+	}
+	for _, n := range names {
+		if strings.IndexByte(n, 0) >= 0 {
+			return nil, newError(op, C.BATON_EINVAL, "a lock name contains a NUL byte")
+		}
 	}
 	if cfg.owner == 0 {
 		cfg.owner = NewOwner()

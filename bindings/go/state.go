@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"context"
+	"strings"
 	"unsafe"
 )
 
@@ -117,6 +118,9 @@ func (c *Client) Leader(ctx context.Context, election string) (*Holder, *LockSta
 func (c *Client) readState(ctx context.Context, op, name string, leader bool) (*LockState, error) {
 	if ctx.Err() != nil {
 		return nil, ctxError(op, ctx, "")
+	}
+	if strings.IndexByte(name, 0) >= 0 {
+		return nil, newError(op, C.BATON_EINVAL, "the name contains a NUL byte")
 	}
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))

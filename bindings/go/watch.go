@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"unsafe"
 )
@@ -82,6 +83,9 @@ func (c *Client) startWatch(ctx context.Context, op, key string,
 	start func(*C.char, **C.baton_watch_t, *C.char) C.int) (*Watch, error) {
 	if ctx.Err() != nil {
 		return nil, ctxError(op, ctx, "")
+	}
+	if strings.IndexByte(key, 0) >= 0 {
+		return nil, newError(op, C.BATON_EINVAL, "the key contains a NUL byte")
 	}
 	ck := C.CString(key)
 	defer C.free(unsafe.Pointer(ck))

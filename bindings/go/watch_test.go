@@ -81,6 +81,13 @@ func TestValuesAndLockState(t *testing.T) {
 	if _, err := cl.LockState(ctx, ""); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("LockState of an empty name: %v", err)
 	}
+	// C would see "a": the name is refused instead.
+	if _, err := cl.TryLock(ctx, "a\x00b"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("TryLock of a name with a NUL: %v", err)
+	}
+	if _, err := cl.Watch(ctx, "a\x00b", false, 0); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Watch of a key with a NUL: %v", err)
+	}
 }
 
 func TestWatch(t *testing.T) {
