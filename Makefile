@@ -167,7 +167,7 @@ test-inner: $(PROGS) build-tests $(FUZZ_BIN) $(FAULT_ALL) $(B)/lockbench $(B)/be
 	@FUZZ_SECONDS=$(FUZZ_TEST_SECONDS) tests/run-tests.sh $(B) $(UNIT_BIN) tests/fuzz/run-fuzz.sh \
 	    $(CLUSTER_BIN) $(INTEG_BIN) $(FAULT_TEST) tests/bench/smoke.sh tests/check-exports.sh \
 	    tests/check-layers.sh tests/check-includes.sh tests/check-flag-docs.sh tests/check-install.sh tests/check-deb.sh \
-	    tests/check-deploy.sh tests/check-docs.sh tests/bindings/run-python.sh
+	    tests/check-deploy.sh tests/check-docs.sh tests/bindings/run-python.sh tests/bindings/run-go.sh
 unit-inner: $(UNIT_BIN)
 	@tests/run-tests.sh $(B) $(UNIT_BIN)
 cluster-inner: $(CLUSTER_BIN)
