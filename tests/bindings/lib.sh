@@ -2,6 +2,19 @@
 # (tests/bindings/run-*.sh) and the benchmark (tests/bench/run-bench.sh,
 # workload WB). Source it.
 
+# The environment to build bindings/go with Debian's Go (/usr/bin/go)
+# against the source tree's headers and build directory $1's libbaton.so,
+# offline: a fresh GOCACHE and GOPATH under $2, GOPROXY=off,
+# GOFLAGS=-mod=mod, no toolchain switch (the module needs nothing outside
+# the standard library). $3 is the repository.
+go_env() { # BUILD TMP REPO
+    unset GOTOOLCHAIN GOROOT
+    export GOCACHE=$2/cache GOPATH=$2/gopath GOMODCACHE=$2/gopath/pkg/mod
+    export GOFLAGS=-mod=mod GOPROXY=off GOSUMDB=off GO111MODULE=on
+    export CGO_ENABLED=1 CGO_CFLAGS="-I$3/include" CGO_LDFLAGS="-L$1"
+    export LD_LIBRARY_PATH=$1${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+}
+
 # Install bindings/python, as a user would, into a fresh venv $2 of
 # Debian's python3 (with the system's site packages: cffi and pytest come
 # from Debian): offline (pip --no-index --no-build-isolation), from a copy

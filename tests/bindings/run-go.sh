@@ -3,10 +3,8 @@
 #
 #   BATON_BUILD=build/default tests/bindings/run-go.sh
 #
-# Builds against the source tree's headers and $BATON_BUILD's libbaton.so
-# (CGO_CFLAGS, CGO_LDFLAGS, LD_LIBRARY_PATH), offline: a fresh GOCACHE and
-# GOPATH under a temp dir, GOPROXY=off, GOFLAGS=-mod=mod, no toolchain
-# switch (the module has no dependencies outside the standard library).
+# Builds offline against the source tree's headers and $BATON_BUILD's
+# libbaton.so (lib.sh, go_env).
 # Checks that gofmt -l prints nothing and that go vet is clean, then runs
 # `go test -v -count=1 ./...` (its tests start real clusters with
 # $BATON_BUILD/tests/bindings/cluster_fixture) and turns its output into
@@ -31,12 +29,10 @@ fail() {
     exit 1
 }
 
-go=$(command -v go) || fail "go" "no go command (make deps installs Debian's golang-go)"
-unset GOTOOLCHAIN GOROOT
-export GOCACHE=$tmp/cache GOPATH=$tmp/gopath GOMODCACHE=$tmp/gopath/pkg/mod
-export GOFLAGS=-mod=mod GOPROXY=off GOSUMDB=off GO111MODULE=on
-export CGO_ENABLED=1 CGO_CFLAGS="-I$repo/include" CGO_LDFLAGS="-L$build"
-export LD_LIBRARY_PATH=$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+go=/usr/bin/go
+[ -x "$go" ] || fail "go" "no $go (make deps installs Debian's golang-go)"
+. "$repo/tests/bindings/lib.sh"
+go_env "$build" "$tmp" "$repo"
 export BATON_BUILD=$build
 
 exec_flag=()
