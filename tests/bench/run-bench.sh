@@ -43,6 +43,11 @@
 #   W7  $BENCH_W7_CLIENTS clients (default 64) loop on one semaphore of 8
 #       ("sem", .limit = 8)
 #   W6, W7 and W8 hold each grant $BENCH_MODES_HOLD_MS ms (default 0).
+#   WB  the language bindings beside C (bindings/; not in the default list):
+#       $BENCH_WB_ROUNDS rounds (default 3), each of W1 with one client
+#       through C's blocking API, Python's Client and Go, then W1 with
+#       $BENCH_WB_CLIENTS clients (default 64) through C's async driver and
+#       Python's asyncio; every line tagged "binding"
 #   W9  an election "w9": $BENCH_W9_CANDIDATES candidates (default 8; half of
 #       them sessions of lockbench, half `lockbench --victim` processes of
 #       their own) and $BENCH_W9_OBSERVERS observers (default 32), one loop;
@@ -132,6 +137,7 @@ secs=${2:-10}
 batond=$build/batond
 batonctl=$build/batonctl
 lockbench=$build/lockbench
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 workloads=${BENCH_WORKLOADS:-W1 W2 W3 W3R W4 W5 W6 W7 W8 W9}
 driver=${BENCH_DRIVER:-async}
 loops=${BENCH_LOOPS:-1}
@@ -154,6 +160,8 @@ w9_rounds=${BENCH_W9_ROUNDS:-10}
 w9_ttl=${BENCH_W9_TTL_MS:-3000}
 w9_timeout=${BENCH_W9_TIMEOUT:-600}
 w1_names=${BENCH_W1_NAMES:-1}
+wb_rounds=${BENCH_WB_ROUNDS:-3}
+wb_clients=${BENCH_WB_CLIENTS:-64}
 modes_hold=${BENCH_MODES_HOLD_MS:-0}
 w5_secs=${BENCH_W5_SECONDS:-$(awk -v s="$secs" 'BEGIN { print (s < 10 ? 10 : s) }')}
 base=${BENCH_PORT_BASE:-27000}
@@ -606,6 +614,60 @@ run_w9() {
     stop_cluster
 }
 
+# WB: one line of a binding's bench program ($2...), tagged "binding":$1,
+# printed and saved like lockbench's.
+wb_line() {
+    local tag=$1 line
+    shift
+    line=$("$@" 2>"$data/wb.err" | head -n 1)
+    if [ -z "$line" ]; then
+        say "WB $tag: no JSON line; its stderr ends:"
+        tail -n 5 "$data/wb.err" >&2
+        failed=1
+        return
+    fi
+    line="{\"binding\":\"$tag\",${line#\{}"
+    printf '%s\n' "$line"
+    printf '%s\n' "$line" >>"$out_file"
+}
+
+# WB: the language bindings beside C on one cluster, $wb_rounds rounds of
+# alternating runs, so that load on the machine hits all alike: one client
+# through C's blocking API, Python's blocking Client and Go, then
+# $wb_clients clients through C's async driver and Python's asyncio (one
+# loop each). The bindings are installed and built as a user would
+# (tests/bindings/lib.sh): a venv with bindings/python, and the Go bench
+# built offline with Debian's Go.
+run_wb() {
+    local r venv=$root/venv gobin=$root/w1-go lib secs_i
+    lib=$(cd "$build" && pwd)
+    secs_i=$(awk -v s="$secs" 'BEGIN { printf "%d", (s < 1 ? 1 : s) }')
+    . "$repo/tests/bindings/lib.sh"
+    py_venv "$repo" "$venv" >&2 || { say "WB: cannot install bindings/python"; failed=1; return; }
+    (go_env "$lib" "$root/go" "$repo" && cd "$repo/bindings/go" &&
+        /usr/bin/go build -o "$gobin" ./bench/w1) >&2 || {
+        say "WB: cannot build bindings/go/bench/w1"
+        failed=1
+        return
+    }
+    start_cluster WB || { failed=1; stop_cluster; return; }
+    for ((r = 1; r <= wb_rounds; r++)); do
+        say "WB round $r of $wb_rounds: 1 client (C, Python, Go), then $wb_clients (C async, asyncio)"
+        lb_run WB-c1 --workload W1 --clients 1 --seconds "$secs" --driver blocking
+        lb_finish WB/c1 '"binding":"c-blocking",'
+        wb_line python-blocking env BATON_LIBRARY="$lib/libbaton.so.4" "$venv/bin/python" \
+            "$repo/bindings/python/bench/w1.py" --endpoints "$endpoints" --clients 1 --seconds "$secs"
+        wb_line go env LD_LIBRARY_PATH="$lib" "$gobin" -endpoints "$endpoints" -clients 1 \
+            -seconds "$secs_i"
+        lb_run WB-c64 --workload W1 --clients "$wb_clients" --seconds "$secs"
+        lb_finish WB/c64 '"binding":"c-async",'
+        wb_line python-asyncio env BATON_LIBRARY="$lib/libbaton.so.4" "$venv/bin/python" \
+            "$repo/bindings/python/bench/w1_asyncio.py" --endpoints "$endpoints" \
+            --clients "$wb_clients" --seconds "$secs"
+    done
+    stop_cluster
+}
+
 for w in $workloads; do
     case $w in
         W1) run_w1 ;;
@@ -618,6 +680,7 @@ for w in $workloads; do
         W7) run_modes W7 "$w7_clients" ;;
         W8) run_modes W8 "$w8_clients" ;;
         W9) run_w9 ;;
+        WB) run_wb ;;
         *) die "unknown workload '$w' in BENCH_WORKLOADS" ;;
     esac
 done
