@@ -340,7 +340,7 @@ class Watch:
         self._head = 0
         self._waiter: Optional[asyncio.Future] = None
         self._end: Optional[BaseException] = None
-        self._ended = asyncio.Event()
+        self._finished = asyncio.Event()
         self._out = ffi.new("baton_async_watch_t **")
         if client._ac is None:
             raise make_error(lib.BATON_ECLOSED, "the client was closed")
@@ -354,7 +354,7 @@ class Watch:
 
     async def __anext__(self) -> Event:
         while self._head >= len(self._events):
-            if self._ended.is_set():
+            if self._finished.is_set():
                 if self._end is None:
                     raise StopAsyncIteration
                 raise self._end
@@ -373,12 +373,12 @@ class Watch:
     async def close(self) -> None:
         """End the watch (idempotent) and wait until the library has let go of
         it. Raises nothing."""
-        if not self._ended.is_set() and self._out[0] != ffi.NULL and self.client._ac is not None:
+        if not self._finished.is_set() and self._out[0] != ffi.NULL and self.client._ac is not None:
             w, self._out[0] = self._out[0], ffi.NULL
             rv = lib.baton_async_unwatch(self.client._ac, w)
             if rv < 0 and rv != _ENOTFOUND:
                 return
-        await self._ended.wait()
+        await self._finished.wait()
 
     async def __aenter__(self) -> "Watch":
         return self
@@ -394,7 +394,7 @@ class Watch:
         self._out[0] = ffi.NULL
         if status != _ECANCELED:
             self._end = make_error(status, msg)
-        self._ended.set()
+        self._finished.set()
         self._wake()
 
     def _wake(self):
