@@ -243,7 +243,7 @@ class Hold:
             raise make_error(rv, _errmsg(client._ac))
         client._calls[call.handle] = call
         try:
-            await asyncio.shield(call.fut)
+            await call.fut  # cancelling this wait does not stop the release
         except BatonError as e:
             if e.code == lib.BATON_ELOST:
                 self._mark_lost(lib.BATON_ELOST, str(e))
