@@ -35,6 +35,7 @@ literals never reach a resolver.
 Times are in seconds (float), as asyncio's are.
 """
 import asyncio
+import warnings
 import weakref
 from typing import AsyncIterator, Dict, List, Optional, Sequence, Union
 
@@ -415,11 +416,16 @@ class AsyncClient:
         self._calls: Dict[object, object] = {}
         self._holds: Dict[tuple, List[Hold]] = {}
         self._closing: Optional[asyncio.Future] = None
-        self.session_id = 0
         self.session_changes = 0
         self._raced = 0  # grants that won the race against a cancel (for tests)
 
     # ---- properties ----
+
+    @property
+    def session_id(self) -> int:
+        """The session's id: 0 after the session ended until a fresh one is
+        open (the next call opens it), and after close."""
+        return lib.baton_async_session_id(self._ac) if self._ac is not None else 0
 
     @property
     def closed(self) -> bool:
@@ -489,7 +495,8 @@ class AsyncClient:
         if ac is None:
             raise make_error(lib.BATON_ECLOSED, "the client was closed")
         a = ffi.new("baton_lock_args *")
-        a.wait_ms = _ms(timeout, -1)
+        # a positive timeout never rounds down to 0, which would be a try
+        a.wait_ms = -1 if timeout is None else 0 if timeout == 0 else max(1, _ms(timeout, -1))
         a.lock_delay_ms = (0 if lock_delay is None else
                            -1 if lock_delay < 0 else max(1, _ms(lock_delay, 0)))
         a.mode = lib.BATON_MODE_SHARED if shared else lib.BATON_MODE_EXCLUSIVE
@@ -568,9 +575,17 @@ class AsyncClient:
             hold._mark_lost(why, msg)
 
     def _new_session(self, status: int, session: int):
+        """The session callback: a fresh session replaced one that ended."""
         if status == 0:
-            self.session_id = session
             self.session_changes += 1
+
+    def __del__(self):
+        if self._ac is not None:
+            # Freeing here could run the core's callbacks and hooks on a loop
+            # that is closed or on another thread's stack: only warn, as an
+            # unclosed asyncio transport does.
+            warnings.warn("baton.aio.AsyncClient was not closed (await client.close())",
+                          ResourceWarning, source=self)
 
     # ---- reading, watching, elections ----
 
@@ -632,7 +647,7 @@ class AsyncClient:
             return
         self._closing = self._loop.create_future()
         try:
-            if self.session_id or self._opened:
+            if self._opened:
                 call = _Call(self)
                 rv = lib.baton_async_close_session(self._ac, _done_cb, call.handle)
                 if rv == 0:
@@ -741,7 +756,7 @@ async def _connect(endpoints, client_name, connect_timeout, op_timeout, session_
             raise make_error(rv, _errmsg(client._ac))
         client._calls[call.handle] = call
         client._opened = True
-        client.session_id = await call.fut
+        await call.fut
         ok = True
         return client
     finally:

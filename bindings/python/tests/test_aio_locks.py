@@ -43,26 +43,32 @@ def test_trylock_wouldblock(cluster):
 
 
 def test_two_tasks_of_one_client_in_turn(cluster):
+    """Two tasks of ONE client wait for one name (a third task holds it):
+    each is its own owner, queued in FIFO order, granted in turn with
+    growing fences."""
     async def main():
         async with connect(cluster) as c:
+            loop = asyncio.get_running_loop()
             order = []
             first = await c.lock("aio-turn")
-            granted = asyncio.Event()
 
-            async def second():
+            async def waiter(tag):
                 async with c.lock("aio-turn", timeout=30) as h:
-                    order.append(("second", h.fence))
-                    granted.set()
+                    order.append((tag, h.fence))
+                    st = await c.lock_state("aio-turn")
+                    assert st.total_holders == 1 and st.holders[0].fence == h.fence
 
-            t = asyncio.ensure_future(second())
-            await asyncio.get_running_loop().run_in_executor(
-                None, cluster.wait_lock, "aio-turn", "total_waiters", 1)
-            assert not granted.is_set()
-            order.append(("first", first.fence))
+            t1 = asyncio.ensure_future(waiter("t1"))
+            await loop.run_in_executor(None, cluster.wait_lock, "aio-turn", "total_waiters", 1)
+            t2 = asyncio.ensure_future(waiter("t2"))
+            await loop.run_in_executor(None, cluster.wait_lock, "aio-turn", "total_waiters", 2)
+            st = await c.lock_state("aio-turn")
+            assert [w.session for w in st.waiters] == [c.session_id] * 2
+            assert not order
             await first.unlock()
-            await asyncio.wait_for(t, 30)
-            assert [o[0] for o in order] == ["first", "second"]
-            assert order[1][1] > order[0][1]
+            await asyncio.wait_for(asyncio.gather(t1, t2), 30)
+            assert [o[0] for o in order] == ["t1", "t2"]
+            assert first.fence < order[0][1] < order[1][1]
     run(main())
 
 
