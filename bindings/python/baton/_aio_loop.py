@@ -83,11 +83,22 @@ def _cleanup(data):
     ffi.from_handle(data).cleanup()
 
 
+# The adapters of each loop that have output to write at the end of the
+# loop's current turn: one call_soon per turn for all of them, however many
+# clients queued output in it.
+_flushes: dict = {}
+
+
+def _flush_all(loop):
+    for adapter in _flushes.pop(loop, ()):
+        adapter.flush()
+
+
 class LoopAdapter:
     """Runs one baton_async_t on one asyncio loop. attach() installs the hooks;
     after the core's cleanup hook nothing of it stays on the loop."""
 
-    __slots__ = ("loop", "ac", "handle", "rfd", "wfd", "want_write", "flush_handle",
+    __slots__ = ("loop", "ac", "handle", "rfd", "wfd", "want_write", "flush_queued",
                  "timer", "cleaned", "__weakref__")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, ac):
@@ -97,7 +108,7 @@ class LoopAdapter:
         self.rfd = -1          # the socket watched for reading, or -1
         self.wfd = -1          # the socket watched for writing, or -1
         self.want_write = False
-        self.flush_handle = None
+        self.flush_queued = False  # in _flushes[loop]
         self.timer = None
         self.cleaned = False
 
@@ -129,8 +140,13 @@ class LoopAdapter:
     def add_write(self, fd):
         self.want_write = True
         if self.rfd == fd:
-            if self.flush_handle is None and self.wfd != fd:
-                self.flush_handle = self.loop.call_soon(self.flush)
+            if not self.flush_queued and self.wfd != fd:
+                self.flush_queued = True
+                queued = _flushes.get(self.loop)
+                if queued is None:
+                    queued = _flushes[self.loop] = []
+                    self.loop.call_soon(_flush_all, self.loop)
+                queued.append(self)
         else:
             self._watch_write(fd)
 
@@ -169,9 +185,13 @@ class LoopAdapter:
             self.loop.remove_writer(self.wfd)
         self.rfd = self.wfd = -1
         self.timer_stop()
-        if self.flush_handle is not None:
-            self.flush_handle.cancel()
-            self.flush_handle = None
+        if self.flush_queued:
+            queued = _flushes.get(self.loop, [])
+            if self in queued:
+                queued.remove(self)
+            if not queued:
+                _flushes.pop(self.loop, None)  # _flush_all then finds nothing
+            self.flush_queued = False
         self.ac = None
         self.cleaned = True
 
@@ -200,7 +220,7 @@ class LoopAdapter:
     def flush(self):
         """The end of the loop turn in which output was queued: write it; watch
         for writability only if some is left (the socket is full)."""
-        self.flush_handle = None
+        self.flush_queued = False
         if self.ac is not None and self.want_write and self.rfd >= 0:
             fd = self.rfd
             lib.baton_async_handle_write(self.ac)
@@ -210,4 +230,4 @@ class LoopAdapter:
     def watching(self) -> bool:
         """Whether anything of this adapter is still on the loop (for tests)."""
         return (self.rfd >= 0 or self.wfd >= 0 or self.timer is not None
-                or self.flush_handle is not None)
+                or self.flush_queued)

@@ -10,7 +10,7 @@ import pytest
 
 import baton
 import baton.aio
-from baton._aio_loop import LoopAdapter
+from baton._aio_loop import LoopAdapter, _flushes
 from aio_util import connect, run
 
 
@@ -59,6 +59,7 @@ def test_close_leaves_nothing(cluster):
         assert not timers, "timers left: %r" % timers
         ready = [h for h in loop._ready if _ours(h) and not h.cancelled()]
         assert not ready, "callbacks left: %r" % ready
+        assert not _flushes.get(loop), "output to flush left: %r" % _flushes.get(loop)
         left = _fds() ^ fds
         assert not left, "fds opened or closed: %r" % left
         assert threading.active_count() == threads
