@@ -77,3 +77,21 @@ def test_failover_under_a_holder(cluster):
             finally:
                 await loop.run_in_executor(None, cluster.restart, old)
     run(main())
+
+
+def test_session_expiry_loses_holds_and_a_fresh_session_follows(cluster):
+    async def main():
+        async with connect(cluster, session_ttl=3) as c:
+            h = await c.lock("aio-exp")
+            old = c.session_id
+            st, out = await _ctl(cluster, "expire", str(old), "-o", "json")
+            assert st == 0, out
+            why = await asyncio.wait_for(h.wait_lost(), 15)
+            assert why == baton.ESESSION.code
+            with pytest.raises(baton.ELOST):
+                await h.unlock()
+            # the next call opens a fresh session
+            h2 = await c.lock("aio-exp", timeout=10)
+            assert c.session_id not in (0, old) and c.session_changes == 1
+            await h2.unlock()
+    run(main())
