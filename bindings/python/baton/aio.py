@@ -233,6 +233,11 @@ class Hold:
         if client._ac is None:
             client._forget(self)
             raise make_error(lib.BATON_ECLOSED, "the client was closed")
+        try:
+            client._context()
+        except RuntimeError:
+            self._unlocked = False
+            raise
         call = _Call(client)
         rv = lib.baton_async_unlock(client._ac, self.name.encode(), self.fence, _done_cb,
                                     call.handle)
@@ -264,8 +269,7 @@ class Hold:
         self.check()
         if self._unlocked:
             raise make_error(lib.BATON_ENOTHELD, "the hold was unlocked")
-        if client._ac is None:
-            raise make_error(lib.BATON_ECLOSED, "the client was closed")
+        client._context()
         data = _as_bytes(value)
         call = _Call(client)
         rv = lib.baton_async_proclaim(client._ac, self.name.encode(), self.fence, data,
@@ -343,8 +347,7 @@ class Watch:
         self._end: Optional[BaseException] = None
         self._finished = asyncio.Event()
         self._out = ffi.new("baton_async_watch_t **")
-        if client._ac is None:
-            raise make_error(lib.BATON_ECLOSED, "the client was closed")
+        client._context()
         rv = start(self.handle, self._out)
         if rv < 0:
             raise make_error(rv, _errmsg(client._ac))
@@ -406,7 +409,9 @@ class Watch:
 class AsyncClient:
     """One session with a baton cluster on the running asyncio loop. Make it
     with `await baton.aio.connect(...)` (or `async with`); end it with
-    `await client.close()`."""
+    `await client.close()`. Besides what each call lists, every call (and
+    every call of its Holds and Watches) raises RuntimeError when made
+    outside the loop that connected the client."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, ac):
         self._loop = loop
@@ -418,6 +423,15 @@ class AsyncClient:
         self._closing: Optional[asyncio.Future] = None
         self.session_changes = 0
         self._raced = 0  # grants that won the race against a cancel (for tests)
+
+    def _context(self):
+        """The C context, checked to be usable from here: raises ECLOSED after
+        close, RuntimeError from another loop (the client is its loop's)."""
+        if self._ac is None:
+            raise make_error(lib.BATON_ECLOSED, "the client was closed")
+        if asyncio.get_running_loop() is not self._loop:
+            raise RuntimeError("baton.aio: a client is used from the loop that connected it only")
+        return self._ac
 
     # ---- properties ----
 
@@ -491,9 +505,7 @@ class AsyncClient:
                                 "campaign")
 
     async def _lock(self, names, timeout, shared, limit, reentrant, value, lock_delay, kind):
-        ac = self._ac
-        if ac is None:
-            raise make_error(lib.BATON_ECLOSED, "the client was closed")
+        ac = self._context()
         a = ffi.new("baton_lock_args *")
         # a positive timeout never rounds down to 0, which would be a try
         a.wait_ms = -1 if timeout is None else 0 if timeout == 0 else max(1, _ms(timeout, -1))
@@ -606,10 +618,9 @@ class AsyncClient:
         return st.holders[0] if st.holders else None
 
     async def _read(self, fn, name: str) -> LockState:
-        if self._ac is None:
-            raise make_error(lib.BATON_ECLOSED, "the client was closed")
+        ac = self._context()
         call = _Call(self)
-        rv = fn(self._ac, name.encode(), _state_cb, call.handle)
+        rv = fn(ac, name.encode(), _state_cb, call.handle)
         if rv < 0:
             raise make_error(rv, _errmsg(self._ac))
         self._calls[call.handle] = call

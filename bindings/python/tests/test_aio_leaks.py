@@ -104,3 +104,31 @@ def test_cancelled_connect_leaves_nothing():
     run(main())
     gc.collect()
     assert not [o for o in gc.get_objects() if isinstance(o, baton.aio.AsyncClient)]
+
+
+def test_a_client_is_its_loops(cluster):
+    """A client used from another loop refuses (RuntimeError), and stays
+    usable from its own."""
+    holder = {}
+
+    async def first():
+        holder["c"] = await connect(cluster)
+        holder["h"] = await holder["c"].lock("aio-loop")
+
+    async def other():
+        with pytest.raises(RuntimeError):
+            await holder["c"].lock("aio-loop-2")
+        with pytest.raises(RuntimeError):
+            await holder["h"].unlock()
+
+    async def back(c, h):
+        await h.unlock()
+        await c.close()
+
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(first())
+        asyncio.run(other())
+        loop.run_until_complete(back(holder.pop("c"), holder.pop("h")))
+    finally:
+        loop.close()
