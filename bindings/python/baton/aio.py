@@ -283,8 +283,8 @@ class Hold:
         return self
 
     async def __aexit__(self, et, ev, tb) -> None:
-        """Unlock; an ELOST (or ENOTHELD) of the unlock is raised only if the
-        body raised nothing itself."""
+        """Unlock; an ELOST, ENOTHELD or ECLOSED of the unlock is raised only
+        if the body raised nothing itself (the body's exception wins)."""
         try:
             await self.unlock()
         except (errors.ELOST, errors.ENOTHELD, errors.ECLOSED):

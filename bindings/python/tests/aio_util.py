@@ -1,7 +1,6 @@
 """Helpers of the asyncio tests (test_aio_*.py): run a coroutine on a fresh
-loop, connect a client to a test cluster, wait for a condition."""
+loop, connect a client to a test cluster."""
 import asyncio
-import time
 
 import baton.aio
 
@@ -20,11 +19,3 @@ def connect(cluster, **kw):
         kw.setdefault("token", cluster.token)
     return baton.aio.connect(cluster.endpoints, **kw)
 
-
-async def eventually(pred, timeout=20, what="condition"):
-    """Await until pred() (a plain function) is true."""
-    end = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > end:
-            raise AssertionError("timed out waiting for " + what)
-        await asyncio.sleep(0.02)

@@ -18,7 +18,7 @@ class Copy:
         self.out = open(self.path, "w")
         self.proc = subprocess.Popen(
             [sys.executable, EXAMPLE, "--endpoints", cluster.endpoints, "--name", "svc",
-             "--id", ident, "--ttl", "2", "--tick", "0.1"],
+             "--id", ident, "--ttl", "3", "--tick", "0.1"],
             stdout=self.out, stderr=subprocess.STDOUT)
 
     def lines(self):

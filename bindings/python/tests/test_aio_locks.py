@@ -5,8 +5,7 @@ import asyncio
 import pytest
 
 import baton
-import baton.aio
-from aio_util import connect, eventually, run
+from aio_util import connect, run
 
 
 def test_lock_unlock_fences(cluster):

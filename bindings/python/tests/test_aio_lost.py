@@ -14,7 +14,7 @@ def _ctl(cluster, *args):
 
 def test_forced_release_sets_lost(cluster):
     async def main():
-        async with connect(cluster, session_ttl=3) as c:
+        async with connect(cluster) as c:
             h = await c.lock("aio-lost")
             other = await c.lock("aio-kept")
             h.check()
@@ -45,7 +45,7 @@ def test_lost_inside_async_with(cluster):
     """Leaving `async with` after the lock was lost raises ELOST (when the
     body raised nothing itself)."""
     async def main():
-        async with connect(cluster, session_ttl=3) as c:
+        async with connect(cluster) as c:
             with pytest.raises(baton.ELOST):
                 async with c.lock("aio-lost2") as h:
                     await _ctl(cluster, "release", "--force", "aio-lost2", "--now", "-o", "json")
@@ -81,7 +81,7 @@ def test_failover_under_a_holder(cluster):
 
 def test_session_expiry_loses_holds_and_a_fresh_session_follows(cluster):
     async def main():
-        async with connect(cluster, session_ttl=3) as c:
+        async with connect(cluster) as c:
             h = await c.lock("aio-exp")
             old = c.session_id
             st, out = await _ctl(cluster, "expire", str(old), "-o", "json")
