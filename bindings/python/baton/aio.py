@@ -253,6 +253,11 @@ class Hold:
         except BatonError as e:
             if e.code == lib.BATON_ELOST:
                 self._mark_lost(lib.BATON_ELOST, str(e))
+            elif e.code == lib.BATON_ENOTHELD and self.lost_why is not None:
+                # another handle of a lost reentrant hold: the core freed its
+                # record with that handle's unlock and asked the cluster
+                # about this one, which no longer counts it
+                raise make_error(lib.BATON_ELOST, self._lost_text()) from None
             raise
         finally:
             if call.fut.done():

@@ -95,3 +95,22 @@ def test_session_expiry_loses_holds_and_a_fresh_session_follows(cluster):
             assert c.session_id not in (0, old) and c.session_changes == 1
             await h2.unlock()
     run(main())
+
+
+def test_reentrant_handles_all_lost(cluster):
+    async def main():
+        async with connect(cluster) as c:
+            h1 = await c.lock("aio-lost-re")
+            h2 = await c.lock("aio-lost-re", reentrant=True)
+            st, out = await _ctl(cluster, "release", "--force", "aio-lost-re", "--now",
+                                 "-o", "json")
+            assert st == 0, out
+            await asyncio.wait_for(h1.lost.wait(), 15)
+            assert h2.lost.is_set() and h2.lost_why == baton.ELOST.code
+            for h in (h2, h1):
+                with pytest.raises(baton.ELOST):
+                    await h.unlock()
+            assert c.pending() == 0 and not c._holds
+            h3 = await c.trylock("aio-lost-re")
+            await h3.unlock()
+    run(main())
