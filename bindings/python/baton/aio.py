@@ -55,8 +55,7 @@ _ENOTFOUND = lib.BATON_ENOTFOUND
 _owners: "weakref.WeakKeyDictionary[asyncio.Task, int]" = weakref.WeakKeyDictionary()
 
 
-def _task_owner() -> int:
-    task = asyncio.current_task()
+def _task_owner(task: Optional[asyncio.Task]) -> int:
     if task is None:
         return 0
     owner = _owners.get(task)
@@ -431,10 +430,13 @@ class AsyncClient:
 
     def _context(self):
         """The C context, checked to be usable from here: raises ECLOSED after
-        close, RuntimeError from another loop (the client is its loop's)."""
+        close, RuntimeError from another loop (the client is its loop's).
+        The check asks for the current task of the client's loop first
+        (asyncio.get_running_loop costs a getpid system call per call)."""
         if self._ac is None:
             raise make_error(lib.BATON_ECLOSED, "the client was closed")
-        if asyncio.get_running_loop() is not self._loop:
+        if (asyncio.current_task(self._loop) is None
+                and asyncio.get_running_loop() is not self._loop):
             raise RuntimeError("baton.aio: a client is used from the loop that connected it only")
         return self._ac
 
@@ -519,7 +521,7 @@ class AsyncClient:
         a.mode = lib.BATON_MODE_SHARED if shared else lib.BATON_MODE_EXCLUSIVE
         a.limit = limit
         a.reentrant = 1 if reentrant else 0
-        a.owner = _task_owner()
+        a.owner = _task_owner(asyncio.current_task(self._loop))
         data = _as_bytes(value)
         cname = names[0].encode() if isinstance(names[0], str) else bytes(names[0])
         call = _Call(self, name=cname, keep=names)
