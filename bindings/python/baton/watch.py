@@ -2,35 +2,16 @@
 an election, as an iterator of Event."""
 import threading
 import time
-from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from ._ffi import ffi, lib
 from .errors import BatonError, make_error
-from .state import LockState, state_from_c
-
-KINDS = {lib.BATON_EVENT_CHANGE: "change", lib.BATON_EVENT_STATE: "state",
-         lib.BATON_EVENT_GAP: "gap", lib.BATON_EVENT_SYNCED: "synced"}
+from .state import Event, event_from_c
 
 # The longest single baton_watch_next wait: a Watch (or its Client) that is
 # being closed waits at most this for a next() in progress to leave the
 # library before freeing the watch.
 _SLICE_MS = 200
-
-
-@dataclass(frozen=True)
-class Event:
-    """One watch event. kind: "state" (the state at the start or a restart
-    of the watch), "change" (the state right after the change at
-    revision), "gap" (the state now; it changed meanwhile in ways not
-    seen), "synced" (no state: the stream is complete from revision on;
-    restarted True: forget what you knew, the "state" events just before
-    are the current state). revision is the raft index (strictly
-    increasing along a watch); state a LockState (None for "synced")."""
-    kind: str
-    revision: int
-    restarted: bool
-    state: Optional[LockState]
 
 
 class Watch:
@@ -126,7 +107,6 @@ class Watch:
 
 def _event_from_c(e) -> Event:
     try:
-        return Event(kind=KINDS.get(e.kind, str(e.kind)), revision=int(e.revision),
-                     restarted=bool(e.restarted), state=state_from_c(e.state))
+        return event_from_c(e)
     finally:
         lib.baton_event_free(e)
