@@ -44,7 +44,7 @@
 #       ("sem", .limit = 8)
 #   W6, W7 and W8 hold each grant $BENCH_MODES_HOLD_MS ms (default 0).
 #   WB  the language bindings beside C (bindings/; not in the default list):
-#       $BENCH_WB_ROUNDS rounds (default 3), each of W1 with one client
+#       $BENCH_WB_ROUNDS rounds (default 6; each starts with another), each of W1 with one client
 #       through C's blocking API, Python's Client and Go, then W1 with
 #       $BENCH_WB_CLIENTS clients (default 64) through C's async driver and
 #       Python's asyncio; every line tagged "binding"
@@ -160,7 +160,7 @@ w9_rounds=${BENCH_W9_ROUNDS:-10}
 w9_ttl=${BENCH_W9_TTL_MS:-3000}
 w9_timeout=${BENCH_W9_TIMEOUT:-600}
 w1_names=${BENCH_W1_NAMES:-1}
-wb_rounds=${BENCH_WB_ROUNDS:-3}
+wb_rounds=${BENCH_WB_ROUNDS:-6}
 wb_clients=${BENCH_WB_CLIENTS:-64}
 modes_hold=${BENCH_MODES_HOLD_MS:-0}
 w5_secs=${BENCH_W5_SECONDS:-$(awk -v s="$secs" 'BEGIN { print (s < 10 ? 10 : s) }')}
@@ -631,6 +631,30 @@ wb_line() {
     printf '%s\n' "$line" >>"$out_file"
 }
 
+# WB's runs: W1 with one client through C's blocking API, Python and Go;
+# with $wb_clients through C's async driver and Python's asyncio.
+wb_c1() {
+    lb_run WB-c1 --workload W1 --clients 1 --seconds "$secs" --driver blocking
+    lb_finish WB/c1 '"binding":"c-blocking",'
+}
+wb_py1() {
+    wb_line python-blocking env BATON_LIBRARY="$lib/libbaton.so.4" "$venv/bin/python" \
+        "$repo/bindings/python/bench/w1.py" --endpoints "$endpoints" --clients 1 --seconds "$secs"
+}
+wb_go1() {
+    wb_line go env LD_LIBRARY_PATH="$lib" "$gobin" -endpoints "$endpoints" -clients 1 \
+        -seconds "$secs_i"
+}
+wb_c64() {
+    lb_run WB-c64 --workload W1 --clients "$wb_clients" --seconds "$secs"
+    lb_finish WB/c64 '"binding":"c-async",'
+}
+wb_aio() {
+    wb_line python-asyncio env BATON_LIBRARY="$lib/libbaton.so.4" "$venv/bin/python" \
+        "$repo/bindings/python/bench/w1_asyncio.py" --endpoints "$endpoints" \
+        --clients "$wb_clients" --seconds "$secs"
+}
+
 # WB: the language bindings beside C on one cluster, $wb_rounds rounds of
 # alternating runs, so that load on the machine hits all alike: one client
 # through C's blocking API, Python's blocking Client and Go, then
@@ -639,8 +663,8 @@ wb_line() {
 # (tests/bindings/lib.sh): a venv with bindings/python, and the Go bench
 # built offline with Debian's Go.
 run_wb() {
-    local r venv=$root/venv gobin=$root/w1-go lib secs_i
-    lib=$(cd "$build" && pwd)
+    local r
+    venv=$root/venv gobin=$root/w1-go lib=$(cd "$build" && pwd)
     secs_i=$(awk -v s="$secs" 'BEGIN { printf "%d", (s < 1 ? 1 : s) }')
     . "$repo/tests/bindings/lib.sh"
     py_venv "$repo" "$venv" >&2 || { say "WB: cannot install bindings/python"; failed=1; return; }
@@ -653,17 +677,14 @@ run_wb() {
     start_cluster WB || { failed=1; stop_cluster; return; }
     for ((r = 1; r <= wb_rounds; r++)); do
         say "WB round $r of $wb_rounds: 1 client (C, Python, Go), then $wb_clients (C async, asyncio)"
-        lb_run WB-c1 --workload W1 --clients 1 --seconds "$secs" --driver blocking
-        lb_finish WB/c1 '"binding":"c-blocking",'
-        wb_line python-blocking env BATON_LIBRARY="$lib/libbaton.so.4" "$venv/bin/python" \
-            "$repo/bindings/python/bench/w1.py" --endpoints "$endpoints" --clients 1 --seconds "$secs"
-        wb_line go env LD_LIBRARY_PATH="$lib" "$gobin" -endpoints "$endpoints" -clients 1 \
-            -seconds "$secs_i"
-        lb_run WB-c64 --workload W1 --clients "$wb_clients" --seconds "$secs"
-        lb_finish WB/c64 '"binding":"c-async",'
-        wb_line python-asyncio env BATON_LIBRARY="$lib/libbaton.so.4" "$venv/bin/python" \
-            "$repo/bindings/python/bench/w1_asyncio.py" --endpoints "$endpoints" \
-            --clients "$wb_clients" --seconds "$secs"
+        # Each round starts the trio and the pair with another one, so
+        # that no binding always runs right after the same other.
+        case $((r % 3)) in
+            1) wb_c1; wb_py1; wb_go1 ;;
+            2) wb_go1; wb_c1; wb_py1 ;;
+            0) wb_py1; wb_go1; wb_c1 ;;
+        esac
+        if [ $((r % 2)) = 1 ]; then wb_c64; wb_aio; else wb_aio; wb_c64; fi
     done
     stop_cluster
 }
