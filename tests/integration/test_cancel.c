@@ -32,12 +32,7 @@ static void start3(void)
 
 static baton_t *b_connect(const char *name)
 {
-    baton_opts o = {.endpoints = cluster_endpoints(&C), .client_name = name,
-                    .connect_timeout_ms = 10000};
-    baton_t *b = NULL;
-
-    if (baton_connect(&o, &b) != 0) FAIL("connect %s: %s", name, baton_connect_errmsg());
-    return b;
+    return client_connect(&(baton_opts){.endpoints = cluster_endpoints(&C), .client_name = name});
 }
 
 /* One baton_lock_call on a thread of its own. */
