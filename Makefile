@@ -98,7 +98,7 @@ FUZZ_BIN      := $(addprefix $(FUZZ_B)/,$(FUZZ_TARGETS))
 FUZZ_LIB_OBJ  := $(patsubst %.c,$(FUZZ_B)/obj/%.o,$(wildcard proto/*.c) $(wildcard storage/*.c) \
                  tests/lib/files.c server/auth.c server/xmalloc.c server/log.c)
 FUZZ_SECONDS  ?= 300
-FUZZ_TEST_SECONDS ?= 20
+FUZZ_TEST_SECONDS ?= 5
 DEB_FUZZ_PKGS := clang libclang-rt-dev
 
 # The fault harness (tests/fault/; the rules are near the end).
@@ -423,7 +423,7 @@ $(FUZZ_BIN): $(FUZZ_B)/%: $(FUZZ_B)/obj/tests/fuzz/%.o $(FUZZ_B)/libfuzzlib.a
 # checker's own cases (test_fault fault_checker_*: written logs that break
 # the lock modes' and the multi-locks' rules one at a time; the broken run
 # has no multi-locks, tests/fault/README.md says why). `make test`
-# runs a 2-minute version and the selftest ($(FAULT_TEST)).
+# runs a 90-second version and the selftest ($(FAULT_TEST)).
 
 .PHONY: fault fault-inner fault-selftest fault-selftest-inner
 fault fault-selftest: deps

@@ -31,7 +31,7 @@ func TestFencedExample(t *testing.T) {
 	}
 	start := func(id string) run {
 		cmd := exec.Command(bin, "-endpoints", c.Endpoints, "-store", store, "-election", election,
-			"-id", id, "-seconds", "12")
+			"-id", id, "-seconds", "8")
 		out, _ := cmd.StdoutPipe()
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {

@@ -2,7 +2,7 @@
  * test_fault.c -- the fault harness's short runs inside `make test`, one
  * test line each (tests/lib/runner.h):
  *
- *   fault_mixed_short      faultrun for $FAULT_SHORT_SECONDS (default 120)
+ *   fault_mixed_short      faultrun for $FAULT_SHORT_SECONDS (default 90)
  *                          of mixed faults against the real batond: the
  *                          checker must find nothing and the harness no
  *                          crash, hang or divergence (exit 0)
@@ -57,7 +57,7 @@ static int run_faultrun(const char *const *args, const char *build)
 TEST(fault_mixed_short)
 {
     const char *secs = getenv("FAULT_SHORT_SECONDS");
-    const char *args[] = {"--seconds", secs && *secs ? secs : "120", NULL};
+    const char *args[] = {"--seconds", secs && *secs ? secs : "90", NULL};
 
     ASSERT_EQ(run_faultrun(args, NULL), 0);
 }

@@ -91,14 +91,14 @@ class Cluster:
             self.proc.wait(timeout=60)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cluster():
     c = Cluster()
     yield c
     c.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def secure_cluster():
     c = Cluster(secure=True)
     yield c
