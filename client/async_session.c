@@ -330,13 +330,23 @@ void baton__held_remove(baton_async_t *ac, struct baton__req *h)
 }
 
 /* Declare held lock h lost (once): its lost callback is queued with why
- * and the context's current message, which the caller has set. */
+ * and the context's current message, which the caller has set. The other
+ * handles of the same grant (reentrant calls: entries with h's fence and
+ * name) are lost with it, without a callback of their own -- the lost
+ * callback runs once per grant -- so that unlocking each of them answers
+ * BATON_ELOST at once, as for h. */
 void baton__held_lost(baton_async_t *ac, struct baton__req *h, int why)
 {
     if (h->state != BATON__H_HELD) return;
     h->state = BATON__H_LOST;
     h->status = why;
     baton__queue_done(ac, h);
+    for (struct baton__req *o = ac->held_head; o; o = o->next) {
+        if (o == h || o->state != BATON__H_HELD || o->fence != h->fence) continue;
+        if (o->name_len != h->name_len || memcmp(o->name, h->name, h->name_len) != 0) continue;
+        o->state = BATON__H_LOST;
+        o->status = why;
+    }
 }
 
 /* The session is over: every lock it holds is lost (those being unlocked

@@ -184,7 +184,8 @@ typedef void baton_async_done_cb(baton_async_t *ac, int status, void *data);
  * baton_async_errmsg() describes the cause. `lock` is valid only during
  * the callback. The lock still has to be passed to baton_async_unlock
  * (which then returns BATON_ELOST at once) to free the client's record of
- * it; baton_async_free frees it too.
+ * it -- each handle of a reentrant hold, whose grant is reported once;
+ * baton_async_free frees it too.
  */
 typedef void baton_async_lost_cb(baton_async_t *ac, const char *lock, uint64_t fence, int why,
                                  void *data);

@@ -240,6 +240,46 @@ TEST(forced_release_waits_out_the_lease_unless_now)
     ASSERT_EQ(cluster_stop(&C), 0);
 }
 
+/*
+ * A reentrant hold has two handles of one grant. A forced release loses
+ * the grant: its lost callback runs once, both handles' unlocks answer
+ * BATON_ELOST at once without asking the cluster, and the owner may lock
+ * the name again (nothing of its hold is left claimed).
+ */
+TEST(forced_release_of_a_reentrant_hold_loses_every_handle_once)
+{
+    baton_lock_args re = {.wait_ms = BATON_WAIT_FOREVER, .reentrant = 1};
+    struct tloop t;
+    struct lostrec lr = {0};
+    struct ctl_result r;
+    struct rec second = {0}, again = {0};
+    baton_async_t *a;
+    uint64_t fence;
+
+    start3();
+    tloop_init(&t);
+    a = open_on(&t, "reentrant", 10000, &lr);
+    fence = lock_on(&t, a, "rf");
+    ASSERT_EQ(baton_async_lock_with(a, "rf", &re, rec_lock, &second), 0);
+    run_until(&t, &second.calls, 1, 10000);
+    ASSERT_EQ(second.status, 0);
+    ASSERT_UEQ(second.value, fence);
+    ASSERT_EQ(cluster_ctl(&C, &r, "release", "--force", "rf", "--now", NULL), 0);
+    ctl_result_free(&r);
+    run_until(&t, &lr.calls, 1, 10000);
+    run_for(&t, 300); /* a second lost callback, if one were coming */
+    ASSERT_EQ(lr.calls, 1);
+    ASSERT_EQ(baton_async_unlock(a, "rf", fence, NULL, NULL), BATON_ELOST);
+    ASSERT_EQ(baton_async_unlock(a, "rf", fence, NULL, NULL), BATON_ELOST);
+    ASSERT_EQ(baton_async_lock(a, "rf", BATON_WAIT_TRY, rec_lock, &again), 0);
+    run_until(&t, &again.calls, 1, 10000);
+    ASSERT_EQ(again.status, 0);
+    ASSERT_ULT(fence, again.value);
+    close_on(&t, a);
+    tloop_done(&t);
+    ASSERT_EQ(cluster_stop(&C), 0);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -247,5 +287,6 @@ int main(int argc, char **argv)
     RUN(forced_release_after_leader_change_is_told);
     RUN(admin_expiry_after_leader_change_is_told);
     RUN(forced_release_waits_out_the_lease_unless_now);
+    RUN(forced_release_of_a_reentrant_hold_loses_every_handle_once);
     return runner_done();
 }
