@@ -86,7 +86,7 @@ struct app;
 /* One observed election: its watch, restarted now and then. */
 struct obs {
     struct app *a;
-    char election[16];
+    char election[24]; /* "elect" and an int */
     baton_async_watch_t *w; /* NULL: no watch running */
     uint64_t id;            /* the watch's number in the log */
     uv_timer_t timer;       /* ends the watch, or starts the next */
@@ -111,7 +111,7 @@ struct app {
 
     /* campaign */
     uint64_t attempt, counter;
-    char election[16];
+    char election[24]; /* "elect" and an int */
     char value[VALUE_MAX];
     uint64_t fence;
     int lost, steps_left, write_no;
@@ -400,7 +400,7 @@ static void observe(struct obs *o)
 struct read_ctx {
     struct app *a;
     uint64_t id;
-    char election[16];
+    char election[24]; /* "elect" and an int */
 };
 
 static void read_next(struct app *a);
