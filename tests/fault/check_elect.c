@@ -598,7 +598,7 @@ static void check_watch(const struct el *x, struct ck_elect *e, const struct el_
 
 static void check_observers(struct el *x, struct ck_elect *e)
 {
-    qsort(x->ev, x->n_ev, sizeof *x->ev, cmp_event);
+    if (x->n_ev > 0) qsort(x->ev, x->n_ev, sizeof *x->ev, cmp_event); /* ev may be NULL */
     for (size_t i = 0, j; i < x->n_ev; i = j) {
         for (j = i; j < x->n_ev && x->ev[j].proc == x->ev[i].proc &&
                     x->ev[j].inc == x->ev[i].inc && x->ev[j].watch == x->ev[i].watch;
@@ -757,7 +757,7 @@ static void el_index(struct el *x, const struct ck_data *d)
 {
     char last[CK_LOCK_MAX] = "";
 
-    qsort(x->val, x->n_val, sizeof *x->val, cmp_val);
+    if (x->n_val > 0) qsort(x->val, x->n_val, sizeof *x->val, cmp_val); /* val may be NULL */
     x->known = malloc((x->n_val + 1) * sizeof *x->known);
     x->known_max = malloc((x->n_val + 1) * sizeof *x->known_max);
     x->wr = malloc((d->n_wr + 1) * sizeof *x->wr);
