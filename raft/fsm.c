@@ -245,6 +245,14 @@ size_t fsm_gated(const struct fsm *f)
     return gate_len(&f->gate);
 }
 
+uint64_t fsm_state_index(const struct fsm *f)
+{
+    const struct gate_entry *e = gate_front(&f->gate);
+
+    if (e != NULL) return e->index - 1;
+    return f->raft != NULL ? raft_last_applied(f->raft) : 0;
+}
+
 const char *fsm_failed(const struct fsm *f)
 {
     return f->failure[0] != '\0' ? f->failure : NULL;

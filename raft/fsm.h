@@ -112,6 +112,12 @@ void fsm_flush(struct fsm *f);
 
 /* How many entries the gate holds (applied for raft, not yet for the store). */
 size_t fsm_gated(const struct fsm *f);
+/* The entry the state machine stands at: every entry up to it is in the
+ * store, or was one that never reaches the store (a barrier, a
+ * configuration). Raft's applied index, less what the gate holds: a
+ * follower's gated entries count as applied for raft but are not in the
+ * store, whose digest describes the state without them. */
+uint64_t fsm_state_index(const struct fsm *f);
 /* Does raft's commit index stand on an entry of the current term (a real
  * commit: fsm.c, commit_sure)? */
 bool fsm_commit_sure(struct fsm *f);

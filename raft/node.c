@@ -1100,7 +1100,7 @@ void node_get_status(struct node *n, struct node_status *st)
     st->term = n->raft.current_term;
     st->last_index = raft_last_index(&n->raft);
     st->commit_index = n->raft.commit_index;
-    st->applied_index = raft_last_applied(&n->raft);
+    st->applied_index = fsm_state_index(&n->fsm);
     st->fault = n->fault;
     st->fault_kind = n->fault_kind;
     st->fault_index = n->fault_index;

@@ -128,7 +128,7 @@ struct node_status {
     uint64_t term;
     uint64_t last_index;
     uint64_t commit_index;
-    uint64_t applied_index;
+    uint64_t applied_index;         /* the state machine's (fsm_state_index) */
     int fault;                      /* BATON_E* of the local failure, 0 if none */
     int fault_kind;                 /* enum node_fault_kind */
     uint64_t fault_index;           /* the entry it happened on (0 if none) */

@@ -28,10 +28,11 @@ void admin_status(struct conn *c, const struct msg *m)
     r.u.status_r.term = st.term;
     r.u.status_r.last_index = st.last_index;
     r.u.status_r.commit_index = st.commit_index;
-    /* Raft's applied index, unless the store is ahead: a restarted node
-     * replays entries its store already has, and the digest below describes
-     * the store. (Barrier and configuration entries never reach the store,
-     * so otherwise raft's index is the one an operator expects.) */
+    /* The state machine's index (raft/fsm.h, fsm_state_index: raft's
+     * applied index less the entries a follower holds back until its
+     * commit is sure), unless the store is ahead: a restarted node replays
+     * entries its store already has. The digest below describes the store,
+     * so two nodes at the same index must report the same digest. */
     r.u.status_r.applied_index = st.applied_index;
     if (store_applied_index(c->srv->store) > st.applied_index)
         r.u.status_r.applied_index = store_applied_index(c->srv->store);

@@ -301,6 +301,10 @@ TEST(raft220_follower_keeps_earlier_term_entry_out_of_store)
     ASSERT_GE(raft_last_applied(cl_raft(&c, n.b)), n.k);
     ASSERT_UEQ(store_applied_index(c.node[n.b].store), n.k - 1);
     ASSERT_UEQ(fsm_gated(&c.node[n.b].fsm), 1);
+    /* STATUS reports the index the store's digest describes, not raft's:
+     * otherwise B and a node whose store has X would report one index
+     * with two digests, which batonctl status calls diverged. */
+    ASSERT_UEQ(fsm_state_index(&c.node[n.b].fsm), n.k - 1);
     ASSERT(!duties[n.a].ready);
     /* A snapshot now would be taken at raft's index k with the store's
      * state of k - 1: refused. */
