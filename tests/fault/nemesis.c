@@ -420,6 +420,7 @@ static void fault_member(struct run *r, int l)
     id = r->c.nodes[t].id;
     note(r, "FAULT", "member node %u: remove, wipe its data, add it back", id);
     if (member_out(r, t, "member") != 0) return;
+    upgrade_replaced(r, t);
     note(r, "HEAL", "member node %u %s", id,
          member_in(r, t) == 0 ? "is a voter again" : "could NOT be added back");
 }

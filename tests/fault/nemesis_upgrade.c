@@ -92,6 +92,16 @@ void upgrade_watch(struct run *r)
                  r->c.nodes[i].id, bin[i], cl[i], lowest);
 }
 
+void upgrade_replaced(struct run *r, int t)
+{
+    if (t != r->old_node) return;
+    /* Not a "NOTE upgrade" line: those are the checker's (check_upgrade.c). */
+    note(r, "NOTE", "member node %u ran feature level 1: it comes back on the full binary",
+         r->c.nodes[t].id);
+    r->c.node_batond[t] = NULL;
+    r->old_node = -1;
+}
+
 /* Did node i's log say `what` since it last started? */
 static int log_says(struct run *r, int i, const char *what)
 {

@@ -168,6 +168,11 @@ int upgrade_setup(struct run *r, struct cluster_opts *o);
 /* While the old node runs level 1: "NOTE upgrade level" lines of every
  * node's METRICS (the checker's rule 11). */
 void upgrade_watch(struct run *r);
+/* Node t has been removed and wiped by another fault. If it was the old
+ * node, the two full voters have raised the cluster's level while it was
+ * out, and a level-1 binary can no longer join: it comes back on the full
+ * binary, the upgrade an operator makes by replacing a node. */
+void upgrade_replaced(struct run *r, int t);
 
 /* run.c */
 /* A worker's environment and endpoints: through the client proxy as group
