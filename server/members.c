@@ -128,6 +128,27 @@ static int propose_addrs(struct server *srv, const uint32_t *ids, const char *co
 
 /* ---- MEMBER_ADD ----------------------------------------------------------- */
 
+/*
+ * A timed-out add whose node was heard at a raft handshake running a
+ * binary below the cluster's feature level: its handshakes were refused
+ * (raft/peer_base.c, peer_base_level_ok), so it could never catch up.
+ * Answer BATON_EVERSION saying so, in place of a timeout that leaves the
+ * operator guessing; true if it did.
+ */
+static bool add_refused_level(struct server *srv, struct conn *c, const struct member_op *q)
+{
+    uint32_t theirs = srv->nio->peer_level(srv->node, q->id), cluster = store_level(srv->store);
+
+    if (theirs == 0 || theirs >= cluster) return false;
+    conn_send_error(c, q->req_id, BATON_EVERSION,
+                    "member add: node %u runs a binary of feature level %u, below the cluster's "
+                    "level %u, and was refused at the raft handshake: run this release or a newer "
+                    "one there, then member add again (it stays in the configuration as a spare "
+                    "until then; member remove %u takes it out)",
+                    q->id, theirs, cluster, q->id);
+    return true;
+}
+
 /* Answer a MEMBER_ADD and end it. ENOTLEADER becomes a redirect: the
  * client asks the next leader, where MEMBER_ADD resumes a half-done add. */
 static void add_finish(struct member_op *q, int status)
@@ -162,6 +183,7 @@ static void add_finish(struct member_op *q, int status)
                         q->raft_addr);
         break;
     case BATON_ECANCELED:
+        if (add_refused_level(srv, c, q)) break;
         conn_send_error(c, q->req_id, status,
                         "member add: node %u did not catch up with the log in time: is its "
                         "batond running with --join and raft address %s? It stays in the "

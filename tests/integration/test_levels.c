@@ -99,6 +99,28 @@ TEST(one_old_voter_holds_the_level_until_upgraded)
     }
     ASSERT_EQ(cluster_digests_agree(&c, 20000), 0);
 
+    /* 2b. A node on the level-1 binary cannot join the raised cluster: its
+     * handshakes are refused, and member add says so (not just that it
+     * did not catch up). It stays a spare until removed. */
+    {
+        struct ctl_result r;
+        char spec[64];
+        int n4;
+
+        c.node_batond[3] = level1;
+        n4 = cluster_add_node(&c);
+        ASSERT_EQ(n4, 3);
+        cluster_member_addrs(&c, n4, spec, sizeof spec);
+        ASSERT_EQ(cluster_ctl(&c, &r, "member", "add", "4", spec, NULL), 70);
+        if (strstr(r.err, "feature level 1, below the cluster's level") == NULL)
+            FAIL("member add of a level-1 node: %s", r.err);
+        ctl_result_free(&r);
+        ASSERT_EQ(cluster_ctl(&c, &r, "member", "remove", "4", NULL), 0);
+        ctl_result_free(&r);
+        ASSERT_EQ(cluster_kill(&c, n4, SIGTERM), 0);
+        c.node_batond[3] = NULL;
+    }
+
     /* 3. Back to the level-1 binary on node 3: it refuses to start on a
      * store of a level it cannot apply, and says why. */
     ASSERT_EQ(cluster_kill(&c, 2, SIGTERM), 0);
