@@ -137,11 +137,15 @@ ALL_OBJ := $(PROTO_OBJ) $(STORE_OBJ) $(RAFT_OBJ) $(SERVER_OBJ) $(B)/server/main.
 default: all
 
 # ---- entry points: install what is missing, then build in a sub-make -----
+# The sub-make builds with one job per core (JOBS=1 for a serial build);
+# tests still run one at a time, in one recipe (tests/run-tests.sh).
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+
 all run run-secure test unit cluster integration: deps
-	@$(MAKE) --no-print-directory SAN=$(SAN) $@-inner
+	@$(MAKE) --no-print-directory -j$(JOBS) SAN=$(SAN) $@-inner
 
 bench bench-compare: deps
-	@$(MAKE) --no-print-directory SAN=$(SAN) $@-inner
+	@$(MAKE) --no-print-directory -j$(JOBS) SAN=$(SAN) $@-inner
 
 deps:
 	@missing=""; \
