@@ -651,6 +651,13 @@ static void process(baton_async_t *ac)
     uint64_t gen = ac->gen;
     size_t off = 0;
 
+    /* Read after the lease ran out here (the process was stopped, its
+     * loop stalled): the session ends before any of it is believed
+     * (async_int.h, baton__session_lease_check). What follows is still
+     * handled: replies of requests just settled are ignored as late ones
+     * are, and sessionless ones (reads, watches) stand. */
+    baton__session_lease_check(ac, ac->rx_at);
+    if (ac->gen != gen) return;
     for (;;) {
         struct msg m;
         size_t flen;

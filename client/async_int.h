@@ -519,6 +519,13 @@ void baton__session_started(baton_async_t *ac, uint64_t open_sent_at);
 void baton__lease_renew(baton_async_t *ac, uint64_t sent_at);
 bool baton__is_keepalive_id(uint64_t req_id);
 void baton__on_keepalive_reply(baton_async_t *ac, uint64_t req_id, int status, uint64_t n_lost);
+/* End the session if its lease ran out here by `now` (its requests
+ * settled as baton__session_lost does): false then, else true. The timer
+ * checks it, and so does every read before it handles a reply, since a
+ * process stopped past its lease reads what was sent to it before its
+ * timer can fire: a grant pushed to a session that has since expired must
+ * not be reported as held. */
+bool baton__session_lease_check(baton_async_t *ac, uint64_t now);
 bool baton__session_check_timers(baton_async_t *ac, uint64_t now);
 uint64_t baton__session_next_timer(const baton_async_t *ac);
 void baton__session_lost(baton_async_t *ac);

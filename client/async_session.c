@@ -221,19 +221,23 @@ static uint64_t oldest_unanswered(const baton_async_t *ac)
  * is due. Returns false if the session ended (its requests are settled
  * already).
  */
+bool baton__session_lease_check(baton_async_t *ac, uint64_t now)
+{
+    if (!baton__session_known(ac) || now < lease_end(ac)) return true;
+    baton__seterr(ac,
+                  "session %llu: its lease ran out here: nothing was acknowledged by the "
+                  "cluster for %llu ms (the ttl) after it was sent",
+                  (unsigned long long)ac->session, (unsigned long long)ttl_of(ac));
+    baton__session_lost(ac);
+    return false;
+}
+
 bool baton__session_check_timers(baton_async_t *ac, uint64_t now)
 {
     uint64_t waiting;
 
     if (!baton__session_known(ac)) return true;
-    if (now >= lease_end(ac)) {
-        baton__seterr(ac,
-                      "session %llu: its lease ran out here: nothing was acknowledged by the "
-                      "cluster for %llu ms (the ttl) after it was sent",
-                      (unsigned long long)ac->session, (unsigned long long)ttl_of(ac));
-        baton__session_lost(ac);
-        return false;
-    }
+    if (!baton__session_lease_check(ac, now)) return false;
     waiting = oldest_unanswered(ac);
     if (waiting && now >= waiting + silence_limit(ac)) {
         baton__seterr(ac, "%s left a keepalive unanswered for %llu ms: trying another node",

@@ -615,6 +615,64 @@ TEST(pipelined_calls_never_reach_the_cached_results_bound)
     ASSERT_EQ(cluster_stop(&C), 0);
 }
 
+/* ---- (e) a grant read after the lease ran out ------------------------------------ */
+
+/*
+ * A waiter's loop stops (a process stopped, a stalled thread) while the
+ * lock is granted to it; its session expires in the cluster and the lock
+ * moves on. When the loop runs again, a loop that sees the socket readable
+ * before its timer hands the grant pushed long ago to the library first.
+ * The library must end the session (its lease ran out by its own clock)
+ * before it believes anything it reads: the wait ends BATON_ESESSION,
+ * never as a grant of a lock that another holds by now.
+ */
+TEST(grant_read_after_the_lease_ran_out_is_not_a_hold)
+{
+    struct tloop t, th;
+    baton_opts o = {0};
+    struct rec open = {0}, wait = {0}, done = {0};
+    baton_async_t *ac, *holder;
+    uint64_t fence;
+
+    start3();
+    tloop_init(&t);
+    tloop_init(&th);
+    holder = a_open(&th, "holder");
+    fence = a_lock(&th, holder, "stale");
+    o.endpoints = cluster_endpoints(&C);
+    o.client_name = "stopped";
+    o.connect_timeout_ms = 10000;
+    o.session_ttl_ms = 2000;
+    ac = a_new(&t, &o);
+    ASSERT_EQ(baton_async_open(ac, rec_open, &open), 0);
+    run_until(&t, &open.calls, 1, 10000);
+    ASSERT_EQ(open.status, 0);
+    ASSERT_EQ(baton_async_lock(ac, "stale", BATON_WAIT_FOREVER, rec_lock, &wait), 0);
+    wait_waiters(&t, "stale", 1, 5000);
+
+    /* t stops. The holder lets go: the grant is pushed to ac, unread. */
+    ASSERT_EQ(baton_async_unlock(holder, "stale", fence, rec_done, &done), 0);
+    run_until(&th, &done.calls, 1, 5000);
+    ASSERT_EQ(done.status, 0);
+    run_for(&th, 4000); /* past ac's 2 s lease: expired in the cluster */
+    fence = a_lock(&th, holder, "stale");
+
+    /* t runs again, its socket first. */
+    baton_async_handle_read(ac);
+    run_for(&t, 300);
+    ASSERT_EQ(wait.calls, 1);
+    if (wait.status == 0)
+        FAIL("the stopped waiter was told it holds \"stale\" (fence %llu) while the holder "
+             "does", (unsigned long long)wait.value);
+    ASSERT_EQ(wait.status, BATON_ESESSION);
+    baton_async_free(ac);
+    ASSERT_EQ(baton_async_unlock(holder, "stale", fence, rec_done, &(struct rec){0}), 0);
+    a_close(&th, holder);
+    tloop_done(&t);
+    tloop_done(&th);
+    ASSERT_EQ(cluster_stop(&C), 0);
+}
+
 int main(int argc, char **argv)
 {
     runner_init(argc, argv);
@@ -623,5 +681,6 @@ int main(int argc, char **argv)
     RUN(hundred_sessions_waiting_on_one_lock_granted_in_call_order);
     RUN(refused_calls_never_call_back_and_free_inside_callback_is_deferred);
     RUN(pipelined_calls_never_reach_the_cached_results_bound);
+    RUN(grant_read_after_the_lease_ran_out_is_not_a_hold);
     return runner_done();
 }
