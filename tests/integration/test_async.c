@@ -666,7 +666,10 @@ TEST(grant_read_after_the_lease_ran_out_is_not_a_hold)
              "does", (unsigned long long)wait.value);
     ASSERT_EQ(wait.status, BATON_ESESSION);
     baton_async_free(ac);
-    ASSERT_EQ(baton_async_unlock(holder, "stale", fence, rec_done, &(struct rec){0}), 0);
+    memset(&done, 0, sizeof done);
+    ASSERT_EQ(baton_async_unlock(holder, "stale", fence, rec_done, &done), 0);
+    run_until(&th, &done.calls, 1, 5000);
+    ASSERT_EQ(done.status, 0);
     a_close(&th, holder);
     tloop_done(&t);
     tloop_done(&th);
