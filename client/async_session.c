@@ -215,12 +215,6 @@ static uint64_t oldest_unanswered(const baton_async_t *ac)
     return t;
 }
 
-/*
- * Timer fired: end the session if its lease ran out here, leave a node
- * that let a keepalive go unanswered too long, and send the keepalive that
- * is due. Returns false if the session ended (its requests are settled
- * already).
- */
 bool baton__session_lease_check(baton_async_t *ac, uint64_t now)
 {
     if (!baton__session_known(ac) || now < lease_end(ac)) return true;
@@ -232,6 +226,12 @@ bool baton__session_lease_check(baton_async_t *ac, uint64_t now)
     return false;
 }
 
+/*
+ * Timer fired: end the session if its lease ran out here, leave a node
+ * that let a keepalive go unanswered too long, and send the keepalive that
+ * is due. Returns false if the session ended (its requests are settled
+ * already).
+ */
 bool baton__session_check_timers(baton_async_t *ac, uint64_t now)
 {
     uint64_t waiting;
@@ -346,8 +346,8 @@ void baton__held_lost(baton_async_t *ac, struct baton__req *h, int why)
     h->status = why;
     baton__queue_done(ac, h);
     for (struct baton__req *o = ac->held_head; o; o = o->next) {
-        if (o == h || o->state != BATON__H_HELD || o->fence != h->fence) continue;
-        if (o->name_len != h->name_len || memcmp(o->name, h->name, h->name_len) != 0) continue;
+        if (o == h || o->state != BATON__H_HELD || !held_matches(o, h->fence, h->name, h->name_len))
+            continue;
         o->state = BATON__H_LOST;
         o->status = why;
     }

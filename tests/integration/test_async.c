@@ -630,7 +630,7 @@ TEST(grant_read_after_the_lease_ran_out_is_not_a_hold)
 {
     struct tloop t, th;
     baton_opts o = {0};
-    struct rec open = {0}, wait = {0}, done = {0};
+    struct rec wait = {0}, done = {0};
     baton_async_t *ac, *holder;
     uint64_t fence;
 
@@ -643,10 +643,7 @@ TEST(grant_read_after_the_lease_ran_out_is_not_a_hold)
     o.client_name = "stopped";
     o.connect_timeout_ms = 10000;
     o.session_ttl_ms = 2000;
-    ac = a_new(&t, &o);
-    ASSERT_EQ(baton_async_open(ac, rec_open, &open), 0);
-    run_until(&t, &open.calls, 1, 10000);
-    ASSERT_EQ(open.status, 0);
+    ac = a_open_with(&t, &o);
     ASSERT_EQ(baton_async_lock(ac, "stale", BATON_WAIT_FOREVER, rec_lock, &wait), 0);
     wait_waiters(&t, "stale", 1, 5000);
 
